@@ -1,0 +1,194 @@
+use crate::codec::*;
+use crate::error::{DecodeError, DecodeResult};
+use crate::limits::{MAX_FIELDS, MAX_FIELD_NAME_LEN};
+use crate::value::{ColumnType, MinMax};
+
+/// Where one section is in the file, and its crc32.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SectionRef {
+    pub offset: u64,
+    pub len: u64,
+    pub crc: u32,
+}
+
+impl SectionRef {
+    fn encode(&self, out: &mut Vec<u8>) {
+        put_u64(out, self.offset);
+        put_u64(out, self.len);
+        put_u32(out, self.crc);
+    }
+    fn decode(r: &mut ByteReader) -> DecodeResult<Self> {
+        Ok(SectionRef { offset: r.u64()?, len: r.u64()?, crc: r.u32()? })
+    }
+    pub fn end(&self) -> Option<u64> {
+        self.offset.checked_add(self.len)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnMeta {
+    pub ty: ColumnType,
+    pub present_count: u64,
+    pub min_max: Option<MinMax>,
+    pub directory: SectionRef,
+    pub data: SectionRef,
+}
+
+/// Statistics of a tokenized field, for BM25.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TextMeta {
+    /// Docs with at least one token in this field (Lucene's `docCount`).
+    pub docs_with_field: u32,
+    /// Tokens in this field over all docs (Lucene's `sumTotalTermFreq`).
+    pub total_tokens: u64,
+    /// One length id per doc (see `fieldnorm`).
+    pub norms: SectionRef,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldMeta {
+    pub name: String,
+    pub columns: Vec<ColumnMeta>,
+    pub text: Option<TextMeta>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Manifest {
+    pub doc_count: u32,
+    pub time_min: i64,
+    pub time_max: i64,
+    pub time_index: SectionRef,
+    /// Sorted by name; a field's position is its ordinal in term keys.
+    pub fields: Vec<FieldMeta>,
+    pub term_fst: SectionRef,
+    pub term_infos: SectionRef,
+    pub term_count: u64,
+    pub postings: SectionRef,
+    pub positions: SectionRef,
+}
+
+impl Manifest {
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        put_u32(out, self.doc_count);
+        put_i64(out, self.time_min);
+        put_i64(out, self.time_max);
+        self.time_index.encode(out);
+        put_varint(out, self.fields.len() as u64);
+        for field in &self.fields {
+            put_bytes(out, field.name.as_bytes());
+            put_varint(out, field.columns.len() as u64);
+            for column in &field.columns {
+                put_u8(out, column.ty as u8);
+                put_u64(out, column.present_count);
+                match column.min_max {
+                    Some(mm) => {
+                        put_u8(out, 1);
+                        put_u64(out, mm.min);
+                        put_u64(out, mm.max);
+                    }
+                    None => put_u8(out, 0),
+                }
+                column.directory.encode(out);
+                column.data.encode(out);
+            }
+            match &field.text {
+                Some(text) => {
+                    put_u8(out, 1);
+                    put_u32(out, text.docs_with_field);
+                    put_u64(out, text.total_tokens);
+                    text.norms.encode(out);
+                }
+                None => put_u8(out, 0),
+            }
+        }
+        self.term_fst.encode(out);
+        self.term_infos.encode(out);
+        put_u64(out, self.term_count);
+        self.postings.encode(out);
+        self.positions.encode(out);
+    }
+
+    pub fn decode(bytes: &[u8]) -> DecodeResult<Manifest> {
+        let mut r = ByteReader::new(bytes);
+        let doc_count = r.u32()?;
+        let time_min = r.i64()?;
+        let time_max = r.i64()?;
+        let time_index = SectionRef::decode(&mut r)?;
+        let field_count = r.varint()?;
+        if field_count > MAX_FIELDS as u64 {
+            return Err(DecodeError::new("too many fields"));
+        }
+        let mut fields = Vec::with_capacity(field_count as usize);
+        for _ in 0..field_count {
+            let name = r.str(MAX_FIELD_NAME_LEN)?.to_owned();
+            let column_count = r.varint()?;
+            if column_count > 16 {
+                return Err(DecodeError::new("too many columns for one field"));
+            }
+            let mut columns = Vec::new();
+            for _ in 0..column_count {
+                let ty = ColumnType::from_u8(r.u8()?)?;
+                let present_count = r.u64()?;
+                let min_max = match r.u8()? {
+                    0 => None,
+                    1 => Some(MinMax { min: r.u64()?, max: r.u64()? }),
+                    _ => return Err(DecodeError::new("bad min/max flag")),
+                };
+                let directory = SectionRef::decode(&mut r)?;
+                let data = SectionRef::decode(&mut r)?;
+                columns.push(ColumnMeta { ty, present_count, min_max, directory, data });
+            }
+            let text = match r.u8()? {
+                0 => None,
+                1 => Some(TextMeta {
+                    docs_with_field: r.u32()?,
+                    total_tokens: r.u64()?,
+                    norms: SectionRef::decode(&mut r)?,
+                }),
+                _ => return Err(DecodeError::new("bad text flag")),
+            };
+            fields.push(FieldMeta { name, columns, text });
+        }
+        if fields.windows(2).any(|w| w[0].name >= w[1].name) {
+            return Err(DecodeError::new("fields not sorted by name"));
+        }
+        let manifest = Manifest {
+            doc_count,
+            time_min,
+            time_max,
+            time_index,
+            fields,
+            term_fst: SectionRef::decode(&mut r)?,
+            term_infos: SectionRef::decode(&mut r)?,
+            term_count: r.u64()?,
+            postings: SectionRef::decode(&mut r)?,
+            positions: SectionRef::decode(&mut r)?,
+        };
+        if !r.is_empty() {
+            return Err(DecodeError::new("trailing bytes"));
+        }
+        Ok(manifest)
+    }
+
+    /// Every section, named, for bounds and checksum checks.
+    pub fn sections(&self) -> Vec<(String, SectionRef)> {
+        let mut all = vec![
+            ("time index".to_owned(), self.time_index),
+            ("term dictionary".to_owned(), self.term_fst),
+            ("term infos".to_owned(), self.term_infos),
+            ("postings".to_owned(), self.postings),
+            ("positions".to_owned(), self.positions),
+        ];
+        for field in &self.fields {
+            for column in &field.columns {
+                let name = format!("column {}:{}", field.name, column.ty.name());
+                all.push((format!("{name} directory"), column.directory));
+                all.push((format!("{name} data"), column.data));
+            }
+            if let Some(text) = &field.text {
+                all.push((format!("norms of {}", field.name), text.norms));
+            }
+        }
+        all
+    }
+}

@@ -1,0 +1,31 @@
+//! The block file: one tenant's events, sorted by `_time`, with columns, an inverted index and a
+//! sparse time index, in one immutable self-contained file.
+//!
+//! ```text
+//! block   := magic section* manifest footer
+//! footer  := manifest_offset:u64 manifest_len:u64 version:u32 manifest_crc32:u32 magic
+//! ```
+//! The manifest lists the fields (with their columns and text statistics), the `_time` range and
+//! every section as (offset, length, crc32). Readers mmap the file, check the footer and the
+//! manifest's crc, check every section lies inside the file, and verify the crc of the small
+//! sections they load whole (term dictionary, term infos, norms, time index, chunk directories).
+//! Column chunks carry their own crc, checked when decoded; postings are bounds-checked as
+//! they are decoded, and `BlockReader::verify` checks every section's crc. Full byte grammar:
+//! FORMAT.md.
+//!
+//! Invariants: doc ids are positions in `_time` order (stable for equal times); every doc has a
+//! `_time`; chunks of a column partition `[0, doc_count)`; term keys are unique and sorted.
+
+mod manifest;
+mod reader;
+mod writer;
+
+pub use manifest::{ColumnMeta, FieldMeta, Manifest, SectionRef, TextMeta};
+pub use reader::{BlockReader, DocumentFetcher};
+pub use writer::{write_block, BlockInput, FieldInput, InvertedIndexWriter, TextInput};
+
+/// The name of the time field every block has.
+pub const TIME_FIELD: &str = "_time";
+
+#[cfg(test)]
+mod tests;

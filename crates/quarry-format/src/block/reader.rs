@@ -1,0 +1,358 @@
+use super::manifest::{Manifest, SectionRef};
+use super::TIME_FIELD;
+use crate::column::{ColumnReader, DecodedChunk};
+use crate::error::{DecodeError, FormatError, Result};
+use crate::limits::{BLOCK_MAGIC, FOOTER_LEN, FORMAT_VERSION, MAX_MANIFEST_LEN, TIME_INDEX_INTERVAL};
+use crate::postings::{PostingsCursor, TermInfo, TERM_INFO_LEN};
+use crate::termdict::{term_info_at, term_key, TermKind};
+use crate::value::{ColumnType, Value};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A byte range of the block's mmap that the FST can own.
+#[derive(Clone)]
+pub struct MappedBytes {
+    mmap: Arc<memmap2::Mmap>,
+    start: usize,
+    end: usize,
+}
+
+impl AsRef<[u8]> for MappedBytes {
+    fn as_ref(&self) -> &[u8] {
+        &self.mmap[self.start..self.end]
+    }
+}
+
+/// An open block file. Opening checks the footer, the manifest and the small sections; the rest
+/// is decoded lazily, on demand. Shareable across threads.
+pub struct BlockReader {
+    path: PathBuf,
+    mmap: Arc<memmap2::Mmap>,
+    manifest: Manifest,
+    terms: fst::Map<MappedBytes>,
+}
+
+impl std::fmt::Debug for BlockReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlockReader").field("path", &self.path).finish()
+    }
+}
+
+impl BlockReader {
+    pub fn open(path: &Path) -> Result<BlockReader> {
+        let io = |source| FormatError::Io { path: path.to_path_buf(), source };
+        let file = std::fs::File::open(path).map_err(io)?;
+        // SAFETY: block files are immutable once renamed into place; nobody writes them while
+        // they are mapped (merge writes new files and deletes old ones only when unused).
+        let mmap = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+        Self::from_mmap(path, Arc::new(mmap))
+    }
+
+    fn from_mmap(path: &Path, mmap: Arc<memmap2::Mmap>) -> Result<BlockReader> {
+        let corrupt = |part: &str, reason: &'static str| FormatError::Corrupt {
+            path: path.to_path_buf(),
+            part: part.to_owned(),
+            reason,
+        };
+        let bytes: &[u8] = &mmap;
+        if bytes.len() < BLOCK_MAGIC.len() + FOOTER_LEN || &bytes[..8] != BLOCK_MAGIC {
+            return Err(FormatError::BadMagic { path: path.to_path_buf() });
+        }
+        let footer = &bytes[bytes.len() - FOOTER_LEN..];
+        if &footer[24..32] != BLOCK_MAGIC {
+            return Err(FormatError::BadMagic { path: path.to_path_buf() });
+        }
+        let mut r = crate::codec::ByteReader::new(footer);
+        let manifest_offset = r.u64().map_err(|e| e.in_file(path, "footer"))?;
+        let manifest_len = r.u64().map_err(|e| e.in_file(path, "footer"))?;
+        let version = r.u32().map_err(|e| e.in_file(path, "footer"))?;
+        let manifest_crc = r.u32().map_err(|e| e.in_file(path, "footer"))?;
+        if version != FORMAT_VERSION {
+            return Err(FormatError::Version {
+                path: path.to_path_buf(),
+                expected: FORMAT_VERSION,
+                got: version,
+            });
+        }
+        if manifest_len > MAX_MANIFEST_LEN {
+            return Err(FormatError::LimitExceeded {
+                path: path.to_path_buf(),
+                what: "manifest length",
+                got: manifest_len,
+                limit: MAX_MANIFEST_LEN,
+            });
+        }
+        let body_len = (bytes.len() - FOOTER_LEN) as u64;
+        let manifest_ref = SectionRef { offset: manifest_offset, len: manifest_len, crc: manifest_crc };
+        let manifest_bytes = section_bytes(bytes, manifest_ref, body_len)
+            .ok_or_else(|| corrupt("footer", "manifest outside file"))?;
+        let got = crc32fast::hash(manifest_bytes);
+        if got != manifest_crc {
+            return Err(FormatError::ChecksumMismatch {
+                path: path.to_path_buf(),
+                part: "manifest".into(),
+                expected: manifest_crc,
+                got,
+            });
+        }
+        let manifest = Manifest::decode(manifest_bytes).map_err(|e| e.in_file(path, "manifest"))?;
+        for (name, section) in manifest.sections() {
+            if section_bytes(bytes, section, manifest_offset).is_none() {
+                return Err(corrupt(&name, "section outside file"));
+            }
+        }
+        // Sections loaded whole are checked now; the FST in particular must not be walked if
+        // corrupt.
+        let mut eager = vec![
+            ("time index".to_owned(), manifest.time_index),
+            ("term dictionary".to_owned(), manifest.term_fst),
+            ("term infos".to_owned(), manifest.term_infos),
+        ];
+        for field in &manifest.fields {
+            for column in &field.columns {
+                eager.push((format!("column {} directory", field.name), column.directory));
+            }
+            if let Some(text) = &field.text {
+                eager.push((format!("norms of {}", field.name), text.norms));
+                if text.norms.len != u64::from(manifest.doc_count) {
+                    return Err(corrupt(&field.name, "norms length is not the doc count"));
+                }
+            }
+        }
+        for (name, section) in eager {
+            check_crc(path, bytes, &name, section)?;
+        }
+        let expected_index_len = u64::from(manifest.doc_count.div_ceil(TIME_INDEX_INTERVAL)) * 8;
+        if manifest.time_index.len != expected_index_len {
+            return Err(corrupt("time index", "length does not match doc count"));
+        }
+        if manifest.term_infos.len != manifest.term_count * TERM_INFO_LEN as u64 {
+            return Err(corrupt("term infos", "length does not match term count"));
+        }
+        let fst_bytes = MappedBytes {
+            mmap: mmap.clone(),
+            start: manifest.term_fst.offset as usize,
+            end: (manifest.term_fst.offset + manifest.term_fst.len) as usize,
+        };
+        let terms = fst::Map::new(fst_bytes).map_err(|_| corrupt("term dictionary", "not an fst"))?;
+        let reader = BlockReader { path: path.to_path_buf(), mmap, manifest, terms };
+        if reader.time_column().is_none() {
+            return Err(corrupt("manifest", "no _time column"));
+        }
+        Ok(reader)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    pub fn doc_count(&self) -> u32 {
+        self.manifest.doc_count
+    }
+
+    pub fn file_len(&self) -> u64 {
+        self.mmap.len() as u64
+    }
+
+    /// The ordinal of a field by name (fields are sorted by name).
+    pub fn field_ordinal(&self, name: &str) -> Option<u16> {
+        self.manifest
+            .fields
+            .binary_search_by(|f| f.name.as_str().cmp(name))
+            .ok()
+            .map(|i| i as u16)
+    }
+
+    pub fn corrupt(&self, part: impl Into<String>, error: DecodeError) -> FormatError {
+        error.in_file(&self.path, part)
+    }
+
+    fn section(&self, section: SectionRef) -> &[u8] {
+        // In bounds: checked for every section at open.
+        &self.mmap[section.offset as usize..(section.offset + section.len) as usize]
+    }
+
+    pub fn term_dictionary(&self) -> &fst::Map<MappedBytes> {
+        &self.terms
+    }
+
+    pub fn term_info_by_ordinal(&self, ordinal: u64) -> Result<TermInfo> {
+        term_info_at(self.section(self.manifest.term_infos), ordinal)
+            .map_err(|e| self.corrupt("term infos", e))
+    }
+
+    pub fn term_info(&self, field: u16, kind: TermKind, term: &[u8]) -> Result<Option<TermInfo>> {
+        let mut key = Vec::with_capacity(term.len() + 3);
+        term_key(&mut key, field, kind, term);
+        match self.terms.get(&key) {
+            None => Ok(None),
+            Some(ordinal) => self.term_info_by_ordinal(ordinal).map(Some),
+        }
+    }
+
+    pub fn postings(&self, info: &TermInfo) -> Result<PostingsCursor<'_>> {
+        PostingsCursor::try_new(
+            info,
+            self.section(self.manifest.postings),
+            self.section(self.manifest.positions),
+        )
+        .map_err(|e| self.corrupt("postings", e))
+    }
+
+    /// Field-length ids of a tokenized field, one per doc.
+    pub fn norms(&self, field: u16) -> Option<&[u8]> {
+        let text = self.manifest.fields.get(field as usize)?.text.as_ref()?;
+        Some(self.section(text.norms))
+    }
+
+    pub fn column(&self, field: u16, ty: ColumnType) -> Option<ColumnReader<'_>> {
+        let meta = self.manifest.fields.get(field as usize)?;
+        let column = meta.columns.iter().find(|c| c.ty == ty)?;
+        // new() only fails on a ragged directory, which open() rules out by crc; treat a
+        // failure as absent rather than panic.
+        ColumnReader::new(
+            ty,
+            self.manifest.doc_count,
+            self.section(column.directory),
+            self.section(column.data),
+        )
+        .ok()
+    }
+
+    pub fn time_column(&self) -> Option<ColumnReader<'_>> {
+        self.column(self.field_ordinal(TIME_FIELD)?, ColumnType::Timestamp)
+    }
+
+    /// The sparse time index: `_time` of docs 0, N, 2N, ... (N = `TIME_INDEX_INTERVAL`).
+    pub fn sparse_time(&self, index: usize) -> Option<i64> {
+        let bytes = self.section(self.manifest.time_index);
+        let raw = bytes.get(index * 8..index * 8 + 8)?;
+        // unwrap: the slice is 8 bytes long.
+        Some(i64::from_le_bytes(raw.try_into().unwrap()))
+    }
+
+    pub fn sparse_time_len(&self) -> usize {
+        (self.manifest.time_index.len / 8) as usize
+    }
+
+    /// Checks every section's crc and decodes every column chunk. `quarry check` runs this.
+    pub fn verify(&self) -> Result<()> {
+        let bytes: &[u8] = &self.mmap;
+        for (name, section) in self.manifest.sections() {
+            check_crc(&self.path, bytes, &name, section)?;
+        }
+        for (ordinal, field) in self.manifest.fields.iter().enumerate() {
+            for column in &field.columns {
+                // unwrap-free: column() is Some for every listed column.
+                if let Some(reader) = self.column(ordinal as u16, column.ty) {
+                    for chunk in 0..reader.chunk_count() {
+                        reader.decode_chunk(chunk).map_err(|e| {
+                            self.corrupt(format!("column {}:{} chunk {chunk}", field.name, column.ty.name()), e)
+                        })?;
+                    }
+                }
+            }
+        }
+        let mut stream = self.terms.stream();
+        use fst::Streamer;
+        while let Some((_, ordinal)) = stream.next() {
+            let info = self.term_info_by_ordinal(ordinal)?;
+            let mut cursor = self.postings(&info)?;
+            let mut count = 0u32;
+            while cursor.doc() != crate::postings::TERMINATED {
+                count += 1;
+                cursor.advance();
+            }
+            if let Some(error) = cursor.error() {
+                return Err(self.corrupt("postings", error));
+            }
+            if count != info.doc_freq {
+                return Err(self.corrupt("postings", DecodeError::new("doc count disagrees with doc freq")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Rebuilds one event (flattened field names) from the columns. For many docs, use a
+    /// `DocumentFetcher`, which keeps decoded chunks.
+    pub fn document(&self, doc: u32) -> Result<Vec<(String, Value)>> {
+        DocumentFetcher::new(self).fetch(doc)
+    }
+}
+
+fn section_bytes(bytes: &[u8], section: SectionRef, limit: u64) -> Option<&[u8]> {
+    let end = section.end()?;
+    if end > limit {
+        return None;
+    }
+    bytes.get(section.offset as usize..end as usize)
+}
+
+fn check_crc(path: &Path, bytes: &[u8], name: &str, section: SectionRef) -> Result<()> {
+    // In bounds: every section was checked against the file length first.
+    let got = crc32fast::hash(&bytes[section.offset as usize..(section.offset + section.len) as usize]);
+    if got != section.crc {
+        return Err(FormatError::ChecksumMismatch {
+            path: path.to_path_buf(),
+            part: name.to_owned(),
+            expected: section.crc,
+            got,
+        });
+    }
+    Ok(())
+}
+
+/// Rebuilds events from a block, keeping the last decoded chunk of each column so that fetching
+/// docs in increasing order decodes each chunk once.
+pub struct DocumentFetcher<'a> {
+    block: &'a BlockReader,
+    /// Per (field, column): the reader and the cached chunk (index, decoded).
+    columns: Vec<(String, ColumnReader<'a>, Option<(usize, DecodedChunk)>)>,
+}
+
+impl<'a> DocumentFetcher<'a> {
+    pub fn new(block: &'a BlockReader) -> Self {
+        Self::with_fields(block, |_| true)
+    }
+
+    /// Only the fields for which `keep(name)` holds.
+    pub fn with_fields(block: &'a BlockReader, keep: impl Fn(&str) -> bool) -> Self {
+        let mut columns = Vec::new();
+        for (ordinal, field) in block.manifest.fields.iter().enumerate() {
+            if !keep(&field.name) {
+                continue;
+            }
+            for column in &field.columns {
+                if let Some(reader) = block.column(ordinal as u16, column.ty) {
+                    columns.push((field.name.clone(), reader, None));
+                }
+            }
+        }
+        DocumentFetcher { block, columns }
+    }
+
+    pub fn fetch(&mut self, doc: u32) -> Result<Vec<(String, Value)>> {
+        let mut event = Vec::new();
+        for (name, reader, cache) in &mut self.columns {
+            let Some(index) = reader.chunk_of(doc).map_err(|e| self.block.corrupt(name.clone(), e))? else {
+                continue;
+            };
+            if cache.as_ref().map(|(i, _)| *i) != Some(index) {
+                let chunk = reader.decode_chunk(index).map_err(|e| {
+                    self.block.corrupt(format!("column {name}:{} chunk {index}", reader.column_type().name()), e)
+                })?;
+                *cache = Some((index, chunk));
+            }
+            if let Some((_, chunk)) = cache {
+                if let Some(value) = chunk.get(doc) {
+                    event.push((name.clone(), value));
+                }
+            }
+        }
+        Ok(event)
+    }
+}

@@ -1,0 +1,179 @@
+use super::manifest::{ColumnMeta, FieldMeta, Manifest, SectionRef, TextMeta};
+use super::TIME_FIELD;
+use crate::column::ColumnData;
+use crate::error::{FormatError, Result};
+use crate::limits::{BLOCK_MAGIC, FORMAT_VERSION, MAX_DOCS_PER_BLOCK, TIME_INDEX_INTERVAL};
+use crate::postings::PostingsWriter;
+use crate::termdict::{term_key, TermDictWriter, TermKind};
+use crate::value::ColumnType;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+/// Statistics and norms of one tokenized field.
+pub struct TextInput {
+    pub norms: Vec<u8>,
+    pub docs_with_field: u32,
+    pub total_tokens: u64,
+}
+
+pub struct FieldInput {
+    pub name: String,
+    pub columns: Vec<ColumnData>,
+    pub text: Option<TextInput>,
+}
+
+/// Everything one block holds, in final doc order.
+pub struct BlockInput {
+    /// `_time` of every doc, ascending. Its column must also be among `fields`.
+    pub times: Vec<i64>,
+    /// Sorted by name; the position of a field is the ordinal used in `inverted`'s term keys.
+    pub fields: Vec<FieldInput>,
+    pub inverted: InvertedIndexWriter,
+}
+
+/// Builds the term dictionary and postings of a block, term by term in key order
+/// (field ordinal, then kind, then term bytes).
+#[derive(Default)]
+pub struct InvertedIndexWriter {
+    postings: PostingsWriter,
+    dictionary: TermDictWriter,
+    key: Vec<u8>,
+}
+
+impl InvertedIndexWriter {
+    /// See `PostingsWriter::write_term` for the arguments' contract.
+    pub fn add_term(
+        &mut self,
+        field: u16,
+        kind: TermKind,
+        term: &[u8],
+        docs: &[u32],
+        tfs: &[u32],
+        norm_of: impl Fn(u32) -> u8,
+        positions: Option<&[u32]>,
+    ) -> Result<()> {
+        term_key(&mut self.key, field, kind, term);
+        let info = self.postings.write_term(docs, tfs, norm_of, positions);
+        self.dictionary.insert(&self.key, &info).map_err(|e| FormatError::InvalidInput {
+            reason: format!("term dictionary: {e}"),
+        })
+    }
+}
+
+struct SectionSink<W: Write> {
+    out: W,
+    offset: u64,
+}
+
+impl<W: Write> SectionSink<W> {
+    fn section(&mut self, bytes: &[u8]) -> std::io::Result<SectionRef> {
+        let section = SectionRef {
+            offset: self.offset,
+            len: bytes.len() as u64,
+            crc: crc32fast::hash(bytes),
+        };
+        self.out.write_all(bytes)?;
+        self.offset += bytes.len() as u64;
+        Ok(section)
+    }
+}
+
+fn invalid(reason: impl Into<String>) -> FormatError {
+    FormatError::InvalidInput { reason: reason.into() }
+}
+
+/// Writes a block to `path` atomically (a temporary file, fsync, rename) and returns its
+/// manifest.
+pub fn write_block(path: &Path, input: BlockInput) -> Result<Manifest> {
+    let doc_count = u32::try_from(input.times.len())
+        .ok()
+        .filter(|&n| n > 0 && n <= MAX_DOCS_PER_BLOCK)
+        .ok_or_else(|| invalid(format!("block doc count {} out of range", input.times.len())))?;
+    if input.times.windows(2).any(|w| w[0] > w[1]) {
+        return Err(invalid("times not sorted"));
+    }
+    if input.fields.windows(2).any(|w| w[0].name >= w[1].name) {
+        return Err(invalid("fields not sorted by name or not unique"));
+    }
+    let has_time_column = input.fields.iter().any(|f| {
+        f.name == TIME_FIELD && f.columns.iter().any(|c| c.ty == ColumnType::Timestamp)
+    });
+    if !has_time_column {
+        return Err(invalid("no _time column"));
+    }
+    let io = |source| FormatError::Io { path: path.to_path_buf(), source };
+    let tmp_path = path.with_extension("tmp");
+    let file = std::fs::File::create(&tmp_path).map_err(io)?;
+    let mut sink = SectionSink { out: BufWriter::with_capacity(1 << 20, file), offset: 0 };
+    sink.section(BLOCK_MAGIC).map_err(io)?;
+
+    let mut time_index = Vec::new();
+    for time in input.times.iter().step_by(TIME_INDEX_INTERVAL as usize) {
+        time_index.extend_from_slice(&time.to_le_bytes());
+    }
+    let time_index = sink.section(&time_index).map_err(io)?;
+
+    let mut fields = Vec::with_capacity(input.fields.len());
+    for field in input.fields {
+        let mut columns = Vec::with_capacity(field.columns.len());
+        for column in field.columns {
+            columns.push(ColumnMeta {
+                ty: column.ty,
+                present_count: column.present_count,
+                min_max: column.min_max,
+                directory: sink.section(&column.directory).map_err(io)?,
+                data: sink.section(&column.data).map_err(io)?,
+            });
+        }
+        let text = match field.text {
+            Some(text) => {
+                if text.norms.len() != doc_count as usize {
+                    return Err(invalid(format!("norms of {} have the wrong length", field.name)));
+                }
+                Some(TextMeta {
+                    docs_with_field: text.docs_with_field,
+                    total_tokens: text.total_tokens,
+                    norms: sink.section(&text.norms).map_err(io)?,
+                })
+            }
+            None => None,
+        };
+        fields.push(FieldMeta { name: field.name, columns, text });
+    }
+
+    let InvertedIndexWriter { postings, dictionary, .. } = input.inverted;
+    let (fst_bytes, infos, term_count) =
+        dictionary.finish().map_err(|e| invalid(format!("term dictionary: {e}")))?;
+    let term_fst = sink.section(&fst_bytes).map_err(io)?;
+    let term_infos = sink.section(&infos).map_err(io)?;
+    let postings_ref = sink.section(&postings.postings).map_err(io)?;
+    let positions_ref = sink.section(&postings.positions).map_err(io)?;
+
+    let manifest = Manifest {
+        doc_count,
+        time_min: input.times[0],
+        time_max: input.times[input.times.len() - 1],
+        time_index,
+        fields,
+        term_fst,
+        term_infos,
+        term_count,
+        postings: postings_ref,
+        positions: positions_ref,
+    };
+    let mut manifest_bytes = Vec::new();
+    manifest.encode(&mut manifest_bytes);
+    let manifest_ref = sink.section(&manifest_bytes).map_err(io)?;
+    let mut footer = Vec::with_capacity(crate::limits::FOOTER_LEN);
+    footer.extend_from_slice(&manifest_ref.offset.to_le_bytes());
+    footer.extend_from_slice(&manifest_ref.len.to_le_bytes());
+    footer.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    footer.extend_from_slice(&manifest_ref.crc.to_le_bytes());
+    footer.extend_from_slice(BLOCK_MAGIC);
+    sink.out.write_all(&footer).map_err(io)?;
+    let file = sink.out.into_inner().map_err(|e| io(e.into_error()))?;
+    file.sync_all().map_err(io)?;
+    drop(file);
+    std::fs::rename(&tmp_path, path).map_err(io)?;
+    Ok(manifest)
+}

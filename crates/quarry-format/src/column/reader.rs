@@ -1,0 +1,279 @@
+use super::{ChunkMeta, CHUNK_META_LEN, PRESENCE_ALL, PRESENCE_LIST};
+use crate::codec::{unzigzag, ByteReader};
+use crate::error::{DecodeError, DecodeResult};
+use crate::limits::MAX_CHUNK_RAW_BYTES;
+use crate::value::{ColumnType, MinMax, Value};
+
+/// Reads one column of a block. Borrowed from the block's mmap; cheap to create.
+#[derive(Clone, Copy)]
+pub struct ColumnReader<'a> {
+    ty: ColumnType,
+    doc_count: u32,
+    directory: &'a [u8],
+    data: &'a [u8],
+}
+
+/// The values of one decoded chunk.
+#[derive(Debug, Clone)]
+pub enum ChunkValues {
+    /// Strings (or JSON text): value `i` is `bytes[offsets[i]..offsets[i + 1]]`.
+    Bytes { offsets: Vec<u32>, bytes: Vec<u8> },
+    /// Raw 64-bit patterns for numbers, bools and time (see `MinMax`).
+    Numbers(Vec<u64>),
+}
+
+/// One chunk, decompressed: which docs have a value and the values in doc order.
+#[derive(Debug, Clone)]
+pub struct DecodedChunk {
+    pub ty: ColumnType,
+    pub first_doc: u32,
+    pub end_doc: u32,
+    /// Docs with a value, ascending; `None` means every doc in `first_doc..end_doc`.
+    pub docs: Option<Vec<u32>>,
+    pub values: ChunkValues,
+}
+
+impl<'a> ColumnReader<'a> {
+    /// `directory` must hold whole entries; the block reader checked that and the crc.
+    pub fn new(
+        ty: ColumnType,
+        doc_count: u32,
+        directory: &'a [u8],
+        data: &'a [u8],
+    ) -> DecodeResult<Self> {
+        if directory.len() % CHUNK_META_LEN != 0 {
+            return Err(DecodeError::new("chunk directory length not a whole number of entries"));
+        }
+        Ok(ColumnReader { ty, doc_count, directory, data })
+    }
+
+    pub fn column_type(&self) -> ColumnType {
+        self.ty
+    }
+
+    pub fn chunk_count(&self) -> usize {
+        self.directory.len() / CHUNK_META_LEN
+    }
+
+    pub fn chunk_meta(&self, index: usize) -> DecodeResult<ChunkMeta> {
+        let start = index * CHUNK_META_LEN;
+        let bytes = self
+            .directory
+            .get(start..start + CHUNK_META_LEN)
+            .ok_or(DecodeError::new("chunk index out of range"))?;
+        ChunkMeta::decode(bytes)
+    }
+
+    /// Min/max of chunk `index` (numeric columns only).
+    pub fn chunk_min_max(&self, index: usize) -> DecodeResult<Option<MinMax>> {
+        let meta = self.chunk_meta(index)?;
+        Ok((self.ty.is_numeric() && meta.present_count > 0).then_some(MinMax {
+            min: meta.min,
+            max: meta.max,
+        }))
+    }
+
+    /// The chunk covering `doc`, if any chunk does.
+    pub fn chunk_of(&self, doc: u32) -> DecodeResult<Option<usize>> {
+        let count = self.chunk_count();
+        if count == 0 || doc >= self.doc_count {
+            return Ok(None);
+        }
+        // Binary search for the last chunk whose first_doc <= doc.
+        let (mut lo, mut hi) = (0usize, count);
+        while hi - lo > 1 {
+            let mid = (lo + hi) / 2;
+            if self.chunk_meta(mid)?.first_doc <= doc {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        Ok((self.chunk_meta(lo)?.first_doc <= doc).then_some(lo))
+    }
+
+    fn chunk_end(&self, index: usize) -> DecodeResult<u32> {
+        if index + 1 < self.chunk_count() {
+            Ok(self.chunk_meta(index + 1)?.first_doc)
+        } else {
+            Ok(self.doc_count)
+        }
+    }
+
+    pub fn decode_chunk(&self, index: usize) -> DecodeResult<DecodedChunk> {
+        let meta = self.chunk_meta(index)?;
+        let end_doc = self.chunk_end(index)?;
+        if end_doc < meta.first_doc {
+            return Err(DecodeError::new("chunk doc range inconsistent"));
+        }
+        let start = usize::try_from(meta.offset).map_err(|_| DecodeError::new("chunk offset"))?;
+        let compressed = self
+            .data
+            .get(start..start.saturating_add(meta.len as usize))
+            .ok_or(DecodeError::new("chunk outside column data"))?;
+        if crc32fast::hash(compressed) != meta.crc {
+            return Err(DecodeError::new("chunk checksum mismatch"));
+        }
+        let raw = zstd::bulk::decompress(compressed, MAX_CHUNK_RAW_BYTES)
+            .map_err(|_| DecodeError::new("chunk does not decompress"))?;
+        decode_chunk_payload(self.ty, meta.first_doc, end_doc, &raw)
+    }
+
+    /// The value of `doc`, decoding its chunk. For many docs, decode chunks once instead.
+    pub fn get(&self, doc: u32) -> DecodeResult<Option<Value>> {
+        match self.chunk_of(doc)? {
+            None => Ok(None),
+            Some(index) => Ok(self.decode_chunk(index)?.get(doc)),
+        }
+    }
+}
+
+fn decode_chunk_payload(
+    ty: ColumnType,
+    first_doc: u32,
+    end_doc: u32,
+    raw: &[u8],
+) -> DecodeResult<DecodedChunk> {
+    let span = end_doc - first_doc;
+    let mut r = ByteReader::new(raw);
+    let present = r.varint_u32()?;
+    if present > span {
+        return Err(DecodeError::new("more values than docs in chunk"));
+    }
+    let docs = match r.u8()? {
+        PRESENCE_ALL => {
+            if present != span {
+                return Err(DecodeError::new("chunk marked full but values missing"));
+            }
+            None
+        }
+        PRESENCE_LIST => {
+            let mut docs = Vec::with_capacity(present as usize);
+            let mut doc = first_doc;
+            for i in 0..present {
+                let delta = r.varint_u32()?;
+                if i > 0 && delta == 0 {
+                    return Err(DecodeError::new("presence list not increasing"));
+                }
+                doc = doc.checked_add(delta).ok_or(DecodeError::new("doc overflow"))?;
+                if doc >= end_doc {
+                    return Err(DecodeError::new("present doc outside chunk"));
+                }
+                docs.push(doc);
+            }
+            Some(docs)
+        }
+        _ => return Err(DecodeError::new("unknown presence flag")),
+    };
+    let n = present as usize;
+    let values = match ty {
+        ColumnType::Str | ColumnType::Json => {
+            let mut offsets = Vec::with_capacity(n + 1);
+            let mut total = 0u64;
+            offsets.push(0u32);
+            for _ in 0..n {
+                total += r.varint()?;
+                if total > r.remaining() as u64 {
+                    return Err(DecodeError::new("string lengths exceed chunk"));
+                }
+                offsets.push(total as u32);
+            }
+            let bytes = r.take(total as usize)?.to_vec();
+            for w in offsets.windows(2) {
+                if std::str::from_utf8(&bytes[w[0] as usize..w[1] as usize]).is_err() {
+                    return Err(DecodeError::new("string value is not utf-8"));
+                }
+            }
+            ChunkValues::Bytes { offsets, bytes }
+        }
+        ColumnType::F64 => {
+            let bytes = r.take(n.checked_mul(8).ok_or(DecodeError::new("overflow"))?)?;
+            ChunkValues::Numbers(
+                bytes
+                    .chunks_exact(8)
+                    // unwrap: chunks_exact(8) yields 8-byte slices.
+                    .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
+                    .collect(),
+            )
+        }
+        ColumnType::Bool => {
+            let bytes = r.take(n)?;
+            if bytes.iter().any(|&b| b > 1) {
+                return Err(DecodeError::new("bool value not 0 or 1"));
+            }
+            ChunkValues::Numbers(bytes.iter().map(|&b| u64::from(b)).collect())
+        }
+        ColumnType::I64 | ColumnType::U64 | ColumnType::Timestamp => {
+            let mut values = Vec::with_capacity(n);
+            let mut prev = 0u64;
+            for _ in 0..n {
+                prev = prev.wrapping_add(unzigzag(r.varint()?) as u64);
+                values.push(prev);
+            }
+            ChunkValues::Numbers(values)
+        }
+    };
+    if !r.is_empty() {
+        return Err(DecodeError::new("trailing bytes in chunk"));
+    }
+    Ok(DecodedChunk { ty, first_doc, end_doc, docs, values })
+}
+
+impl DecodedChunk {
+    /// Position of `doc`'s value in `values`, if it has one.
+    pub fn position(&self, doc: u32) -> Option<usize> {
+        if doc < self.first_doc || doc >= self.end_doc {
+            return None;
+        }
+        match &self.docs {
+            None => Some((doc - self.first_doc) as usize),
+            Some(docs) => docs.binary_search(&doc).ok(),
+        }
+    }
+
+    pub fn raw(&self, position: usize) -> Option<u64> {
+        match &self.values {
+            ChunkValues::Numbers(v) => v.get(position).copied(),
+            ChunkValues::Bytes { .. } => None,
+        }
+    }
+
+    pub fn str_at(&self, position: usize) -> Option<&str> {
+        match &self.values {
+            ChunkValues::Bytes { offsets, bytes } => {
+                let start = *offsets.get(position)? as usize;
+                let end = *offsets.get(position + 1)? as usize;
+                // The decoder checked every value is utf-8.
+                std::str::from_utf8(&bytes[start..end]).ok()
+            }
+            ChunkValues::Numbers(_) => None,
+        }
+    }
+
+    pub fn value_at(&self, position: usize) -> Option<Value> {
+        Some(match self.ty {
+            ColumnType::Str => Value::Str(self.str_at(position)?.to_owned()),
+            ColumnType::Json => Value::Json(self.str_at(position)?.to_owned()),
+            ColumnType::I64 => Value::I64(self.raw(position)? as i64),
+            ColumnType::U64 => Value::U64(self.raw(position)?),
+            ColumnType::F64 => Value::F64(f64::from_bits(self.raw(position)?)),
+            ColumnType::Bool => Value::Bool(self.raw(position)? != 0),
+            ColumnType::Timestamp => Value::Timestamp(self.raw(position)? as i64),
+        })
+    }
+
+    pub fn get(&self, doc: u32) -> Option<Value> {
+        self.value_at(self.position(doc)?)
+    }
+
+    pub fn len(&self) -> usize {
+        match &self.values {
+            ChunkValues::Numbers(v) => v.len(),
+            ChunkValues::Bytes { offsets, .. } => offsets.len() - 1,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

@@ -1,0 +1,192 @@
+use super::{ChunkMeta, PRESENCE_ALL, PRESENCE_LIST};
+use crate::codec::{put_varint, zigzag};
+use crate::error::{FormatError, Result};
+use crate::limits::{COLUMN_CHUNK_MAX_DOCS, COLUMN_CHUNK_TARGET_BYTES, COLUMN_ZSTD_LEVEL};
+use crate::value::{ColumnType, MinMax};
+
+/// Builds one column, value by value in increasing doc order, cutting and compressing chunks
+/// as it goes so that at most one raw chunk is held in memory.
+pub struct ColumnWriter {
+    ty: ColumnType,
+    /// First doc of the open chunk. The first chunk starts at doc 0 and each next one where the
+    /// previous closed, so chunks partition the doc range.
+    chunk_first_doc: u32,
+    /// Doc ids (absolute) with a value in the open chunk.
+    chunk_docs: Vec<u32>,
+    /// Numeric values of the open chunk as raw 64-bit patterns (numbers, bools, time).
+    chunk_numbers: Vec<u64>,
+    /// String values of the open chunk: lengths then bytes.
+    chunk_lengths: Vec<u32>,
+    chunk_bytes: Vec<u8>,
+    next_doc: u32,
+    data: Vec<u8>,
+    directory: Vec<ChunkMeta>,
+    scratch: Vec<u8>,
+    present_count: u64,
+    min_max: Option<MinMax>,
+}
+
+/// A finished column: compressed chunk data and its directory, ready for the block writer.
+pub struct ColumnData {
+    pub ty: ColumnType,
+    pub data: Vec<u8>,
+    pub directory: Vec<u8>,
+    pub chunk_count: u32,
+    pub present_count: u64,
+    pub min_max: Option<MinMax>,
+}
+
+impl ColumnWriter {
+    pub fn new(ty: ColumnType) -> Self {
+        ColumnWriter {
+            ty,
+            chunk_first_doc: 0,
+            chunk_docs: Vec::new(),
+            chunk_numbers: Vec::new(),
+            chunk_lengths: Vec::new(),
+            chunk_bytes: Vec::new(),
+            next_doc: 0,
+            data: Vec::new(),
+            directory: Vec::new(),
+            scratch: Vec::new(),
+            present_count: 0,
+            min_max: None,
+        }
+    }
+
+    pub fn column_type(&self) -> ColumnType {
+        self.ty
+    }
+
+    fn is_bytes(&self) -> bool {
+        matches!(self.ty, ColumnType::Str | ColumnType::Json)
+    }
+
+    fn before_push(&mut self, doc: u32) -> Result<()> {
+        if doc < self.next_doc {
+            return Err(FormatError::InvalidInput {
+                reason: format!("column values out of doc order: {doc} after {}", self.next_doc),
+            });
+        }
+        let raw_len = self.chunk_bytes.len() + self.chunk_numbers.len() * 8;
+        if !self.chunk_docs.is_empty()
+            && (doc - self.chunk_first_doc >= COLUMN_CHUNK_MAX_DOCS
+                || raw_len >= COLUMN_CHUNK_TARGET_BYTES)
+        {
+            self.close_chunk(doc)?;
+        }
+        self.chunk_docs.push(doc);
+        self.next_doc = doc + 1;
+        self.present_count += 1;
+        Ok(())
+    }
+
+    pub fn push_str(&mut self, doc: u32, value: &str) -> Result<()> {
+        debug_assert!(self.is_bytes());
+        self.before_push(doc)?;
+        self.chunk_lengths.push(value.len() as u32);
+        self.chunk_bytes.extend_from_slice(value.as_bytes());
+        Ok(())
+    }
+
+    /// A numeric, bool or time value as its raw 64-bit pattern (see `MinMax`).
+    pub fn push_raw(&mut self, doc: u32, raw: u64) -> Result<()> {
+        debug_assert!(!self.is_bytes());
+        self.before_push(doc)?;
+        self.chunk_numbers.push(raw);
+        Ok(())
+    }
+
+    /// Closes the open chunk; the next chunk starts at `end_doc`.
+    fn close_chunk(&mut self, end_doc: u32) -> Result<()> {
+        let span = end_doc - self.chunk_first_doc;
+        let present = self.chunk_docs.len() as u32;
+        let is_bytes = self.is_bytes();
+        let raw = &mut self.scratch;
+        raw.clear();
+        put_varint(raw, u64::from(present));
+        if present == span {
+            raw.push(PRESENCE_ALL);
+        } else {
+            raw.push(PRESENCE_LIST);
+            let mut prev = self.chunk_first_doc;
+            for &doc in &self.chunk_docs {
+                put_varint(raw, u64::from(doc - prev));
+                prev = doc;
+            }
+        }
+        let mut min_max = None;
+        if is_bytes {
+            for &len in &self.chunk_lengths {
+                put_varint(raw, u64::from(len));
+            }
+            raw.extend_from_slice(&self.chunk_bytes);
+        } else {
+            match self.ty {
+                ColumnType::F64 => {
+                    for &v in &self.chunk_numbers {
+                        raw.extend_from_slice(&v.to_le_bytes());
+                    }
+                }
+                ColumnType::Bool => raw.extend(self.chunk_numbers.iter().map(|&v| v as u8)),
+                _ => {
+                    let mut prev = 0u64;
+                    for &v in &self.chunk_numbers {
+                        put_varint(raw, zigzag(v.wrapping_sub(prev) as i64));
+                        prev = v;
+                    }
+                }
+            }
+            if self.ty.is_numeric() {
+                min_max = MinMax::of(self.ty, self.chunk_numbers.iter().copied());
+            }
+        }
+        let compressed = zstd::bulk::compress(raw, COLUMN_ZSTD_LEVEL).map_err(|e| {
+            FormatError::InvalidInput {
+                reason: format!("zstd compression failed: {e}"),
+            }
+        })?;
+        let meta = ChunkMeta {
+            first_doc: self.chunk_first_doc,
+            present_count: present,
+            offset: self.data.len() as u64,
+            len: compressed.len() as u32,
+            crc: crc32fast::hash(&compressed),
+            min: min_max.map_or(0, |m| m.min),
+            max: min_max.map_or(0, |m| m.max),
+        };
+        self.min_max = MinMax::merge(self.ty, self.min_max, min_max);
+        self.data.extend_from_slice(&compressed);
+        self.directory.push(meta);
+        self.chunk_first_doc = end_doc;
+        self.chunk_docs.clear();
+        self.chunk_numbers.clear();
+        self.chunk_lengths.clear();
+        self.chunk_bytes.clear();
+        Ok(())
+    }
+
+    /// Finishes the column for a block of `doc_count` docs.
+    pub fn finish(mut self, doc_count: u32) -> Result<ColumnData> {
+        if !self.chunk_docs.is_empty() {
+            if doc_count < self.next_doc {
+                return Err(FormatError::InvalidInput {
+                    reason: format!("doc count {doc_count} below a column's doc {}", self.next_doc),
+                });
+            }
+            self.close_chunk(doc_count)?;
+        }
+        let mut directory = Vec::with_capacity(self.directory.len() * super::CHUNK_META_LEN);
+        for meta in &self.directory {
+            meta.encode(&mut directory);
+        }
+        Ok(ColumnData {
+            ty: self.ty,
+            data: self.data,
+            directory,
+            chunk_count: self.directory.len() as u32,
+            present_count: self.present_count,
+            min_max: self.min_max,
+        })
+    }
+}

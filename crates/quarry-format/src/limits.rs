@@ -1,0 +1,57 @@
+//! Every size limit of the block format, each with the reason it is that value.
+//!
+//! Decoders check each length they read against these before allocating or slicing, so a corrupt
+//! or hostile file produces an error instead of a huge allocation or a panic.
+
+/// Magic bytes at the start and end of every block file.
+pub const BLOCK_MAGIC: &[u8; 8] = b"QRYBLOK1";
+
+/// The block format version this build writes and reads (see FORMAT.md).
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Doc ids are u32 and `u32::MAX` is the iterators' end marker, so a block holds fewer docs.
+/// The pipeline cuts blocks far below this (by memory budget); merge stops at this.
+pub const MAX_DOCS_PER_BLOCK: u32 = 1 << 30;
+
+/// Fields per block. A field ordinal is a u16 in term-dictionary keys.
+pub const MAX_FIELDS: usize = u16::MAX as usize;
+
+/// Field names longer than this are rejected at ingest: a name is a key in every block's
+/// manifest and in the term dictionary, not a place for data.
+pub const MAX_FIELD_NAME_LEN: usize = 512;
+
+/// A whole string value is indexed as one exact term only up to this length, like
+/// Elasticsearch's `ignore_above: 256` for dynamically mapped keyword fields: long texts are
+/// searched by their tokens, and an exact term of a 10 KB body only bloats the dictionary.
+pub const MAX_EXACT_TERM_LEN: usize = 256;
+
+/// Tokens longer than this are dropped by the analyzer (Lucene's StandardTokenizer splits at
+/// 255 chars; tantivy drops above 40). Such tokens are base64 blobs or hashes that nobody types.
+pub const MAX_TOKEN_LEN: usize = 255;
+
+/// Postings are bit-packed in blocks of this many doc ids (the SIMD width of `bitpacking`'s
+/// BitPacker4x), each with a skip entry for `advance` and block-max pruning.
+pub const POSTINGS_BLOCK_LEN: usize = 128;
+
+/// A column chunk closes after this many docs or `COLUMN_CHUNK_TARGET_BYTES` raw bytes,
+/// whichever comes first. Small chunks make fetching one hit cheap (decompress about 64 KiB)
+/// and min/max skipping fine-grained; large ones compress better. 64 KiB is zstd's sweet spot.
+pub const COLUMN_CHUNK_MAX_DOCS: u32 = 8192;
+pub const COLUMN_CHUNK_TARGET_BYTES: usize = 64 * 1024;
+
+/// A decoded column chunk may not claim more than this many raw bytes (a single huge value
+/// can exceed the target, so this is far above it).
+pub const MAX_CHUNK_RAW_BYTES: usize = 256 * 1024 * 1024;
+
+/// zstd level for column chunks: level 3 is the library default, ~300 MB/s compression.
+pub const COLUMN_ZSTD_LEVEL: i32 = 3;
+
+/// One `_time` value out of this many docs goes into the sparse time index, so a time bound
+/// maps to a range of at most this many docs without decoding the `_time` column.
+pub const TIME_INDEX_INTERVAL: u32 = 128;
+
+/// The manifest is decoded in full at open; it lists fields and sections, not data.
+pub const MAX_MANIFEST_LEN: u64 = 64 * 1024 * 1024;
+
+/// Footer: manifest offset u64, manifest length u64, version u32, manifest crc32 u32, magic.
+pub const FOOTER_LEN: usize = 8 + 8 + 4 + 4 + 8;

@@ -1,0 +1,331 @@
+use super::{SkipEntry, TermInfo, SKIP_ENTRY_LEN, TERMINATED};
+use crate::codec::ByteReader;
+use crate::error::{DecodeError, DecodeResult};
+use crate::limits::POSTINGS_BLOCK_LEN;
+use bitpacking::{BitPacker, BitPacker4x};
+
+const BLOCK: usize = POSTINGS_BLOCK_LEN;
+
+/// Iterates one term's postings in one block file: `doc`, `advance`, `seek`, term frequency,
+/// positions, and the skip data's per-block score bounds.
+///
+/// A cursor starts on its first doc. Bytes are checked as they are decoded: a corrupt posting
+/// list yields a `DecodeError` from `try_new` / the `try_` methods or ends the iteration early,
+/// never a panic or an endless loop (doc ids must strictly increase).
+pub struct PostingsCursor<'a> {
+    packer: BitPacker4x,
+    skips: &'a [u8],
+    blocks: &'a [u8],
+    positions: &'a [u8],
+    full_blocks: usize,
+    doc_freq: u32,
+    /// Index of the decoded block; `full_blocks` means the varint tail.
+    block: usize,
+    docs: [u32; BLOCK],
+    tfs: [u32; BLOCK],
+    len: usize,
+    cursor: usize,
+    doc: u32,
+    /// Byte offset (in `positions`) of the current block's first doc.
+    block_positions_start: usize,
+    /// Lazily advanced: doc index within the block and its byte offset in `positions`.
+    positions_doc: usize,
+    positions_byte: usize,
+    error: Option<DecodeError>,
+}
+
+impl<'a> PostingsCursor<'a> {
+    /// `postings` and `positions` are the block's whole sections; `info` locates the term.
+    pub fn try_new(
+        info: &TermInfo,
+        postings: &'a [u8],
+        positions: &'a [u8],
+    ) -> DecodeResult<Self> {
+        let start = usize::try_from(info.postings_offset)
+            .map_err(|_| DecodeError::new("postings offset"))?;
+        let bytes = postings
+            .get(start..start.saturating_add(info.postings_len as usize))
+            .ok_or(DecodeError::new("postings outside section"))?;
+        let full_blocks = info.doc_freq as usize / BLOCK;
+        let skip_len = full_blocks * SKIP_ENTRY_LEN;
+        if bytes.len() < skip_len {
+            return Err(DecodeError::new("skip data truncated"));
+        }
+        let positions = if info.has_positions {
+            let start = usize::try_from(info.positions_offset)
+                .map_err(|_| DecodeError::new("positions offset"))?;
+            let len = usize::try_from(info.positions_len)
+                .map_err(|_| DecodeError::new("positions length"))?;
+            positions
+                .get(start..start.saturating_add(len))
+                .ok_or(DecodeError::new("positions outside section"))?
+        } else {
+            &[]
+        };
+        let mut cursor = PostingsCursor {
+            packer: BitPacker4x::new(),
+            skips: &bytes[..skip_len],
+            blocks: &bytes[skip_len..],
+            positions,
+            full_blocks,
+            doc_freq: info.doc_freq,
+            block: 0,
+            docs: [0; BLOCK],
+            tfs: [0; BLOCK],
+            len: 0,
+            cursor: 0,
+            doc: TERMINATED,
+            block_positions_start: 0,
+            positions_doc: 0,
+            positions_byte: 0,
+            error: None,
+        };
+        if info.doc_freq > 0 {
+            cursor.load_block(0)?;
+            cursor.doc = cursor.docs[0];
+        }
+        Ok(cursor)
+    }
+
+    pub fn doc_freq(&self) -> u32 {
+        self.doc_freq
+    }
+
+    #[inline]
+    pub fn doc(&self) -> u32 {
+        self.doc
+    }
+
+    #[inline]
+    pub fn term_freq(&self) -> u32 {
+        self.tfs[self.cursor]
+    }
+
+    /// The first decode error met, if iteration stopped early because of one.
+    pub fn error(&self) -> Option<DecodeError> {
+        self.error
+    }
+
+    fn skip_entry(&self, block: usize) -> DecodeResult<SkipEntry> {
+        let start = block * SKIP_ENTRY_LEN;
+        SkipEntry::decode(
+            self.skips
+                .get(start..start + SKIP_ENTRY_LEN)
+                .ok_or(DecodeError::new("skip entry out of range"))?,
+        )
+    }
+
+    fn previous_last_doc(&self, block: usize) -> DecodeResult<u32> {
+        if block == 0 {
+            Ok(0)
+        } else {
+            Ok(self.skip_entry(block - 1)?.last_doc)
+        }
+    }
+
+    fn load_block(&mut self, block: usize) -> DecodeResult<()> {
+        self.block = block;
+        self.cursor = 0;
+        self.positions_doc = 0;
+        let initial = self.previous_last_doc(block)?;
+        if block < self.full_blocks {
+            let entry = self.skip_entry(block)?;
+            if entry.doc_bits > 32 || entry.tf_bits > 32 {
+                return Err(DecodeError::new("bit width above 32"));
+            }
+            let start = entry.doc_offset as usize;
+            let doc_len = entry.doc_bits as usize * BLOCK / 8;
+            let tf_len = entry.tf_bits as usize * BLOCK / 8;
+            let packed = self
+                .blocks
+                .get(start..start + doc_len + tf_len)
+                .ok_or(DecodeError::new("postings block outside term"))?;
+            self.packer
+                .decompress_sorted(initial, &packed[..doc_len], &mut self.docs, entry.doc_bits);
+            self.packer.decompress(&packed[doc_len..], &mut self.tfs, entry.tf_bits);
+            for tf in &mut self.tfs {
+                *tf = tf.wrapping_add(1);
+            }
+            if self.docs[BLOCK - 1] != entry.last_doc {
+                return Err(DecodeError::new("block's last doc disagrees with skip entry"));
+            }
+            self.len = BLOCK;
+            self.block_positions_start = entry.positions_offset as usize;
+        } else {
+            // The tail starts after the last full block's bytes.
+            let start = if block == 0 {
+                0
+            } else {
+                let last = self.skip_entry(block - 1)?;
+                last.doc_offset as usize + (last.doc_bits as usize + last.tf_bits as usize) * 16
+            };
+            let mut r = ByteReader::new(
+                self.blocks.get(start..).ok_or(DecodeError::new("postings tail outside term"))?,
+            );
+            let count = self.doc_freq as usize - block * BLOCK;
+            let mut doc = initial;
+            for i in 0..count {
+                let delta = r.varint_u32()?;
+                doc = doc.checked_add(delta).ok_or(DecodeError::new("doc id overflow"))?;
+                self.docs[i] = doc;
+                self.tfs[i] = r.varint_u32()?.checked_add(1).ok_or(DecodeError::new("tf"))?;
+            }
+            self.len = count;
+            self.block_positions_start = self.tail_positions_start()?;
+        }
+        self.positions_byte = self.block_positions_start;
+        // Doc ids strictly increase within a block and across blocks (the first delta of a
+        // block after the first is at least 1).
+        let first_may_equal = block == 0;
+        if self.len > 0 && !first_may_equal && self.docs[0] <= initial {
+            return Err(DecodeError::new("doc ids not increasing across blocks"));
+        }
+        if self.docs[..self.len].windows(2).any(|w| w[1] <= w[0]) {
+            return Err(DecodeError::new("doc ids not increasing"));
+        }
+        Ok(())
+    }
+
+    fn tail_positions_start(&self) -> DecodeResult<usize> {
+        if self.positions.is_empty() || self.full_blocks == 0 {
+            return Ok(0);
+        }
+        // Skip the last full block's positions: it starts at its skip offset and holds the
+        // sum of its tfs; those tfs are not decoded here, so walk varints by count.
+        let last = self.skip_entry(self.full_blocks - 1)?;
+        let mut tfs = [0u32; BLOCK];
+        let start = last.doc_offset as usize + last.doc_bits as usize * 16;
+        let packed = self
+            .blocks
+            .get(start..start + last.tf_bits as usize * 16)
+            .ok_or(DecodeError::new("postings block outside term"))?;
+        self.packer.decompress(packed, &mut tfs, last.tf_bits);
+        let count: u64 = tfs.iter().map(|&tf| u64::from(tf) + 1).sum();
+        skip_varints(self.positions, last.positions_offset as usize, count)
+    }
+
+    fn fail(&mut self, error: DecodeError) -> u32 {
+        self.error = Some(error);
+        self.doc = TERMINATED;
+        TERMINATED
+    }
+
+    /// Moves to the next doc; returns it (or `TERMINATED`).
+    #[inline]
+    pub fn advance(&mut self) -> u32 {
+        if self.doc == TERMINATED {
+            return TERMINATED;
+        }
+        self.cursor += 1;
+        if self.cursor < self.len {
+            self.doc = self.docs[self.cursor];
+            return self.doc;
+        }
+        self.next_block()
+    }
+
+    #[cold]
+    fn next_block(&mut self) -> u32 {
+        if self.block >= self.full_blocks || (self.block + 1) * BLOCK >= self.doc_freq as usize {
+            self.doc = TERMINATED;
+            return TERMINATED;
+        }
+        match self.load_block(self.block + 1) {
+            Ok(()) => {
+                self.doc = self.docs[0];
+                self.doc
+            }
+            Err(e) => self.fail(e),
+        }
+    }
+
+    /// Moves to the first doc `>= target`; returns it (or `TERMINATED`).
+    pub fn seek(&mut self, target: u32) -> u32 {
+        if self.doc >= target {
+            return self.doc;
+        }
+        // Skip whole blocks whose last doc is below the target, using the skip entries.
+        if self.block < self.full_blocks && self.docs[self.len - 1] < target {
+            let mut block = self.block + 1;
+            while block < self.full_blocks {
+                match self.skip_entry(block) {
+                    Ok(entry) if entry.last_doc < target => block += 1,
+                    Ok(_) => break,
+                    Err(e) => return self.fail(e),
+                }
+            }
+            if block * BLOCK >= self.doc_freq as usize {
+                self.doc = TERMINATED;
+                return TERMINATED;
+            }
+            if let Err(e) = self.load_block(block) {
+                return self.fail(e);
+            }
+        }
+        let slice = &self.docs[self.cursor..self.len];
+        let offset = slice.partition_point(|&d| d < target);
+        if self.cursor + offset < self.len {
+            self.cursor += offset;
+            self.doc = self.docs[self.cursor];
+            self.doc
+        } else {
+            self.cursor = self.len - 1;
+            self.next_block()
+        }
+    }
+
+    /// Positions of the current doc, appended to `out` (cleared first).
+    pub fn positions(&mut self, out: &mut Vec<u32>) -> DecodeResult<()> {
+        out.clear();
+        if self.doc == TERMINATED {
+            return Ok(());
+        }
+        // Walk forward from the last doc whose positions were read in this block.
+        if self.positions_doc > self.cursor {
+            self.positions_doc = 0;
+            self.positions_byte = self.block_positions_start;
+        }
+        let skip: u64 = self.tfs[self.positions_doc..self.cursor].iter().map(|&t| u64::from(t)).sum();
+        let start = skip_varints(self.positions, self.positions_byte, skip)?;
+        let mut r = ByteReader::new(self.positions.get(start..).unwrap_or(&[]));
+        let mut position = 0u32;
+        for _ in 0..self.tfs[self.cursor] {
+            position = position
+                .checked_add(r.varint_u32()?)
+                .ok_or(DecodeError::new("position overflow"))?;
+            out.push(position);
+        }
+        self.positions_doc = self.cursor + 1;
+        self.positions_byte = self.positions.len() - r.remaining();
+        Ok(())
+    }
+
+    /// The skip data of the block that holds (or would hold) `target`: its last doc and score
+    /// bound inputs (max tf, min norm id). Does not move the cursor ("shallow" seek). `None`
+    /// past the last full block: the tail's bound is the term's.
+    pub fn block_bound(&self, target: u32) -> Option<(u32, u32, u8)> {
+        let mut block = self.block;
+        while block < self.full_blocks {
+            let entry = self.skip_entry(block).ok()?;
+            if entry.last_doc >= target {
+                return Some((entry.last_doc, entry.max_tf, entry.min_norm));
+            }
+            block += 1;
+        }
+        None
+    }
+}
+
+/// Byte offset after `count` varints starting at `start`.
+fn skip_varints(bytes: &[u8], start: usize, count: u64) -> DecodeResult<usize> {
+    let mut offset = start;
+    let mut left = count;
+    while left > 0 {
+        let byte = *bytes.get(offset).ok_or(DecodeError::new("positions truncated"))?;
+        if byte < 0x80 {
+            left -= 1;
+        }
+        offset += 1;
+    }
+    Ok(offset)
+}

@@ -1,0 +1,65 @@
+//! The term dictionary: an FST (the `fst` crate) from term key to term ordinal, and a fixed-width
+//! table of `TermInfo` indexed by ordinal.
+//!
+//! A term key is `field ordinal (u16, big endian) ‖ kind (u8) ‖ term bytes`, so one FST serves
+//! every field, keys of one field are contiguous (prefix, fuzzy and range automata later walk one
+//! field), and sorting keys sorts by field first.
+
+use crate::error::{DecodeError, DecodeResult};
+use crate::postings::{TermInfo, TERM_INFO_LEN};
+
+/// What kind of term a key holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u8)]
+pub enum TermKind {
+    /// A token produced by the analyzer, with positions and frequencies (BM25, phrases).
+    Token = 0,
+    /// A whole string value (up to `MAX_EXACT_TERM_LEN` bytes), for `field:="exact value"`.
+    Exact = 1,
+}
+
+pub fn term_key(out: &mut Vec<u8>, field: u16, kind: TermKind, term: &[u8]) {
+    out.clear();
+    out.extend_from_slice(&field.to_be_bytes());
+    out.push(kind as u8);
+    out.extend_from_slice(term);
+}
+
+/// Builds the FST and the term-info table. Keys must be added in increasing order.
+pub struct TermDictWriter {
+    builder: fst::MapBuilder<Vec<u8>>,
+    infos: Vec<u8>,
+    count: u64,
+}
+
+impl Default for TermDictWriter {
+    fn default() -> Self {
+        TermDictWriter { builder: fst::MapBuilder::memory(), infos: Vec::new(), count: 0 }
+    }
+}
+
+impl TermDictWriter {
+    pub fn insert(&mut self, key: &[u8], info: &TermInfo) -> Result<(), fst::Error> {
+        self.builder.insert(key, self.count)?;
+        info.encode(&mut self.infos);
+        self.count += 1;
+        Ok(())
+    }
+
+    /// (fst bytes, term-info table bytes, term count)
+    pub fn finish(self) -> Result<(Vec<u8>, Vec<u8>, u64), fst::Error> {
+        Ok((self.builder.into_inner()?, self.infos, self.count))
+    }
+}
+
+/// Reads a term-info record by ordinal.
+pub fn term_info_at(infos: &[u8], ordinal: u64) -> DecodeResult<TermInfo> {
+    let start = usize::try_from(ordinal)
+        .ok()
+        .and_then(|o| o.checked_mul(TERM_INFO_LEN))
+        .ok_or(DecodeError::new("term ordinal out of range"))?;
+    let bytes = infos
+        .get(start..start + TERM_INFO_LEN)
+        .ok_or(DecodeError::new("term ordinal out of range"))?;
+    TermInfo::decode(bytes)
+}

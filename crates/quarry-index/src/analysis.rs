@@ -1,0 +1,233 @@
+//! Analysis: text to tokens, close to Lucene's `StandardAnalyzer`.
+//!
+//! Rules:
+//! - Words are found by the Unicode word-boundary rules of UAX #29 (as Lucene's
+//!   StandardTokenizer does): `don't`, `3.14`, `foo_bar` and `a.b.c` stay whole; punctuation and
+//!   whitespace separate words; a segment becomes a token only if it holds a letter or digit.
+//! - Tokens are lowercased (Unicode lowercase; ASCII fast path).
+//! - Tokens longer than `MAX_TOKEN_LEN` bytes are dropped (they are blobs nobody types).
+//! - No stop words by default; a configured stop list drops those tokens after lowercasing.
+//! - Each token's position is its index among all words of the value, so dropping stop words or
+//!   long tokens leaves gaps (as Lucene's position increments do) and phrases stay exact.
+//!
+//! ASCII whitespace always separates words under UAX #29, so text is cut at ASCII whitespace
+//! into pieces; an all-ASCII piece goes through a hand-written scanner of the UAX #29 rules for
+//! ASCII (WB5–WB13b; property-tested against the `unicode-segmentation` crate), any other piece
+//! through `unicode-segmentation`. The fast path matters: most log and wiki text is ASCII.
+
+use hashbrown::HashSet;
+use quarry_format::limits::MAX_TOKEN_LEN;
+use unicode_segmentation::UnicodeSegmentation;
+
+#[derive(Debug, Clone, Default)]
+pub struct Analyzer {
+    stop_words: HashSet<String>,
+}
+
+impl Analyzer {
+    pub fn new(stop_words: impl IntoIterator<Item = String>) -> Self {
+        Analyzer { stop_words: stop_words.into_iter().map(|w| w.to_lowercase()).collect() }
+    }
+
+    pub fn stop_words(&self) -> impl Iterator<Item = &str> {
+        self.stop_words.iter().map(String::as_str)
+    }
+
+    /// Calls `emit(position, token)` for each token of `text`, positions starting at
+    /// `first_position`. Returns the number of positions used (words seen, kept or not).
+    pub fn tokenize(&self, text: &str, first_position: u32, mut emit: impl FnMut(u32, &str)) -> u32 {
+        let mut position = first_position;
+        let mut lower = String::new();
+        let mut word = |word: &str| {
+            if word.len() <= MAX_TOKEN_LEN {
+                lower.clear();
+                if word.is_ascii() {
+                    lower.push_str(word);
+                    lower.make_ascii_lowercase();
+                } else {
+                    lower.extend(word.chars().flat_map(char::to_lowercase));
+                }
+                if self.stop_words.is_empty() || !self.stop_words.contains(lower.as_str()) {
+                    emit(position, &lower);
+                }
+            }
+            position += 1;
+        };
+        for_each_word(text, &mut word);
+        position - first_position
+    }
+
+    /// The tokens of `text`, in order (for query terms).
+    pub fn tokens(&self, text: &str) -> Vec<(u32, String)> {
+        let mut out = Vec::new();
+        self.tokenize(text, 0, |position, token| out.push((position, token.to_owned())));
+        out
+    }
+}
+
+/// Calls `word` for each UAX #29 word of `text` that holds a letter or digit, in original case.
+pub fn for_each_word(text: &str, word: &mut impl FnMut(&str)) {
+    let bytes = text.as_bytes();
+    let n = bytes.len();
+    let mut i = 0;
+    while i < n {
+        while i < n && bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let start = i;
+        let mut ascii = true;
+        while i < n && !bytes[i].is_ascii_whitespace() {
+            ascii &= bytes[i] < 0x80;
+            i += 1;
+        }
+        if start == i {
+            break;
+        }
+        // Both ends are at ASCII bytes or the string's ends, so they are char boundaries.
+        let piece = &text[start..i];
+        if ascii {
+            ascii_words(piece.as_bytes(), |s, e| word(&piece[s..e]));
+        } else {
+            for w in piece.unicode_words() {
+                word(w);
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Class {
+    Letter,
+    Numeric,
+    /// `_` (ExtendNumLet)
+    Connector,
+    /// `:` (MidLetter): joins letters only
+    MidLetter,
+    /// `.` and `'` (MidNumLet, Single_Quote): join letters or digits
+    MidNumLet,
+    /// `,` and `;` (MidNum): join digits only
+    MidNum,
+    Other,
+}
+
+#[inline]
+fn class(byte: u8) -> Class {
+    match byte {
+        b'a'..=b'z' | b'A'..=b'Z' => Class::Letter,
+        b'0'..=b'9' => Class::Numeric,
+        b'_' => Class::Connector,
+        b':' => Class::MidLetter,
+        b'.' | b'\'' => Class::MidNumLet,
+        b',' | b';' => Class::MidNum,
+        _ => Class::Other,
+    }
+}
+
+fn is_word_class(c: Class) -> bool {
+    matches!(c, Class::Letter | Class::Numeric | Class::Connector)
+}
+
+/// UAX #29 word boundaries restricted to ASCII; calls `emit(start, end)` for each word that
+/// holds a letter or digit.
+fn ascii_words(bytes: &[u8], mut emit: impl FnMut(usize, usize)) {
+    let n = bytes.len();
+    let mut i = 0;
+    while i < n {
+        let c = class(bytes[i]);
+        if !is_word_class(c) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        let mut prev = c;
+        let mut alnum = c != Class::Connector;
+        i += 1;
+        while i < n {
+            let next = class(bytes[i]);
+            if is_word_class(next) {
+                // WB5, WB8, WB9, WB10, WB13a, WB13b: letters, digits and `_` join each other.
+                alnum |= next != Class::Connector;
+                prev = next;
+                i += 1;
+                continue;
+            }
+            // WB6/7 and WB11/12: one middle char joins two letters or two digits.
+            let after = if i + 1 < n { class(bytes[i + 1]) } else { Class::Other };
+            let joins = match next {
+                Class::MidLetter => prev == Class::Letter && after == Class::Letter,
+                Class::MidNumLet => {
+                    (prev == Class::Letter && after == Class::Letter)
+                        || (prev == Class::Numeric && after == Class::Numeric)
+                }
+                Class::MidNum => prev == Class::Numeric && after == Class::Numeric,
+                _ => false,
+            };
+            if !joins {
+                break;
+            }
+            i += 2;
+            prev = after;
+        }
+        if alnum {
+            emit(start, i);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn words(text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for_each_word(text, &mut |w| out.push(w.to_owned()));
+        out
+    }
+
+    #[test]
+    fn table() {
+        let cases: &[(&str, &[&str])] = &[
+            ("Hello, World!", &["Hello", "World"]),
+            ("don't stop", &["don't", "stop"]),
+            ("pi is 3.14, e is 2,718", &["pi", "is", "3.14", "e", "is", "2,718"]),
+            ("foo_bar __ _x", &["foo_bar", "_x"]),
+            ("a.b.c end.", &["a.b.c", "end"]),
+            ("http://example.com/path?q=1", &["http", "example.com", "path", "q", "1"]),
+            ("10:30 a:b", &["10", "30", "a:b"]),
+            ("abc123 123abc", &["abc123", "123abc"]),
+            ("Café naïve – déjà vu", &["Café", "naïve", "déjà", "vu"]),
+            ("东京 tokyo", &["东", "京", "tokyo"]),
+            ("", &[]),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(words(text), *expected, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn lowercases_drops_stop_words_and_keeps_positions() {
+        let analyzer = Analyzer::new(["the".to_owned()]);
+        let tokens = analyzer.tokens("The QUICK fox ÉTÉ");
+        assert_eq!(
+            tokens,
+            vec![(1, "quick".to_owned()), (2, "fox".to_owned()), (3, "été".to_owned())]
+        );
+        let long = "x".repeat(MAX_TOKEN_LEN + 1);
+        assert_eq!(Analyzer::default().tokens(&format!("a {long} b")), vec![(0, "a".into()), (2, "b".into())]);
+    }
+
+    proptest! {
+        /// The ASCII scanner agrees with the reference UAX #29 implementation.
+        #[test]
+        fn ascii_fast_path_matches_unicode_segmentation(text in "[a-cA-C0-2_.,;:' !/-]{0,40}") {
+            let expected: Vec<String> = text.unicode_words().map(str::to_owned).collect();
+            prop_assert_eq!(words(&text), expected);
+        }
+
+        #[test]
+        fn any_text_never_panics(text in "\\PC{0,60}") {
+            let _ = Analyzer::default().tokens(&text);
+        }
+    }
+}

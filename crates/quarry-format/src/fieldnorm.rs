@@ -50,7 +50,10 @@ mod tests {
         for length in [40u32, 41, 100, 1_000, 12_345, 1_000_000, 100_000_000] {
             let decoded = id_to_length(length_to_id(length));
             assert!(decoded <= length, "{length} decoded to {decoded}");
-            assert!(f64::from(decoded) >= f64::from(length) / GROWTH - 1.0, "{length}: {decoded}");
+            assert!(
+                f64::from(decoded) >= f64::from(length) / GROWTH - 1.0,
+                "{length}: {decoded}"
+            );
         }
         assert_eq!(length_to_id(u32::MAX), 255);
     }

@@ -34,7 +34,11 @@ pub struct TermDictWriter {
 
 impl Default for TermDictWriter {
     fn default() -> Self {
-        TermDictWriter { builder: fst::MapBuilder::memory(), infos: Vec::new(), count: 0 }
+        TermDictWriter {
+            builder: fst::MapBuilder::memory(),
+            infos: Vec::new(),
+            count: 0,
+        }
     }
 }
 

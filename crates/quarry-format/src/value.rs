@@ -93,8 +93,16 @@ impl MinMax {
             acc = Some(match acc {
                 None => MinMax { min: raw, max: raw },
                 Some(mm) => MinMax {
-                    min: if numeric_lt(ty, raw, mm.min) { raw } else { mm.min },
-                    max: if numeric_lt(ty, mm.max, raw) { raw } else { mm.max },
+                    min: if numeric_lt(ty, raw, mm.min) {
+                        raw
+                    } else {
+                        mm.min
+                    },
+                    max: if numeric_lt(ty, mm.max, raw) {
+                        raw
+                    } else {
+                        mm.max
+                    },
                 },
             });
         }

@@ -26,7 +26,9 @@ pub struct Analyzer {
 
 impl Analyzer {
     pub fn new(stop_words: impl IntoIterator<Item = String>) -> Self {
-        Analyzer { stop_words: stop_words.into_iter().map(|w| w.to_lowercase()).collect() }
+        Analyzer {
+            stop_words: stop_words.into_iter().map(|w| w.to_lowercase()).collect(),
+        }
     }
 
     pub fn stop_words(&self) -> impl Iterator<Item = &str> {
@@ -35,7 +37,12 @@ impl Analyzer {
 
     /// Calls `emit(position, token)` for each token of `text`, positions starting at
     /// `first_position`. Returns the number of positions used (words seen, kept or not).
-    pub fn tokenize(&self, text: &str, first_position: u32, mut emit: impl FnMut(u32, &str)) -> u32 {
+    pub fn tokenize(
+        &self,
+        text: &str,
+        first_position: u32,
+        mut emit: impl FnMut(u32, &str),
+    ) -> u32 {
         let mut position = first_position;
         let mut lower = String::new();
         let mut word = |word: &str| {
@@ -60,7 +67,9 @@ impl Analyzer {
     /// The tokens of `text`, in order (for query terms).
     pub fn tokens(&self, text: &str) -> Vec<(u32, String)> {
         let mut out = Vec::new();
-        self.tokenize(text, 0, |position, token| out.push((position, token.to_owned())));
+        self.tokenize(text, 0, |position, token| {
+            out.push((position, token.to_owned()))
+        });
         out
     }
 }
@@ -152,7 +161,11 @@ fn ascii_words(bytes: &[u8], mut emit: impl FnMut(usize, usize)) {
                 continue;
             }
             // WB6/7 and WB11/12: one middle char joins two letters or two digits.
-            let after = if i + 1 < n { class(bytes[i + 1]) } else { Class::Other };
+            let after = if i + 1 < n {
+                class(bytes[i + 1])
+            } else {
+                Class::Other
+            };
             let joins = match next {
                 Class::MidLetter => prev == Class::Letter && after == Class::Letter,
                 Class::MidNumLet => {
@@ -190,10 +203,16 @@ mod tests {
         let cases: &[(&str, &[&str])] = &[
             ("Hello, World!", &["Hello", "World"]),
             ("don't stop", &["don't", "stop"]),
-            ("pi is 3.14, e is 2,718", &["pi", "is", "3.14", "e", "is", "2,718"]),
+            (
+                "pi is 3.14, e is 2,718",
+                &["pi", "is", "3.14", "e", "is", "2,718"],
+            ),
             ("foo_bar __ _x", &["foo_bar", "_x"]),
             ("a.b.c end.", &["a.b.c", "end"]),
-            ("http://example.com/path?q=1", &["http", "example.com", "path", "q", "1"]),
+            (
+                "http://example.com/path?q=1",
+                &["http", "example.com", "path", "q", "1"],
+            ),
             ("10:30 a:b", &["10", "30", "a:b"]),
             ("abc123 123abc", &["abc123", "123abc"]),
             ("Café naïve – déjà vu", &["Café", "naïve", "déjà", "vu"]),
@@ -211,10 +230,17 @@ mod tests {
         let tokens = analyzer.tokens("The QUICK fox ÉTÉ");
         assert_eq!(
             tokens,
-            vec![(1, "quick".to_owned()), (2, "fox".to_owned()), (3, "été".to_owned())]
+            vec![
+                (1, "quick".to_owned()),
+                (2, "fox".to_owned()),
+                (3, "été".to_owned())
+            ]
         );
         let long = "x".repeat(MAX_TOKEN_LEN + 1);
-        assert_eq!(Analyzer::default().tokens(&format!("a {long} b")), vec![(0, "a".into()), (2, "b".into())]);
+        assert_eq!(
+            Analyzer::default().tokens(&format!("a {long} b")),
+            vec![(0, "a".into()), (2, "b".into())]
+        );
     }
 
     proptest! {

@@ -18,7 +18,11 @@ impl SectionRef {
         put_u32(out, self.crc);
     }
     fn decode(r: &mut ByteReader) -> DecodeResult<Self> {
-        Ok(SectionRef { offset: r.u64()?, len: r.u64()?, crc: r.u32()? })
+        Ok(SectionRef {
+            offset: r.u64()?,
+            len: r.u64()?,
+            crc: r.u32()?,
+        })
     }
     pub fn end(&self) -> Option<u64> {
         self.offset.checked_add(self.len)
@@ -131,12 +135,21 @@ impl Manifest {
                 let present_count = r.u64()?;
                 let min_max = match r.u8()? {
                     0 => None,
-                    1 => Some(MinMax { min: r.u64()?, max: r.u64()? }),
+                    1 => Some(MinMax {
+                        min: r.u64()?,
+                        max: r.u64()?,
+                    }),
                     _ => return Err(DecodeError::new("bad min/max flag")),
                 };
                 let directory = SectionRef::decode(&mut r)?;
                 let data = SectionRef::decode(&mut r)?;
-                columns.push(ColumnMeta { ty, present_count, min_max, directory, data });
+                columns.push(ColumnMeta {
+                    ty,
+                    present_count,
+                    min_max,
+                    directory,
+                    data,
+                });
             }
             let text = match r.u8()? {
                 0 => None,
@@ -147,7 +160,11 @@ impl Manifest {
                 }),
                 _ => return Err(DecodeError::new("bad text flag")),
             };
-            fields.push(FieldMeta { name, columns, text });
+            fields.push(FieldMeta {
+                name,
+                columns,
+                text,
+            });
         }
         if fields.windows(2).any(|w| w[0].name >= w[1].name) {
             return Err(DecodeError::new("fields not sorted by name"));

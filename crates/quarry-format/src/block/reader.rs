@@ -2,7 +2,9 @@ use super::manifest::{Manifest, SectionRef};
 use super::TIME_FIELD;
 use crate::column::{ColumnReader, DecodedChunk};
 use crate::error::{DecodeError, FormatError, Result};
-use crate::limits::{BLOCK_MAGIC, FOOTER_LEN, FORMAT_VERSION, MAX_MANIFEST_LEN, TIME_INDEX_INTERVAL};
+use crate::limits::{
+    BLOCK_MAGIC, FOOTER_LEN, FORMAT_VERSION, MAX_MANIFEST_LEN, TIME_INDEX_INTERVAL,
+};
 use crate::postings::{PostingsCursor, TermInfo, TERM_INFO_LEN};
 use crate::termdict::{term_info_at, term_key, TermKind};
 use crate::value::{ColumnType, Value};
@@ -34,13 +36,18 @@ pub struct BlockReader {
 
 impl std::fmt::Debug for BlockReader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BlockReader").field("path", &self.path).finish()
+        f.debug_struct("BlockReader")
+            .field("path", &self.path)
+            .finish()
     }
 }
 
 impl BlockReader {
     pub fn open(path: &Path) -> Result<BlockReader> {
-        let io = |source| FormatError::Io { path: path.to_path_buf(), source };
+        let io = |source| FormatError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
         let file = std::fs::File::open(path).map_err(io)?;
         // SAFETY: block files are immutable once renamed into place; nobody writes them while
         // they are mapped (merge writes new files and deletes old ones only when unused).
@@ -56,11 +63,15 @@ impl BlockReader {
         };
         let bytes: &[u8] = &mmap;
         if bytes.len() < BLOCK_MAGIC.len() + FOOTER_LEN || &bytes[..8] != BLOCK_MAGIC {
-            return Err(FormatError::BadMagic { path: path.to_path_buf() });
+            return Err(FormatError::BadMagic {
+                path: path.to_path_buf(),
+            });
         }
         let footer = &bytes[bytes.len() - FOOTER_LEN..];
         if &footer[24..32] != BLOCK_MAGIC {
-            return Err(FormatError::BadMagic { path: path.to_path_buf() });
+            return Err(FormatError::BadMagic {
+                path: path.to_path_buf(),
+            });
         }
         let mut r = crate::codec::ByteReader::new(footer);
         let manifest_offset = r.u64().map_err(|e| e.in_file(path, "footer"))?;
@@ -83,7 +94,11 @@ impl BlockReader {
             });
         }
         let body_len = (bytes.len() - FOOTER_LEN) as u64;
-        let manifest_ref = SectionRef { offset: manifest_offset, len: manifest_len, crc: manifest_crc };
+        let manifest_ref = SectionRef {
+            offset: manifest_offset,
+            len: manifest_len,
+            crc: manifest_crc,
+        };
         let manifest_bytes = section_bytes(bytes, manifest_ref, body_len)
             .ok_or_else(|| corrupt("footer", "manifest outside file"))?;
         let got = crc32fast::hash(manifest_bytes);
@@ -134,8 +149,14 @@ impl BlockReader {
             start: manifest.term_fst.offset as usize,
             end: (manifest.term_fst.offset + manifest.term_fst.len) as usize,
         };
-        let terms = fst::Map::new(fst_bytes).map_err(|_| corrupt("term dictionary", "not an fst"))?;
-        let reader = BlockReader { path: path.to_path_buf(), mmap, manifest, terms };
+        let terms =
+            fst::Map::new(fst_bytes).map_err(|_| corrupt("term dictionary", "not an fst"))?;
+        let reader = BlockReader {
+            path: path.to_path_buf(),
+            mmap,
+            manifest,
+            terms,
+        };
         if reader.time_column().is_none() {
             return Err(corrupt("manifest", "no _time column"));
         }
@@ -251,7 +272,10 @@ impl BlockReader {
                 if let Some(reader) = self.column(ordinal as u16, column.ty) {
                     for chunk in 0..reader.chunk_count() {
                         reader.decode_chunk(chunk).map_err(|e| {
-                            self.corrupt(format!("column {}:{} chunk {chunk}", field.name, column.ty.name()), e)
+                            self.corrupt(
+                                format!("column {}:{} chunk {chunk}", field.name, column.ty.name()),
+                                e,
+                            )
                         })?;
                     }
                 }
@@ -271,7 +295,10 @@ impl BlockReader {
                 return Err(self.corrupt("postings", error));
             }
             if count != info.doc_freq {
-                return Err(self.corrupt("postings", DecodeError::new("doc count disagrees with doc freq")));
+                return Err(self.corrupt(
+                    "postings",
+                    DecodeError::new("doc count disagrees with doc freq"),
+                ));
             }
         }
         Ok(())
@@ -294,7 +321,8 @@ fn section_bytes(bytes: &[u8], section: SectionRef, limit: u64) -> Option<&[u8]>
 
 fn check_crc(path: &Path, bytes: &[u8], name: &str, section: SectionRef) -> Result<()> {
     // In bounds: every section was checked against the file length first.
-    let got = crc32fast::hash(&bytes[section.offset as usize..(section.offset + section.len) as usize]);
+    let got =
+        crc32fast::hash(&bytes[section.offset as usize..(section.offset + section.len) as usize]);
     if got != section.crc {
         return Err(FormatError::ChecksumMismatch {
             path: path.to_path_buf(),
@@ -338,12 +366,21 @@ impl<'a> DocumentFetcher<'a> {
     pub fn fetch(&mut self, doc: u32) -> Result<Vec<(String, Value)>> {
         let mut event = Vec::new();
         for (name, reader, cache) in &mut self.columns {
-            let Some(index) = reader.chunk_of(doc).map_err(|e| self.block.corrupt(name.clone(), e))? else {
+            let Some(index) = reader
+                .chunk_of(doc)
+                .map_err(|e| self.block.corrupt(name.clone(), e))?
+            else {
                 continue;
             };
             if cache.as_ref().map(|(i, _)| *i) != Some(index) {
                 let chunk = reader.decode_chunk(index).map_err(|e| {
-                    self.block.corrupt(format!("column {name}:{} chunk {index}", reader.column_type().name()), e)
+                    self.block.corrupt(
+                        format!(
+                            "column {name}:{} chunk {index}",
+                            reader.column_type().name()
+                        ),
+                        e,
+                    )
                 })?;
                 *cache = Some((index, chunk));
             }

@@ -54,9 +54,11 @@ impl InvertedIndexWriter {
     ) -> Result<()> {
         term_key(&mut self.key, field, kind, term);
         let info = self.postings.write_term(docs, tfs, norm_of, positions);
-        self.dictionary.insert(&self.key, &info).map_err(|e| FormatError::InvalidInput {
-            reason: format!("term dictionary: {e}"),
-        })
+        self.dictionary
+            .insert(&self.key, &info)
+            .map_err(|e| FormatError::InvalidInput {
+                reason: format!("term dictionary: {e}"),
+            })
     }
 }
 
@@ -79,7 +81,9 @@ impl<W: Write> SectionSink<W> {
 }
 
 fn invalid(reason: impl Into<String>) -> FormatError {
-    FormatError::InvalidInput { reason: reason.into() }
+    FormatError::InvalidInput {
+        reason: reason.into(),
+    }
 }
 
 /// Writes a block to `path` atomically (a temporary file, fsync, rename) and returns its
@@ -88,23 +92,35 @@ pub fn write_block(path: &Path, input: BlockInput) -> Result<Manifest> {
     let doc_count = u32::try_from(input.times.len())
         .ok()
         .filter(|&n| n > 0 && n <= MAX_DOCS_PER_BLOCK)
-        .ok_or_else(|| invalid(format!("block doc count {} out of range", input.times.len())))?;
+        .ok_or_else(|| {
+            invalid(format!(
+                "block doc count {} out of range",
+                input.times.len()
+            ))
+        })?;
     if input.times.windows(2).any(|w| w[0] > w[1]) {
         return Err(invalid("times not sorted"));
     }
     if input.fields.windows(2).any(|w| w[0].name >= w[1].name) {
         return Err(invalid("fields not sorted by name or not unique"));
     }
-    let has_time_column = input.fields.iter().any(|f| {
-        f.name == TIME_FIELD && f.columns.iter().any(|c| c.ty == ColumnType::Timestamp)
-    });
+    let has_time_column = input
+        .fields
+        .iter()
+        .any(|f| f.name == TIME_FIELD && f.columns.iter().any(|c| c.ty == ColumnType::Timestamp));
     if !has_time_column {
         return Err(invalid("no _time column"));
     }
-    let io = |source| FormatError::Io { path: path.to_path_buf(), source };
+    let io = |source| FormatError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
     let tmp_path = path.with_extension("tmp");
     let file = std::fs::File::create(&tmp_path).map_err(io)?;
-    let mut sink = SectionSink { out: BufWriter::with_capacity(1 << 20, file), offset: 0 };
+    let mut sink = SectionSink {
+        out: BufWriter::with_capacity(1 << 20, file),
+        offset: 0,
+    };
     sink.section(BLOCK_MAGIC).map_err(io)?;
 
     let mut time_index = Vec::new();
@@ -128,7 +144,10 @@ pub fn write_block(path: &Path, input: BlockInput) -> Result<Manifest> {
         let text = match field.text {
             Some(text) => {
                 if text.norms.len() != doc_count as usize {
-                    return Err(invalid(format!("norms of {} have the wrong length", field.name)));
+                    return Err(invalid(format!(
+                        "norms of {} have the wrong length",
+                        field.name
+                    )));
                 }
                 Some(TextMeta {
                     docs_with_field: text.docs_with_field,
@@ -138,12 +157,21 @@ pub fn write_block(path: &Path, input: BlockInput) -> Result<Manifest> {
             }
             None => None,
         };
-        fields.push(FieldMeta { name: field.name, columns, text });
+        fields.push(FieldMeta {
+            name: field.name,
+            columns,
+            text,
+        });
     }
 
-    let InvertedIndexWriter { postings, dictionary, .. } = input.inverted;
-    let (fst_bytes, infos, term_count) =
-        dictionary.finish().map_err(|e| invalid(format!("term dictionary: {e}")))?;
+    let InvertedIndexWriter {
+        postings,
+        dictionary,
+        ..
+    } = input.inverted;
+    let (fst_bytes, infos, term_count) = dictionary
+        .finish()
+        .map_err(|e| invalid(format!("term dictionary: {e}")))?;
     let term_fst = sink.section(&fst_bytes).map_err(io)?;
     let term_infos = sink.section(&infos).map_err(io)?;
     let postings_ref = sink.section(&postings.postings).map_err(io)?;

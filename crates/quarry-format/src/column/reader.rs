@@ -42,9 +42,16 @@ impl<'a> ColumnReader<'a> {
         data: &'a [u8],
     ) -> DecodeResult<Self> {
         if directory.len() % CHUNK_META_LEN != 0 {
-            return Err(DecodeError::new("chunk directory length not a whole number of entries"));
+            return Err(DecodeError::new(
+                "chunk directory length not a whole number of entries",
+            ));
         }
-        Ok(ColumnReader { ty, doc_count, directory, data })
+        Ok(ColumnReader {
+            ty,
+            doc_count,
+            directory,
+            data,
+        })
     }
 
     pub fn column_type(&self) -> ColumnType {
@@ -67,10 +74,12 @@ impl<'a> ColumnReader<'a> {
     /// Min/max of chunk `index` (numeric columns only).
     pub fn chunk_min_max(&self, index: usize) -> DecodeResult<Option<MinMax>> {
         let meta = self.chunk_meta(index)?;
-        Ok((self.ty.is_numeric() && meta.present_count > 0).then_some(MinMax {
-            min: meta.min,
-            max: meta.max,
-        }))
+        Ok(
+            (self.ty.is_numeric() && meta.present_count > 0).then_some(MinMax {
+                min: meta.min,
+                max: meta.max,
+            }),
+        )
     }
 
     /// The chunk covering `doc`, if any chunk does.
@@ -155,7 +164,9 @@ fn decode_chunk_payload(
                 if i > 0 && delta == 0 {
                     return Err(DecodeError::new("presence list not increasing"));
                 }
-                doc = doc.checked_add(delta).ok_or(DecodeError::new("doc overflow"))?;
+                doc = doc
+                    .checked_add(delta)
+                    .ok_or(DecodeError::new("doc overflow"))?;
                 if doc >= end_doc {
                     return Err(DecodeError::new("present doc outside chunk"));
                 }
@@ -216,7 +227,13 @@ fn decode_chunk_payload(
     if !r.is_empty() {
         return Err(DecodeError::new("trailing bytes in chunk"));
     }
-    Ok(DecodedChunk { ty, first_doc, end_doc, docs, values })
+    Ok(DecodedChunk {
+        ty,
+        first_doc,
+        end_doc,
+        docs,
+        values,
+    })
 }
 
 impl DecodedChunk {

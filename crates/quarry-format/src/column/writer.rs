@@ -65,7 +65,10 @@ impl ColumnWriter {
     fn before_push(&mut self, doc: u32) -> Result<()> {
         if doc < self.next_doc {
             return Err(FormatError::InvalidInput {
-                reason: format!("column values out of doc order: {doc} after {}", self.next_doc),
+                reason: format!(
+                    "column values out of doc order: {doc} after {}",
+                    self.next_doc
+                ),
             });
         }
         let raw_len = self.chunk_bytes.len() + self.chunk_numbers.len() * 8;
@@ -171,7 +174,10 @@ impl ColumnWriter {
         if !self.chunk_docs.is_empty() {
             if doc_count < self.next_doc {
                 return Err(FormatError::InvalidInput {
-                    reason: format!("doc count {doc_count} below a column's doc {}", self.next_doc),
+                    reason: format!(
+                        "doc count {doc_count} below a column's doc {}",
+                        self.next_doc
+                    ),
                 });
             }
             self.close_chunk(doc_count)?;

@@ -36,11 +36,7 @@ pub struct PostingsCursor<'a> {
 
 impl<'a> PostingsCursor<'a> {
     /// `postings` and `positions` are the block's whole sections; `info` locates the term.
-    pub fn try_new(
-        info: &TermInfo,
-        postings: &'a [u8],
-        positions: &'a [u8],
-    ) -> DecodeResult<Self> {
+    pub fn try_new(info: &TermInfo, postings: &'a [u8], positions: &'a [u8]) -> DecodeResult<Self> {
         let start = usize::try_from(info.postings_offset)
             .map_err(|_| DecodeError::new("postings offset"))?;
         let bytes = postings
@@ -140,14 +136,21 @@ impl<'a> PostingsCursor<'a> {
                 .blocks
                 .get(start..start + doc_len + tf_len)
                 .ok_or(DecodeError::new("postings block outside term"))?;
+            self.packer.decompress_sorted(
+                initial,
+                &packed[..doc_len],
+                &mut self.docs,
+                entry.doc_bits,
+            );
             self.packer
-                .decompress_sorted(initial, &packed[..doc_len], &mut self.docs, entry.doc_bits);
-            self.packer.decompress(&packed[doc_len..], &mut self.tfs, entry.tf_bits);
+                .decompress(&packed[doc_len..], &mut self.tfs, entry.tf_bits);
             for tf in &mut self.tfs {
                 *tf = tf.wrapping_add(1);
             }
             if self.docs[BLOCK - 1] != entry.last_doc {
-                return Err(DecodeError::new("block's last doc disagrees with skip entry"));
+                return Err(DecodeError::new(
+                    "block's last doc disagrees with skip entry",
+                ));
             }
             self.len = BLOCK;
             self.block_positions_start = entry.positions_offset as usize;
@@ -160,15 +163,22 @@ impl<'a> PostingsCursor<'a> {
                 last.doc_offset as usize + (last.doc_bits as usize + last.tf_bits as usize) * 16
             };
             let mut r = ByteReader::new(
-                self.blocks.get(start..).ok_or(DecodeError::new("postings tail outside term"))?,
+                self.blocks
+                    .get(start..)
+                    .ok_or(DecodeError::new("postings tail outside term"))?,
             );
             let count = self.doc_freq as usize - block * BLOCK;
             let mut doc = initial;
             for i in 0..count {
                 let delta = r.varint_u32()?;
-                doc = doc.checked_add(delta).ok_or(DecodeError::new("doc id overflow"))?;
+                doc = doc
+                    .checked_add(delta)
+                    .ok_or(DecodeError::new("doc id overflow"))?;
                 self.docs[i] = doc;
-                self.tfs[i] = r.varint_u32()?.checked_add(1).ok_or(DecodeError::new("tf"))?;
+                self.tfs[i] = r
+                    .varint_u32()?
+                    .checked_add(1)
+                    .ok_or(DecodeError::new("tf"))?;
             }
             self.len = count;
             self.block_positions_start = self.tail_positions_start()?;
@@ -285,7 +295,10 @@ impl<'a> PostingsCursor<'a> {
             self.positions_doc = 0;
             self.positions_byte = self.block_positions_start;
         }
-        let skip: u64 = self.tfs[self.positions_doc..self.cursor].iter().map(|&t| u64::from(t)).sum();
+        let skip: u64 = self.tfs[self.positions_doc..self.cursor]
+            .iter()
+            .map(|&t| u64::from(t))
+            .sum();
         let start = skip_varints(self.positions, self.positions_byte, skip)?;
         let mut r = ByteReader::new(self.positions.get(start..).unwrap_or(&[]));
         let mut position = 0u32;
@@ -321,7 +334,9 @@ fn skip_varints(bytes: &[u8], start: usize, count: u64) -> DecodeResult<usize> {
     let mut offset = start;
     let mut left = count;
     while left > 0 {
-        let byte = *bytes.get(offset).ok_or(DecodeError::new("positions truncated"))?;
+        let byte = *bytes
+            .get(offset)
+            .ok_or(DecodeError::new("positions truncated"))?;
         if byte < 0x80 {
             left -= 1;
         }

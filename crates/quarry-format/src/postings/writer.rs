@@ -78,14 +78,14 @@ impl PostingsWriter {
             let start = self.blocks.len();
             let packed_len = (doc_bits as usize + tf_bits as usize) * POSTINGS_BLOCK_LEN / 8;
             self.blocks.resize(start + packed_len, 0);
-            let written =
-                self.packer
-                    .compress_sorted(initial, block_docs, &mut self.blocks[start..], doc_bits);
-            self.packer.compress(
-                &self.scratch,
-                &mut self.blocks[start + written..],
-                tf_bits,
+            let written = self.packer.compress_sorted(
+                initial,
+                block_docs,
+                &mut self.blocks[start..],
+                doc_bits,
             );
+            self.packer
+                .compress(&self.scratch, &mut self.blocks[start + written..], tf_bits);
             prev_last = entry.last_doc;
             if let Some(all) = positions {
                 let count: u32 = block_tfs.iter().sum();
@@ -104,7 +104,11 @@ impl PostingsWriter {
             term_min_norm = term_min_norm.min(norm_of(doc));
         }
         if let Some(all) = positions {
-            write_positions(&mut self.positions, &all[position_cursor..], &tfs[tail_start..]);
+            write_positions(
+                &mut self.positions,
+                &all[position_cursor..],
+                &tfs[tail_start..],
+            );
         }
         self.postings.extend_from_slice(&self.skips);
         self.postings.extend_from_slice(&self.blocks);

@@ -87,9 +87,16 @@ pub struct MinMax {
 }
 
 impl MinMax {
+    /// For f64, NaN is left out: it matches no range, and with it in, the result depended on
+    /// where it sat (a leading NaN made min and max NaN). Only a run of NaNs gives NaN.
     pub fn of(ty: ColumnType, values: impl Iterator<Item = u64>) -> Option<MinMax> {
         let mut acc: Option<MinMax> = None;
+        let mut first_nan: Option<u64> = None;
         for raw in values {
+            if ty == ColumnType::F64 && f64::from_bits(raw).is_nan() {
+                first_nan.get_or_insert(raw);
+                continue;
+            }
             acc = Some(match acc {
                 None => MinMax { min: raw, max: raw },
                 Some(mm) => MinMax {
@@ -106,7 +113,7 @@ impl MinMax {
                 },
             });
         }
-        acc
+        acc.or(first_nan.map(|nan| MinMax { min: nan, max: nan }))
     }
 
     pub fn merge(ty: ColumnType, a: Option<MinMax>, b: Option<MinMax>) -> Option<MinMax> {

@@ -1,1 +1,16 @@
+//! Quarry's indexing side: analysis, the event model, the in-memory segment, the parallel
+//! indexing pipeline (seed 003's reader → indexer → writer) and merge.
+
 pub mod analysis;
+pub mod event;
+pub mod segment;
+
+pub use analysis::Analyzer;
+pub use event::{parse_event, Event};
+pub use segment::SegmentBuilder;
+pub mod error;
+pub mod merge;
+pub mod pipeline;
+
+pub use error::IndexError;
+pub use pipeline::{index_inputs, IndexOptions, Input, LineError, Progress};

@@ -1,1 +1,18 @@
+//! Quarry's query side: the language (`parser`), analysis into `Query`, BM25 `Weight`s with
+//! collection statistics, per-block `Scorer`s (doc-id iterators), and collectors.
+//!
+//! A search walks Query → Weight (once, with statistics over all blocks) → Scorer (per block)
+//! → Collector (top-k by score with MaxScore pruning, by time, or a count).
 
+pub mod bm25;
+pub mod collector;
+pub mod error;
+pub mod parser;
+pub mod query;
+pub mod scorer;
+pub mod searcher;
+pub mod weight;
+
+pub use error::QueryError;
+pub use query::Query;
+pub use searcher::{value_to_json, Hit, SearchRequest, SearchResult, Searcher, SortOrder};

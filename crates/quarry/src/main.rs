@@ -1,1 +1,69 @@
-fn main() {}
+//! `quarry`: the one binary. Subcommands index files into a data directory, search it, merge
+//! its blocks, check it, and answer benchmark queries over a pipe.
+
+mod cli_index;
+mod cli_search;
+mod size;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "quarry",
+    version,
+    about = "Quarry: a log and full-text search database"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Index JSON-lines files (plain, .gz, .zst; `-` for stdin) into a data directory.
+    ///
+    /// Re-running on the same files adds nothing; an interrupted run resumes where it stopped.
+    /// Malformed lines are reported as `file:line: reason` and skipped; the exit status is 3
+    /// when any line was skipped.
+    Index(cli_index::IndexArgs),
+    /// Merge the blocks of a data directory into fewer, larger ones (n-way, by `_time`).
+    Merge(cli_index::MergeArgs),
+    /// Search a data directory; prints one JSON line per hit.
+    ///
+    /// Query syntax (Lucene-like): `error AND service:api -status:200 "connection reset"
+    /// level:(warn OR error) +must -must_not host:="exact value"`. Bare words search every
+    /// text field. A bad query is reported with its position (exit status 2).
+    Search(cli_search::SearchArgs),
+    /// Verify every block of a data directory (checksums, decoding of every part).
+    Check(cli_search::CheckArgs),
+    /// Answer `COMMAND<TAB>query` lines on stdin, one line each (search-benchmark-game protocol).
+    BenchServe(cli_search::BenchServeArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Index(args) => cli_index::index(args),
+        Command::Merge(args) => cli_index::merge(args),
+        Command::Search(args) => cli_search::search(args),
+        Command::Check(args) => cli_search::check(args),
+        Command::BenchServe(args) => cli_search::bench_serve(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `--data DIR`, shared by every subcommand.
+#[derive(clap::Args, Debug, Clone)]
+pub struct DataArgs {
+    /// Data directory (created by `index` if missing).
+    #[arg(long, value_name = "DIR")]
+    pub data: PathBuf,
+}

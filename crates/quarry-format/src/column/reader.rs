@@ -183,10 +183,10 @@ fn decode_chunk_payload(
             let mut total = 0u64;
             offsets.push(0u32);
             for _ in 0..n {
-                total += r.varint()?;
-                if total > r.remaining() as u64 {
-                    return Err(DecodeError::new("string lengths exceed chunk"));
-                }
+                total = total
+                    .checked_add(r.varint()?)
+                    .filter(|&total| total <= r.remaining() as u64)
+                    .ok_or(DecodeError::new("string lengths exceed chunk"))?;
                 offsets.push(total as u32);
             }
             let bytes = r.take(total as usize)?.to_vec();

@@ -16,7 +16,7 @@ pub use reader::PostingsCursor;
 pub use writer::PostingsWriter;
 
 use crate::codec::{put_u32, put_u64, put_u8, ByteReader};
-use crate::error::DecodeResult;
+use crate::error::{DecodeError, DecodeResult};
 
 /// End-of-postings marker returned by `doc()` once a cursor is exhausted.
 pub const TERMINATED: u32 = u32::MAX;
@@ -88,10 +88,11 @@ impl SkipEntry {
         out.extend_from_slice(&[self.min_norm, self.doc_bits, self.tf_bits, 0]);
     }
 
+    /// Rejects bit widths above 32 here, for every user: `bitpacking` panics on them.
     #[inline]
     pub(crate) fn decode(bytes: &[u8]) -> DecodeResult<SkipEntry> {
         let mut r = ByteReader::new(bytes);
-        Ok(SkipEntry {
+        let entry = SkipEntry {
             last_doc: r.u32()?,
             doc_offset: r.u32()?,
             positions_offset: r.u32()?,
@@ -99,7 +100,11 @@ impl SkipEntry {
             min_norm: r.u8()?,
             doc_bits: r.u8()?,
             tf_bits: r.u8()?,
-        })
+        };
+        if entry.doc_bits > 32 || entry.tf_bits > 32 {
+            return Err(DecodeError::new("bit width above 32"));
+        }
+        Ok(entry)
     }
 }
 

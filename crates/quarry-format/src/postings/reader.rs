@@ -92,8 +92,13 @@ impl<'a> PostingsCursor<'a> {
         self.doc
     }
 
+    /// The current doc's term frequency; 0 once the cursor is exhausted (its position in the
+    /// block may then be one past the end).
     #[inline]
     pub fn term_freq(&self) -> u32 {
+        if self.doc == TERMINATED {
+            return 0;
+        }
         self.tfs[self.cursor]
     }
 
@@ -126,9 +131,6 @@ impl<'a> PostingsCursor<'a> {
         let initial = self.previous_last_doc(block)?;
         if block < self.full_blocks {
             let entry = self.skip_entry(block)?;
-            if entry.doc_bits > 32 || entry.tf_bits > 32 {
-                return Err(DecodeError::new("bit width above 32"));
-            }
             let start = entry.doc_offset as usize;
             let doc_len = entry.doc_bits as usize * BLOCK / 8;
             let tf_len = entry.tf_bits as usize * BLOCK / 8;

@@ -1,0 +1,78 @@
+//! BM25 as Lucene's `BM25Similarity` computes it (Lucene 8+, without the constant `k1 + 1`
+//! factor):
+//!
+//! ```text
+//! idf   = ln(1 + (docCount - df + 0.5) / (df + 0.5))
+//! score = idf * tf / (tf + k1 * (1 - b + b * dl / avgdl))
+//! ```
+//! where `docCount` is the number of docs with the field, `avgdl` its tokens per such doc, and
+//! `dl` the doc's (quantized) field length. Statistics are summed over all blocks, so a score
+//! does not depend on how the data was split into blocks.
+
+use quarry_format::fieldnorm::id_to_length;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bm25Params {
+    pub k1: f32,
+    pub b: f32,
+}
+
+impl Default for Bm25Params {
+    fn default() -> Self {
+        Bm25Params { k1: 1.2, b: 0.75 }
+    }
+}
+
+/// Collection statistics of one field, summed over blocks.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct FieldStats {
+    pub docs_with_field: u64,
+    pub total_tokens: u64,
+}
+
+pub fn idf(doc_freq: u64, docs_with_field: u64) -> f32 {
+    let n = docs_with_field.max(doc_freq) as f64;
+    let df = doc_freq as f64;
+    (1.0 + (n - df + 0.5) / (df + 0.5)).ln() as f32
+}
+
+/// `k1 * (1 - b + b * dl / avgdl)` for each field-length id: the per-doc denominator term,
+/// precomputed once per field and query as Lucene does.
+pub fn norm_cache(params: Bm25Params, stats: FieldStats) -> [f32; 256] {
+    let avgdl = if stats.docs_with_field == 0 {
+        1.0
+    } else {
+        (stats.total_tokens as f64 / stats.docs_with_field as f64) as f32
+    };
+    let mut cache = [0f32; 256];
+    for (id, slot) in cache.iter_mut().enumerate() {
+        let length = id_to_length(id as u8) as f32;
+        *slot = params.k1 * (1.0 - params.b + params.b * length / avgdl);
+    }
+    cache
+}
+
+#[inline]
+pub fn score(weight: f32, tf: u32, norm: f32) -> f32 {
+    let tf = tf as f32;
+    weight * (tf / (tf + norm))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matches_lucene_formula() {
+        // docCount 10, df 2: idf = ln(1 + 8.5 / 2.5) = ln(4.4)
+        assert!((idf(2, 10) - 4.4f32.ln()).abs() < 1e-6);
+        let stats = FieldStats {
+            docs_with_field: 10,
+            total_tokens: 100,
+        };
+        let cache = norm_cache(Bm25Params::default(), stats);
+        // dl = 10 = avgdl: norm = k1
+        assert!((cache[10] - 1.2).abs() < 1e-6);
+        assert!((score(2.0, 3, cache[10]) - 2.0 * 3.0 / 4.2).abs() < 1e-6);
+    }
+}

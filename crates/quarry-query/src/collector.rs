@@ -1,0 +1,162 @@
+//! Collectors: the best k hits by score, and top-k by MaxScore dynamic pruning.
+
+use crate::scorer::{BoxScorer, Scorer};
+use quarry_format::TERMINATED;
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+/// A scored hit: block position in the searcher and doc id in the block.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScoredDoc {
+    pub score: f32,
+    pub block: u32,
+    pub doc: u32,
+}
+
+impl ScoredDoc {
+    /// Higher score first; equal scores in (block, doc) order, as Lucene breaks ties by doc id.
+    fn better(&self, other: &ScoredDoc) -> Ordering {
+        self.score
+            .total_cmp(&other.score)
+            .then_with(|| (other.block, other.doc).cmp(&(self.block, self.doc)))
+    }
+}
+
+/// Heap entry ordered so that the heap's top is the worst kept hit.
+struct Worst(ScoredDoc);
+
+impl PartialEq for Worst {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Worst {}
+impl PartialOrd for Worst {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Worst {
+    fn cmp(&self, other: &Self) -> Ordering {
+        other.0.better(&self.0)
+    }
+}
+
+/// Keeps the best `k` hits. Hits must be offered in increasing (block, doc) order, so that a
+/// later hit with a score equal to the worst kept one never displaces it.
+pub struct TopK {
+    k: usize,
+    heap: BinaryHeap<Worst>,
+}
+
+impl TopK {
+    pub fn new(k: usize) -> Self {
+        TopK {
+            k,
+            heap: BinaryHeap::with_capacity(k + 1),
+        }
+    }
+
+    /// The score a new hit must beat, once `k` hits are held.
+    #[inline]
+    pub fn threshold(&self) -> Option<f32> {
+        if self.heap.len() < self.k {
+            None
+        } else {
+            self.heap.peek().map(|w| w.0.score)
+        }
+    }
+
+    /// Offers a hit; returns whether the threshold may have changed.
+    #[inline]
+    pub fn offer(&mut self, hit: ScoredDoc) -> bool {
+        if self.k == 0 {
+            return false;
+        }
+        if self.heap.len() < self.k {
+            self.heap.push(Worst(hit));
+            return self.heap.len() == self.k;
+        }
+        if let Some(worst) = self.heap.peek() {
+            if hit.score > worst.0.score {
+                self.heap.pop();
+                self.heap.push(Worst(hit));
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Best first.
+    pub fn into_sorted(self) -> Vec<ScoredDoc> {
+        let mut hits: Vec<ScoredDoc> = self.heap.into_iter().map(|w| w.0).collect();
+        hits.sort_by(|a, b| b.better(a));
+        hits
+    }
+}
+
+/// Exhaustive collection of one block's scorer.
+pub fn collect_all(scorer: &mut dyn Scorer, block: u32, top: &mut TopK) {
+    if let Some(threshold) = top.threshold() {
+        if scorer.max_score() <= threshold {
+            return;
+        }
+    }
+    let mut doc = scorer.doc();
+    while doc != TERMINATED {
+        let score = scorer.score();
+        top.offer(ScoredDoc { score, block, doc });
+        doc = scorer.advance();
+    }
+}
+
+/// Top-k of a disjunction (sum of the matching clauses' scores) by MaxScore (Turtle & Flood):
+/// clauses sorted by score bound; the longest prefix whose bounds sum to at most the current
+/// threshold is "non-essential": a doc matching only those cannot enter the top k, so
+/// candidates come from the essential clauses alone, and non-essential clauses are only
+/// probed (`seek`) while the candidate can still beat the threshold.
+pub fn collect_max_score(clauses: &mut [BoxScorer<'_>], block: u32, top: &mut TopK) {
+    clauses.sort_by(|a, b| a.max_score().total_cmp(&b.max_score()));
+    let mut bounds = Vec::with_capacity(clauses.len());
+    let mut sum = 0f32;
+    for clause in clauses.iter() {
+        sum = crate::scorer::inflate(sum + clause.max_score());
+        bounds.push(sum);
+    }
+    let essential_from = |threshold: Option<f32>| match threshold {
+        None => 0,
+        Some(t) => bounds.partition_point(|&b| b <= t),
+    };
+    let mut first_essential = essential_from(top.threshold());
+    while first_essential < clauses.len() {
+        let mut doc = TERMINATED;
+        for clause in &clauses[first_essential..] {
+            doc = doc.min(clause.doc());
+        }
+        if doc == TERMINATED {
+            break;
+        }
+        let mut score = 0f32;
+        for clause in &mut clauses[first_essential..] {
+            if clause.doc() == doc {
+                score += clause.score();
+                clause.advance();
+            }
+        }
+        let threshold = top.threshold();
+        let mut competitive = true;
+        for i in (0..first_essential).rev() {
+            if threshold.is_some_and(|t| score + bounds[i] <= t) {
+                competitive = false;
+                break;
+            }
+            let clause = &mut clauses[i];
+            if clause.seek(doc) == doc {
+                score += clause.score();
+            }
+        }
+        if competitive && top.offer(ScoredDoc { score, block, doc }) {
+            first_essential = essential_from(top.threshold());
+        }
+    }
+}

@@ -1,0 +1,516 @@
+//! Doc-id iterators that score: the Scorer half of Query → Weight → Scorer.
+//!
+//! Every scorer starts positioned on its first match (or `TERMINATED`); `advance` moves to the
+//! next match, `seek(target)` to the first match `>= target`. `max_score` is an upper bound of
+//! any score the scorer can return in this block, which top-k collection uses to skip clauses
+//! (MaxScore) and blocks.
+
+use crate::bm25;
+use quarry_format::{DecodeError, PostingsCursor, TERMINATED};
+
+pub trait Scorer {
+    fn doc(&self) -> u32;
+    fn advance(&mut self) -> u32;
+    fn seek(&mut self, target: u32) -> u32;
+    fn score(&mut self) -> f32;
+    fn max_score(&self) -> f32;
+    /// Estimated number of matches, to order conjunctions (rarest first).
+    fn cost(&self) -> u64;
+    /// The first decode error that cut an iteration short (corrupt postings).
+    fn error(&self) -> Option<DecodeError> {
+        None
+    }
+}
+
+pub type BoxScorer<'a> = Box<dyn Scorer + 'a>;
+
+/// Relative slack added to score upper bounds: bounds and scores are f32 sums computed in
+/// different orders, and a bound a rounding error too low would wrongly prune a hit.
+const BOUND_SLACK: f32 = 1e-5;
+
+pub fn inflate(bound: f32) -> f32 {
+    bound * (1.0 + BOUND_SLACK) + f32::EPSILON
+}
+
+/// One term in one field of one block.
+pub struct TermScorer<'a> {
+    cursor: PostingsCursor<'a>,
+    norms: &'a [u8],
+    weight: f32,
+    cache: &'a [f32; 256],
+    max_score: f32,
+}
+
+impl<'a> TermScorer<'a> {
+    pub fn new(
+        cursor: PostingsCursor<'a>,
+        norms: &'a [u8],
+        weight: f32,
+        cache: &'a [f32; 256],
+        max_tf: u32,
+        min_norm: u8,
+    ) -> Self {
+        let max_score = inflate(bm25::score(weight, max_tf.max(1), cache[min_norm as usize]));
+        TermScorer {
+            cursor,
+            norms,
+            weight,
+            cache,
+            max_score,
+        }
+    }
+
+    #[inline]
+    fn norm(&self, doc: u32) -> f32 {
+        self.cache[self.norms.get(doc as usize).copied().unwrap_or(0) as usize]
+    }
+}
+
+impl Scorer for TermScorer<'_> {
+    #[inline]
+    fn doc(&self) -> u32 {
+        self.cursor.doc()
+    }
+    #[inline]
+    fn advance(&mut self) -> u32 {
+        self.cursor.advance()
+    }
+    fn seek(&mut self, target: u32) -> u32 {
+        self.cursor.seek(target)
+    }
+    #[inline]
+    fn score(&mut self) -> f32 {
+        bm25::score(
+            self.weight,
+            self.cursor.term_freq(),
+            self.norm(self.cursor.doc()),
+        )
+    }
+    fn max_score(&self) -> f32 {
+        self.max_score
+    }
+    fn cost(&self) -> u64 {
+        u64::from(self.cursor.doc_freq())
+    }
+    fn error(&self) -> Option<DecodeError> {
+        self.cursor.error()
+    }
+}
+
+/// Docs of a posting list, unscored (exact-value terms).
+pub struct ConstScorer<'a> {
+    pub cursor: PostingsCursor<'a>,
+}
+
+impl Scorer for ConstScorer<'_> {
+    fn doc(&self) -> u32 {
+        self.cursor.doc()
+    }
+    fn advance(&mut self) -> u32 {
+        self.cursor.advance()
+    }
+    fn seek(&mut self, target: u32) -> u32 {
+        self.cursor.seek(target)
+    }
+    fn score(&mut self) -> f32 {
+        0.0
+    }
+    fn max_score(&self) -> f32 {
+        0.0
+    }
+    fn cost(&self) -> u64 {
+        u64::from(self.cursor.doc_freq())
+    }
+    fn error(&self) -> Option<DecodeError> {
+        self.cursor.error()
+    }
+}
+
+/// Every doc of the block.
+pub struct AllScorer {
+    pub doc: u32,
+    pub doc_count: u32,
+}
+
+impl Scorer for AllScorer {
+    fn doc(&self) -> u32 {
+        self.doc
+    }
+    fn advance(&mut self) -> u32 {
+        self.seek(self.doc.saturating_add(1))
+    }
+    fn seek(&mut self, target: u32) -> u32 {
+        self.doc = if target >= self.doc_count {
+            TERMINATED
+        } else {
+            target.max(self.doc)
+        };
+        self.doc
+    }
+    fn score(&mut self) -> f32 {
+        0.0
+    }
+    fn max_score(&self) -> f32 {
+        0.0
+    }
+    fn cost(&self) -> u64 {
+        u64::from(self.doc_count)
+    }
+}
+
+/// Docs matching every sub-scorer (leapfrog, rarest first); the score is the sum.
+pub struct ConjunctionScorer<'a> {
+    scorers: Vec<BoxScorer<'a>>,
+    doc: u32,
+}
+
+impl<'a> ConjunctionScorer<'a> {
+    pub fn new(mut scorers: Vec<BoxScorer<'a>>) -> Self {
+        scorers.sort_by_key(|s| s.cost());
+        let mut conjunction = ConjunctionScorer { scorers, doc: 0 };
+        let first = conjunction.scorers[0].doc();
+        conjunction.doc = conjunction.align(first);
+        conjunction
+    }
+
+    /// Moves every scorer to the first common doc `>= target`.
+    fn align(&mut self, mut target: u32) -> u32 {
+        'outer: loop {
+            if target == TERMINATED {
+                return TERMINATED;
+            }
+            target = self.scorers[0].seek(target);
+            if target == TERMINATED {
+                return TERMINATED;
+            }
+            for scorer in &mut self.scorers[1..] {
+                let doc = scorer.seek(target);
+                if doc > target {
+                    target = doc;
+                    continue 'outer;
+                }
+            }
+            return target;
+        }
+    }
+}
+
+impl Scorer for ConjunctionScorer<'_> {
+    fn doc(&self) -> u32 {
+        self.doc
+    }
+    fn advance(&mut self) -> u32 {
+        if self.doc == TERMINATED {
+            return TERMINATED;
+        }
+        let next = self.scorers[0].advance();
+        self.doc = self.align(next);
+        self.doc
+    }
+    fn seek(&mut self, target: u32) -> u32 {
+        if self.doc >= target {
+            return self.doc;
+        }
+        self.doc = self.align(target);
+        self.doc
+    }
+    fn score(&mut self) -> f32 {
+        self.scorers.iter_mut().map(|s| s.score()).sum()
+    }
+    fn max_score(&self) -> f32 {
+        inflate(self.scorers.iter().map(|s| s.max_score()).sum())
+    }
+    fn cost(&self) -> u64 {
+        self.scorers[0].cost()
+    }
+    fn error(&self) -> Option<DecodeError> {
+        self.scorers.iter().find_map(|s| s.error())
+    }
+}
+
+/// Docs matching any sub-scorer; the score is the sum of those that match.
+pub struct UnionScorer<'a> {
+    scorers: Vec<BoxScorer<'a>>,
+    doc: u32,
+}
+
+impl<'a> UnionScorer<'a> {
+    pub fn new(scorers: Vec<BoxScorer<'a>>) -> Self {
+        let doc = scorers.iter().map(|s| s.doc()).min().unwrap_or(TERMINATED);
+        UnionScorer { scorers, doc }
+    }
+}
+
+impl Scorer for UnionScorer<'_> {
+    fn doc(&self) -> u32 {
+        self.doc
+    }
+    fn advance(&mut self) -> u32 {
+        if self.doc == TERMINATED {
+            return TERMINATED;
+        }
+        let current = self.doc;
+        let mut next = TERMINATED;
+        for scorer in &mut self.scorers {
+            let doc = if scorer.doc() == current {
+                scorer.advance()
+            } else {
+                scorer.doc()
+            };
+            next = next.min(doc);
+        }
+        self.doc = next;
+        next
+    }
+    fn seek(&mut self, target: u32) -> u32 {
+        if self.doc >= target {
+            return self.doc;
+        }
+        let mut next = TERMINATED;
+        for scorer in &mut self.scorers {
+            next = next.min(scorer.seek(target));
+        }
+        self.doc = next;
+        next
+    }
+    fn score(&mut self) -> f32 {
+        let doc = self.doc;
+        self.scorers
+            .iter_mut()
+            .filter(|s| s.doc() == doc)
+            .map(|s| s.score())
+            .sum()
+    }
+    fn max_score(&self) -> f32 {
+        inflate(self.scorers.iter().map(|s| s.max_score()).sum())
+    }
+    fn cost(&self) -> u64 {
+        self.scorers.iter().map(|s| s.cost()).sum()
+    }
+    fn error(&self) -> Option<DecodeError> {
+        self.scorers.iter().find_map(|s| s.error())
+    }
+}
+
+/// Docs of `required` not matched by `excluded`.
+pub struct ExclusionScorer<'a> {
+    pub required: BoxScorer<'a>,
+    pub excluded: BoxScorer<'a>,
+}
+
+impl<'a> ExclusionScorer<'a> {
+    pub fn new(required: BoxScorer<'a>, excluded: BoxScorer<'a>) -> Self {
+        let mut scorer = ExclusionScorer { required, excluded };
+        let first = scorer.required.doc();
+        scorer.skip_excluded(first);
+        scorer
+    }
+
+    fn skip_excluded(&mut self, mut doc: u32) -> u32 {
+        while doc != TERMINATED && self.excluded.seek(doc) == doc {
+            doc = self.required.advance();
+        }
+        doc
+    }
+}
+
+impl Scorer for ExclusionScorer<'_> {
+    fn doc(&self) -> u32 {
+        self.required.doc()
+    }
+    fn advance(&mut self) -> u32 {
+        let doc = self.required.advance();
+        self.skip_excluded(doc)
+    }
+    fn seek(&mut self, target: u32) -> u32 {
+        let doc = self.required.seek(target);
+        self.skip_excluded(doc)
+    }
+    fn score(&mut self) -> f32 {
+        self.required.score()
+    }
+    fn max_score(&self) -> f32 {
+        self.required.max_score()
+    }
+    fn cost(&self) -> u64 {
+        self.required.cost()
+    }
+    fn error(&self) -> Option<DecodeError> {
+        self.required.error().or_else(|| self.excluded.error())
+    }
+}
+
+/// Docs of `required`, scored plus the scores of whichever `optional` clauses also match.
+pub struct OptionalScorer<'a> {
+    pub required: BoxScorer<'a>,
+    pub optional: BoxScorer<'a>,
+}
+
+impl Scorer for OptionalScorer<'_> {
+    fn doc(&self) -> u32 {
+        self.required.doc()
+    }
+    fn advance(&mut self) -> u32 {
+        self.required.advance()
+    }
+    fn seek(&mut self, target: u32) -> u32 {
+        self.required.seek(target)
+    }
+    fn score(&mut self) -> f32 {
+        let doc = self.required.doc();
+        let mut score = self.required.score();
+        if self.optional.seek(doc) == doc {
+            score += self.optional.score();
+        }
+        score
+    }
+    fn max_score(&self) -> f32 {
+        inflate(self.required.max_score() + self.optional.max_score())
+    }
+    fn cost(&self) -> u64 {
+        self.required.cost()
+    }
+    fn error(&self) -> Option<DecodeError> {
+        self.required.error().or_else(|| self.optional.error())
+    }
+}
+
+/// Docs where the terms occur at their relative positions; BM25 with the phrase frequency as
+/// tf and the sum of the terms' idf as weight (as Lucene's PhraseWeight).
+pub struct PhraseScorer<'a> {
+    /// (relative position, cursor), rarest first after construction.
+    terms: Vec<(u32, PostingsCursor<'a>)>,
+    norms: &'a [u8],
+    weight: f32,
+    cache: &'a [f32; 256],
+    max_score: f32,
+    doc: u32,
+    freq: u32,
+    positions: Vec<Vec<u32>>,
+    error: Option<DecodeError>,
+}
+
+impl<'a> PhraseScorer<'a> {
+    pub fn new(
+        mut terms: Vec<(u32, PostingsCursor<'a>)>,
+        norms: &'a [u8],
+        weight: f32,
+        cache: &'a [f32; 256],
+        max_tf: u32,
+    ) -> Self {
+        terms.sort_by_key(|(_, c)| c.doc_freq());
+        let max_score = inflate(bm25::score(weight, max_tf.max(1), cache[0]));
+        let positions = vec![Vec::new(); terms.len()];
+        let mut scorer = PhraseScorer {
+            terms,
+            norms,
+            weight,
+            cache,
+            max_score,
+            doc: 0,
+            freq: 0,
+            positions,
+            error: None,
+        };
+        let first = scorer.terms[0].1.doc();
+        scorer.doc = scorer.next_match(first);
+        scorer
+    }
+
+    fn align(&mut self, mut target: u32) -> u32 {
+        'outer: loop {
+            if target == TERMINATED {
+                return TERMINATED;
+            }
+            target = self.terms[0].1.seek(target);
+            if target == TERMINATED {
+                return TERMINATED;
+            }
+            for (_, cursor) in &mut self.terms[1..] {
+                let doc = cursor.seek(target);
+                if doc > target {
+                    target = doc;
+                    continue 'outer;
+                }
+            }
+            return target;
+        }
+    }
+
+    /// The first doc `>= target` where the phrase occurs.
+    fn next_match(&mut self, mut target: u32) -> u32 {
+        loop {
+            let doc = self.align(target);
+            if doc == TERMINATED {
+                return TERMINATED;
+            }
+            match self.phrase_freq() {
+                Ok(0) => target = doc + 1,
+                Ok(freq) => {
+                    self.freq = freq;
+                    return doc;
+                }
+                Err(e) => {
+                    self.error = Some(e);
+                    return TERMINATED;
+                }
+            }
+        }
+    }
+
+    /// How many start positions make every term appear at its offset.
+    fn phrase_freq(&mut self) -> Result<u32, DecodeError> {
+        for (i, (_, cursor)) in self.terms.iter_mut().enumerate() {
+            cursor.positions(&mut self.positions[i])?;
+        }
+        // Candidate starts from the first (rarest) term; check the others by binary search.
+        let mut freq = 0;
+        let (offset0, _) = self.terms[0];
+        'start: for &p in &self.positions[0] {
+            let Some(start) = p.checked_sub(offset0) else {
+                continue;
+            };
+            for (i, (offset, _)) in self.terms.iter().enumerate().skip(1) {
+                if self.positions[i].binary_search(&(start + offset)).is_err() {
+                    continue 'start;
+                }
+            }
+            freq += 1;
+        }
+        Ok(freq)
+    }
+}
+
+impl Scorer for PhraseScorer<'_> {
+    fn doc(&self) -> u32 {
+        self.doc
+    }
+    fn advance(&mut self) -> u32 {
+        if self.doc == TERMINATED {
+            return TERMINATED;
+        }
+        self.doc = self.next_match(self.doc + 1);
+        self.doc
+    }
+    fn seek(&mut self, target: u32) -> u32 {
+        if self.doc >= target {
+            return self.doc;
+        }
+        self.doc = self.next_match(target);
+        self.doc
+    }
+    fn score(&mut self) -> f32 {
+        let norm = self.cache[self.norms.get(self.doc as usize).copied().unwrap_or(0) as usize];
+        bm25::score(self.weight, self.freq, norm)
+    }
+    fn max_score(&self) -> f32 {
+        self.max_score
+    }
+    fn cost(&self) -> u64 {
+        u64::from(self.terms[0].1.doc_freq())
+    }
+    fn error(&self) -> Option<DecodeError> {
+        self.error
+            .or_else(|| self.terms.iter().find_map(|(_, c)| c.error()))
+    }
+}

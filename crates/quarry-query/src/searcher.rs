@@ -1,0 +1,331 @@
+//! The searcher: all blocks of a data directory, queried as one index.
+
+use crate::bm25::Bm25Params;
+use crate::collector::{collect_all, collect_max_score, ScoredDoc, TopK};
+use crate::error::{QueryError, Result};
+use crate::parser;
+use crate::query::{plan, Query};
+use crate::scorer::{BoxScorer, Scorer};
+use crate::weight::{CollectionStats, Weight};
+use quarry_format::block::DocumentFetcher;
+use quarry_format::{BlockReader, DecodeError, TermKind, Value, TERMINATED, TIME_FIELD};
+use quarry_index::Analyzer;
+use quarry_store::Catalog;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SortOrder {
+    /// BM25 score, best first.
+    #[default]
+    Relevance,
+    /// Newest first (tail).
+    TimeDesc,
+    /// Oldest first (head).
+    TimeAsc,
+}
+
+#[derive(Debug, Clone)]
+pub struct SearchRequest {
+    pub limit: usize,
+    pub count: bool,
+    pub sort: SortOrder,
+}
+
+/// One hit: where it is, its score (relevance sort only) and its time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hit {
+    pub block: u32,
+    pub doc: u32,
+    pub score: Option<f32>,
+    pub time: i64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct SearchResult {
+    pub hits: Vec<Hit>,
+    pub count: Option<u64>,
+}
+
+pub struct Searcher {
+    /// Sorted by (time_min, path): the global doc order is (block position, doc id).
+    blocks: Vec<BlockReader>,
+    analyzer: Analyzer,
+    text_fields: Vec<String>,
+    params: Bm25Params,
+}
+
+impl Searcher {
+    /// Opens every block the catalog of `dir` lists.
+    pub fn open(dir: &Path) -> Result<Searcher> {
+        let (settings, entries) = Catalog::read_only(dir)?;
+        let blocks = entries
+            .iter()
+            .map(|entry| BlockReader::open(&Catalog::block_path(dir, entry.id)))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Searcher::new(blocks, Analyzer::new(settings.stop_words)))
+    }
+
+    pub fn new(mut blocks: Vec<BlockReader>, analyzer: Analyzer) -> Searcher {
+        blocks.sort_by(|a, b| {
+            (a.manifest().time_min, a.path()).cmp(&(b.manifest().time_min, b.path()))
+        });
+        let text_fields: BTreeSet<String> = blocks
+            .iter()
+            .flat_map(|b| {
+                b.manifest()
+                    .fields
+                    .iter()
+                    .filter(|f| f.text.is_some())
+                    .map(|f| f.name.clone())
+            })
+            .collect();
+        Searcher {
+            blocks,
+            analyzer,
+            text_fields: text_fields.into_iter().collect(),
+            params: Bm25Params::default(),
+        }
+    }
+
+    pub fn blocks(&self) -> &[BlockReader] {
+        &self.blocks
+    }
+
+    pub fn doc_count(&self) -> u64 {
+        self.blocks.iter().map(|b| u64::from(b.doc_count())).sum()
+    }
+
+    /// The fields bare words search.
+    pub fn text_fields(&self) -> &[String] {
+        &self.text_fields
+    }
+
+    pub fn parse(&self, text: &str) -> Result<Query> {
+        let ast = parser::parse(text)?;
+        Ok(plan(&ast, &self.analyzer, &self.text_fields))
+    }
+
+    pub fn weight(&self, query: &Query) -> Result<Weight> {
+        let stats = CollectionStats::gather(query, &self.blocks)?;
+        Ok(Weight::new(query, &stats, self.params))
+    }
+
+    pub fn search(&self, query: &Query, request: &SearchRequest) -> Result<SearchResult> {
+        let weight = self.weight(query)?;
+        let hits = match request.sort {
+            SortOrder::Relevance => self
+                .top_k_weight(&weight, request.limit)?
+                .into_iter()
+                .map(|hit| {
+                    Ok(Hit {
+                        block: hit.block,
+                        doc: hit.doc,
+                        score: Some(hit.score),
+                        time: self.time_of(hit.block, hit.doc)?,
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?,
+            order => self.by_time(&weight, request.limit, order)?,
+        };
+        let count = if request.count {
+            Some(self.count_weight(&weight)?)
+        } else {
+            None
+        };
+        Ok(SearchResult { hits, count })
+    }
+
+    pub fn count(&self, query: &Query) -> Result<u64> {
+        self.count_weight(&self.weight(query)?)
+    }
+
+    fn check(&self, block: usize, scorer: &dyn Scorer) -> Result<()> {
+        match scorer.error() {
+            None => Ok(()),
+            Some(error) => Err(self.blocks[block].corrupt("postings", error).into()),
+        }
+    }
+
+    fn count_weight(&self, weight: &Weight) -> Result<u64> {
+        let mut total = 0u64;
+        for (index, block) in self.blocks.iter().enumerate() {
+            // Fast paths: a single term's count is its doc frequency; `*` is the doc count.
+            match weight {
+                Weight::Term { field, term, .. } => {
+                    if let Some(ordinal) = block.field_ordinal(field) {
+                        if let Some(info) =
+                            block.term_info(ordinal, TermKind::Token, term.as_bytes())?
+                        {
+                            total += u64::from(info.doc_freq);
+                        }
+                    }
+                    continue;
+                }
+                Weight::All => {
+                    total += u64::from(block.doc_count());
+                    continue;
+                }
+                _ => {}
+            }
+            if let Some(mut scorer) = weight.scorer(block)? {
+                let mut doc = scorer.doc();
+                while doc != TERMINATED {
+                    total += 1;
+                    doc = scorer.advance();
+                }
+                self.check(index, scorer.as_ref())?;
+            }
+        }
+        Ok(total)
+    }
+
+    pub fn top_k(&self, query: &Query, k: usize) -> Result<Vec<ScoredDoc>> {
+        self.top_k_weight(&self.weight(query)?, k)
+    }
+
+    fn top_k_weight(&self, weight: &Weight, k: usize) -> Result<Vec<ScoredDoc>> {
+        let mut top = TopK::new(k);
+        if k == 0 {
+            return Ok(Vec::new());
+        }
+        let disjunction = disjunction_clauses(weight);
+        for (index, block) in self.blocks.iter().enumerate() {
+            match &disjunction {
+                Some(clauses) if clauses.len() > 1 => {
+                    let mut scorers: Vec<BoxScorer> = Vec::with_capacity(clauses.len());
+                    for clause in clauses {
+                        if let Some(scorer) = clause.scorer(block)? {
+                            scorers.push(scorer);
+                        }
+                    }
+                    collect_max_score(&mut scorers, index as u32, &mut top);
+                    for scorer in &scorers {
+                        self.check(index, scorer.as_ref())?;
+                    }
+                }
+                _ => {
+                    if let Some(mut scorer) = weight.scorer(block)? {
+                        collect_all(scorer.as_mut(), index as u32, &mut top);
+                        self.check(index, scorer.as_ref())?;
+                    }
+                }
+            }
+        }
+        Ok(top.into_sorted())
+    }
+
+    /// Matches sorted by `_time`. Doc ids are in time order within a block, so each block
+    /// contributes at most its first (or last) `limit` matches.
+    fn by_time(&self, weight: &Weight, limit: usize, order: SortOrder) -> Result<Vec<Hit>> {
+        let mut candidates = Vec::new();
+        if limit == 0 {
+            return Ok(candidates);
+        }
+        for (index, block) in self.blocks.iter().enumerate() {
+            let Some(mut scorer) = weight.scorer(block)? else {
+                continue;
+            };
+            let mut docs = std::collections::VecDeque::with_capacity(limit);
+            let mut doc = scorer.doc();
+            while doc != TERMINATED {
+                if docs.len() == limit {
+                    if order == SortOrder::TimeAsc {
+                        break;
+                    }
+                    docs.pop_front();
+                }
+                docs.push_back(doc);
+                doc = scorer.advance();
+            }
+            self.check(index, scorer.as_ref())?;
+            for doc in docs {
+                let time = self.time_of(index as u32, doc)?;
+                candidates.push(Hit {
+                    block: index as u32,
+                    doc,
+                    score: None,
+                    time,
+                });
+            }
+        }
+        match order {
+            SortOrder::TimeAsc => candidates.sort_by_key(|h| (h.time, h.block, h.doc)),
+            _ => candidates.sort_by_key(|h| std::cmp::Reverse((h.time, h.block, h.doc))),
+        }
+        candidates.truncate(limit);
+        Ok(candidates)
+    }
+
+    fn time_of(&self, block: u32, doc: u32) -> Result<i64> {
+        let reader = &self.blocks[block as usize];
+        let corrupt = |e: DecodeError| QueryError::from(reader.corrupt("_time column", e));
+        let column = reader
+            .time_column()
+            .ok_or_else(|| corrupt(DecodeError::new("no _time column")))?;
+        match column.get(doc).map_err(corrupt)? {
+            Some(Value::Timestamp(t)) => Ok(t),
+            _ => Err(corrupt(DecodeError::new("doc without _time"))),
+        }
+    }
+
+    /// The stored event of a hit, as flattened fields (without `_time`).
+    pub fn event(&self, hit: &Hit) -> Result<Vec<(String, Value)>> {
+        let block = &self.blocks[hit.block as usize];
+        let mut fetcher = DocumentFetcher::with_fields(block, |name| name != TIME_FIELD);
+        Ok(fetcher.fetch(hit.doc)?)
+    }
+
+    /// Only the named fields of a hit (e.g. `url` for the benchmark).
+    pub fn fields(&self, hit: &Hit, names: &[&str]) -> Result<Vec<(String, Value)>> {
+        let block = &self.blocks[hit.block as usize];
+        let mut fetcher = DocumentFetcher::with_fields(block, |name| names.contains(&name));
+        Ok(fetcher.fetch(hit.doc)?)
+    }
+}
+
+/// The clauses of a pure disjunction (score = sum of matching clauses), flattened through
+/// nested `Any`s so MaxScore sees every term with its own bound.
+fn disjunction_clauses(weight: &Weight) -> Option<Vec<&Weight>> {
+    fn flatten<'w>(weight: &'w Weight, out: &mut Vec<&'w Weight>) {
+        match weight {
+            Weight::Any(clauses) => clauses.iter().for_each(|c| flatten(c, out)),
+            Weight::Bool {
+                must,
+                should,
+                must_not,
+            } if must.is_empty() && must_not.is_empty() => {
+                should.iter().for_each(|c| flatten(c, out))
+            }
+            other => out.push(other),
+        }
+    }
+    match weight {
+        Weight::Any(_) | Weight::Bool { .. } => {
+            let mut out = Vec::new();
+            flatten(weight, &mut out);
+            let pure = match weight {
+                Weight::Bool { must, must_not, .. } => must.is_empty() && must_not.is_empty(),
+                _ => true,
+            };
+            pure.then_some(out)
+        }
+        _ => None,
+    }
+}
+
+/// A value as JSON: arrays (kept as JSON text) are parsed back.
+pub fn value_to_json(value: &Value) -> serde_json::Value {
+    match value {
+        Value::Str(s) => serde_json::Value::String(s.clone()),
+        Value::I64(v) => (*v).into(),
+        Value::U64(v) => (*v).into(),
+        Value::F64(v) => serde_json::Number::from_f64(*v)
+            .map_or(serde_json::Value::Null, serde_json::Value::Number),
+        Value::Bool(v) => (*v).into(),
+        Value::Timestamp(t) => serde_json::Value::String(quarry_index::event::format_time(*t)),
+        Value::Json(text) => {
+            serde_json::from_str(text).unwrap_or_else(|_| serde_json::Value::String(text.clone()))
+        }
+    }
+}

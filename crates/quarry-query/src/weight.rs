@@ -1,0 +1,283 @@
+//! Weights: a query with its collection statistics folded in (idf, per-field norm caches),
+//! computed once per search over all blocks, then turned into a scorer per block.
+
+use crate::bm25::{self, Bm25Params, FieldStats};
+use crate::query::Query;
+use crate::scorer::*;
+use quarry_format::{BlockReader, Result, TermKind};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+#[derive(Debug, Clone)]
+pub enum Weight {
+    Term {
+        field: String,
+        term: String,
+        weight: f32,
+        cache: Arc<[f32; 256]>,
+    },
+    Phrase {
+        field: String,
+        terms: Vec<(u32, String)>,
+        weight: f32,
+        cache: Arc<[f32; 256]>,
+    },
+    Exact {
+        field: String,
+        value: String,
+    },
+    Any(Vec<Weight>),
+    Bool {
+        must: Vec<Weight>,
+        should: Vec<Weight>,
+        must_not: Vec<Weight>,
+    },
+    All,
+    Nothing,
+}
+
+/// Statistics over all blocks, gathered for the terms of one query.
+#[derive(Debug, Default)]
+pub struct CollectionStats {
+    pub fields: HashMap<String, FieldStats>,
+    pub doc_freqs: HashMap<(String, String), u64>,
+}
+
+impl CollectionStats {
+    pub fn gather(query: &Query, blocks: &[BlockReader]) -> Result<CollectionStats> {
+        let mut stats = CollectionStats::default();
+        let mut terms = Vec::new();
+        query.for_each_term(&mut |field, term| terms.push((field.to_owned(), term.to_owned())));
+        for (field, term) in terms {
+            if stats.doc_freqs.contains_key(&(field.clone(), term.clone())) {
+                continue;
+            }
+            let mut doc_freq = 0;
+            for block in blocks {
+                if let Some(ordinal) = block.field_ordinal(&field) {
+                    if let Some(info) =
+                        block.term_info(ordinal, TermKind::Token, term.as_bytes())?
+                    {
+                        doc_freq += u64::from(info.doc_freq);
+                    }
+                }
+            }
+            if !stats.fields.contains_key(&field) {
+                let mut field_stats = FieldStats::default();
+                for block in blocks {
+                    let text = block
+                        .field_ordinal(&field)
+                        .and_then(|o| block.manifest().fields[o as usize].text.as_ref());
+                    if let Some(text) = text {
+                        field_stats.docs_with_field += u64::from(text.docs_with_field);
+                        field_stats.total_tokens += text.total_tokens;
+                    }
+                }
+                stats.fields.insert(field.clone(), field_stats);
+            }
+            stats.doc_freqs.insert((field, term), doc_freq);
+        }
+        Ok(stats)
+    }
+}
+
+impl Weight {
+    pub fn new(query: &Query, stats: &CollectionStats, params: Bm25Params) -> Weight {
+        let mut caches: HashMap<String, Arc<[f32; 256]>> = HashMap::new();
+        Self::build(query, stats, params, &mut caches)
+    }
+
+    fn build(
+        query: &Query,
+        stats: &CollectionStats,
+        params: Bm25Params,
+        caches: &mut HashMap<String, Arc<[f32; 256]>>,
+    ) -> Weight {
+        let field_stats = |field: &str| stats.fields.get(field).copied().unwrap_or_default();
+        let mut cache_of = |field: &str| {
+            caches
+                .entry(field.to_owned())
+                .or_insert_with(|| Arc::new(bm25::norm_cache(params, field_stats(field))))
+                .clone()
+        };
+        let idf = |field: &str, term: &str| {
+            let df = stats
+                .doc_freqs
+                .get(&(field.to_owned(), term.to_owned()))
+                .copied()
+                .unwrap_or(0);
+            bm25::idf(df, field_stats(field).docs_with_field)
+        };
+        let all = |clauses: &[Query], caches: &mut HashMap<String, Arc<[f32; 256]>>| {
+            clauses
+                .iter()
+                .map(|c| Self::build(c, stats, params, caches))
+                .collect::<Vec<_>>()
+        };
+        match query {
+            Query::Term { field, term } => Weight::Term {
+                field: field.clone(),
+                term: term.clone(),
+                weight: idf(field, term),
+                cache: cache_of(field),
+            },
+            Query::Phrase { field, terms } => Weight::Phrase {
+                field: field.clone(),
+                terms: terms.clone(),
+                weight: terms.iter().map(|(_, t)| idf(field, t)).sum(),
+                cache: cache_of(field),
+            },
+            Query::Exact { field, value } => Weight::Exact {
+                field: field.clone(),
+                value: value.clone(),
+            },
+            Query::Any(clauses) => Weight::Any(all(clauses, caches)),
+            Query::Bool {
+                must,
+                should,
+                must_not,
+            } => Weight::Bool {
+                must: all(must, caches),
+                should: all(should, caches),
+                must_not: all(must_not, caches),
+            },
+            Query::All => Weight::All,
+            Query::Nothing => Weight::Nothing,
+        }
+    }
+
+    /// The scorer of this weight in `block`, or `None` if nothing in the block can match.
+    pub fn scorer<'a>(&'a self, block: &'a BlockReader) -> Result<Option<BoxScorer<'a>>> {
+        Ok(match self {
+            Weight::Term {
+                field,
+                term,
+                weight,
+                cache,
+            } => {
+                let Some(ordinal) = block.field_ordinal(field) else {
+                    return Ok(None);
+                };
+                let Some(info) = block.term_info(ordinal, TermKind::Token, term.as_bytes())? else {
+                    return Ok(None);
+                };
+                let norms = block.norms(ordinal).unwrap_or(&[]);
+                let cursor = block.postings(&info)?;
+                Some(Box::new(TermScorer::new(
+                    cursor,
+                    norms,
+                    *weight,
+                    cache,
+                    info.max_tf,
+                    info.min_norm,
+                )))
+            }
+            Weight::Phrase {
+                field,
+                terms,
+                weight,
+                cache,
+            } => {
+                let Some(ordinal) = block.field_ordinal(field) else {
+                    return Ok(None);
+                };
+                let mut cursors = Vec::with_capacity(terms.len());
+                let mut max_tf = u32::MAX;
+                for (offset, term) in terms {
+                    let Some(info) = block.term_info(ordinal, TermKind::Token, term.as_bytes())?
+                    else {
+                        return Ok(None);
+                    };
+                    max_tf = max_tf.min(info.max_tf);
+                    cursors.push((*offset, block.postings(&info)?));
+                }
+                let norms = block.norms(ordinal).unwrap_or(&[]);
+                Some(Box::new(PhraseScorer::new(
+                    cursors, norms, *weight, cache, max_tf,
+                )))
+            }
+            Weight::Exact { field, value } => {
+                let Some(ordinal) = block.field_ordinal(field) else {
+                    return Ok(None);
+                };
+                let Some(info) = block.term_info(ordinal, TermKind::Exact, value.as_bytes())?
+                else {
+                    return Ok(None);
+                };
+                Some(Box::new(ConstScorer {
+                    cursor: block.postings(&info)?,
+                }))
+            }
+            Weight::Any(clauses) => {
+                let scorers = Self::scorers(clauses, block)?;
+                match scorers.len() {
+                    0 => None,
+                    1 => scorers.into_iter().next(),
+                    _ => Some(Box::new(UnionScorer::new(scorers))),
+                }
+            }
+            Weight::Bool {
+                must,
+                should,
+                must_not,
+            } => {
+                let mut required = Vec::with_capacity(must.len());
+                for clause in must {
+                    match clause.scorer(block)? {
+                        Some(scorer) => required.push(scorer),
+                        None => return Ok(None),
+                    }
+                }
+                let optional = Self::scorers(should, block)?;
+                let optional: Option<BoxScorer> = match optional.len() {
+                    0 => None,
+                    1 => optional.into_iter().next(),
+                    _ => Some(Box::new(UnionScorer::new(optional))),
+                };
+                let base: BoxScorer = match (required.len(), optional) {
+                    (0, None) => return Ok(None),
+                    (0, Some(optional)) => optional,
+                    (1, None) => required.pop().expect("one required scorer"),
+                    (_, None) => Box::new(ConjunctionScorer::new(required)),
+                    (n, Some(optional)) => {
+                        let required: BoxScorer = if n == 1 {
+                            required.pop().expect("one required scorer")
+                        } else {
+                            Box::new(ConjunctionScorer::new(required))
+                        };
+                        Box::new(OptionalScorer { required, optional })
+                    }
+                };
+                let excluded = Self::scorers(must_not, block)?;
+                match excluded.len() {
+                    0 => Some(base),
+                    1 => Some(Box::new(ExclusionScorer::new(
+                        base,
+                        excluded.into_iter().next().expect("one"),
+                    ))),
+                    _ => Some(Box::new(ExclusionScorer::new(
+                        base,
+                        Box::new(UnionScorer::new(excluded)),
+                    ))),
+                }
+            }
+            Weight::All => (block.doc_count() > 0).then(|| {
+                Box::new(AllScorer {
+                    doc: 0,
+                    doc_count: block.doc_count(),
+                }) as BoxScorer
+            }),
+            Weight::Nothing => None,
+        })
+    }
+
+    fn scorers<'a>(clauses: &'a [Weight], block: &'a BlockReader) -> Result<Vec<BoxScorer<'a>>> {
+        let mut scorers = Vec::with_capacity(clauses.len());
+        for clause in clauses {
+            if let Some(scorer) = clause.scorer(block)? {
+                scorers.push(scorer);
+            }
+        }
+        Ok(scorers)
+    }
+}

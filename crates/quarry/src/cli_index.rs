@@ -1,0 +1,234 @@
+use crate::size::parse_size;
+use crate::DataArgs;
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use quarry_index::merge::{merge_blocks, pick_merge};
+use quarry_index::{index_inputs, Analyzer, IndexOptions, Input, LineError, Progress};
+use quarry_store::{Catalog, Settings};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+#[derive(clap::Args, Debug)]
+pub struct IndexArgs {
+    #[command(flatten)]
+    data: DataArgs,
+    /// Indexer threads [default: all cores]
+    #[arg(long)]
+    threads: Option<usize>,
+    /// In-memory segment budget over all threads; a block is written when a thread's share
+    /// is full (e.g. 512MB, 2GB)
+    #[arg(long, default_value = "1GB", value_parser = parse_size)]
+    memory_budget: usize,
+    /// Stop words (comma-separated), fixed when the data directory is created
+    #[arg(long, value_delimiter = ',')]
+    stop_words: Vec<String>,
+    /// Do not merge small blocks after indexing
+    #[arg(long)]
+    no_merge: bool,
+    /// JSON-lines files (.gz and .zst are decompressed); `-` reads stdin
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct MergeArgs {
+    #[command(flatten)]
+    data: DataArgs,
+    /// Memory budget of the merged segment; output blocks are cut at this size
+    #[arg(long, default_value = "4GB", value_parser = parse_size)]
+    memory_budget: usize,
+}
+
+/// Line errors printed before they are only counted.
+const MAX_PRINTED_LINE_ERRORS: u64 = 100;
+
+fn progress_bar(total: Option<u64>) -> ProgressBar {
+    let bar = match total {
+        Some(total) => ProgressBar::new(total),
+        None => ProgressBar::new_spinner(),
+    };
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} {msg}",
+        )
+        // unwrap: the template is a constant known to parse.
+        .unwrap(),
+    );
+    bar
+}
+
+fn rate(amount: f64, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        amount / seconds
+    } else {
+        0.0
+    }
+}
+
+pub fn index(args: IndexArgs) -> Result<ExitCode> {
+    let settings = Settings {
+        stop_words: args.stop_words.iter().map(|w| w.to_lowercase()).collect(),
+    };
+    let catalog = Catalog::open_or_create(&args.data.data, settings)
+        .with_context(|| format!("opening data directory {}", args.data.data.display()))?;
+    let analyzer = Arc::new(Analyzer::new(catalog.settings().stop_words.clone()));
+    let inputs: Vec<Input> = args
+        .files
+        .iter()
+        .map(|f| {
+            if f.as_os_str() == "-" {
+                Input::Stdin
+            } else {
+                Input::File(f.clone())
+            }
+        })
+        .collect();
+    let mut total = Some(0u64);
+    for input in &inputs {
+        match input {
+            Input::File(path) => {
+                let len = std::fs::metadata(path)
+                    .with_context(|| format!("{}", path.display()))?
+                    .len();
+                total = total.map(|t| t + len);
+            }
+            Input::Stdin => total = None,
+        }
+    }
+    let options = IndexOptions {
+        threads: args
+            .threads
+            .unwrap_or_else(|| IndexOptions::default().threads)
+            .max(1),
+        memory_budget: args.memory_budget,
+        ..IndexOptions::default()
+    };
+    let progress = Progress::default();
+    let printed = AtomicU64::new(0);
+    let bar = progress_bar(total);
+    let on_error = |error: &LineError| {
+        if printed.fetch_add(1, Ordering::Relaxed) < MAX_PRINTED_LINE_ERRORS {
+            bar.suspend(|| eprintln!("{error}"));
+        }
+    };
+    let catalog = Mutex::new(catalog);
+    let started = Instant::now();
+    let result = with_ticker(
+        || update_bar(&bar, &progress, started),
+        || {
+            index_inputs(
+                &catalog,
+                analyzer.clone(),
+                &inputs,
+                &options,
+                &progress,
+                &on_error,
+            )
+        },
+    );
+    update_bar(&bar, &progress, started);
+    bar.finish_and_clear();
+    result?;
+    let mut catalog = catalog.into_inner().unwrap_or_else(|p| p.into_inner());
+    if !args.no_merge {
+        loop {
+            let ids = pick_merge(catalog.blocks(), false);
+            if ids.is_empty() {
+                break;
+            }
+            merge_blocks(
+                &mut catalog,
+                analyzer.clone(),
+                &ids,
+                options.memory_budget,
+                &Progress::default(),
+            )?;
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let json_bytes = progress.json_bytes.load(Ordering::Relaxed)
+        - progress.resumed_bytes.load(Ordering::Relaxed);
+    let events = progress.events.load(Ordering::Relaxed);
+    let skipped = progress.skipped_lines.load(Ordering::Relaxed);
+    let resumed = progress.resumed_bytes.load(Ordering::Relaxed);
+    let index_bytes: u64 = catalog.blocks().iter().map(|b| b.bytes).sum();
+    eprintln!(
+        "indexed {events} events ({:.1} MB) in {seconds:.2} s: {:.1} MB/s, {:.0} events/s; {} blocks, {:.1} MB on disk{}{}",
+        json_bytes as f64 / 1e6,
+        rate(json_bytes as f64 / 1e6, seconds),
+        rate(events as f64, seconds),
+        catalog.blocks().len(),
+        index_bytes as f64 / 1e6,
+        if resumed > 0 { format!("; {:.1} MB already indexed, skipped", resumed as f64 / 1e6) } else { String::new() },
+        if skipped > 0 { format!("; {skipped} malformed lines skipped") } else { String::new() },
+    );
+    Ok(if skipped > 0 {
+        ExitCode::from(3)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Runs `work` while another thread calls `tick` every 100 ms (progress bars).
+fn with_ticker<R>(tick: impl Fn() + Sync, work: impl FnOnce() -> R) -> R {
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                tick();
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        let result = work();
+        done.store(true, Ordering::Relaxed);
+        result
+    })
+}
+
+fn update_bar(bar: &ProgressBar, progress: &Progress, started: Instant) {
+    let seconds = started.elapsed().as_secs_f64();
+    bar.set_position(progress.input_bytes.load(Ordering::Relaxed));
+    let json = progress.json_bytes.load(Ordering::Relaxed) as f64 / 1e6;
+    let events = progress.events.load(Ordering::Relaxed) as f64;
+    bar.set_message(format!(
+        "{:.1} MB/s, {:.0} events/s, {} blocks",
+        rate(json, seconds),
+        rate(events, seconds),
+        progress.blocks.load(Ordering::Relaxed)
+    ));
+}
+
+pub fn merge(args: MergeArgs) -> Result<ExitCode> {
+    let mut catalog = Catalog::open_or_create(&args.data.data, Settings::default())
+        .with_context(|| format!("opening data directory {}", args.data.data.display()))?;
+    let analyzer = Arc::new(Analyzer::new(catalog.settings().stop_words.clone()));
+    let ids = pick_merge(catalog.blocks(), true);
+    let before = catalog.blocks().len();
+    if ids.is_empty() {
+        eprintln!("nothing to merge: {before} block(s)");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let started = Instant::now();
+    let docs: u64 = catalog.blocks().iter().map(|b| b.docs).sum();
+    let bar = ProgressBar::new(docs);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} events")
+            // unwrap: the template is a constant known to parse.
+            .unwrap(),
+    );
+    let progress = Progress::default();
+    let outputs = with_ticker(
+        || bar.set_position(progress.events.load(Ordering::Relaxed)),
+        || merge_blocks(&mut catalog, analyzer, &ids, args.memory_budget, &progress),
+    )?;
+    bar.finish_and_clear();
+    eprintln!(
+        "merged {before} blocks into {} in {:.2} s ({docs} events)",
+        outputs.len(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,343 @@
+//! Property test: random events, random queries, compared against a brute-force model that
+//! tokenizes every event and scores BM25 from scratch (counts, hit sets, top-k order).
+
+use proptest::prelude::*;
+use quarry_format::fieldnorm::{id_to_length, length_to_id};
+use quarry_format::{BlockReader, Value};
+use quarry_index::{Analyzer, SegmentBuilder};
+use quarry_query::query::Query;
+use quarry_query::{SearchRequest, Searcher, SortOrder};
+use std::collections::HashMap;
+
+const WORDS: &[&str] = &[
+    "alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta",
+];
+
+#[derive(Debug, Clone)]
+struct TestEvent {
+    time: i64,
+    fields: Vec<(String, Value)>,
+}
+
+fn event_strategy() -> impl Strategy<Value = TestEvent> {
+    let text = prop::collection::vec(prop::sample::select(WORDS), 0..12).prop_map(|w| w.join(" "));
+    (
+        0i64..50,
+        prop::option::of(text.clone()),
+        prop::option::of(text),
+        prop::option::of(0i64..4),
+        prop::option::of(prop::sample::select(&["web-1", "web-2", "db"][..])),
+    )
+        .prop_map(|(time, a, b, n, host)| {
+            let mut fields = Vec::new();
+            if let Some(a) = a {
+                fields.push(("a".to_owned(), Value::Str(a)));
+            }
+            if let Some(b) = b {
+                fields.push(("b".to_owned(), Value::Str(b)));
+            }
+            if let Some(n) = n {
+                fields.push(("n".to_owned(), Value::I64(n)));
+            }
+            if let Some(host) = host {
+                fields.push(("host".to_owned(), Value::Str(host.to_owned())));
+            }
+            TestEvent { time, fields }
+        })
+}
+
+fn query_strategy() -> impl Strategy<Value = String> {
+    let word = prop::sample::select(WORDS).prop_map(str::to_owned);
+    let leaf = prop_oneof![
+        4 => word.clone(),
+        2 => (prop::sample::select(&["a", "b"][..]), word.clone()).prop_map(|(f, w)| format!("{f}:{w}")),
+        2 => (word.clone(), word.clone()).prop_map(|(x, y)| format!("\"{x} {y}\"")),
+        1 => (0..4i64).prop_map(|n| format!("n:{n}")),
+        1 => prop::sample::select(&["web-1", "db", "web-2"][..]).prop_map(|h| format!("host:=\"{h}\"")),
+        1 => prop::sample::select(&["host:web", "host:\"web 1\""][..]).prop_map(str::to_owned),
+    ];
+    leaf.prop_recursive(3, 12, 4, |inner| {
+        prop::collection::vec((prop::sample::select(&["", "+", "-"][..]), inner), 1..4).prop_map(
+            |clauses| {
+                let parts: Vec<String> = clauses
+                    .into_iter()
+                    .map(|(op, q)| format!("{op}({q})"))
+                    .collect();
+                parts.join(" ")
+            },
+        )
+    })
+}
+
+/// The brute-force model of one indexed corpus.
+struct Model {
+    analyzer: Analyzer,
+    /// Per event (in global doc order): field -> tokens with positions.
+    tokens: Vec<HashMap<String, Vec<(u32, String)>>>,
+    strings: Vec<HashMap<String, String>>,
+    field_stats: HashMap<String, (u64, u64)>,
+}
+
+impl Model {
+    fn new(events: &[TestEvent]) -> Model {
+        let analyzer = Analyzer::default();
+        let mut tokens = Vec::new();
+        let mut strings = Vec::new();
+        let mut field_stats: HashMap<String, (u64, u64)> = HashMap::new();
+        for event in events {
+            let mut per_field = HashMap::new();
+            let mut per_string = HashMap::new();
+            for (name, value) in &event.fields {
+                let text = match value {
+                    Value::Str(s) => {
+                        per_string.insert(name.clone(), s.clone());
+                        s.clone()
+                    }
+                    Value::I64(n) => n.to_string(),
+                    _ => unreachable!(),
+                };
+                let toks = analyzer.tokens(&text);
+                if !toks.is_empty() {
+                    let stats = field_stats.entry(name.clone()).or_default();
+                    stats.0 += 1;
+                    stats.1 += toks.len() as u64;
+                }
+                per_field.insert(name.clone(), toks);
+            }
+            tokens.push(per_field);
+            strings.push(per_string);
+        }
+        Model {
+            analyzer,
+            tokens,
+            strings,
+            field_stats,
+        }
+    }
+
+    fn doc_freq(&self, field: &str, term: &str) -> u64 {
+        self.tokens
+            .iter()
+            .filter(|doc| {
+                doc.get(field)
+                    .is_some_and(|t| t.iter().any(|(_, tok)| tok == term))
+            })
+            .count() as u64
+    }
+
+    fn bm25(&self, field: &str, idf: f64, tf: u32, doc: usize) -> f64 {
+        let (docs, total) = self.field_stats.get(field).copied().unwrap_or((0, 0));
+        let avgdl = if docs == 0 {
+            1.0
+        } else {
+            total as f64 / docs as f64
+        };
+        let len = self.tokens[doc].get(field).map_or(0, |t| t.len()) as u32;
+        let dl = id_to_length(length_to_id(len)) as f64;
+        let norm = 1.2 * (1.0 - 0.75 + 0.75 * dl / avgdl);
+        idf * tf as f64 / (tf as f64 + norm)
+    }
+
+    fn idf(&self, field: &str, term: &str) -> f64 {
+        let n = self.field_stats.get(field).map_or(0, |s| s.0) as f64;
+        let df = self.doc_freq(field, term) as f64;
+        (1.0 + (n.max(df) - df + 0.5) / (df + 0.5)).ln()
+    }
+
+    /// Score if `doc` matches `query`.
+    fn eval(&self, query: &Query, doc: usize) -> Option<f64> {
+        match query {
+            Query::Term { field, term } => {
+                let tf = self.tokens[doc]
+                    .get(field)?
+                    .iter()
+                    .filter(|(_, t)| t == term)
+                    .count() as u32;
+                (tf > 0).then(|| self.bm25(field, self.idf(field, term), tf, doc))
+            }
+            Query::Phrase { field, terms } => {
+                let toks = self.tokens[doc].get(field)?;
+                let at = |p: u32, term: &str| toks.iter().any(|(q, t)| *q == p && t == term);
+                let (first_offset, first) = &terms[0];
+                let freq = toks
+                    .iter()
+                    .filter(|(p, t)| {
+                        t == first
+                            && p >= first_offset
+                            && terms.iter().all(|(o, term)| at(p - first_offset + o, term))
+                    })
+                    .count() as u32;
+                let idf: f64 = terms.iter().map(|(_, t)| self.idf(field, t)).sum();
+                (freq > 0).then(|| self.bm25(field, idf, freq, doc))
+            }
+            Query::Exact { field, value } => {
+                (self.strings[doc].get(field) == Some(value)).then_some(0.0)
+            }
+            Query::Any(clauses) => {
+                let scores: Vec<f64> = clauses.iter().filter_map(|c| self.eval(c, doc)).collect();
+                (!scores.is_empty()).then(|| scores.iter().sum())
+            }
+            Query::Bool {
+                must,
+                should,
+                must_not,
+            } => {
+                if must_not.iter().any(|c| self.eval(c, doc).is_some()) {
+                    return None;
+                }
+                let mut score = 0.0;
+                for clause in must {
+                    score += self.eval(clause, doc)?;
+                }
+                let optional: Vec<f64> = should.iter().filter_map(|c| self.eval(c, doc)).collect();
+                if must.is_empty() && optional.is_empty() {
+                    return None;
+                }
+                Some(score + optional.iter().sum::<f64>())
+            }
+            Query::All => Some(0.0),
+            Query::Nothing => None,
+        }
+    }
+}
+
+fn build_searcher(
+    events: &[TestEvent],
+    splits: &[usize],
+    dir: &std::path::Path,
+) -> (Searcher, Vec<TestEvent>) {
+    let analyzer = std::sync::Arc::new(Analyzer::default());
+    let mut blocks = Vec::new();
+    let mut ordered = Vec::new();
+    let mut start = 0;
+    let mut cuts: Vec<usize> = splits.iter().map(|&s| s % (events.len() + 1)).collect();
+    cuts.push(events.len());
+    cuts.sort_unstable();
+    for (i, &end) in cuts.iter().enumerate() {
+        if end <= start {
+            continue;
+        }
+        let mut segment = SegmentBuilder::new(analyzer.clone());
+        for event in &events[start..end] {
+            segment.add_event(
+                event.time,
+                event.fields.iter().map(|(k, v)| (k.as_str(), v)),
+            );
+        }
+        let path = dir.join(format!("{i}.qblk"));
+        segment.write_block(&path).unwrap();
+        blocks.push((path, events[start..end].to_vec()));
+        start = end;
+    }
+    let readers: Vec<BlockReader> = blocks
+        .iter()
+        .map(|(p, _)| BlockReader::open(p).unwrap())
+        .collect();
+    let searcher = Searcher::new(readers, (*analyzer).clone());
+    // The model's doc order is the searcher's: blocks by (time_min, path), docs by stable time.
+    for block in searcher.blocks() {
+        let (_, block_events) = blocks.iter().find(|(p, _)| p == block.path()).unwrap();
+        let mut sorted = block_events.clone();
+        sorted.sort_by_key(|e| e.time);
+        ordered.extend(sorted);
+    }
+    (searcher, ordered)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    #[test]
+    fn search_matches_brute_force(
+        events in prop::collection::vec(event_strategy(), 1..300),
+        splits in prop::collection::vec(any::<usize>(), 0..3),
+        queries in prop::collection::vec(query_strategy(), 1..6),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let (searcher, ordered) = build_searcher(&events, &splits, dir.path());
+        let model = Model::new(&ordered);
+        let _ = &model.analyzer;
+        for text in &queries {
+            let query = searcher.parse(text).unwrap();
+            let mut expected: Vec<(f64, usize)> =
+                (0..ordered.len()).filter_map(|d| model.eval(&query, d).map(|s| (s, d))).collect();
+            prop_assert_eq!(searcher.count(&query).unwrap(), expected.len() as u64, "count of {}", text);
+
+            // All hits: same set, scores equal within f32 rounding.
+            let hits = searcher.search(&query, &SearchRequest { limit: ordered.len(), count: true, sort: SortOrder::Relevance }).unwrap();
+            prop_assert_eq!(hits.count, Some(expected.len() as u64));
+            let global = |block: u32, doc: u32| {
+                searcher.blocks()[..block as usize].iter().map(|b| b.doc_count() as usize).sum::<usize>() + doc as usize
+            };
+            let mut got: Vec<(f64, usize)> = hits.hits.iter().map(|h| (h.score.unwrap() as f64, global(h.block, h.doc))).collect();
+            got.sort_by_key(|&(_, d)| d);
+            prop_assert_eq!(got.len(), expected.len(), "hits of {}", text);
+            for ((gs, gd), (es, ed)) in got.iter().zip(&expected) {
+                prop_assert_eq!(gd, ed, "hit set of {}", text);
+                prop_assert!((gs - es).abs() <= 1e-4 * es.abs().max(1.0), "score of doc {} for {}: {} vs {}", gd, text, gs, es);
+            }
+
+            // Top-k (MaxScore path for disjunctions): the k best, where scores are not near-ties.
+            expected.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            for k in [1usize, 3, 10] {
+                let top = searcher.top_k(&query, k).unwrap();
+                prop_assert_eq!(top.len(), expected.len().min(k), "top-{} size of {}", k, text);
+                for (i, hit) in top.iter().enumerate() {
+                    let (es, _) = expected[i];
+                    prop_assert!((hit.score as f64 - es).abs() <= 1e-4 * es.abs().max(1.0),
+                        "top-{} rank {} of {}: score {} vs {}", k, i, text, hit.score, es);
+                    let clear = |j: usize| expected.get(j).is_none_or(|&(s, _)| (s - es).abs() > 1e-4 * es.abs().max(1.0));
+                    if (i == 0 || clear(i - 1)) && clear(i + 1) {
+                        prop_assert_eq!(global(hit.block, hit.doc), expected[i].1, "top-{} rank {} of {}", k, i, text);
+                    }
+                }
+            }
+
+            // Time order: head and tail.
+            let mut by_time: Vec<(i64, usize)> = expected.iter().map(|&(_, d)| (ordered[d].time, d)).collect();
+            by_time.sort();
+            for (order, limit) in [(SortOrder::TimeAsc, 5usize), (SortOrder::TimeDesc, 5)] {
+                let result = searcher.search(&query, &SearchRequest { limit, count: false, sort: order }).unwrap();
+                let times: Vec<i64> = result.hits.iter().map(|h| h.time).collect();
+                let mut want: Vec<i64> = by_time.iter().map(|&(t, _)| t).collect();
+                if order == SortOrder::TimeDesc {
+                    want.reverse();
+                }
+                want.truncate(limit);
+                prop_assert_eq!(times, want, "{:?} of {}", order, text);
+            }
+        }
+    }
+}
+
+#[test]
+fn documents_round_trip_through_blocks() {
+    let events = vec![
+        TestEvent {
+            time: 5,
+            fields: vec![
+                ("a".into(), Value::Str("alpha beta".into())),
+                ("n".into(), Value::I64(3)),
+            ],
+        },
+        TestEvent {
+            time: 1,
+            fields: vec![("host".into(), Value::Str("db".into()))],
+        },
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let (searcher, ordered) = build_searcher(&events, &[], dir.path());
+    for (doc, event) in ordered.iter().enumerate() {
+        let hit = quarry_query::Hit {
+            block: 0,
+            doc: doc as u32,
+            score: None,
+            time: event.time,
+        };
+        let mut fields = searcher.event(&hit).unwrap();
+        fields.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut want = event.fields.clone();
+        want.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(fields, want);
+    }
+}

@@ -104,6 +104,12 @@ pub fn collect_all(scorer: &mut dyn Scorer, block: u32, top: &mut TopK) {
     }
     let mut doc = scorer.doc();
     while doc != TERMINATED {
+        if let Some(threshold) = top.threshold() {
+            doc = scorer.seek_competitive(doc, threshold);
+            if doc == TERMINATED {
+                break;
+            }
+        }
         let score = scorer.score();
         top.offer(ScoredDoc { score, block, doc });
         doc = scorer.advance();
@@ -130,8 +136,21 @@ pub fn collect_max_score(clauses: &mut [BoxScorer<'_>], block: u32, top: &mut To
     let mut first_essential = essential_from(top.threshold());
     while first_essential < clauses.len() {
         let mut doc = TERMINATED;
-        for clause in &clauses[first_essential..] {
-            doc = doc.min(clause.doc());
+        if first_essential + 1 == clauses.len() && first_essential > 0 {
+            // One essential clause: skip its blocks that cannot reach the threshold even with
+            // every non-essential clause matching.
+            let last = &mut clauses[first_essential];
+            let current = last.doc();
+            doc = match top.threshold() {
+                Some(threshold) => {
+                    last.seek_competitive(current, threshold - bounds[first_essential - 1])
+                }
+                None => current,
+            };
+        } else {
+            for clause in &clauses[first_essential..] {
+                doc = doc.min(clause.doc());
+            }
         }
         if doc == TERMINATED {
             break;

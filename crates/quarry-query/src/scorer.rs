@@ -20,6 +20,11 @@ pub trait Scorer {
     fn error(&self) -> Option<DecodeError> {
         None
     }
+    /// Like `seek(target)`, but may also skip docs whose score cannot exceed `threshold`
+    /// (block-max pruning from skip data). The default skips nothing.
+    fn seek_competitive(&mut self, target: u32, _threshold: f32) -> u32 {
+        self.seek(target)
+    }
 }
 
 pub type BoxScorer<'a> = Box<dyn Scorer + 'a>;
@@ -39,6 +44,8 @@ pub struct TermScorer<'a> {
     weight: f32,
     cache: &'a [f32; 256],
     max_score: f32,
+    /// The postings block last bounded by `seek_competitive`: its last doc and score bound.
+    bounded_block: Option<(u32, f32)>,
 }
 
 impl<'a> TermScorer<'a> {
@@ -57,6 +64,7 @@ impl<'a> TermScorer<'a> {
             weight,
             cache,
             max_score,
+            bounded_block: None,
         }
     }
 
@@ -94,6 +102,36 @@ impl Scorer for TermScorer<'_> {
     }
     fn error(&self) -> Option<DecodeError> {
         self.cursor.error()
+    }
+    /// Block-max skipping: whole 128-doc postings blocks whose bound (from the skip entry's
+    /// max tf and min norm) is at most `threshold` are passed over without being decoded.
+    fn seek_competitive(&mut self, mut target: u32, threshold: f32) -> u32 {
+        loop {
+            if let Some((last_doc, bound)) = self.bounded_block {
+                if target <= last_doc && self.cursor.doc() <= last_doc {
+                    if bound > threshold {
+                        return self.cursor.seek(target);
+                    }
+                    target = match last_doc.checked_add(1) {
+                        Some(next) => next,
+                        None => return self.cursor.seek(TERMINATED),
+                    };
+                    continue;
+                }
+            }
+            match self.cursor.block_bound(target.max(self.cursor.doc())) {
+                Some((last_doc, max_tf, min_norm)) => {
+                    let bound = inflate(bm25::score(
+                        self.weight,
+                        max_tf,
+                        self.cache[min_norm as usize],
+                    ));
+                    self.bounded_block = Some((last_doc, bound));
+                }
+                // The varint tail has no skip entry; its bound is the term's.
+                None => return self.cursor.seek(target),
+            }
+        }
     }
 }
 

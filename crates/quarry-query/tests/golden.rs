@@ -39,16 +39,31 @@ fn events() -> Vec<(i64, Vec<(String, Value)>)> {
     (0..200i64)
         .map(|i| {
             let fields = vec![
-                ("service".to_owned(), Value::Str(services[(i % 3) as usize].to_owned())),
-                ("level".to_owned(), Value::Str(levels[(i * 7 % 3) as usize].to_owned())),
-                ("message".to_owned(), Value::Str(format!("{} #{i}", messages[(i * 11 % 5) as usize]))),
-                ("status".to_owned(), Value::I64([200, 500, 404][(i % 3) as usize])),
+                (
+                    "service".to_owned(),
+                    Value::Str(services[(i % 3) as usize].to_owned()),
+                ),
+                (
+                    "level".to_owned(),
+                    Value::Str(levels[(i * 7 % 3) as usize].to_owned()),
+                ),
+                (
+                    "message".to_owned(),
+                    Value::Str(format!("{} #{i}", messages[(i * 11 % 5) as usize])),
+                ),
+                (
+                    "status".to_owned(),
+                    Value::I64([200, 500, 404][(i % 3) as usize]),
+                ),
                 ("host".to_owned(), Value::Str(format!("web-{:02}", i % 4))),
                 ("latency".to_owned(), Value::F64(i as f64 * 1.5)),
                 ("ok".to_owned(), Value::Bool(i % 2 == 0)),
             ];
             // Times out of order on purpose: the block sorts them.
-            (1_700_000_000_000_000_000 + ((i * 37) % 200) * 1_000_000_000, fields)
+            (
+                1_700_000_000_000_000_000 + ((i * 37) % 200) * 1_000_000_000,
+                fields,
+            )
         })
         .collect()
 }
@@ -57,7 +72,11 @@ fn answers(searcher: &Searcher) -> serde_json::Value {
     let mut out = serde_json::Map::new();
     for query in QUERIES {
         let parsed = searcher.parse(query).unwrap();
-        let request = SearchRequest { limit: 5, count: true, sort: SortOrder::Relevance };
+        let request = SearchRequest {
+            limit: 5,
+            count: true,
+            sort: SortOrder::Relevance,
+        };
         let result = searcher.search(&parsed, &request).unwrap();
         let hits: Vec<serde_json::Value> = result
             .hits
@@ -69,13 +88,23 @@ fn answers(searcher: &Searcher) -> serde_json::Value {
             })
             .collect();
         let tail = searcher
-            .search(&parsed, &SearchRequest { limit: 3, count: false, sort: SortOrder::TimeDesc })
+            .search(
+                &parsed,
+                &SearchRequest {
+                    limit: 3,
+                    count: false,
+                    sort: SortOrder::TimeDesc,
+                },
+            )
             .unwrap()
             .hits
             .iter()
             .map(|h| h.time)
             .collect::<Vec<_>>();
-        out.insert(query.to_string(), serde_json::json!({ "count": result.count, "top": hits, "tail": tail }));
+        out.insert(
+            query.to_string(),
+            serde_json::json!({ "count": result.count, "top": hits, "tail": tail }),
+        );
     }
     serde_json::Value::Object(out)
 }
@@ -95,7 +124,13 @@ fn golden_v1_block_still_opens_and_answers() {
         let path = Catalog::block_path(&dir, id);
         let manifest = segment.write_block(&path).unwrap();
         let bytes = std::fs::metadata(&path).unwrap().len();
-        let entry = BlockEntry { id, docs: manifest.doc_count.into(), time_min: manifest.time_min, time_max: manifest.time_max, bytes };
+        let entry = BlockEntry {
+            id,
+            docs: manifest.doc_count.into(),
+            time_min: manifest.time_min,
+            time_max: manifest.time_max,
+            bytes,
+        };
         catalog.commit_block(entry, &[]).unwrap();
         drop(catalog);
         let _ = std::fs::remove_file(dir.join(".lock"));
@@ -107,7 +142,8 @@ fn golden_v1_block_still_opens_and_answers() {
     for block in searcher.blocks() {
         block.verify().unwrap();
     }
-    let expected: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&expected_path).unwrap()).unwrap();
+    let expected: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&expected_path).unwrap()).unwrap();
     assert_eq!(answers(&searcher), expected);
     // The golden answers are not vacuous.
     assert_eq!(expected["*"]["count"], 200);

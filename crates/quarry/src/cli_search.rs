@@ -159,13 +159,15 @@ pub fn bench_serve(args: BenchServeArgs) -> Result<ExitCode> {
     let stdin = std::io::stdin();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let mut line = String::new();
+    let mut bytes = Vec::new();
     let mut input = stdin.lock();
     loop {
-        line.clear();
-        if input.read_line(&mut line)? == 0 {
+        bytes.clear();
+        if input.read_until(b'\n', &mut bytes)? == 0 {
             break;
         }
+        // Real query logs hold stray non-UTF-8 bytes (the TREC set does); they become U+FFFD.
+        let line = String::from_utf8_lossy(&bytes);
         let line = line.trim_end_matches(['\n', '\r']);
         let (command, text) = line.split_once('\t').unwrap_or((line, ""));
         let answer = answer(&searcher, command, text);

@@ -58,12 +58,10 @@ impl TermDictWriter {
 
 /// Reads a term-info record by ordinal.
 pub fn term_info_at(infos: &[u8], ordinal: u64) -> DecodeResult<TermInfo> {
-    let start = usize::try_from(ordinal)
+    let bytes = usize::try_from(ordinal)
         .ok()
         .and_then(|o| o.checked_mul(TERM_INFO_LEN))
-        .ok_or(DecodeError::new("term ordinal out of range"))?;
-    let bytes = infos
-        .get(start..start + TERM_INFO_LEN)
+        .and_then(|start| infos.get(start..start.checked_add(TERM_INFO_LEN)?))
         .ok_or(DecodeError::new("term ordinal out of range"))?;
     TermInfo::decode(bytes)
 }

@@ -88,7 +88,7 @@ pub struct MinMax {
 
 impl MinMax {
     /// For f64, NaN is left out: it matches no range, and with it in, the result depended on
-    /// where it sat (a leading NaN made min and max NaN). Only a run of NaNs gives NaN.
+    /// where it sat (a leading NaN made min and max NaN). Values that are all NaN give NaN.
     pub fn of(ty: ColumnType, values: impl Iterator<Item = u64>) -> Option<MinMax> {
         let mut acc: Option<MinMax> = None;
         let mut first_nan: Option<u64> = None;

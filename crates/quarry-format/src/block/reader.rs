@@ -101,6 +101,11 @@ impl BlockReader {
         };
         let manifest_bytes = section_bytes(bytes, manifest_ref, body_len)
             .ok_or_else(|| corrupt("footer", "manifest outside file"))?;
+        // The manifest ends where the footer starts: bytes between them (a file with something
+        // appended after a valid footer) would be under no checksum.
+        if manifest_ref.end() != Some(body_len) {
+            return Err(corrupt("footer", "manifest does not end at the footer"));
+        }
         let got = crc32fast::hash(manifest_bytes);
         if got != manifest_crc {
             return Err(FormatError::ChecksumMismatch {
@@ -141,7 +146,7 @@ impl BlockReader {
         if manifest.time_index.len != expected_index_len {
             return Err(corrupt("time index", "length does not match doc count"));
         }
-        if manifest.term_infos.len != manifest.term_count * TERM_INFO_LEN as u64 {
+        if Some(manifest.term_infos.len) != manifest.term_count.checked_mul(TERM_INFO_LEN as u64) {
             return Err(corrupt("term infos", "length does not match term count"));
         }
         let fst_bytes = MappedBytes {
@@ -251,7 +256,8 @@ impl BlockReader {
     /// The sparse time index: `_time` of docs 0, N, 2N, ... (N = `TIME_INDEX_INTERVAL`).
     pub fn sparse_time(&self, index: usize) -> Option<i64> {
         let bytes = self.section(self.manifest.time_index);
-        let raw = bytes.get(index * 8..index * 8 + 8)?;
+        let start = index.checked_mul(8)?;
+        let raw = bytes.get(start..start.checked_add(8)?)?;
         // unwrap: the slice is 8 bytes long.
         Some(i64::from_le_bytes(raw.try_into().unwrap()))
     }

@@ -111,6 +111,19 @@ pub fn write_block(path: &Path, input: BlockInput) -> Result<Manifest> {
     if !has_time_column {
         return Err(invalid("no _time column"));
     }
+    // Checked before the temporary file is created, so bad input leaves no file behind.
+    for field in &input.fields {
+        if field
+            .text
+            .as_ref()
+            .is_some_and(|t| t.norms.len() != doc_count as usize)
+        {
+            return Err(invalid(format!(
+                "norms of {} have the wrong length",
+                field.name
+            )));
+        }
+    }
     let io = |source| FormatError::Io {
         path: path.to_path_buf(),
         source,
@@ -142,19 +155,11 @@ pub fn write_block(path: &Path, input: BlockInput) -> Result<Manifest> {
             });
         }
         let text = match field.text {
-            Some(text) => {
-                if text.norms.len() != doc_count as usize {
-                    return Err(invalid(format!(
-                        "norms of {} have the wrong length",
-                        field.name
-                    )));
-                }
-                Some(TextMeta {
-                    docs_with_field: text.docs_with_field,
-                    total_tokens: text.total_tokens,
-                    norms: sink.section(&text.norms).map_err(io)?,
-                })
-            }
+            Some(text) => Some(TextMeta {
+                docs_with_field: text.docs_with_field,
+                total_tokens: text.total_tokens,
+                norms: sink.section(&text.norms).map_err(io)?,
+            }),
             None => None,
         };
         fields.push(FieldMeta {

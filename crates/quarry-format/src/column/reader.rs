@@ -123,8 +123,18 @@ impl<'a> ColumnReader<'a> {
         if crc32fast::hash(compressed) != meta.crc {
             return Err(DecodeError::new("chunk checksum mismatch"));
         }
-        let raw = zstd::bulk::decompress(compressed, MAX_CHUNK_RAW_BYTES)
+        // The writer's frames record their content size; sizing the buffer from it avoids
+        // asking the allocator for MAX_CHUNK_RAW_BYTES on every decode.
+        let raw_len = match zstd::zstd_safe::get_frame_content_size(compressed) {
+            Ok(Some(len)) if len <= MAX_CHUNK_RAW_BYTES as u64 => len as usize,
+            Ok(Some(_)) => return Err(DecodeError::new("chunk larger than the limit")),
+            _ => return Err(DecodeError::new("chunk frame has no content size")),
+        };
+        let raw = zstd::bulk::decompress(compressed, raw_len)
             .map_err(|_| DecodeError::new("chunk does not decompress"))?;
+        if raw.len() != raw_len {
+            return Err(DecodeError::new("chunk shorter than its frame header says"));
+        }
         decode_chunk_payload(self.ty, meta.first_doc, end_doc, &raw)
     }
 

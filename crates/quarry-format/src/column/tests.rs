@@ -212,8 +212,9 @@ fn column_strategy(large: bool) -> impl Strategy<Value = (ColumnType, Vec<Option
         })
 }
 
-/// `get` decodes a whole chunk per call; on a large column, call it on every doc only up to
-/// this many (every doc is still checked through `decode_chunk`), then on a sample.
+/// `get` decodes a whole chunk per call, so it is called on every doc of columns up to this many
+/// docs, and on larger ones on about this many docs spread evenly plus each chunk's edges. Every
+/// doc is still checked through `chunk_of` and the decoded chunk, which are what `get` composes.
 const GET_EVERY_DOC_UP_TO: usize = 200;
 
 fn check_column(ty: ColumnType, model: &[Option<Value>]) -> Result<(), TestCaseError> {
@@ -403,8 +404,9 @@ fn single_chunk(payload: &[u8], span: u32) -> (Vec<u8>, Vec<u8>) {
 
 #[test]
 fn chunk_payload_errors() {
-    // (type, span, payload as varints then raw bytes, why it is rejected)
-    let cases: &[(ColumnType, u32, &[u64], &[u8], &str)] = &[
+    /// Type, span, payload as varints then raw bytes, why it is rejected.
+    type Case = (ColumnType, u32, &'static [u64], &'static [u8], &'static str);
+    let cases: &[Case] = &[
         (
             ColumnType::Str,
             2,

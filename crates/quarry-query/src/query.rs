@@ -30,7 +30,7 @@ pub enum Query {
         must_not: Vec<Query>,
     },
     All,
-    /// Matches nothing (a word that analyzes to no tokens, or `Bool` with an empty MUST).
+    /// Matches nothing (a word that analyzes to no tokens, or a `Bool` left without clauses).
     Nothing,
 }
 
@@ -74,7 +74,8 @@ pub fn plan(ast: &Ast, analyzer: &Analyzer, text_fields: &[String]) -> Query {
             for (occur, clause) in clauses {
                 let query = plan(clause, analyzer, text_fields);
                 match (occur, query) {
-                    (Occur::Must, Query::Nothing) => return Query::Nothing,
+                    // A clause that analyzes to no token is dropped, required or not, as
+                    // Lucene's query parser drops it (`+© +ndi` means `+ndi`).
                     (_, Query::Nothing) => {}
                     (Occur::Must, q) => must.push(q),
                     (Occur::Should, q) => should.push(q),

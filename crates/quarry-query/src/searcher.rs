@@ -149,7 +149,29 @@ impl Searcher {
 
     fn count_weight(&self, weight: &Weight) -> Result<u64> {
         let mut total = 0u64;
+        let disjunction = disjunction_clauses(weight).filter(|clauses| clauses.len() > 1);
+        let mut bits: Vec<u64> = Vec::new();
         for (index, block) in self.blocks.iter().enumerate() {
+            // A disjunction is counted clause by clause into a bitset of the block's docs:
+            // each posting list is walked once on its own, with no per-doc merging of the
+            // clauses (as a union scorer would do), then the bits are counted.
+            if let Some(clauses) = &disjunction {
+                bits.clear();
+                bits.resize(block.doc_count() as usize / 64 + 1, 0);
+                for clause in clauses {
+                    let Some(mut scorer) = clause.scorer(block)? else {
+                        continue;
+                    };
+                    let mut doc = scorer.doc();
+                    while doc != TERMINATED {
+                        bits[doc as usize / 64] |= 1 << (doc % 64);
+                        doc = scorer.advance();
+                    }
+                    self.check(index, scorer.as_ref())?;
+                }
+                total += bits.iter().map(|w| u64::from(w.count_ones())).sum::<u64>();
+                continue;
+            }
             // Fast paths: a single term's count is its doc frequency; `*` is the doc count.
             match weight {
                 Weight::Term { field, term, .. } => {

@@ -1,0 +1,442 @@
+//! The records the benchmark tools print, and the side-by-side report built from them.
+//!
+//! Two kinds of record, one JSON object per file:
+//! - an index run (`tantivy-bench index`, or written by `run-search.sh` for Quarry):
+//!   `{"engine", "seconds", "index_bytes", "input_bytes"?}` (other fields are ignored);
+//! - a search run, printed by `search-driver` ([`SearchRun`]).
+//!
+//! The report flattens them into `{"engine", "workload", "metric", "value"}` rows (the format of
+//! `bench/results/search.json`) and prints a table with one column per engine and the ratio
+//! subject/baseline (below 1 means the subject is faster or smaller, above 1 for `mb_per_s` and
+//! `qps_threads_1` means it does more per second).
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize, Serializer};
+
+use crate::latency::LatencySummary;
+
+/// What `search-driver` prints: one pass of queries through one engine.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SearchRun {
+    pub engine: String,
+    pub command: String,
+    pub transform: String,
+    pub queries: usize,
+    /// Queries answered with a result (neither `ERROR` nor `UNSUPPORTED`); the latency figures
+    /// are over these only, so a fast parse error never flatters an engine's latency.
+    pub answered: usize,
+    pub errors: usize,
+    pub unsupported: usize,
+    #[serde(flatten)]
+    pub latency: Option<LatencySummary>,
+    /// Wall time of the timed pass, all queries included.
+    pub seconds: f64,
+    /// Queries per second over the timed pass, one query in flight at a time.
+    pub qps: f64,
+    /// Where `--answers` wrote one `answer\tquery` line per query, in query order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answers_file: Option<PathBuf>,
+}
+
+impl SearchRun {
+    /// `or_top10`, `and_count`, `phrase_top10_count`, ...
+    pub fn workload(&self) -> String {
+        let command = self.command.to_ascii_lowercase().replacen("top_", "top", 1);
+        format!("{}_{command}", self.transform)
+    }
+}
+
+/// One index build.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct IndexRun {
+    pub engine: String,
+    pub seconds: f64,
+    pub index_bytes: u64,
+    /// Uncompressed input size; when an engine's record lacks it, another record's is used
+    /// (all engines index the same file).
+    #[serde(default)]
+    pub input_bytes: Option<u64>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Record {
+    // Search first: an index record lacks its required fields, the other way round is not true.
+    Search(SearchRun),
+    Index(IndexRun),
+}
+
+impl Record {
+    pub fn load(path: &PathBuf) -> anyhow::Result<Record> {
+        let text =
+            fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        serde_json::from_str(text.trim())
+            .with_context(|| format!("{} is neither an index nor a search record", path.display()))
+    }
+}
+
+/// A row of `bench/results/search.json`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Metric {
+    pub engine: String,
+    pub workload: String,
+    pub metric: String,
+    #[serde(serialize_with = "integer_when_whole")]
+    pub value: f64,
+}
+
+/// Byte and query counts read better as `123` than `123.0`.
+fn integer_when_whole<S: Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+    const EXACT: f64 = (1u64 << 53) as f64;
+    if value.fract() == 0.0 && value.abs() < EXACT {
+        serializer.serialize_i64(*value as i64)
+    } else {
+        serializer.serialize_f64(*value)
+    }
+}
+
+/// Metrics where a ratio between engines means nothing.
+const NO_RATIO: &[&str] = &["queries", "errors", "count_mismatches"];
+
+pub struct Report {
+    pub metrics: Vec<Metric>,
+}
+
+impl Report {
+    pub fn build(records: &[Record], subject: &str, baseline: &str) -> anyhow::Result<Report> {
+        let input_bytes = records.iter().find_map(|record| match record {
+            Record::Index(run) => run.input_bytes,
+            Record::Search(_) => None,
+        });
+        let mut metrics = Vec::new();
+        let mut push = |engine: &str, workload: &str, metric: &str, value: f64| {
+            metrics.push(Metric {
+                engine: engine.to_owned(),
+                workload: workload.to_owned(),
+                metric: metric.to_owned(),
+                value,
+            })
+        };
+        for record in records {
+            match record {
+                Record::Index(run) => {
+                    let (engine, workload) = (run.engine.as_str(), "index");
+                    push(engine, workload, "seconds", run.seconds);
+                    if let Some(bytes) = run.input_bytes.or(input_bytes) {
+                        push(
+                            engine,
+                            workload,
+                            "mb_per_s",
+                            bytes as f64 / 1e6 / run.seconds,
+                        );
+                    }
+                    push(engine, workload, "index_bytes", run.index_bytes as f64);
+                }
+                Record::Search(run) => {
+                    let (engine, workload) = (run.engine.as_str(), run.workload());
+                    push(engine, &workload, "queries", run.queries as f64);
+                    push(engine, &workload, "errors", run.errors as f64);
+                    if let Some(latency) = &run.latency {
+                        for (metric, value) in [
+                            ("latency_mean_us", latency.mean_us),
+                            ("latency_p50_us", latency.p50_us),
+                            ("latency_p75_us", latency.p75_us),
+                            ("latency_p90_us", latency.p90_us),
+                            ("latency_p95_us", latency.p95_us),
+                            ("latency_p99_us", latency.p99_us),
+                            ("latency_p999_us", latency.p999_us),
+                            ("latency_max_us", latency.max_us),
+                        ] {
+                            push(engine, &workload, metric, value);
+                        }
+                        push(engine, &workload, "qps_threads_1", run.qps);
+                    }
+                }
+            }
+        }
+        for (subject_run, baseline_run) in count_pairs(records, subject, baseline) {
+            let mismatches = count_mismatches(subject_run, baseline_run)?;
+            push(
+                subject,
+                &subject_run.workload(),
+                "count_mismatches",
+                mismatches as f64,
+            );
+        }
+        Ok(Report { metrics })
+    }
+
+    /// The table: one block per workload, one row per metric, a column per engine (`subject`
+    /// and `baseline` first, shown as `missing` when they have no figure) and the ratio.
+    pub fn table(&self, subject: &str, baseline: &str) -> String {
+        let mut engines = vec![subject.to_owned(), baseline.to_owned()];
+        let mut workloads: Vec<&str> = Vec::new();
+        for metric in &self.metrics {
+            if !engines.contains(&metric.engine) {
+                engines.push(metric.engine.clone());
+            }
+            if !workloads.contains(&metric.workload.as_str()) {
+                workloads.push(&metric.workload);
+            }
+        }
+        let value = |engine: &str, workload: &str, name: &str| {
+            self.metrics
+                .iter()
+                .find(|m| m.engine == engine && m.workload == workload && m.metric == name)
+                .map(|m| m.value)
+        };
+
+        let mut out = String::new();
+        let _ = write!(out, "{:<22}", "");
+        for engine in &engines {
+            let _ = write!(out, "{engine:>16}");
+        }
+        let _ = writeln!(out, "{:>18}", format!("{subject}/{baseline}"));
+        for workload in workloads {
+            let _ = writeln!(out, "{workload}");
+            let mut names: Vec<&str> = Vec::new();
+            for metric in self.metrics.iter().filter(|m| m.workload == workload) {
+                if !names.contains(&metric.metric.as_str()) {
+                    names.push(&metric.metric);
+                }
+            }
+            for name in names {
+                let _ = write!(out, "  {name:<20}");
+                for engine in &engines {
+                    let cell = match value(engine, workload, name) {
+                        Some(v) => format_value(name, v),
+                        // Only the subject has this one: it compares the subject to the baseline.
+                        None if name == "count_mismatches" => "-".to_owned(),
+                        None => "missing".to_owned(),
+                    };
+                    let _ = write!(out, "{cell:>16}");
+                }
+                let ratio = match (
+                    value(subject, workload, name),
+                    value(baseline, workload, name),
+                ) {
+                    (Some(s), Some(b)) if b != 0.0 && !NO_RATIO.contains(&name) => {
+                        format!("{:.2}x", s / b)
+                    }
+                    _ => String::new(),
+                };
+                let _ = writeln!(out, "{ratio:>18}");
+            }
+        }
+        out
+    }
+}
+
+fn format_value(metric: &str, value: f64) -> String {
+    if metric.ends_with("_bytes") || NO_RATIO.contains(&metric) {
+        format!("{value:.0}")
+    } else if metric == "seconds" || metric == "mb_per_s" {
+        format!("{value:.2}")
+    } else {
+        format!("{value:.1}")
+    }
+}
+
+/// Pairs of runs of the same counting workload, subject's and baseline's, that both kept their
+/// answers.
+fn count_pairs<'a>(
+    records: &'a [Record],
+    subject: &str,
+    baseline: &str,
+) -> Vec<(&'a SearchRun, &'a SearchRun)> {
+    let searches: Vec<&SearchRun> = records
+        .iter()
+        .filter_map(|record| match record {
+            Record::Search(run) if run.command.contains("COUNT") && run.answers_file.is_some() => {
+                Some(run)
+            }
+            _ => None,
+        })
+        .collect();
+    let mut pairs = Vec::new();
+    for s in searches.iter().filter(|run| run.engine == subject) {
+        if let Some(b) = searches
+            .iter()
+            .find(|b| b.engine == baseline && b.workload() == s.workload())
+        {
+            pairs.push((*s, *b));
+        }
+    }
+    pairs
+}
+
+/// Queries whose answers differ (an `ERROR` on one side counts), plus queries only one side
+/// answered.
+fn count_mismatches(subject: &SearchRun, baseline: &SearchRun) -> anyhow::Result<usize> {
+    let read = |run: &SearchRun| -> anyhow::Result<String> {
+        // `count_pairs` only pairs runs that have an answers file.
+        let path = run
+            .answers_file
+            .as_ref()
+            .context("run has no answers file")?;
+        fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+    };
+    let (subject_answers, baseline_answers) = (read(subject)?, read(baseline)?);
+    let (s, b): (Vec<&str>, Vec<&str>) = (
+        subject_answers.lines().collect(),
+        baseline_answers.lines().collect(),
+    );
+    let differing = s.iter().zip(&b).filter(|(x, y)| x != y).count();
+    Ok(differing + s.len().abs_diff(b.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn search(engine: &str, mean_us: f64) -> Record {
+        Record::Search(SearchRun {
+            engine: engine.to_owned(),
+            command: "TOP_10".to_owned(),
+            transform: "or".to_owned(),
+            queries: 4,
+            answered: 3,
+            errors: 1,
+            unsupported: 0,
+            latency: Some(LatencySummary {
+                mean_us,
+                p50_us: mean_us,
+                p75_us: mean_us,
+                p90_us: mean_us,
+                p95_us: mean_us,
+                p99_us: mean_us,
+                p999_us: mean_us,
+                max_us: mean_us,
+            }),
+            seconds: 1.0,
+            qps: 4.0,
+            answers_file: None,
+        })
+    }
+
+    #[test]
+    fn names_workloads() {
+        let cases = [
+            ("or", "TOP_10", "or_top10"),
+            ("and", "COUNT", "and_count"),
+            ("phrase", "TOP_100_COUNT", "phrase_top100_count"),
+        ];
+        for (transform, command, expected) in cases {
+            let Record::Search(mut run) = search("x", 1.0) else {
+                unreachable!("search() builds a search record")
+            };
+            run.transform = transform.to_owned();
+            run.command = command.to_owned();
+            assert_eq!(run.workload(), expected);
+        }
+    }
+
+    #[test]
+    fn reads_both_record_kinds() -> anyhow::Result<()> {
+        let index: Record = serde_json::from_str(
+            r#"{"engine":"tantivy","docs":3,"seconds":2.0,"input_bytes":4000000,"index_bytes":10}"#,
+        )?;
+        assert!(matches!(
+            index,
+            Record::Index(IndexRun {
+                input_bytes: Some(4_000_000),
+                ..
+            })
+        ));
+        let Record::Search(run) = search("quarry", 5.0) else {
+            unreachable!("search() builds a search record")
+        };
+        let text = serde_json::to_string(&run)?;
+        assert!(text.contains(r#""p999_us":5.0"#), "{text}");
+        assert!(matches!(serde_json::from_str(&text)?, Record::Search(_)));
+        Ok(())
+    }
+
+    #[test]
+    fn flattens_records_and_prints_ratios() -> anyhow::Result<()> {
+        let records = vec![
+            Record::Index(IndexRun {
+                engine: "tantivy".to_owned(),
+                seconds: 2.0,
+                index_bytes: 100,
+                input_bytes: Some(4_000_000),
+            }),
+            Record::Index(IndexRun {
+                engine: "quarry".to_owned(),
+                seconds: 1.0,
+                index_bytes: 50,
+                input_bytes: None,
+            }),
+            search("tantivy", 10.0),
+        ];
+        let report = Report::build(&records, "quarry", "tantivy")?;
+        let find = |engine: &str, metric: &str| {
+            report
+                .metrics
+                .iter()
+                .find(|m| m.engine == engine && m.metric == metric)
+                .map(|m| m.value)
+        };
+        assert_eq!(find("quarry", "mb_per_s"), Some(4.0));
+        assert_eq!(find("tantivy", "mb_per_s"), Some(2.0));
+        assert_eq!(find("tantivy", "latency_p99_us"), Some(10.0));
+        assert_eq!(find("quarry", "latency_p99_us"), None);
+
+        let table = report.table("quarry", "tantivy");
+        let row = |name: &str| {
+            table
+                .lines()
+                .find(|line| line.trim_start().starts_with(name))
+                .unwrap_or_default()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(row("seconds"), ["seconds", "1.00", "2.00", "0.50x"]);
+        assert_eq!(row("index_bytes"), ["index_bytes", "50", "100", "0.50x"]);
+        assert_eq!(
+            row("latency_mean_us"),
+            ["latency_mean_us", "missing", "10.0"]
+        );
+        assert_eq!(row("errors"), ["errors", "missing", "1"]);
+
+        let json = serde_json::to_string(&report.metrics[2])?;
+        assert_eq!(
+            json,
+            r#"{"engine":"tantivy","workload":"index","metric":"index_bytes","value":100}"#
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn counts_mismatched_answers() -> anyhow::Result<()> {
+        let dir = std::env::temp_dir().join(format!("search-report-test-{}", std::process::id()));
+        fs::create_dir_all(&dir)?;
+        let mut runs = Vec::new();
+        for (engine, answers) in [
+            ("quarry", "1\ta\n5\tb\n0\tc\n"),
+            ("tantivy", "1\ta\n4\tb\n"),
+        ] {
+            let path = dir.join(engine);
+            fs::write(&path, answers)?;
+            let Record::Search(mut run) = search(engine, 1.0) else {
+                unreachable!("search() builds a search record")
+            };
+            run.command = "COUNT".to_owned();
+            run.answers_file = Some(path);
+            runs.push(Record::Search(run));
+        }
+        let report = Report::build(&runs, "quarry", "tantivy");
+        fs::remove_dir_all(&dir)?;
+        let mismatches = report?
+            .metrics
+            .iter()
+            .find(|m| m.metric == "count_mismatches")
+            .map(|m| (m.engine.clone(), m.value));
+        assert_eq!(mismatches, Some(("quarry".to_owned(), 2.0)));
+        Ok(())
+    }
+}

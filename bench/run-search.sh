@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Side-by-side search benchmark: Quarry against tantivy on the same Wikipedia articles and TREC
+# Million Query topics, in one run, single-threaded. Prints a table with each engine's figures
+# and the quarry/tantivy ratio, and writes bench/results/search.json.
+#
+#   bench/run-search.sh
+#
+# Environment:
+#   QUERY_LIMIT  first N queries only (default: all 40,000)
+#   WORK_DIR     indexes, logs and raw records (default: /tmp/quarry-bench)
+#   WORKLOADS    space-separated TRANSFORM_COMMAND names (default: "or_top10"), e.g.
+#                "or_top10 or_count and_count phrase_count"; for COUNT workloads the answers
+#                of both engines are compared query by query (metric count_mismatches)
+#   SKIP_INDEX   1 to reuse the indexes and index records a previous run left in WORK_DIR
+#   WIKI_FILE    input articles (default: shared/data/wiki/wiki-articles.json.zst)
+#   QUERY_FILE   queries (default: shared/data/queries/topics.mq.20001-60000.txt)
+#   RESULTS      metric list to write (default: bench/results/search.json)
+#   QUARRY_BIN   a quarry binary to use instead of building target/release/quarry
+#
+# The Quarry side is optional: when the quarry binary does not build, lacks the `index`,
+# `merge` or `bench-serve` subcommands, or fails, its figures are reported as missing and the
+# tantivy side still runs.
+set -euo pipefail
+
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_DIR=$(dirname "$BENCH_DIR")
+SHARED_DIR=${SHARED_DIR:-$(dirname "$REPO_DIR")/shared}
+WIKI_FILE=${WIKI_FILE:-$SHARED_DIR/data/wiki/wiki-articles.json.zst}
+QUERY_FILE=${QUERY_FILE:-$SHARED_DIR/data/queries/topics.mq.20001-60000.txt}
+QUERY_LIMIT=${QUERY_LIMIT:-}
+WORK_DIR=${WORK_DIR:-/tmp/quarry-bench}
+WORKLOADS=${WORKLOADS:-or_top10}
+SKIP_INDEX=${SKIP_INDEX:-0}
+RESULTS=${RESULTS:-$BENCH_DIR/results/search.json}
+
+QUARRY=${QUARRY_BIN:-${CARGO_TARGET_DIR:-$REPO_DIR/target}/release/quarry}
+BENCH_BIN=${CARGO_TARGET_DIR:-$BENCH_DIR/target}/release
+TANTIVY=$BENCH_BIN/tantivy-bench
+DRIVER=$BENCH_BIN/search-driver
+REPORT=$BENCH_BIN/search-report
+
+TANTIVY_INDEX=$WORK_DIR/tantivy-index
+QUARRY_DATA=$WORK_DIR/quarry-data
+
+log() { printf '\n== %s\n' "$*" >&2; }
+warn() { printf 'run-search: %s\n' "$*" >&2; }
+now() { date +%s.%N; }
+
+for file in "$WIKI_FILE" "$QUERY_FILE"; do
+    [[ -r $file ]] || { warn "cannot read $file"; exit 1; }
+done
+mkdir -p "$WORK_DIR"
+
+quarry_ok=1
+if [[ -n ${QUARRY_BIN:-} ]]; then
+    log "using quarry from $QUARRY_BIN"
+else
+    log "building quarry"
+    if ! (cd "$REPO_DIR" && cargo build --release -p quarry); then
+        warn "quarry does not build: its figures will be missing"
+        quarry_ok=0
+    fi
+fi
+if ((quarry_ok)) && [[ ! -x $QUARRY ]]; then
+    warn "no quarry binary at $QUARRY: its figures will be missing"
+    quarry_ok=0
+fi
+if ((quarry_ok)); then
+    quarry_help=$("$QUARRY" --help 2>/dev/null || true)
+    for subcommand in index merge bench-serve; do
+        if ! grep -qE "^\s+$subcommand\b" <<<"$quarry_help"; then
+            warn "quarry has no '$subcommand' subcommand yet: its figures will be missing"
+            quarry_ok=0
+        fi
+    done
+fi
+
+log "building the bench workspace"
+cargo build --release --manifest-path "$BENCH_DIR/Cargo.toml"
+
+records=()
+
+if [[ $SKIP_INDEX == 1 ]]; then
+    log "reusing the indexes in $WORK_DIR"
+else
+    # Both engines read the input from the page cache, not the first one from disk.
+    cat "$WIKI_FILE" >/dev/null
+
+    log "indexing with tantivy (1 thread)"
+    rm -rf "$TANTIVY_INDEX" "$WORK_DIR/tantivy-index.json"
+    "$TANTIVY" index --index "$TANTIVY_INDEX" --threads 1 "$WIKI_FILE" \
+        >"$WORK_DIR/tantivy-index.json"
+    cat "$WORK_DIR/tantivy-index.json" >&2
+
+    rm -f "$WORK_DIR/quarry-index.json"
+    if ((quarry_ok)); then
+        log "indexing with quarry (1 thread), then merging"
+        rm -rf "$QUARRY_DATA"
+        started=$(now)
+        if "$QUARRY" index --data "$QUARRY_DATA" --threads 1 "$WIKI_FILE" \
+            && "$QUARRY" merge --data "$QUARRY_DATA"; then
+            finished=$(now)
+            seconds=$(awk -v a="$started" -v b="$finished" 'BEGIN { printf "%.3f", b - a }')
+            index_bytes=$(du -sb "$QUARRY_DATA" | cut -f1)
+            printf '{"engine":"quarry","seconds":%s,"index_bytes":%s}\n' \
+                "$seconds" "$index_bytes" >"$WORK_DIR/quarry-index.json"
+            cat "$WORK_DIR/quarry-index.json" >&2
+        else
+            warn "quarry indexing failed: its figures will be missing"
+            quarry_ok=0
+        fi
+    fi
+fi
+records+=("$WORK_DIR/tantivy-index.json" "$WORK_DIR/quarry-index.json")
+[[ -d $QUARRY_DATA ]] || quarry_ok=0
+
+limit_args=()
+[[ -n $QUERY_LIMIT ]] && limit_args=(--limit "$QUERY_LIMIT")
+
+# run_search ENGINE WORKLOAD TRANSFORM COMMAND ENGINE-COMMAND...
+run_search() {
+    local engine=$1 workload=$2 transform=$3 command=$4
+    shift 4
+    local out=$WORK_DIR/$engine-$workload.json
+    rm -f "$out"
+    log "$workload: $engine"
+    if "$DRIVER" --engine "$engine" --queries "$QUERY_FILE" "${limit_args[@]}" \
+        --command "$command" --transform "$transform" \
+        --answers "$WORK_DIR/$engine-$workload.answers" -- "$@" >"$out.tmp"; then
+        mv "$out.tmp" "$out"
+        cat "$out" >&2
+    else
+        rm -f "$out.tmp"
+        warn "$engine failed on $workload: its figures will be missing"
+    fi
+    records+=("$out")
+}
+
+for workload in $WORKLOADS; do
+    # or_top10 -> transform "or", command TOP_10; and_count -> "and", COUNT;
+    # phrase_top100_count -> "phrase", TOP_100_COUNT
+    transform=${workload%%_*}
+    command=${workload#*_}
+    command=${command^^}
+    command=${command/#TOP/TOP_}
+    run_search tantivy "$workload" "$transform" "$command" "$TANTIVY" serve --index "$TANTIVY_INDEX"
+    if ((quarry_ok)); then
+        run_search quarry "$workload" "$transform" "$command" "$QUARRY" bench-serve --data "$QUARRY_DATA"
+    else
+        rm -f "$WORK_DIR/quarry-$workload.json"  # no stale figures from an earlier run
+    fi
+done
+
+log "results (${QUERY_LIMIT:-all} queries; ratio below 1 means quarry is faster or smaller, except mb_per_s and qps)"
+existing=()
+for record in "${records[@]}"; do
+    [[ -f $record ]] && existing+=("$record")
+done
+"$REPORT" --subject quarry --baseline tantivy --out "$RESULTS" "${existing[@]}"
+echo
+echo "wrote $RESULTS"

@@ -43,8 +43,10 @@ pub const COLUMN_CHUNK_TARGET_BYTES: usize = 64 * 1024;
 /// can exceed the target, so this is far above it).
 pub const MAX_CHUNK_RAW_BYTES: usize = 256 * 1024 * 1024;
 
-/// zstd level for column chunks: level 3 is the library default, ~300 MB/s compression.
-pub const COLUMN_ZSTD_LEVEL: i32 = 3;
+/// zstd level for column chunks. Level 1 compresses about twice as fast as the default level 3
+/// for about 11% more bytes on Wikipedia text (measured with 64 KiB blocks); compression was
+/// 8% of single-thread indexing time at level 3, and logs compress well at either level.
+pub const COLUMN_ZSTD_LEVEL: i32 = 1;
 
 /// One `_time` value out of this many docs goes into the sparse time index, so a time bound
 /// maps to a range of at most this many docs without decoding the `_time` column.

@@ -162,7 +162,13 @@ fn epoch_to_nanos(value: f64, exact: Option<i64>) -> i64 {
     };
     match exact {
         Some(i) => i.saturating_mul(scale),
-        None => (value * scale as f64) as i64,
+        // Whole and fractional parts apart: `1704164645.25 * 1e9` is not exact in f64.
+        None => {
+            let whole = value.trunc();
+            (whole as i64)
+                .saturating_mul(scale)
+                .saturating_add(((value - whole) * scale as f64).round() as i64)
+        }
     }
 }
 

@@ -401,12 +401,25 @@ impl SegmentBuilder {
     ) -> Result<InvertedIndexWriter, FormatError> {
         let remap = |doc: u32| new_id.map_or(doc, |m| m[doc as usize]);
         // Sort term keys by (field ordinal, kind, bytes): the term dictionary's key order.
-        let mut keys: Vec<(u16, u8, &[u8], u32)> = self
+        // Sort key: (field ordinal, kind, first 8 term bytes big-endian, term bytes, id). The
+        // 8-byte prefix settles almost every comparison without a memcmp call through the
+        // slice pointer (the profile of indexing Wikipedia showed 11% of all time in memcmp).
+        let mut keys: Vec<(u16, u8, u64, &[u8], u32)> = self
             .terms
             .iter()
             .map(|(key, &id)| {
                 let field = u16::from_le_bytes([key[0], key[1]]);
-                (ordinal_of[field as usize], key[2], &key[3..], id)
+                let term = &key[3..];
+                let mut prefix = [0u8; 8];
+                let n = term.len().min(8);
+                prefix[..n].copy_from_slice(&term[..n]);
+                (
+                    ordinal_of[field as usize],
+                    key[2],
+                    u64::from_be_bytes(prefix),
+                    term,
+                    id,
+                )
             })
             .collect();
         keys.sort_unstable();
@@ -420,7 +433,7 @@ impl SegmentBuilder {
         let mut positions = Vec::new();
         let mut entries: Vec<(u32, u32, u32)> = Vec::new();
         let mut sorted_positions = Vec::new();
-        for (ordinal, kind, term, id) in keys {
+        for (ordinal, kind, _, term, id) in keys {
             let kind = if kind == TermKind::Exact as u8 {
                 TermKind::Exact
             } else {

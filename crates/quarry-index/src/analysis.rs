@@ -43,19 +43,44 @@ impl Analyzer {
         first_position: u32,
         mut emit: impl FnMut(u32, &str),
     ) -> u32 {
+        let mut buffer = Vec::new();
+        self.tokenize_after(text, first_position, &[], &mut buffer, |position, token| {
+            // The buffer holds only the lowercased token: a `&str` lowercased, so utf-8.
+            emit(position, std::str::from_utf8(token).unwrap_or_default())
+        })
+    }
+
+    /// Like `tokenize`, but each token is written into `buffer` after `prefix`, and `emit`
+    /// gets the whole buffer (prefix and token). The indexer passes its term-key prefix
+    /// (field, kind) so a token becomes a lookup key without another copy.
+    pub fn tokenize_after(
+        &self,
+        text: &str,
+        first_position: u32,
+        prefix: &[u8],
+        buffer: &mut Vec<u8>,
+        mut emit: impl FnMut(u32, &[u8]),
+    ) -> u32 {
         let mut position = first_position;
-        let mut lower = String::new();
+        buffer.clear();
+        buffer.extend_from_slice(prefix);
         let mut word = |word: &str| {
             if word.len() <= MAX_TOKEN_LEN {
-                lower.clear();
+                buffer.truncate(prefix.len());
                 if word.is_ascii() {
-                    lower.push_str(word);
-                    lower.make_ascii_lowercase();
+                    buffer.extend(word.bytes().map(|b| b.to_ascii_lowercase()));
                 } else {
-                    lower.extend(word.chars().flat_map(char::to_lowercase));
+                    let mut utf8 = [0u8; 4];
+                    for c in word.chars().flat_map(char::to_lowercase) {
+                        buffer.extend_from_slice(c.encode_utf8(&mut utf8).as_bytes());
+                    }
                 }
-                if self.stop_words.is_empty() || !self.stop_words.contains(lower.as_str()) {
-                    emit(position, &lower);
+                let token = &buffer[prefix.len()..];
+                // Stop words are lowercased utf-8 strings; a token's bytes are too.
+                let stop = !self.stop_words.is_empty()
+                    && std::str::from_utf8(token).is_ok_and(|t| self.stop_words.contains(t));
+                if !stop {
+                    emit(position, buffer);
                 }
             }
             position += 1;
@@ -77,31 +102,50 @@ impl Analyzer {
 /// Calls `word` for each UAX #29 word of `text` that holds a letter or digit, in original case.
 pub fn for_each_word(text: &str, word: &mut impl FnMut(&str)) {
     let bytes = text.as_bytes();
-    let n = bytes.len();
-    let mut i = 0;
-    while i < n {
-        while i < n && bytes[i].is_ascii_whitespace() {
-            i += 1;
+    let mut start = 0;
+    while start < bytes.len() {
+        // Everything up to the whitespace before the next non-ASCII byte is scanned in one
+        // table-driven pass; the whitespace-delimited piece holding that byte goes to
+        // `unicode-segmentation`; then on after the piece.
+        let Some(non_ascii) = first_non_ascii(&bytes[start..]).map(|i| start + i) else {
+            ascii_words(&bytes[start..], |s, e| word(&text[start + s..start + e]));
+            return;
+        };
+        let piece_start = bytes[start..non_ascii]
+            .iter()
+            .rposition(u8::is_ascii_whitespace)
+            .map_or(start, |i| start + i + 1);
+        let piece_end = bytes[non_ascii..]
+            .iter()
+            .position(u8::is_ascii_whitespace)
+            .map_or(bytes.len(), |i| non_ascii + i);
+        ascii_words(&bytes[start..piece_start], |s, e| {
+            word(&text[start + s..start + e])
+        });
+        // Both ends are at ASCII whitespace or the string's ends, so they are char boundaries.
+        for w in text[piece_start..piece_end].unicode_words() {
+            word(w);
         }
-        let start = i;
-        let mut ascii = true;
-        while i < n && !bytes[i].is_ascii_whitespace() {
-            ascii &= bytes[i] < 0x80;
-            i += 1;
-        }
-        if start == i {
+        start = piece_end;
+    }
+}
+
+/// Position of the first byte >= 0x80, eight bytes at a time.
+fn first_non_ascii(bytes: &[u8]) -> Option<usize> {
+    const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
+    let mut chunks = bytes.chunks_exact(8);
+    let mut offset = 0;
+    for chunk in &mut chunks {
+        // unwrap: chunks_exact(8) yields 8-byte slices.
+        if u64::from_le_bytes(chunk.try_into().unwrap()) & HIGH_BITS != 0 {
             break;
         }
-        // Both ends are at ASCII bytes or the string's ends, so they are char boundaries.
-        let piece = &text[start..i];
-        if ascii {
-            ascii_words(piece.as_bytes(), |s, e| word(&piece[s..e]));
-        } else {
-            for w in piece.unicode_words() {
-                word(w);
-            }
-        }
+        offset += 8;
     }
+    bytes[offset..]
+        .iter()
+        .position(|&b| b >= 0x80)
+        .map(|i| offset + i)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -119,17 +163,29 @@ enum Class {
     Other,
 }
 
+/// Word-break class of every byte (non-ASCII bytes never reach the ASCII scanner).
+static CLASSES: [Class; 256] = {
+    let mut table = [Class::Other; 256];
+    let mut b = 0;
+    while b < 256 {
+        let byte = b as u8;
+        table[b] = match byte {
+            b'a'..=b'z' | b'A'..=b'Z' => Class::Letter,
+            b'0'..=b'9' => Class::Numeric,
+            b'_' => Class::Connector,
+            b':' => Class::MidLetter,
+            b'.' | b'\'' => Class::MidNumLet,
+            b',' | b';' => Class::MidNum,
+            _ => Class::Other,
+        };
+        b += 1;
+    }
+    table
+};
+
 #[inline]
 fn class(byte: u8) -> Class {
-    match byte {
-        b'a'..=b'z' | b'A'..=b'Z' => Class::Letter,
-        b'0'..=b'9' => Class::Numeric,
-        b'_' => Class::Connector,
-        b':' => Class::MidLetter,
-        b'.' | b'\'' => Class::MidNumLet,
-        b',' | b';' => Class::MidNum,
-        _ => Class::Other,
-    }
+    CLASSES[byte as usize]
 }
 
 fn is_word_class(c: Class) -> bool {
@@ -247,6 +303,13 @@ mod tests {
         /// The ASCII scanner agrees with the reference UAX #29 implementation.
         #[test]
         fn ascii_fast_path_matches_unicode_segmentation(text in "[a-cA-C0-2_.,;:' !/-]{0,40}") {
+            let expected: Vec<String> = text.unicode_words().map(str::to_owned).collect();
+            prop_assert_eq!(words(&text), expected);
+        }
+
+        /// Mixed text (ASCII and not) agrees with the reference too.
+        #[test]
+        fn mixed_text_matches_unicode_segmentation(text in "[a-b0-1_.,:' \t\né东–-]{0,40}") {
             let expected: Vec<String> = text.unicode_words().map(str::to_owned).collect();
             prop_assert_eq!(words(&text), expected);
         }

@@ -12,11 +12,12 @@ use hashbrown::HashMap;
 use quarry_format::block::{
     write_block, BlockInput, FieldInput, InvertedIndexWriter, Manifest, TextInput,
 };
-use quarry_format::codec::{put_varint, ByteReader};
-use quarry_format::column::ColumnWriter;
+use quarry_format::codec::ByteReader;
+use quarry_format::column::{ColumnData, ColumnWriter};
 use quarry_format::fieldnorm::length_to_id;
 use quarry_format::limits::{MAX_DOCS_PER_BLOCK, MAX_EXACT_TERM_LEN};
 use quarry_format::{ColumnType, FormatError, TermKind, Value, TIME_FIELD};
+use smallvec::SmallVec;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -60,12 +61,101 @@ struct FieldBuffer {
     last_doc: Option<u32>,
 }
 
-/// One term's postings, as appended: per doc `doc delta, tf, positions (deltas)`.
+/// One term's postings, appended token by token.
+///
+/// Token terms: per doc `doc delta, first position + 1, position deltas..., 0`; the 0 ends the
+/// doc's positions (every other value is at least 1), so a token is appended the moment it is
+/// seen, with no per-doc buffering or sorting, and the term frequency is counted at flush.
+/// The last doc's 0 is implied by the end of the buffer. Exact terms: per doc `doc delta`.
+///
+/// The first 16 bytes live inside the buffer (a `SmallVec`), so a rare term, which is most
+/// terms, keeps its postings in its hash-table slot and costs no separate cache miss.
 #[derive(Default)]
 struct TermBuffer {
     last_doc: u32,
+    last_position: u32,
     doc_freq: u32,
-    bytes: Vec<u8>,
+    bytes: SmallVec<[u8; 16]>,
+}
+
+#[inline]
+fn push_varint(out: &mut SmallVec<[u8; 16]>, mut value: u32) {
+    while value >= 0x80 {
+        out.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+/// A term key short enough to live inside its hash-table slot, next to its postings buffer.
+///
+/// Profiling `quarry index` on Wikipedia showed interning tokens to be most of the time, and
+/// that time to be cache misses: the table slot, then the key behind a `Box<[u8]>` (memcmp),
+/// then the term's entry in a separate postings vector. With the key and the `TermBuffer` in
+/// the slot itself (64 bytes, one cache line), a token costs the slot and its buffer's tail.
+/// Keys longer than `INLINE_KEY_LEN` (rare) live in a second table.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct InlineKey {
+    len: u8,
+    bytes: [u8; INLINE_KEY_LEN],
+}
+
+const INLINE_KEY_LEN: usize = 23;
+
+impl InlineKey {
+    fn new(key: &[u8]) -> Option<InlineKey> {
+        let mut bytes = [0u8; INLINE_KEY_LEN];
+        bytes.get_mut(..key.len())?.copy_from_slice(key);
+        Some(InlineKey {
+            len: key.len() as u8,
+            bytes,
+        })
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+}
+
+/// Every term of the segment with its postings: key (builder field id LE, kind, bytes) to
+/// buffer.
+#[derive(Default)]
+struct Vocabulary {
+    inline: HashMap<InlineKey, TermBuffer>,
+    long: HashMap<Box<[u8]>, TermBuffer>,
+    /// Approximate bytes of keys and slots.
+    memory: usize,
+}
+
+impl Vocabulary {
+    #[inline]
+    fn get_or_insert(&mut self, key: &[u8]) -> &mut TermBuffer {
+        match InlineKey::new(key) {
+            Some(inline) => match self.inline.entry(inline) {
+                hashbrown::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+                hashbrown::hash_map::Entry::Vacant(entry) => {
+                    self.memory += TERM_OVERHEAD;
+                    entry.insert(TermBuffer::default())
+                }
+            },
+            None => {
+                if !self.long.contains_key(key) {
+                    self.memory += key.len() + TERM_OVERHEAD;
+                    self.long.insert(key.into(), TermBuffer::default());
+                }
+                // unwrap-free: present, it was inserted just above if it was missing.
+                self.long.get_mut(key).expect("inserted above")
+            }
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&[u8], &TermBuffer)> {
+        let inline = self
+            .inline
+            .iter()
+            .map(|(key, buffer)| (key.as_slice(), buffer));
+        inline.chain(self.long.iter().map(|(key, buffer)| (&key[..], buffer)))
+    }
 }
 
 /// Events indexed in memory, in arrival order.
@@ -74,11 +164,16 @@ pub struct SegmentBuilder {
     times: Vec<i64>,
     fields: Vec<FieldBuffer>,
     field_ids: HashMap<String, u16>,
-    terms: HashMap<Box<[u8]>, u32>,
-    postings: Vec<TermBuffer>,
+    vocabulary: Vocabulary,
     key: Vec<u8>,
-    doc_tokens: Vec<u64>,
+    /// Approximate bytes of postings and column values (the vocabulary counts its own).
     memory: usize,
+}
+
+/// The first bytes of an in-memory term key: builder field id (LE) and kind.
+fn key_prefix(field: u16, kind: TermKind) -> [u8; 3] {
+    let [a, b] = field.to_le_bytes();
+    [a, b, kind as u8]
 }
 
 /// Approximate fixed cost of one term beyond its key and postings bytes (hash slot, buffer).
@@ -91,10 +186,8 @@ impl SegmentBuilder {
             times: Vec::new(),
             fields: Vec::new(),
             field_ids: HashMap::new(),
-            terms: HashMap::new(),
-            postings: Vec::new(),
+            vocabulary: Vocabulary::default(),
             key: Vec::new(),
-            doc_tokens: Vec::new(),
             memory: 0,
         }
     }
@@ -109,7 +202,7 @@ impl SegmentBuilder {
 
     /// Approximate bytes held (postings, terms, column values).
     pub fn memory_bytes(&self) -> usize {
-        self.memory
+        self.memory + self.vocabulary.memory
     }
 
     /// Whether the block would be full after one more doc.
@@ -211,71 +304,54 @@ impl SegmentBuilder {
         self.memory += added;
     }
 
-    /// Looks up (or creates) the term id of `(field, kind, term)`.
-    fn term_id(&mut self, field: u16, kind: TermKind, term: &[u8]) -> u32 {
-        self.key.clear();
-        self.key.extend_from_slice(&field.to_le_bytes());
-        self.key.push(kind as u8);
-        self.key.extend_from_slice(term);
-        if let Some(&id) = self.terms.get(self.key.as_slice()) {
-            return id;
-        }
-        let id = self.postings.len() as u32;
-        self.terms.insert(self.key.clone().into_boxed_slice(), id);
-        self.postings.push(TermBuffer::default());
-        self.memory += self.key.len() + TERM_OVERHEAD;
-        id
-    }
-
     fn add_exact(&mut self, field: u16, doc: u32, value: &[u8]) {
-        let id = self.term_id(field, TermKind::Exact, value);
-        let term = &mut self.postings[id as usize];
+        let mut key = std::mem::take(&mut self.key);
+        key.clear();
+        key.extend_from_slice(&key_prefix(field, TermKind::Exact));
+        key.extend_from_slice(value);
+        let term = self.vocabulary.get_or_insert(&key);
         let before = term.bytes.len();
-        put_varint(&mut term.bytes, u64::from(doc - term.last_doc));
+        push_varint(&mut term.bytes, doc - term.last_doc);
         term.last_doc = doc;
         term.doc_freq += 1;
         self.memory += term.bytes.len() - before;
+        self.key = key;
     }
 
     fn index_text(&mut self, field: u16, doc: u32, text: &str) {
-        self.doc_tokens.clear();
+        let mut token_count = 0u32;
         // The analyzer is shared (Arc) so the closure may borrow `self` mutably to intern.
         let analyzer = Arc::clone(&self.analyzer);
-        analyzer.tokenize(text, 0, |position, token| {
-            let id = self.term_id(field, TermKind::Token, token.as_bytes());
-            self.doc_tokens
-                .push((u64::from(id) << 32) | u64::from(position));
-        });
-        if self.doc_tokens.is_empty() {
-            return;
-        }
-        self.doc_tokens.sort_unstable();
-        let token_count = self.doc_tokens.len() as u32;
-        let field_buffer = &mut self.fields[field as usize];
-        field_buffer.lengths.push((doc, token_count));
-        field_buffer.total_tokens += u64::from(token_count);
-        let mut i = 0;
-        let tokens = &self.doc_tokens;
-        while i < tokens.len() {
-            let id = (tokens[i] >> 32) as usize;
-            let mut j = i;
-            while j < tokens.len() && (tokens[j] >> 32) as usize == id {
-                j += 1;
-            }
-            let term = &mut self.postings[id];
-            let before = term.bytes.len();
-            put_varint(&mut term.bytes, u64::from(doc - term.last_doc));
-            put_varint(&mut term.bytes, (j - i) as u64);
-            let mut prev = 0u32;
-            for &token in &tokens[i..j] {
-                let position = token as u32;
-                put_varint(&mut term.bytes, u64::from(position - prev));
-                prev = position;
-            }
-            term.last_doc = doc;
-            term.doc_freq += 1;
-            self.memory += term.bytes.len() - before;
-            i = j;
+        let mut key = std::mem::take(&mut self.key);
+        analyzer.tokenize_after(
+            text,
+            0,
+            &key_prefix(field, TermKind::Token),
+            &mut key,
+            |position, key| {
+                token_count += 1;
+                let term = self.vocabulary.get_or_insert(key);
+                let before = term.bytes.len();
+                if term.doc_freq == 0 || term.last_doc != doc {
+                    if term.doc_freq > 0 {
+                        term.bytes.push(0);
+                    }
+                    push_varint(&mut term.bytes, doc - term.last_doc);
+                    push_varint(&mut term.bytes, position + 1);
+                    term.last_doc = doc;
+                    term.doc_freq += 1;
+                } else {
+                    push_varint(&mut term.bytes, position - term.last_position);
+                }
+                term.last_position = position;
+                self.memory += term.bytes.len() - before;
+            },
+        );
+        self.key = key;
+        if token_count > 0 {
+            let field_buffer = &mut self.fields[field as usize];
+            field_buffer.lengths.push((doc, token_count));
+            field_buffer.total_tokens += u64::from(token_count);
         }
     }
 
@@ -330,27 +406,72 @@ impl SegmentBuilder {
             })
             .collect();
 
-        let inverted = self.write_terms(&ordinal_of, &norms, new_id.as_deref())?;
-
-        let mut fields = Vec::with_capacity(names.len());
+        // Columns (mostly zstd compression) are built on a second thread while this one
+        // sorts and encodes the terms: the two share nothing but read-only inputs, and
+        // compression was a sixth of the instructions of indexing Wikipedia.
+        let (inverted, columns) = std::thread::scope(|scope| {
+            let columns = scope.spawn(|| self.write_columns(&names, &times, new_id.as_deref()));
+            let inverted = self.write_terms(&ordinal_of, &norms, new_id.as_deref());
+            // A panic in the column thread is a bug; propagate it.
+            let columns = columns
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (inverted, columns)
+        });
+        let (inverted, columns) = (inverted?, columns?);
         let mut norms = norms;
-        for &(name, id) in &names {
+        let mut fields = Vec::with_capacity(names.len());
+        for (&(name, id), columns) in names.iter().zip(columns) {
+            let text = match id {
+                Some(id) if !self.fields[id as usize].lengths.is_empty() => {
+                    let field = &self.fields[id as usize];
+                    Some(TextInput {
+                        norms: std::mem::take(&mut norms[id as usize]),
+                        docs_with_field: field.lengths.len() as u32,
+                        total_tokens: field.total_tokens,
+                    })
+                }
+                _ => None,
+            };
+            fields.push(FieldInput {
+                name: name.to_owned(),
+                columns,
+                text,
+            });
+        }
+        write_block(
+            path,
+            BlockInput {
+                times,
+                fields,
+                inverted,
+            },
+        )
+    }
+
+    /// The columns of every field, in `names` order (`None` id: the `_time` field).
+    fn write_columns(
+        &self,
+        names: &[(&str, Option<u16>)],
+        times: &[i64],
+        new_id: Option<&[u32]>,
+    ) -> Result<Vec<Vec<ColumnData>>, FormatError> {
+        let doc_count = times.len() as u32;
+        let remap = |doc: u32| new_id.map_or(doc, |m| m[doc as usize]);
+        let mut all = Vec::with_capacity(names.len());
+        for &(_, id) in names {
             let Some(id) = id else {
                 let mut writer = ColumnWriter::new(ColumnType::Timestamp);
                 for (doc, &time) in times.iter().enumerate() {
                     writer.push_raw(doc as u32, time as u64)?;
                 }
-                fields.push(FieldInput {
-                    name: TIME_FIELD.to_owned(),
-                    columns: vec![writer.finish(doc_count)?],
-                    text: None,
-                });
+                all.push(vec![writer.finish(doc_count)?]);
                 continue;
             };
             let field = &self.fields[id as usize];
-            let mut columns = Vec::with_capacity(field.columns.len());
             let mut buffers: Vec<&ColumnBuffer> = field.columns.iter().collect();
             buffers.sort_by_key(|c| c.ty);
+            let mut columns = Vec::with_capacity(buffers.len());
             for buffer in buffers {
                 let mut entries: Vec<(u32, u32)> = buffer
                     .docs
@@ -372,25 +493,9 @@ impl SegmentBuilder {
                 }
                 columns.push(writer.finish(doc_count)?);
             }
-            let text = (!field.lengths.is_empty()).then(|| TextInput {
-                norms: std::mem::take(&mut norms[id as usize]),
-                docs_with_field: field.lengths.len() as u32,
-                total_tokens: field.total_tokens,
-            });
-            fields.push(FieldInput {
-                name: name.to_owned(),
-                columns,
-                text,
-            });
+            all.push(columns);
         }
-        write_block(
-            path,
-            BlockInput {
-                times,
-                fields,
-                inverted,
-            },
-        )
+        Ok(all)
     }
 
     fn write_terms(
@@ -404,10 +509,11 @@ impl SegmentBuilder {
         // Sort key: (field ordinal, kind, first 8 term bytes big-endian, term bytes, id). The
         // 8-byte prefix settles almost every comparison without a memcmp call through the
         // slice pointer (the profile of indexing Wikipedia showed 11% of all time in memcmp).
-        let mut keys: Vec<(u16, u8, u64, &[u8], u32)> = self
-            .terms
+        let terms: Vec<(&[u8], &TermBuffer)> = self.vocabulary.iter().collect();
+        let mut keys: Vec<(u16, u8, u64, &[u8], u32)> = terms
             .iter()
-            .map(|(key, &id)| {
+            .enumerate()
+            .map(|(index, &(key, _))| {
                 let field = u16::from_le_bytes([key[0], key[1]]);
                 let term = &key[3..];
                 let mut prefix = [0u8; 8];
@@ -418,7 +524,7 @@ impl SegmentBuilder {
                     key[2],
                     u64::from_be_bytes(prefix),
                     term,
-                    id,
+                    index as u32,
                 )
             })
             .collect();
@@ -433,13 +539,13 @@ impl SegmentBuilder {
         let mut positions = Vec::new();
         let mut entries: Vec<(u32, u32, u32)> = Vec::new();
         let mut sorted_positions = Vec::new();
-        for (ordinal, kind, _, term, id) in keys {
+        for (ordinal, kind, _, term, index) in keys {
             let kind = if kind == TermKind::Exact as u8 {
                 TermKind::Exact
             } else {
                 TermKind::Token
             };
-            let buffer = &self.postings[id as usize];
+            let buffer = terms[index as usize].1;
             docs.clear();
             tfs.clear();
             positions.clear();
@@ -450,13 +556,20 @@ impl SegmentBuilder {
                 doc += r.varint_u32().unwrap_or(0);
                 docs.push(remap(doc));
                 if kind == TermKind::Token {
-                    let tf = r.varint_u32().unwrap_or(0);
-                    tfs.push(tf);
-                    let mut position = 0;
-                    for _ in 0..tf {
-                        position += r.varint_u32().unwrap_or(0);
+                    let mut position = r.varint_u32().unwrap_or(1) - 1;
+                    positions.push(position);
+                    let mut tf = 1;
+                    // Positions run to the doc's 0, or to the end of the buffer for the last doc.
+                    while !r.is_empty() {
+                        let delta = r.varint_u32().unwrap_or(0);
+                        if delta == 0 {
+                            break;
+                        }
+                        position += delta;
                         positions.push(position);
+                        tf += 1;
                     }
+                    tfs.push(tf);
                 } else {
                     tfs.push(1);
                 }

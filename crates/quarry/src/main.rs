@@ -6,6 +6,12 @@ mod cli_search;
 mod size;
 
 use clap::{Parser, Subcommand};
+
+/// mimalloc instead of the system allocator: indexing allocates and frees many chunk, string
+/// and postings buffers, and glibc's malloc returned that memory to the kernel and faulted it
+/// back in, zeroed, over and over (12% of single-thread indexing time in `clear_page_erms`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::path::PathBuf;
 use std::process::ExitCode;
 

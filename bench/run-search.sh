@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Side-by-side search benchmark: Quarry against tantivy on the same Wikipedia articles and TREC
-# Million Query topics, in one run, single-threaded. Prints a table with each engine's figures
-# and the quarry/tantivy ratio, and writes bench/results/search.json.
+# Side-by-side search benchmark: Quarry against tantivy and Apache Lucene on the same Wikipedia
+# articles and TREC Million Query topics, in one run, single-threaded. Prints a table with each
+# engine's figures and the quarry/tantivy and quarry/lucene ratios, and writes
+# bench/results/search.json.
 #
 #   bench/run-search.sh
 #
@@ -10,16 +11,22 @@
 #   WORK_DIR     indexes, logs and raw records (default: /tmp/quarry-bench)
 #   WORKLOADS    space-separated TRANSFORM_COMMAND names (default: "or_top10"), e.g.
 #                "or_top10 or_count and_count phrase_count"; for COUNT workloads the answers
-#                of both engines are compared query by query (metric count_mismatches)
+#                of tantivy and of Lucene are compared with Quarry's query by query (metric
+#                count_mismatches)
 #   SKIP_INDEX   1 to reuse the indexes and index records a previous run left in WORK_DIR
 #   WIKI_FILE    input articles (default: shared/data/wiki/wiki-articles.json.zst)
 #   QUERY_FILE   queries (default: shared/data/queries/topics.mq.20001-60000.txt)
 #   RESULTS      metric list to write (default: bench/results/search.json)
 #   QUARRY_BIN   a quarry binary to use instead of building target/release/quarry
+#   LUCENE_JAVA_HOME  JDK 21+ that builds and runs lucene-bench (default: Temurin 25 at
+#                /usr/lib/jvm/temurin-25-jdk-amd64 if present, else JAVA_HOME, else `java`)
+#   LUCENE_JVM_OPTS   JVM flags for lucene-bench (default: "-Xms4g -Xmx4g
+#                --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED")
 #
-# The Quarry side is optional: when the quarry binary does not build, lacks the `index`,
-# `merge` or `bench-serve` subcommands, or fails, its figures are reported as missing and the
-# tantivy side still runs.
+# The Quarry and Lucene sides are optional: when the quarry binary does not build, lacks the
+# `index`, `merge` or `bench-serve` subcommands, or fails, or when lucene-bench does not build
+# (no JDK 21+, no Maven) or fails, that engine's figures are reported as missing and the others
+# still run.
 set -euo pipefail
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -39,8 +46,12 @@ TANTIVY=$BENCH_BIN/tantivy-bench
 DRIVER=$BENCH_BIN/search-driver
 REPORT=$BENCH_BIN/search-report
 
+LUCENE_JAR=$BENCH_DIR/lucene/target/lucene-bench.jar
+LUCENE_JVM_OPTS=${LUCENE_JVM_OPTS:-"-Xms4g -Xmx4g --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED"}
+
 TANTIVY_INDEX=$WORK_DIR/tantivy-index
 QUARRY_DATA=$WORK_DIR/quarry-data
+LUCENE_INDEX=$WORK_DIR/lucene-index
 
 log() { printf '\n== %s\n' "$*" >&2; }
 warn() { printf 'run-search: %s\n' "$*" >&2; }
@@ -78,12 +89,52 @@ fi
 log "building the bench workspace"
 cargo build --release --manifest-path "$BENCH_DIR/Cargo.toml"
 
+# java_major JAVA: the feature release of a java binary (17, 21, 25), empty if it does not run.
+java_major() {
+    "$1" -XshowSettings:properties -version 2>&1 |
+        awk -F' = ' '/java.specification.version/ { sub(/^1\./, "", $2); print $2 }'
+}
+
+lucene_ok=1
+if [[ -z ${LUCENE_JAVA_HOME:-} ]]; then
+    if [[ -x /usr/lib/jvm/temurin-25-jdk-amd64/bin/java ]]; then
+        LUCENE_JAVA_HOME=/usr/lib/jvm/temurin-25-jdk-amd64
+    elif [[ -n ${JAVA_HOME:-} ]]; then
+        LUCENE_JAVA_HOME=$JAVA_HOME
+    elif command -v java >/dev/null; then
+        LUCENE_JAVA_HOME=$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")
+    fi
+fi
+JAVA=${LUCENE_JAVA_HOME:-/nonexistent}/bin/java
+java_version=$([[ -x $JAVA ]] && java_major "$JAVA" || true)
+# Lucene 10 needs Java 21 or newer.
+if [[ -z $java_version || $java_version -lt 21 ]]; then
+    warn "no JDK 21+ for Lucene (LUCENE_JAVA_HOME=${LUCENE_JAVA_HOME:-unset}): its figures will be missing"
+    lucene_ok=0
+elif ! command -v mvn >/dev/null; then
+    warn "no mvn to build lucene-bench: its figures will be missing"
+    lucene_ok=0
+else
+    log "building lucene-bench (Java $java_version at $LUCENE_JAVA_HOME)"
+    maven_opts=${MAVEN_OPTS:-}
+    # Maven 3.8's bundled Guava uses sun.misc.Unsafe, which JDK 24+ warns about on every build.
+    ((java_version >= 23)) && maven_opts+=" --sun-misc-unsafe-memory-access=allow"
+    if ! JAVA_HOME=$LUCENE_JAVA_HOME MAVEN_OPTS=$maven_opts \
+        mvn -q -f "$BENCH_DIR/lucene/pom.xml" package >&2; then
+        warn "lucene-bench does not build: its figures will be missing"
+        lucene_ok=0
+    fi
+fi
+# Word splitting of the options is wanted: one flag per word.
+read -r -a lucene_java <<<"$LUCENE_JVM_OPTS"
+lucene_java=("$JAVA" "${lucene_java[@]}" -jar "$LUCENE_JAR")
+
 records=()
 
 if [[ $SKIP_INDEX == 1 ]]; then
     log "reusing the indexes in $WORK_DIR"
 else
-    # Both engines read the input from the page cache, not the first one from disk.
+    # Every engine reads the input from the page cache, not the first one from disk.
     cat "$WIKI_FILE" >/dev/null
 
     log "indexing with tantivy (1 thread)"
@@ -110,9 +161,25 @@ else
             quarry_ok=0
         fi
     fi
+
+    rm -f "$WORK_DIR/lucene-index.json"
+    if ((lucene_ok)); then
+        log "indexing with lucene (1 thread), then merging"
+        rm -rf "$LUCENE_INDEX"
+        if "${lucene_java[@]}" index --index "$LUCENE_INDEX" "$WIKI_FILE" \
+            >"$WORK_DIR/lucene-index.json.tmp"; then
+            mv "$WORK_DIR/lucene-index.json.tmp" "$WORK_DIR/lucene-index.json"
+            cat "$WORK_DIR/lucene-index.json" >&2
+        else
+            rm -f "$WORK_DIR/lucene-index.json.tmp"
+            warn "lucene indexing failed: its figures will be missing"
+            lucene_ok=0
+        fi
+    fi
 fi
-records+=("$WORK_DIR/tantivy-index.json" "$WORK_DIR/quarry-index.json")
+records+=("$WORK_DIR/tantivy-index.json" "$WORK_DIR/quarry-index.json" "$WORK_DIR/lucene-index.json")
 [[ -d $QUARRY_DATA ]] || quarry_ok=0
+compgen -G "$LUCENE_INDEX/segments_*" >/dev/null || lucene_ok=0
 
 limit_args=()
 [[ -n $QUERY_LIMIT ]] && limit_args=(--limit "$QUERY_LIMIT")
@@ -149,13 +216,18 @@ for workload in $WORKLOADS; do
     else
         rm -f "$WORK_DIR/quarry-$workload.json"  # no stale figures from an earlier run
     fi
+    if ((lucene_ok)); then
+        run_search lucene "$workload" "$transform" "$command" "${lucene_java[@]}" serve --index "$LUCENE_INDEX"
+    else
+        rm -f "$WORK_DIR/lucene-$workload.json"
+    fi
 done
 
-log "results (${QUERY_LIMIT:-all} queries; ratio below 1 means quarry is faster or smaller, except mb_per_s and qps)"
+log "results (${QUERY_LIMIT:-all} queries; ratio below 1 means quarry is faster or smaller, except mb_per_s and qps; count_mismatches: queries where that engine's count differs from quarry's)"
 existing=()
 for record in "${records[@]}"; do
     [[ -f $record ]] && existing+=("$record")
 done
-"$REPORT" --subject quarry --baseline tantivy --out "$RESULTS" "${existing[@]}"
+"$REPORT" --subject quarry --baseline tantivy,lucene --out "$RESULTS" "${existing[@]}"
 echo
 echo "wrote $RESULTS"

@@ -6,9 +6,13 @@
 //! - a search run, printed by `search-driver` ([`SearchRun`]).
 //!
 //! The report flattens them into `{"engine", "workload", "metric", "value"}` rows (the format of
-//! `bench/results/search.json`) and prints a table with one column per engine and the ratio
-//! subject/baseline (below 1 means the subject is faster or smaller, above 1 for `mb_per_s` and
-//! `qps_threads_1` means it does more per second).
+//! `bench/results/search.json`) and prints a table with one column per engine and one ratio
+//! column subject/baseline per baseline (below 1 means the subject is faster or smaller, above 1
+//! for `mb_per_s` and `qps_threads_1` means it does more per second).
+//!
+//! For counting workloads, each baseline's answers are compared with the subject's query by
+//! query: metric `count_mismatches` of engine `tantivy` is the number of queries where tantivy's
+//! answer differs from the subject's.
 
 use std::fmt::Write as _;
 use std::fs;
@@ -107,7 +111,11 @@ pub struct Report {
 }
 
 impl Report {
-    pub fn build(records: &[Record], subject: &str, baseline: &str) -> anyhow::Result<Report> {
+    pub fn build(
+        records: &[Record],
+        subject: &str,
+        baselines: &[String],
+    ) -> anyhow::Result<Report> {
         let input_bytes = records.iter().find_map(|record| match record {
             Record::Index(run) => run.input_bytes,
             Record::Search(_) => None,
@@ -158,22 +166,30 @@ impl Report {
                 }
             }
         }
-        for (subject_run, baseline_run) in count_pairs(records, subject, baseline) {
-            let mismatches = count_mismatches(subject_run, baseline_run)?;
-            push(
-                subject,
-                &subject_run.workload(),
-                "count_mismatches",
-                mismatches as f64,
-            );
+        for baseline in baselines {
+            for (subject_run, baseline_run) in count_pairs(records, subject, baseline) {
+                let mismatches = count_mismatches(subject_run, baseline_run)?;
+                push(
+                    baseline,
+                    &subject_run.workload(),
+                    "count_mismatches",
+                    mismatches as f64,
+                );
+            }
         }
         Ok(Report { metrics })
     }
 
     /// The table: one block per workload, one row per metric, a column per engine (`subject`
-    /// and `baseline` first, shown as `missing` when they have no figure) and the ratio.
-    pub fn table(&self, subject: &str, baseline: &str) -> String {
-        let mut engines = vec![subject.to_owned(), baseline.to_owned()];
+    /// and the `baselines` first, shown as `missing` when they have no figure) and a ratio
+    /// column subject/baseline for each baseline.
+    pub fn table(&self, subject: &str, baselines: &[String]) -> String {
+        let mut engines = vec![subject.to_owned()];
+        for baseline in baselines {
+            if !engines.contains(baseline) {
+                engines.push(baseline.clone());
+            }
+        }
         let mut workloads: Vec<&str> = Vec::new();
         for metric in &self.metrics {
             if !engines.contains(&metric.engine) {
@@ -195,7 +211,10 @@ impl Report {
         for engine in &engines {
             let _ = write!(out, "{engine:>16}");
         }
-        let _ = writeln!(out, "{:>18}", format!("{subject}/{baseline}"));
+        for baseline in baselines {
+            let _ = write!(out, "{:>18}", format!("{subject}/{baseline}"));
+        }
+        let _ = writeln!(out);
         for workload in workloads {
             let _ = writeln!(out, "{workload}");
             let mut names: Vec<&str> = Vec::new();
@@ -209,22 +228,25 @@ impl Report {
                 for engine in &engines {
                     let cell = match value(engine, workload, name) {
                         Some(v) => format_value(name, v),
-                        // Only the subject has this one: it compares the subject to the baseline.
-                        None if name == "count_mismatches" => "-".to_owned(),
+                        // The subject has none: it is what the baselines are compared with.
+                        None if name == "count_mismatches" && engine == subject => "-".to_owned(),
                         None => "missing".to_owned(),
                     };
                     let _ = write!(out, "{cell:>16}");
                 }
-                let ratio = match (
-                    value(subject, workload, name),
-                    value(baseline, workload, name),
-                ) {
-                    (Some(s), Some(b)) if b != 0.0 && !NO_RATIO.contains(&name) => {
-                        format!("{:.2}x", s / b)
-                    }
-                    _ => String::new(),
-                };
-                let _ = writeln!(out, "{ratio:>18}");
+                for baseline in baselines {
+                    let ratio = match (
+                        value(subject, workload, name),
+                        value(baseline, workload, name),
+                    ) {
+                        (Some(s), Some(b)) if b != 0.0 && !NO_RATIO.contains(&name) => {
+                            format!("{:.2}x", s / b)
+                        }
+                        _ => String::new(),
+                    };
+                    let _ = write!(out, "{ratio:>18}");
+                }
+                let _ = writeln!(out);
             }
         }
         out
@@ -373,7 +395,7 @@ mod tests {
             }),
             search("tantivy", 10.0),
         ];
-        let report = Report::build(&records, "quarry", "tantivy")?;
+        let report = Report::build(&records, "quarry", &["tantivy".to_owned()])?;
         let find = |engine: &str, metric: &str| {
             report
                 .metrics
@@ -386,7 +408,7 @@ mod tests {
         assert_eq!(find("tantivy", "latency_p99_us"), Some(10.0));
         assert_eq!(find("quarry", "latency_p99_us"), None);
 
-        let table = report.table("quarry", "tantivy");
+        let table = report.table("quarry", &["tantivy".to_owned()]);
         let row = |name: &str| {
             table
                 .lines()
@@ -412,6 +434,55 @@ mod tests {
     }
 
     #[test]
+    fn prints_a_ratio_column_per_baseline() -> anyhow::Result<()> {
+        let index = |engine: &str, seconds: f64| {
+            Record::Index(IndexRun {
+                engine: engine.to_owned(),
+                seconds,
+                index_bytes: 100,
+                input_bytes: Some(4_000_000),
+            })
+        };
+        let records = vec![
+            index("tantivy", 2.0),
+            index("quarry", 1.0),
+            index("lucene", 4.0),
+            search("quarry", 10.0),
+            search("tantivy", 20.0),
+        ];
+        let baselines = ["tantivy".to_owned(), "lucene".to_owned()];
+        let table = Report::build(&records, "quarry", &baselines)?.table("quarry", &baselines);
+        let row = |name: &str| {
+            table
+                .lines()
+                .find(|line| line.trim_start().starts_with(name))
+                .unwrap_or_default()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            row(""),
+            [
+                "quarry",
+                "tantivy",
+                "lucene",
+                "quarry/tantivy",
+                "quarry/lucene"
+            ]
+        );
+        assert_eq!(
+            row("seconds"),
+            ["seconds", "1.00", "2.00", "4.00", "0.50x", "0.25x"]
+        );
+        // Lucene has no search figures: its cells say so and its ratio is left empty.
+        assert_eq!(
+            row("latency_mean_us"),
+            ["latency_mean_us", "10.0", "20.0", "missing", "0.50x"]
+        );
+        Ok(())
+    }
+
+    #[test]
     fn counts_mismatched_answers() -> anyhow::Result<()> {
         let dir = std::env::temp_dir().join(format!("search-report-test-{}", std::process::id()));
         fs::create_dir_all(&dir)?;
@@ -419,6 +490,7 @@ mod tests {
         for (engine, answers) in [
             ("quarry", "1\ta\n5\tb\n0\tc\n"),
             ("tantivy", "1\ta\n4\tb\n"),
+            ("lucene", "1\ta\n5\tb\nERROR\tc\n"),
         ] {
             let path = dir.join(engine);
             fs::write(&path, answers)?;
@@ -429,14 +501,25 @@ mod tests {
             run.answers_file = Some(path);
             runs.push(Record::Search(run));
         }
-        let report = Report::build(&runs, "quarry", "tantivy");
+        let baselines = ["tantivy".to_owned(), "lucene".to_owned()];
+        let report = Report::build(&runs, "quarry", &baselines);
         fs::remove_dir_all(&dir)?;
-        let mismatches = report?
+        let report = report?;
+        let mismatches: Vec<(&str, f64)> = report
             .metrics
             .iter()
-            .find(|m| m.metric == "count_mismatches")
-            .map(|m| (m.engine.clone(), m.value));
-        assert_eq!(mismatches, Some(("quarry".to_owned(), 2.0)));
+            .filter(|m| m.metric == "count_mismatches")
+            .map(|m| (m.engine.as_str(), m.value))
+            .collect();
+        assert_eq!(mismatches, [("tantivy", 2.0), ("lucene", 1.0)]);
+        let table = report.table("quarry", &baselines);
+        let row = table
+            .lines()
+            .find(|line| line.trim_start().starts_with("count_mismatches"))
+            .unwrap_or_default()
+            .split_whitespace()
+            .collect::<Vec<_>>();
+        assert_eq!(row, ["count_mismatches", "-", "2", "1"]);
         Ok(())
     }
 }

@@ -1,8 +1,8 @@
-//! `search-report`: puts the records of `tantivy-bench index`, Quarry's index run and
-//! `search-driver` side by side.
+//! `search-report`: puts the records of `tantivy-bench index`, `lucene-bench index`, Quarry's
+//! index run and `search-driver` side by side.
 //!
 //! ```text
-//! search-report --subject quarry --baseline tantivy [--out results/search.json] RECORD.json...
+//! search-report --subject quarry --baseline tantivy,lucene [--out results/search.json] RECORD.json...
 //! ```
 //!
 //! Prints the table on stdout and writes the flat metric list to `--out`. A record file that
@@ -22,9 +22,10 @@ struct Args {
     /// The engine under test: ratios are subject/baseline
     #[arg(long, default_value = "quarry")]
     subject: String,
-    /// The engine compared against
-    #[arg(long, default_value = "tantivy")]
-    baseline: String,
+    /// The engines compared against, each with its own ratio column (comma-separated or
+    /// repeated)
+    #[arg(long, value_delimiter = ',', default_value = "tantivy,lucene")]
+    baseline: Vec<String>,
     /// Write the metrics as a JSON list of {"engine","workload","metric","value"}
     #[arg(long)]
     out: Option<PathBuf>,

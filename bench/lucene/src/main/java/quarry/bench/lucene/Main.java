@@ -1,0 +1,79 @@
+package quarry.bench.lucene;
+
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * {@code lucene-bench}: Apache Lucene as a peer in Quarry's side-by-side benchmarks, the Java
+ * twin of {@code tantivy-bench}.
+ *
+ * <pre>
+ * java -jar lucene-bench.jar index --index DIR FILE.json.zst
+ * java -jar lucene-bench.jar serve --index DIR
+ * </pre>
+ *
+ * <ul>
+ *   <li>{@code index} builds a one-segment index of a Wikipedia JSON-lines file and prints one
+ *       JSON line of figures ({@link Indexer});
+ *   <li>{@code serve} answers search requests on stdin in the search-benchmark-game protocol,
+ *       for {@code search-driver} to time ({@link Server}).
+ * </ul>
+ */
+public final class Main {
+    private static final String USAGE =
+            """
+            usage: lucene-bench index --index DIR FILE.json.zst
+                   lucene-bench serve --index DIR""";
+
+    private Main() {}
+
+    public static void main(String[] args) throws IOException {
+        if (args.length == 0) {
+            fail("no subcommand");
+        }
+        Path index = null;
+        List<String> positional = new ArrayList<>();
+        for (int i = 1; i < args.length; i++) {
+            String arg = args[i];
+            if (arg.equals("--index")) {
+                if (i + 1 == args.length) {
+                    fail("--index needs a directory");
+                }
+                index = Path.of(args[++i]);
+            } else if (arg.startsWith("--index=")) {
+                index = Path.of(arg.substring("--index=".length()));
+            } else if (arg.startsWith("--")) {
+                fail("unknown option " + arg);
+            } else {
+                positional.add(arg);
+            }
+        }
+        if (index == null) {
+            fail("--index is required");
+        }
+        switch (args[0]) {
+            case "index" -> {
+                if (positional.size() != 1) {
+                    fail("index takes one input file");
+                }
+                Indexer.Summary summary = Indexer.run(index, Path.of(positional.get(0)));
+                System.out.println(summary.toJson());
+            }
+            case "serve" -> {
+                if (!positional.isEmpty()) {
+                    fail("serve takes no file");
+                }
+                Server.run(index);
+            }
+            default -> fail("unknown subcommand " + args[0]);
+        }
+    }
+
+    private static void fail(String message) {
+        System.err.println("lucene-bench: " + message);
+        System.err.println(USAGE);
+        System.exit(2);
+    }
+}

@@ -1,0 +1,92 @@
+package quarry.bench.lucene;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import org.apache.lucene.index.DirectoryReader;
+import org.apache.lucene.index.IndexWriter;
+import org.apache.lucene.index.IndexWriterConfig;
+import org.apache.lucene.search.IndexSearcher;
+import org.apache.lucene.store.ByteBuffersDirectory;
+import org.apache.lucene.store.Directory;
+import org.junit.jupiter.api.Test;
+
+class ServerTest {
+    private static void check(String text, Server.Command expected) {
+        assertEquals(expected, Server.Command.parse(text), text);
+    }
+
+    @Test
+    void parsesCommands() {
+        check("COUNT", new Server.Command.Count());
+        check("TOP_10", new Server.Command.Top(10, false));
+        check("TOP_1000", new Server.Command.Top(1000, false));
+        check("TOP_100_COUNT", new Server.Command.Top(100, true));
+        check("TOP_0", null);
+        check("TOP_", null);
+        check("TOP_+5", null);
+        check("TOP__COUNT", null);
+        check("TOP_99999999999", null);
+        check("top_10", null);
+        check("COUNTS", null);
+        check("", null);
+    }
+
+    @Test
+    void answersRequestsOverASmallIndex() throws IOException {
+        try (Directory directory = new ByteBuffersDirectory()) {
+            try (IndexWriter writer =
+                    new IndexWriter(directory, new IndexWriterConfig(Schema.analyzer()))) {
+                writer.addDocument(Schema.document("u1", "Quick Fox", "the quick brown fox jumps"));
+                writer.addDocument(Schema.document(
+                        "u2", "Lazy dog", "the lazy dog sleeps; a fox watches"));
+                writer.addDocument(Schema.document("u3", "Nothing", "unrelated text, don't look"));
+            }
+            try (DirectoryReader reader = DirectoryReader.open(directory)) {
+                Server server = new Server(new IndexSearcher(reader));
+                String[][] cases = {
+                    {"COUNT\tfox", "2"},
+                    {"COUNT\tFOX dog", "2"},
+                    {"COUNT\t+fox +dog", "1"},
+                    {"COUNT\tfox -lazy", "1"},
+                    {"COUNT\t\"quick brown\"", "1"},
+                    {"COUNT\t\"brown quick\"", "0"},
+                    {"COUNT\t\"don't look\"", "1"},
+                    // Unlike tantivy's grammar, a single quote is an ordinary character, and
+                    // the tokenizer keeps "don't" as one word.
+                    {"COUNT\tdon't", "1"},
+                    {"COUNT\tdon", "0"},
+                    // No stop words: "the" and "a" are terms.
+                    {"COUNT\tthe", "2"},
+                    {"COUNT\t+a +fox", "1"},
+                    // url is analyzed and searched too.
+                    {"COUNT\tu3", "1"},
+                    {"TOP_10\tfox", "1"},
+                    {"TOP_10_COUNT\tfox", "2"},
+                    {"TOP_1_COUNT\tthe", "2"},
+                    {"COUNT\t\"unbalanced", "ERROR"},
+                    {"COUNT\t+", "ERROR"},
+                    {"COUNT\t*fox", "ERROR"},
+                    {"COUNT\tfox\\", "ERROR"},
+                    {"no tab", "ERROR"},
+                    {"SORT\tfox", "UNSUPPORTED"},
+                };
+                for (String[] c : cases) {
+                    assertEquals(c[1], server.answer(c[0]), Arrays.toString(c));
+                }
+
+                // Over the pipe: one answer line per request line, and a Latin-1 byte (not
+                // UTF-8) is replaced, not fatal: "ni\xf1a" reads as "ni\uFFFDa", two words.
+                byte[] requests = "COUNT\tfox\nCOUNT\tni\u00f1a\nCOUNT\tdog"
+                        .getBytes(StandardCharsets.ISO_8859_1);
+                ByteArrayOutputStream answers = new ByteArrayOutputStream();
+                server.serve(new ByteArrayInputStream(requests), answers);
+                assertEquals("2\n1\n1\n", answers.toString(StandardCharsets.UTF_8));
+            }
+        }
+    }
+}

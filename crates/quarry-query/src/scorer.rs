@@ -164,6 +164,29 @@ impl Scorer for ConstScorer<'_> {
     }
 }
 
+/// The first doc `>= target` on which every item's iterator agrees, moving them all there
+/// (leapfrog: the first item, the rarest, proposes; any other that lands further moves the
+/// target). `items` must not be empty.
+fn leapfrog<T>(items: &mut [T], mut target: u32, mut seek: impl FnMut(&mut T, u32) -> u32) -> u32 {
+    'outer: loop {
+        if target == TERMINATED {
+            return TERMINATED;
+        }
+        target = seek(&mut items[0], target);
+        if target == TERMINATED {
+            return TERMINATED;
+        }
+        for item in &mut items[1..] {
+            let doc = seek(item, target);
+            if doc > target {
+                target = doc;
+                continue 'outer;
+            }
+        }
+        return target;
+    }
+}
+
 /// Every doc of the block.
 pub struct AllScorer {
     pub doc: u32,
@@ -212,24 +235,10 @@ impl<'a> ConjunctionScorer<'a> {
     }
 
     /// Moves every scorer to the first common doc `>= target`.
-    fn align(&mut self, mut target: u32) -> u32 {
-        'outer: loop {
-            if target == TERMINATED {
-                return TERMINATED;
-            }
-            target = self.scorers[0].seek(target);
-            if target == TERMINATED {
-                return TERMINATED;
-            }
-            for scorer in &mut self.scorers[1..] {
-                let doc = scorer.seek(target);
-                if doc > target {
-                    target = doc;
-                    continue 'outer;
-                }
-            }
-            return target;
-        }
+    fn align(&mut self, target: u32) -> u32 {
+        leapfrog(&mut self.scorers, target, |scorer, target| {
+            scorer.seek(target)
+        })
     }
 }
 
@@ -455,24 +464,10 @@ impl<'a> PhraseScorer<'a> {
         scorer
     }
 
-    fn align(&mut self, mut target: u32) -> u32 {
-        'outer: loop {
-            if target == TERMINATED {
-                return TERMINATED;
-            }
-            target = self.terms[0].1.seek(target);
-            if target == TERMINATED {
-                return TERMINATED;
-            }
-            for (_, cursor) in &mut self.terms[1..] {
-                let doc = cursor.seek(target);
-                if doc > target {
-                    target = doc;
-                    continue 'outer;
-                }
-            }
-            return target;
-        }
+    fn align(&mut self, target: u32) -> u32 {
+        leapfrog(&mut self.terms, target, |(_, cursor), target| {
+            cursor.seek(target)
+        })
     }
 
     /// The first doc `>= target` where the phrase occurs.

@@ -434,6 +434,8 @@ pub struct PhraseScorer<'a> {
     doc: u32,
     freq: u32,
     positions: Vec<Vec<u32>>,
+    /// Scratch: candidate phrase start positions in the current doc.
+    starts: Vec<u32>,
     error: Option<DecodeError>,
 }
 
@@ -457,6 +459,7 @@ impl<'a> PhraseScorer<'a> {
             doc: 0,
             freq: 0,
             positions,
+            starts: Vec::new(),
             error: None,
         };
         let first = scorer.terms[0].1.doc();
@@ -493,23 +496,37 @@ impl<'a> PhraseScorer<'a> {
 
     /// How many start positions make every term appear at its offset.
     fn phrase_freq(&mut self) -> Result<u32, DecodeError> {
-        for (i, (_, cursor)) in self.terms.iter_mut().enumerate() {
-            cursor.positions(&mut self.positions[i])?;
-        }
-        // Candidate starts from the first (rarest) term; check the others by binary search.
-        let mut freq = 0;
-        let (offset0, _) = self.terms[0];
-        'start: for &p in &self.positions[0] {
-            let Some(start) = p.checked_sub(offset0) else {
-                continue;
-            };
-            for (i, (offset, _)) in self.terms.iter().enumerate().skip(1) {
-                if self.positions[i].binary_search(&(start + offset)).is_err() {
-                    continue 'start;
-                }
+        // Candidate phrase starts come from the first (rarest) term; each further term's
+        // positions are decoded only while candidates remain, and filter them by a merge.
+        let (first_offset, first) = &mut self.terms[0];
+        let first_offset = *first_offset;
+        first.positions(&mut self.positions[0])?;
+        let mut starts = std::mem::take(&mut self.starts);
+        starts.clear();
+        starts.extend(
+            self.positions[0]
+                .iter()
+                .filter_map(|p| p.checked_sub(first_offset)),
+        );
+        for (i, (offset, cursor)) in self.terms.iter_mut().enumerate().skip(1) {
+            if starts.is_empty() {
+                break;
             }
-            freq += 1;
+            cursor.positions(&mut self.positions[i])?;
+            let positions = &self.positions[i];
+            let mut next = 0;
+            starts.retain(|&start| {
+                let Some(wanted) = start.checked_add(*offset) else {
+                    return false;
+                };
+                while next < positions.len() && positions[next] < wanted {
+                    next += 1;
+                }
+                next < positions.len() && positions[next] == wanted
+            });
         }
+        let freq = starts.len() as u32;
+        self.starts = starts;
         Ok(freq)
     }
 }

@@ -20,6 +20,15 @@ pub trait Scorer {
     fn error(&self) -> Option<DecodeError> {
         None
     }
+    /// Calls `f` for the current doc and every later match, exhausting the scorer. Posting
+    /// lists override this to walk whole decoded blocks.
+    fn for_each_doc(&mut self, f: &mut dyn FnMut(u32)) {
+        let mut doc = self.doc();
+        while doc != TERMINATED {
+            f(doc);
+            doc = self.advance();
+        }
+    }
     /// Like `seek(target)`, but may also skip docs whose score cannot exceed `threshold`
     /// (block-max pruning from skip data). The default skips nothing.
     fn seek_competitive(&mut self, target: u32, _threshold: f32) -> u32 {
@@ -102,6 +111,9 @@ impl Scorer for TermScorer<'_> {
     }
     fn error(&self) -> Option<DecodeError> {
         self.cursor.error()
+    }
+    fn for_each_doc(&mut self, f: &mut dyn FnMut(u32)) {
+        self.cursor.for_each_remaining(f);
     }
     /// Block-max skipping: whole 128-doc postings blocks whose bound (from the skip entry's
     /// max tf and min norm) is at most `threshold` are passed over without being decoded.

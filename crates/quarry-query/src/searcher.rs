@@ -162,11 +162,12 @@ impl Searcher {
                     let Some(mut scorer) = clause.scorer(block)? else {
                         continue;
                     };
-                    let mut doc = scorer.doc();
-                    while doc != TERMINATED {
-                        bits[doc as usize / 64] |= 1 << (doc % 64);
-                        doc = scorer.advance();
-                    }
+                    scorer.for_each_doc(&mut |doc| {
+                        // A doc id past the block (corrupt postings) is ignored, not a panic.
+                        if let Some(word) = bits.get_mut(doc as usize / 64) {
+                            *word |= 1 << (doc % 64);
+                        }
+                    });
                     self.check(index, scorer.as_ref())?;
                 }
                 total += bits.iter().map(|w| u64::from(w.count_ones())).sum::<u64>();

@@ -251,6 +251,18 @@ impl<'a> PostingsCursor<'a> {
         }
     }
 
+    /// Calls `f` for the current doc and every later one, block by block (no per-doc check
+    /// for the end of a block), leaving the cursor exhausted. For counting and bitsets.
+    pub fn for_each_remaining(&mut self, mut f: impl FnMut(u32)) {
+        while self.doc != TERMINATED {
+            for &doc in &self.docs[self.cursor..self.len] {
+                f(doc);
+            }
+            self.cursor = self.len - 1;
+            self.next_block();
+        }
+    }
+
     /// Moves to the first doc `>= target`; returns it (or `TERMINATED`).
     pub fn seek(&mut self, target: u32) -> u32 {
         if self.doc >= target {

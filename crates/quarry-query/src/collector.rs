@@ -1,6 +1,6 @@
 //! Collectors: the best k hits by score, and top-k by MaxScore dynamic pruning.
 
-use crate::scorer::{BoxScorer, Scorer};
+use crate::scorer::Scorer;
 use quarry_format::TERMINATED;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -121,7 +121,7 @@ pub fn collect_all(scorer: &mut dyn Scorer, block: u32, top: &mut TopK) {
 /// threshold is "non-essential": a doc matching only those cannot enter the top k, so
 /// candidates come from the essential clauses alone, and non-essential clauses are only
 /// probed (`seek`) while the candidate can still beat the threshold.
-pub fn collect_max_score(clauses: &mut [BoxScorer<'_>], block: u32, top: &mut TopK) {
+pub fn collect_max_score<S: Scorer>(clauses: &mut [S], block: u32, top: &mut TopK) {
     clauses.sort_by(|a, b| a.max_score().total_cmp(&b.max_score()));
     let mut bounds = Vec::with_capacity(clauses.len());
     let mut sum = 0f32;

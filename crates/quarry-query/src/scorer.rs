@@ -38,6 +38,41 @@ pub trait Scorer {
 
 pub type BoxScorer<'a> = Box<dyn Scorer + 'a>;
 
+/// A boxed scorer is a scorer, so collectors can be generic: over `TermScorer` they inline
+/// every call, over `BoxScorer` they take any tree.
+impl<S: Scorer + ?Sized> Scorer for Box<S> {
+    #[inline]
+    fn doc(&self) -> u32 {
+        (**self).doc()
+    }
+    #[inline]
+    fn advance(&mut self) -> u32 {
+        (**self).advance()
+    }
+    fn seek(&mut self, target: u32) -> u32 {
+        (**self).seek(target)
+    }
+    #[inline]
+    fn score(&mut self) -> f32 {
+        (**self).score()
+    }
+    fn max_score(&self) -> f32 {
+        (**self).max_score()
+    }
+    fn cost(&self) -> u64 {
+        (**self).cost()
+    }
+    fn error(&self) -> Option<DecodeError> {
+        (**self).error()
+    }
+    fn for_each_doc(&mut self, f: &mut dyn FnMut(u32)) {
+        (**self).for_each_doc(f)
+    }
+    fn seek_competitive(&mut self, target: u32, threshold: f32) -> u32 {
+        (**self).seek_competitive(target, threshold)
+    }
+}
+
 /// Relative slack added to score upper bounds: bounds and scores are f32 sums computed in
 /// different orders, and a bound a rounding error too low would wrongly prune a hit.
 const BOUND_SLACK: f32 = 1e-5;

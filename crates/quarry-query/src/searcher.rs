@@ -215,12 +215,24 @@ impl Searcher {
         let disjunction = disjunction_clauses(weight);
         for (index, block) in self.blocks.iter().enumerate() {
             match &disjunction {
+                // The common ranked query, terms ORed (over fields), gets concrete scorers.
+                Some(clauses)
+                    if clauses.len() > 1
+                        && clauses.iter().all(|c| matches!(c, Weight::Term { .. })) =>
+                {
+                    let mut scorers = Vec::with_capacity(clauses.len());
+                    for clause in clauses {
+                        scorers.extend(clause.term_scorer(block)?);
+                    }
+                    collect_max_score(&mut scorers, index as u32, &mut top);
+                    for scorer in &scorers {
+                        self.check(index, scorer)?;
+                    }
+                }
                 Some(clauses) if clauses.len() > 1 => {
                     let mut scorers: Vec<BoxScorer> = Vec::with_capacity(clauses.len());
                     for clause in clauses {
-                        if let Some(scorer) = clause.scorer(block)? {
-                            scorers.push(scorer);
-                        }
+                        scorers.extend(clause.scorer(block)?);
                     }
                     collect_max_score(&mut scorers, index as u32, &mut top);
                     for scorer in &scorers {

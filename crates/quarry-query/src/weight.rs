@@ -146,32 +146,40 @@ impl Weight {
         }
     }
 
+    /// The scorer of a `Term` weight in `block`, unboxed (collectors that take only terms
+    /// inline its calls); `None` for other weights or when the block lacks the term.
+    pub fn term_scorer<'a>(&'a self, block: &'a BlockReader) -> Result<Option<TermScorer<'a>>> {
+        let Weight::Term {
+            field,
+            term,
+            weight,
+            cache,
+        } = self
+        else {
+            return Ok(None);
+        };
+        let Some(ordinal) = block.field_ordinal(field) else {
+            return Ok(None);
+        };
+        let Some(info) = block.term_info(ordinal, TermKind::Token, term.as_bytes())? else {
+            return Ok(None);
+        };
+        let norms = block.norms(ordinal).unwrap_or(&[]);
+        let cursor = block.postings(&info)?;
+        Ok(Some(TermScorer::new(
+            cursor,
+            norms,
+            *weight,
+            cache,
+            info.max_tf,
+            info.min_norm,
+        )))
+    }
+
     /// The scorer of this weight in `block`, or `None` if nothing in the block can match.
     pub fn scorer<'a>(&'a self, block: &'a BlockReader) -> Result<Option<BoxScorer<'a>>> {
         Ok(match self {
-            Weight::Term {
-                field,
-                term,
-                weight,
-                cache,
-            } => {
-                let Some(ordinal) = block.field_ordinal(field) else {
-                    return Ok(None);
-                };
-                let Some(info) = block.term_info(ordinal, TermKind::Token, term.as_bytes())? else {
-                    return Ok(None);
-                };
-                let norms = block.norms(ordinal).unwrap_or(&[]);
-                let cursor = block.postings(&info)?;
-                Some(Box::new(TermScorer::new(
-                    cursor,
-                    norms,
-                    *weight,
-                    cache,
-                    info.max_tf,
-                    info.min_norm,
-                )))
-            }
+            Weight::Term { .. } => self.term_scorer(block)?.map(|s| Box::new(s) as BoxScorer),
             Weight::Phrase {
                 field,
                 terms,

@@ -8,7 +8,7 @@ use crate::query::{plan, Query};
 use crate::scorer::{BoxScorer, Scorer};
 use crate::weight::{CollectionStats, Weight};
 use quarry_format::block::DocumentFetcher;
-use quarry_format::{BlockReader, DecodeError, TermKind, Value, TERMINATED, TIME_FIELD};
+use quarry_format::{BlockReader, DecodeError, Value, TERMINATED, TIME_FIELD};
 use quarry_index::Analyzer;
 use quarry_store::Catalog;
 use std::collections::BTreeSet;
@@ -159,7 +159,7 @@ impl Searcher {
                 bits.clear();
                 bits.resize(block.doc_count() as usize / 64 + 1, 0);
                 for clause in clauses {
-                    let Some(mut scorer) = clause.scorer(block)? else {
+                    let Some(mut scorer) = clause.scorer(index, block)? else {
                         continue;
                     };
                     scorer.for_each_doc(&mut |doc| {
@@ -175,13 +175,9 @@ impl Searcher {
             }
             // Fast paths: a single term's count is its doc frequency; `*` is the doc count.
             match weight {
-                Weight::Term { field, term, .. } => {
-                    if let Some(ordinal) = block.field_ordinal(field) {
-                        if let Some(info) =
-                            block.term_info(ordinal, TermKind::Token, term.as_bytes())?
-                        {
-                            total += u64::from(info.doc_freq);
-                        }
+                Weight::Term { infos, .. } => {
+                    if let Some(Some((_, info))) = infos.get(index) {
+                        total += u64::from(info.doc_freq);
                     }
                     continue;
                 }
@@ -191,7 +187,7 @@ impl Searcher {
                 }
                 _ => {}
             }
-            if let Some(mut scorer) = weight.scorer(block)? {
+            if let Some(mut scorer) = weight.scorer(index, block)? {
                 let mut doc = scorer.doc();
                 while doc != TERMINATED {
                     total += 1;
@@ -222,7 +218,7 @@ impl Searcher {
                 {
                     let mut scorers = Vec::with_capacity(clauses.len());
                     for clause in clauses {
-                        scorers.extend(clause.term_scorer(block)?);
+                        scorers.extend(clause.term_scorer(index, block)?);
                     }
                     collect_max_score(&mut scorers, index as u32, &mut top);
                     for scorer in &scorers {
@@ -232,7 +228,7 @@ impl Searcher {
                 Some(clauses) if clauses.len() > 1 => {
                     let mut scorers: Vec<BoxScorer> = Vec::with_capacity(clauses.len());
                     for clause in clauses {
-                        scorers.extend(clause.scorer(block)?);
+                        scorers.extend(clause.scorer(index, block)?);
                     }
                     collect_max_score(&mut scorers, index as u32, &mut top);
                     for scorer in &scorers {
@@ -240,7 +236,7 @@ impl Searcher {
                     }
                 }
                 _ => {
-                    if let Some(mut scorer) = weight.scorer(block)? {
+                    if let Some(mut scorer) = weight.scorer(index, block)? {
                         collect_all(scorer.as_mut(), index as u32, &mut top);
                         self.check(index, scorer.as_ref())?;
                     }
@@ -258,7 +254,7 @@ impl Searcher {
             return Ok(candidates);
         }
         for (index, block) in self.blocks.iter().enumerate() {
-            let Some(mut scorer) = weight.scorer(block)? else {
+            let Some(mut scorer) = weight.scorer(index, block)? else {
                 continue;
             };
             let mut docs = std::collections::VecDeque::with_capacity(limit);

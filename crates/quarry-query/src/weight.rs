@@ -4,7 +4,7 @@
 use crate::bm25::{self, Bm25Params, FieldStats};
 use crate::query::Query;
 use crate::scorer::*;
-use quarry_format::{BlockReader, Result, TermKind};
+use quarry_format::{BlockReader, Result, TermInfo, TermKind};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -15,10 +15,13 @@ pub enum Weight {
         term: String,
         weight: f32,
         cache: Arc<[f32; 256]>,
+        /// The term in each block (by block position), looked up once while gathering stats.
+        infos: BlockTermInfos,
     },
     Phrase {
         field: String,
-        terms: Vec<(u32, String)>,
+        /// (relative position, term, the term in each block)
+        terms: Vec<(u32, String, BlockTermInfos)>,
         weight: f32,
         cache: Arc<[f32; 256]>,
     },
@@ -36,11 +39,16 @@ pub enum Weight {
     Nothing,
 }
 
-/// Statistics over all blocks, gathered for the terms of one query.
+/// Where a term is in each block: (field ordinal, term info), `None` where it is absent.
+pub type BlockTermInfos = Arc<[Option<(u16, TermInfo)>]>;
+
+/// Statistics over all blocks, gathered for the terms of one query, with each term's info
+/// per block so scorers need no second term-dictionary lookup.
 #[derive(Debug, Default)]
 pub struct CollectionStats {
     pub fields: HashMap<String, FieldStats>,
     pub doc_freqs: HashMap<(String, String), u64>,
+    pub term_infos: HashMap<(String, String), BlockTermInfos>,
 }
 
 impl CollectionStats {
@@ -53,15 +61,22 @@ impl CollectionStats {
                 continue;
             }
             let mut doc_freq = 0;
+            let mut infos = Vec::with_capacity(blocks.len());
             for block in blocks {
+                let mut found = None;
                 if let Some(ordinal) = block.field_ordinal(&field) {
                     if let Some(info) =
                         block.term_info(ordinal, TermKind::Token, term.as_bytes())?
                     {
                         doc_freq += u64::from(info.doc_freq);
+                        found = Some((ordinal, info));
                     }
                 }
+                infos.push(found);
             }
+            stats
+                .term_infos
+                .insert((field.clone(), term.clone()), infos.into());
             if !stats.fields.contains_key(&field) {
                 let mut field_stats = FieldStats::default();
                 for block in blocks {
@@ -100,6 +115,14 @@ impl Weight {
                 .or_insert_with(|| Arc::new(bm25::norm_cache(params, field_stats(field))))
                 .clone()
         };
+        let infos_of = |field: &str, term: &str| -> BlockTermInfos {
+            let key = (field.to_owned(), term.to_owned());
+            stats
+                .term_infos
+                .get(&key)
+                .cloned()
+                .unwrap_or_else(|| Arc::from(Vec::new()))
+        };
         let idf = |field: &str, term: &str| {
             let df = stats
                 .doc_freqs
@@ -120,10 +143,14 @@ impl Weight {
                 term: term.clone(),
                 weight: idf(field, term),
                 cache: cache_of(field),
+                infos: infos_of(field, term),
             },
             Query::Phrase { field, terms } => Weight::Phrase {
                 field: field.clone(),
-                terms: terms.clone(),
+                terms: terms
+                    .iter()
+                    .map(|(o, t)| (*o, t.clone(), infos_of(field, t)))
+                    .collect(),
                 weight: terms.iter().map(|(_, t)| idf(field, t)).sum(),
                 cache: cache_of(field),
             },
@@ -148,24 +175,25 @@ impl Weight {
 
     /// The scorer of a `Term` weight in `block`, unboxed (collectors that take only terms
     /// inline its calls); `None` for other weights or when the block lacks the term.
-    pub fn term_scorer<'a>(&'a self, block: &'a BlockReader) -> Result<Option<TermScorer<'a>>> {
+    pub fn term_scorer<'a>(
+        &'a self,
+        index: usize,
+        block: &'a BlockReader,
+    ) -> Result<Option<TermScorer<'a>>> {
         let Weight::Term {
-            field,
-            term,
             weight,
             cache,
+            infos,
+            ..
         } = self
         else {
             return Ok(None);
         };
-        let Some(ordinal) = block.field_ordinal(field) else {
+        let Some(Some((ordinal, info))) = infos.get(index) else {
             return Ok(None);
         };
-        let Some(info) = block.term_info(ordinal, TermKind::Token, term.as_bytes())? else {
-            return Ok(None);
-        };
-        let norms = block.norms(ordinal).unwrap_or(&[]);
-        let cursor = block.postings(&info)?;
+        let norms = block.norms(*ordinal).unwrap_or(&[]);
+        let cursor = block.postings(info)?;
         Ok(Some(TermScorer::new(
             cursor,
             norms,
@@ -176,30 +204,35 @@ impl Weight {
         )))
     }
 
-    /// The scorer of this weight in `block`, or `None` if nothing in the block can match.
-    pub fn scorer<'a>(&'a self, block: &'a BlockReader) -> Result<Option<BoxScorer<'a>>> {
+    /// The scorer of this weight in `block` (at position `index` among the blocks the
+    /// statistics were gathered over), or `None` if nothing in the block can match.
+    pub fn scorer<'a>(
+        &'a self,
+        index: usize,
+        block: &'a BlockReader,
+    ) -> Result<Option<BoxScorer<'a>>> {
         Ok(match self {
-            Weight::Term { .. } => self.term_scorer(block)?.map(|s| Box::new(s) as BoxScorer),
+            Weight::Term { .. } => self
+                .term_scorer(index, block)?
+                .map(|s| Box::new(s) as BoxScorer),
             Weight::Phrase {
-                field,
                 terms,
                 weight,
                 cache,
+                ..
             } => {
-                let Some(ordinal) = block.field_ordinal(field) else {
-                    return Ok(None);
-                };
                 let mut cursors = Vec::with_capacity(terms.len());
                 let mut max_tf = u32::MAX;
-                for (offset, term) in terms {
-                    let Some(info) = block.term_info(ordinal, TermKind::Token, term.as_bytes())?
-                    else {
+                let mut field_ordinal = None;
+                for (offset, _, infos) in terms {
+                    let Some(Some((ordinal, info))) = infos.get(index) else {
                         return Ok(None);
                     };
+                    field_ordinal = Some(*ordinal);
                     max_tf = max_tf.min(info.max_tf);
-                    cursors.push((*offset, block.postings(&info)?));
+                    cursors.push((*offset, block.postings(info)?));
                 }
-                let norms = block.norms(ordinal).unwrap_or(&[]);
+                let norms = field_ordinal.and_then(|o| block.norms(o)).unwrap_or(&[]);
                 Some(Box::new(PhraseScorer::new(
                     cursors, norms, *weight, cache, max_tf,
                 )))
@@ -217,7 +250,7 @@ impl Weight {
                 }))
             }
             Weight::Any(clauses) => {
-                let scorers = Self::scorers(clauses, block)?;
+                let scorers = Self::scorers(clauses, index, block)?;
                 match scorers.len() {
                     0 => None,
                     1 => scorers.into_iter().next(),
@@ -231,12 +264,12 @@ impl Weight {
             } => {
                 let mut required = Vec::with_capacity(must.len());
                 for clause in must {
-                    match clause.scorer(block)? {
+                    match clause.scorer(index, block)? {
                         Some(scorer) => required.push(scorer),
                         None => return Ok(None),
                     }
                 }
-                let optional = Self::scorers(should, block)?;
+                let optional = Self::scorers(should, index, block)?;
                 let optional: Option<BoxScorer> = match optional.len() {
                     0 => None,
                     1 => optional.into_iter().next(),
@@ -256,7 +289,7 @@ impl Weight {
                         Box::new(OptionalScorer { required, optional })
                     }
                 };
-                let excluded = Self::scorers(must_not, block)?;
+                let excluded = Self::scorers(must_not, index, block)?;
                 match excluded.len() {
                     0 => Some(base),
                     1 => Some(Box::new(ExclusionScorer::new(
@@ -279,10 +312,14 @@ impl Weight {
         })
     }
 
-    fn scorers<'a>(clauses: &'a [Weight], block: &'a BlockReader) -> Result<Vec<BoxScorer<'a>>> {
+    fn scorers<'a>(
+        clauses: &'a [Weight],
+        index: usize,
+        block: &'a BlockReader,
+    ) -> Result<Vec<BoxScorer<'a>>> {
         let mut scorers = Vec::with_capacity(clauses.len());
         for clause in clauses {
-            if let Some(scorer) = clause.scorer(block)? {
+            if let Some(scorer) = clause.scorer(index, block)? {
                 scorers.push(scorer);
             }
         }

@@ -27,10 +27,15 @@ struct ColumnBuffer {
     docs: Vec<u32>,
     /// Numbers, bools and times as raw 64-bit patterns.
     numbers: Vec<u64>,
-    /// Strings: value `i` is `bytes[ends[i - 1]..ends[i]]`.
-    ends: Vec<usize>,
-    bytes: Vec<u8>,
+    /// Strings: value `i` is `pages[page][start..start + len]` for `(page, start, len) =
+    /// spans[i]`. Fixed-size pages, never reallocated: one growing buffer was copied at
+    /// every doubling, and its fresh pages zeroed each time (8% of indexing Wikipedia).
+    spans: Vec<(u32, u32, u32)>,
+    pages: Vec<Vec<u8>>,
 }
+
+/// Bytes per string page; a longer value gets a page of its own size.
+const STRING_PAGE_LEN: usize = 1 << 20;
 
 impl ColumnBuffer {
     fn new(ty: ColumnType) -> Self {
@@ -38,15 +43,33 @@ impl ColumnBuffer {
             ty,
             docs: Vec::new(),
             numbers: Vec::new(),
-            ends: Vec::new(),
-            bytes: Vec::new(),
+            spans: Vec::new(),
+            pages: Vec::new(),
         }
     }
 
+    fn push_str(&mut self, value: &str) {
+        let fits = self
+            .pages
+            .last()
+            .is_some_and(|page| page.capacity() - page.len() >= value.len());
+        if !fits {
+            self.pages
+                .push(Vec::with_capacity(STRING_PAGE_LEN.max(value.len())));
+        }
+        // There is a page: one was pushed just above if the last one lacked room.
+        let page_index = self.pages.len() - 1;
+        let page = &mut self.pages[page_index];
+        self.spans
+            .push((page_index as u32, page.len() as u32, value.len() as u32));
+        page.extend_from_slice(value.as_bytes());
+    }
+
     fn str_at(&self, i: usize) -> &str {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        let (page, start, len) = self.spans[i];
+        let bytes = &self.pages[page as usize][start as usize..(start + len) as usize];
         // Only whole `&str` values were appended, so every value range is utf-8.
-        std::str::from_utf8(&self.bytes[start..self.ends[i]]).unwrap_or_default()
+        std::str::from_utf8(bytes).unwrap_or_default()
     }
 }
 
@@ -280,8 +303,7 @@ impl SegmentBuilder {
         column.docs.push(doc);
         let added = match value {
             Value::Str(s) | Value::Json(s) => {
-                column.bytes.extend_from_slice(s.as_bytes());
-                column.ends.push(column.bytes.len());
+                column.push_str(s);
                 s.len() + 12
             }
             Value::I64(v) | Value::Timestamp(v) => {

@@ -350,14 +350,18 @@ fn index_chunks(
                 }
             }
             if segment.is_full() {
-                // Only reachable with over a billion events in one segment.
-                break;
+                // A block holds at most MAX_DOCS_PER_BLOCK events (a billion): write it
+                // mid-chunk. This chunk's range is committed with the next block, so a crash
+                // in between re-indexes the chunk's first part on resume (duplicates, never
+                // loss).
+                let full = std::mem::replace(&mut segment, SegmentBuilder::new(analyzer.clone()));
+                flush(catalog, dir, full, std::mem::take(&mut ranges), progress)?;
             }
         }
         if let Some(key) = &chunk.source.key {
             ranges.push((key.clone(), chunk.start, chunk.end));
         }
-        if segment.memory_bytes() >= budget || segment.is_full() {
+        if segment.memory_bytes() >= budget {
             let full = std::mem::replace(&mut segment, SegmentBuilder::new(analyzer.clone()));
             flush(catalog, dir, full, std::mem::take(&mut ranges), progress)?;
         }

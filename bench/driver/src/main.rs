@@ -44,6 +44,11 @@ struct Args {
     /// Engine name in the report [default: the engine program's file name]
     #[arg(long)]
     engine: Option<String>,
+    /// Concurrent clients: N engine processes, each single-threaded, fed from one shared
+    /// queue of queries by N driver threads (the next query goes to whichever client is
+    /// free). The report's `qps` is then the throughput of N search threads.
+    #[arg(long, default_value_t = 1)]
+    clients: usize,
     /// The engine program and its arguments
     #[arg(last = true, required = true, value_name = "ENGINE-COMMAND")]
     engine_command: Vec<String>,
@@ -63,6 +68,11 @@ fn main() -> anyhow::Result<()> {
             .file_name()
             .map_or_else(String::new, |name| name.to_string_lossy().into_owned())
     });
+
+    if args.clients > 1 {
+        anyhow::ensure!(args.answers.is_none(), "--answers needs --clients 1");
+        return concurrent_pass(&args, &queries, engine_name);
+    }
 
     let mut engine = Engine::spawn(&args.engine_command)?;
     for query in queries.iter().take(args.warmup) {
@@ -114,6 +124,86 @@ fn main() -> anyhow::Result<()> {
             0.0
         },
         answers_file: args.answers,
+    };
+    println!("{}", serde_json::to_string(&run)?);
+    Ok(())
+}
+
+/// The timed pass with `args.clients` engine processes answering concurrently.
+fn concurrent_pass(args: &Args, queries: &[String], engine_name: String) -> anyhow::Result<()> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let mut engines = Vec::with_capacity(args.clients);
+    for _ in 0..args.clients {
+        let mut engine = Engine::spawn(&args.engine_command)?;
+        for query in queries.iter().take(args.warmup) {
+            engine.ask(&args.command, query)?;
+        }
+        engines.push(engine);
+    }
+    let next = AtomicUsize::new(0);
+    let pass = Instant::now();
+    let results = std::thread::scope(|scope| {
+        let workers: Vec<_> = engines
+            .iter_mut()
+            .map(|engine| {
+                let next = &next;
+                scope.spawn(move || -> anyhow::Result<(Vec<Duration>, usize, usize)> {
+                    let (mut latencies, mut errors, mut unsupported) = (Vec::new(), 0, 0);
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(query) = queries.get(i) else { break };
+                        let sent = Instant::now();
+                        let answer = engine.ask(&args.command, query)?;
+                        let latency = sent.elapsed();
+                        match Outcome::of(answer) {
+                            Outcome::Answered => latencies.push(latency),
+                            Outcome::Error => errors += 1,
+                            Outcome::Unsupported => unsupported += 1,
+                        }
+                    }
+                    Ok((latencies, errors, unsupported))
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|worker| {
+                worker
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()
+    })?;
+    let seconds = pass.elapsed().as_secs_f64();
+    for engine in engines {
+        let status = engine.close()?;
+        if !status.success() {
+            eprintln!("search-driver: {engine_name} exited with {status}");
+        }
+    }
+    let mut latencies = Vec::with_capacity(queries.len());
+    let (mut errors, mut unsupported) = (0, 0);
+    for (worker_latencies, worker_errors, worker_unsupported) in results {
+        latencies.extend(worker_latencies);
+        errors += worker_errors;
+        unsupported += worker_unsupported;
+    }
+    let run = SearchRun {
+        engine: engine_name,
+        command: args.command.clone(),
+        transform: args.transform.to_string(),
+        queries: queries.len(),
+        answered: latencies.len(),
+        errors,
+        unsupported,
+        latency: LatencySummary::of(&mut latencies),
+        seconds,
+        qps: if seconds > 0.0 {
+            queries.len() as f64 / seconds
+        } else {
+            0.0
+        },
+        answers_file: None,
     };
     println!("{}", serde_json::to_string(&run)?);
     Ok(())

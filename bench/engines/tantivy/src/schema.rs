@@ -5,9 +5,7 @@
 
 use anyhow::Context;
 use quarry_index::analysis::Analyzer;
-use tantivy::schema::{
-    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions,
-};
+use tantivy::schema::{Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions};
 use tantivy::Index;
 
 use crate::tokenizer::{QuarryTokenizer, TOKENIZER_NAME};

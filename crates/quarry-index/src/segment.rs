@@ -166,7 +166,7 @@ impl Vocabulary {
                     self.memory += key.len() + TERM_OVERHEAD;
                     self.long.insert(key.into(), TermBuffer::default());
                 }
-                // unwrap-free: present, it was inserted just above if it was missing.
+                // Present: inserted just above if it was missing.
                 self.long.get_mut(key).expect("inserted above")
             }
         }

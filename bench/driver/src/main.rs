@@ -69,45 +69,25 @@ fn main() -> anyhow::Result<()> {
             .map_or_else(String::new, |name| name.to_string_lossy().into_owned())
     });
 
-    if args.clients > 1 {
-        anyhow::ensure!(args.answers.is_none(), "--answers needs --clients 1");
-        return concurrent_pass(&args, &queries, engine_name);
-    }
-
-    let mut engine = Engine::spawn(&args.engine_command)?;
-    for query in queries.iter().take(args.warmup) {
-        engine.ask(&args.command, query)?;
-    }
-
-    let mut latencies: Vec<Duration> = Vec::with_capacity(queries.len());
-    let mut answers = String::new();
-    let (mut errors, mut unsupported) = (0, 0);
-    let pass = Instant::now();
-    for query in &queries {
-        let sent = Instant::now();
-        let answer = engine.ask(&args.command, query)?;
-        let latency = sent.elapsed();
-        match Outcome::of(answer) {
-            Outcome::Answered => latencies.push(latency),
-            Outcome::Error => errors += 1,
-            Outcome::Unsupported => unsupported += 1,
-        }
-        if args.answers.is_some() {
-            answers.push_str(answer);
-            answers.push('\t');
-            answers.push_str(query);
-            answers.push('\n');
-        }
-    }
-    let seconds = pass.elapsed().as_secs_f64();
-    let status = engine.close()?;
-    if !status.success() {
-        eprintln!("search-driver: {engine_name} exited with {status}");
-    }
+    anyhow::ensure!(args.clients >= 1, "--clients must be at least 1");
+    let pass = timed_pass(&args, &queries, &engine_name)?;
     if let Some(path) = &args.answers {
-        fs::write(path, answers).with_context(|| format!("writing {}", path.display()))?;
+        let mut text = String::new();
+        for (index, answer) in &pass.answers {
+            text.push_str(answer);
+            text.push('\t');
+            text.push_str(&queries[*index]);
+            text.push('\n');
+        }
+        fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
     }
-
+    let Pass {
+        mut latencies,
+        errors,
+        unsupported,
+        seconds,
+        ..
+    } = pass;
     let run = SearchRun {
         engine: engine_name,
         command: args.command,
@@ -129,8 +109,30 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The timed pass with `args.clients` engine processes answering concurrently.
-fn concurrent_pass(args: &Args, queries: &[String], engine_name: String) -> anyhow::Result<()> {
+/// What a timed pass collected: latencies of answered queries, counts of the others, and
+/// (with `--answers`) each query's answer by query index.
+#[derive(Default)]
+struct Pass {
+    latencies: Vec<Duration>,
+    errors: usize,
+    unsupported: usize,
+    answers: Vec<(usize, String)>,
+    seconds: f64,
+}
+
+impl Pass {
+    fn merge(&mut self, other: Pass) {
+        self.latencies.extend(other.latencies);
+        self.errors += other.errors;
+        self.unsupported += other.unsupported;
+        self.answers.extend(other.answers);
+    }
+}
+
+/// Starts `args.clients` engine processes, warms each up, then times every query once: each
+/// client thread takes the next query from one shared queue as soon as it is free (with one
+/// client, the queries go in file order).
+fn timed_pass(args: &Args, queries: &[String], engine_name: &str) -> anyhow::Result<Pass> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let mut engines = Vec::with_capacity(args.clients);
     for _ in 0..args.clients {
@@ -140,28 +142,34 @@ fn concurrent_pass(args: &Args, queries: &[String], engine_name: String) -> anyh
         }
         engines.push(engine);
     }
+    let keep_answers = args.answers.is_some();
     let next = AtomicUsize::new(0);
-    let pass = Instant::now();
-    let results = std::thread::scope(|scope| {
+    let started = Instant::now();
+    let parts = std::thread::scope(|scope| {
         let workers: Vec<_> = engines
             .iter_mut()
             .map(|engine| {
                 let next = &next;
-                scope.spawn(move || -> anyhow::Result<(Vec<Duration>, usize, usize)> {
-                    let (mut latencies, mut errors, mut unsupported) = (Vec::new(), 0, 0);
+                scope.spawn(move || -> anyhow::Result<Pass> {
+                    let mut pass = Pass::default();
                     loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(query) = queries.get(i) else { break };
+                        let index = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(query) = queries.get(index) else {
+                            break;
+                        };
                         let sent = Instant::now();
                         let answer = engine.ask(&args.command, query)?;
                         let latency = sent.elapsed();
                         match Outcome::of(answer) {
-                            Outcome::Answered => latencies.push(latency),
-                            Outcome::Error => errors += 1,
-                            Outcome::Unsupported => unsupported += 1,
+                            Outcome::Answered => pass.latencies.push(latency),
+                            Outcome::Error => pass.errors += 1,
+                            Outcome::Unsupported => pass.unsupported += 1,
+                        }
+                        if keep_answers {
+                            pass.answers.push((index, answer.to_owned()));
                         }
                     }
-                    Ok((latencies, errors, unsupported))
+                    Ok(pass)
                 })
             })
             .collect();
@@ -174,37 +182,20 @@ fn concurrent_pass(args: &Args, queries: &[String], engine_name: String) -> anyh
             })
             .collect::<anyhow::Result<Vec<_>>>()
     })?;
-    let seconds = pass.elapsed().as_secs_f64();
+    let seconds = started.elapsed().as_secs_f64();
     for engine in engines {
         let status = engine.close()?;
         if !status.success() {
             eprintln!("search-driver: {engine_name} exited with {status}");
         }
     }
-    let mut latencies = Vec::with_capacity(queries.len());
-    let (mut errors, mut unsupported) = (0, 0);
-    for (worker_latencies, worker_errors, worker_unsupported) in results {
-        latencies.extend(worker_latencies);
-        errors += worker_errors;
-        unsupported += worker_unsupported;
-    }
-    let run = SearchRun {
-        engine: engine_name,
-        command: args.command.clone(),
-        transform: args.transform.to_string(),
-        queries: queries.len(),
-        answered: latencies.len(),
-        errors,
-        unsupported,
-        latency: LatencySummary::of(&mut latencies),
+    let mut pass = Pass {
         seconds,
-        qps: if seconds > 0.0 {
-            queries.len() as f64 / seconds
-        } else {
-            0.0
-        },
-        answers_file: None,
+        ..Pass::default()
     };
-    println!("{}", serde_json::to_string(&run)?);
-    Ok(())
+    for part in parts {
+        pass.merge(part);
+    }
+    pass.answers.sort_by_key(|(index, _)| *index);
+    Ok(pass)
 }

@@ -315,6 +315,16 @@ fn count_mismatches(subject: &SearchRun, baseline: &SearchRun) -> anyhow::Result
 mod tests {
     use super::*;
 
+    /// The whitespace-separated cells of the first table line starting with `name`.
+    fn table_row<'t>(table: &'t str, name: &str) -> Vec<&'t str> {
+        table
+            .lines()
+            .find(|line| line.trim_start().starts_with(name))
+            .unwrap_or_default()
+            .split_whitespace()
+            .collect()
+    }
+
     fn search(engine: &str, mean_us: f64) -> Record {
         Record::Search(SearchRun {
             engine: engine.to_owned(),
@@ -409,14 +419,7 @@ mod tests {
         assert_eq!(find("quarry", "latency_p99_us"), None);
 
         let table = report.table("quarry", &["tantivy".to_owned()]);
-        let row = |name: &str| {
-            table
-                .lines()
-                .find(|line| line.trim_start().starts_with(name))
-                .unwrap_or_default()
-                .split_whitespace()
-                .collect::<Vec<_>>()
-        };
+        let row = |name: &str| table_row(&table, name);
         assert_eq!(row("seconds"), ["seconds", "1.00", "2.00", "0.50x"]);
         assert_eq!(row("index_bytes"), ["index_bytes", "50", "100", "0.50x"]);
         assert_eq!(
@@ -452,14 +455,7 @@ mod tests {
         ];
         let baselines = ["tantivy".to_owned(), "lucene".to_owned()];
         let table = Report::build(&records, "quarry", &baselines)?.table("quarry", &baselines);
-        let row = |name: &str| {
-            table
-                .lines()
-                .find(|line| line.trim_start().starts_with(name))
-                .unwrap_or_default()
-                .split_whitespace()
-                .collect::<Vec<_>>()
-        };
+        let row = |name: &str| table_row(&table, name);
         assert_eq!(
             row(""),
             [

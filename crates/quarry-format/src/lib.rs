@@ -26,5 +26,5 @@ pub mod value;
 pub use block::{BlockReader, TIME_FIELD};
 pub use error::{DecodeError, FormatError, Result};
 pub use postings::{PostingsCursor, TermInfo, TERMINATED};
-pub use termdict::TermKind;
+pub use termdict::{f64_term, i64_term, TermKind};
 pub use value::{ColumnType, MinMax, Value};

@@ -16,6 +16,47 @@ pub enum TermKind {
     Token = 0,
     /// A whole string value (up to `MAX_EXACT_TERM_LEN` bytes), for `field:="exact value"`.
     Exact = 1,
+    /// An integer value (i64, or u64 up to `i64::MAX`) as the 8 bytes of `i64_term`, so that
+    /// key order is numeric order and a range query is a range of keys. Tf 1, no positions.
+    I64 = 2,
+    /// A float value (not NaN, and u64 values above `i64::MAX`) as the 8 bytes of `f64_term`.
+    F64 = 3,
+}
+
+impl TermKind {
+    pub fn from_u8(byte: u8) -> Option<TermKind> {
+        Some(match byte {
+            0 => TermKind::Token,
+            1 => TermKind::Exact,
+            2 => TermKind::I64,
+            3 => TermKind::F64,
+            _ => return None,
+        })
+    }
+
+    /// Whether terms of this kind carry frequencies and positions.
+    pub fn has_positions(self) -> bool {
+        self == TermKind::Token
+    }
+}
+
+/// The order-preserving bytes of an integer term: big endian with the sign bit flipped.
+pub fn i64_term(value: i64) -> [u8; 8] {
+    ((value as u64) ^ (1 << 63)).to_be_bytes()
+}
+
+/// The order-preserving bytes of a float term: negative values have every bit flipped,
+/// others only the sign bit, so byte order is `f64::total_cmp` order. -0.0 is stored as 0.0 so
+/// that a range starting at 0 holds it.
+pub fn f64_term(value: f64) -> [u8; 8] {
+    let value = if value == 0.0 { 0.0 } else { value };
+    let bits = value.to_bits();
+    let key = if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | 1 << 63
+    };
+    key.to_be_bytes()
 }
 
 pub fn term_key(out: &mut Vec<u8>, field: u16, kind: TermKind, term: &[u8]) {

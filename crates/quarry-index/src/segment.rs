@@ -16,7 +16,7 @@ use quarry_format::codec::ByteReader;
 use quarry_format::column::{ColumnData, ColumnWriter};
 use quarry_format::fieldnorm::length_to_id;
 use quarry_format::limits::{MAX_DOCS_PER_BLOCK, MAX_EXACT_TERM_LEN};
-use quarry_format::{ColumnType, FormatError, TermKind, Value, TIME_FIELD};
+use quarry_format::{f64_term, i64_term, ColumnType, FormatError, TermKind, Value, TIME_FIELD};
 use smallvec::SmallVec;
 use std::path::Path;
 use std::sync::Arc;
@@ -276,13 +276,27 @@ impl SegmentBuilder {
                 Value::Str(text) => {
                     self.index_text(field, doc, text);
                     if text.len() <= MAX_EXACT_TERM_LEN {
-                        self.add_exact(field, doc, text.as_bytes());
+                        self.add_exact(field, doc, TermKind::Exact, text.as_bytes());
                     }
                 }
                 Value::Json(text) => self.index_text(field, doc, text),
-                Value::I64(v) => self.index_text(field, doc, &v.to_string()),
-                Value::U64(v) => self.index_text(field, doc, &v.to_string()),
-                Value::F64(v) => self.index_text(field, doc, &v.to_string()),
+                Value::I64(v) => {
+                    self.index_text(field, doc, &v.to_string());
+                    self.add_exact(field, doc, TermKind::I64, &i64_term(*v));
+                }
+                Value::U64(v) => {
+                    self.index_text(field, doc, &v.to_string());
+                    match i64::try_from(*v) {
+                        Ok(v) => self.add_exact(field, doc, TermKind::I64, &i64_term(v)),
+                        Err(_) => self.add_exact(field, doc, TermKind::F64, &f64_term(*v as f64)),
+                    }
+                }
+                Value::F64(v) => {
+                    self.index_text(field, doc, &v.to_string());
+                    if !v.is_nan() {
+                        self.add_exact(field, doc, TermKind::F64, &f64_term(*v));
+                    }
+                }
                 Value::Bool(v) => self.index_text(field, doc, if *v { "true" } else { "false" }),
                 Value::Timestamp(_) => {}
             }
@@ -326,10 +340,11 @@ impl SegmentBuilder {
         self.memory += added;
     }
 
-    fn add_exact(&mut self, field: u16, doc: u32, value: &[u8]) {
+    /// A term without positions: a whole string value or a number's order-preserving bytes.
+    fn add_exact(&mut self, field: u16, doc: u32, kind: TermKind, value: &[u8]) {
         let mut key = std::mem::take(&mut self.key);
         key.clear();
-        key.extend_from_slice(&key_prefix(field, TermKind::Exact));
+        key.extend_from_slice(&key_prefix(field, kind));
         key.extend_from_slice(value);
         let term = self.vocabulary.get_or_insert(&key);
         let before = term.bytes.len();
@@ -483,7 +498,10 @@ impl SegmentBuilder {
         let mut all = Vec::with_capacity(names.len());
         for &(_, id) in names {
             let Some(id) = id else {
-                let mut writer = ColumnWriter::new(ColumnType::Timestamp);
+                let mut writer = ColumnWriter::with_chunk_max_docs(
+                    ColumnType::Timestamp,
+                    quarry_format::limits::TIME_CHUNK_MAX_DOCS,
+                );
                 for (doc, &time) in times.iter().enumerate() {
                     writer.push_raw(doc as u32, time as u64)?;
                 }
@@ -562,11 +580,8 @@ impl SegmentBuilder {
         let mut entries: Vec<(u32, u32, u32)> = Vec::new();
         let mut sorted_positions = Vec::new();
         for (ordinal, kind, _, term, index) in keys {
-            let kind = if kind == TermKind::Exact as u8 {
-                TermKind::Exact
-            } else {
-                TermKind::Token
-            };
+            // The builder only writes the kinds it knows.
+            let kind = TermKind::from_u8(kind).unwrap_or(TermKind::Token);
             let buffer = terms[index as usize].1;
             docs.clear();
             tfs.clear();

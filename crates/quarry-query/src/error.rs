@@ -8,6 +8,13 @@ pub enum QueryError {
     Parse(#[from] ParseError),
     #[error(transparent)]
     Format(#[from] quarry_format::FormatError),
+    #[error(
+        "the histogram would have {buckets} buckets, more than {limit}: use a larger interval"
+    )]
+    TooManyBuckets { buckets: i64, limit: i64 },
+    /// A request that is well-formed but cannot be answered (e.g. a bad aggregation).
+    #[error("{0}")]
+    Invalid(String),
     #[error(transparent)]
     Catalog(#[from] quarry_store::CatalogError),
 }

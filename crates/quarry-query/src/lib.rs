@@ -4,13 +4,18 @@
 //! A search walks Query → Weight (once, with statistics over all blocks) → Scorer (per block)
 //! → Collector (top-k by score with MaxScore pruning, by time, or a count).
 
+pub mod aggregation;
 pub mod bm25;
 pub mod collector;
 pub mod error;
+pub mod filter;
 pub mod parser;
 pub mod query;
+pub mod range;
 pub mod scorer;
 pub mod searcher;
+pub mod time;
+pub mod timeline;
 pub mod weight;
 
 pub use error::QueryError;

@@ -8,17 +8,27 @@
 //! primary  := "(" or_expr ")" | "*"
 //!           | FIELD ":" ( "(" or_expr ")" | value )        the group's bare values take FIELD
 //!           | FIELD ":=" PHRASE_OR_WORD                    exact whole-value match
+//!           | FIELD ":" ("[" | "{") BOUND "TO" BOUND ("]" | "}")   range, [ ] inclusive, { } not
+//!           | FIELD ":" (">" | ">=" | "<" | "<=") BOUND
+//!           | "_exists_:" FIELD                             the field has a value
 //!           | value
+//! BOUND    := a number, or `*` for none; for `_time`, a time (RFC 3339, a date, epoch, now-15m)
 //! value    := PHRASE | WORD
 //! PHRASE   := '"' chars '"'       an unclosed quote runs to the end of the input
 //! WORD     := chars up to whitespace or ( ) " ; `\` escapes the next char
 //! ```
 //! The grammar is a plain recursive-descent parser over a token list, so later steps can add
-//! ranges (`[a TO b]`, `>100`), wildcards, fuzzy and regex values in `primary` alone.
+//! wildcards, fuzzy and regex values in `primary` alone.
 //! Tolerance, so that real users' queries (the TREC set has mismatched quotes) never fail: an
 //! unclosed `(` closes at the end; an operator with nothing after it is an error naming it.
 
+use crate::range::{Number, NumericRange};
+use crate::time::{now_nanos, parse_time};
 use std::fmt;
+use std::ops::Bound;
+
+/// The field that holds each event's time; its range bounds are times, not numbers.
+pub const TIME_FIELD: &str = quarry_format::TIME_FIELD;
 
 /// A parse error, with the byte offset in the query where it was found.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -53,6 +63,15 @@ pub enum Ast {
         field: String,
         value: String,
     },
+    /// `field:[a TO b]`, `field:>a` and the like; for `_time` the bounds are nanoseconds.
+    Range {
+        field: String,
+        range: NumericRange,
+    },
+    /// `_exists_:field`.
+    Exists {
+        field: String,
+    },
     /// `*`: every event.
     All,
     Bool(Vec<(Occur, Ast)>),
@@ -74,6 +93,8 @@ impl fmt::Display for Ast {
                 write!(f, "\"{text}\"")
             }
             Ast::Exact { field, value } => write!(f, "{field}:=\"{value}\""),
+            Ast::Range { field, range } => write!(f, "{field}:{range}"),
+            Ast::Exists { field } => write!(f, "_exists_:{field}"),
             Ast::All => write!(f, "*"),
             Ast::Bool(clauses) => {
                 write!(f, "(")?;
@@ -108,6 +129,20 @@ enum Token {
     And,
     Or,
     Star,
+    /// `[lo TO hi]` or `{lo TO hi}` (either bracket on either side) right after `field:`.
+    Range {
+        lower: String,
+        lower_inclusive: bool,
+        upper: String,
+        upper_inclusive: bool,
+    },
+    /// `>v`, `>=v`, `<v`, `<=v` right after `field:`.
+    Compare {
+        op: &'static str,
+        value: String,
+    },
+    /// A range that does not read `lo TO hi`.
+    BadRange(String),
 }
 
 fn lex(input: &str) -> Vec<(usize, Token)> {
@@ -141,6 +176,49 @@ fn lex(input: &str) -> Vec<(usize, Token)> {
                     }
                 }
                 tokens.push((start, Token::Phrase(text)));
+            }
+            '[' | '{' if matches!(tokens.last(), Some((_, Token::Field(_)))) => {
+                chars.next();
+                let mut body = String::new();
+                let mut close = None;
+                for (_, c) in chars.by_ref() {
+                    if c == ']' || c == '}' {
+                        close = Some(c);
+                        break;
+                    }
+                    body.push(c);
+                }
+                let parts: Vec<&str> = body.split_whitespace().collect();
+                let token = match (close, parts.as_slice()) {
+                    (None, _) => Token::BadRange("unclosed range".into()),
+                    (Some(close), [lower, to, upper]) if to.eq_ignore_ascii_case("TO") => {
+                        Token::Range {
+                            lower: (*lower).to_owned(),
+                            lower_inclusive: c == '[',
+                            upper: (*upper).to_owned(),
+                            upper_inclusive: close == ']',
+                        }
+                    }
+                    _ => Token::BadRange("expected a range like [a TO b]".into()),
+                };
+                tokens.push((start, token));
+            }
+            '>' | '<' if matches!(tokens.last(), Some((_, Token::Field(_)))) => {
+                chars.next();
+                let or_equal = chars.next_if(|&(_, n)| n == '=').is_some();
+                let op = match (c, or_equal) {
+                    ('>', false) => ">",
+                    ('>', true) => ">=",
+                    ('<', false) => "<",
+                    _ => "<=",
+                };
+                let mut value = String::new();
+                while let Some((_, c)) =
+                    chars.next_if(|&(_, n)| !n.is_whitespace() && !matches!(n, '(' | ')'))
+                {
+                    value.push(c);
+                }
+                tokens.push((start, Token::Compare { op, value }));
             }
             '+' | '-' | '!' => {
                 chars.next();
@@ -209,17 +287,25 @@ struct Parser<'a> {
     next: usize,
     input: &'a str,
     depth: usize,
+    /// What `now` means in relative times, in nanoseconds since the epoch.
+    now: i64,
 }
 
 /// Deep nesting is refused rather than risking the stack.
 const MAX_DEPTH: usize = 64;
 
 pub fn parse(input: &str) -> Result<Ast, ParseError> {
+    parse_at(input, now_nanos())
+}
+
+/// Parses with `now` (nanoseconds since the epoch) as the time relative times count from.
+pub fn parse_at(input: &str, now: i64) -> Result<Ast, ParseError> {
     let mut parser = Parser {
         tokens: lex(input),
         next: 0,
         input,
         depth: 0,
+        now,
     };
     if parser.tokens.is_empty() {
         return Err(ParseError {
@@ -362,7 +448,45 @@ impl Parser<'_> {
                 field: field.map(str::to_owned),
                 text,
             }),
-            Token::Field(name) => match self.peek() {
+            Token::Field(name) if name == "_exists_" => match self.peek().cloned() {
+                Some(Token::Word(field)) | Some(Token::Phrase(field)) => {
+                    self.next += 1;
+                    Ok(Ast::Exists { field })
+                }
+                _ => Err(self.error("expected a field name after '_exists_:'")),
+            },
+            Token::Field(name) => match self.peek().cloned() {
+                Some(Token::Range {
+                    lower,
+                    lower_inclusive,
+                    upper,
+                    upper_inclusive,
+                }) => {
+                    let lower = self.bound(&name, &lower, lower_inclusive)?;
+                    let upper = self.bound(&name, &upper, upper_inclusive)?;
+                    self.next += 1;
+                    Ok(Ast::Range {
+                        field: name,
+                        range: NumericRange { lower, upper },
+                    })
+                }
+                Some(Token::Compare { op, value }) => {
+                    let bound = self.bound(&name, &value, op.ends_with('='))?;
+                    self.next += 1;
+                    let range = if op.starts_with('>') {
+                        NumericRange {
+                            lower: bound,
+                            upper: Bound::Unbounded,
+                        }
+                    } else {
+                        NumericRange {
+                            lower: Bound::Unbounded,
+                            upper: bound,
+                        }
+                    };
+                    Ok(Ast::Range { field: name, range })
+                }
+                Some(Token::BadRange(message)) => Err(self.error(message)),
                 Some(Token::Open) => self.primary(Some(&name)),
                 Some(Token::Word(_)) | Some(Token::Phrase(_)) | Some(Token::Star) => {
                     self.primary(Some(&name))
@@ -401,7 +525,33 @@ impl Parser<'_> {
                 position,
                 message: "expected a clause after the operator".into(),
             }),
+            Token::Range { .. } | Token::Compare { .. } | Token::BadRange(_) => Err(ParseError {
+                position,
+                message: "a range needs a field before it (field:[a TO b])".into(),
+            }),
         }
+    }
+
+    /// One bound of a range on `field`, the current token: a number, `*`, or a time for
+    /// `_time`. Errors point at the range token.
+    fn bound(&self, field: &str, text: &str, inclusive: bool) -> Result<Bound<Number>, ParseError> {
+        if text == "*" {
+            return Ok(Bound::Unbounded);
+        }
+        let number = if field == TIME_FIELD {
+            parse_time(text, self.now)
+                .map(Number::Int)
+                .map_err(|message| self.error(message))?
+        } else {
+            Number::parse(text).ok_or_else(|| {
+                self.error(format!("expected a number in the range, got {text:?}"))
+            })?
+        };
+        Ok(if inclusive {
+            Bound::Included(number)
+        } else {
+            Bound::Excluded(number)
+        })
     }
 }
 
@@ -419,7 +569,8 @@ mod tests {
     use proptest::prelude::*;
 
     fn check(input: &str, expected: &str) {
-        match parse(input) {
+        // `now` is 1,000,000 s after the epoch, so relative times are easy to read.
+        match parse_at(input, 1_000_000_000_000_000) {
             Ok(ast) => assert_eq!(ast.to_string(), expected, "{input:?}"),
             Err(e) => assert_eq!(format!("error: {e}"), expected, "{input:?}"),
         }
@@ -457,12 +608,48 @@ mod tests {
         check("OR a", "error: OR needs a clause before it at position 0");
         check("f:", "error: expected a value after 'f:' at position 2");
         check("a:=", "error: expected a value after 'a:=' at position 3");
+        check("latency:[100 TO 500]", "latency:[100 TO 500]");
+        check("latency:{100 TO 500]", "latency:{100 TO 500]");
+        check("latency:[1.5 to *}", "latency:[1.5 TO *]");
+        check("latency:>100", "latency:{100 TO *]");
+        check("latency:>=100", "latency:[100 TO *]");
+        check("latency:<=-2", "latency:[* TO -2]");
+        check("x AND latency:<2.5", "(+x +latency:[* TO 2.5})");
+        check(
+            "_time:[2026-11-01 TO 2026-11-02}",
+            "_time:[1793491200000000000 TO 1793577600000000000}",
+        );
+        check("_time:>=now-1m", "_time:[999940000000000 TO *]");
+        check("_exists_:status", "_exists_:status");
+        check("-_exists_:status", "(-_exists_:status)");
+        check(
+            "a:[1 TO]",
+            "error: expected a range like [a TO b] at position 2",
+        );
+        check("a:[1 TO 2", "error: unclosed range at position 2");
+        check(
+            "a:[x TO 2]",
+            "error: expected a number in the range, got \"x\" at position 2",
+        );
+        check(
+            "a:>nan",
+            "error: expected a number in the range, got \"nan\" at position 2",
+        );
+        check(
+            "_time:>yesterday",
+            "error: expected a time (RFC 3339, a date, epoch seconds or ms, now-15m), got \"yesterday\" at position 6",
+        );
+        check(
+            "_exists_:",
+            "error: expected a field name after '_exists_:' at position 9",
+        );
+        check("a [1 TO 2]", "(a [1 TO 2])");
     }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(512))]
         #[test]
-        fn never_panics(input in "[a-c \"()+\\-!:=*\\\\]{0,30}|(AND|OR|NOT| |a|\\(|\\)|\"|:)*") {
+        fn never_panics(input in "[a-c \"()+\\-!:=*\\\\\\[\\]{}<>]{0,30}|(AND|OR|NOT|TO| |a|\\(|\\)|\"|:|\\[|\\]|>)*") {
             if let Err(e) = parse(&input) {
                 prop_assert!(e.position <= input.len());
             }

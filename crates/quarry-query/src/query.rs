@@ -1,7 +1,8 @@
 //! Analyzed queries: the parser's `Ast` with its text run through the analyzer and bare words
 //! expanded over the text fields.
 
-use crate::parser::{Ast, Occur};
+use crate::parser::{Ast, Occur, TIME_FIELD};
+use crate::range::NumericRange;
 use quarry_index::Analyzer;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -24,6 +25,20 @@ pub enum Query {
     /// Matches when any clause matches; the score is the sum of the matching clauses' scores
     /// (a bare word over several fields, as Lucene's MultiFieldQueryParser builds it).
     Any(Vec<Query>),
+    /// `_time` in `[start, end)`, nanoseconds since the epoch.
+    TimeRange {
+        start: i64,
+        end: i64,
+    },
+    /// A numeric field's value in a range (integer, unsigned or float columns).
+    Range {
+        field: String,
+        range: NumericRange,
+    },
+    /// The field has a value (of any type).
+    Exists {
+        field: String,
+    },
     Bool {
         must: Vec<Query>,
         should: Vec<Query>,
@@ -67,6 +82,18 @@ pub fn plan(ast: &Ast, analyzer: &Analyzer, text_fields: &[String]) -> Query {
         Ast::Exact { field, value } => Query::Exact {
             field: field.clone(),
             value: value.clone(),
+        },
+        Ast::Range { field, range } if field == TIME_FIELD => match range.half_open_i64() {
+            Some((start, end)) => Query::TimeRange { start, end },
+            None => Query::Nothing,
+        },
+        Ast::Range { field, range } => Query::Range {
+            field: field.clone(),
+            range: range.clone(),
+        },
+        Ast::Exists { field } if field == TIME_FIELD => Query::All,
+        Ast::Exists { field } => Query::Exists {
+            field: field.clone(),
         },
         Ast::All => Query::All,
         Ast::Bool(clauses) => {
@@ -119,7 +146,67 @@ impl Query {
                 .chain(should)
                 .chain(must_not)
                 .for_each(|c| c.for_each_term(f)),
-            Query::Exact { .. } | Query::All | Query::Nothing => {}
+            Query::Exact { .. }
+            | Query::TimeRange { .. }
+            | Query::Range { .. }
+            | Query::Exists { .. }
+            | Query::All
+            | Query::Nothing => {}
+        }
+    }
+}
+
+impl Query {
+    /// `self AND _time in [start, end)`; the time clause is a filter (it scores nothing).
+    pub fn within(self, start: i64, end: i64) -> Query {
+        if start == i64::MIN && end == i64::MAX {
+            return self;
+        }
+        let time = Query::TimeRange { start, end };
+        match self {
+            Query::Nothing => Query::Nothing,
+            Query::All => time,
+            Query::Bool {
+                mut must,
+                should,
+                must_not,
+            } if !must.is_empty() => {
+                must.push(time);
+                Query::Bool {
+                    must,
+                    should,
+                    must_not,
+                }
+            }
+            other => Query::Bool {
+                must: vec![other, time],
+                should: Vec::new(),
+                must_not: Vec::new(),
+            },
+        }
+    }
+
+    /// The time range this query is limited to by required `_time` clauses, and whether
+    /// anything else filters (false: every event in the range matches).
+    pub fn time_bounds(&self) -> ((i64, i64), bool) {
+        match self {
+            Query::All => ((i64::MIN, i64::MAX), false),
+            Query::TimeRange { start, end } => ((*start, *end), false),
+            Query::Bool {
+                must,
+                should,
+                must_not,
+            } if should.is_empty() && must_not.is_empty() => {
+                let mut bounds = (i64::MIN, i64::MAX);
+                let mut filtered = false;
+                for clause in must {
+                    let ((start, end), other) = clause.time_bounds();
+                    bounds = (bounds.0.max(start), bounds.1.min(end));
+                    filtered |= other;
+                }
+                (bounds, filtered)
+            }
+            _ => ((i64::MIN, i64::MAX), true),
         }
     }
 }

@@ -3,9 +3,11 @@
 use crate::bm25::Bm25Params;
 use crate::collector::{collect_all, collect_max_score, ScoredDoc, TopK};
 use crate::error::{QueryError, Result};
+use crate::filter::Optimizations;
 use crate::parser;
 use crate::query::{plan, Query};
 use crate::scorer::{BoxScorer, Scorer};
+use crate::timeline::Cursor;
 use crate::weight::{CollectionStats, Weight};
 use quarry_format::block::DocumentFetcher;
 use quarry_format::{BlockReader, DecodeError, Value, TERMINATED, TIME_FIELD};
@@ -25,11 +27,13 @@ pub enum SortOrder {
     TimeAsc,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct SearchRequest {
     pub limit: usize,
     pub count: bool,
     pub sort: SortOrder,
+    /// For time sorts: continue after this hit (`search_after`).
+    pub after: Option<Cursor>,
 }
 
 /// One hit: where it is, its score (relevance sort only) and its time.
@@ -48,11 +52,15 @@ pub struct SearchResult {
 }
 
 pub struct Searcher {
-    /// Sorted by (time_min, path): the global doc order is (block position, doc id).
-    blocks: Vec<BlockReader>,
+    /// Sorted by (time_min, path).
+    pub(crate) blocks: Vec<BlockReader>,
+    /// A stable id per block (the number in its file name), which orders events of equal
+    /// `_time` across blocks: time order is (`_time`, block id, doc id), and cursors hold it.
+    pub(crate) block_ids: Vec<u64>,
     analyzer: Analyzer,
     text_fields: Vec<String>,
     params: Bm25Params,
+    pub(crate) optimizations: Optimizations,
 }
 
 impl Searcher {
@@ -80,12 +88,31 @@ impl Searcher {
                     .map(|f| f.name.clone())
             })
             .collect();
+        let block_ids = blocks
+            .iter()
+            .enumerate()
+            .map(|(position, block)| {
+                block
+                    .path()
+                    .file_stem()
+                    .and_then(|stem| stem.to_str())
+                    .and_then(|stem| stem.parse().ok())
+                    .unwrap_or(position as u64)
+            })
+            .collect();
         Searcher {
             blocks,
+            block_ids,
             analyzer,
             text_fields: text_fields.into_iter().collect(),
             params: Bm25Params::default(),
+            optimizations: Optimizations::default(),
         }
+    }
+
+    /// Turns optimizations on or off (answers stay the same; for benchmarks and tests).
+    pub fn set_optimizations(&mut self, optimizations: Optimizations) {
+        self.optimizations = optimizations;
     }
 
     pub fn blocks(&self) -> &[BlockReader] {
@@ -108,7 +135,7 @@ impl Searcher {
 
     pub fn weight(&self, query: &Query) -> Result<Weight> {
         let stats = CollectionStats::gather(query, &self.blocks)?;
-        Ok(Weight::new(query, &stats, self.params))
+        Ok(Weight::new(query, &stats, self.params, self.optimizations))
     }
 
     pub fn search(&self, query: &Query, request: &SearchRequest) -> Result<SearchResult> {
@@ -126,7 +153,7 @@ impl Searcher {
                     })
                 })
                 .collect::<Result<Vec<_>>>()?,
-            order => self.by_time(&weight, request.limit, order)?,
+            order => self.by_time(query, &weight, request.limit, order, request.after)?,
         };
         let count = if request.count {
             Some(self.count_weight(&weight)?)
@@ -140,7 +167,7 @@ impl Searcher {
         self.count_weight(&self.weight(query)?)
     }
 
-    fn check(&self, block: usize, scorer: &dyn Scorer) -> Result<()> {
+    pub(crate) fn check_scorer(&self, block: usize, scorer: &dyn Scorer) -> Result<()> {
         match scorer.error() {
             None => Ok(()),
             Some(error) => Err(self.blocks[block].corrupt("postings", error).into()),
@@ -168,7 +195,7 @@ impl Searcher {
                             *word |= 1 << (doc % 64);
                         }
                     });
-                    self.check(index, scorer.as_ref())?;
+                    self.check_scorer(index, scorer.as_ref())?;
                 }
                 total += bits.iter().map(|w| u64::from(w.count_ones())).sum::<u64>();
                 continue;
@@ -193,7 +220,7 @@ impl Searcher {
                     total += 1;
                     doc = scorer.advance();
                 }
-                self.check(index, scorer.as_ref())?;
+                self.check_scorer(index, scorer.as_ref())?;
             }
         }
         Ok(total)
@@ -222,7 +249,7 @@ impl Searcher {
                     }
                     collect_max_score(&mut scorers, index as u32, &mut top);
                     for scorer in &scorers {
-                        self.check(index, scorer)?;
+                        self.check_scorer(index, scorer)?;
                     }
                 }
                 Some(clauses) if clauses.len() > 1 => {
@@ -232,60 +259,18 @@ impl Searcher {
                     }
                     collect_max_score(&mut scorers, index as u32, &mut top);
                     for scorer in &scorers {
-                        self.check(index, scorer.as_ref())?;
+                        self.check_scorer(index, scorer.as_ref())?;
                     }
                 }
                 _ => {
                     if let Some(mut scorer) = weight.scorer(index, block)? {
                         collect_all(scorer.as_mut(), index as u32, &mut top);
-                        self.check(index, scorer.as_ref())?;
+                        self.check_scorer(index, scorer.as_ref())?;
                     }
                 }
             }
         }
         Ok(top.into_sorted())
-    }
-
-    /// Matches sorted by `_time`. Doc ids are in time order within a block, so each block
-    /// contributes at most its first (or last) `limit` matches.
-    fn by_time(&self, weight: &Weight, limit: usize, order: SortOrder) -> Result<Vec<Hit>> {
-        let mut candidates = Vec::new();
-        if limit == 0 {
-            return Ok(candidates);
-        }
-        for (index, block) in self.blocks.iter().enumerate() {
-            let Some(mut scorer) = weight.scorer(index, block)? else {
-                continue;
-            };
-            let mut docs = std::collections::VecDeque::with_capacity(limit);
-            let mut doc = scorer.doc();
-            while doc != TERMINATED {
-                if docs.len() == limit {
-                    if order == SortOrder::TimeAsc {
-                        break;
-                    }
-                    docs.pop_front();
-                }
-                docs.push_back(doc);
-                doc = scorer.advance();
-            }
-            self.check(index, scorer.as_ref())?;
-            for doc in docs {
-                let time = self.time_of(index as u32, doc)?;
-                candidates.push(Hit {
-                    block: index as u32,
-                    doc,
-                    score: None,
-                    time,
-                });
-            }
-        }
-        match order {
-            SortOrder::TimeAsc => candidates.sort_by_key(|h| (h.time, h.block, h.doc)),
-            _ => candidates.sort_by_key(|h| std::cmp::Reverse((h.time, h.block, h.doc))),
-        }
-        candidates.truncate(limit);
-        Ok(candidates)
     }
 
     fn time_of(&self, block: u32, doc: u32) -> Result<i64> {

@@ -2,7 +2,9 @@
 //! computed once per search over all blocks, then turned into a scorer per block.
 
 use crate::bm25::{self, Bm25Params, FieldStats};
+use crate::filter::{self, DocRangeScorer, Optimizations, TimeLookup};
 use crate::query::Query;
+use crate::range::NumericRange;
 use crate::scorer::*;
 use quarry_format::{BlockReader, Result, TermInfo, TermKind};
 use std::collections::HashMap;
@@ -30,6 +32,20 @@ pub enum Weight {
         value: String,
     },
     Any(Vec<Weight>),
+    /// Filters (score 0); they carry the optimizations their scorers may use.
+    TimeRange {
+        start: i64,
+        end: i64,
+        optimizations: Optimizations,
+    },
+    Range {
+        field: String,
+        range: NumericRange,
+        optimizations: Optimizations,
+    },
+    Exists {
+        field: String,
+    },
     Bool {
         must: Vec<Weight>,
         should: Vec<Weight>,
@@ -97,15 +113,21 @@ impl CollectionStats {
 }
 
 impl Weight {
-    pub fn new(query: &Query, stats: &CollectionStats, params: Bm25Params) -> Weight {
+    pub fn new(
+        query: &Query,
+        stats: &CollectionStats,
+        params: Bm25Params,
+        optimizations: Optimizations,
+    ) -> Weight {
         let mut caches: HashMap<String, Arc<[f32; 256]>> = HashMap::new();
-        Self::build(query, stats, params, &mut caches)
+        Self::build(query, stats, params, optimizations, &mut caches)
     }
 
     fn build(
         query: &Query,
         stats: &CollectionStats,
         params: Bm25Params,
+        optimizations: Optimizations,
         caches: &mut HashMap<String, Arc<[f32; 256]>>,
     ) -> Weight {
         let field_stats = |field: &str| stats.fields.get(field).copied().unwrap_or_default();
@@ -134,7 +156,7 @@ impl Weight {
         let all = |clauses: &[Query], caches: &mut HashMap<String, Arc<[f32; 256]>>| {
             clauses
                 .iter()
-                .map(|c| Self::build(c, stats, params, caches))
+                .map(|c| Self::build(c, stats, params, optimizations, caches))
                 .collect::<Vec<_>>()
         };
         match query {
@@ -159,6 +181,19 @@ impl Weight {
                 value: value.clone(),
             },
             Query::Any(clauses) => Weight::Any(all(clauses, caches)),
+            Query::TimeRange { start, end } => Weight::TimeRange {
+                start: *start,
+                end: *end,
+                optimizations,
+            },
+            Query::Range { field, range } => Weight::Range {
+                field: field.clone(),
+                range: range.clone(),
+                optimizations,
+            },
+            Query::Exists { field } => Weight::Exists {
+                field: field.clone(),
+            },
             Query::Bool {
                 must,
                 should,
@@ -249,6 +284,26 @@ impl Weight {
                     cursor: block.postings(&info)?,
                 }))
             }
+            Weight::TimeRange {
+                start,
+                end,
+                optimizations,
+            } => {
+                let manifest = block.manifest();
+                if optimizations.skipping
+                    && (manifest.time_max < *start || manifest.time_min >= *end)
+                {
+                    return Ok(None);
+                }
+                let (lo, hi) = TimeLookup::new(block, *optimizations)?.doc_range(*start, *end)?;
+                (lo < hi).then(|| Box::new(DocRangeScorer::new(lo, hi)) as BoxScorer)
+            }
+            Weight::Range {
+                field,
+                range,
+                optimizations,
+            } => filter::numeric_range_scorer(block, field, range, *optimizations)?,
+            Weight::Exists { field } => filter::exists_scorer(block, field)?,
             Weight::Any(clauses) => {
                 let scorers = Self::scorers(clauses, index, block)?;
                 match scorers.len() {

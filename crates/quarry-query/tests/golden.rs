@@ -76,6 +76,7 @@ fn answers(searcher: &Searcher) -> serde_json::Value {
             limit: 5,
             count: true,
             sort: SortOrder::Relevance,
+            ..Default::default()
         };
         let result = searcher.search(&parsed, &request).unwrap();
         let hits: Vec<serde_json::Value> = result
@@ -94,6 +95,7 @@ fn answers(searcher: &Searcher) -> serde_json::Value {
                     limit: 3,
                     count: false,
                     sort: SortOrder::TimeDesc,
+                    ..Default::default()
                 },
             )
             .unwrap()

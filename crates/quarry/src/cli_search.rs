@@ -1,6 +1,11 @@
 use crate::DataArgs;
 use anyhow::{Context, Result};
 use quarry_index::event::format_time;
+use quarry_query::aggregation::AggSpec;
+use quarry_query::filter::Optimizations;
+use quarry_query::parser::ParseError;
+use quarry_query::time::{now_nanos, parse_interval, parse_time};
+use quarry_query::timeline::Cursor;
 use quarry_query::{value_to_json, QueryError, SearchRequest, Searcher, SortOrder};
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
@@ -11,8 +16,10 @@ pub enum Sort {
     #[default]
     Relevance,
     /// Newest first (tail)
+    #[value(alias = "time_desc")]
     TimeDesc,
     /// Oldest first (head)
+    #[value(alias = "time_asc")]
     TimeAsc,
 }
 
@@ -20,15 +27,39 @@ pub enum Sort {
 pub struct SearchArgs {
     #[command(flatten)]
     data: DataArgs,
-    /// Hits to print
+    /// Hits to print (0 for none, e.g. with --histogram or --agg)
     #[arg(long, default_value_t = 10)]
     limit: usize,
-    /// Also print the exact number of matches, as a last line `{"count": N}`
+    /// Also print the exact number of matches, as a line `{"count": N}`
     #[arg(long)]
     count: bool,
-    /// Order of hits
+    /// Order of hits; time-desc (alias time_desc) is a tail, time-asc a head
     #[arg(long, value_enum, default_value_t = Sort::Relevance)]
     sort: Sort,
+    /// Only events at or after this time: RFC 3339, a date, epoch seconds or ms, or relative
+    /// to now (now-15m, now-1d)
+    #[arg(long)]
+    start: Option<String>,
+    /// Only events before this time (same forms as --start)
+    #[arg(long)]
+    end: Option<String>,
+    /// With a time sort, continue after this cursor (the `_cursor` of the last hit printed)
+    #[arg(long, value_name = "CURSOR")]
+    after: Option<String>,
+    /// Print counts per time bucket as `{"histogram": [{"start": RFC3339, "count": N}, ...]}`;
+    /// INTERVAL is 30s, 1m, 1h, 1d..., or `auto` for about 100 buckets
+    #[arg(long, value_name = "INTERVAL")]
+    histogram: Option<String>,
+    /// Aggregate over all matches, printed as one line `{"aggregations": {...}}`: count,
+    /// terms(field, N), min|max|sum|avg|stats(field), percentiles(field[, p...]) (DDSketch,
+    /// 1% relative error), cardinality(field) (HyperLogLog++, ~0.8% error). Repeatable; with
+    /// --histogram, computed per bucket
+    #[arg(long = "agg", value_name = "AGG")]
+    aggs: Vec<String>,
+    /// Turn an optimization off (answers stay the same; for measuring): time-index,
+    /// reverse-search, endpoint-histogram, skipping, range-index or all. Repeatable
+    #[arg(long, value_name = "OPTIMIZATION")]
+    disable: Vec<String>,
     /// The query
     query: String,
 }
@@ -46,6 +77,11 @@ pub struct CheckArgs {
 pub struct BenchServeArgs {
     #[command(flatten)]
     data: DataArgs,
+    /// Search threads. With 1, each request is answered in turn on the thread that reads
+    /// them. With N > 1, requests run on a work-stealing pool of N threads and each answer is
+    /// `ID<TAB>answer`, ID being the request's 0-based line number, in completion order
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
 }
 
 fn open(data: &DataArgs) -> Result<Searcher> {
@@ -53,29 +89,76 @@ fn open(data: &DataArgs) -> Result<Searcher> {
         .with_context(|| format!("opening data directory {}", data.data.display()))
 }
 
+/// Prints a query error with a caret under its position; exit status 2.
+fn report_bad_query(text: &str, error: &ParseError) -> ExitCode {
+    eprintln!("error: bad query: {error}");
+    eprintln!("  {text}");
+    let column = text[..error.position.min(text.len())].chars().count();
+    eprintln!("  {}^", " ".repeat(column));
+    ExitCode::from(2)
+}
+
+fn usage_error(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(2)
+}
+
 pub fn search(args: SearchArgs) -> Result<ExitCode> {
-    let searcher = open(&args.data)?;
-    let query = match searcher.parse(&args.query) {
-        Ok(query) => query,
-        Err(QueryError::Parse(error)) => {
-            eprintln!("error: bad query: {error}");
-            eprintln!("  {}", args.query);
-            eprintln!(
-                "  {}^",
-                " ".repeat(
-                    args.query[..error.position.min(args.query.len())]
-                        .chars()
-                        .count()
-                )
-            );
-            return Ok(ExitCode::from(2));
+    let mut searcher = open(&args.data)?;
+    let mut optimizations = Optimizations::default();
+    for name in &args.disable {
+        if let Err(message) = optimizations.disable(name) {
+            return Ok(usage_error(message));
         }
+    }
+    searcher.set_optimizations(optimizations);
+    let now = now_nanos();
+    let mut bounds = (i64::MIN, i64::MAX);
+    for (flag, text, slot) in [
+        ("--start", &args.start, &mut bounds.0),
+        ("--end", &args.end, &mut bounds.1),
+    ] {
+        if let Some(text) = text {
+            match parse_time(text, now) {
+                Ok(time) => *slot = time,
+                Err(message) => return Ok(usage_error(format!("{flag}: {message}"))),
+            }
+        }
+    }
+    let query = match searcher.parse(&args.query) {
+        Ok(query) => query.within(bounds.0, bounds.1),
+        Err(QueryError::Parse(error)) => return Ok(report_bad_query(&args.query, &error)),
         Err(other) => return Err(other.into()),
+    };
+    let mut specs = Vec::new();
+    for text in &args.aggs {
+        match AggSpec::parse(text) {
+            Ok(spec) => specs.push(spec),
+            Err(message) => return Ok(usage_error(message)),
+        }
+    }
+    let after = match &args.after {
+        None => None,
+        Some(text) => match Cursor::parse(text) {
+            Some(cursor) => Some(cursor),
+            None => return Ok(usage_error(format!("--after: bad cursor {text:?}"))),
+        },
     };
     let sort = match args.sort {
         Sort::Relevance => SortOrder::Relevance,
         Sort::TimeDesc => SortOrder::TimeDesc,
         Sort::TimeAsc => SortOrder::TimeAsc,
+    };
+    if after.is_some() && sort == SortOrder::Relevance {
+        return Ok(usage_error("--after needs --sort time-desc or time-asc"));
+    }
+    let interval = match args.histogram.as_deref() {
+        None => None,
+        Some("auto") => Some(searcher.auto_interval(&query, 100)),
+        Some(text) => match parse_interval(text) {
+            Ok(interval) => Some(interval),
+            Err(message) => return Ok(usage_error(format!("--histogram: {message}"))),
+        },
     };
     let result = searcher.search(
         &query,
@@ -83,6 +166,7 @@ pub fn search(args: SearchArgs) -> Result<ExitCode> {
             limit: args.limit,
             count: args.count,
             sort,
+            after,
         },
     )?;
     let stdout = std::io::stdout();
@@ -93,15 +177,48 @@ pub fn search(args: SearchArgs) -> Result<ExitCode> {
             .iter()
             .map(|(name, value)| (name.clone(), value_to_json(value)))
             .collect();
-        let line = serde_json::json!({
+        let mut line = serde_json::json!({
             "score": hit.score.map(f64::from),
             "_time": format_time(hit.time),
             "event": event,
         });
+        if sort != SortOrder::Relevance {
+            line["_cursor"] = searcher.cursor_of(hit).to_string().into();
+        }
         writeln!(out, "{line}")?;
     }
     if let Some(count) = result.count {
         writeln!(out, "{}", serde_json::json!({ "count": count }))?;
+    }
+    match (interval, specs.is_empty()) {
+        (Some(interval), true) => {
+            let buckets: Vec<serde_json::Value> = searcher
+                .histogram(&query, interval)?
+                .into_iter()
+                .map(|(start, count)| serde_json::json!({"start": format_time(start), "count": count}))
+                .collect();
+            writeln!(out, "{}", serde_json::json!({ "histogram": buckets }))?;
+        }
+        (Some(interval), false) => {
+            let buckets: Vec<serde_json::Value> = searcher
+                .aggregate_histogram(&query, interval, &specs)?
+                .into_iter()
+                .map(|(start, count, aggregations)| {
+                    serde_json::json!({"start": format_time(start), "count": count,
+                                       "aggregations": aggregations})
+                })
+                .collect();
+            writeln!(out, "{}", serde_json::json!({ "histogram": buckets }))?;
+        }
+        (None, false) => {
+            let aggregations = searcher.aggregate(&query, &specs)?;
+            writeln!(
+                out,
+                "{}",
+                serde_json::json!({ "aggregations": aggregations })
+            )?;
+        }
+        (None, true) => {}
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
@@ -155,7 +272,11 @@ pub fn check(args: CheckArgs) -> Result<ExitCode> {
 
 /// The search-benchmark-game protocol: `COMMAND\tquery` in, one line out per query.
 pub fn bench_serve(args: BenchServeArgs) -> Result<ExitCode> {
+    anyhow::ensure!(args.threads >= 1, "--threads must be at least 1");
     let searcher = open(&args.data)?;
+    if args.threads > 1 {
+        return bench_serve_pool(&searcher, args.threads);
+    }
     let stdin = std::io::stdin();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
@@ -166,15 +287,72 @@ pub fn bench_serve(args: BenchServeArgs) -> Result<ExitCode> {
         if input.read_until(b'\n', &mut bytes)? == 0 {
             break;
         }
-        // Real query logs hold stray non-UTF-8 bytes (the TREC set does); they become U+FFFD.
-        let line = String::from_utf8_lossy(&bytes);
-        let line = line.trim_end_matches(['\n', '\r']);
-        let (command, text) = line.split_once('\t').unwrap_or((line, ""));
-        let answer = answer(&searcher, command, text);
+        let answer = answer_request(&searcher, &bytes);
         writeln!(out, "{answer}")?;
         out.flush()?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `bench-serve --threads N`, N > 1, for throughput: this thread only reads request lines and
+/// hands each to a work-stealing pool of `threads` searchers (rayon; the `Searcher` is shared,
+/// it is `Sync`). Each answer is written as `ID\tanswer`, ID the request's 0-based line number,
+/// under stdout's lock and flushed as soon as it is ready, so answers come in completion order.
+fn bench_serve_pool(searcher: &Searcher, threads: usize) -> Result<ExitCode> {
+    use std::sync::{Mutex, PoisonError};
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|index| format!("bench-search-{index}"))
+        .build()
+        .context("starting the search threads")?;
+    let stdout = std::io::stdout();
+    // The first failed write (the reader went away): reading stops and it is returned.
+    let write_error: Mutex<Option<std::io::Error>> = Mutex::new(None);
+    let failed = || {
+        write_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
+    };
+    let mut input = std::io::stdin().lock();
+    // In place: the reading loop stays on this thread, so all `threads` pool threads search;
+    // the scope returns once every spawned request is answered.
+    pool.in_place_scope(|scope| -> Result<()> {
+        for id in 0usize.. {
+            let mut bytes = Vec::new();
+            if input.read_until(b'\n', &mut bytes)? == 0 || failed() {
+                break;
+            }
+            let (stdout, write_error) = (&stdout, &write_error);
+            scope.spawn(move |_| {
+                let reply = format!("{id}\t{}\n", answer_request(searcher, &bytes));
+                let mut out = stdout.lock();
+                if let Err(error) = out.write_all(reply.as_bytes()).and_then(|()| out.flush()) {
+                    write_error
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .get_or_insert(error);
+                }
+            });
+        }
+        Ok(())
+    })?;
+    match write_error
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner)
+    {
+        Some(error) => Err(error).context("writing an answer"),
+        None => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// The answer to one request line, line break included or not.
+fn answer_request(searcher: &Searcher, bytes: &[u8]) -> String {
+    // Real query logs hold stray non-UTF-8 bytes (the TREC set does); they become U+FFFD.
+    let line = String::from_utf8_lossy(bytes);
+    let line = line.trim_end_matches(['\n', '\r']);
+    let (command, text) = line.split_once('\t').unwrap_or((line, ""));
+    answer(searcher, command, text)
 }
 
 fn answer(searcher: &Searcher, command: &str, text: &str) -> String {

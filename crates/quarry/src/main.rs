@@ -1,6 +1,7 @@
 //! `quarry`: the one binary. Subcommands index files into a data directory, search it, merge
 //! its blocks, check it, and answer benchmark queries over a pipe.
 
+mod cli_gen;
 mod cli_index;
 mod cli_search;
 mod size;
@@ -46,6 +47,9 @@ enum Command {
     Check(cli_search::CheckArgs),
     /// Answer `COMMAND<TAB>query` lines on stdin, one line each (search-benchmark-game protocol).
     BenchServe(cli_search::BenchServeArgs),
+    /// Write generated JSON-lines log events (Loghub templates) for benchmarks and tests;
+    /// deterministic for a seed.
+    GenLogs(cli_gen::GenLogsArgs),
 }
 
 fn main() -> ExitCode {
@@ -56,6 +60,7 @@ fn main() -> ExitCode {
         Command::Search(args) => cli_search::search(args),
         Command::Check(args) => cli_search::check(args),
         Command::BenchServe(args) => cli_search::bench_serve(args),
+        Command::GenLogs(args) => cli_gen::gen_logs(args),
     };
     match result {
         Ok(code) => code,

@@ -220,6 +220,39 @@ impl BlockReader {
         }
     }
 
+    /// Every term of `kind` in `field` whose bytes lie in `lo..=hi`, in key order.
+    pub fn term_range(
+        &self,
+        field: u16,
+        kind: TermKind,
+        lo: &[u8],
+        hi: &[u8],
+    ) -> Result<Vec<TermInfo>> {
+        use fst::{IntoStreamer, Streamer};
+        let (mut lo_key, mut hi_key) = (Vec::new(), Vec::new());
+        term_key(&mut lo_key, field, kind, lo);
+        term_key(&mut hi_key, field, kind, hi);
+        let mut stream = self.terms.range().ge(&lo_key).le(&hi_key).into_stream();
+        let mut infos = Vec::new();
+        while let Some((_, ordinal)) = stream.next() {
+            infos.push(self.term_info_by_ordinal(ordinal)?);
+        }
+        Ok(infos)
+    }
+
+    /// Whether `field` has any term of `kind` (blocks written before numeric terms existed
+    /// have none, and range queries then scan the column instead).
+    pub fn has_terms_of_kind(&self, field: u16, kind: TermKind) -> bool {
+        use fst::{IntoStreamer, Streamer};
+        let mut prefix = Vec::new();
+        term_key(&mut prefix, field, kind, &[]);
+        let mut end = prefix.clone();
+        // The prefix's last byte is the kind (< 255), so incrementing it bounds the prefix.
+        *end.last_mut().expect("term keys have a kind byte") += 1;
+        let mut stream = self.terms.range().ge(&prefix).lt(&end).into_stream();
+        stream.next().is_some()
+    }
+
     pub fn postings(&self, info: &TermInfo) -> Result<PostingsCursor<'_>> {
         PostingsCursor::try_new(
             info,

@@ -101,7 +101,8 @@ impl<'a> ColumnReader<'a> {
         Ok((self.chunk_meta(lo)?.first_doc <= doc).then_some(lo))
     }
 
-    fn chunk_end(&self, index: usize) -> DecodeResult<u32> {
+    /// The doc after the last doc chunk `index` covers.
+    pub fn chunk_end(&self, index: usize) -> DecodeResult<u32> {
         if index + 1 < self.chunk_count() {
             Ok(self.chunk_meta(index + 1)?.first_doc)
         } else {

@@ -24,6 +24,8 @@ pub struct ColumnWriter {
     scratch: Vec<u8>,
     present_count: u64,
     min_max: Option<MinMax>,
+    /// A chunk closes after this many docs (`COLUMN_CHUNK_MAX_DOCS` unless chosen).
+    chunk_max_docs: u32,
 }
 
 /// A finished column: compressed chunk data and its directory, ready for the block writer.
@@ -38,6 +40,11 @@ pub struct ColumnData {
 
 impl ColumnWriter {
     pub fn new(ty: ColumnType) -> Self {
+        Self::with_chunk_max_docs(ty, COLUMN_CHUNK_MAX_DOCS)
+    }
+
+    /// A writer whose chunks close after at most `chunk_max_docs` docs (at least 1).
+    pub fn with_chunk_max_docs(ty: ColumnType, chunk_max_docs: u32) -> Self {
         ColumnWriter {
             ty,
             chunk_first_doc: 0,
@@ -51,6 +58,7 @@ impl ColumnWriter {
             scratch: Vec::new(),
             present_count: 0,
             min_max: None,
+            chunk_max_docs: chunk_max_docs.max(1),
         }
     }
 
@@ -73,7 +81,7 @@ impl ColumnWriter {
         }
         let raw_len = self.chunk_bytes.len() + self.chunk_numbers.len() * 8;
         if !self.chunk_docs.is_empty()
-            && (doc - self.chunk_first_doc >= COLUMN_CHUNK_MAX_DOCS
+            && (doc - self.chunk_first_doc >= self.chunk_max_docs
                 || raw_len >= COLUMN_CHUNK_TARGET_BYTES)
         {
             self.close_chunk(doc)?;

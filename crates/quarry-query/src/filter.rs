@@ -1,0 +1,536 @@
+//! Filters that score nothing: time ranges, numeric ranges and `_exists_`, each turned into a
+//! doc set per block with whatever structure answers it cheapest.
+//!
+//! - A time range is a doc range, because docs are in `_time` order: its two ends are found
+//!   through the sparse time index (one binary search, then one decoded 1024-doc `_time`
+//!   chunk), seed 000's endpoint idea.
+//! - A numeric range reads the numeric terms (one term per distinct value, keys in numeric
+//!   order, see `TermKind::I64`): a range of FST keys, whose postings are ORed into a bit set.
+//!   When that would touch more terms than a column scan would touch values, or the block has
+//!   no numeric terms, the column is scanned instead, skipping chunks by their min/max.
+//! - Every structure can be switched off (`Optimizations`) so the benchmark can measure what
+//!   each one buys and the tests can check that answers do not change.
+
+use crate::range::NumericRange;
+use crate::scorer::{BoxScorer, ConstScorer, Scorer};
+use quarry_format::column::{ChunkValues, ColumnReader, DecodedChunk};
+use quarry_format::{
+    BlockReader, ColumnType, DecodeError, FormatError, Result, TermKind, TERMINATED,
+};
+
+/// The doc count of one sparse time index entry (FORMAT.md, "Docs and time").
+const TIME_INDEX_INTERVAL: u32 = 128;
+
+/// Switches for each optimization of the log queries (seed 000's Table 2: O1 time index,
+/// O2 reverse search, O3 endpoint histogram; plus data skipping and the numeric index).
+/// All on by default; answers are the same with any of them off, only slower.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Optimizations {
+    /// Find time bounds through the sparse time index (off: decode `_time` chunks in order).
+    pub time_index: bool,
+    /// Tail queries search backwards in growing windows (off: visit every match).
+    pub reverse_search: bool,
+    /// Histograms count docs between bucket endpoint doc ids (off: read each match's time).
+    pub endpoint_histogram: bool,
+    /// Skip blocks and column chunks by their time range and min/max (off: visit all).
+    pub skipping: bool,
+    /// Answer numeric ranges from the numeric terms (off: scan the column).
+    pub range_index: bool,
+}
+
+impl Default for Optimizations {
+    fn default() -> Self {
+        Optimizations::ALL
+    }
+}
+
+impl Optimizations {
+    pub const ALL: Optimizations = Optimizations {
+        time_index: true,
+        reverse_search: true,
+        endpoint_histogram: true,
+        skipping: true,
+        range_index: true,
+    };
+    pub const NONE: Optimizations = Optimizations {
+        time_index: false,
+        reverse_search: false,
+        endpoint_histogram: false,
+        skipping: false,
+        range_index: false,
+    };
+    pub const NAMES: [&'static str; 5] = [
+        "time-index",
+        "reverse-search",
+        "endpoint-histogram",
+        "skipping",
+        "range-index",
+    ];
+
+    /// Turns off the named optimization (one of `NAMES`).
+    pub fn disable(&mut self, name: &str) -> Result<(), String> {
+        match name {
+            "time-index" => self.time_index = false,
+            "reverse-search" => self.reverse_search = false,
+            "endpoint-histogram" => self.endpoint_histogram = false,
+            "skipping" => self.skipping = false,
+            "range-index" => self.range_index = false,
+            "all" => *self = Optimizations::NONE,
+            _ => {
+                return Err(format!(
+                    "unknown optimization {name:?} (one of: {}, all)",
+                    Optimizations::NAMES.join(", ")
+                ))
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Finds, in one block, the first doc whose `_time` is at or after a given time. Look-ups
+/// for increasing times reuse the last decoded chunk (histogram endpoints come in order).
+pub struct TimeLookup<'a> {
+    block: &'a BlockReader,
+    column: ColumnReader<'a>,
+    optimizations: Optimizations,
+    decoded: Option<(usize, DecodedChunk)>,
+    /// How many `_time` chunks were decoded (the benchmark reports it).
+    pub chunks_decoded: u64,
+}
+
+impl<'a> TimeLookup<'a> {
+    pub fn new(block: &'a BlockReader, optimizations: Optimizations) -> Result<TimeLookup<'a>> {
+        let column = block
+            .time_column()
+            .ok_or_else(|| block.corrupt("_time column", DecodeError::new("missing")))?;
+        Ok(TimeLookup {
+            block,
+            column,
+            optimizations,
+            decoded: None,
+            chunks_decoded: 0,
+        })
+    }
+
+    fn corrupt(&self, error: DecodeError) -> FormatError {
+        self.block.corrupt("_time column", error)
+    }
+
+    fn chunk(&mut self, index: usize) -> Result<&DecodedChunk> {
+        if self.decoded.as_ref().is_none_or(|(i, _)| *i != index) {
+            let chunk = self
+                .column
+                .decode_chunk(index)
+                .map_err(|e| self.corrupt(e))?;
+            self.chunks_decoded += 1;
+            self.decoded = Some((index, chunk));
+        }
+        // Just stored above.
+        Ok(&self.decoded.as_ref().expect("decoded chunk").1)
+    }
+
+    /// The time of `doc` (every doc has one).
+    pub fn time_of(&mut self, doc: u32) -> Result<i64> {
+        let index = self
+            .column
+            .chunk_of(doc)
+            .map_err(|e| self.corrupt(e))?
+            .ok_or_else(|| self.corrupt(DecodeError::new("doc past the last chunk")))?;
+        let chunk = self.chunk(index)?;
+        match chunk.position(doc).and_then(|p| chunk.raw(p)) {
+            Some(raw) => Ok(raw as i64),
+            None => Err(self.corrupt(DecodeError::new("doc without _time"))),
+        }
+    }
+
+    /// The first doc with `_time >= time` (`doc_count` if none).
+    pub fn first_at_or_after(&mut self, time: i64) -> Result<u32> {
+        let manifest = self.block.manifest();
+        let doc_count = manifest.doc_count;
+        if doc_count == 0 || time <= manifest.time_min {
+            return Ok(0);
+        }
+        if time > manifest.time_max {
+            return Ok(doc_count);
+        }
+        let first_chunk = if self.optimizations.time_index {
+            // Groups whose first doc is before `time`: the answer is past the first doc of the
+            // last of them and at most the first doc of the next.
+            let groups = self.block.sparse_time_len();
+            let (mut lo, mut hi) = (0usize, groups);
+            while lo < hi {
+                let mid = (lo + hi) / 2;
+                match self.block.sparse_time(mid) {
+                    Some(t) if t < time => lo = mid + 1,
+                    _ => hi = mid,
+                }
+            }
+            if lo == 0 {
+                return Ok(0);
+            }
+            let doc = (lo as u32 - 1) * TIME_INDEX_INTERVAL;
+            self.column
+                .chunk_of(doc)
+                .map_err(|e| self.corrupt(e))?
+                .unwrap_or(0)
+        } else {
+            0
+        };
+        // Walk chunks from there; with the index this is one chunk (rarely two).
+        for index in first_chunk..self.column.chunk_count() {
+            if !self.optimizations.time_index && self.optimizations.skipping {
+                // Without the time index, the chunk directory's max still skips whole chunks.
+                let meta = self.column.chunk_meta(index).map_err(|e| self.corrupt(e))?;
+                if (meta.max as i64) < time {
+                    continue;
+                }
+            }
+            let chunk = self.chunk(index)?;
+            if let ChunkValues::Numbers(values) = &chunk.values {
+                let at = values.partition_point(|&raw| (raw as i64) < time);
+                if at < values.len() {
+                    return Ok(match &chunk.docs {
+                        None => chunk.first_doc + at as u32,
+                        Some(docs) => docs[at],
+                    });
+                }
+            }
+        }
+        Ok(doc_count)
+    }
+
+    /// The docs with `_time` in `[start, end)`, as a doc range.
+    pub fn doc_range(&mut self, start: i64, end: i64) -> Result<(u32, u32)> {
+        if start >= end {
+            return Ok((0, 0));
+        }
+        let lo = self.first_at_or_after(start)?;
+        let hi = if end == i64::MAX && self.block.manifest().time_max < i64::MAX {
+            self.block.doc_count()
+        } else {
+            self.first_at_or_after(end)?
+        };
+        Ok((lo, hi.max(lo)))
+    }
+}
+
+/// Every doc in `[doc, end)`.
+pub struct DocRangeScorer {
+    pub doc: u32,
+    pub end: u32,
+}
+
+impl DocRangeScorer {
+    pub fn new(start: u32, end: u32) -> DocRangeScorer {
+        DocRangeScorer {
+            doc: if start < end { start } else { TERMINATED },
+            end,
+        }
+    }
+}
+
+impl Scorer for DocRangeScorer {
+    fn doc(&self) -> u32 {
+        self.doc
+    }
+    fn advance(&mut self) -> u32 {
+        self.seek(self.doc.saturating_add(1))
+    }
+    fn seek(&mut self, target: u32) -> u32 {
+        if self.doc != TERMINATED {
+            let next = target.max(self.doc);
+            self.doc = if next >= self.end { TERMINATED } else { next };
+        }
+        self.doc
+    }
+    fn score(&mut self) -> f32 {
+        0.0
+    }
+    fn max_score(&self) -> f32 {
+        0.0
+    }
+    fn cost(&self) -> u64 {
+        u64::from(self.end.saturating_sub(self.doc))
+    }
+}
+
+/// The docs of a bit set (one bit per doc of the block).
+pub struct BitSetScorer {
+    words: Vec<u64>,
+    doc: u32,
+    count: u64,
+}
+
+impl BitSetScorer {
+    pub fn new(words: Vec<u64>) -> BitSetScorer {
+        let count = words.iter().map(|w| u64::from(w.count_ones())).sum();
+        let mut scorer = BitSetScorer {
+            words,
+            doc: 0,
+            count,
+        };
+        scorer.doc = scorer.next_set(0);
+        scorer
+    }
+
+    fn next_set(&self, from: u32) -> u32 {
+        let mut index = from as usize / 64;
+        let Some(&first) = self.words.get(index) else {
+            return TERMINATED;
+        };
+        let mut word = first & (u64::MAX << (from % 64));
+        loop {
+            if word != 0 {
+                return (index * 64) as u32 + word.trailing_zeros();
+            }
+            index += 1;
+            match self.words.get(index) {
+                Some(&w) => word = w,
+                None => return TERMINATED,
+            }
+        }
+    }
+}
+
+impl Scorer for BitSetScorer {
+    fn doc(&self) -> u32 {
+        self.doc
+    }
+    fn advance(&mut self) -> u32 {
+        self.seek(self.doc.saturating_add(1))
+    }
+    fn seek(&mut self, target: u32) -> u32 {
+        if self.doc != TERMINATED && target > self.doc {
+            self.doc = self.next_set(target);
+        }
+        self.doc
+    }
+    fn score(&mut self) -> f32 {
+        0.0
+    }
+    fn max_score(&self) -> f32 {
+        0.0
+    }
+    fn cost(&self) -> u64 {
+        self.count
+    }
+}
+
+fn bit_set(words: &mut [u64], doc: u32) {
+    if let Some(word) = words.get_mut(doc as usize / 64) {
+        *word |= 1 << (doc % 64);
+    }
+}
+
+fn bit_set_range(words: &mut [u64], start: u32, end: u32) {
+    for doc in start..end {
+        bit_set(words, doc);
+    }
+}
+
+fn empty_bits(block: &BlockReader) -> Vec<u64> {
+    vec![0u64; block.doc_count() as usize / 64 + 1]
+}
+
+/// The numeric column types a range applies to.
+const NUMERIC_COLUMNS: [ColumnType; 3] = [ColumnType::I64, ColumnType::U64, ColumnType::F64];
+
+fn raw_in_range(range: &NumericRange, ty: ColumnType, raw: u64) -> bool {
+    match ty {
+        ColumnType::I64 => range.contains_i64(raw as i64),
+        ColumnType::U64 => range.contains_u64(raw),
+        ColumnType::F64 => range.contains_f64(f64::from_bits(raw)),
+        _ => false,
+    }
+}
+
+/// Whether a column (or chunk) with values in `[min, max]` may hold a value in the range,
+/// and whether every value it holds is in it (the range is convex).
+fn min_max_test(range: &NumericRange, ty: ColumnType, min: u64, max: u64) -> (bool, bool) {
+    let (lo, hi) = (raw_in_range(range, ty, min), raw_in_range(range, ty, max));
+    if lo || hi {
+        return (true, lo && hi);
+    }
+    // Neither end is inside: the range may still lie strictly between them.
+    let between = match ty {
+        ColumnType::I64 => range
+            .i64_bounds()
+            .is_some_and(|(a, b)| (min as i64) < a && b < (max as i64)),
+        ColumnType::U64 => match (i64::try_from(min), i64::try_from(max)) {
+            (Ok(min), Ok(max)) => range.i64_bounds().is_some_and(|(a, b)| min < a && b < max),
+            // Values above i64::MAX: do not skip (rare; the scan decides).
+            _ => true,
+        },
+        ColumnType::F64 => {
+            let key = |v: u64| u64::from_be_bytes(quarry_format::f64_term(f64::from_bits(v)));
+            range
+                .f64_key_bounds()
+                .is_some_and(|(a, b)| key(min) < u64::from_be_bytes(a) && u64::from_be_bytes(b) < key(max))
+                // A column of only NaN has NaN min and max: decide by scanning.
+                || f64::from_bits(min).is_nan()
+        }
+        _ => false,
+    };
+    (between, false)
+}
+
+/// The scorer of `field in range` in one block, or `None` if nothing in the block can match.
+pub fn numeric_range_scorer<'a>(
+    block: &'a BlockReader,
+    field: &str,
+    range: &NumericRange,
+    optimizations: Optimizations,
+) -> Result<Option<BoxScorer<'a>>> {
+    let Some(ordinal) = block.field_ordinal(field) else {
+        return Ok(None);
+    };
+    let meta = &block.manifest().fields[ordinal as usize];
+    let columns: Vec<_> = meta
+        .columns
+        .iter()
+        .filter(|c| NUMERIC_COLUMNS.contains(&c.ty) && c.present_count > 0)
+        .collect();
+    if optimizations.skipping {
+        let any = columns.iter().any(|c| {
+            c.min_max
+                .is_none_or(|m| min_max_test(range, c.ty, m.min, m.max).0)
+        });
+        if !any {
+            return Ok(None);
+        }
+    }
+    if columns.is_empty() {
+        return Ok(None);
+    }
+    if optimizations.range_index
+        && (block.has_terms_of_kind(ordinal, TermKind::I64)
+            || block.has_terms_of_kind(ordinal, TermKind::F64))
+    {
+        let mut infos = Vec::new();
+        if let Some((lo, hi)) = range.i64_key_bounds() {
+            infos.extend(block.term_range(ordinal, TermKind::I64, &lo, &hi)?);
+        }
+        if let Some((lo, hi)) = range.f64_key_bounds() {
+            infos.extend(block.term_range(ordinal, TermKind::F64, &lo, &hi)?);
+        }
+        let matches: u64 = infos.iter().map(|i| u64::from(i.doc_freq)).sum();
+        let present: u64 = columns.iter().map(|c| c.present_count).sum();
+        // Each term costs a dictionary read and a cursor; each scanned value a decode and a
+        // compare. Prefer the terms unless they are many and the matches near all values.
+        let term_cost = matches + 64 * infos.len() as u64;
+        if term_cost <= 2 * present {
+            return postings_union(block, &infos);
+        }
+    }
+    scan_columns(block, ordinal, range, optimizations)
+}
+
+fn postings_union<'a>(
+    block: &'a BlockReader,
+    infos: &[quarry_format::TermInfo],
+) -> Result<Option<BoxScorer<'a>>> {
+    match infos {
+        [] => Ok(None),
+        [only] => Ok(Some(Box::new(ConstScorer {
+            cursor: block.postings(only)?,
+        }))),
+        many => {
+            let mut words = empty_bits(block);
+            for info in many {
+                let mut cursor = block.postings(info)?;
+                cursor.for_each_remaining(|doc| bit_set(&mut words, doc));
+                if let Some(error) = cursor.error() {
+                    return Err(block.corrupt("postings", error));
+                }
+            }
+            Ok(Some(Box::new(BitSetScorer::new(words))))
+        }
+    }
+}
+
+fn scan_columns<'a>(
+    block: &'a BlockReader,
+    ordinal: u16,
+    range: &NumericRange,
+    optimizations: Optimizations,
+) -> Result<Option<BoxScorer<'a>>> {
+    let mut words = empty_bits(block);
+    for ty in NUMERIC_COLUMNS {
+        let Some(column) = block.column(ordinal, ty) else {
+            continue;
+        };
+        let corrupt = |e: DecodeError| block.corrupt(format!("column {ty:?}"), e);
+        for index in 0..column.chunk_count() {
+            let meta = column.chunk_meta(index).map_err(corrupt)?;
+            if meta.present_count == 0 {
+                continue;
+            }
+            if optimizations.skipping {
+                let (overlaps, covered) = min_max_test(range, ty, meta.min, meta.max);
+                if !overlaps {
+                    continue;
+                }
+                let end = column.chunk_end(index).map_err(corrupt)?;
+                if covered && meta.present_count == end - meta.first_doc {
+                    bit_set_range(&mut words, meta.first_doc, end);
+                    continue;
+                }
+            }
+            let chunk = column.decode_chunk(index).map_err(corrupt)?;
+            if let ChunkValues::Numbers(values) = &chunk.values {
+                for (position, &raw) in values.iter().enumerate() {
+                    if raw_in_range(range, ty, raw) {
+                        let doc = match &chunk.docs {
+                            None => chunk.first_doc + position as u32,
+                            Some(docs) => docs[position],
+                        };
+                        bit_set(&mut words, doc);
+                    }
+                }
+            }
+        }
+    }
+    let scorer = BitSetScorer::new(words);
+    Ok((scorer.doc() != TERMINATED).then(|| Box::new(scorer) as BoxScorer))
+}
+
+/// The scorer of `_exists_:field` in one block.
+pub fn exists_scorer<'a>(block: &'a BlockReader, field: &str) -> Result<Option<BoxScorer<'a>>> {
+    let Some(ordinal) = block.field_ordinal(field) else {
+        return Ok(None);
+    };
+    let meta = &block.manifest().fields[ordinal as usize];
+    let doc_count = block.doc_count();
+    if meta
+        .columns
+        .iter()
+        .any(|c| c.present_count == u64::from(doc_count))
+    {
+        return Ok(Some(Box::new(DocRangeScorer::new(0, doc_count))));
+    }
+    let mut words = empty_bits(block);
+    for column_meta in &meta.columns {
+        let Some(column) = block.column(ordinal, column_meta.ty) else {
+            continue;
+        };
+        let corrupt = |e: DecodeError| block.corrupt(format!("column {:?}", column_meta.ty), e);
+        for index in 0..column.chunk_count() {
+            let meta = column.chunk_meta(index).map_err(corrupt)?;
+            let end = column.chunk_end(index).map_err(corrupt)?;
+            if meta.present_count == 0 {
+                continue;
+            }
+            if meta.present_count == end.saturating_sub(meta.first_doc) {
+                bit_set_range(&mut words, meta.first_doc, end);
+                continue;
+            }
+            let chunk = column.decode_chunk(index).map_err(corrupt)?;
+            match &chunk.docs {
+                None => bit_set_range(&mut words, chunk.first_doc, chunk.end_doc),
+                Some(docs) => docs.iter().for_each(|&doc| bit_set(&mut words, doc)),
+            }
+        }
+    }
+    let scorer = BitSetScorer::new(words);
+    Ok((scorer.doc() != TERMINATED).then(|| Box::new(scorer) as BoxScorer))
+}

@@ -1,0 +1,208 @@
+//! Numeric ranges (`latency:[100 TO 500]`, `status:>=500`) and their normal forms for each way
+//! of answering them: inclusive i64 bounds, order-preserving term keys (see `TermKind::I64`
+//! and `TermKind::F64` in the format), and per-value tests for column scans.
+
+use quarry_format::{f64_term, i64_term};
+use std::ops::Bound;
+
+/// A bound as written: an integer stays exact, anything else is a float.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Number {
+    Int(i64),
+    Float(f64),
+}
+
+impl Number {
+    /// An integer or a finite float; `None` for anything else (NaN and infinities included).
+    pub fn parse(text: &str) -> Option<Number> {
+        if let Ok(v) = text.parse::<i64>() {
+            return Some(Number::Int(v));
+        }
+        text.parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .map(Number::Float)
+    }
+
+    fn as_f64(self) -> f64 {
+        match self {
+            Number::Int(v) => v as f64,
+            Number::Float(v) => v,
+        }
+    }
+}
+
+impl std::fmt::Display for Number {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Number::Int(v) => write!(f, "{v}"),
+            Number::Float(v) => write!(f, "{v:?}"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct NumericRange {
+    pub lower: Bound<Number>,
+    pub upper: Bound<Number>,
+}
+
+impl NumericRange {
+    /// The inclusive integer bounds `[lo, hi]` holding exactly the integers in the range, or
+    /// `None` when no integer is in it.
+    pub fn i64_bounds(&self) -> Option<(i64, i64)> {
+        let lo: i128 = match self.lower {
+            Bound::Unbounded => i128::from(i64::MIN),
+            Bound::Included(Number::Int(a)) => i128::from(a),
+            Bound::Excluded(Number::Int(a)) => i128::from(a) + 1,
+            Bound::Included(Number::Float(x)) => float_to_i128(x.ceil()),
+            Bound::Excluded(Number::Float(x)) => float_to_i128(x.floor()) + 1,
+        };
+        let hi: i128 = match self.upper {
+            Bound::Unbounded => i128::from(i64::MAX),
+            Bound::Included(Number::Int(b)) => i128::from(b),
+            Bound::Excluded(Number::Int(b)) => i128::from(b) - 1,
+            Bound::Included(Number::Float(y)) => float_to_i128(y.floor()),
+            Bound::Excluded(Number::Float(y)) => float_to_i128(y.ceil()) - 1,
+        };
+        let lo = lo.max(i128::from(i64::MIN));
+        let hi = hi.min(i128::from(i64::MAX));
+        // Both fit in i64 after clamping.
+        (lo <= hi).then(|| (lo as i64, hi as i64))
+    }
+
+    /// Inclusive key bounds over `i64_term` keys (as big-endian u64), or `None` if empty.
+    pub fn i64_key_bounds(&self) -> Option<([u8; 8], [u8; 8])> {
+        let (lo, hi) = self.i64_bounds()?;
+        Some((i64_term(lo), i64_term(hi)))
+    }
+
+    /// Inclusive key bounds over `f64_term` keys, or `None` if empty.
+    pub fn f64_key_bounds(&self) -> Option<([u8; 8], [u8; 8])> {
+        let key = |v: f64| u64::from_be_bytes(f64_term(v));
+        let lo = match self.lower {
+            Bound::Unbounded => 0,
+            Bound::Included(n) => key(n.as_f64()),
+            Bound::Excluded(n) => key(n.as_f64()).checked_add(1)?,
+        };
+        let hi = match self.upper {
+            Bound::Unbounded => u64::MAX,
+            Bound::Included(n) => key(n.as_f64()),
+            Bound::Excluded(n) => key(n.as_f64()).checked_sub(1)?,
+        };
+        (lo <= hi).then(|| (lo.to_be_bytes(), hi.to_be_bytes()))
+    }
+
+    pub fn contains_i64(&self, value: i64) -> bool {
+        self.i64_bounds()
+            .is_some_and(|(lo, hi)| lo <= value && value <= hi)
+    }
+
+    pub fn contains_u64(&self, value: u64) -> bool {
+        match i64::try_from(value) {
+            Ok(v) => self.contains_i64(v),
+            Err(_) => self.contains_f64(value as f64),
+        }
+    }
+
+    pub fn contains_f64(&self, value: f64) -> bool {
+        if value.is_nan() {
+            return false;
+        }
+        let above = match self.lower {
+            Bound::Unbounded => true,
+            Bound::Included(n) => value >= n.as_f64(),
+            Bound::Excluded(n) => value > n.as_f64(),
+        };
+        let below = match self.upper {
+            Bound::Unbounded => true,
+            Bound::Included(n) => value <= n.as_f64(),
+            Bound::Excluded(n) => value < n.as_f64(),
+        };
+        above && below
+    }
+
+    /// `[start, end)` in nanoseconds when the bounds are times (integers), for `_time`.
+    pub fn half_open_i64(&self) -> Option<(i64, i64)> {
+        let (lo, hi) = self.i64_bounds()?;
+        Some((lo, hi.saturating_add(1)))
+    }
+}
+
+fn float_to_i128(v: f64) -> i128 {
+    // `as` saturates, and the bounds are clamped to i64 afterwards.
+    v as i128
+}
+
+impl std::fmt::Display for NumericRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.lower {
+            Bound::Included(n) => write!(f, "[{n}")?,
+            Bound::Excluded(n) => write!(f, "{{{n}")?,
+            Bound::Unbounded => write!(f, "[*")?,
+        }
+        match self.upper {
+            Bound::Included(n) => write!(f, " TO {n}]"),
+            Bound::Excluded(n) => write!(f, " TO {n}}}"),
+            Bound::Unbounded => write!(f, " TO *]"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn number() -> impl Strategy<Value = Number> {
+        prop_oneof![
+            (-50i64..50).prop_map(Number::Int),
+            (-50.0f64..50.0).prop_map(|v| Number::Float((v * 4.0).round() / 4.0)),
+            Just(Number::Int(i64::MAX)),
+            Just(Number::Int(i64::MIN)),
+        ]
+    }
+
+    fn bound() -> impl Strategy<Value = Bound<Number>> {
+        prop_oneof![
+            number().prop_map(Bound::Included),
+            number().prop_map(Bound::Excluded),
+            Just(Bound::Unbounded),
+        ]
+    }
+
+    proptest! {
+        /// Every normal form agrees with the plain float comparison on small values.
+        #[test]
+        fn normal_forms_agree(lower in bound(), upper in bound(), value in -60i64..60) {
+            let range = NumericRange { lower, upper };
+            let expected = range.contains_f64(value as f64);
+            prop_assert_eq!(range.contains_i64(value), expected);
+            let key = i64_term(value);
+            let by_key = range.i64_key_bounds().is_some_and(|(lo, hi)| lo <= key && key <= hi);
+            prop_assert_eq!(by_key, expected);
+            let key = f64_term(value as f64);
+            let by_key = range.f64_key_bounds().is_some_and(|(lo, hi)| lo <= key && key <= hi);
+            prop_assert_eq!(by_key, expected);
+            let half = value as f64 + 0.5;
+            let key = f64_term(half);
+            let by_key = range.f64_key_bounds().is_some_and(|(lo, hi)| lo <= key && key <= hi);
+            prop_assert_eq!(by_key, range.contains_f64(half));
+        }
+    }
+
+    #[test]
+    fn extremes() {
+        let range = NumericRange {
+            lower: Bound::Excluded(Number::Int(i64::MAX)),
+            upper: Bound::Unbounded,
+        };
+        assert_eq!(range.i64_bounds(), None);
+        let range = NumericRange {
+            lower: Bound::Unbounded,
+            upper: Bound::Included(Number::Float(1e300)),
+        };
+        assert_eq!(range.i64_bounds(), Some((i64::MIN, i64::MAX)));
+        assert_eq!(range.half_open_i64(), Some((i64::MIN, i64::MAX)));
+    }
+}

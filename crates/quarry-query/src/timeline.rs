@@ -1,0 +1,437 @@
+//! Queries in time order over time-sorted blocks: tail (newest first), head (oldest first) and
+//! histograms, without visiting every match (seed 000, TencentCLS §4.5).
+//!
+//! Time order is (`_time`, block id, doc id): docs are in `_time` order inside a block, and the
+//! block id breaks ties between blocks. Blocks are visited newest first (tail) by their time
+//! range, and the walk stops once `limit` hits are held and no unvisited block can hold a
+//! newer one. Inside a block a tail searches backwards: doc iterators only move forward, so
+//! it runs them over a window of the newest docs, `[end - w, end)`, and doubles `w` towards
+//! older docs until it has `limit` matches (the reverse binary search of the paper, with the
+//! first window sized from the query's estimated match density). A histogram finds each
+//! bucket's first doc id through the sparse time index and counts docs between endpoints
+//! (Fig. 9): with no filter besides time the count is a subtraction; with a filter, matches
+//! are bucketed by doc id, without reading their times.
+
+use crate::error::{QueryError, Result};
+use crate::filter::TimeLookup;
+use crate::query::Query;
+use crate::scorer::Scorer;
+use crate::searcher::{Hit, Searcher, SortOrder};
+use crate::weight::Weight;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+
+/// The most buckets one histogram may have.
+pub const MAX_BUCKETS: i64 = 100_000;
+
+/// A position in time order: hits strictly after it (in the sort direction) come next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Cursor {
+    pub time: i64,
+    pub block_id: u64,
+    pub doc: u32,
+}
+
+impl Cursor {
+    /// Parses the text `Hit::cursor` prints: `time:block:doc`.
+    pub fn parse(text: &str) -> Option<Cursor> {
+        let mut parts = text.split(':');
+        let cursor = Cursor {
+            time: parts.next()?.parse().ok()?,
+            block_id: parts.next()?.parse().ok()?,
+            doc: parts.next()?.parse().ok()?,
+        };
+        parts.next().is_none().then_some(cursor)
+    }
+}
+
+impl std::fmt::Display for Cursor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}:{}", self.time, self.block_id, self.doc)
+    }
+}
+
+/// Counts per bucket: `(bucket start in ns, count)`, ascending, empty buckets between the
+/// first and the last non-empty one included.
+pub type Buckets = Vec<(i64, u64)>;
+
+impl Searcher {
+    pub fn cursor_of(&self, hit: &Hit) -> Cursor {
+        Cursor {
+            time: hit.time,
+            block_id: self.block_ids[hit.block as usize],
+            doc: hit.doc,
+        }
+    }
+
+    /// The first `limit` matches in time order (`TimeDesc` or `TimeAsc`) after `after`.
+    pub(crate) fn by_time(
+        &self,
+        query: &Query,
+        weight: &Weight,
+        limit: usize,
+        order: SortOrder,
+        after: Option<Cursor>,
+    ) -> Result<Vec<Hit>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let ((mut start, mut end), _) = query.time_bounds();
+        if let Some(cursor) = after {
+            match order {
+                SortOrder::TimeAsc => start = start.max(cursor.time),
+                _ => end = end.min(cursor.time.saturating_add(1)),
+            }
+        }
+        let descending = order != SortOrder::TimeAsc;
+        let skipping = self.optimizations.skipping;
+        let mut blocks: Vec<usize> = (0..self.blocks.len())
+            .filter(|&i| {
+                let m = self.blocks[i].manifest();
+                m.doc_count > 0 && (!skipping || (m.time_max >= start && m.time_min < end))
+            })
+            .collect();
+        if descending {
+            blocks
+                .sort_by_key(|&i| Reverse((self.blocks[i].manifest().time_max, self.block_ids[i])));
+        } else {
+            blocks.sort_by_key(|&i| (self.blocks[i].manifest().time_min, self.block_ids[i]));
+        }
+        // Kept hits keyed in sort direction, the worst on top: for a tail the oldest.
+        let mut kept: BinaryHeap<Reverse<(i64, u64, u32, u32)>> = BinaryHeap::new();
+        let mut kept_asc: BinaryHeap<(i64, u64, u32, u32)> = BinaryHeap::new();
+        for index in blocks {
+            let block = &self.blocks[index];
+            let block_id = self.block_ids[index];
+            let manifest = block.manifest();
+            if skipping {
+                // No hit of this block (or any later one) can beat the worst kept hit.
+                let done = if descending {
+                    kept.len() == limit
+                        && kept
+                            .peek()
+                            .is_some_and(|Reverse(w)| (manifest.time_max, block_id) < (w.0, w.1))
+                } else {
+                    kept_asc.len() == limit
+                        && kept_asc
+                            .peek()
+                            .is_some_and(|w| (manifest.time_min, block_id) > (w.0, w.1))
+                };
+                if done {
+                    break;
+                }
+            }
+            let mut lookup = TimeLookup::new(block, self.optimizations)?;
+            let (lo, hi) = lookup.doc_range(start, end)?;
+            if lo >= hi {
+                continue;
+            }
+            // The cursor's own block and doc: only docs past it count.
+            let docs = if descending {
+                self.newest_matches(weight, index, lo, hi, limit, after.map(|c| (c, block_id)))?
+            } else {
+                self.oldest_matches(weight, index, lo, hi, limit, after.map(|c| (c, block_id)))?
+            };
+            for doc in docs {
+                let key = (lookup.time_of(doc)?, block_id, doc, index as u32);
+                if let Some(cursor) = after {
+                    let position = Cursor {
+                        time: key.0,
+                        block_id,
+                        doc,
+                    };
+                    let past = if descending {
+                        position < cursor
+                    } else {
+                        position > cursor
+                    };
+                    if !past {
+                        continue;
+                    }
+                }
+                if descending {
+                    if kept.len() < limit {
+                        kept.push(Reverse(key));
+                    } else if kept.peek().is_some_and(|Reverse(w)| key > *w) {
+                        kept.pop();
+                        kept.push(Reverse(key));
+                    } else {
+                        break; // older docs of this block are worse still
+                    }
+                } else if kept_asc.len() < limit {
+                    kept_asc.push(key);
+                } else if kept_asc.peek().is_some_and(|w| key < *w) {
+                    kept_asc.pop();
+                    kept_asc.push(key);
+                } else {
+                    break;
+                }
+            }
+        }
+        let mut keys: Vec<(i64, u64, u32, u32)> = if descending {
+            kept.into_iter().map(|Reverse(k)| k).collect()
+        } else {
+            kept_asc.into_vec()
+        };
+        keys.sort_unstable();
+        if descending {
+            keys.reverse();
+        }
+        Ok(keys
+            .into_iter()
+            .map(|(time, _, doc, block)| Hit {
+                block,
+                doc,
+                score: None,
+                time,
+            })
+            .collect())
+    }
+
+    /// Up to `limit` matches in `[lo, hi)` of block `index`, newest first, past the cursor.
+    fn newest_matches(
+        &self,
+        weight: &Weight,
+        index: usize,
+        lo: u32,
+        hi: u32,
+        limit: usize,
+        after: Option<(Cursor, u64)>,
+    ) -> Result<Vec<u32>> {
+        let block = &self.blocks[index];
+        // A cursor in this very block bounds the docs too.
+        let hi = match after {
+            Some((cursor, block_id)) if cursor.block_id == block_id => hi.min(cursor.doc),
+            _ => hi,
+        };
+        let Some(mut scorer) = weight.scorer(index, block)? else {
+            return Ok(Vec::new());
+        };
+        let mut found: Vec<u32> = Vec::new();
+        if !self.optimizations.reverse_search || lo >= hi {
+            // Visit every match in the range, keeping the last `limit`.
+            let mut last = std::collections::VecDeque::with_capacity(limit);
+            let mut doc = scorer.seek(lo);
+            while doc < hi {
+                if last.len() == limit {
+                    last.pop_front();
+                }
+                last.push_back(doc);
+                doc = scorer.advance();
+            }
+            self.check_scorer(index, scorer.as_ref())?;
+            return Ok(last.into_iter().rev().collect());
+        }
+        // Size the first window so that it should hold `limit` matches, from the estimated
+        // density of matches in the block; then double it backwards.
+        let span = u64::from(hi - lo);
+        let cost = scorer.cost().clamp(1, u64::from(block.doc_count().max(1)));
+        let density = cost as f64 / f64::from(block.doc_count().max(1));
+        let mut window = ((limit as f64 * 1.5 / density).ceil() as u64)
+            .max(64)
+            .min(span) as u32;
+        let mut end = hi;
+        let mut window_docs = Vec::new();
+        loop {
+            let start = end.saturating_sub(window).max(lo);
+            window_docs.clear();
+            let mut doc = scorer.seek(start);
+            while doc < end {
+                window_docs.push(doc);
+                doc = scorer.advance();
+            }
+            self.check_scorer(index, scorer.as_ref())?;
+            found.extend(window_docs.iter().rev());
+            if found.len() >= limit || start == lo {
+                break;
+            }
+            end = start;
+            window = window.saturating_mul(2);
+            // Iterators only move forward: an earlier window needs a fresh one.
+            scorer = match weight.scorer(index, block)? {
+                Some(scorer) => scorer,
+                None => break,
+            };
+        }
+        found.truncate(limit);
+        Ok(found)
+    }
+
+    /// Up to `limit` matches in `[lo, hi)` of block `index`, oldest first, past the cursor.
+    fn oldest_matches(
+        &self,
+        weight: &Weight,
+        index: usize,
+        lo: u32,
+        hi: u32,
+        limit: usize,
+        after: Option<(Cursor, u64)>,
+    ) -> Result<Vec<u32>> {
+        let block = &self.blocks[index];
+        let lo = match after {
+            Some((cursor, block_id)) if cursor.block_id == block_id => {
+                lo.max(cursor.doc.saturating_add(1))
+            }
+            _ => lo,
+        };
+        let Some(mut scorer) = weight.scorer(index, block)? else {
+            return Ok(Vec::new());
+        };
+        let mut found = Vec::with_capacity(limit.min(4096));
+        let mut doc = scorer.seek(lo);
+        while doc < hi && found.len() < limit {
+            found.push(doc);
+            doc = scorer.advance();
+        }
+        self.check_scorer(index, scorer.as_ref())?;
+        Ok(found)
+    }
+
+    /// Counts of matches per `interval` (ns) bucket, buckets aligned on multiples of the
+    /// interval since the epoch.
+    pub fn histogram(&self, query: &Query, interval: i64) -> Result<Buckets> {
+        let weight = self.weight(query)?;
+        let mut counts: BTreeMap<i64, u64> = BTreeMap::new();
+        self.for_each_bucket_range(query, &weight, interval, &mut |bucket, count| {
+            *counts.entry(bucket).or_default() += count;
+        })?;
+        if let (Some((first, _)), Some((last, _))) =
+            (counts.first_key_value(), counts.last_key_value())
+        {
+            if last - first >= MAX_BUCKETS {
+                return Err(QueryError::TooManyBuckets {
+                    buckets: (last - first).saturating_add(1),
+                    limit: MAX_BUCKETS,
+                });
+            }
+        }
+        Ok(fill_buckets(&counts, interval))
+    }
+
+    /// Calls `f(bucket, count)` with partial counts of matches per bucket, block by block.
+    fn for_each_bucket_range(
+        &self,
+        query: &Query,
+        weight: &Weight,
+        interval: i64,
+        f: &mut dyn FnMut(i64, u64),
+    ) -> Result<()> {
+        let ((start, end), filtered) = query.time_bounds();
+        let optimizations = self.optimizations;
+        for (index, block) in self.blocks.iter().enumerate() {
+            let manifest = block.manifest();
+            if manifest.doc_count == 0
+                || optimizations.skipping && (manifest.time_max < start || manifest.time_min >= end)
+            {
+                continue;
+            }
+            let mut lookup = TimeLookup::new(block, optimizations)?;
+            let (lo, hi) = lookup.doc_range(start, end)?;
+            if lo >= hi {
+                continue;
+            }
+            let first = manifest.time_min.max(start).div_euclid(interval);
+            let last = manifest
+                .time_max
+                .min(end.saturating_sub(1))
+                .div_euclid(interval);
+            if last - first >= MAX_BUCKETS {
+                return Err(QueryError::TooManyBuckets {
+                    buckets: (last - first).saturating_add(1),
+                    limit: MAX_BUCKETS,
+                });
+            }
+            if !optimizations.endpoint_histogram {
+                // Read the time of every match.
+                let Some(mut scorer) = weight.scorer(index, block)? else {
+                    continue;
+                };
+                let mut doc = scorer.seek(lo);
+                while doc < hi {
+                    f(lookup.time_of(doc)?.div_euclid(interval), 1);
+                    doc = scorer.advance();
+                }
+                self.check_scorer(index, scorer.as_ref())?;
+                continue;
+            }
+            // ends[k] is the first doc of bucket first + k (ends[0] = lo, the last = hi).
+            let mut ends = Vec::with_capacity((last - first + 2) as usize);
+            ends.push(lo);
+            for bucket in first + 1..=last {
+                let doc = lookup.first_at_or_after(bucket.saturating_mul(interval))?;
+                ends.push(doc.clamp(lo, hi));
+            }
+            ends.push(hi);
+            if !filtered {
+                for (k, pair) in ends.windows(2).enumerate() {
+                    if pair[1] > pair[0] {
+                        f(first + k as i64, u64::from(pair[1] - pair[0]));
+                    }
+                }
+                continue;
+            }
+            let Some(mut scorer) = weight.scorer(index, block)? else {
+                continue;
+            };
+            let mut k = 0usize;
+            let mut count = 0u64;
+            let mut doc = scorer.seek(lo);
+            while doc < hi {
+                if doc >= ends[k + 1] {
+                    if count > 0 {
+                        f(first + k as i64, count);
+                        count = 0;
+                    }
+                    while doc >= ends[k + 1] {
+                        k += 1;
+                    }
+                }
+                count += 1;
+                doc = scorer.advance();
+            }
+            if count > 0 {
+                f(first + k as i64, count);
+            }
+            self.check_scorer(index, scorer.as_ref())?;
+        }
+        Ok(())
+    }
+
+    /// An interval giving at most about `target` buckets over the time the query covers.
+    pub fn auto_interval(&self, query: &Query, target: i64) -> i64 {
+        const STEPS: [i64; 16] = [
+            1, 5, 10, 30, 60, 300, 600, 1800, 3600, 10_800, 21_600, 43_200, 86_400, 604_800,
+            2_592_000, 31_536_000,
+        ];
+        let ((start, end), _) = query.time_bounds();
+        let (mut min, mut max) = (i64::MAX, i64::MIN);
+        for block in &self.blocks {
+            let m = block.manifest();
+            if m.doc_count > 0 {
+                min = min.min(m.time_min.max(start));
+                max = max.max(m.time_max.min(end.saturating_sub(1)));
+            }
+        }
+        let span = max.saturating_sub(min).max(0);
+        STEPS
+            .iter()
+            .map(|s| s * 1_000_000_000)
+            .find(|step| span / step < target)
+            .unwrap_or(31_536_000 * 1_000_000_000)
+    }
+}
+
+fn fill_buckets(counts: &BTreeMap<i64, u64>, interval: i64) -> Buckets {
+    let (Some((&first, _)), Some((&last, _))) = (counts.first_key_value(), counts.last_key_value())
+    else {
+        return Vec::new();
+    };
+    (first..=last)
+        .map(|bucket| {
+            (
+                bucket.saturating_mul(interval),
+                counts.get(&bucket).copied().unwrap_or(0),
+            )
+        })
+        .collect()
+}

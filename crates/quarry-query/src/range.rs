@@ -68,7 +68,7 @@ impl NumericRange {
         let lo = lo.max(i128::from(i64::MIN));
         let hi = hi.min(i128::from(i64::MAX));
         // Both fit in i64 after clamping.
-        (lo <= hi).then(|| (lo as i64, hi as i64))
+        (lo <= hi).then_some((lo as i64, hi as i64))
     }
 
     /// Inclusive key bounds over `i64_term` keys (as big-endian u64), or `None` if empty.

@@ -82,6 +82,10 @@ pub struct BenchServeArgs {
     /// `ID<TAB>answer`, ID being the request's 0-based line number, in completion order
     #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// Answer the log benchmark's requests (TAIL, HEAD, HISTOGRAM, TERMS, PERCENTILES, STATS,
+    /// COUNT) in its filter language, as bench/logs/PROTOCOL.md defines them
+    #[arg(long)]
+    logs: bool,
 }
 
 fn open(data: &DataArgs) -> Result<Searcher> {
@@ -275,7 +279,7 @@ pub fn bench_serve(args: BenchServeArgs) -> Result<ExitCode> {
     anyhow::ensure!(args.threads >= 1, "--threads must be at least 1");
     let searcher = open(&args.data)?;
     if args.threads > 1 {
-        return bench_serve_pool(&searcher, args.threads);
+        return bench_serve_pool(&searcher, args.threads, args.logs);
     }
     let stdin = std::io::stdin();
     let stdout = std::io::stdout();
@@ -287,7 +291,7 @@ pub fn bench_serve(args: BenchServeArgs) -> Result<ExitCode> {
         if input.read_until(b'\n', &mut bytes)? == 0 {
             break;
         }
-        let answer = answer_request(&searcher, &bytes);
+        let answer = answer_request(&searcher, &bytes, args.logs);
         writeln!(out, "{answer}")?;
         out.flush()?;
     }
@@ -298,7 +302,7 @@ pub fn bench_serve(args: BenchServeArgs) -> Result<ExitCode> {
 /// hands each to a work-stealing pool of `threads` searchers (rayon; the `Searcher` is shared,
 /// it is `Sync`). Each answer is written as `ID\tanswer`, ID the request's 0-based line number,
 /// under stdout's lock and flushed as soon as it is ready, so answers come in completion order.
-fn bench_serve_pool(searcher: &Searcher, threads: usize) -> Result<ExitCode> {
+fn bench_serve_pool(searcher: &Searcher, threads: usize, logs: bool) -> Result<ExitCode> {
     use std::sync::{Mutex, PoisonError};
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
@@ -325,7 +329,7 @@ fn bench_serve_pool(searcher: &Searcher, threads: usize) -> Result<ExitCode> {
             }
             let (stdout, write_error) = (&stdout, &write_error);
             scope.spawn(move |_| {
-                let reply = format!("{id}\t{}\n", answer_request(searcher, &bytes));
+                let reply = format!("{id}\t{}\n", answer_request(searcher, &bytes, logs));
                 let mut out = stdout.lock();
                 if let Err(error) = out.write_all(reply.as_bytes()).and_then(|()| out.flush()) {
                     write_error
@@ -347,11 +351,15 @@ fn bench_serve_pool(searcher: &Searcher, threads: usize) -> Result<ExitCode> {
 }
 
 /// The answer to one request line, line break included or not.
-fn answer_request(searcher: &Searcher, bytes: &[u8]) -> String {
+fn answer_request(searcher: &Searcher, bytes: &[u8], logs: bool) -> String {
     // Real query logs hold stray non-UTF-8 bytes (the TREC set does); they become U+FFFD.
     let line = String::from_utf8_lossy(bytes);
     let line = line.trim_end_matches(['\n', '\r']);
     let (command, text) = line.split_once('\t').unwrap_or((line, ""));
+    if logs {
+        return crate::bench_logs::answer(searcher, command, text)
+            .unwrap_or_else(|| "UNSUPPORTED".to_owned());
+    }
     answer(searcher, command, text)
 }
 

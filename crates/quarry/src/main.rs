@@ -1,6 +1,7 @@
 //! `quarry`: the one binary. Subcommands index files into a data directory, search it, merge
 //! its blocks, check it, and answer benchmark queries over a pipe.
 
+mod bench_logs;
 mod cli_gen;
 mod cli_index;
 mod cli_search;

@@ -1,0 +1,331 @@
+//! End to end: `quarry gen-logs` events, indexed with two threads (blocks that overlap in
+//! time), then tails, heads, paging, histograms, ranges and aggregations through the CLI,
+//! checked against a brute-force scan of the generated JSON, with every optimization on and
+//! with all of them off.
+
+use serde_json::Value as Json;
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn quarry(args: &[&str]) -> Output {
+    let output = Command::new(env!("CARGO_BIN_EXE_quarry"))
+        .args(args)
+        .output()
+        .expect("run quarry");
+    assert!(
+        output.status.success(),
+        "quarry {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+fn lines(output: &Output) -> Vec<Json> {
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON {l:?}: {e}")))
+        .collect()
+}
+
+struct Event {
+    time_ms: i64,
+    time_text: String,
+    json: serde_json::Map<String, Json>,
+}
+
+fn generate(dir: &Path) -> Vec<Event> {
+    let file = dir.join("events.json");
+    quarry(&[
+        "gen-logs",
+        "--events",
+        "30000",
+        "--seed",
+        "7",
+        "--start",
+        "2026-11-01T00:00:00Z",
+        "--end",
+        "2026-11-01T06:00:00Z",
+        "--output",
+        file.to_str().unwrap(),
+    ]);
+    let text = std::fs::read_to_string(&file).unwrap();
+    let events: Vec<Event> = text
+        .lines()
+        .map(|line| {
+            let json: serde_json::Map<String, Json> = serde_json::from_str(line).unwrap();
+            let time_text = json["_time"].as_str().unwrap().to_owned();
+            let time_ms = chrono::DateTime::parse_from_rfc3339(&time_text)
+                .unwrap()
+                .timestamp_millis();
+            Event {
+                time_ms,
+                time_text,
+                json,
+            }
+        })
+        .collect();
+    let data = dir.join("data");
+    // A small memory budget and two threads: several blocks whose time ranges overlap.
+    quarry(&[
+        "index",
+        "--data",
+        data.to_str().unwrap(),
+        "--threads",
+        "2",
+        "--memory-budget",
+        "8MB",
+        file.to_str().unwrap(),
+    ]);
+    events
+}
+
+fn field<'a>(event: &'a Event, name: &str) -> Option<&'a Json> {
+    event.json.get(name)
+}
+
+fn is(event: &Event, name: &str, value: &str) -> bool {
+    field(event, name)
+        .and_then(Json::as_str)
+        .is_some_and(|v| v.eq_ignore_ascii_case(value))
+}
+
+fn int(event: &Event, name: &str) -> Option<i64> {
+    field(event, name).and_then(Json::as_i64)
+}
+
+/// RFC 3339 as Quarry prints it, to milliseconds, for comparing with the generator's text.
+fn ms_of(text: &str) -> i64 {
+    chrono::DateTime::parse_from_rfc3339(text)
+        .unwrap()
+        .timestamp_millis()
+}
+
+#[test]
+fn log_queries_match_brute_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = generate(dir.path());
+    let data = dir.path().join("data");
+    let data = data.to_str().unwrap();
+    let blocks = std::fs::read_dir(dir.path().join("data/blocks"))
+        .unwrap()
+        .count();
+    assert!(blocks >= 2, "expected several blocks, got {blocks}");
+
+    for disable in [None, Some("all")] {
+        let search = |extra: &[&str]| {
+            let mut args = vec!["search", "--data", data];
+            if let Some(d) = disable {
+                args.extend(["--disable", d]);
+            }
+            args.extend(extra);
+            lines(&quarry(&args))
+        };
+
+        // Tail and head of a field filter: the times of the newest / oldest 25 matches.
+        let errors: Vec<&Event> = events.iter().filter(|e| is(e, "level", "ERROR")).collect();
+        let mut times: Vec<i64> = errors.iter().map(|e| e.time_ms).collect();
+        times.sort_unstable();
+        let tail = search(&["--sort", "time_desc", "--limit", "25", "level:error"]);
+        let got: Vec<i64> = tail
+            .iter()
+            .map(|h| ms_of(h["_time"].as_str().unwrap()))
+            .collect();
+        let expected: Vec<i64> = times.iter().rev().take(25).copied().collect();
+        assert_eq!(got, expected, "tail, disable {disable:?}");
+        let head = search(&["--sort", "time_asc", "--limit", "25", "level:error"]);
+        let got: Vec<i64> = head
+            .iter()
+            .map(|h| ms_of(h["_time"].as_str().unwrap()))
+            .collect();
+        assert_eq!(got, times[..25].to_vec(), "head, disable {disable:?}");
+
+        // Paging with cursors: four pages of 10 are the first 40.
+        let mut paged = Vec::new();
+        let mut after: Option<String> = None;
+        for _ in 0..4 {
+            let mut args = vec!["--sort", "time-desc", "--limit", "10"];
+            if let Some(cursor) = &after {
+                args.extend(["--after", cursor.as_str()]);
+            }
+            args.push("level:error");
+            let page = search(&args);
+            assert_eq!(page.len(), 10);
+            after = Some(page[9]["_cursor"].as_str().unwrap().to_owned());
+            paged.extend(page.iter().map(|h| ms_of(h["_time"].as_str().unwrap())));
+        }
+        let expected: Vec<i64> = times.iter().rev().take(40).copied().collect();
+        assert_eq!(paged, expected, "paging, disable {disable:?}");
+
+        // Histogram per 10 minutes of nginx events between 01:00 and 04:30.
+        let start = ms_of("2026-11-01T01:00:00Z");
+        let end = ms_of("2026-11-01T04:30:00Z");
+        let mut buckets: BTreeMap<i64, u64> = BTreeMap::new();
+        for e in &events {
+            if is(e, "service", "nginx") && e.time_ms >= start && e.time_ms < end {
+                *buckets
+                    .entry(e.time_ms.div_euclid(600_000) * 600_000)
+                    .or_default() += 1;
+            }
+        }
+        let out = search(&[
+            "--limit",
+            "0",
+            "--start",
+            "2026-11-01T01:00:00Z",
+            "--end",
+            "2026-11-01T04:30:00Z",
+            "--histogram",
+            "10m",
+            "service:nginx",
+        ]);
+        let got: BTreeMap<i64, u64> = out[0]["histogram"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| {
+                (
+                    ms_of(b["start"].as_str().unwrap()),
+                    b["count"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(got, buckets, "histogram, disable {disable:?}");
+
+        // Every event per hour, no filter (endpoint counting).
+        let mut hourly: BTreeMap<i64, u64> = BTreeMap::new();
+        for e in &events {
+            *hourly
+                .entry(e.time_ms.div_euclid(3_600_000) * 3_600_000)
+                .or_default() += 1;
+        }
+        let out = search(&["--limit", "0", "--histogram", "1h", "*"]);
+        let got: BTreeMap<i64, u64> = out[0]["histogram"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| {
+                (
+                    ms_of(b["start"].as_str().unwrap()),
+                    b["count"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(got, hourly, "hourly histogram, disable {disable:?}");
+
+        // A range with a term, counted; aggregations over a range.
+        let slow = |e: &&Event| {
+            is(e, "service", "nginx")
+                && int(e, "latency_ms").is_some_and(|l| (500..=2000).contains(&l))
+        };
+        let out = search(&[
+            "--limit",
+            "0",
+            "--count",
+            "service:nginx AND latency_ms:[500 TO 2000]",
+        ]);
+        assert_eq!(
+            out[0]["count"].as_u64().unwrap(),
+            events.iter().filter(slow).count() as u64
+        );
+        let failing: Vec<&Event> = events
+            .iter()
+            .filter(|e| int(e, "status").is_some_and(|s| s >= 500))
+            .collect();
+        let out = search(&[
+            "--limit",
+            "0",
+            "--agg",
+            "terms(client_ip, 5)",
+            "--agg",
+            "stats(latency_ms)",
+            "--agg",
+            "count",
+            "status:>=500",
+        ]);
+        let aggs = &out[0]["aggregations"];
+        assert_eq!(aggs["count"].as_u64().unwrap(), failing.len() as u64);
+        let mut by_ip: HashMap<&str, u64> = HashMap::new();
+        for e in &failing {
+            *by_ip
+                .entry(field(e, "client_ip").unwrap().as_str().unwrap())
+                .or_default() += 1;
+        }
+        let mut top: Vec<(&str, u64)> = by_ip.into_iter().collect();
+        top.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+        let got: Vec<(String, u64)> = aggs["terms(client_ip, 5)"]["buckets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| {
+                (
+                    b["key"].as_str().unwrap().to_owned(),
+                    b["count"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        let expected: Vec<(String, u64)> = top
+            .iter()
+            .take(5)
+            .map(|(k, c)| (k.to_string(), *c))
+            .collect();
+        assert_eq!(got, expected, "terms, disable {disable:?}");
+        let latencies: Vec<i64> = failing
+            .iter()
+            .filter_map(|e| int(e, "latency_ms"))
+            .collect();
+        let stats = &aggs["stats(latency_ms)"];
+        assert_eq!(stats["count"].as_u64().unwrap(), latencies.len() as u64);
+        assert_eq!(
+            stats["min"].as_f64().unwrap(),
+            *latencies.iter().min().unwrap() as f64
+        );
+        assert_eq!(
+            stats["max"].as_f64().unwrap(),
+            *latencies.iter().max().unwrap() as f64
+        );
+        assert_eq!(
+            stats["sum"].as_f64().unwrap(),
+            latencies.iter().sum::<i64>() as f64
+        );
+    }
+    // The generator's own text round-trips through Quarry's time printing.
+    let first = lines(&quarry(&[
+        "search", "--data", data, "--sort", "time_asc", "--limit", "1", "*",
+    ]));
+    assert_eq!(
+        ms_of(first[0]["_time"].as_str().unwrap()),
+        ms_of(&events.iter().min_by_key(|e| e.time_ms).unwrap().time_text)
+    );
+}
+
+#[test]
+fn bad_log_arguments_are_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let file = dir.path().join("e.json");
+    std::fs::write(&file, "{\"_time\":\"2026-11-01T00:00:00Z\",\"a\":1}\n").unwrap();
+    quarry(&[
+        "index",
+        "--data",
+        data.to_str().unwrap(),
+        file.to_str().unwrap(),
+    ]);
+    for (args, message) in [
+        (vec!["--histogram", "5y", "*"], "unknown interval unit"),
+        (vec!["--start", "yesterday", "*"], "--start"),
+        (vec!["--agg", "median(a)", "*"], "bad aggregation"),
+        (vec!["--disable", "turbo", "*"], "unknown optimization"),
+        (vec!["--after", "1:2:3", "*"], "--after needs --sort"),
+        (vec!["a:[1 TO x]"], "expected a number in the range"),
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_quarry"))
+            .args(["search", "--data", data.to_str().unwrap()])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+    }
+}

@@ -6,8 +6,11 @@
 /// Magic bytes at the start and end of every block file.
 pub const BLOCK_MAGIC: &[u8; 8] = b"QRYBLOK1";
 
-/// The block format version this build writes and reads (see FORMAT.md).
-pub const FORMAT_VERSION: u32 = 1;
+/// The block format version this build writes (see FORMAT.md). Version 2 added the `_time`
+/// offsets section; this build still reads version 1 blocks, without it.
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest block format version this build reads.
+pub const MIN_FORMAT_VERSION: u32 = 1;
 
 /// Doc ids are u32 and `u32::MAX` is the iterators' end marker, so a block holds fewer docs.
 /// The pipeline cuts blocks far below this (by memory budget); merge stops at this.

@@ -94,6 +94,8 @@ pub struct TimeLookup<'a> {
     column: ColumnReader<'a>,
     optimizations: Optimizations,
     decoded: Option<(usize, DecodedChunk)>,
+    /// The last unpacked group of the time offsets: (group, times, how many are docs).
+    group: Option<(usize, [i64; 128], usize)>,
     /// How many `_time` chunks were decoded (the benchmark reports it).
     pub chunks_decoded: u64,
 }
@@ -108,8 +110,23 @@ impl<'a> TimeLookup<'a> {
             column,
             optimizations,
             decoded: None,
+            group: None,
             chunks_decoded: 0,
         })
+    }
+
+    /// The times of the docs of 128-doc group `group` from the block's bit-packed time
+    /// offsets (format version 2), or `None` where the block has none for it.
+    fn group(&mut self, group: usize) -> Option<&[i64]> {
+        if !self.optimizations.time_index {
+            return None;
+        }
+        if self.group.as_ref().is_none_or(|(g, _, _)| *g != group) {
+            let mut times = [0i64; 128];
+            let n = self.block.time_group(group, &mut times)?;
+            self.group = Some((group, times, n));
+        }
+        self.group.as_ref().map(|(_, times, n)| &times[..*n])
     }
 
     fn corrupt(&self, error: DecodeError) -> FormatError {
@@ -131,6 +148,13 @@ impl<'a> TimeLookup<'a> {
 
     /// The time of `doc` (every doc has one).
     pub fn time_of(&mut self, doc: u32) -> Result<i64> {
+        let group = (doc / TIME_INDEX_INTERVAL) as usize;
+        if let Some(&time) = self
+            .group(group)
+            .and_then(|times| times.get((doc % TIME_INDEX_INTERVAL) as usize))
+        {
+            return Ok(time);
+        }
         let index = self
             .column
             .chunk_of(doc)
@@ -167,6 +191,15 @@ impl<'a> TimeLookup<'a> {
             }
             if lo == 0 {
                 return Ok(0);
+            }
+            // The bit-packed offsets answer within the group without decoding a chunk.
+            if let Some(times) = self.group(lo - 1) {
+                let at = times.partition_point(|&t| t < time);
+                return Ok(if at < times.len() {
+                    (lo as u32 - 1) * TIME_INDEX_INTERVAL + at as u32
+                } else {
+                    (lo as u32 * TIME_INDEX_INTERVAL).min(doc_count)
+                });
             }
             let doc = (lo as u32 - 1) * TIME_INDEX_INTERVAL;
             self.column

@@ -85,7 +85,8 @@ pub fn plan(ast: &Ast, analyzer: &Analyzer, text_fields: &[String]) -> Query {
         },
         Ast::Range { field, range } if field == TIME_FIELD => match range.half_open_i64() {
             Some((start, end)) => Query::TimeRange { start, end },
-            None => Query::Nothing,
+            // An empty range, not `Nothing`: a `Bool` drops `Nothing` clauses.
+            None => Query::TimeRange { start: 0, end: 0 },
         },
         Ast::Range { field, range } => Query::Range {
             field: field.clone(),

@@ -56,14 +56,14 @@ impl NumericRange {
             Bound::Included(Number::Int(a)) => i128::from(a),
             Bound::Excluded(Number::Int(a)) => i128::from(a) + 1,
             Bound::Included(Number::Float(x)) => float_to_i128(x.ceil()),
-            Bound::Excluded(Number::Float(x)) => float_to_i128(x.floor()) + 1,
+            Bound::Excluded(Number::Float(x)) => float_to_i128(x.floor()).saturating_add(1),
         };
         let hi: i128 = match self.upper {
             Bound::Unbounded => i128::from(i64::MAX),
             Bound::Included(Number::Int(b)) => i128::from(b),
             Bound::Excluded(Number::Int(b)) => i128::from(b) - 1,
             Bound::Included(Number::Float(y)) => float_to_i128(y.floor()),
-            Bound::Excluded(Number::Float(y)) => float_to_i128(y.ceil()) - 1,
+            Bound::Excluded(Number::Float(y)) => float_to_i128(y.ceil()).saturating_sub(1),
         };
         let lo = lo.max(i128::from(i64::MIN));
         let hi = hi.min(i128::from(i64::MAX));

@@ -122,7 +122,18 @@ impl Searcher {
                 }
             }
             let mut lookup = TimeLookup::new(block, self.optimizations)?;
-            let (lo, hi) = lookup.doc_range(start, end)?;
+            // Past a cursor, events at the cursor's time count only in blocks after the
+            // cursor's one in time order (and in its own block, after its doc).
+            let (block_start, block_end) = match after {
+                Some(cursor) if descending && block_id > cursor.block_id => {
+                    (start, end.min(cursor.time))
+                }
+                Some(cursor) if !descending && block_id < cursor.block_id => {
+                    (start.max(cursor.time.saturating_add(1)), end)
+                }
+                _ => (start, end),
+            };
+            let (lo, hi) = lookup.doc_range(block_start, block_end)?;
             if lo >= hi {
                 continue;
             }

@@ -69,6 +69,8 @@ pub struct Manifest {
     pub term_count: u64,
     pub postings: SectionRef,
     pub positions: SectionRef,
+    /// Every doc's `_time`, bit-packed per 128 docs for random access (version 2 on).
+    pub time_offsets: Option<SectionRef>,
 }
 
 impl Manifest {
@@ -110,9 +112,12 @@ impl Manifest {
         put_u64(out, self.term_count);
         self.postings.encode(out);
         self.positions.encode(out);
+        // Written as version 2: the section is always there.
+        self.time_offsets.unwrap_or_default().encode(out);
     }
 
-    pub fn decode(bytes: &[u8]) -> DecodeResult<Manifest> {
+    /// Decodes the manifest of a block of format `version` (1 or 2).
+    pub fn decode(bytes: &[u8], version: u32) -> DecodeResult<Manifest> {
         let mut r = ByteReader::new(bytes);
         let doc_count = r.u32()?;
         let time_min = r.i64()?;
@@ -180,6 +185,11 @@ impl Manifest {
             term_count: r.u64()?,
             postings: SectionRef::decode(&mut r)?,
             positions: SectionRef::decode(&mut r)?,
+            time_offsets: if version >= 2 {
+                Some(SectionRef::decode(&mut r)?)
+            } else {
+                None
+            },
         };
         if !r.is_empty() {
             return Err(DecodeError::new("trailing bytes"));
@@ -196,6 +206,9 @@ impl Manifest {
             ("postings".to_owned(), self.postings),
             ("positions".to_owned(), self.positions),
         ];
+        if let Some(offsets) = self.time_offsets {
+            all.push(("time offsets".to_owned(), offsets));
+        }
         for field in &self.fields {
             for column in &field.columns {
                 let name = format!("column {}:{}", field.name, column.ty.name());

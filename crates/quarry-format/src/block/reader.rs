@@ -3,13 +3,17 @@ use super::TIME_FIELD;
 use crate::column::{ColumnReader, DecodedChunk};
 use crate::error::{DecodeError, FormatError, Result};
 use crate::limits::{
-    BLOCK_MAGIC, FOOTER_LEN, FORMAT_VERSION, MAX_MANIFEST_LEN, TIME_INDEX_INTERVAL,
+    BLOCK_MAGIC, FOOTER_LEN, FORMAT_VERSION, MAX_MANIFEST_LEN, MIN_FORMAT_VERSION,
+    TIME_INDEX_INTERVAL,
 };
 use crate::postings::{PostingsCursor, TermInfo, TERM_INFO_LEN};
 use crate::termdict::{term_info_at, term_key, TermKind};
 use crate::value::{ColumnType, Value};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// One group entry of the time offsets section (FORMAT.md): offset, bits, pad, divisor.
+pub const TIME_GROUP_ENTRY_LEN: usize = 16;
 
 /// A byte range of the block's mmap that the FST can own.
 #[derive(Clone)]
@@ -78,7 +82,7 @@ impl BlockReader {
         let manifest_len = r.u64().map_err(|e| e.in_file(path, "footer"))?;
         let version = r.u32().map_err(|e| e.in_file(path, "footer"))?;
         let manifest_crc = r.u32().map_err(|e| e.in_file(path, "footer"))?;
-        if version != FORMAT_VERSION {
+        if !(MIN_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(FormatError::Version {
                 path: path.to_path_buf(),
                 expected: FORMAT_VERSION,
@@ -115,7 +119,8 @@ impl BlockReader {
                 got,
             });
         }
-        let manifest = Manifest::decode(manifest_bytes).map_err(|e| e.in_file(path, "manifest"))?;
+        let manifest =
+            Manifest::decode(manifest_bytes, version).map_err(|e| e.in_file(path, "manifest"))?;
         for (name, section) in manifest.sections() {
             if section_bytes(bytes, section, manifest_offset).is_none() {
                 return Err(corrupt(&name, "section outside file"));
@@ -128,6 +133,13 @@ impl BlockReader {
             ("term dictionary".to_owned(), manifest.term_fst),
             ("term infos".to_owned(), manifest.term_infos),
         ];
+        if let Some(offsets) = manifest.time_offsets {
+            eager.push(("time offsets".to_owned(), offsets));
+            let groups = u64::from(manifest.doc_count.div_ceil(TIME_INDEX_INTERVAL));
+            if offsets.len < groups * TIME_GROUP_ENTRY_LEN as u64 {
+                return Err(corrupt("time offsets", "shorter than its group entries"));
+            }
+        }
         for field in &manifest.fields {
             for column in &field.columns {
                 eager.push((format!("column {} directory", field.name), column.directory));
@@ -297,6 +309,38 @@ impl BlockReader {
 
     pub fn sparse_time_len(&self) -> usize {
         (self.manifest.time_index.len / 8) as usize
+    }
+
+    /// The `_time` of the docs of group `group` (docs `128 * group ..`), from the time
+    /// offsets section: how many docs the group has, or `None` when the block has no offsets
+    /// (version 1), the group is stored unpacked, or its bytes are bad (callers then decode
+    /// the `_time` column, which reports corruption).
+    pub fn time_group(&self, group: usize, out: &mut [i64; 128]) -> Option<usize> {
+        let section = self.manifest.time_offsets?;
+        let base = self.sparse_time(group)?;
+        let bytes = self.section(section);
+        let entry = bytes.get(group * TIME_GROUP_ENTRY_LEN..(group + 1) * TIME_GROUP_ENTRY_LEN)?;
+        // unwraps: the entry is 16 bytes long.
+        let offset = u32::from_le_bytes(entry[0..4].try_into().unwrap()) as usize;
+        let bits = entry[4];
+        let divisor = u64::from_le_bytes(entry[8..16].try_into().unwrap());
+        if bits > 32 {
+            return None;
+        }
+        let packed_len = 16 * bits as usize;
+        let packed = bytes.get(offset..offset.checked_add(packed_len)?)?;
+        let mut values = [0u32; 128];
+        use bitpacking::BitPacker;
+        bitpacking::BitPacker4x::new().decompress(packed, &mut values, bits);
+        for (slot, &value) in out.iter_mut().zip(&values) {
+            *slot = base.wrapping_add((u64::from(value).wrapping_mul(divisor)) as i64);
+        }
+        let first = group * TIME_INDEX_INTERVAL as usize;
+        Some(
+            (self.manifest.doc_count as usize)
+                .saturating_sub(first)
+                .min(128),
+        )
     }
 
     /// Checks every section's crc and decodes every column chunk. `quarry check` runs this.

@@ -236,6 +236,16 @@ fn block_round_trip() {
     assert_eq!(reader.file_len(), std::fs::metadata(&path).unwrap().len());
     assert_eq!(manifest.time_min, corpus.times[0]);
     assert_eq!(manifest.time_max, *corpus.times.last().unwrap());
+    // Every doc's time from the bit-packed time offsets.
+    let mut group = [0i64; 128];
+    for (g, expected) in corpus.times.chunks(128).enumerate() {
+        let n = reader.time_group(g, &mut group).expect("packed group");
+        assert_eq!(&group[..n], expected, "group {g}");
+    }
+    assert_eq!(
+        reader.time_group(corpus.times.len().div_ceil(128), &mut group),
+        None
+    );
     assert_eq!(manifest.term_count, corpus.terms.len() as u64);
     assert!(
         !dir.path().join("a.tmp").exists(),
@@ -725,7 +735,11 @@ fn with_manifest(bytes: &[u8], change: impl Fn(&mut Manifest)) -> Vec<u8> {
     let footer = &bytes[bytes.len() - FOOTER_LEN..];
     let offset = u64::from_le_bytes(footer[..8].try_into().unwrap());
     let len = u64::from_le_bytes(footer[8..16].try_into().unwrap());
-    let mut manifest = Manifest::decode(&bytes[offset as usize..(offset + len) as usize]).unwrap();
+    let mut manifest = Manifest::decode(
+        &bytes[offset as usize..(offset + len) as usize],
+        crate::limits::FORMAT_VERSION,
+    )
+    .unwrap();
     change(&mut manifest);
     let mut encoded = Vec::new();
     manifest.encode(&mut encoded);

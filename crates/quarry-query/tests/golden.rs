@@ -1,11 +1,15 @@
-//! Golden data directory: a block of format version 1, committed, that every later build must
-//! still open and answer the same way (`golden/v1/`, answers in `golden/v1.expected.json`).
+//! Golden data directories: one block per format version, committed, that every later build
+//! must still open and answer the same way (`golden/vN/`, answers in `golden/vN.expected.json`).
+//! Both hold the same events, so the log queries (ranges, time, histograms, aggregations) must
+//! also answer the same on both: version 1 blocks have no numeric terms and no time offsets,
+//! and are answered by the fallbacks (column scans, `_time` chunk decodes).
 //!
-//! Regenerate only when the format version changes, into a new `vN` directory:
-//! `QUARRY_WRITE_GOLDEN=1 cargo test -p quarry-query --test golden`.
+//! Write a new version's directory only when the format version changes:
+//! `QUARRY_WRITE_GOLDEN=v2 cargo test -p quarry-query --test golden`.
 
 use quarry_format::Value;
 use quarry_index::{Analyzer, SegmentBuilder};
+use quarry_query::aggregation::AggSpec;
 use quarry_query::{value_to_json, SearchRequest, Searcher, SortOrder};
 use quarry_store::{BlockEntry, Catalog, Settings};
 use std::path::Path;
@@ -20,6 +24,17 @@ const QUERIES: &[&str] = &[
     "status:500",
     "*",
     "timeout",
+];
+
+/// Log queries, answered with counts, tails, 10-second histograms and aggregations.
+const LOG_QUERIES: &[&str] = &[
+    "latency:[30 TO 90]",
+    "latency:>=250.5",
+    "status:[400 TO 499] OR status:>500",
+    "_time:[1700000050 TO 1700000120}",
+    "error AND _time:>=1700000100",
+    "_exists_:latency -status:404",
+    "ok:true AND latency:<20",
 ];
 
 fn golden_dir() -> std::path::PathBuf {
@@ -111,43 +126,114 @@ fn answers(searcher: &Searcher) -> serde_json::Value {
     serde_json::Value::Object(out)
 }
 
-#[test]
-fn golden_v1_block_still_opens_and_answers() {
-    let dir = golden_dir().join("v1");
-    let expected_path = golden_dir().join("v1.expected.json");
-    if std::env::var_os("QUARRY_WRITE_GOLDEN").is_some() {
-        let _ = std::fs::remove_dir_all(&dir);
-        let mut catalog = Catalog::open_or_create(&dir, Settings::default()).unwrap();
-        let mut segment = SegmentBuilder::new(std::sync::Arc::new(Analyzer::default()));
-        for (time, fields) in events() {
-            segment.add_event(time, fields.iter().map(|(k, v)| (k.as_str(), v)));
-        }
-        let id = catalog.allocate_block_id();
-        let path = Catalog::block_path(&dir, id);
-        let manifest = segment.write_block(&path).unwrap();
-        let bytes = std::fs::metadata(&path).unwrap().len();
-        let entry = BlockEntry {
-            id,
-            docs: manifest.doc_count.into(),
-            time_min: manifest.time_min,
-            time_max: manifest.time_max,
-            bytes,
-        };
-        catalog.commit_block(entry, &[]).unwrap();
-        drop(catalog);
-        let _ = std::fs::remove_file(dir.join(".lock"));
+fn log_answers(searcher: &Searcher) -> serde_json::Value {
+    let specs: Vec<AggSpec> = ["stats(latency)", "terms(service, 2)", "count"]
+        .iter()
+        .map(|s| AggSpec::parse(s).unwrap())
+        .collect();
+    let mut out = serde_json::Map::new();
+    for query in LOG_QUERIES {
+        let parsed = searcher.parse(query).unwrap();
+        let tail: Vec<i64> = searcher
+            .search(
+                &parsed,
+                &SearchRequest {
+                    limit: 4,
+                    sort: SortOrder::TimeDesc,
+                    ..Default::default()
+                },
+            )
+            .unwrap()
+            .hits
+            .iter()
+            .map(|h| h.time)
+            .collect();
+        let histogram = searcher.histogram(&parsed, 10_000_000_000).unwrap();
+        let aggregations = searcher.aggregate(&parsed, &specs).unwrap();
+        out.insert(
+            query.to_string(),
+            serde_json::json!({
+                "count": searcher.count(&parsed).unwrap(),
+                "tail": tail,
+                "histogram": histogram,
+                "aggregations": aggregations,
+            }),
+        );
+    }
+    serde_json::Value::Object(out)
+}
+
+/// Writes the golden directory of the current format version into `dir`.
+fn write_golden(dir: &Path) {
+    let _ = std::fs::remove_dir_all(dir);
+    let mut catalog = Catalog::open_or_create(dir, Settings::default()).unwrap();
+    let mut segment = SegmentBuilder::new(std::sync::Arc::new(Analyzer::default()));
+    for (time, fields) in events() {
+        segment.add_event(time, fields.iter().map(|(k, v)| (k.as_str(), v)));
+    }
+    let id = catalog.allocate_block_id();
+    let path = Catalog::block_path(dir, id);
+    let manifest = segment.write_block(&path).unwrap();
+    let bytes = std::fs::metadata(&path).unwrap().len();
+    let entry = BlockEntry {
+        id,
+        docs: manifest.doc_count.into(),
+        time_min: manifest.time_min,
+        time_max: manifest.time_max,
+        bytes,
+    };
+    catalog.commit_block(entry, &[]).unwrap();
+    drop(catalog);
+    let _ = std::fs::remove_file(dir.join(".lock"));
+}
+
+/// Opens golden version `version`, checks every block and returns the searcher and the
+/// expected answers (written first when `QUARRY_WRITE_GOLDEN` names this version).
+fn golden(version: &str, with_logs: bool) -> (Searcher, serde_json::Value) {
+    let dir = golden_dir().join(version);
+    let expected_path = golden_dir().join(format!("{version}.expected.json"));
+    if std::env::var("QUARRY_WRITE_GOLDEN").as_deref() == Ok(version) {
+        write_golden(&dir);
         let searcher = Searcher::open(&dir).unwrap();
-        let text = serde_json::to_string_pretty(&answers(&searcher)).unwrap();
+        let mut answers = answers(&searcher);
+        if with_logs {
+            answers["log queries"] = log_answers(&searcher);
+        }
+        let text = serde_json::to_string_pretty(&answers).unwrap();
         std::fs::write(&expected_path, text + "\n").unwrap();
     }
-    let searcher = Searcher::open(&dir).expect("golden v1 data directory opens");
+    let searcher = Searcher::open(&dir).expect("golden data directory opens");
     for block in searcher.blocks() {
         block.verify().unwrap();
     }
     let expected: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&expected_path).unwrap()).unwrap();
-    assert_eq!(answers(&searcher), expected);
     // The golden answers are not vacuous.
     assert_eq!(expected["*"]["count"], 200);
     assert!(expected["\"connection reset\""]["count"].as_u64().unwrap() > 0);
+    (searcher, expected)
+}
+
+#[test]
+fn golden_v1_block_still_opens_and_answers() {
+    let (searcher, expected) = golden("v1", false);
+    assert_eq!(answers(&searcher), expected);
+    // The log queries answer the same on version 1 (fallbacks) as on version 2.
+    let (v2, _) = golden("v2", true);
+    assert_eq!(log_answers(&searcher), log_answers(&v2));
+}
+
+#[test]
+fn golden_v2_block_still_opens_and_answers() {
+    let (searcher, expected) = golden("v2", true);
+    let mut answers = answers(&searcher);
+    answers["log queries"] = log_answers(&searcher);
+    assert_eq!(answers, expected);
+    let counts: Vec<u64> = expected["log queries"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|a| a["count"].as_u64().unwrap())
+        .collect();
+    assert!(counts.iter().all(|&c| c > 0 && c < 200), "{counts:?}");
 }

@@ -381,6 +381,24 @@ impl Searcher {
                 }
                 continue;
             }
+            // One posting list: whole postings blocks between two endpoints are counted from
+            // their skip entries, without decoding.
+            if let Some(cursor) = weight.single_postings(index, block)? {
+                let Some(mut cursor) = cursor else {
+                    continue;
+                };
+                cursor.seek(lo);
+                for (k, end) in ends[1..].iter().enumerate() {
+                    let count = cursor.count_until(*end);
+                    if count > 0 {
+                        f(first + k as i64, u64::from(count));
+                    }
+                }
+                if let Some(error) = cursor.error() {
+                    return Err(block.corrupt("postings", error).into());
+                }
+                continue;
+            }
             let Some(mut scorer) = weight.scorer(index, block)? else {
                 continue;
             };

@@ -239,6 +239,46 @@ impl Weight {
         )))
     }
 
+    /// The postings that hold exactly this weight's matches in `block`, when there are such:
+    /// a term, an exact value, or one of them ANDed only with time ranges (which callers
+    /// apply as a doc range). `None`: not such a weight; `Some(None)`: none in this block.
+    pub fn single_postings<'a>(
+        &'a self,
+        index: usize,
+        block: &'a BlockReader,
+    ) -> Result<Option<Option<quarry_format::PostingsCursor<'a>>>> {
+        match self {
+            Weight::Term { infos, .. } => match infos.get(index) {
+                Some(Some((_, info))) => Ok(Some(Some(block.postings(info)?))),
+                _ => Ok(Some(None)),
+            },
+            Weight::Exact { field, value } => {
+                let info = match block.field_ordinal(field) {
+                    Some(ordinal) => block.term_info(ordinal, TermKind::Exact, value.as_bytes())?,
+                    None => None,
+                };
+                Ok(Some(match info {
+                    Some(info) => Some(block.postings(&info)?),
+                    None => None,
+                }))
+            }
+            Weight::Bool {
+                must,
+                should,
+                must_not,
+            } if should.is_empty() && must_not.is_empty() => {
+                let mut rest = must
+                    .iter()
+                    .filter(|w| !matches!(w, Weight::TimeRange { .. }));
+                match (rest.next(), rest.next()) {
+                    (Some(only), None) => only.single_postings(index, block),
+                    _ => Ok(None),
+                }
+            }
+            _ => Ok(None),
+        }
+    }
+
     /// The scorer of this weight in `block` (at position `index` among the blocks the
     /// statistics were gathered over), or `None` if nothing in the block can match.
     pub fn scorer<'a>(

@@ -298,6 +298,53 @@ impl<'a> PostingsCursor<'a> {
         }
     }
 
+    /// Counts the docs from the current one up to (not including) `end`, leaving the cursor on
+    /// the first doc `>= end`. Whole blocks below `end` are counted from their skip entries
+    /// without being decoded (histogram buckets between endpoint doc ids).
+    pub fn count_until(&mut self, end: u32) -> u32 {
+        if self.doc == TERMINATED || self.doc >= end {
+            return 0;
+        }
+        let mut count = 0u32;
+        if self.docs[self.len - 1] < end {
+            count += (self.len - self.cursor) as u32;
+            let mut block = self.block + 1;
+            while block < self.full_blocks {
+                match self.skip_entry(block) {
+                    Ok(entry) if entry.last_doc < end => {
+                        count += BLOCK as u32;
+                        block += 1;
+                    }
+                    Ok(_) => break,
+                    Err(e) => {
+                        self.fail(e);
+                        return count;
+                    }
+                }
+            }
+            if block * BLOCK >= self.doc_freq as usize {
+                self.doc = TERMINATED;
+                return count;
+            }
+            if let Err(e) = self.load_block(block) {
+                self.fail(e);
+                return count;
+            }
+        }
+        // The current block's last doc is >= end, so the partition point is inside it.
+        let below = self.docs[self.cursor..self.len].partition_point(|&d| d < end);
+        count += below as u32;
+        self.cursor += below;
+        if self.cursor >= self.len {
+            // Only if the docs were not sorted, which the decoder rules out; stay in bounds.
+            self.cursor = self.len - 1;
+            self.next_block();
+            return count;
+        }
+        self.doc = self.docs[self.cursor];
+        count
+    }
+
     /// Positions of the current doc, appended to `out` (cleared first).
     pub fn positions(&mut self, out: &mut Vec<u32>) -> DecodeResult<()> {
         out.clear();

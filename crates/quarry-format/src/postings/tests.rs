@@ -335,6 +335,33 @@ proptest! {
         }
     }
 
+    /// Counting up to increasing bucket ends (histograms) agrees with the model, and leaves
+    /// the cursor on the first doc at or after each end.
+    #[test]
+    fn count_until_increasing_ends(
+        term in term_strategy(),
+        near in proptest::collection::vec((any::<prop::sample::Index>(), -2i8..3), 0..40),
+        start in any::<prop::sample::Index>(),
+    ) {
+        let mut ends: Vec<u32> = near
+            .iter()
+            .map(|(index, offset)| target_near(&term, index, *offset))
+            .collect();
+        ends.sort_unstable();
+        let (writer, infos) = write_terms(std::slice::from_ref(&term));
+        let mut cursor = PostingsCursor::try_new(&infos[0], &writer.postings, &writer.positions)
+            .unwrap();
+        let first = target_near(&term, &start, 0).min(ends.first().copied().unwrap_or(0));
+        cursor.seek(first);
+        let mut from = first;
+        for end in ends {
+            let expected = term.docs.iter().filter(|&&d| d >= from && d < end).count() as u32;
+            prop_assert_eq!(cursor.count_until(end), expected, "count_until({})", end);
+            prop_assert_eq!(cursor.doc(), term.doc_at(term.first_at_or_after(end.max(from))));
+            from = end.max(from);
+        }
+    }
+
     /// Corrupt postings or positions bytes never panic or loop: the cursor yields at most
     /// `doc_freq` strictly increasing docs, whatever it is asked.
     #[test]

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Side-by-side search benchmark: Quarry against tantivy and Apache Lucene on the same Wikipedia
-# articles and TREC Million Query topics, in one run, single-threaded. Prints a table with each
-# engine's figures and the quarry/tantivy and quarry/lucene ratios, and writes
-# bench/results/search.json.
+# articles and TREC Million Query topics, in one run: single-threaded indexing and latency, then
+# throughput with 1, 2 and 4 search threads. Prints a table with each engine's figures and the
+# quarry/tantivy and quarry/lucene ratios, writes bench/results/search.json and draws
+# bench/results/latency.png and qps.png.
 #
 #   bench/run-search.sh
 #
@@ -13,10 +14,12 @@
 #                "or_top10 or_count and_count phrase_count"; for COUNT workloads the answers
 #                of tantivy and of Lucene are compared with Quarry's query by query (metric
 #                count_mismatches)
+#   THREADS      search thread counts of the throughput runs (default: "1 2 4"; "" for none)
 #   SKIP_INDEX   1 to reuse the indexes and index records a previous run left in WORK_DIR
 #   WIKI_FILE    input articles (default: shared/data/wiki/wiki-articles.json.zst)
 #   QUERY_FILE   queries (default: shared/data/queries/topics.mq.20001-60000.txt)
-#   RESULTS      metric list to write (default: bench/results/search.json)
+#   RESULTS      metric list to write (default: bench/results/search.json); the PNG charts go
+#                beside it
 #   QUARRY_BIN   a quarry binary to use instead of building target/release/quarry
 #   LUCENE_JAVA_HOME  JDK 21+ that builds and runs lucene-bench (default: Temurin 25 at
 #                /usr/lib/jvm/temurin-25-jdk-amd64 if present, else JAVA_HOME, else `java`)
@@ -37,6 +40,7 @@ QUERY_FILE=${QUERY_FILE:-$SHARED_DIR/data/queries/topics.mq.20001-60000.txt}
 QUERY_LIMIT=${QUERY_LIMIT:-}
 WORK_DIR=${WORK_DIR:-/tmp/quarry-bench}
 WORKLOADS=${WORKLOADS:-or_top10}
+THREADS=${THREADS-1 2 4}
 SKIP_INDEX=${SKIP_INDEX:-0}
 RESULTS=${RESULTS:-$BENCH_DIR/results/search.json}
 
@@ -45,6 +49,7 @@ BENCH_BIN=${CARGO_TARGET_DIR:-$BENCH_DIR/target}/release
 TANTIVY=$BENCH_BIN/tantivy-bench
 DRIVER=$BENCH_BIN/search-driver
 REPORT=$BENCH_BIN/search-report
+PLOTS=$BENCH_BIN/search-plots
 
 LUCENE_JAR=$BENCH_DIR/lucene/target/lucene-bench.jar
 LUCENE_JVM_OPTS=${LUCENE_JVM_OPTS:-"-Xms4g -Xmx4g --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED"}
@@ -184,23 +189,40 @@ compgen -G "$LUCENE_INDEX/segments_*" >/dev/null || lucene_ok=0
 limit_args=()
 [[ -n $QUERY_LIMIT ]] && limit_args=(--limit "$QUERY_LIMIT")
 
-# run_search ENGINE WORKLOAD TRANSFORM COMMAND ENGINE-COMMAND...
+# run_search ENGINE WORKLOAD TRANSFORM COMMAND ENGINE-COMMAND...: the latency run (one query at
+# a time, answers kept), then a throughput run for each entry of THREADS (the engine started
+# with --threads N, every query sent at once, answers checked against the latency run's).
 run_search() {
     local engine=$1 workload=$2 transform=$3 command=$4
     shift 4
-    local out=$WORK_DIR/$engine-$workload.json
-    rm -f "$out"
+    local out=$WORK_DIR/$engine-$workload.json answers=$WORK_DIR/$engine-$workload.answers
+    local driver=("$DRIVER" --engine "$engine" --queries "$QUERY_FILE" "${limit_args[@]}"
+        --command "$command" --transform "$transform")
+    rm -f "$out" "$answers" "$WORK_DIR/$engine-$workload"-threads*.json
     log "$workload: $engine"
-    if "$DRIVER" --engine "$engine" --queries "$QUERY_FILE" "${limit_args[@]}" \
-        --command "$command" --transform "$transform" \
-        --answers "$WORK_DIR/$engine-$workload.answers" -- "$@" >"$out.tmp"; then
+    if "${driver[@]}" --answers "$answers" -- "$@" >"$out.tmp"; then
         mv "$out.tmp" "$out"
         cat "$out" >&2
     else
-        rm -f "$out.tmp"
+        rm -f "$out.tmp" "$answers"
         warn "$engine failed on $workload: its figures will be missing"
     fi
     records+=("$out")
+    local threads check
+    for threads in $THREADS; do
+        out=$WORK_DIR/$engine-$workload-threads$threads.json
+        check=()
+        [[ -f $answers ]] && check=(--answers "$answers")
+        log "$workload: $engine, throughput with $threads search thread(s)"
+        if "${driver[@]}" "${check[@]}" --threads "$threads" -- "$@" >"$out.tmp"; then
+            mv "$out.tmp" "$out"
+            cat "$out" >&2
+        else
+            rm -f "$out.tmp"
+            warn "$engine failed on $workload with $threads threads: its qps_threads_$threads will be missing"
+        fi
+        records+=("$out")
+    done
 }
 
 for workload in $WORKLOADS; do
@@ -214,12 +236,13 @@ for workload in $WORKLOADS; do
     if ((quarry_ok)); then
         run_search quarry "$workload" "$transform" "$command" "$QUARRY" bench-serve --data "$QUARRY_DATA"
     else
-        rm -f "$WORK_DIR/quarry-$workload.json"  # no stale figures from an earlier run
+        # No stale figures from an earlier run.
+        rm -f "$WORK_DIR/quarry-$workload.json" "$WORK_DIR/quarry-$workload"-threads*.json
     fi
     if ((lucene_ok)); then
         run_search lucene "$workload" "$transform" "$command" "${lucene_java[@]}" serve --index "$LUCENE_INDEX"
     else
-        rm -f "$WORK_DIR/lucene-$workload.json"
+        rm -f "$WORK_DIR/lucene-$workload.json" "$WORK_DIR/lucene-$workload"-threads*.json
     fi
 done
 
@@ -231,3 +254,5 @@ done
 "$REPORT" --subject quarry --baseline tantivy,lucene --out "$RESULTS" "${existing[@]}"
 echo
 echo "wrote $RESULTS"
+# The charts are a view of the results: failing to draw them loses no figure.
+"$PLOTS" "$RESULTS" | sed 's/^/wrote /' || warn "search-plots failed: no charts"

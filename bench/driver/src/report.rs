@@ -1,14 +1,15 @@
 //! The records the benchmark tools print, and the side-by-side report built from them.
 //!
-//! Two kinds of record, one JSON object per file:
+//! Three kinds of record, one JSON object per file:
 //! - an index run (`tantivy-bench index`, or written by `run-search.sh` for Quarry):
 //!   `{"engine", "seconds", "index_bytes", "input_bytes"?}` (other fields are ignored);
-//! - a search run, printed by `search-driver` ([`SearchRun`]).
+//! - a latency run, printed by `search-driver` ([`SearchRun`]);
+//! - a throughput run, printed by `search-driver --threads N` ([`ThroughputRun`]).
 //!
 //! The report flattens them into `{"engine", "workload", "metric", "value"}` rows (the format of
 //! `bench/results/search.json`) and prints a table with one column per engine and one ratio
 //! column subject/baseline per baseline (below 1 means the subject is faster or smaller, above 1
-//! for `mb_per_s` and `qps_threads_1` means it does more per second).
+//! for `mb_per_s` and `qps_threads_N` means it does more per second).
 //!
 //! For counting workloads, each baseline's answers are compared with the subject's query by
 //! query: metric `count_mismatches` of engine `tantivy` is the number of queries where tantivy's
@@ -39,7 +40,8 @@ pub struct SearchRun {
     pub latency: Option<LatencySummary>,
     /// Wall time of the timed pass, all queries included.
     pub seconds: f64,
-    /// Queries per second over the timed pass, one query in flight at a time.
+    /// Queries per second over the timed pass, one query in flight at a time (not reported:
+    /// throughput is measured by a [`ThroughputRun`], with the pipe kept full).
     pub qps: f64,
     /// Where `--answers` wrote one `answer\tquery` line per query, in query order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -47,11 +49,45 @@ pub struct SearchRun {
 }
 
 impl SearchRun {
-    /// `or_top10`, `and_count`, `phrase_top10_count`, ...
     pub fn workload(&self) -> String {
-        let command = self.command.to_ascii_lowercase().replacen("top_", "top", 1);
-        format!("{}_{command}", self.transform)
+        workload_name(&self.transform, &self.command)
     }
+}
+
+/// What `search-driver --threads N` prints: all queries sent at once to an engine searching
+/// with N threads.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ThroughputRun {
+    pub engine: String,
+    pub command: String,
+    pub transform: String,
+    /// The engine's search threads (`--threads`).
+    pub threads: usize,
+    pub queries: usize,
+    pub answered: usize,
+    pub errors: usize,
+    pub unsupported: usize,
+    /// Wall time from the first request written to the last answer read.
+    pub seconds: f64,
+    /// `queries / seconds`.
+    pub qps: f64,
+    /// The latency run's answers file these answers were checked against (equal, or the run
+    /// fails).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answers_checked: Option<PathBuf>,
+}
+
+impl ThroughputRun {
+    pub fn workload(&self) -> String {
+        workload_name(&self.transform, &self.command)
+    }
+}
+
+/// `or_top10`, `and_count`, `phrase_top10_count`, ...: the transform, then the command in lower
+/// case without the `_` after `TOP`.
+pub fn workload_name(transform: &str, command: &str) -> String {
+    let command = command.to_ascii_lowercase().replacen("top_", "top", 1);
+    format!("{transform}_{command}")
 }
 
 /// One index build.
@@ -69,7 +105,10 @@ pub struct IndexRun {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(untagged)]
 pub enum Record {
-    // Search first: an index record lacks its required fields, the other way round is not true.
+    // The first kind whose required fields are all there wins, so each kind comes before the
+    // kinds whose fields are a subset of its own: only a throughput run has `threads`, an index
+    // run lacks a search run's `command`.
+    Throughput(ThroughputRun),
     Search(SearchRun),
     Index(IndexRun),
 }
@@ -118,7 +157,7 @@ impl Report {
     ) -> anyhow::Result<Report> {
         let input_bytes = records.iter().find_map(|record| match record {
             Record::Index(run) => run.input_bytes,
-            Record::Search(_) => None,
+            Record::Search(_) | Record::Throughput(_) => None,
         });
         let mut metrics = Vec::new();
         let mut push = |engine: &str, workload: &str, metric: &str, value: f64| {
@@ -161,8 +200,11 @@ impl Report {
                         ] {
                             push(engine, &workload, metric, value);
                         }
-                        push(engine, &workload, "qps_threads_1", run.qps);
                     }
+                }
+                Record::Throughput(run) => {
+                    let metric = format!("qps_threads_{}", run.threads);
+                    push(run.engine.as_str(), &run.workload(), &metric, run.qps);
                 }
             }
         }
@@ -350,6 +392,22 @@ mod tests {
         })
     }
 
+    fn throughput(engine: &str, threads: usize, qps: f64) -> Record {
+        Record::Throughput(ThroughputRun {
+            engine: engine.to_owned(),
+            command: "TOP_10".to_owned(),
+            transform: "or".to_owned(),
+            threads,
+            queries: 4,
+            answered: 3,
+            errors: 1,
+            unsupported: 0,
+            seconds: 4.0 / qps,
+            qps,
+            answers_checked: None,
+        })
+    }
+
     #[test]
     fn names_workloads() {
         let cases = [
@@ -385,6 +443,76 @@ mod tests {
         let text = serde_json::to_string(&run)?;
         assert!(text.contains(r#""p999_us":5.0"#), "{text}");
         assert!(matches!(serde_json::from_str(&text)?, Record::Search(_)));
+        Ok(())
+    }
+
+    /// Each kind of record reads back as itself, not as the kind listed before it.
+    #[test]
+    fn tells_record_kinds_apart() -> anyhow::Result<()> {
+        for record in [search("quarry", 5.0), throughput("quarry", 2, 100.0)] {
+            let text = match &record {
+                Record::Search(run) => serde_json::to_string(run)?,
+                Record::Throughput(run) => serde_json::to_string(run)?,
+                Record::Index(_) => unreachable!("only search kinds here"),
+            };
+            let read: Record = serde_json::from_str(&text)?;
+            assert_eq!(
+                std::mem::discriminant(&read),
+                std::mem::discriminant(&record),
+                "{text}"
+            );
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn reports_queries_per_second_by_threads() -> anyhow::Result<()> {
+        let records = vec![
+            search("quarry", 10.0),
+            throughput("quarry", 1, 1000.0),
+            throughput("quarry", 2, 1800.0),
+            search("tantivy", 20.0),
+            throughput("tantivy", 1, 500.0),
+            throughput("tantivy", 2, 1200.0),
+        ];
+        let baselines = ["tantivy".to_owned()];
+        let report = Report::build(&records, "quarry", &baselines)?;
+        let qps: Vec<(&str, &str, f64)> = report
+            .metrics
+            .iter()
+            .filter(|m| m.metric.starts_with("qps"))
+            .map(|m| (m.engine.as_str(), m.metric.as_str(), m.value))
+            .collect();
+        assert_eq!(
+            qps,
+            [
+                ("quarry", "qps_threads_1", 1000.0),
+                ("quarry", "qps_threads_2", 1800.0),
+                ("tantivy", "qps_threads_1", 500.0),
+                ("tantivy", "qps_threads_2", 1200.0),
+            ]
+        );
+        assert!(report.metrics.iter().all(|m| m.workload == "or_top10"));
+        let table = report.table("quarry", &baselines);
+        let row = |name: &str| table_row(&table, name);
+        assert_eq!(
+            row("qps_threads_1"),
+            ["qps_threads_1", "1000.0", "500.0", "2.00x"]
+        );
+        assert_eq!(
+            row("qps_threads_2"),
+            ["qps_threads_2", "1800.0", "1200.0", "1.50x"]
+        );
+        // Only the latency runs count errors (the throughput runs' answers are the same), and
+        // their one-at-a-time rate is no `qps_threads_1`: the filter above found only four.
+        assert_eq!(
+            report
+                .metrics
+                .iter()
+                .filter(|m| m.metric == "errors")
+                .count(),
+            2
+        );
         Ok(())
     }
 

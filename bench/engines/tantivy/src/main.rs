@@ -45,6 +45,11 @@ enum Command {
     Serve {
         #[arg(long)]
         index: PathBuf,
+        /// Search threads. With 1, each request is answered in turn on the thread that reads
+        /// them. With N > 1, requests run on a work-stealing pool of N threads and each answer
+        /// is `ID<TAB>answer`, ID being the request's 0-based line number, in completion order
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
     },
 }
 
@@ -64,7 +69,7 @@ fn main() -> anyhow::Result<()> {
             })?;
             println!("{}", serde_json::to_string(&summary)?);
         }
-        Command::Serve { index } => serve::run(&index)?,
+        Command::Serve { index, threads } => serve::run(&index, threads)?,
     }
     Ok(())
 }

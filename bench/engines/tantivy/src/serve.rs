@@ -11,11 +11,17 @@
 //! | anything else    | none                                   | `UNSUPPORTED` |
 //!
 //! A query the parser rejects, or a request with no tab, is answered `ERROR`. Queries are in
-//! Lucene syntax over `title` and `body`, terms joined by OR unless marked `+`. Search runs on
-//! the calling thread only.
+//! Lucene syntax over `title` and `body`, terms joined by OR unless marked `+`.
+//!
+//! With one thread (the default, used for latency), each request is searched on the thread that
+//! reads it, one at a time. With `--threads N`, N > 1 (for throughput), the reading thread hands
+//! each request to a work-stealing pool of N search threads (rayon) and every answer line becomes
+//! `ID\tanswer`, ID the request's 0-based line number, written as soon as it is ready: answers
+//! come in completion order, not request order.
 
 use std::io::{self, BufRead, Write};
 use std::path::Path;
+use std::sync::{Mutex, PoisonError};
 
 use tantivy::collector::{Count, TopDocs};
 use tantivy::query::{Query, QueryParser};
@@ -50,7 +56,8 @@ impl Command {
     }
 }
 
-pub fn run(index_dir: &Path) -> anyhow::Result<()> {
+pub fn run(index_dir: &Path, threads: usize) -> anyhow::Result<()> {
+    anyhow::ensure!(threads >= 1, "--threads must be at least 1");
     let index = Index::open_in_dir(index_dir)?;
     schema::register_tokenizer(&index);
     let fields = Fields::of(&index.schema())?;
@@ -62,6 +69,9 @@ pub fn run(index_dir: &Path) -> anyhow::Result<()> {
     let parser = QueryParser::for_index(&index, vec![fields.url, fields.title, fields.body]);
 
     let mut input = io::stdin().lock();
+    if threads > 1 {
+        return serve_pool(&searcher, &parser, threads, input, io::stdout());
+    }
     let mut output = io::stdout().lock();
     let mut request = String::new();
     loop {
@@ -72,6 +82,63 @@ pub fn run(index_dir: &Path) -> anyhow::Result<()> {
         let answer = answer(&searcher, &parser, request.trim_end_matches(['\n', '\r']))?;
         writeln!(output, "{answer}")?;
         output.flush()?;
+    }
+}
+
+/// Reads requests from `input` on this thread and answers them on a pool of `threads` search
+/// threads, each answer written to `output` as `ID\tanswer` under a lock and flushed. Returns
+/// once every request read is answered; the first search or write error stops the reading and
+/// is returned.
+fn serve_pool(
+    searcher: &Searcher,
+    parser: &QueryParser,
+    threads: usize,
+    mut input: impl BufRead,
+    output: impl Write + Send,
+) -> anyhow::Result<()> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|index| format!("search-{index}"))
+        .build()?;
+    let output = Mutex::new(output);
+    let failure: Mutex<Option<anyhow::Error>> = Mutex::new(None);
+    let failed = || {
+        failure
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
+    };
+    // In place: the reading loop stays on this thread, so all `threads` pool threads search;
+    // the scope returns once every spawned request is answered.
+    pool.in_place_scope(|scope| -> anyhow::Result<()> {
+        for id in 0usize.. {
+            let mut request = String::new();
+            if input.read_line(&mut request)? == 0 || failed() {
+                return Ok(());
+            }
+            let (output, failure) = (&output, &failure);
+            scope.spawn(move |_| {
+                let written = answer(searcher, parser, request.trim_end_matches(['\n', '\r']))
+                    .map_err(anyhow::Error::from)
+                    .and_then(|answer| {
+                        let mut output = output.lock().unwrap_or_else(PoisonError::into_inner);
+                        writeln!(output, "{id}\t{answer}")?;
+                        output.flush()?;
+                        Ok(())
+                    });
+                if let Err(error) = written {
+                    failure
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .get_or_insert(error);
+                }
+            });
+        }
+        Ok(())
+    })?;
+    match failure.into_inner().unwrap_or_else(PoisonError::into_inner) {
+        Some(error) => Err(error),
+        None => Ok(()),
     }
 }
 
@@ -147,8 +214,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn answers_requests_over_a_small_index() -> anyhow::Result<()> {
+    /// Three articles in memory, and a parser over their fields.
+    fn small_index() -> anyhow::Result<(Searcher, QueryParser)> {
         let (tantivy_schema, fields) = schema::build();
         let index = Index::create_in_ram(tantivy_schema);
         schema::register_tokenizer(&index);
@@ -167,6 +234,12 @@ mod tests {
         writer.commit()?;
         let searcher = index.reader()?.searcher();
         let parser = QueryParser::for_index(&index, vec![fields.url, fields.title, fields.body]);
+        Ok((searcher, parser))
+    }
+
+    #[test]
+    fn answers_requests_over_a_small_index() -> anyhow::Result<()> {
+        let (searcher, parser) = small_index()?;
         let cases = [
             ("COUNT\tfox", "2"),
             ("COUNT\tFOX dog", "2"),
@@ -189,6 +262,34 @@ mod tests {
                 expected,
                 "{request:?}"
             );
+        }
+        Ok(())
+    }
+
+    /// Every request answered once, tagged with its line number, whatever the order.
+    #[test]
+    fn pool_tags_each_answer_with_its_request_line() -> anyhow::Result<()> {
+        let (searcher, parser) = small_index()?;
+        let kinds = [
+            ("COUNT\tfox", "2"),
+            ("COUNT\t+fox +dog", "1"),
+            ("TOP_10\tfox", "1"),
+            ("no tab", "ERROR"),
+            ("SORT\tfox", "UNSUPPORTED"),
+        ];
+        let requests: Vec<(&str, &str)> = (0..200).map(|i| kinds[i % kinds.len()]).collect();
+        let input: String = requests.iter().map(|(r, _)| format!("{r}\n")).collect();
+        let mut output = Vec::new();
+        serve_pool(&searcher, &parser, 3, input.as_bytes(), &mut output)?;
+        let mut answers = vec![None; requests.len()];
+        for line in String::from_utf8(output)?.lines() {
+            let (id, answer) = line.split_once('\t').expect("an ID, a tab, an answer");
+            let id: usize = id.parse()?;
+            assert!(answers[id].is_none(), "request {id} answered twice");
+            answers[id] = Some(answer.to_owned());
+        }
+        for (id, (request, expected)) in requests.iter().enumerate() {
+            assert_eq!(answers[id].as_deref(), Some(*expected), "{id}: {request:?}");
         }
         Ok(())
     }

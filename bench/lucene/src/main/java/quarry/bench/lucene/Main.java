@@ -11,7 +11,7 @@ import java.util.List;
  *
  * <pre>
  * java -jar lucene-bench.jar index --index DIR FILE.json.zst
- * java -jar lucene-bench.jar serve --index DIR
+ * java -jar lucene-bench.jar serve --index DIR [--threads N]
  * </pre>
  *
  * <ul>
@@ -25,7 +25,7 @@ public final class Main {
     private static final String USAGE =
             """
             usage: lucene-bench index --index DIR FILE.json.zst
-                   lucene-bench serve --index DIR""";
+                   lucene-bench serve --index DIR [--threads N]""";
 
     private Main() {}
 
@@ -34,6 +34,8 @@ public final class Main {
             fail("no subcommand");
         }
         Path index = null;
+        // serve's search threads: 1 answers in request order, N > 1 tags answers with IDs.
+        int threads = 1;
         List<String> positional = new ArrayList<>();
         for (int i = 1; i < args.length; i++) {
             String arg = args[i];
@@ -44,6 +46,13 @@ public final class Main {
                 index = Path.of(args[++i]);
             } else if (arg.startsWith("--index=")) {
                 index = Path.of(arg.substring("--index=".length()));
+            } else if (arg.equals("--threads")) {
+                if (i + 1 == args.length) {
+                    fail("--threads needs a number");
+                }
+                threads = parseThreads(args[++i]);
+            } else if (arg.startsWith("--threads=")) {
+                threads = parseThreads(arg.substring("--threads=".length()));
             } else if (arg.startsWith("--")) {
                 fail("unknown option " + arg);
             } else {
@@ -58,6 +67,9 @@ public final class Main {
                 if (positional.size() != 1) {
                     fail("index takes one input file");
                 }
+                if (threads != 1) {
+                    fail("index runs on one thread: --threads is for serve");
+                }
                 Indexer.Summary summary = Indexer.run(index, Path.of(positional.get(0)));
                 System.out.println(summary.toJson());
             }
@@ -65,10 +77,23 @@ public final class Main {
                 if (!positional.isEmpty()) {
                     fail("serve takes no file");
                 }
-                Server.run(index);
+                Server.run(index, threads);
             }
             default -> fail("unknown subcommand " + args[0]);
         }
+    }
+
+    private static int parseThreads(String text) {
+        try {
+            int threads = Integer.parseInt(text);
+            if (threads >= 1) {
+                return threads;
+            }
+        } catch (NumberFormatException e) {
+            // Reported below, as a number below 1 is.
+        }
+        fail("--threads must be a number of at least 1, not " + text);
+        return 1; // not reached: fail() exits
     }
 
     private static void fail(String message) {

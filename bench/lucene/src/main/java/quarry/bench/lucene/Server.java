@@ -12,6 +12,8 @@ import java.io.OutputStreamWriter;
 import java.io.Writer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.concurrent.ForkJoinPool;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.lucene.analysis.Analyzer;
 import org.apache.lucene.index.DirectoryReader;
 import org.apache.lucene.queryparser.classic.MultiFieldQueryParser;
@@ -41,9 +43,15 @@ import org.apache.lucene.store.MMapDirectory;
  * <p>A query the parser rejects, or a request with no tab, is answered {@code ERROR}. Queries
  * are parsed by the classic {@link QueryParser} (through {@link MultiFieldQueryParser} over
  * {@code url}, {@code title} and {@code body}, terms ORed unless marked {@code +}), with the
- * analyzer the index was built with. Search runs on the calling thread only (the searcher has
+ * analyzer the index was built with. Each query is searched on one thread (the searcher has
  * no executor), with BM25 (Lucene's default similarity) and no query cache, so repeated clauses
  * are not served from a cache the other engines do not have.
+ *
+ * <p>With one thread (the default, used for latency) each request is searched on the thread
+ * that reads it, one at a time ({@link #serve}). With {@code --threads N}, N &gt; 1 (for
+ * throughput), the reading thread hands each request to a work-stealing pool of N search
+ * threads and every answer line becomes {@code ID\tanswer}, ID the request's 0-based line
+ * number, in completion order ({@link #servePool}).
  */
 final class Server {
     private final IndexSearcher searcher;
@@ -54,20 +62,22 @@ final class Server {
         searcher.setQueryCache(null);
     }
 
-    static void run(Path indexDir) throws IOException {
+    static void run(Path indexDir, int threads) throws IOException {
         try (Directory directory = new MMapDirectory(indexDir);
                 DirectoryReader reader = DirectoryReader.open(directory)) {
-            new Server(new IndexSearcher(reader))
-                    .serve(System.in, new FileOutputStream(FileDescriptor.out));
+            Server server = new Server(new IndexSearcher(reader));
+            OutputStream out = new FileOutputStream(FileDescriptor.out);
+            if (threads > 1) {
+                server.servePool(System.in, out, threads);
+            } else {
+                server.serve(System.in, out);
+            }
         }
     }
 
     /** Answers every request line of {@code in} on {@code out}, flushing after each answer. */
     void serve(InputStream in, OutputStream out) throws IOException {
-        // A malformed UTF-8 byte becomes U+FFFD (the decoder's default action is to replace),
-        // so a stray Latin-1 query is answered, not fatal.
-        BufferedReader input =
-                new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8), 1 << 16);
+        BufferedReader input = reader(in);
         Writer output = new BufferedWriter(new OutputStreamWriter(out, StandardCharsets.UTF_8));
         String request;
         while ((request = input.readLine()) != null) {
@@ -75,6 +85,51 @@ final class Server {
             output.write('\n');
             output.flush();
         }
+    }
+
+    /**
+     * Reads every request line of {@code in} on this thread and answers it on a {@link
+     * ForkJoinPool} of {@code threads} threads: each answer is written to {@code out} as {@code
+     * ID\tanswer} under the writer's lock and flushed as soon as it is ready. Returns once every
+     * request read is answered; the first failure stops the reading and is thrown.
+     */
+    void servePool(InputStream in, OutputStream out, int threads) throws IOException {
+        BufferedReader input = reader(in);
+        Writer output = new BufferedWriter(new OutputStreamWriter(out, StandardCharsets.UTF_8));
+        AtomicReference<Exception> failure = new AtomicReference<>();
+        // close() (end of the try) waits until every submitted request is answered.
+        try (ForkJoinPool pool = new ForkJoinPool(threads)) {
+            String request;
+            for (long id = 0; failure.get() == null && (request = input.readLine()) != null; id++) {
+                String line = request;
+                long requestId = id;
+                pool.execute(() -> {
+                    try {
+                        String reply = requestId + "\t" + answer(line) + "\n";
+                        synchronized (output) {
+                            output.write(reply);
+                            output.flush();
+                        }
+                    } catch (IOException | RuntimeException e) {
+                        failure.compareAndSet(null, e);
+                    }
+                });
+            }
+        }
+        Exception e = failure.get();
+        if (e instanceof IOException io) {
+            throw io;
+        } else if (e != null) {
+            throw new IOException("answering a request", e);
+        }
+    }
+
+    /**
+     * Request lines as UTF-8: a malformed byte becomes U+FFFD (the decoder's default action is
+     * to replace), so a stray Latin-1 query is answered, not fatal.
+     */
+    private static BufferedReader reader(InputStream in) {
+        return new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8), 1 << 16);
     }
 
     /** The answer line (without its line break) to one request line. */

@@ -1,6 +1,7 @@
 package quarry.bench.lucene;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
@@ -36,16 +37,21 @@ class ServerTest {
         check("", null);
     }
 
+    /** Three articles in {@code directory}. */
+    private static void addArticles(Directory directory) throws IOException {
+        try (IndexWriter writer =
+                new IndexWriter(directory, new IndexWriterConfig(Schema.analyzer()))) {
+            writer.addDocument(Schema.document("u1", "Quick Fox", "the quick brown fox jumps"));
+            writer.addDocument(Schema.document(
+                    "u2", "Lazy dog", "the lazy dog sleeps; a fox watches"));
+            writer.addDocument(Schema.document("u3", "Nothing", "unrelated text, don't look"));
+        }
+    }
+
     @Test
     void answersRequestsOverASmallIndex() throws IOException {
         try (Directory directory = new ByteBuffersDirectory()) {
-            try (IndexWriter writer =
-                    new IndexWriter(directory, new IndexWriterConfig(Schema.analyzer()))) {
-                writer.addDocument(Schema.document("u1", "Quick Fox", "the quick brown fox jumps"));
-                writer.addDocument(Schema.document(
-                        "u2", "Lazy dog", "the lazy dog sleeps; a fox watches"));
-                writer.addDocument(Schema.document("u3", "Nothing", "unrelated text, don't look"));
-            }
+            addArticles(directory);
             try (DirectoryReader reader = DirectoryReader.open(directory)) {
                 Server server = new Server(new IndexSearcher(reader));
                 String[][] cases = {
@@ -86,6 +92,45 @@ class ServerTest {
                 ByteArrayOutputStream answers = new ByteArrayOutputStream();
                 server.serve(new ByteArrayInputStream(requests), answers);
                 assertEquals("2\n1\n1\n", answers.toString(StandardCharsets.UTF_8));
+            }
+        }
+    }
+
+    /** Every request answered once, tagged with its line number, whatever the order. */
+    @Test
+    void poolTagsEachAnswerWithItsRequestLine() throws IOException {
+        String[][] kinds = {
+            {"COUNT\tfox", "2"},
+            {"COUNT\t+fox +dog", "1"},
+            {"TOP_10\tfox", "1"},
+            {"COUNT\t\"unbalanced", "ERROR"},
+            {"SORT\tfox", "UNSUPPORTED"},
+        };
+        int requests = 200;
+        StringBuilder input = new StringBuilder();
+        for (int i = 0; i < requests; i++) {
+            input.append(kinds[i % kinds.length][0]).append('\n');
+        }
+        try (Directory directory = new ByteBuffersDirectory()) {
+            addArticles(directory);
+            try (DirectoryReader reader = DirectoryReader.open(directory)) {
+                Server server = new Server(new IndexSearcher(reader));
+                ByteArrayOutputStream output = new ByteArrayOutputStream();
+                server.servePool(
+                        new ByteArrayInputStream(
+                                input.toString().getBytes(StandardCharsets.UTF_8)),
+                        output,
+                        3);
+                String[] answers = new String[requests];
+                for (String line : output.toString(StandardCharsets.UTF_8).split("\n")) {
+                    String[] idAndAnswer = line.split("\t", 2);
+                    int id = Integer.parseInt(idAndAnswer[0]);
+                    assertNull(answers[id], "request " + id + " answered twice");
+                    answers[id] = idAndAnswer[1];
+                }
+                for (int i = 0; i < requests; i++) {
+                    assertEquals(kinds[i % kinds.length][1], answers[i], "request " + i);
+                }
             }
         }
     }

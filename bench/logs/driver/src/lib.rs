@@ -1,0 +1,25 @@
+//! The log benchmark (`bench/run-logs.sh`): the protocol every engine speaks and the driver that
+//! times them.
+//!
+//! [`PROTOCOL.md`](../../PROTOCOL.md) is the contract; this crate is its one Rust reading, shared
+//! by `logs-driver` and by the tantivy peer (`tantivy-logs`) so both parse requests and format
+//! answers alike. The Lucene peer (`bench/lucene-logs`) has its own Java reading of the same
+//! text, checked against this one by comparing answers.
+//!
+//! - [`schema`]: the generated events' fields and how the peers index each one;
+//! - [`protocol`]: request lines and the query language, parsed into [`protocol::Request`];
+//! - [`answer`]: answer formatting shared by engines, and the comparison rules of `compare`;
+//! - [`time`]: RFC 3339 timestamps to milliseconds since the epoch;
+//! - [`input`]: reading JSON-lines event files, plain or zstd-compressed;
+//! - [`engine`], [`latency`], [`queries`], [`run`], [`report`]: the driver's pieces.
+
+pub mod answer;
+pub mod engine;
+pub mod input;
+pub mod latency;
+pub mod protocol;
+pub mod queries;
+pub mod report;
+pub mod run;
+pub mod schema;
+pub mod time;

@@ -1,0 +1,146 @@
+package quarry.bench.lucenelogs;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import com.github.luben.zstd.ZstdOutputStream;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import org.apache.lucene.index.DirectoryReader;
+import org.apache.lucene.index.IndexWriter;
+import org.apache.lucene.search.IndexSearcher;
+import org.apache.lucene.store.ByteBuffersDirectory;
+import org.apache.lucene.store.Directory;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The answers over the six events {@code tantivy-logs}' own test indexes (two segments, sorted
+ * by {@code _time}), so both peers are held to the same expectations.
+ */
+class ServerTest {
+    private static final String[] BATCH_1 = {
+        "{\"_time\":\"2026-11-01T00:00:10.000Z\",\"service\":\"nginx\",\"level\":\"INFO\","
+                + "\"message\":\"GET /api/login done\",\"path\":\"/api/login\",\"status\":200,"
+                + "\"latency_ms\":10,\"client_ip\":\"10.0.0.1\"}",
+        "{\"_time\":\"2026-11-01T00:00:59.999Z\",\"service\":\"nginx\",\"level\":\"ERROR\","
+                + "\"message\":\"upstream error timeout\",\"path\":\"/api/login\",\"status\":503,"
+                + "\"latency_ms\":3000,\"client_ip\":\"10.0.0.2\"}",
+        "{\"_time\":\"2026-11-01T00:01:00.000Z\",\"service\":\"hdfs\",\"level\":\"WARN\","
+                + "\"message\":\"Receiving block blk_1 src\",\"extra\":{\"nested\":[1,2]}}",
+    };
+    private static final String[] BATCH_2 = {
+        "{\"_time\":\"2026-11-01T00:02:30.500Z\",\"service\":\"nginx\",\"level\":\"ERROR\","
+                + "\"message\":\"Error again\",\"path\":\"/api/login\",\"status\":503,"
+                + "\"latency_ms\":1500,\"client_ip\":\"10.0.0.2\"}",
+        "{\"_time\":\"2026-11-01T00:02:31.000Z\",\"service\":\"NGINX\",\"level\":\"INFO\","
+                + "\"message\":\"fine\",\"path\":\"/api/login\",\"status\":200,"
+                + "\"latency_ms\":20,\"client_ip\":\"10.0.0.1\"}",
+        "{\"_time\":\"2026-11-01T00:00:05.000Z\",\"service\":\"hdfs\",\"level\":\"ERROR\","
+                + "\"message\":\"disk error\"}",
+    };
+
+    private static long t(String text) {
+        return LogSchema.parseMillis(text);
+    }
+
+    private static Path write(Path dir, String name, String[] lines, boolean zstd) throws IOException {
+        Path file = dir.resolve(name);
+        byte[] bytes = (String.join("\n", lines) + "\n").getBytes(StandardCharsets.UTF_8);
+        try (OutputStream out = zstd
+                ? new ZstdOutputStream(Files.newOutputStream(file))
+                : Files.newOutputStream(file)) {
+            out.write(bytes);
+        }
+        return file;
+    }
+
+    @Test
+    void answersRequestsOverASmallIndex(@TempDir Path dir) throws IOException {
+        // One plain and one zstd file: both readers, two segments.
+        Path plain = write(dir, "batch-1.json", BATCH_1, false);
+        Path compressed = write(dir, "batch-2.json.zst", BATCH_2, true);
+        try (Directory directory = new ByteBuffersDirectory()) {
+            try (IndexWriter writer = new IndexWriter(directory, Indexer.config())) {
+                assertEquals(3, Indexer.addEvents(writer, plain)[0]);
+                writer.commit();
+                assertEquals(3, Indexer.addEvents(writer, compressed)[0]);
+            }
+            try (DirectoryReader reader = DirectoryReader.open(directory)) {
+                assertEquals(2, reader.leaves().size());
+                Server server = new Server(new IndexSearcher(reader));
+                long t0 = t("2026-11-01T00:00:00.000Z");
+                long minute = t0 / 60_000;
+                String[][] cases = {
+                    {"COUNT\t*", "6"},
+                    {"COUNT\terror", "3"},
+                    {"COUNT\tERROR", "3"},
+                    {"COUNT\tlevel:error", "3"},
+                    {"COUNT\tservice:nginx", "4"},
+                    {"COUNT\tservice:nginx AND status:503", "2"},
+                    {"COUNT\tpath:login", "4"},
+                    {"COUNT\tpath:/api/login", "4"},
+                    {"COUNT\tlatency_ms:[1000 TO 30000]", "2"},
+                    {"COUNT\tnothing", "0"},
+                    {"COUNT\t_time:[" + t0 + " TO " + (t0 + 60_000) + "]", "4"},
+                    {"COUNT\t_time:" + t("2026-11-01T00:02:30.500Z"), "1"},
+                    {"TAIL\t2\terror", "2 " + t("2026-11-01T00:02:30.500Z") + " "
+                            + t("2026-11-01T00:00:59.999Z")},
+                    {"HEAD\t10\terror", "3 " + t("2026-11-01T00:00:05.000Z") + " "
+                            + t("2026-11-01T00:02:30.500Z")},
+                    {"TAIL\t5\tnothing", "0"},
+                    {"HISTOGRAM\t60\t*", "3 6 "
+                            + (minute * 60 * 3 + (minute + 1) * 60 + (minute + 2) * 60 * 2)},
+                    {"HISTOGRAM\t3600\tnothing", "0 0 0"},
+                    {"TERMS\tclient_ip\t10\t*", "10.0.0.1=2 10.0.0.2=2"},
+                    {"TERMS\tlevel\t1\t*", "error=3"},
+                    {"TERMS\tservice\t5\t*", "nginx=4 hdfs=2"},
+                    {"TERMS\tclient_ip\t5\tnothing", ""},
+                    {"STATS\tlatency_ms\t*", "4 10 3000 4530"},
+                    {"STATS\tlatency_ms\tservice:hdfs", "0"},
+                    {"PERCENTILES\tlatency_ms\tservice:hdfs", "0"},
+                    // Rank floor(q * (n - 1)) of [1500, 3000]: rank 0 for all three.
+                    {"PERCENTILES\tlatency_ms\tstatus:503", "1500 1500 1500"},
+                    {"PERCENTILES\tlatency_ms\t*", "20 1500 1500"},
+                    {"TOP_10\terror", "UNSUPPORTED"},
+                    {"COUNT\tbad:field", "ERROR"},
+                    {"TAIL\t0\t*", "ERROR"},
+                };
+                for (String[] c : cases) {
+                    assertEquals(c[1], server.answer(c[0]), Arrays.toString(c));
+                }
+
+                // A malformed UTF-8 byte (0xff) is replaced, not fatal; the last line needs no
+                // line break.
+                ByteArrayOutputStream out = new ByteArrayOutputStream();
+                ByteArrayOutputStream requests = new ByteArrayOutputStream();
+                requests.writeBytes("COUNT\t*\nNOPE\r\nCOUNT\twarn\nCOUNT\t".getBytes(StandardCharsets.UTF_8));
+                requests.write(0xff);
+                requests.writeBytes("\nCOUNT\tfine".getBytes(StandardCharsets.UTF_8));
+                server.serve(new ByteArrayInputStream(requests.toByteArray()), out);
+                assertEquals("6\nUNSUPPORTED\n0\n0\n1\n", out.toString(StandardCharsets.UTF_8));
+            }
+        }
+    }
+
+    @Test
+    void parsesTimestamps() {
+        assertEquals(0, t("1970-01-01T00:00:00.000Z"));
+        assertEquals(-1, t("1969-12-31T23:59:59.999Z"));
+        assertEquals(1_793_520_902_117L, t("2026-11-01T08:15:02.117Z"));
+        assertEquals(1_793_520_902_100L, t("2026-11-01T08:15:02.1Z"));
+        assertEquals(1_793_520_902_117L, t("2026-11-01T08:15:02.117999Z"));
+        assertEquals(1_793_520_902_117L, t("2026-11-01T09:15:02.117+01:00"));
+        assertEquals(951_825_600_000L, t("2000-02-29T12:00:00Z"));
+        for (String bad : new String[] {"2026-02-29T00:00:00.000Z", "2026-11-01T24:00:00.000Z",
+                "2026-11-01T08:15:02", "x"}) {
+            assertThrows(IllegalArgumentException.class, () -> t(bad), bad);
+        }
+    }
+}

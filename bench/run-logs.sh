@@ -1,0 +1,285 @@
+#!/usr/bin/env bash
+# Side-by-side log benchmark: Quarry against tantivy and Apache Lucene on the same generated
+# events (`quarry gen-logs`), asked the same log queries (bench/logs/PROTOCOL.md) over a pipe,
+# one at a time. Prints a table per size with each engine's figures, the quarry/tantivy and
+# quarry/lucene ratios and how each engine's latency grows with the size, checks that the
+# engines' answers agree, and writes bench/results/logs.json. See bench/logs/README.md.
+#
+#   bench/run-logs.sh
+#   SIZES=100000 bench/run-logs.sh          # a quick look
+#
+# Environment:
+#   SIZES        space-separated event counts (default: "1000000 10000000")
+#   SEED         generator seed (default: 42)
+#   WORK_DIR     events, indexes, query sets, answers and records (default: /tmp/quarry-logs-bench)
+#   WARMUP       untimed passes over the query set per engine and size (default: 100; the JVM
+#                needs hundreds of requests before its JIT has compiled Lucene's paths)
+#   REPEAT       timed passes (default: 20)
+#   SKIP_INDEX   1 to reuse the indexes and index records a previous run left in WORK_DIR
+#   RESULTS      metric list to write (default: bench/results/logs.json)
+#   QUARRY_BIN   a quarry binary to use instead of building target/release/quarry
+#   LUCENE_JAVA_HOME  JDK 21+ that builds and runs lucene-logs (default: Temurin 25 at
+#                /usr/lib/jvm/temurin-25-jdk-amd64 if present, else JAVA_HOME, else `java`)
+#   LUCENE_JVM_OPTS   JVM flags for lucene-logs (default: "-Xms4g -Xmx4g
+#                --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED")
+#
+# Events are generated once per size into WORK_DIR/logs-N.json (kept for the next run: the
+# generator is deterministic for a seed). Quarry and Lucene are optional: when quarry does not
+# build or lacks a subcommand, or lucene-logs does not build (no JDK 21+, no Maven), or an
+# engine fails at some size, its figures are reported as missing and the others still run. A
+# request an engine answers UNSUPPORTED or ERROR has no figures either.
+set -euo pipefail
+
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_DIR=$(dirname "$BENCH_DIR")
+SIZES=${SIZES:-"1000000 10000000"}
+SEED=${SEED:-42}
+WORK_DIR=${WORK_DIR:-/tmp/quarry-logs-bench}
+WARMUP=${WARMUP:-100}
+REPEAT=${REPEAT:-20}
+SKIP_INDEX=${SKIP_INDEX:-0}
+RESULTS=${RESULTS:-$BENCH_DIR/results/logs.json}
+
+QUARRY=${QUARRY_BIN:-${CARGO_TARGET_DIR:-$REPO_DIR/target}/release/quarry}
+BENCH_BIN=${CARGO_TARGET_DIR:-$BENCH_DIR/target}/release
+TANTIVY=$BENCH_BIN/tantivy-logs
+DRIVER=$BENCH_BIN/logs-driver
+
+LUCENE_POM=$BENCH_DIR/lucene-logs/pom.xml
+LUCENE_JAR=$BENCH_DIR/lucene-logs/target/lucene-logs.jar
+LUCENE_JVM_OPTS=${LUCENE_JVM_OPTS:-"-Xms4g -Xmx4g --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED"}
+
+log() { printf '\n== %s\n' "$*" >&2; }
+warn() { printf 'run-logs: %s\n' "$*" >&2; }
+now() { date +%s.%N; }
+
+mkdir -p "$WORK_DIR" "$(dirname "$RESULTS")"
+
+# --- builds
+
+quarry_ok=1
+if [[ -n ${QUARRY_BIN:-} ]]; then
+    log "using quarry from $QUARRY_BIN"
+else
+    log "building quarry"
+    if ! (cd "$REPO_DIR" && cargo build --release -p quarry); then
+        warn "quarry does not build: its figures will be missing"
+        quarry_ok=0
+    fi
+fi
+if ((quarry_ok)) && [[ ! -x $QUARRY ]]; then
+    warn "no quarry binary at $QUARRY: its figures will be missing"
+    quarry_ok=0
+fi
+quarry_generates=0
+quarry_serve=(bench-serve)
+if ((quarry_ok)); then
+    quarry_help=$("$QUARRY" --help 2>/dev/null || true)
+    has_subcommand() { grep -qE "^\s+$1\b" <<<"$quarry_help"; }
+    has_subcommand gen-logs && quarry_generates=1
+    for subcommand in index bench-serve; do
+        if ! has_subcommand "$subcommand"; then
+            warn "quarry has no '$subcommand' subcommand yet: its figures will be missing"
+            quarry_ok=0
+        fi
+    done
+    # `bench-serve --logs` speaks the log protocol; without the flag it answers the search
+    # protocol, and the log requests come back UNSUPPORTED (reported, not fatal).
+    if "$QUARRY" bench-serve --help 2>/dev/null | grep -q -- '--logs'; then
+        quarry_serve=(bench-serve --logs)
+    else
+        warn "quarry bench-serve has no --logs yet: its log requests will be unsupported"
+    fi
+fi
+
+log "building the bench workspace"
+cargo build --release --manifest-path "$BENCH_DIR/Cargo.toml"
+
+# java_major JAVA: the feature release of a java binary (17, 21, 25), empty if it does not run.
+java_major() {
+    "$1" -XshowSettings:properties -version 2>&1 |
+        awk -F' = ' '/java.specification.version/ { sub(/^1\./, "", $2); print $2 }'
+}
+
+lucene_ok=1
+if [[ -z ${LUCENE_JAVA_HOME:-} ]]; then
+    if [[ -x /usr/lib/jvm/temurin-25-jdk-amd64/bin/java ]]; then
+        LUCENE_JAVA_HOME=/usr/lib/jvm/temurin-25-jdk-amd64
+    elif [[ -n ${JAVA_HOME:-} ]]; then
+        LUCENE_JAVA_HOME=$JAVA_HOME
+    elif command -v java >/dev/null; then
+        LUCENE_JAVA_HOME=$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")
+    fi
+fi
+JAVA=${LUCENE_JAVA_HOME:-/nonexistent}/bin/java
+java_version=$([[ -x $JAVA ]] && java_major "$JAVA" || true)
+# Lucene 10 needs Java 21 or newer.
+if [[ -z $java_version || $java_version -lt 21 ]]; then
+    warn "no JDK 21+ for Lucene (LUCENE_JAVA_HOME=${LUCENE_JAVA_HOME:-unset}): its figures will be missing"
+    lucene_ok=0
+elif ! command -v mvn >/dev/null; then
+    warn "no mvn to build lucene-logs: its figures will be missing"
+    lucene_ok=0
+else
+    log "building lucene-logs (Java $java_version at $LUCENE_JAVA_HOME)"
+    maven_opts=${MAVEN_OPTS:-}
+    # Maven 3.8's bundled Guava uses sun.misc.Unsafe, which JDK 24+ warns about on every build.
+    ((java_version >= 23)) && maven_opts+=" --sun-misc-unsafe-memory-access=allow"
+    if ! JAVA_HOME=$LUCENE_JAVA_HOME MAVEN_OPTS=$maven_opts mvn -q -f "$LUCENE_POM" package >&2; then
+        warn "lucene-logs does not build: its figures will be missing"
+        lucene_ok=0
+    fi
+fi
+# Word splitting of the options is wanted: one flag per word.
+read -r -a lucene_java <<<"$LUCENE_JVM_OPTS"
+lucene_java=("$JAVA" "${lucene_java[@]}" -jar "$LUCENE_JAR")
+
+# --- per size: events, query set, indexes, runs
+
+# write_queries FILE MIN_MS MAX_MS: the query set (bench/logs/README.md explains each request).
+# The full-text word is `failed`, not `error`: tantivy's default tokenizer splits
+# `ERROR_INVALID_FUNCTION` (a Windows template) at the underscores and Lucene's does not, so
+# COUNT error differs between the peers by the events holding it; on `failed` they agree.
+write_queries() {
+    local file=$1 max=$3
+    local hour_ago=$((max - 3600000))
+    cat >"$file" <<EOF
+# NAME<TAB>REQUEST (bench/logs/README.md); data from $2 to $3 ms since the epoch
+count_failed	COUNT	failed
+tail100_failed	TAIL	100	failed
+tail100_nginx_503	TAIL	100	service:nginx AND status:503
+head100_failed	HEAD	100	failed
+hist60_all	HISTOGRAM	60	*
+hist3600_all	HISTOGRAM	3600	*
+hist60_failed	HISTOGRAM	60	failed
+hist3600_failed	HISTOGRAM	3600	failed
+count_nginx_slow	COUNT	service:nginx AND latency_ms:[1000 TO 30000]
+tail100_nginx_slow	TAIL	100	service:nginx AND latency_ms:[1000 TO 30000]
+count_failed_last_hour	COUNT	failed AND _time:[$hour_ago TO $max]
+hist60_last_hour	HISTOGRAM	60	_time:[$hour_ago TO $max]
+terms_client_ip_login	TERMS	client_ip	10	path:login
+percentiles_latency_nginx	PERCENTILES	latency_ms	service:nginx
+stats_latency	STATS	latency_ms	*
+EOF
+}
+
+# run_engine ENGINE SIZE ENGINE-COMMAND...: times the query set against one engine.
+run_engine() {
+    local engine=$1 size=$2
+    shift 2
+    local out=$WORK_DIR/$engine-$size.json
+    rm -f "$out" "$WORK_DIR/$engine-$size.answers"
+    log "$size events: $engine"
+    if "$DRIVER" run --engine "$engine" --size "$size" --queries "$WORK_DIR/queries-$size.tsv" \
+        --warmup "$WARMUP" --repeat "$REPEAT" --answers "$WORK_DIR/$engine-$size.answers" \
+        --json "$out.tmp" -- "$@"; then
+        mv "$out.tmp" "$out"
+        records+=("$out")
+    else
+        rm -f "$out.tmp"
+        warn "$engine failed at $size events: its figures will be missing"
+    fi
+}
+
+records=()
+for size in $SIZES; do
+    events=$WORK_DIR/logs-$size.json
+    if [[ ! -s $events ]]; then
+        if ((quarry_generates)); then
+            log "generating $size events (seed $SEED)"
+            "$QUARRY" gen-logs --events "$size" --seed "$SEED" --output "$events.tmp"
+            mv "$events.tmp" "$events"
+        else
+            warn "no $events and no 'quarry gen-logs' to write it: skipping $size events"
+            continue
+        fi
+    fi
+    if ! range=$("$DRIVER" time-range "$events"); then
+        warn "cannot read the time range of $events: skipping $size events"
+        continue
+    fi
+    read -r min_ms max_ms event_count <<<"$range"
+    write_queries "$WORK_DIR/queries-$size.tsv" "$min_ms" "$max_ms"
+
+    tantivy_index=$WORK_DIR/tantivy-index-$size
+    quarry_data=$WORK_DIR/quarry-data-$size
+    lucene_index=$WORK_DIR/lucene-index-$size
+    if [[ $SKIP_INDEX == 1 ]]; then
+        log "reusing the indexes of $size events in $WORK_DIR"
+    else
+        # Every engine reads the input from the page cache, not the first one from disk.
+        cat "$events" >/dev/null
+
+        log "indexing $size events with tantivy (1 thread)"
+        rm -rf "$tantivy_index" "$WORK_DIR/tantivy-index-$size.json"
+        if "$TANTIVY" index --index "$tantivy_index" "$events" >"$WORK_DIR/tantivy-index-$size.json.tmp"; then
+            mv "$WORK_DIR/tantivy-index-$size.json.tmp" "$WORK_DIR/tantivy-index-$size.json"
+            cat "$WORK_DIR/tantivy-index-$size.json" >&2
+        else
+            rm -rf "$tantivy_index" "$WORK_DIR/tantivy-index-$size.json.tmp"
+            warn "tantivy indexing failed at $size events: its figures will be missing"
+        fi
+
+        rm -f "$WORK_DIR/quarry-index-$size.json"
+        if ((quarry_ok)); then
+            log "indexing $size events with quarry (1 thread)"
+            rm -rf "$quarry_data"
+            started=$(now)
+            status=0
+            "$QUARRY" index --data "$quarry_data" --threads 1 "$events" || status=$?
+            finished=$(now)
+            # Exit status 3: some lines were skipped as malformed; the answers will show it.
+            if ((status == 0 || status == 3)); then
+                ((status == 3)) && warn "quarry skipped malformed lines of $events"
+                seconds=$(awk -v a="$started" -v b="$finished" 'BEGIN { printf "%.3f", b - a }')
+                index_bytes=$(du -sb "$quarry_data" | cut -f1)
+                printf '{"engine":"quarry","events":%s,"seconds":%s,"index_bytes":%s}\n' \
+                    "$event_count" "$seconds" "$index_bytes" >"$WORK_DIR/quarry-index-$size.json"
+                cat "$WORK_DIR/quarry-index-$size.json" >&2
+            else
+                rm -rf "$quarry_data"
+                warn "quarry indexing failed at $size events: its figures will be missing"
+            fi
+        fi
+
+        rm -f "$WORK_DIR/lucene-index-$size.json"
+        if ((lucene_ok)); then
+            log "indexing $size events with lucene (1 thread)"
+            rm -rf "$lucene_index"
+            if "${lucene_java[@]}" index --index "$lucene_index" "$events" \
+                >"$WORK_DIR/lucene-index-$size.json.tmp"; then
+                mv "$WORK_DIR/lucene-index-$size.json.tmp" "$WORK_DIR/lucene-index-$size.json"
+                cat "$WORK_DIR/lucene-index-$size.json" >&2
+            else
+                rm -rf "$lucene_index" "$WORK_DIR/lucene-index-$size.json.tmp"
+                warn "lucene indexing failed at $size events: its figures will be missing"
+            fi
+        fi
+    fi
+    for engine in tantivy quarry lucene; do
+        [[ -f $WORK_DIR/$engine-index-$size.json ]] && records+=("$WORK_DIR/$engine-index-$size.json")
+    done
+
+    if [[ -f $tantivy_index/meta.json ]]; then
+        run_engine tantivy "$size" "$TANTIVY" serve --index "$tantivy_index"
+    fi
+    if ((quarry_ok)) && [[ -d $quarry_data ]]; then
+        run_engine quarry "$size" "$QUARRY" "${quarry_serve[@]}" --data "$quarry_data"
+    fi
+    if ((lucene_ok)) && compgen -G "$lucene_index/segments_*" >/dev/null; then
+        run_engine lucene "$size" "${lucene_java[@]}" serve --index "$lucene_index"
+    fi
+
+    log "$size events: answers compared (PROTOCOL.md rules: exact, TERMS ties free, PERCENTILES within 2 %)"
+    for pair in "tantivy lucene" "quarry tantivy" "quarry lucene"; do
+        read -r left right <<<"$pair"
+        if [[ -f $WORK_DIR/$left-$size.answers && -f $WORK_DIR/$right-$size.answers ]]; then
+            "$DRIVER" compare "$WORK_DIR/$left-$size.answers" "$WORK_DIR/$right-$size.answers" >&2 || true
+        fi
+    done
+done
+
+log "results (p50 latency in µs; ratio below 1 means quarry is faster or smaller, except events/s)"
+"$DRIVER" report --subject quarry --baseline tantivy,lucene --out "$RESULTS" "${records[@]}"
+echo
+echo "wrote $RESULTS"

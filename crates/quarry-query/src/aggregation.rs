@@ -8,7 +8,7 @@
 //! precision 14: about 0.8% standard error, exact below a few thousand values).
 
 use crate::error::{QueryError, Result};
-use crate::filter::TimeLookup;
+use crate::filter::{inclusive_end, TimeLookup};
 use crate::query::Query;
 use crate::scorer::Scorer;
 use crate::searcher::Searcher;
@@ -411,7 +411,11 @@ impl Searcher {
         Ok((first..=last)
             .map(|bucket| {
                 let group = groups.remove(&bucket).unwrap_or_else(|| Group::new(specs));
-                (bucket * interval, group.count, group.results(specs))
+                (
+                    bucket.saturating_mul(interval),
+                    group.count,
+                    group.results(specs),
+                )
             })
             .collect())
     }
@@ -441,7 +445,7 @@ impl Searcher {
                 Some(interval) => {
                     let m = block.manifest();
                     let first = m.time_min.max(start).div_euclid(interval);
-                    let last = m.time_max.min(end.saturating_sub(1)).div_euclid(interval);
+                    let last = m.time_max.min(inclusive_end(end)).div_euclid(interval);
                     if last - first >= MAX_BUCKETS {
                         return Err(QueryError::TooManyBuckets {
                             buckets: last - first + 1,

@@ -87,6 +87,21 @@ impl Optimizations {
     }
 }
 
+/// Time ranges are `[start, end)` in nanoseconds, except that `end == i64::MAX` means no
+/// upper bound (so an event at `i64::MAX` itself is in it). The last time a range holds.
+pub fn inclusive_end(end: i64) -> i64 {
+    if end == i64::MAX {
+        i64::MAX
+    } else {
+        end - 1
+    }
+}
+
+/// Whether `[time_min, time_max]` meets the range `[start, end)` (see `inclusive_end`).
+pub fn time_overlaps(time_min: i64, time_max: i64, start: i64, end: i64) -> bool {
+    start < end && time_max >= start && time_min <= inclusive_end(end)
+}
+
 /// Finds, in one block, the first doc whose `_time` is at or after a given time. Look-ups
 /// for increasing times reuse the last decoded chunk (histogram endpoints come in order).
 pub struct TimeLookup<'a> {
@@ -238,7 +253,7 @@ impl<'a> TimeLookup<'a> {
             return Ok((0, 0));
         }
         let lo = self.first_at_or_after(start)?;
-        let hi = if end == i64::MAX && self.block.manifest().time_max < i64::MAX {
+        let hi = if end == i64::MAX {
             self.block.doc_count()
         } else {
             self.first_at_or_after(end)?
@@ -435,7 +450,12 @@ pub fn numeric_range_scorer<'a>(
     if columns.is_empty() {
         return Ok(None);
     }
+    // u64 values above i64::MAX have only rounded (f64) terms: such columns are scanned.
+    let wide_u64 = columns
+        .iter()
+        .any(|c| c.ty == ColumnType::U64 && c.min_max.is_none_or(|m| m.max > i64::MAX as u64));
     if optimizations.range_index
+        && !wide_u64
         && (block.has_terms_of_kind(ordinal, TermKind::I64)
             || block.has_terms_of_kind(ordinal, TermKind::F64))
     {
@@ -504,7 +524,8 @@ fn scan_columns<'a>(
                     continue;
                 }
                 let end = column.chunk_end(index).map_err(corrupt)?;
-                if covered && meta.present_count == end - meta.first_doc {
+                // Not for f64: min/max leave NaN out, and a NaN is in no range.
+                if covered && ty != ColumnType::F64 && meta.present_count == end - meta.first_doc {
                     bit_set_range(&mut words, meta.first_doc, end);
                     continue;
                 }

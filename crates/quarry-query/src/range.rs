@@ -101,8 +101,27 @@ impl NumericRange {
     pub fn contains_u64(&self, value: u64) -> bool {
         match i64::try_from(value) {
             Ok(v) => self.contains_i64(v),
-            Err(_) => self.contains_f64(value as f64),
+            Err(_) => self.contains_wide(i128::from(value)),
         }
+    }
+
+    /// An integer beyond i64 (a large u64), compared exactly with integer bounds.
+    fn contains_wide(&self, value: i128) -> bool {
+        let above = match self.lower {
+            Bound::Unbounded => true,
+            Bound::Included(Number::Int(a)) => value >= i128::from(a),
+            Bound::Excluded(Number::Int(a)) => value > i128::from(a),
+            Bound::Included(Number::Float(x)) => value as f64 >= x,
+            Bound::Excluded(Number::Float(x)) => value as f64 > x,
+        };
+        let below = match self.upper {
+            Bound::Unbounded => true,
+            Bound::Included(Number::Int(b)) => value <= i128::from(b),
+            Bound::Excluded(Number::Int(b)) => value < i128::from(b),
+            Bound::Included(Number::Float(y)) => value as f64 <= y,
+            Bound::Excluded(Number::Float(y)) => (value as f64) < y,
+        };
+        above && below
     }
 
     pub fn contains_f64(&self, value: f64) -> bool {

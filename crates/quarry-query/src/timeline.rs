@@ -13,7 +13,7 @@
 //! are bucketed by doc id, without reading their times.
 
 use crate::error::{QueryError, Result};
-use crate::filter::TimeLookup;
+use crate::filter::{inclusive_end, time_overlaps, TimeLookup};
 use crate::query::Query;
 use crate::scorer::Scorer;
 use crate::searcher::{Hit, Searcher, SortOrder};
@@ -88,7 +88,7 @@ impl Searcher {
         let mut blocks: Vec<usize> = (0..self.blocks.len())
             .filter(|&i| {
                 let m = self.blocks[i].manifest();
-                m.doc_count > 0 && (!skipping || (m.time_max >= start && m.time_min < end))
+                m.doc_count > 0 && (!skipping || time_overlaps(m.time_min, m.time_max, start, end))
             })
             .collect();
         if descending {
@@ -332,7 +332,8 @@ impl Searcher {
         for (index, block) in self.blocks.iter().enumerate() {
             let manifest = block.manifest();
             if manifest.doc_count == 0
-                || optimizations.skipping && (manifest.time_max < start || manifest.time_min >= end)
+                || optimizations.skipping
+                    && !time_overlaps(manifest.time_min, manifest.time_max, start, end)
             {
                 continue;
             }
@@ -344,7 +345,7 @@ impl Searcher {
             let first = manifest.time_min.max(start).div_euclid(interval);
             let last = manifest
                 .time_max
-                .min(end.saturating_sub(1))
+                .min(inclusive_end(end))
                 .div_euclid(interval);
             if last - first >= MAX_BUCKETS {
                 return Err(QueryError::TooManyBuckets {
@@ -438,7 +439,7 @@ impl Searcher {
             let m = block.manifest();
             if m.doc_count > 0 {
                 min = min.min(m.time_min.max(start));
-                max = max.max(m.time_max.min(end.saturating_sub(1)));
+                max = max.max(m.time_max.min(inclusive_end(end)));
             }
         }
         let span = max.saturating_sub(min).max(0);

@@ -331,7 +331,7 @@ impl Weight {
             } => {
                 let manifest = block.manifest();
                 if optimizations.skipping
-                    && (manifest.time_max < *start || manifest.time_min >= *end)
+                    && !filter::time_overlaps(manifest.time_min, manifest.time_max, *start, *end)
                 {
                     return Ok(None);
                 }

@@ -1,0 +1,1710 @@
+//! Property tests of the log queries against a brute-force model: random events (many ties in
+//! `_time`, numbers of several types, missing fields, NaN and -0.0) split into blocks with
+//! overlapping or disjoint time ranges, random queries (words, ranges of every form,
+//! `_exists_`, `_time` ranges, AND/OR/NOT), and every answer (count, tail and head, cursor
+//! paging, histograms, aggregations) compared with a scan over the events in memory, under
+//! every `Optimizations` setting.
+//!
+//! The model's time order is the searcher's contract (timeline.rs): (`_time`, block id, doc),
+//! where the block id is the number in the block file's name and docs of a block are its
+//! events stably sorted by time.
+
+use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
+use quarry_format::{BlockReader, Value};
+use quarry_index::event::format_time;
+use quarry_index::{Analyzer, SegmentBuilder};
+use quarry_query::aggregation::{AggKind, AggSpec, PERCENTILE_RELATIVE_ERROR};
+use quarry_query::filter::Optimizations;
+use quarry_query::query::Query;
+use quarry_query::timeline::Cursor;
+use quarry_query::{Hit, SearchRequest, Searcher, SortOrder};
+use serde_json::{json, Value as Json};
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ops::Bound;
+use std::sync::Arc;
+
+const WORDS: &[&str] = &["alpha", "beta", "gamma", "delta", "error", "timeout"];
+const LEVELS: &[&str] = &["info", "warn", "error"];
+/// Latencies far from the usual ones, only in some corpora (they void DDSketch's guarantee
+/// for low quantiles, see `check_percentiles`).
+const EXTREME_I64: &[i64] = &[
+    i64::MIN,
+    i64::MIN + 1,
+    i64::MAX,
+    i64::MAX - 1,
+    1 << 53,
+    (1 << 53) + 1,
+    -(1 << 53) - 1,
+];
+/// Dyadic values, so float sums are exact in any order; NaN, infinities and both zeros.
+const RATIOS: &[f64] = &[
+    0.0,
+    -0.0,
+    0.5,
+    -0.5,
+    1.0,
+    2.25,
+    -1.5,
+    7.0,
+    f64::NAN,
+    f64::INFINITY,
+    f64::NEG_INFINITY,
+];
+/// The ratios of dense corpora: no infinities, so chunk min/max are finite and many ranges
+/// hold both, NaN hidden between them.
+const DENSE_RATIOS: &[f64] = &[0.0, -0.0, 0.5, 1.0, 2.25, -1.5, f64::NAN];
+const BYTES: &[u64] = &[
+    0,
+    1,
+    7,
+    1000,
+    i64::MAX as u64,
+    1 << 63,
+    (1 << 63) + 1,
+    u64::MAX,
+];
+/// Range bounds far from the data: the ends of i64, just past them, big floats.
+const EXTREME_BOUNDS: &[&str] = &[
+    "9223372036854775807",
+    "-9223372036854775808",
+    "9223372036854775806",
+    "9223372036854775808",
+    "-9223372036854775809",
+    "9007199254740993",
+    "18446744073709551615",
+    "1e19",
+    "-1e19",
+    "1e300",
+    "-1e300",
+];
+const SMALL_FLOAT_BOUNDS: &[&str] = &["-0.0", "0.0", "-0", "0.25", "-0.75", "1e2", "2.5e1"];
+
+const SPECS: &[&str] = &[
+    "count",
+    "terms(level, 2)",
+    "min(latency)",
+    "max(latency)",
+    "sum(latency)",
+    "avg(latency)",
+    "stats(latency)",
+    "percentiles(latency)",
+    "percentiles(latency, 0, 10, 50, 90, 99.9, 100)",
+    "cardinality(ip)",
+    "cardinality(level)",
+    "stats(ratio)",
+    "max(bytes)",
+    "min(msg)",
+];
+/// The specs checked per histogram bucket (fewer, to keep the run short).
+const BUCKET_SPECS: &[&str] = &[
+    "count",
+    "terms(level, 2)",
+    "stats(latency)",
+    "cardinality(ip)",
+];
+
+// ---------------------------------------------------------------------------------------------
+// Events and blocks
+
+#[derive(Debug, Clone)]
+struct TestEvent {
+    time: i64,
+    fields: Vec<(&'static str, Value)>,
+}
+
+/// One event as the model sees it, with its place in time order.
+#[derive(Debug)]
+struct ModelEvent {
+    time: i64,
+    block_id: u64,
+    doc: u32,
+    fields: Vec<(&'static str, Value)>,
+    /// The analyzed tokens of each field (numbers are indexed as their text too).
+    tokens: HashMap<&'static str, HashSet<String>>,
+}
+
+type Key = (i64, u64, u32);
+
+impl ModelEvent {
+    fn key(&self) -> Key {
+        (self.time, self.block_id, self.doc)
+    }
+
+    fn value(&self, field: &str) -> Option<&Value> {
+        self.fields
+            .iter()
+            .find(|(f, _)| *f == field)
+            .map(|(_, v)| v)
+    }
+}
+
+struct Corpus {
+    _dir: tempfile::TempDir,
+    searcher: Searcher,
+    /// Every event, in time order (ascending `key`).
+    events: Vec<ModelEvent>,
+    /// The id of the block at each position of `searcher.blocks()`, from its file name.
+    block_ids: Vec<u64>,
+}
+
+/// The text `SegmentBuilder::add_event` indexes for a value.
+fn indexed_text(value: &Value) -> String {
+    match value {
+        Value::Str(s) | Value::Json(s) => s.clone(),
+        Value::I64(v) => v.to_string(),
+        Value::U64(v) => v.to_string(),
+        Value::F64(v) => v.to_string(),
+        Value::Bool(v) => v.to_string(),
+        Value::Timestamp(_) => String::new(),
+    }
+}
+
+/// Splits `events` (in arrival order) at `cuts` into blocks, with ids a permutation of
+/// 1..=blocks chosen by `id_seed` (so block ids do not follow time).
+fn build(events: &[TestEvent], cuts: &[usize], id_seed: u64) -> Corpus {
+    let mut cuts: Vec<usize> = cuts.iter().map(|&c| c % (events.len() + 1)).collect();
+    cuts.push(events.len());
+    cuts.sort_unstable();
+    cuts.dedup();
+    let mut blocks = Vec::new();
+    let mut start = 0;
+    for &end in &cuts {
+        if end > start {
+            blocks.push(events[start..end].to_vec());
+            start = end;
+        }
+    }
+    let mut ids: Vec<u64> = (1..=blocks.len() as u64).collect();
+    let mut state = id_seed | 1;
+    for i in (1..ids.len()).rev() {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        ids.swap(i, (state % (i as u64 + 1)) as usize);
+    }
+    build_blocks(ids.into_iter().zip(blocks).collect())
+}
+
+/// Writes each `(id, events)` as block file `{id:08}.qblk` (the catalog's naming, from which
+/// the searcher takes block ids) and opens them all.
+fn build_blocks(blocks: Vec<(u64, Vec<TestEvent>)>) -> Corpus {
+    let dir = tempfile::tempdir().unwrap();
+    let analyzer = Arc::new(Analyzer::default());
+    let mut model = Vec::new();
+    let mut readers = Vec::new();
+    for (id, events) in blocks {
+        let mut segment = SegmentBuilder::new(analyzer.clone());
+        for event in &events {
+            segment.add_event(event.time, event.fields.iter().map(|(k, v)| (*k, v)));
+        }
+        let path = dir.path().join(format!("{id:08}.qblk"));
+        segment.write_block(&path).unwrap();
+        readers.push(BlockReader::open(&path).unwrap());
+        let mut block_events: Vec<&TestEvent> = events.iter().collect();
+        block_events.sort_by_key(|e| e.time); // stable, as write_block sorts
+        for (doc, event) in block_events.into_iter().enumerate() {
+            let tokens = event
+                .fields
+                .iter()
+                .map(|(name, value)| {
+                    let tokens = analyzer
+                        .tokens(&indexed_text(value))
+                        .into_iter()
+                        .map(|(_, t)| t)
+                        .collect();
+                    (*name, tokens)
+                })
+                .collect();
+            model.push(ModelEvent {
+                time: event.time,
+                block_id: id,
+                doc: doc as u32,
+                fields: event.fields.clone(),
+                tokens,
+            });
+        }
+    }
+    model.sort_by_key(ModelEvent::key);
+    let searcher = Searcher::new(readers, (*analyzer).clone());
+    let block_ids = searcher
+        .blocks()
+        .iter()
+        .map(|b| {
+            b.path()
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .and_then(|s| s.parse().ok())
+                .unwrap()
+        })
+        .collect();
+    Corpus {
+        _dir: dir,
+        searcher,
+        events: model,
+        block_ids,
+    }
+}
+
+/// `extremes`: some latencies at the ends of i64; `dense`: every event has a `ratio`, so its
+/// column chunks have no gaps (min/max may then stand for every value of a chunk), and
+/// latencies take few values.
+fn event_strategy(base: i64, extremes: bool, dense: bool) -> impl Strategy<Value = TestEvent> {
+    let msg = prop_oneof![
+        1 => Just(None),
+        1 => Just(Some(String::new())),
+        8 => prop::collection::vec(prop::sample::select(WORDS), 1..5)
+            .prop_map(|words| Some(words.join(" "))),
+    ];
+    // Dense corpora have few distinct latencies, so that ranges take the numeric terms
+    // (few terms, many docs each) rather than the column scan.
+    let (low, high): (i64, i64) = if dense { (-3, 6) } else { (-50, 400) };
+    let latency = prop_oneof![
+        3 => Just(None),
+        16 => (low..high).prop_map(|v| Some(Value::I64(v))),
+        1 => (low..high).prop_map(|v| Some(Value::F64(v as f64 + 0.5))),
+    ];
+    (
+        0i64..200,
+        msg,
+        latency,
+        prop::option::weighted(0.04, prop::sample::select(EXTREME_I64)),
+        (
+            prop::bool::weighted(0.5),
+            prop::sample::select(RATIOS),
+            prop::sample::select(DENSE_RATIOS),
+        )
+            .prop_map(move |(present, ratio, dense_ratio)| match dense {
+                true => Some(dense_ratio),
+                false => present.then_some(ratio),
+            }),
+        prop::option::weighted(0.15, prop::sample::select(BYTES.to_vec())),
+        prop::option::weighted(0.85, prop::sample::select(LEVELS)),
+        prop::option::weighted(0.7, 0u8..12),
+    )
+        .prop_map(
+            move |(offset, msg, latency, extreme, ratio, bytes, level, ip)| {
+                let mut fields = Vec::new();
+                if let Some(msg) = msg {
+                    fields.push(("msg", Value::Str(msg)));
+                }
+                let latency = match extreme {
+                    Some(v) if extremes => Some(Value::I64(v)),
+                    _ => latency,
+                };
+                if let Some(latency) = latency {
+                    fields.push(("latency", latency));
+                }
+                if let Some(ratio) = ratio {
+                    fields.push(("ratio", Value::F64(ratio)));
+                }
+                if let Some(bytes) = bytes {
+                    fields.push(("bytes", Value::U64(bytes)));
+                }
+                if let Some(level) = level {
+                    fields.push(("level", Value::Str(level.to_owned())));
+                }
+                if let Some(ip) = ip {
+                    fields.push(("ip", Value::Str(ip_text(ip))));
+                }
+                TestEvent {
+                    time: base + offset,
+                    fields,
+                }
+            },
+        )
+}
+
+fn ip_text(n: u8) -> String {
+    format!("10.0.{}.{n}", n / 4)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Queries and their model
+
+/// A query as generated: rendered to text for the parser, evaluated directly by the model.
+#[derive(Debug, Clone)]
+enum Q {
+    All,
+    /// A bare word: any text field.
+    Word(&'static str),
+    FieldWord(&'static str, &'static str),
+    Exact(&'static str, String),
+    /// `text` is how the range is written; bounds are number texts.
+    Range {
+        field: &'static str,
+        lower: Bound<String>,
+        upper: Bound<String>,
+        text: String,
+    },
+    Exists(&'static str),
+    Time {
+        lower: Bound<i64>,
+        upper: Bound<i64>,
+        text: String,
+    },
+    And(Vec<Q>),
+    Or(Vec<Q>),
+    Not(Box<Q>),
+}
+
+impl Q {
+    fn render(&self) -> String {
+        match self {
+            Q::All => "*".into(),
+            Q::Word(w) => (*w).into(),
+            Q::FieldWord(f, w) => format!("{f}:{w}"),
+            Q::Exact(f, v) => format!("{f}:=\"{v}\""),
+            Q::Range { text, .. } | Q::Time { text, .. } => text.clone(),
+            Q::Exists(f) => format!("_exists_:{f}"),
+            Q::And(qs) => format!(
+                "({})",
+                qs.iter().map(Q::render).collect::<Vec<_>>().join(" AND ")
+            ),
+            Q::Or(qs) => format!(
+                "({})",
+                qs.iter().map(Q::render).collect::<Vec<_>>().join(" OR ")
+            ),
+            // Its own group, so that inside an OR it is "everything but", not a MUST_NOT of
+            // the OR (Lucene's `a OR NOT b` means `a -b`).
+            Q::Not(q) => format!("(NOT {})", q.render()),
+        }
+    }
+
+    fn matches(&self, event: &ModelEvent) -> bool {
+        match self {
+            Q::All => true,
+            Q::Word(w) => event.tokens.values().any(|t| t.contains(*w)),
+            Q::FieldWord(f, w) => event.tokens.get(f).is_some_and(|t| t.contains(*w)),
+            Q::Exact(f, v) => matches!(event.value(f), Some(Value::Str(s)) if s == v),
+            Q::Range {
+                field,
+                lower,
+                upper,
+                ..
+            } => {
+                let Some(value) = event.value(field).and_then(numeric) else {
+                    return false;
+                };
+                let above = match lower {
+                    Bound::Unbounded => true,
+                    Bound::Included(b) => {
+                        compare(value, parse_number(b)).is_some_and(|o| o != Ordering::Less)
+                    }
+                    Bound::Excluded(b) => {
+                        compare(value, parse_number(b)) == Some(Ordering::Greater)
+                    }
+                };
+                let below = match upper {
+                    Bound::Unbounded => true,
+                    Bound::Included(b) => {
+                        compare(value, parse_number(b)).is_some_and(|o| o != Ordering::Greater)
+                    }
+                    Bound::Excluded(b) => compare(value, parse_number(b)) == Some(Ordering::Less),
+                };
+                // NaN compares as nothing: in no range, not even an unbounded one.
+                above && below && !matches!(value, Num::Float(v) if v.is_nan())
+            }
+            Q::Exists(f) => *f == "_time" || event.value(f).is_some(),
+            Q::Time { lower, upper, .. } => {
+                std::ops::RangeBounds::contains(&(*lower, *upper), &event.time)
+            }
+            Q::And(qs) => qs.iter().all(|q| q.matches(event)),
+            Q::Or(qs) => qs.iter().any(|q| q.matches(event)),
+            Q::Not(q) => !q.matches(event),
+        }
+    }
+}
+
+/// A number compared exactly: an integer (i64 or u64 value, integer bound) or a float.
+#[derive(Debug, Clone, Copy)]
+enum Num {
+    Int(i128),
+    Float(f64),
+}
+
+fn numeric(value: &Value) -> Option<Num> {
+    match value {
+        Value::I64(v) => Some(Num::Int(i128::from(*v))),
+        Value::U64(v) => Some(Num::Int(i128::from(*v))),
+        Value::F64(v) => Some(Num::Float(*v)),
+        _ => None,
+    }
+}
+
+/// A bound as the parser reads it: an i64 stays exact, anything else is the nearest f64.
+fn parse_number(text: &str) -> Num {
+    match text.parse::<i64>() {
+        Ok(v) => Num::Int(i128::from(v)),
+        Err(_) => Num::Float(text.parse::<f64>().unwrap()),
+    }
+}
+
+/// Exact comparison (no rounding of integers to floats); `None` with NaN.
+fn compare(a: Num, b: Num) -> Option<Ordering> {
+    fn int_float(i: i128, x: f64) -> Option<Ordering> {
+        if x.is_nan() {
+            return None;
+        }
+        // Every integer here has |i| < 2^65.
+        if x >= 1e30 {
+            return Some(Ordering::Less);
+        }
+        if x <= -1e30 {
+            return Some(Ordering::Greater);
+        }
+        let floor = x.floor();
+        let f = floor as i128; // exact: |floor| < 1e30 is an integer-valued f64
+        Some(match i.cmp(&f) {
+            Ordering::Equal if x == floor => Ordering::Equal,
+            Ordering::Equal => Ordering::Less,
+            other => other,
+        })
+    }
+    match (a, b) {
+        (Num::Int(a), Num::Int(b)) => Some(a.cmp(&b)),
+        (Num::Float(a), Num::Float(b)) => a.partial_cmp(&b),
+        (Num::Int(a), Num::Float(b)) => int_float(a, b),
+        (Num::Float(a), Num::Int(b)) => int_float(b, a).map(Ordering::reverse),
+    }
+}
+
+/// Range bounds for `field`, mostly near its values.
+fn number_text(field: &str) -> BoxedStrategy<String> {
+    let near: BoxedStrategy<String> = match field {
+        "ratio" => prop_oneof![
+            2 => (-3i64..9).prop_map(|v| v.to_string()),
+            3 => (-12i64..36).prop_map(|v| format!("{:?}", v as f64 / 4.0)),
+        ]
+        .boxed(),
+        "bytes" => (0i64..1200).prop_map(|v| v.to_string()).boxed(),
+        _ => prop_oneof![
+            2 => (-60i64..420).prop_map(|v| v.to_string()),
+            1 => (-120i64..840).prop_map(|v| format!("{:?}", v as f64 / 2.0)),
+            2 => (-5i64..8).prop_map(|v| v.to_string()),
+            1 => (-10i64..16).prop_map(|v| format!("{:?}", v as f64 / 2.0)),
+        ]
+        .boxed(),
+    };
+    prop_oneof![
+        9 => near,
+        1 => prop::sample::select(SMALL_FLOAT_BOUNDS).prop_map(str::to_owned),
+        1 => prop::sample::select(EXTREME_BOUNDS).prop_map(str::to_owned),
+    ]
+    .boxed()
+}
+
+/// Swaps the values of two bounds (keeping which side is open) if the lower one is greater,
+/// so that most ranges are not empty.
+fn ordered<T>(
+    lower: Bound<T>,
+    upper: Bound<T>,
+    greater: impl Fn(&T, &T) -> bool,
+) -> (Bound<T>, Bound<T>) {
+    let split = |b: Bound<T>| match b {
+        Bound::Included(v) => (Some(v), true),
+        Bound::Excluded(v) => (Some(v), false),
+        Bound::Unbounded => (None, false),
+    };
+    let join = |v: Option<T>, inclusive: bool| match v {
+        Some(v) if inclusive => Bound::Included(v),
+        Some(v) => Bound::Excluded(v),
+        None => Bound::Unbounded,
+    };
+    let ((mut a, a_inclusive), (mut b, b_inclusive)) = (split(lower), split(upper));
+    if let (Some(x), Some(y)) = (&a, &b) {
+        if greater(x, y) {
+            std::mem::swap(&mut a, &mut b);
+        }
+    }
+    (join(a, a_inclusive), join(b, b_inclusive))
+}
+
+fn bound<T: std::fmt::Debug + Clone>(
+    value: impl Strategy<Value = T> + Clone,
+) -> impl Strategy<Value = Bound<T>> {
+    prop_oneof![
+        4 => value.clone().prop_map(Bound::Included),
+        4 => value.prop_map(Bound::Excluded),
+        1 => Just(Bound::Unbounded),
+    ]
+}
+
+/// `field:[a TO b]` in any bracket form, or `field:>a` and friends when one side is open.
+fn render_range<T>(
+    field: &str,
+    lower: &Bound<T>,
+    upper: &Bound<T>,
+    compare_form: bool,
+    open_brackets: (bool, bool),
+    show: impl Fn(&T) -> String,
+) -> String {
+    match (lower, upper, compare_form) {
+        (Bound::Included(a), Bound::Unbounded, true) => format!("{field}:>={}", show(a)),
+        (Bound::Excluded(a), Bound::Unbounded, true) => format!("{field}:>{}", show(a)),
+        (Bound::Unbounded, Bound::Included(b), true) => format!("{field}:<={}", show(b)),
+        (Bound::Unbounded, Bound::Excluded(b), true) => format!("{field}:<{}", show(b)),
+        _ => {
+            let lower = match lower {
+                Bound::Included(a) => format!("[{}", show(a)),
+                Bound::Excluded(a) => format!("{{{}", show(a)),
+                Bound::Unbounded if open_brackets.0 => "[*".into(),
+                Bound::Unbounded => "{*".into(),
+            };
+            let upper = match upper {
+                Bound::Included(b) => format!("{}]", show(b)),
+                Bound::Excluded(b) => format!("{}}}", show(b)),
+                Bound::Unbounded if open_brackets.1 => "*]".into(),
+                Bound::Unbounded => "*}".into(),
+            };
+            format!("{field}:{lower} TO {upper}")
+        }
+    }
+}
+
+fn range_strategy() -> impl Strategy<Value = Q> {
+    let field = prop_oneof![
+        6 => Just("latency"),
+        3 => Just("ratio"),
+        2 => Just("bytes"),
+        1 => Just("level"),
+        1 => Just("nosuch"),
+    ];
+    field
+        .prop_flat_map(|field| {
+            let numbers = if matches!(field, "ratio" | "bytes") {
+                field
+            } else {
+                "latency"
+            };
+            (
+                Just(field),
+                bound(number_text(numbers)),
+                bound(number_text(numbers)),
+                prop::bool::weighted(0.75),
+                any::<bool>(),
+                any::<(bool, bool)>(),
+            )
+        })
+        .prop_map(|(field, lower, upper, sort, compare_form, brackets)| {
+            let (lower, upper) = if sort {
+                ordered(lower, upper, |a: &String, b: &String| {
+                    compare(parse_number(a), parse_number(b)) == Some(Ordering::Greater)
+                })
+            } else {
+                (lower, upper)
+            };
+            Q::Range {
+                text: render_range(field, &lower, &upper, compare_form, brackets, |t| t.clone()),
+                field,
+                lower,
+                upper,
+            }
+        })
+}
+
+fn time_strategy(base: i64) -> impl Strategy<Value = Q> {
+    let time = (-10i64..210).prop_map(move |t| base + t);
+    (
+        bound(time.clone()),
+        bound(time),
+        prop::bool::weighted(0.75),
+        any::<bool>(),
+        any::<(bool, bool)>(),
+    )
+        .prop_map(|(lower, upper, sort, compare_form, brackets)| {
+            let (lower, upper) = if sort {
+                ordered(lower, upper, |a: &i64, b: &i64| a > b)
+            } else {
+                (lower, upper)
+            };
+            Q::Time {
+                text: render_range("_time", &lower, &upper, compare_form, brackets, |t| {
+                    format_time(*t)
+                }),
+                lower,
+                upper,
+            }
+        })
+}
+
+fn query_strategy(base: i64) -> impl Strategy<Value = Q> {
+    let word = prop::sample::select(WORDS);
+    let leaf = prop_oneof![
+        3 => word.clone().prop_map(Q::Word),
+        2 => word.prop_map(|w| Q::FieldWord("msg", w)),
+        2 => prop::sample::select(&["info", "warn", "error", "debug"][..])
+            .prop_map(|l| Q::FieldWord("level", l)),
+        1 => (0u8..14).prop_map(|n| Q::Exact("ip", ip_text(n))),
+        6 => range_strategy(),
+        2 => prop::sample::select(&["ratio", "latency", "bytes", "msg", "nosuch", "_time"][..])
+            .prop_map(Q::Exists),
+        3 => time_strategy(base),
+        1 => Just(Q::All),
+    ];
+    leaf.prop_recursive(3, 16, 3, |inner| {
+        prop_oneof![
+            2 => prop::collection::vec(inner.clone(), 2..4).prop_map(Q::And),
+            2 => prop::collection::vec(inner.clone(), 2..4).prop_map(Q::Or),
+            1 => inner.prop_map(|q| Q::Not(Box::new(q))),
+        ]
+    })
+}
+
+/// Everything one query is checked with.
+#[derive(Debug, Clone)]
+struct Case {
+    query: Q,
+    limit: usize,
+    page: usize,
+    interval: i64,
+    /// `Query::within(start, end)` bounds, as offsets from the corpus' base time.
+    within: (Option<i64>, Option<i64>),
+    agg_interval: i64,
+}
+
+fn case_strategy(base: i64) -> impl Strategy<Value = Case> {
+    (
+        query_strategy(base),
+        0usize..15,
+        1usize..9,
+        1i64..50,
+        (
+            prop::option::weighted(0.8, -10i64..210),
+            prop::option::weighted(0.8, -10i64..210),
+            prop::bool::weighted(0.8),
+        ),
+        1i64..50,
+    )
+        .prop_map(
+            |(query, limit, page, interval, (start, end, sort), agg_interval)| {
+                // Mostly `start <= end`; sometimes an empty window.
+                let within = match (start, end) {
+                    (Some(a), Some(b)) if sort && a > b => (Some(b), Some(a)),
+                    other => other,
+                };
+                Case {
+                    query,
+                    limit,
+                    page,
+                    interval,
+                    within,
+                    agg_interval,
+                }
+            },
+        )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checks
+
+fn settings() -> Vec<(String, Optimizations)> {
+    let mut out = vec![
+        ("all on".to_owned(), Optimizations::ALL),
+        ("all off".to_owned(), Optimizations::NONE),
+    ];
+    for name in Optimizations::NAMES {
+        let mut optimizations = Optimizations::ALL;
+        optimizations.disable(name).unwrap();
+        out.push((format!("{name} off"), optimizations));
+    }
+    out
+}
+
+fn keys_of(corpus: &Corpus, hits: &[Hit]) -> Vec<Key> {
+    hits.iter()
+        .map(|h| (h.time, corpus.block_ids[h.block as usize], h.doc))
+        .collect()
+}
+
+/// `(bucket start, count)` from the first to the last non-empty bucket, empty ones included.
+fn model_histogram(times: impl Iterator<Item = i64>, interval: i64) -> Vec<(i64, u64)> {
+    let mut counts: BTreeMap<i64, u64> = BTreeMap::new();
+    for t in times {
+        *counts.entry(t.div_euclid(interval)).or_default() += 1;
+    }
+    let (Some(&first), Some(&last)) = (counts.keys().next(), counts.keys().next_back()) else {
+        return Vec::new();
+    };
+    (first..=last)
+        .map(|b| {
+            (
+                b.saturating_mul(interval),
+                counts.get(&b).copied().unwrap_or(0),
+            )
+        })
+        .collect()
+}
+
+/// Pages through every match with `after` cursors, `page` hits at a time.
+fn all_pages(
+    corpus: &Corpus,
+    query: &Query,
+    sort: SortOrder,
+    page: usize,
+    total: usize,
+    context: &str,
+) -> Result<Vec<Key>, TestCaseError> {
+    let mut out = Vec::new();
+    let mut after = None;
+    for _ in 0..total / page + 2 {
+        let request = SearchRequest {
+            limit: page,
+            count: false,
+            sort,
+            after,
+        };
+        let hits = corpus.searcher.search(query, &request).unwrap().hits;
+        if hits.is_empty() {
+            return Ok(out);
+        }
+        prop_assert!(hits.len() <= page, "page too long, {}", context);
+        out.extend(keys_of(corpus, &hits));
+        let cursor = corpus.searcher.cursor_of(hits.last().unwrap());
+        prop_assert_eq!(Cursor::parse(&cursor.to_string()), Some(cursor));
+        after = Some(cursor);
+    }
+    Err(TestCaseError::fail(format!(
+        "paging does not end: {} pages of {page} for {total} matches, {context}",
+        total / page + 2
+    )))
+}
+
+fn check_case(corpus: &mut Corpus, base: i64, case: &Case) -> Result<(), TestCaseError> {
+    let matched: Vec<usize> = (0..corpus.events.len())
+        .filter(|&i| case.query.matches(&corpus.events[i]))
+        .collect();
+    check_answers(corpus, base, &case.query.render(), &matched, case)
+}
+
+/// Checks every answer to the query `text` under every optimization setting against the
+/// model's matches (indices into `corpus.events`, ascending).
+fn check_answers(
+    corpus: &mut Corpus,
+    base: i64,
+    text: &str,
+    matched: &[usize],
+    case: &Case,
+) -> Result<(), TestCaseError> {
+    let query = corpus
+        .searcher
+        .parse(text)
+        .map_err(|e| TestCaseError::fail(format!("parse {text:?}: {e}")))?;
+    let ascending: Vec<Key> = matched.iter().map(|&i| corpus.events[i].key()).collect();
+    let descending: Vec<Key> = ascending.iter().rev().copied().collect();
+    let start = case.within.0.map_or(i64::MIN, |t| base + t);
+    let end = case.within.1.map_or(i64::MAX, |t| base + t);
+    let within = query.clone().within(start, end);
+    let within_keys: Vec<Key> = ascending
+        .iter()
+        .copied()
+        .filter(|k| (start..end).contains(&k.0))
+        .collect();
+    let histogram = model_histogram(ascending.iter().map(|k| k.0), case.interval);
+    let histogram_within = model_histogram(within_keys.iter().map(|k| k.0), case.interval);
+    let agg_histogram_within = model_histogram(within_keys.iter().map(|k| k.0), case.agg_interval);
+    let specs: Vec<AggSpec> = SPECS.iter().map(|s| AggSpec::parse(s).unwrap()).collect();
+    let bucket_specs: Vec<AggSpec> = BUCKET_SPECS
+        .iter()
+        .map(|s| AggSpec::parse(s).unwrap())
+        .collect();
+    let matched_events: Vec<&ModelEvent> = matched.iter().map(|&i| &corpus.events[i]).collect();
+    let agg_histogram = model_histogram(ascending.iter().map(|k| k.0), case.agg_interval);
+
+    for (name, optimizations) in settings() {
+        corpus.searcher.set_optimizations(optimizations);
+        let context = format!("query {text:?} ({query:?}) with {name}");
+        let searcher = &corpus.searcher;
+
+        prop_assert_eq!(
+            searcher.count(&query).unwrap(),
+            matched.len() as u64,
+            "count, {}",
+            context
+        );
+
+        for (sort, want) in [
+            (SortOrder::TimeDesc, &descending),
+            (SortOrder::TimeAsc, &ascending),
+        ] {
+            let request = SearchRequest {
+                limit: case.limit,
+                count: true,
+                sort,
+                after: None,
+            };
+            let result = searcher.search(&query, &request).unwrap();
+            prop_assert_eq!(result.count, Some(matched.len() as u64), "{}", context);
+            let got = keys_of(corpus, &result.hits);
+            let expected = &want[..want.len().min(case.limit)];
+            prop_assert_eq!(
+                &got,
+                expected,
+                "{:?} limit {}, {}",
+                sort,
+                case.limit,
+                context
+            );
+            let pages = all_pages(corpus, &query, sort, case.page, matched.len(), &context)?;
+            prop_assert_eq!(
+                &pages,
+                want,
+                "{:?} in pages of {}, {}",
+                sort,
+                case.page,
+                context
+            );
+        }
+
+        prop_assert_eq!(
+            searcher.histogram(&query, case.interval).unwrap(),
+            histogram.clone(),
+            "histogram by {}, {}",
+            case.interval,
+            context
+        );
+        prop_assert_eq!(
+            searcher.histogram(&within, case.interval).unwrap(),
+            histogram_within.clone(),
+            "histogram by {} within [{}, {}), {}",
+            case.interval,
+            start,
+            end,
+            context
+        );
+        for sort in [SortOrder::TimeAsc, SortOrder::TimeDesc] {
+            let request = SearchRequest {
+                limit: case.limit,
+                sort,
+                ..Default::default()
+            };
+            let hits = searcher.search(&within, &request).unwrap().hits;
+            let want: Vec<Key> = match sort {
+                SortOrder::TimeAsc => within_keys.iter().take(case.limit).copied().collect(),
+                _ => within_keys.iter().rev().take(case.limit).copied().collect(),
+            };
+            prop_assert_eq!(
+                keys_of(corpus, &hits),
+                want,
+                "{:?} within [{}, {}), {}",
+                sort,
+                start,
+                end,
+                context
+            );
+        }
+
+        let aggregations = searcher.aggregate(&query, &specs).unwrap();
+        check_aggregations(
+            &specs,
+            &aggregations,
+            &matched_events,
+            corpus_has_extremes(corpus),
+            &context,
+        )?;
+        let buckets = searcher
+            .aggregate_histogram(&query, case.agg_interval, &bucket_specs)
+            .unwrap();
+        let got: Vec<(i64, u64)> = buckets.iter().map(|(s, c, _)| (*s, *c)).collect();
+        prop_assert_eq!(
+            &got,
+            &agg_histogram,
+            "aggregate_histogram by {}, {}",
+            case.agg_interval,
+            context
+        );
+        for (start, _, results) in &buckets {
+            let bucket_of = |e: &&ModelEvent| {
+                e.time
+                    .div_euclid(case.agg_interval)
+                    .saturating_mul(case.agg_interval)
+            };
+            let in_bucket: Vec<&ModelEvent> = matched_events
+                .iter()
+                .copied()
+                .filter(|e| bucket_of(e) == *start)
+                .collect();
+            check_aggregations(
+                &bucket_specs,
+                results,
+                &in_bucket,
+                true,
+                &format!("bucket {start}, {context}"),
+            )?;
+        }
+        let specs = [AggSpec::parse("count").unwrap()];
+        let buckets = searcher
+            .aggregate_histogram(&within, case.agg_interval, &specs)
+            .unwrap();
+        let got: Vec<(i64, u64)> = buckets.iter().map(|(s, c, _)| (*s, *c)).collect();
+        prop_assert_eq!(
+            &got,
+            &agg_histogram_within,
+            "aggregate_histogram by {} within [{}, {}), {}",
+            case.agg_interval,
+            start,
+            end,
+            context
+        );
+    }
+    corpus.searcher.set_optimizations(Optimizations::ALL);
+    Ok(())
+}
+
+fn corpus_has_extremes(corpus: &Corpus) -> bool {
+    corpus
+        .events
+        .iter()
+        .any(|e| matches!(e.value("latency"), Some(Value::I64(v)) if v.unsigned_abs() > 1 << 40))
+}
+
+/// A field's value as the aggregations read numbers (strings are not numbers).
+fn number_of(event: &ModelEvent, field: &str) -> Option<f64> {
+    match event.value(field)? {
+        Value::I64(v) => Some(*v as f64),
+        Value::U64(v) => Some(*v as f64),
+        Value::F64(v) => Some(*v),
+        _ => None,
+    }
+}
+
+/// JSON has no NaN or infinities: they come out as null.
+fn finite(value: Option<f64>) -> Option<f64> {
+    value.filter(|v| v.is_finite())
+}
+
+fn check_number(
+    got: &Json,
+    want: Option<f64>,
+    tolerance: f64,
+    what: &str,
+    context: &str,
+) -> Result<(), TestCaseError> {
+    match (got.as_f64(), finite(want)) {
+        (None, None) if got.is_null() => Ok(()),
+        (Some(g), Some(w)) => {
+            prop_assert!(
+                (g - w).abs() <= tolerance,
+                "{}: {} vs model {}, {}",
+                what,
+                g,
+                w,
+                context
+            );
+            Ok(())
+        }
+        _ => Err(TestCaseError::fail(format!(
+            "{what}: {got} vs model {want:?}, {context}"
+        ))),
+    }
+}
+
+fn check_aggregations(
+    specs: &[AggSpec],
+    results: &serde_json::Map<String, Json>,
+    events: &[&ModelEvent],
+    skip_percentiles: bool,
+    context: &str,
+) -> Result<(), TestCaseError> {
+    prop_assert_eq!(results.len(), specs.len(), "{}", context);
+    for spec in specs {
+        let got = &results[&spec.name];
+        let what = format!("{} = {}", spec.name, got);
+        let field = spec.field.as_deref().unwrap_or("");
+        let numbers: Vec<f64> = events
+            .iter()
+            .filter_map(|e| number_of(e, field))
+            .filter(|v| !v.is_nan())
+            .collect();
+        let count = numbers.len();
+        let min = numbers.iter().copied().reduce(f64::min);
+        let max = numbers.iter().copied().reduce(f64::max);
+        let sum: f64 = numbers.iter().sum();
+        let magnitude: f64 = numbers.iter().map(|v| v.abs()).sum();
+        let sum_tolerance = 1e-9 * magnitude;
+        let avg = (count > 0).then(|| sum / count as f64);
+        let avg_tolerance = sum_tolerance / count.max(1) as f64;
+        match &spec.kind {
+            AggKind::Count => prop_assert_eq!(got, &json!(events.len()), "{}", context),
+            AggKind::Terms { size } => {
+                let mut counts: HashMap<&str, u64> = HashMap::new();
+                for event in events {
+                    if let Some(Value::Str(s)) = event.value(field) {
+                        *counts.entry(s.as_str()).or_default() += 1;
+                    }
+                }
+                let mut top: Vec<(&str, u64)> = counts.into_iter().collect();
+                top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+                let other: u64 = top.iter().skip(*size).map(|(_, n)| n).sum();
+                let buckets: Vec<Json> = top
+                    .iter()
+                    .take(*size)
+                    .map(|(key, count)| json!({"key": key, "count": count}))
+                    .collect();
+                let want = json!({"buckets": buckets, "other_count": other});
+                prop_assert_eq!(got, &want, "{}, {}", spec.name, context);
+            }
+            AggKind::Min => check_number(got, min, 0.0, &what, context)?,
+            AggKind::Max => check_number(got, max, 0.0, &what, context)?,
+            AggKind::Sum => check_number(got, Some(sum), sum_tolerance, &what, context)?,
+            AggKind::Avg => check_number(got, avg, avg_tolerance, &what, context)?,
+            AggKind::Stats => {
+                prop_assert_eq!(&got["count"], &json!(count), "{}, {}", what, context);
+                check_number(&got["min"], min, 0.0, &what, context)?;
+                check_number(&got["max"], max, 0.0, &what, context)?;
+                check_number(&got["sum"], Some(sum), sum_tolerance, &what, context)?;
+                check_number(&got["avg"], avg, avg_tolerance, &what, context)?;
+            }
+            AggKind::Percentiles(percents) => {
+                let object = got.as_object().unwrap();
+                prop_assert_eq!(object.len(), percents.len(), "{}, {}", what, context);
+                let mut finite: Vec<f64> =
+                    numbers.iter().copied().filter(|v| v.is_finite()).collect();
+                finite.sort_by(f64::total_cmp);
+                for (key, value) in object {
+                    let percent: f64 = key.parse().unwrap();
+                    prop_assert!(percents.contains(&percent), "{}, {}", what, context);
+                    if finite.is_empty() {
+                        prop_assert!(value.is_null(), "{}, {}", what, context);
+                    } else if !skip_percentiles {
+                        let estimate = value.as_f64().unwrap();
+                        check_percentile(&finite, percent, estimate, &what, context)?;
+                    }
+                }
+            }
+            AggKind::Cardinality => {
+                let distinct: HashSet<&str> = events
+                    .iter()
+                    .filter_map(|e| match e.value(field) {
+                        Some(Value::Str(s)) => Some(s.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                let got = got.as_u64().unwrap() as f64;
+                let want = distinct.len() as f64;
+                prop_assert!(
+                    (got - want).abs() <= 0.02 * want,
+                    "{}: model {}, {}",
+                    what,
+                    want,
+                    context
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// DDSketch (sketches-ddsketch 0.3) answers quantile q with a value within `alpha` relative
+/// error of the value of rank `floor(q * (n - 1))` (0-based) among the sorted values, exactly
+/// the min and max for q = 0 and 1, and 0 for values of magnitude at most 1e-9. The rank is
+/// computed in f64 (q = p / 100 is not exact), so neighbouring ranks within 1e-6 of the exact
+/// one are accepted too. The guarantee holds while the sketch has at most 2048 bins, which
+/// corpora without extreme values never reach.
+fn check_percentile(
+    sorted: &[f64],
+    percent: f64,
+    estimate: f64,
+    what: &str,
+    context: &str,
+) -> Result<(), TestCaseError> {
+    let n = sorted.len();
+    if percent == 0.0 {
+        prop_assert_eq!(estimate, sorted[0], "{}, {}", what, context);
+        return Ok(());
+    }
+    if percent == 100.0 {
+        prop_assert_eq!(estimate, sorted[n - 1], "{}, {}", what, context);
+        return Ok(());
+    }
+    let rank = percent / 100.0 * (n - 1) as f64;
+    let lo = (rank - 1e-6).floor().max(0.0) as usize;
+    let hi = ((rank + 1e-6).floor() as usize).min(n - 1);
+    let close = sorted[lo..=hi].iter().any(|&exact| {
+        if exact.abs() <= 1e-9 {
+            estimate == 0.0
+        } else {
+            (estimate - exact).abs() <= PERCENTILE_RELATIVE_ERROR * exact.abs() * (1.0 + 1e-9)
+        }
+    });
+    prop_assert!(
+        close,
+        "p{} = {} is not within 1% of a value of rank {}..={} ({:?}), {}",
+        percent,
+        estimate,
+        lo,
+        hi,
+        &sorted[lo..=hi],
+        context
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Property tests
+
+/// One corpus with the cases to check on it.
+#[derive(Debug, Clone)]
+struct Scenario {
+    base: i64,
+    events: Vec<TestEvent>,
+    cuts: Vec<usize>,
+    disjoint: bool,
+    id_seed: u64,
+    cases: Vec<Case>,
+}
+
+fn scenario_strategy(
+    events: std::ops::Range<usize>,
+    blocks: std::ops::Range<usize>,
+    cases: std::ops::Range<usize>,
+) -> impl Strategy<Value = Scenario> {
+    (
+        prop::sample::select(&[0i64, -100, 1_700_000_000_000_000_000][..]),
+        prop::bool::weighted(0.25),
+        prop::bool::weighted(0.25),
+    )
+        .prop_flat_map(move |(base, extremes, dense)| {
+            (
+                prop::collection::vec(event_strategy(base, extremes, dense), events.clone()),
+                prop::collection::vec(any::<usize>(), blocks.clone()),
+                prop::bool::weighted(0.3),
+                any::<u64>(),
+                prop::collection::vec(case_strategy(base), cases.clone()),
+            )
+                .prop_map(move |(events, cuts, disjoint, id_seed, cases)| Scenario {
+                    base,
+                    events,
+                    cuts,
+                    disjoint,
+                    id_seed,
+                    cases,
+                })
+        })
+}
+
+/// Sorting the events before splitting gives blocks with disjoint time ranges (the common
+/// case of logs arriving in order); unsorted, their ranges overlap.
+fn arrange(mut events: Vec<TestEvent>, disjoint: bool) -> Vec<TestEvent> {
+    if disjoint {
+        events.sort_by_key(|e| e.time);
+    }
+    events
+}
+
+fn config(cases: u32) -> ProptestConfig {
+    ProptestConfig {
+        cases,
+        // No regressions file beside the tests: minimal failures are kept as plain tests below.
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
+}
+
+proptest! {
+    #![proptest_config(config(64))]
+
+    #[test]
+    fn log_queries_match_brute_force(scenario in scenario_strategy(0..220, 0..4, 1..4)) {
+        let events = arrange(scenario.events, scenario.disjoint);
+        let mut corpus = build(&events, &scenario.cuts, scenario.id_seed);
+        for case in &scenario.cases {
+            check_case(&mut corpus, scenario.base, case)?;
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(config(6))]
+
+    /// Blocks past one 1024-doc `_time` chunk and many 128-doc sparse time index groups.
+    #[test]
+    fn large_blocks_match_brute_force(scenario in scenario_strategy(1500..3000, 0..2, 1..3)) {
+        let events = arrange(scenario.events, scenario.disjoint);
+        let mut corpus = build(&events, &scenario.cuts, scenario.id_seed);
+        for case in &scenario.cases {
+            let mut case = case.clone();
+            case.page = case.page * 97 + 13;
+            check_case(&mut corpus, scenario.base, &case)?;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Corner cases
+
+/// Copies of each value in corner cases that must take the numeric terms too.
+const COPIES: usize = 30;
+
+fn event(time: i64, fields: Vec<(&'static str, Value)>) -> TestEvent {
+    TestEvent { time, fields }
+}
+
+fn latency_event(time: i64, latency: Option<Value>) -> TestEvent {
+    let mut fields = vec![("msg", Value::Str("alpha".into()))];
+    fields.extend(latency.map(|v| ("latency", v)));
+    event(time, fields)
+}
+
+/// The answers to `text` must be exactly the events `expected` holds for, under every
+/// optimization setting.
+fn check_text(corpus: &mut Corpus, text: &str, expected: impl Fn(&ModelEvent) -> bool) {
+    let matched: Vec<usize> = (0..corpus.events.len())
+        .filter(|&i| expected(&corpus.events[i]))
+        .collect();
+    for page in 1..4 {
+        let case = Case {
+            query: Q::All,
+            limit: 3,
+            page,
+            interval: 7,
+            within: (None, None),
+            agg_interval: 5,
+        };
+        if let Err(e) = check_answers(corpus, 0, text, &matched, &case) {
+            panic!("{text}: {e}");
+        }
+    }
+}
+
+fn latency_is(event: &ModelEvent, test: impl Fn(&Value) -> bool) -> bool {
+    event.value("latency").is_some_and(test)
+}
+
+#[test]
+fn empty_and_fractional_ranges() {
+    let events: Vec<TestEvent> = [
+        Some(Value::I64(3)),
+        Some(Value::I64(4)),
+        Some(Value::F64(4.5)),
+        Some(Value::I64(5)),
+        Some(Value::I64(6)),
+        None,
+    ]
+    .into_iter()
+    .enumerate()
+    .map(|(i, v)| latency_event(i as i64 * 10, v))
+    .collect();
+    let mut corpus = build_blocks(vec![(1, events[..3].to_vec()), (2, events[3..].to_vec())]);
+    for text in [
+        "latency:[5 TO 4]",
+        "latency:{5 TO 5}",
+        "latency:[5 TO 5}",
+        "latency:{5 TO 5]",
+        "latency:[4.6 TO 4.9]",
+        "latency:>6",
+        "latency:<3",
+        "msg:alpha AND latency:[5 TO 4]",
+    ] {
+        check_text(&mut corpus, text, |_| false);
+    }
+    check_text(&mut corpus, "latency:{4 TO 5}", |e| {
+        latency_is(e, |v| *v == Value::F64(4.5))
+    });
+    check_text(&mut corpus, "latency:[4.2 TO 4.8]", |e| {
+        latency_is(e, |v| *v == Value::F64(4.5))
+    });
+    check_text(&mut corpus, "latency:{4.5 TO 5]", |e| {
+        latency_is(e, |v| *v == Value::I64(5))
+    });
+    check_text(&mut corpus, "latency:[4 TO 4.5}", |e| {
+        latency_is(e, |v| *v == Value::I64(4))
+    });
+    check_text(&mut corpus, "latency:[* TO *]", |e| {
+        e.value("latency").is_some()
+    });
+    check_text(&mut corpus, "NOT latency:[5 TO 4]", |_| true);
+}
+
+#[test]
+fn empty_time_ranges_match_nothing() {
+    let events: Vec<TestEvent> = (0..6).map(|t| latency_event(t * 10, None)).collect();
+    let mut corpus = build_blocks(vec![(1, events)]);
+    let time = |t: i64| format_time(t);
+    let (a, b) = (time(30), time(20));
+    check_text(&mut corpus, &format!("_time:[{a} TO {b}]"), |_| false);
+    check_text(&mut corpus, &format!("_time:{{{a} TO {a}}}"), |_| false);
+    check_text(
+        &mut corpus,
+        &format!("msg:alpha AND _time:[{a} TO {b}]"),
+        |_| false,
+    );
+    check_text(&mut corpus, &format!("NOT _time:[{a} TO {b}]"), |_| true);
+    check_text(
+        &mut corpus,
+        &format!("msg:alpha AND NOT _time:{{{a} TO {a}]"),
+        |_| true,
+    );
+}
+
+#[test]
+fn missing_fields() {
+    let events = vec![
+        latency_event(1, Some(Value::I64(1))),
+        event(2, vec![("level", Value::Str("info".into()))]),
+        latency_event(2, None),
+    ];
+    let mut corpus = build_blocks(vec![(1, events)]);
+    for text in [
+        "nosuch:[0 TO 10]",
+        "nosuch:>0",
+        "nosuch:<=0",
+        "_exists_:nosuch",
+        "level:[* TO *]",
+        "msg:>0",
+    ] {
+        check_text(&mut corpus, text, |_| false);
+    }
+    check_text(&mut corpus, "NOT _exists_:nosuch", |_| true);
+    check_text(&mut corpus, "NOT nosuch:<5", |_| true);
+    check_text(&mut corpus, "_exists_:_time", |_| true);
+    check_text(&mut corpus, "_exists_:level", |e| {
+        e.value("level").is_some()
+    });
+}
+
+#[test]
+fn i64_extreme_bounds() {
+    let values = [i64::MIN, i64::MIN + 1, -1, 0, 1, i64::MAX - 1, i64::MAX];
+    // Many copies, so that both the numeric terms and the column scan answer (see
+    // `zeros_nan_and_infinities`).
+    let events: Vec<TestEvent> = (0..COPIES)
+        .flat_map(|_| values.iter().copied())
+        .enumerate()
+        .map(|(i, v)| latency_event(i as i64, Some(Value::I64(v))))
+        .collect();
+    let half = events.len() / 2;
+    let mut corpus = build_blocks(vec![
+        (1, events[..half].to_vec()),
+        (2, events[half..].to_vec()),
+    ]);
+    let is = |want: &'static [i64]| {
+        move |e: &ModelEvent| latency_is(e, |v| matches!(v, Value::I64(x) if want.contains(x)))
+    };
+    let cases: &[(&str, &'static [i64])] = &[
+        (
+            "latency:[-9223372036854775808 TO 9223372036854775807]",
+            &[i64::MIN, i64::MIN + 1, -1, 0, 1, i64::MAX - 1, i64::MAX],
+        ),
+        (
+            "latency:{-9223372036854775808 TO 9223372036854775807}",
+            &[i64::MIN + 1, -1, 0, 1, i64::MAX - 1],
+        ),
+        ("latency:>9223372036854775807", &[]),
+        ("latency:>=9223372036854775807", &[i64::MAX]),
+        ("latency:>9223372036854775806", &[i64::MAX]),
+        ("latency:<-9223372036854775808", &[]),
+        ("latency:<=-9223372036854775808", &[i64::MIN]),
+        ("latency:<-9223372036854775807", &[i64::MIN]),
+        // Floats past the ends of i64.
+        ("latency:>1e19", &[]),
+        ("latency:<-1e19", &[]),
+        // Past the ends of i128 too (`as` saturates; the +1 of an open bound must not wrap).
+        ("latency:>1e300", &[]),
+        ("latency:<-1e300", &[]),
+        (
+            "latency:{-1e300 TO 1e300}",
+            &[i64::MIN, i64::MIN + 1, -1, 0, 1, i64::MAX - 1, i64::MAX],
+        ),
+        (
+            "latency:<1e300",
+            &[i64::MIN, i64::MIN + 1, -1, 0, 1, i64::MAX - 1, i64::MAX],
+        ),
+        ("latency:[-0.5 TO 0.5]", &[0]),
+        ("latency:{-1 TO 1}", &[0]),
+    ];
+    for &(text, want) in cases {
+        check_text(&mut corpus, text, is(want));
+    }
+}
+
+#[test]
+fn blocks_outside_the_time_range() {
+    let block = |start: i64| -> Vec<TestEvent> {
+        (0..10)
+            .map(|t| latency_event(start + t, Some(Value::I64(t))))
+            .collect()
+    };
+    let mut corpus = build_blocks(vec![(1, block(0)), (2, block(100)), (3, block(50))]);
+    let time = |t: i64| format_time(t);
+    check_text(
+        &mut corpus,
+        &format!("_time:[{} TO {}]", time(20), time(40)),
+        |_| false,
+    );
+    check_text(&mut corpus, &format!("_time:>{}", time(200)), |_| false);
+    check_text(
+        &mut corpus,
+        &format!("_time:[{} TO {}]", time(0), time(10)),
+        |e| e.time < 10,
+    );
+    check_text(
+        &mut corpus,
+        &format!("latency:>5 AND _time:[{} TO {}}}", time(100), time(105)),
+        |e| (100..105).contains(&e.time) && e.time - 100 > 5,
+    );
+    check_text(
+        &mut corpus,
+        &format!("latency:<3 AND _time:>={}", time(50)),
+        |e| e.time >= 50 && e.time % 50 < 3,
+    );
+    // Programmatic bounds that miss every block.
+    let query = corpus.searcher.parse("*").unwrap().within(20, 40);
+    for (_, optimizations) in settings() {
+        corpus.searcher.set_optimizations(optimizations);
+        assert_eq!(corpus.searcher.count(&query).unwrap(), 0);
+        assert_eq!(corpus.searcher.histogram(&query, 3).unwrap(), vec![]);
+        for sort in [SortOrder::TimeAsc, SortOrder::TimeDesc] {
+            let request = SearchRequest {
+                limit: 5,
+                sort,
+                ..Default::default()
+            };
+            assert!(corpus
+                .searcher
+                .search(&query, &request)
+                .unwrap()
+                .hits
+                .is_empty());
+        }
+    }
+}
+
+#[test]
+fn cursor_at_the_last_hit_gives_an_empty_page() {
+    let events: Vec<TestEvent> = [3, 1, 4, 1, 5, 9, 2, 6]
+        .into_iter()
+        .map(|t| latency_event(t, Some(Value::I64(t))))
+        .collect();
+    let mut corpus = build_blocks(vec![(2, events[..4].to_vec()), (1, events[4..].to_vec())]);
+    for (name, optimizations) in settings() {
+        corpus.searcher.set_optimizations(optimizations);
+        for text in ["*", "latency:>=4"] {
+            let query = corpus.searcher.parse(text).unwrap();
+            for sort in [SortOrder::TimeAsc, SortOrder::TimeDesc] {
+                let all = SearchRequest {
+                    limit: 100,
+                    sort,
+                    ..Default::default()
+                };
+                let hits = corpus.searcher.search(&query, &all).unwrap().hits;
+                let last = corpus.searcher.cursor_of(hits.last().unwrap());
+                let next = SearchRequest {
+                    limit: 10,
+                    sort,
+                    after: Some(last),
+                    ..Default::default()
+                };
+                let page = corpus.searcher.search(&query, &next).unwrap().hits;
+                assert!(page.is_empty(), "{text} {sort:?} with {name}: {page:?}");
+            }
+        }
+    }
+}
+
+/// Paging in time order when another block holds events of the cursor's time: block 1 has
+/// times [5, 5, 6], block 2 [5]; the order is (5,1,0) (5,1,1) (5,2,0) (6,1,2). After (5,2,0),
+/// block 1's docs at time 5 are before the cursor; reading them as the page's candidates
+/// used to crowd out (6,1,2), which was then never returned.
+#[test]
+fn head_pages_across_blocks_with_equal_times() {
+    let events = |times: &[i64]| -> Vec<TestEvent> {
+        times.iter().map(|&t| latency_event(t, None)).collect()
+    };
+    let mut corpus = build_blocks(vec![(1, events(&[5, 5, 6])), (2, events(&[5]))]);
+    check_text(&mut corpus, "*", |_| true);
+}
+
+/// The tail's mirror image: block 1 has [5], block 2 [4, 5]; the order newest first is
+/// (5,2,1) (5,1,0) (4,2,0). After (5,1,0), block 2's newest doc is at the cursor's time and
+/// already returned; it used to crowd out (4,2,0).
+#[test]
+fn tail_pages_across_blocks_with_equal_times() {
+    let events = |times: &[i64]| -> Vec<TestEvent> {
+        times.iter().map(|&t| latency_event(t, None)).collect()
+    };
+    let mut corpus = build_blocks(vec![(1, events(&[5])), (2, events(&[4, 5]))]);
+    check_text(&mut corpus, "*", |_| true);
+}
+
+/// A u64 above `i64::MAX` is compared with the bounds after rounding it to f64
+/// (`NumericRange::contains_u64`, and its F64 term): 9223372036854775808 (2^63) rounds to
+/// 2^63 = `i64::MAX as f64`, so it is not `> 9223372036854775807` and it is `<=` it.
+#[test]
+fn u64_above_i64_max_in_ranges() {
+    let values = [
+        i64::MAX as u64 - 1,
+        i64::MAX as u64,
+        1 << 63,
+        (1 << 63) + 1,
+        u64::MAX,
+    ];
+    let events: Vec<TestEvent> = values
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| event(i as i64, vec![("bytes", Value::U64(v))]))
+        .collect();
+    let mut corpus = build_blocks(vec![(1, events)]);
+    let is = |want: &'static [u64]| {
+        move |e: &ModelEvent| match e.value("bytes") {
+            Some(Value::U64(x)) => want.contains(x),
+            _ => false,
+        }
+    };
+    check_text(
+        &mut corpus,
+        "bytes:>9223372036854775807",
+        is(&[1 << 63, (1 << 63) + 1, u64::MAX]),
+    );
+    check_text(
+        &mut corpus,
+        "bytes:<=9223372036854775807",
+        is(&[i64::MAX as u64 - 1, i64::MAX as u64]),
+    );
+    check_text(
+        &mut corpus,
+        "bytes:[9223372036854775806 TO 9223372036854775807]",
+        is(&[i64::MAX as u64 - 1, i64::MAX as u64]),
+    );
+}
+
+/// Floats at the edges: both zeros are 0 (IEEE equal, and one key in the numeric terms),
+/// NaN is in no range but exists, infinities are beyond every finite bound.
+#[test]
+fn zeros_nan_and_infinities() {
+    let ratios = [-0.0, 0.0, 0.5, f64::NAN, f64::INFINITY, f64::NEG_INFINITY];
+    // Many copies of each value: ranges then take the numeric terms when `range_index` is
+    // on (few terms, many docs each) and scan the column when it is off.
+    let events: Vec<TestEvent> = (0..COPIES)
+        .flat_map(|copy| ratios.iter().map(move |&v| (copy, v)))
+        .enumerate()
+        .map(|(i, (_, v))| event(i as i64, vec![("ratio", Value::F64(v))]))
+        .collect();
+    let half = events.len() / 2;
+    let mut corpus = build_blocks(vec![
+        (1, events[..half].to_vec()),
+        (2, events[half..].to_vec()),
+    ]);
+    // By bits: -0.0 and 0.0 are told apart, NaN is found.
+    let is = |want: &'static [f64]| {
+        move |e: &ModelEvent| match e.value("ratio") {
+            Some(Value::F64(x)) => want.iter().any(|w| w.to_bits() == x.to_bits()),
+            _ => false,
+        }
+    };
+    let cases: &[(&str, &'static [f64])] = &[
+        ("ratio:[0 TO 1]", &[-0.0, 0.0, 0.5]),
+        ("ratio:[-0.0 TO 0.0]", &[-0.0, 0.0]),
+        ("ratio:[0.0 TO -0.0]", &[-0.0, 0.0]),
+        ("ratio:[-0 TO 0]", &[-0.0, 0.0]),
+        ("ratio:{-1 TO 0}", &[]),
+        ("ratio:{0 TO 1}", &[0.5]),
+        ("ratio:{-0.0 TO 1]", &[0.5]),
+        ("ratio:<0", &[f64::NEG_INFINITY]),
+        ("ratio:<=-0.0", &[-0.0, 0.0, f64::NEG_INFINITY]),
+        ("ratio:>0", &[0.5, f64::INFINITY]),
+        ("ratio:>1e300", &[f64::INFINITY]),
+        ("ratio:<-1e300", &[f64::NEG_INFINITY]),
+        (
+            "ratio:[* TO *]",
+            &[-0.0, 0.0, 0.5, f64::INFINITY, f64::NEG_INFINITY],
+        ),
+        (
+            "_exists_:ratio",
+            &[-0.0, 0.0, 0.5, f64::NAN, f64::INFINITY, f64::NEG_INFINITY],
+        ),
+        ("NOT ratio:[* TO *]", &[f64::NAN]),
+    ];
+    for &(text, want) in cases {
+        check_text(&mut corpus, text, is(want));
+    }
+}
+
+/// Events at the ends of time (all but `i64::MAX`, see `event_at_i64_max_time`).
+#[test]
+fn events_at_the_ends_of_time() {
+    let times = [i64::MIN, i64::MIN + 1, -1, 0, 1, i64::MAX - 1];
+    let events: Vec<TestEvent> = times.iter().map(|&t| latency_event(t, None)).collect();
+    let mut corpus = build_blocks(vec![(1, events[..3].to_vec()), (2, events[3..].to_vec())]);
+    for text in ["*", "_time:[* TO *]", "_exists_:_time"] {
+        check_ends_of_time(&mut corpus, text, &times);
+    }
+    check_ends_of_time(&mut corpus, "_time:>=1970-01-01T00:00:00Z", &times[3..]);
+    check_ends_of_time(&mut corpus, "_time:<1970-01-01T00:00:00Z", &times[..3]);
+}
+
+/// Count, tail, head and histogram (by 2^62 ns, so that it has few buckets) of `text` are
+/// the events at `times`.
+fn check_ends_of_time(corpus: &mut Corpus, text: &str, times: &[i64]) {
+    let interval = 1i64 << 62;
+    let want_histogram = model_histogram(times.iter().copied(), interval);
+    for (name, optimizations) in settings() {
+        corpus.searcher.set_optimizations(optimizations);
+        let searcher = &corpus.searcher;
+        let query = searcher.parse(text).unwrap();
+        let context = format!("{text} with {name}");
+        assert_eq!(
+            searcher.count(&query).unwrap(),
+            times.len() as u64,
+            "{context}"
+        );
+        for sort in [SortOrder::TimeAsc, SortOrder::TimeDesc] {
+            let request = SearchRequest {
+                limit: 3,
+                sort,
+                ..Default::default()
+            };
+            let hits = searcher.search(&query, &request).unwrap().hits;
+            let got: Vec<i64> = hits.iter().map(|h| h.time).collect();
+            let want: Vec<i64> = match sort {
+                SortOrder::TimeAsc => times.iter().take(3).copied().collect(),
+                _ => times.iter().rev().take(3).copied().collect(),
+            };
+            assert_eq!(got, want, "{sort:?}, {context}");
+        }
+        let histogram = searcher.histogram(&query, interval).unwrap();
+        assert_eq!(histogram, want_histogram, "{context}");
+        let specs = [AggSpec::parse("count").unwrap()];
+        let buckets = searcher
+            .aggregate_histogram(&query, interval, &specs)
+            .unwrap();
+        let got: Vec<(i64, u64)> = buckets.iter().map(|(s, c, _)| (*s, *c)).collect();
+        assert_eq!(got, want_histogram, "{context}");
+    }
+}
+
+/// An event at `_time` = `i64::MAX` is counted by `*` but missing from its tail and
+/// histogram: `*` has time bounds `[i64::MIN, i64::MAX)` (`Query::time_bounds`), half-open,
+/// and the doc range of a block stops before `i64::MAX`; `_time:[* TO *]` and
+/// `_time:>=...` miss it too.
+#[test]
+fn event_at_i64_max_time() {
+    let times = [0, 1, i64::MAX];
+    let events: Vec<TestEvent> = times.iter().map(|&t| latency_event(t, None)).collect();
+    let mut corpus = build_blocks(vec![(1, events[..1].to_vec()), (2, events[1..].to_vec())]);
+    for text in ["*", "_time:[* TO *]", "_time:>=1970-01-01T00:00:00Z"] {
+        check_ends_of_time(&mut corpus, text, &times);
+    }
+}
+
+/// A bucket whose start is below `i64::MIN` (the bucket of `i64::MIN` by 7 ns starts at
+/// `i64::MIN - 1`): `histogram` saturates the start, `aggregate_histogram` must too (it
+/// multiplied unchecked: an overflow panic in debug builds, a wrapped start in release).
+#[test]
+fn bucket_start_below_i64_min() {
+    let mut corpus = build_blocks(vec![(1, vec![latency_event(i64::MIN, None)])]);
+    let all = corpus.searcher.parse("*").unwrap();
+    for (name, optimizations) in settings() {
+        corpus.searcher.set_optimizations(optimizations);
+        let histogram = corpus.searcher.histogram(&all, 7).unwrap();
+        assert_eq!(histogram, vec![(i64::MIN, 1)], "{name}");
+        let specs = [AggSpec::parse("count").unwrap()];
+        let buckets = corpus
+            .searcher
+            .aggregate_histogram(&all, 7, &specs)
+            .unwrap();
+        let got: Vec<(i64, u64)> = buckets.iter().map(|(s, c, _)| (*s, *c)).collect();
+        assert_eq!(got, histogram, "{name}");
+    }
+}

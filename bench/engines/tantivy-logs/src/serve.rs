@@ -81,7 +81,11 @@ impl Server {
             // A stray non-UTF-8 byte becomes U+FFFD: the request is answered (ERROR, most
             // likely), not fatal, as in the other engines.
             let line = String::from_utf8_lossy(&bytes);
-            writeln!(output, "{}", self.answer(line.trim_end_matches(['\n', '\r'])))?;
+            writeln!(
+                output,
+                "{}",
+                self.answer(line.trim_end_matches(['\n', '\r']))
+            )?;
             output.flush()?;
         }
     }
@@ -432,7 +436,10 @@ mod tests {
     fn serves_lines() -> anyhow::Result<()> {
         let server = Server::new(small_index()?)?;
         let mut output = Vec::new();
-        server.serve(&b"COUNT\t*\nNOPE\r\nCOUNT\twarn\nCOUNT\t\xff\nCOUNT\tfine"[..], &mut output)?;
+        server.serve(
+            &b"COUNT\t*\nNOPE\r\nCOUNT\twarn\nCOUNT\t\xff\nCOUNT\tfine"[..],
+            &mut output,
+        )?;
         assert_eq!(String::from_utf8(output)?, "6\nUNSUPPORTED\n0\n0\n1\n");
         Ok(())
     }

@@ -16,6 +16,8 @@
 #                needs hundreds of requests before its JIT has compiled Lucene's paths)
 #   REPEAT       timed passes (default: 20)
 #   SKIP_INDEX   1 to reuse the indexes and index records a previous run left in WORK_DIR
+#   ABLATION     1 (default) also runs Quarry with its optimizations switched on one by one
+#                (O0..O3) at the largest size, written to RESULTS with -ablation before .json
 #   RESULTS      metric list to write (default: bench/results/logs.json)
 #   QUARRY_BIN   a quarry binary to use instead of building target/release/quarry
 #   LUCENE_JAVA_HOME  JDK 21+ that builds and runs lucene-logs (default: Temurin 25 at
@@ -38,6 +40,7 @@ WORK_DIR=${WORK_DIR:-/tmp/quarry-logs-bench}
 WARMUP=${WARMUP:-100}
 REPEAT=${REPEAT:-20}
 SKIP_INDEX=${SKIP_INDEX:-0}
+ABLATION=${ABLATION:-1}
 RESULTS=${RESULTS:-$BENCH_DIR/results/logs.json}
 
 QUARRY=${QUARRY_BIN:-${CARGO_TARGET_DIR:-$REPO_DIR/target}/release/quarry}
@@ -270,6 +273,25 @@ for size in $SIZES; do
         run_engine lucene "$size" "${lucene_java[@]}" serve --index "$lucene_index"
     fi
 
+    # Ablation (seed 000, Table 2): Quarry with its optimizations switched on one by one, on
+    # the largest size only. O0 none; O1 the time index (sparse index + time offsets); O2 +
+    # reverse search for tails; O3 + endpoint histograms; "quarry" above is O3 + block/chunk
+    # skipping + the numeric range index.
+    if ((ABLATION)) && ((quarry_ok)) && [[ -d $quarry_data && $size == "${SIZES##* }" ]]; then
+        common=(reverse-search endpoint-histogram skipping range-index)
+        for level in 0 1 2 3; do
+            disable=()
+            case $level in
+            0) disable=(--disable all) ;;
+            1) for o in "${common[@]}"; do disable+=(--disable "$o"); done ;;
+            2) for o in "${common[@]:1}"; do disable+=(--disable "$o"); done ;;
+            3) for o in "${common[@]:2}"; do disable+=(--disable "$o"); done ;;
+            esac
+            run_engine "quarry-O$level" "$size" "$QUARRY" "${quarry_serve[@]}" "${disable[@]}" \
+                --data "$quarry_data"
+        done
+    fi
+
     log "$size events: answers compared (PROTOCOL.md rules: exact, TERMS ties free, PERCENTILES within 2 %)"
     for pair in "tantivy lucene" "quarry tantivy" "quarry lucene"; do
         read -r left right <<<"$pair"
@@ -280,6 +302,21 @@ for size in $SIZES; do
 done
 
 log "results (p50 latency in µs; ratio below 1 means quarry is faster or smaller, except events/s)"
-"$DRIVER" report --subject quarry --baseline tantivy,lucene --out "$RESULTS" "${records[@]}"
+peer_records=()
+ablation_records=()
+for record in "${records[@]}"; do
+    case $(basename "$record") in
+    quarry-O*) ablation_records+=("$record") ;;
+    *) peer_records+=("$record") ;;
+    esac
+done
+"$DRIVER" report --subject quarry --baseline tantivy,lucene --out "$RESULTS" "${peer_records[@]}"
+if ((${#ablation_records[@]})); then
+    log "ablation (p50 µs): quarry with all optimizations against O0..O3"
+    ablation_out=${RESULTS%.json}-ablation.json
+    "$DRIVER" report --subject quarry --baseline quarry-O0,quarry-O1,quarry-O2,quarry-O3 \
+        --out "$ablation_out" "${ablation_records[@]}" "${peer_records[@]}"
+    echo "wrote $ablation_out"
+fi
 echo
 echo "wrote $RESULTS"

@@ -86,6 +86,9 @@ pub struct BenchServeArgs {
     /// COUNT) in its filter language, as bench/logs/PROTOCOL.md defines them
     #[arg(long)]
     logs: bool,
+    /// Turn an optimization off, as `search --disable` (for the ablation benchmark)
+    #[arg(long, value_name = "OPTIMIZATION")]
+    disable: Vec<String>,
 }
 
 fn open(data: &DataArgs) -> Result<Searcher> {
@@ -277,7 +280,12 @@ pub fn check(args: CheckArgs) -> Result<ExitCode> {
 /// The search-benchmark-game protocol: `COMMAND\tquery` in, one line out per query.
 pub fn bench_serve(args: BenchServeArgs) -> Result<ExitCode> {
     anyhow::ensure!(args.threads >= 1, "--threads must be at least 1");
-    let searcher = open(&args.data)?;
+    let mut searcher = open(&args.data)?;
+    let mut optimizations = Optimizations::default();
+    for name in &args.disable {
+        optimizations.disable(name).map_err(anyhow::Error::msg)?;
+    }
+    searcher.set_optimizations(optimizations);
     if args.threads > 1 {
         return bench_serve_pool(&searcher, args.threads, args.logs);
     }

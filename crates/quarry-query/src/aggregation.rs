@@ -13,6 +13,7 @@ use crate::query::Query;
 use crate::scorer::Scorer;
 use crate::searcher::Searcher;
 use crate::timeline::MAX_BUCKETS;
+use crate::weight::Weight;
 use hashbrown::HashMap;
 use hyperloglogplus::{HyperLogLog, HyperLogLogPlus};
 use quarry_format::column::{ChunkValues, ColumnReader, DecodedChunk};
@@ -278,8 +279,28 @@ enum FieldValue<'a> {
 
 /// One field's columns in one block, read in increasing doc order.
 struct FieldCursor<'a> {
-    columns: Vec<(ColumnReader<'a>, Option<DecodedChunk>)>,
+    /// Per column: its reader, the decoded chunk the last doc was in, and the position in
+    /// that chunk's doc list to search on from (docs come in increasing order).
+    columns: Vec<(ColumnReader<'a>, Option<DecodedChunk>, usize)>,
     block: &'a BlockReader,
+}
+
+/// The position of `doc` in a chunk's ascending doc list, searching from `*from` (docs are
+/// asked for in increasing order, so the search moves forward: amortized O(1) per doc where a
+/// binary search per doc cost 13 steps on an 8192-doc chunk).
+fn position_from(docs: &[u32], doc: u32, from: &mut usize) -> Option<usize> {
+    if *from > docs.len() || (*from > 0 && docs[*from - 1] >= doc) {
+        *from = 0;
+    }
+    let rest = &docs[*from..];
+    // Near: a short linear walk; far: a binary search of the rest.
+    let step = if rest.len() > 8 && rest[7] < doc {
+        rest.partition_point(|&d| d < doc)
+    } else {
+        rest.iter().position(|&d| d >= doc).unwrap_or(rest.len())
+    };
+    *from += step;
+    (docs.get(*from) == Some(&doc)).then_some(*from)
 }
 
 impl<'a> FieldCursor<'a> {
@@ -292,7 +313,7 @@ impl<'a> FieldCursor<'a> {
                     .iter()
                     .filter(|c| c.ty != ColumnType::Json && c.present_count > 0)
                     .filter_map(|c| block.column(ordinal, c.ty))
-                    .map(|reader| (reader, None))
+                    .map(|reader| (reader, None, 0))
                     .collect()
             })
             .unwrap_or_default();
@@ -301,7 +322,7 @@ impl<'a> FieldCursor<'a> {
 
     /// Calls `f` with the doc's value (at most one per field: a field holds one type per doc).
     fn with_value(&mut self, doc: u32, f: &mut dyn FnMut(FieldValue<'_>)) -> Result<()> {
-        for (reader, decoded) in &mut self.columns {
+        for (reader, decoded, from) in &mut self.columns {
             let stale = decoded
                 .as_ref()
                 .is_none_or(|c| doc < c.first_doc || doc >= c.end_doc);
@@ -311,30 +332,76 @@ impl<'a> FieldCursor<'a> {
                     continue;
                 };
                 *decoded = Some(reader.decode_chunk(index).map_err(corrupt)?);
+                *from = 0;
             }
             let Some(chunk) = decoded.as_ref() else {
                 continue;
             };
-            let Some(position) = chunk.position(doc) else {
+            let position = match &chunk.docs {
+                None => Some((doc - chunk.first_doc) as usize),
+                Some(docs) => position_from(docs, doc, from),
+            };
+            let Some(position) = position else {
                 continue;
             };
-            let value = match (&chunk.values, chunk.ty) {
-                (ChunkValues::Bytes { .. }, _) => chunk.str_at(position).map(FieldValue::Str),
-                (ChunkValues::Numbers(values), ty) => {
-                    let raw = values[position];
-                    Some(FieldValue::Number(match ty {
-                        ColumnType::I64 | ColumnType::Timestamp => raw as i64 as f64,
-                        ColumnType::U64 | ColumnType::Bool => raw as f64,
-                        _ => f64::from_bits(raw),
-                    }))
-                }
-            };
-            if let Some(value) = value {
+            if let Some(value) = value_at(chunk, position) {
                 f(value);
                 return Ok(());
             }
         }
         Ok(())
+    }
+
+    /// Calls `f` with the value of every doc in `[lo, hi)` that has one, walking the chunks
+    /// (a query that matches a whole doc range needs no per-doc look-up).
+    fn for_each_in_range(
+        &mut self,
+        lo: u32,
+        hi: u32,
+        f: &mut dyn FnMut(FieldValue<'_>),
+    ) -> Result<()> {
+        for (reader, _, _) in &self.columns {
+            let corrupt = |e: DecodeError| self.block.corrupt("column", e);
+            let Some(mut index) = reader.chunk_of(lo).map_err(corrupt)? else {
+                continue;
+            };
+            while index < reader.chunk_count() {
+                if reader.chunk_meta(index).map_err(corrupt)?.first_doc >= hi {
+                    break;
+                }
+                let chunk = reader.decode_chunk(index).map_err(corrupt)?;
+                for position in 0..chunk.len() {
+                    let doc = match &chunk.docs {
+                        None => chunk.first_doc + position as u32,
+                        Some(docs) => docs[position],
+                    };
+                    if doc >= hi {
+                        break;
+                    }
+                    if doc >= lo {
+                        if let Some(value) = value_at(&chunk, position) {
+                            f(value);
+                        }
+                    }
+                }
+                index += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn value_at(chunk: &DecodedChunk, position: usize) -> Option<FieldValue<'_>> {
+    match (&chunk.values, chunk.ty) {
+        (ChunkValues::Bytes { .. }, _) => chunk.str_at(position).map(FieldValue::Str),
+        (ChunkValues::Numbers(values), ty) => {
+            let raw = *values.get(position)?;
+            Some(FieldValue::Number(match ty {
+                ColumnType::I64 | ColumnType::Timestamp => raw as i64 as f64,
+                ColumnType::U64 | ColumnType::Bool => raw as f64,
+                _ => f64::from_bits(raw),
+            }))
+        }
     }
 }
 
@@ -358,6 +425,24 @@ impl Group {
             match cursor {
                 None => state.add(FieldValue::Number(0.0)),
                 Some(cursor) => cursor.with_value(doc, &mut |value| state.add(value))?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Every doc of `[lo, hi)` matches.
+    fn collect_range(
+        &mut self,
+        lo: u32,
+        hi: u32,
+        cursors: &mut [Option<FieldCursor<'_>>],
+    ) -> Result<()> {
+        self.count += u64::from(hi - lo);
+        for (state, cursor) in self.states.iter_mut().zip(cursors.iter_mut()) {
+            match (cursor, state) {
+                (_, AggState::Count(n)) => *n += u64::from(hi - lo),
+                (None, _) => {}
+                (Some(cursor), state) => cursor.for_each_in_range(lo, hi, &mut |v| state.add(v))?,
             }
         }
         Ok(())
@@ -437,9 +522,27 @@ impl Searcher {
                 .iter()
                 .map(|s| s.field.as_deref().map(|f| FieldCursor::new(block, f)))
                 .collect();
+            let mut lookup = TimeLookup::new(block, self.optimizations)?;
+            // A query matching a whole doc range (`*`, a time range) reads the columns
+            // straight through.
+            let whole_range = match (&weight, interval) {
+                (Weight::All, None) => Some((0, block.doc_count())),
+                (Weight::TimeRange { start, end, .. }, None) => {
+                    Some(lookup.doc_range(*start, *end)?)
+                }
+                _ => None,
+            };
+            if let Some((lo, hi)) = whole_range {
+                if lo < hi {
+                    groups
+                        .entry(0)
+                        .or_insert_with(|| Group::new(specs))
+                        .collect_range(lo, hi, &mut cursors)?;
+                }
+                continue;
+            }
             // Bucket endpoints as doc ids (the histogram's way): a match's bucket is found by
             // comparing doc ids, without reading its time.
-            let mut lookup = TimeLookup::new(block, self.optimizations)?;
             let (first, ends) = match interval {
                 None => (0, vec![0, block.doc_count()]),
                 Some(interval) => {
@@ -462,14 +565,21 @@ impl Searcher {
             };
             let mut k = 0usize;
             let mut doc = scorer.doc();
+            // The group changes only at bucket ends: look it up then, not per doc (and only
+            // for buckets with a match).
+            let mut current: Option<(usize, &mut Group)> = None;
             while doc != quarry_format::TERMINATED {
                 while k + 2 < ends.len() && doc >= ends[k + 1] {
                     k += 1;
                 }
-                let group = groups
-                    .entry(first + k as i64)
-                    .or_insert_with(|| Group::new(specs));
+                let group = match current {
+                    Some((bucket, group)) if bucket == k => group,
+                    _ => groups
+                        .entry(first + k as i64)
+                        .or_insert_with(|| Group::new(specs)),
+                };
                 group.collect(doc, &mut cursors)?;
+                current = Some((k, group));
                 doc = scorer.advance();
             }
             self.check_scorer(index, scorer.as_ref())?;
@@ -481,6 +591,22 @@ impl Searcher {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn positions_found_walking_forward() {
+        let docs: Vec<u32> = (0..500).map(|i| i * 3).collect();
+        let mut from = 0;
+        for doc in 0..1500u32 {
+            let expected = (doc % 3 == 0).then_some(doc as usize / 3);
+            assert_eq!(position_from(&docs, doc, &mut from), expected, "{doc}");
+        }
+        // Asked out of order (a new group of matches), it starts over.
+        assert_eq!(position_from(&docs, 3, &mut from), Some(1));
+        let mut from = 0;
+        assert_eq!(position_from(&docs, 1497, &mut from), Some(499));
+        assert_eq!(position_from(&docs, 1498, &mut from), None);
+        assert_eq!(position_from(&[], 7, &mut from), None);
+    }
 
     #[test]
     fn parses_specs() {

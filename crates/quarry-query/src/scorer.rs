@@ -234,38 +234,6 @@ fn leapfrog<T>(items: &mut [T], mut target: u32, mut seek: impl FnMut(&mut T, u3
     }
 }
 
-/// Every doc of the block.
-pub struct AllScorer {
-    pub doc: u32,
-    pub doc_count: u32,
-}
-
-impl Scorer for AllScorer {
-    fn doc(&self) -> u32 {
-        self.doc
-    }
-    fn advance(&mut self) -> u32 {
-        self.seek(self.doc.saturating_add(1))
-    }
-    fn seek(&mut self, target: u32) -> u32 {
-        self.doc = if target >= self.doc_count {
-            TERMINATED
-        } else {
-            target.max(self.doc)
-        };
-        self.doc
-    }
-    fn score(&mut self) -> f32 {
-        0.0
-    }
-    fn max_score(&self) -> f32 {
-        0.0
-    }
-    fn cost(&self) -> u64 {
-        u64::from(self.doc_count)
-    }
-}
-
 /// Docs matching every sub-scorer (leapfrog, rarest first); the score is the sum.
 pub struct ConjunctionScorer<'a> {
     scorers: Vec<BoxScorer<'a>>,

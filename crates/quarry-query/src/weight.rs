@@ -397,12 +397,8 @@ impl Weight {
                     ))),
                 }
             }
-            Weight::All => (block.doc_count() > 0).then(|| {
-                Box::new(AllScorer {
-                    doc: 0,
-                    doc_count: block.doc_count(),
-                }) as BoxScorer
-            }),
+            Weight::All => (block.doc_count() > 0)
+                .then(|| Box::new(DocRangeScorer::new(0, block.doc_count())) as BoxScorer),
             Weight::Nothing => None,
         })
     }

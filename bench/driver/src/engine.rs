@@ -59,7 +59,13 @@ impl Engine {
 
     /// Sends one request and waits for its answer line, returned without the line break.
     pub fn ask(&mut self, command: &str, query: &str) -> anyhow::Result<&str> {
-        writeln!(self.requests, "{command}\t{query}")
+        self.ask_line(format_args!("{command}\t{query}"))
+    }
+
+    /// Sends `request` as one line (any protocol: the log benchmark's requests have more
+    /// fields) and waits for its answer line, returned without the line break.
+    pub fn ask_line(&mut self, request: impl std::fmt::Display) -> anyhow::Result<&str> {
+        writeln!(self.requests, "{request}")
             .and_then(|()| self.requests.flush())
             .with_context(|| format!("{} stopped reading requests", self.program))?;
         self.answer.clear();
@@ -70,7 +76,7 @@ impl Engine {
         if read == 0 {
             let status = self.child.wait()?;
             bail!(
-                "{} closed its output ({status}) instead of answering {command}\t{query}",
+                "{} closed its output ({status}) instead of answering {request}",
                 self.program
             );
         }
@@ -280,6 +286,7 @@ mod tests {
         let mut engine = Engine::spawn(&["cat".to_owned()])?;
         assert_eq!(engine.ask("COUNT", "a b")?, "COUNT\ta b");
         assert_eq!(engine.ask("TOP_10", "c")?, "TOP_10\tc");
+        assert_eq!(engine.ask_line("TAIL\t10\terror")?, "TAIL\t10\terror");
         assert!(engine.close()?.success());
         Ok(())
     }

@@ -11,10 +11,9 @@
 //! - [`answer`]: answer formatting shared by engines, and the comparison rules of `compare`;
 //! - [`time`]: RFC 3339 timestamps to milliseconds since the epoch;
 //! - [`input`]: reading JSON-lines event files, plain or zstd-compressed;
-//! - [`engine`], [`latency`], [`queries`], [`run`], [`report`]: the driver's pieces.
+//! - [`latency`], [`queries`], [`run`], [`report`]: the driver's pieces.
 
 pub mod answer;
-pub mod engine;
 pub mod input;
 pub mod latency;
 pub mod protocol;

@@ -13,10 +13,10 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::answer;
-use crate::engine::Engine;
 use crate::latency::Latency;
 use crate::protocol::Command;
 use crate::queries::{Answer, NamedRequest};
+use search_driver::engine::Engine;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -109,7 +109,7 @@ pub fn run(options: &RunOptions, requests: &[NamedRequest]) -> anyhow::Result<Ru
                 }
             }
             let sent = Instant::now();
-            let answer = engine.ask(&request.request)?;
+            let answer = engine.ask_line(&request.request)?;
             let elapsed = sent.elapsed();
             match &first_answers[index] {
                 None => first_answers[index] = Some(answer.to_owned()),

@@ -58,9 +58,9 @@ TANTIVY_INDEX=$WORK_DIR/tantivy-index
 QUARRY_DATA=$WORK_DIR/quarry-data
 LUCENE_INDEX=$WORK_DIR/lucene-index
 
-log() { printf '\n== %s\n' "$*" >&2; }
-warn() { printf 'run-search: %s\n' "$*" >&2; }
-now() { date +%s.%N; }
+SCRIPT_NAME=run-search
+# shellcheck source=lib.sh
+source "$BENCH_DIR/lib.sh"
 
 for file in "$WIKI_FILE" "$QUERY_FILE"; do
     [[ -r $file ]] || { warn "cannot read $file"; exit 1; }
@@ -94,42 +94,7 @@ fi
 log "building the bench workspace"
 cargo build --release --manifest-path "$BENCH_DIR/Cargo.toml"
 
-# java_major JAVA: the feature release of a java binary (17, 21, 25), empty if it does not run.
-java_major() {
-    "$1" -XshowSettings:properties -version 2>&1 |
-        awk -F' = ' '/java.specification.version/ { sub(/^1\./, "", $2); print $2 }'
-}
-
-lucene_ok=1
-if [[ -z ${LUCENE_JAVA_HOME:-} ]]; then
-    if [[ -x /usr/lib/jvm/temurin-25-jdk-amd64/bin/java ]]; then
-        LUCENE_JAVA_HOME=/usr/lib/jvm/temurin-25-jdk-amd64
-    elif [[ -n ${JAVA_HOME:-} ]]; then
-        LUCENE_JAVA_HOME=$JAVA_HOME
-    elif command -v java >/dev/null; then
-        LUCENE_JAVA_HOME=$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")
-    fi
-fi
-JAVA=${LUCENE_JAVA_HOME:-/nonexistent}/bin/java
-java_version=$([[ -x $JAVA ]] && java_major "$JAVA" || true)
-# Lucene 10 needs Java 21 or newer.
-if [[ -z $java_version || $java_version -lt 21 ]]; then
-    warn "no JDK 21+ for Lucene (LUCENE_JAVA_HOME=${LUCENE_JAVA_HOME:-unset}): its figures will be missing"
-    lucene_ok=0
-elif ! command -v mvn >/dev/null; then
-    warn "no mvn to build lucene-bench: its figures will be missing"
-    lucene_ok=0
-else
-    log "building lucene-bench (Java $java_version at $LUCENE_JAVA_HOME)"
-    maven_opts=${MAVEN_OPTS:-}
-    # Maven 3.8's bundled Guava uses sun.misc.Unsafe, which JDK 24+ warns about on every build.
-    ((java_version >= 23)) && maven_opts+=" --sun-misc-unsafe-memory-access=allow"
-    if ! JAVA_HOME=$LUCENE_JAVA_HOME MAVEN_OPTS=$maven_opts \
-        mvn -q -f "$BENCH_DIR/lucene/pom.xml" package >&2; then
-        warn "lucene-bench does not build: its figures will be missing"
-        lucene_ok=0
-    fi
-fi
+build_lucene "$BENCH_DIR/lucene/pom.xml" lucene-bench
 # Word splitting of the options is wanted: one flag per word.
 read -r -a lucene_java <<<"$LUCENE_JVM_OPTS"
 lucene_java=("$JAVA" "${lucene_java[@]}" -jar "$LUCENE_JAR")

@@ -1,0 +1,49 @@
+# Shared by run-search.sh and run-logs.sh (sourced, not run): messages, and building a Maven
+# project with a JDK 21+ for the Lucene side.
+#
+# Before sourcing, set SCRIPT_NAME (prefix of warnings). build_lucene POM NAME sets
+# LUCENE_JAVA_HOME (when unset: Temurin 25 if present, else JAVA_HOME, else `java` on PATH),
+# JAVA, java_version and lucene_ok (0 when there is no JDK 21+, no mvn, or the build fails).
+
+log() { printf '\n== %s\n' "$*" >&2; }
+warn() { printf '%s: %s\n' "$SCRIPT_NAME" "$*" >&2; }
+now() { date +%s.%N; }
+
+# java_major JAVA: the feature release of a java binary (17, 21, 25), empty if it does not run.
+java_major() {
+    "$1" -XshowSettings:properties -version 2>&1 |
+        awk -F' = ' '/java.specification.version/ { sub(/^1\./, "", $2); print $2 }'
+}
+
+build_lucene() {
+    local pom=$1 name=$2
+    lucene_ok=1
+    if [[ -z ${LUCENE_JAVA_HOME:-} ]]; then
+        if [[ -x /usr/lib/jvm/temurin-25-jdk-amd64/bin/java ]]; then
+            LUCENE_JAVA_HOME=/usr/lib/jvm/temurin-25-jdk-amd64
+        elif [[ -n ${JAVA_HOME:-} ]]; then
+            LUCENE_JAVA_HOME=$JAVA_HOME
+        elif command -v java >/dev/null; then
+            LUCENE_JAVA_HOME=$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")
+        fi
+    fi
+    JAVA=${LUCENE_JAVA_HOME:-/nonexistent}/bin/java
+    java_version=$([[ -x $JAVA ]] && java_major "$JAVA" || true)
+    # Lucene 10 needs Java 21 or newer.
+    if [[ -z $java_version || $java_version -lt 21 ]]; then
+        warn "no JDK 21+ for Lucene (LUCENE_JAVA_HOME=${LUCENE_JAVA_HOME:-unset}): its figures will be missing"
+        lucene_ok=0
+    elif ! command -v mvn >/dev/null; then
+        warn "no mvn to build $name: its figures will be missing"
+        lucene_ok=0
+    else
+        log "building $name (Java $java_version at $LUCENE_JAVA_HOME)"
+        local maven_opts=${MAVEN_OPTS:-}
+        # Maven 3.8's bundled Guava uses sun.misc.Unsafe, which JDK 24+ warns about on every build.
+        ((java_version >= 23)) && maven_opts+=" --sun-misc-unsafe-memory-access=allow"
+        if ! JAVA_HOME=$LUCENE_JAVA_HOME MAVEN_OPTS=$maven_opts mvn -q -f "$pom" package >&2; then
+            warn "$name does not build: its figures will be missing"
+            lucene_ok=0
+        fi
+    fi
+}

@@ -76,6 +76,9 @@ fn count(searcher: &Searcher, query: &Query) -> Option<String> {
 }
 
 fn time_sorted(searcher: &Searcher, query: &Query, k: usize, order: SortOrder) -> Option<String> {
+    if k == 0 {
+        return None; // PROTOCOL.md: K is at least 1
+    }
     let request = SearchRequest {
         limit: k,
         sort: order,
@@ -146,6 +149,9 @@ fn percentiles(searcher: &Searcher, query: &Query, field: &str) -> Option<String
         query,
         &format!("percentiles({field}, 50, 95, 99)"),
     )?;
+    if result.get("50").is_none_or(Json::is_null) {
+        return Some("0".to_owned()); // no values
+    }
     let value = |p: &str| {
         result
             .get(p)
@@ -163,6 +169,9 @@ fn stats(searcher: &Searcher, query: &Query, field: &str) -> Option<String> {
             .and_then(Json::as_f64)
             .map_or(0, |v| v.round() as i64)
     };
+    if int("count") == 0 {
+        return Some("0".to_owned()); // no values
+    }
     Some(format!(
         "{} {} {} {}",
         int("count"),

@@ -8,11 +8,11 @@
 //! precision 14: about 0.8% standard error, exact below a few thousand values).
 
 use crate::error::{QueryError, Result};
-use crate::filter::{inclusive_end, TimeLookup};
+use crate::filter::TimeLookup;
 use crate::query::Query;
 use crate::scorer::Scorer;
 use crate::searcher::Searcher;
-use crate::timeline::MAX_BUCKETS;
+use crate::timeline::{bucket_ends, bucket_span, MAX_BUCKETS};
 use crate::weight::Weight;
 use hashbrown::HashMap;
 use hyperloglogplus::{HyperLogLog, HyperLogLogPlus};
@@ -546,21 +546,9 @@ impl Searcher {
             let (first, ends) = match interval {
                 None => (0, vec![0, block.doc_count()]),
                 Some(interval) => {
-                    let m = block.manifest();
-                    let first = m.time_min.max(start).div_euclid(interval);
-                    let last = m.time_max.min(inclusive_end(end)).div_euclid(interval);
-                    if last - first >= MAX_BUCKETS {
-                        return Err(QueryError::TooManyBuckets {
-                            buckets: last - first + 1,
-                            limit: MAX_BUCKETS,
-                        });
-                    }
-                    let mut ends = vec![0];
-                    for bucket in first + 1..=last.max(first) {
-                        ends.push(lookup.first_at_or_after(bucket * interval)?);
-                    }
-                    ends.push(block.doc_count());
-                    (first, ends)
+                    let span = bucket_span(block.manifest(), start, end, interval)?;
+                    let whole = (0, block.doc_count());
+                    (span.0, bucket_ends(&mut lookup, span, whole, interval)?)
                 }
             };
             let mut k = 0usize;

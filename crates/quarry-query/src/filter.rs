@@ -67,6 +67,15 @@ impl Optimizations {
         "range-index",
     ];
 
+    /// All on except the named ones (each one of `NAMES`, or `all`).
+    pub fn without<S: AsRef<str>>(names: &[S]) -> Result<Optimizations, String> {
+        let mut optimizations = Optimizations::ALL;
+        for name in names {
+            optimizations.disable(name.as_ref())?;
+        }
+        Ok(optimizations)
+    }
+
     /// Turns off the named optimization (one of `NAMES`).
     pub fn disable(&mut self, name: &str) -> Result<(), String> {
         match name {

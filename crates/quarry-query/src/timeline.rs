@@ -342,17 +342,7 @@ impl Searcher {
             if lo >= hi {
                 continue;
             }
-            let first = manifest.time_min.max(start).div_euclid(interval);
-            let last = manifest
-                .time_max
-                .min(inclusive_end(end))
-                .div_euclid(interval);
-            if last - first >= MAX_BUCKETS {
-                return Err(QueryError::TooManyBuckets {
-                    buckets: (last - first).saturating_add(1),
-                    limit: MAX_BUCKETS,
-                });
-            }
+            let (first, last) = bucket_span(manifest, start, end, interval)?;
             if !optimizations.endpoint_histogram {
                 // Read the time of every match.
                 let Some(mut scorer) = weight.scorer(index, block)? else {
@@ -366,14 +356,7 @@ impl Searcher {
                 self.check_scorer(index, scorer.as_ref())?;
                 continue;
             }
-            // ends[k] is the first doc of bucket first + k (ends[0] = lo, the last = hi).
-            let mut ends = Vec::with_capacity((last - first + 2) as usize);
-            ends.push(lo);
-            for bucket in first + 1..=last {
-                let doc = lookup.first_at_or_after(bucket.saturating_mul(interval))?;
-                ends.push(doc.clamp(lo, hi));
-            }
-            ends.push(hi);
+            let ends = bucket_ends(&mut lookup, (first, last), (lo, hi), interval)?;
             if !filtered {
                 for (k, pair) in ends.windows(2).enumerate() {
                     if pair[1] > pair[0] {
@@ -449,6 +432,46 @@ impl Searcher {
             .find(|step| span / step < target)
             .unwrap_or(31_536_000 * 1_000_000_000)
     }
+}
+
+/// The buckets (`first`, `last`, indexes of `interval`) that a block's times meet within the
+/// query's `[start, end)`; too many is an error.
+pub(crate) fn bucket_span(
+    manifest: &quarry_format::block::Manifest,
+    start: i64,
+    end: i64,
+    interval: i64,
+) -> Result<(i64, i64)> {
+    let first = manifest.time_min.max(start).div_euclid(interval);
+    let last = manifest
+        .time_max
+        .min(inclusive_end(end))
+        .div_euclid(interval);
+    if last - first >= MAX_BUCKETS {
+        return Err(QueryError::TooManyBuckets {
+            buckets: (last - first).saturating_add(1),
+            limit: MAX_BUCKETS,
+        });
+    }
+    Ok((first, last))
+}
+
+/// Bucket endpoints as doc ids within the docs `[lo, hi)`: `ends[k]` is the first doc of bucket
+/// `first + k`, `ends[0] = lo` and the last entry is `hi` (seed 000, Fig. 9).
+pub(crate) fn bucket_ends(
+    lookup: &mut TimeLookup,
+    (first, last): (i64, i64),
+    (lo, hi): (u32, u32),
+    interval: i64,
+) -> Result<Vec<u32>> {
+    let mut ends = Vec::with_capacity((last - first).max(0) as usize + 2);
+    ends.push(lo);
+    for bucket in first + 1..=last {
+        let doc = lookup.first_at_or_after(bucket.saturating_mul(interval))?;
+        ends.push(doc.clamp(lo, hi));
+    }
+    ends.push(hi);
+    Ok(ends)
 }
 
 fn fill_buckets(counts: &BTreeMap<i64, u64>, interval: i64) -> Buckets {

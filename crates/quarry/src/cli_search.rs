@@ -112,12 +112,10 @@ fn usage_error(message: impl std::fmt::Display) -> ExitCode {
 
 pub fn search(args: SearchArgs) -> Result<ExitCode> {
     let mut searcher = open(&args.data)?;
-    let mut optimizations = Optimizations::default();
-    for name in &args.disable {
-        if let Err(message) = optimizations.disable(name) {
-            return Ok(usage_error(message));
-        }
-    }
+    let optimizations = match Optimizations::without(&args.disable) {
+        Ok(optimizations) => optimizations,
+        Err(message) => return Ok(usage_error(message)),
+    };
     searcher.set_optimizations(optimizations);
     let now = now_nanos();
     let mut bounds = (i64::MIN, i64::MAX);
@@ -281,10 +279,7 @@ pub fn check(args: CheckArgs) -> Result<ExitCode> {
 pub fn bench_serve(args: BenchServeArgs) -> Result<ExitCode> {
     anyhow::ensure!(args.threads >= 1, "--threads must be at least 1");
     let mut searcher = open(&args.data)?;
-    let mut optimizations = Optimizations::default();
-    for name in &args.disable {
-        optimizations.disable(name).map_err(anyhow::Error::msg)?;
-    }
+    let optimizations = Optimizations::without(&args.disable).map_err(anyhow::Error::msg)?;
     searcher.set_optimizations(optimizations);
     if args.threads > 1 {
         return bench_serve_pool(&searcher, args.threads, args.logs);

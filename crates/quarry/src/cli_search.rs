@@ -9,6 +9,7 @@ use quarry_query::timeline::Cursor;
 use quarry_query::{value_to_json, QueryError, SearchRequest, Searcher, SortOrder};
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
+use std::time::Instant;
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default)]
 pub enum Sort {
@@ -294,8 +295,14 @@ pub fn bench_serve(args: BenchServeArgs) -> Result<ExitCode> {
         if input.read_until(b'\n', &mut bytes)? == 0 {
             break;
         }
+        let started = Instant::now();
         let answer = answer_request(&searcher, &bytes, args.logs);
-        writeln!(out, "{answer}")?;
+        if args.logs {
+            // PROTOCOL.md: the engine's own time, so the driver can separate it from the pipe's.
+            writeln!(out, "{answer}\t{}", started.elapsed().as_nanos())?;
+        } else {
+            writeln!(out, "{answer}")?;
+        }
         out.flush()?;
     }
     Ok(ExitCode::SUCCESS)

@@ -1,5 +1,7 @@
 //! `tantivy-logs serve`: answers the log protocol (bench/logs/PROTOCOL.md) on stdin, one
-//! flushed line per request, searching on the calling thread.
+//! flushed line per request, searching on the calling thread. Each answer line ends with
+//! `<TAB>NANOS`, the engine time: from just after the request line was read to just after the
+//! answer was formatted, by `Instant` (monotonic).
 //!
 //! Each request is done the idiomatic tantivy way:
 //!
@@ -18,6 +20,7 @@
 
 use std::io::{self, BufRead, Write};
 use std::path::Path;
+use std::time::Instant;
 
 use anyhow::{bail, Context};
 use logs_driver::answer::{self, HistogramAnswer};
@@ -71,6 +74,8 @@ impl Server {
         })
     }
 
+    /// Answers every request line of `input` on `output`, each answer followed by its engine
+    /// time (`ANSWER<TAB>NANOS`), flushing after each.
     pub fn serve(&self, mut input: impl BufRead, mut output: impl Write) -> anyhow::Result<()> {
         let mut bytes = Vec::new();
         loop {
@@ -78,19 +83,18 @@ impl Server {
             if input.read_until(b'\n', &mut bytes)? == 0 {
                 return Ok(());
             }
+            let started = Instant::now();
             // A stray non-UTF-8 byte becomes U+FFFD: the request is answered (ERROR, most
             // likely), not fatal, as in the other engines.
             let line = String::from_utf8_lossy(&bytes);
-            writeln!(
-                output,
-                "{}",
-                self.answer(line.trim_end_matches(['\n', '\r']))
-            )?;
+            let answer = self.answer(line.trim_end_matches(['\n', '\r']));
+            let nanos = started.elapsed().as_nanos();
+            writeln!(output, "{answer}\t{nanos}")?;
             output.flush()?;
         }
     }
 
-    /// The answer line to one request line.
+    /// The answer to one request line (without the engine time).
     pub fn answer(&self, line: &str) -> String {
         let request = match Request::parse(line) {
             Ok(request) => request,
@@ -440,7 +444,18 @@ mod tests {
             &b"COUNT\t*\nNOPE\r\nCOUNT\twarn\nCOUNT\t\xff\nCOUNT\tfine"[..],
             &mut output,
         )?;
-        assert_eq!(String::from_utf8(output)?, "6\nUNSUPPORTED\n0\n0\n1\n");
+        // Every answer line ends with an engine time.
+        let output = String::from_utf8(output)?;
+        let lines: Vec<(&str, Option<u64>)> = output
+            .lines()
+            .map(|line| {
+                let (answer, nanos) = answer::split_engine_time(line);
+                assert!(nanos.is_some(), "no engine time in {line:?}");
+                (answer, nanos)
+            })
+            .collect();
+        let answers: Vec<&str> = lines.iter().map(|(answer, _)| *answer).collect();
+        assert_eq!(answers, ["6", "UNSUPPORTED", "0", "0", "1"]);
         Ok(())
     }
 }

@@ -1,5 +1,6 @@
-//! Answer lines: how engines write them (PROTOCOL.md, "Requests and answers") and how the
-//! driver decides whether two engines' answers to one request agree.
+//! Answer lines: how engines write them (PROTOCOL.md, "Requests and answers"), the engine time
+//! an answer line may end with, and how the driver decides whether two engines' answers to one
+//! request agree.
 //!
 //! Agreement is exact for every request but two:
 //! - TERMS: values of equal count may come in any order, and when the list is cut at `K` inside
@@ -15,6 +16,20 @@ use crate::protocol::{Command, Request};
 
 pub const UNSUPPORTED: &str = "UNSUPPORTED";
 pub const ERROR: &str = "ERROR";
+
+/// Splits an answer line into the answer and the engine time it may end with: `ANSWER<TAB>NANOS`,
+/// the whole nanoseconds the engine spent on the request (PROTOCOL.md). Answers hold no tab, so
+/// the line is split at its last one, and only when what follows is one or more ASCII digits;
+/// any other line is all answer, with no engine time. Digits too many for a `u64` are removed
+/// all the same, but give no time.
+pub fn split_engine_time(line: &str) -> (&str, Option<u64>) {
+    match line.rsplit_once('\t') {
+        Some((answer, nanos)) if !nanos.is_empty() && nanos.bytes().all(|b| b.is_ascii_digit()) => {
+            (answer, nanos.parse().ok())
+        }
+        _ => (line, None),
+    }
+}
 
 /// TAIL and HEAD: `n first last`, or `0` when nothing matched.
 pub fn top(times: impl IntoIterator<Item = i64>) -> String {
@@ -223,6 +238,29 @@ fn compare_percentiles(left: &str, right: &str) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn splits_engine_times() {
+        let cases: [(&str, (&str, Option<u64>)); 11] = [
+            ("5\t2000", ("5", Some(2000))),
+            ("5", ("5", None)),
+            ("1 2 3\t0", ("1 2 3", Some(0))),
+            // TERMS with no match: an empty answer, then the time.
+            ("\t123", ("", Some(123))),
+            ("", ("", None)),
+            ("ERROR\t41", ("ERROR", Some(41))),
+            ("UNSUPPORTED\t7", ("UNSUPPORTED", Some(7))),
+            // Not all digits after the last tab: no engine time, the line is the answer.
+            ("5\t", ("5\t", None)),
+            ("5\t12x", ("5\t12x", None)),
+            ("5\t-12", ("5\t-12", None)),
+            // Digits past u64::MAX: removed, but no time.
+            ("5\t99999999999999999999", ("5", None)),
+        ];
+        for (line, expected) in cases {
+            assert_eq!(split_engine_time(line), expected, "{line:?}");
+        }
+    }
 
     #[test]
     fn formats_answers() {

@@ -1,4 +1,5 @@
-//! Round-trip summaries: mean, nearest-rank p50 and p99, minimum and maximum.
+//! Summaries of round trips or engine times: mean, nearest-rank p50 and p99, minimum and
+//! maximum.
 
 use std::time::Duration;
 

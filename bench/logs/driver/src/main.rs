@@ -28,7 +28,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Send every request of a query set to an engine, time each round trip
+    /// Send every request of a query set to an engine, time each round trip and keep the
+    /// engine's own time when its answer ends with one (`<TAB>NANOS`, PROTOCOL.md)
     Run {
         /// Query set: one `NAME<TAB>REQUEST` line per request
         #[arg(long)]

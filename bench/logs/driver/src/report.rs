@@ -9,17 +9,20 @@
 //! The metric list (`bench/results/logs.json`) is a list of
 //! `{"engine", "size", "query", "metric", "value"}`: query `index` with `seconds`,
 //! `events_per_s` and `index_bytes`; each named query with `latency_mean_us`,
-//! `latency_p50_us` and `latency_p99_us` when answered, `unsupported` or `error` (1) when
-//! refused, `unstable_answer` (1) when repeated passes answered differently, and
-//! `differs_from_<engine>` (0 or 1) for every other engine that answered it too, by the rules
-//! of [`crate::answer::compare`].
+//! `latency_p50_us` and `latency_p99_us` (round trips) when answered, `engine_mean_us`,
+//! `engine_p50_us` and `engine_p99_us` (engine times) when answered with engine times,
+//! `unsupported` or `error` (1) when refused, `unstable_answer` (1) when repeated passes
+//! answered differently, and `differs_from_<engine>` (0 or 1) for every other engine that
+//! answered it too, by the rules of [`crate::answer::compare`].
 //!
-//! The table has one column per engine (p50 latency in microseconds; `*` after an answer that
+//! The table has one column per engine (p50 round trip in microseconds; `*` after an answer that
 //! differs from more engines' answers than it agrees with, `~` after one that changed between
 //! passes; `unsup`/`error` for refused requests, `missing` when the engine has no run at that
 //! size), one ratio column subject/baseline per baseline (below 1:
-//! the subject is faster or smaller), the list of differing answers, and, given two sizes or
-//! more, each engine's p50 at the largest size over its p50 at the smallest.
+//! the subject is faster or smaller), the list of differing answers, then, when some engine
+//! reported engine times at that size, the same table of p50 engine times (`-` where an engine
+//! gave none). Given two sizes or more, each engine's p50 at the largest size over its p50 at
+//! the smallest follows, for round trips and for engine times.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -27,7 +30,11 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use crate::answer::{compare, Verdict};
+use crate::latency::Latency;
 use crate::run::{Outcome, QueryRecord, RunRecord};
+
+/// The title of the engine-time tables.
+pub const ENGINE_TIME_TITLE: &str = "engine time (p50 µs, measured inside each engine)";
 
 /// An index build, as the engines print it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -122,14 +129,7 @@ pub fn build(records: &[Record], subject: &str, baselines: &[String]) -> Report 
     for &size in &sizes {
         let mut differences = Vec::new();
         let _ = writeln!(table, "\n== {} events", group_thousands(size as f64, 0));
-        let _ = write!(table, "{:<34}", "");
-        for engine in &engines {
-            let _ = write!(table, "{engine:>12}");
-        }
-        for baseline in &ratio_baselines {
-            let _ = write!(table, "{:>18}", format!("{subject}/{baseline}"));
-        }
-        let _ = writeln!(table);
+        header(&mut table, "", &engines, subject, &ratio_baselines);
 
         // Index rows.
         type IndexFigure = fn(&IndexRecord) -> f64;
@@ -180,7 +180,18 @@ pub fn build(records: &[Record], subject: &str, baselines: &[String]) -> Report 
             let _ = writeln!(table);
         }
 
-        let _ = writeln!(table, "{:<34}(p50 latency, µs)", "query");
+        let _ = writeln!(table, "{:<34}(p50 round trip, µs)", "query");
+        // The engine-time table, printed after the answers when some engine reported times.
+        let mut engine_table = String::new();
+        let _ = writeln!(engine_table, "\n{ENGINE_TIME_TITLE}");
+        header(
+            &mut engine_table,
+            "query",
+            &engines,
+            subject,
+            &ratio_baselines,
+        );
+        let mut engine_times = false;
         for name in &names {
             let records: Vec<Option<&QueryRecord>> = engines
                 .iter()
@@ -223,45 +234,46 @@ pub fn build(records: &[Record], subject: &str, baselines: &[String]) -> Report 
                     }
                 }
             }
-            let _ = write!(table, "{name:<34}");
-            let mut p50s = Vec::new();
+            // Each engine's cell text (round trip, engine time) and p50s.
+            let mut round_trips = Vec::new();
+            let mut engine_p50s = Vec::new();
             for (index, record) in records.iter().enumerate() {
                 let engine = &engines[index];
-                let (text, p50) = match record {
-                    None if cell(size, engine).and_then(|c| c.run).is_none() => {
-                        ("missing".to_owned(), None)
+                let has_run = cell(size, engine).and_then(|c| c.run).is_some();
+                let mut mark = String::new();
+                if let Some(record) = record {
+                    query_metrics(&mut metrics, engine, size, record);
+                    let (agree, differ) = agreements[index];
+                    if differ > agree {
+                        mark.push('*');
                     }
-                    None => ("-".to_owned(), None),
-                    Some(record) => {
-                        query_metrics(&mut metrics, engine, size, record);
-                        match (&record.outcome, &record.latency) {
-                            (Outcome::Unsupported, _) => ("unsup".to_owned(), None),
-                            (Outcome::Error, _) => ("error".to_owned(), None),
-                            (Outcome::Answered, None) => ("-".to_owned(), None),
-                            (Outcome::Answered, Some(latency)) => {
-                                let (agree, differ) = agreements[index];
-                                let mark = if differ > agree { "*" } else { "" };
-                                let unstable = if record.stable { "" } else { "~" };
-                                (
-                                    format!("{}{mark}{unstable}", latency_text(latency.p50_us)),
-                                    Some(latency.p50_us),
-                                )
-                            }
-                        }
+                    if !record.stable {
+                        mark.push('~');
                     }
+                    engine_times |= record.engine_latency.is_some();
+                }
+                let figure = |latency: fn(&QueryRecord) -> Option<&Latency>| {
+                    query_cell(*record, has_run, &mark, record.and_then(latency))
                 };
-                p50s.push(p50);
-                let _ = write!(table, "{text:>12}");
+                round_trips.push(figure(|r| r.latency.as_ref()));
+                engine_p50s.push(figure(|r| r.engine_latency.as_ref()));
             }
-            for baseline in &ratio_baselines {
-                let position = |name: &str| engines.iter().position(|e| e == name);
-                let ratio = match (position(subject), position(baseline)) {
-                    (Some(s), Some(b)) => ratio_text(p50s[s], p50s[b]),
-                    _ => "-".into(),
-                };
-                let _ = write!(table, "{ratio:>18}");
-            }
-            let _ = writeln!(table);
+            row(
+                &mut table,
+                name,
+                &round_trips,
+                &engines,
+                subject,
+                &ratio_baselines,
+            );
+            row(
+                &mut engine_table,
+                name,
+                &engine_p50s,
+                &engines,
+                subject,
+                &ratio_baselines,
+            );
         }
         if differences.is_empty() {
             let _ = writeln!(table, "answers: every engine that answered agrees");
@@ -271,38 +283,122 @@ pub fn build(records: &[Record], subject: &str, baselines: &[String]) -> Report 
                 let _ = writeln!(table, "{line}");
             }
         }
+        if engine_times {
+            table.push_str(&engine_table);
+        }
     }
 
     if sizes.len() >= 2 {
         let (smallest, largest) = (sizes.first().copied(), sizes.last().copied());
         if let (Some(smallest), Some(largest)) = (smallest, largest) {
-            let _ = writeln!(
-                table,
-                "\n== scaling: p50 at {} events / p50 at {} events",
-                group_thousands(largest as f64, 0),
-                group_thousands(smallest as f64, 0)
-            );
-            let _ = write!(table, "{:<34}", "query");
-            for engine in &engines {
-                let _ = write!(table, "{engine:>12}");
-            }
-            let _ = writeln!(table);
-            for name in &names {
-                let _ = write!(table, "{name:<34}");
-                for engine in &engines {
-                    let p50 = |size| {
-                        cell(size, engine)
-                            .and_then(|c| c.query(name))
-                            .and_then(|q| q.latency.as_ref())
-                            .map(|l| l.p50_us)
-                    };
-                    let _ = write!(table, "{:>12}", ratio_text(p50(largest), p50(smallest)));
+            type Figure = fn(&QueryRecord) -> Option<&Latency>;
+            let figures: [(&str, Figure); 2] = [
+                ("", |q| q.latency.as_ref()),
+                (", engine time", |q| q.engine_latency.as_ref()),
+            ];
+            for (what, figure) in figures {
+                let p50 = |size: u64, engine: &str, name: &str| {
+                    cell(size, engine)
+                        .and_then(|c| c.query(name))
+                        .and_then(figure)
+                        .map(|l| l.p50_us)
+                };
+                let any = names.iter().any(|name| {
+                    engines.iter().any(|engine| {
+                        p50(largest, engine, name).is_some()
+                            && p50(smallest, engine, name).is_some()
+                    })
+                });
+                if !any && !what.is_empty() {
+                    continue;
                 }
-                let _ = writeln!(table);
+                let _ = writeln!(
+                    table,
+                    "\n== scaling{what}: p50 at {} events / p50 at {} events",
+                    group_thousands(largest as f64, 0),
+                    group_thousands(smallest as f64, 0)
+                );
+                header(&mut table, "query", &engines, subject, &[]);
+                for name in &names {
+                    let _ = write!(table, "{name:<34}");
+                    for engine in &engines {
+                        let ratio =
+                            ratio_text(p50(largest, engine, name), p50(smallest, engine, name));
+                        let _ = write!(table, "{ratio:>12}");
+                    }
+                    let _ = writeln!(table);
+                }
             }
         }
     }
     Report { metrics, table }
+}
+
+/// The table's header line: `first` in the first column, the engines, the ratio columns.
+fn header(
+    table: &mut String,
+    first: &str,
+    engines: &[String],
+    subject: &str,
+    ratio_baselines: &[&String],
+) {
+    let _ = write!(table, "{first:<34}");
+    for engine in engines {
+        let _ = write!(table, "{engine:>12}");
+    }
+    for baseline in ratio_baselines {
+        let _ = write!(table, "{:>18}", format!("{subject}/{baseline}"));
+    }
+    let _ = writeln!(table);
+}
+
+/// One query's cell in one engine's column: its text and p50. `record` is the engine's answer
+/// to the query, `has_run` says the engine has a run at that size, `mark` is appended to a
+/// figure, `latency` is the figure shown (round trips or engine times).
+fn query_cell(
+    record: Option<&QueryRecord>,
+    has_run: bool,
+    mark: &str,
+    latency: Option<&Latency>,
+) -> (String, Option<f64>) {
+    match record {
+        None if !has_run => ("missing".to_owned(), None),
+        None => ("-".to_owned(), None),
+        Some(record) => match (record.outcome, latency) {
+            (Outcome::Unsupported, _) => ("unsup".to_owned(), None),
+            (Outcome::Error, _) => ("error".to_owned(), None),
+            (Outcome::Answered, None) => ("-".to_owned(), None),
+            (Outcome::Answered, Some(latency)) => (
+                format!("{}{mark}", latency_text(latency.p50_us)),
+                Some(latency.p50_us),
+            ),
+        },
+    }
+}
+
+/// One query's row: its cells, then the subject's ratio to each baseline.
+fn row(
+    table: &mut String,
+    name: &str,
+    cells: &[(String, Option<f64>)],
+    engines: &[String],
+    subject: &str,
+    ratio_baselines: &[&String],
+) {
+    let _ = write!(table, "{name:<34}");
+    for (text, _) in cells {
+        let _ = write!(table, "{text:>12}");
+    }
+    let p50 = |engine: &str| {
+        engines
+            .iter()
+            .position(|e| e == engine)
+            .and_then(|index| cells[index].1)
+    };
+    for baseline in ratio_baselines {
+        let _ = write!(table, "{:>18}", ratio_text(p50(subject), p50(baseline)));
+    }
+    let _ = writeln!(table);
 }
 
 fn query_metrics(metrics: &mut Vec<Metric>, engine: &str, size: u64, record: &QueryRecord) {
@@ -323,6 +419,11 @@ fn query_metrics(metrics: &mut Vec<Metric>, engine: &str, size: u64, record: &Qu
                 push("latency_mean_us", latency.mean_us);
                 push("latency_p50_us", latency.p50_us);
                 push("latency_p99_us", latency.p99_us);
+            }
+            if let Some(engine) = &record.engine_latency {
+                push("engine_mean_us", engine.mean_us);
+                push("engine_p50_us", engine.p50_us);
+                push("engine_p99_us", engine.p99_us);
             }
             if !record.stable {
                 push("unstable_answer", 1.0);
@@ -366,7 +467,6 @@ fn group_thousands(value: f64, decimals: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::latency::Latency;
 
     fn latency(p50_us: f64) -> Latency {
         Latency {
@@ -388,7 +488,32 @@ mod tests {
             answer: answer.into(),
             stable: true,
             latency: p50.map(latency),
+            engine_latency: None,
         }
+    }
+
+    /// [`query`] whose answers came with engine times of p50 `engine_p50`.
+    fn timed(
+        name: &str,
+        request: &str,
+        answer: &str,
+        p50: Option<f64>,
+        engine_p50: Option<f64>,
+    ) -> QueryRecord {
+        QueryRecord {
+            engine_latency: engine_p50.map(latency),
+            ..query(name, request, answer, p50)
+        }
+    }
+
+    /// The cells of the first line starting with `name ` in `table`.
+    fn cells<'a>(table: &'a str, name: &str) -> Vec<&'a str> {
+        table
+            .lines()
+            .find(|line| line.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name} row in {table}"))
+            .split_whitespace()
+            .collect()
     }
 
     fn run(engine: &str, size: u64, queries: Vec<QueryRecord>) -> Record {
@@ -528,6 +653,139 @@ mod tests {
             count_scaling.split_whitespace().collect::<Vec<_>>(),
             ["count", "3.00", "-", "-"]
         );
+        // No engine reported engine times: no engine-time tables, no engine metrics.
+        assert!(!table.contains("engine time"), "{table}");
+        assert!(!m.iter().any(|metric| metric.metric.starts_with("engine_")));
+    }
+
+    #[test]
+    fn reports_engine_times() {
+        let records = vec![
+            run(
+                "tantivy",
+                100,
+                vec![
+                    timed("count", "COUNT\t*", "100", Some(80.0), Some(8.0)),
+                    timed(
+                        "tail",
+                        "TAIL\t10\terror",
+                        "10 9 1",
+                        Some(400.0),
+                        Some(300.0),
+                    ),
+                ],
+            ),
+            // An engine that does not report engine times yet.
+            run(
+                "quarry",
+                100,
+                vec![
+                    query("count", "COUNT\t*", "100", Some(70.0)),
+                    query("tail", "TAIL\t10\terror", "10 9 1", Some(200.0)),
+                ],
+            ),
+            run(
+                "lucene",
+                100,
+                vec![
+                    timed("count", "COUNT\t*", "99", Some(90.0), Some(12.5)),
+                    timed("tail", "TAIL\t10\terror", "ERROR", None, None),
+                ],
+            ),
+            run(
+                "quarry",
+                1000,
+                vec![timed("count", "COUNT\t*", "1000", Some(75.0), Some(4.0))],
+            ),
+            run(
+                "tantivy",
+                1000,
+                vec![timed("count", "COUNT\t*", "1000", Some(100.0), Some(24.0))],
+            ),
+        ];
+        let baselines = vec!["tantivy".to_owned(), "lucene".to_owned()];
+        let report = build(&records, "quarry", &baselines);
+        let m = &report.metrics;
+        assert_eq!(
+            value(m, "tantivy", 100, "count", "engine_p50_us"),
+            Some(8.0)
+        );
+        assert_eq!(
+            value(m, "tantivy", 100, "count", "engine_mean_us"),
+            Some(8.0)
+        );
+        assert_eq!(
+            value(m, "tantivy", 100, "count", "engine_p99_us"),
+            Some(8.0)
+        );
+        // Round trips keep their names and values.
+        assert_eq!(
+            value(m, "tantivy", 100, "count", "latency_p50_us"),
+            Some(80.0)
+        );
+        assert_eq!(value(m, "quarry", 100, "count", "engine_p50_us"), None);
+        assert_eq!(value(m, "lucene", 100, "tail", "engine_p50_us"), None);
+        assert_eq!(
+            value(m, "quarry", 1000, "count", "engine_p50_us"),
+            Some(4.0)
+        );
+
+        let table = &report.table;
+        let small = table
+            .split("== 1,000 events")
+            .next()
+            .expect("the 100-event tables");
+        let (round_trip, engine) = small
+            .split_once(ENGINE_TIME_TITLE)
+            .expect("an engine-time table at 100 events");
+        // quarry, tantivy, lucene (differs: *), quarry/tantivy, quarry/lucene
+        assert_eq!(
+            cells(round_trip, "count"),
+            ["count", "70.0", "80.0", "90.0*", "0.88", "0.78"]
+        );
+        // Quarry gave no engine times: `-`, and so are its ratios.
+        assert_eq!(
+            cells(engine, "count"),
+            ["count", "-", "8.0", "12.5*", "-", "-"]
+        );
+        assert_eq!(
+            cells(engine, "tail"),
+            ["tail", "-", "300", "error", "-", "-"]
+        );
+        let header = engine.lines().nth(1).expect("a header line");
+        assert_eq!(
+            header.split_whitespace().collect::<Vec<_>>(),
+            [
+                "query",
+                "quarry",
+                "tantivy",
+                "lucene",
+                "quarry/tantivy",
+                "quarry/lucene"
+            ]
+        );
+        // The engine-time table comes after the round-trip table and its answer lines.
+        assert!(round_trip.contains("answers that differ"), "{table}");
+
+        let large = table
+            .split("== 1,000 events")
+            .nth(1)
+            .expect("the 1,000-event tables");
+        let (_, engine) = large
+            .split_once(ENGINE_TIME_TITLE)
+            .expect("an engine-time table at 1,000 events");
+        assert_eq!(
+            cells(engine, "count"),
+            ["count", "4.0", "24.0", "missing", "0.17", "-"]
+        );
+
+        // Scaling, 1,000 over 100: round trips, then engine times (tantivy 24 / 8).
+        let (scaling, engine_scaling) = table
+            .split_once("== scaling:")
+            .and_then(|(_, rest)| rest.split_once("== scaling, engine time:"))
+            .expect("both scaling tables");
+        assert_eq!(cells(scaling, "count"), ["count", "1.07", "1.25", "-"]);
+        assert_eq!(cells(engine_scaling, "count"), ["count", "-", "3.00", "-"]);
     }
 
     #[test]

@@ -6,6 +6,11 @@
 //! exactly its own data in the CPU caches). A request the engine refuses on its first pass
 //! (`UNSUPPORTED` or `ERROR`) is reported as such and not sent again. The answer kept is the
 //! first pass's; a later pass answering differently marks the request `stable: false`.
+//!
+//! Two times are kept per timed request: the round trip, measured here from writing the request
+//! to reading the answer line (pipe and process wake-up included), and the engine time, the
+//! `<TAB>NANOS` an engine may end its answer line with (PROTOCOL.md), measured inside the engine.
+//! The suffix is removed before the answer is classified, compared or stored.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -48,16 +53,41 @@ pub struct QueryRecord {
     pub answer: String,
     /// Every timed pass gave the first pass's answer.
     pub stable: bool,
-    /// Over the timed passes; `None` when the request was refused.
+    /// Round trips over the timed passes; `None` when the request was refused.
     pub latency: Option<Latency>,
+    /// Engine times over the timed passes; `None` when the request was refused or some timed
+    /// answer came without one.
+    #[serde(default)]
+    pub engine_latency: Option<Latency>,
 }
 
-/// All timed round trips of one command's requests together.
+/// All timed round trips (and engine times) of one command's requests together.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct KindRecord {
     pub command: String,
     pub queries: usize,
     pub latency: Option<Latency>,
+    /// `None` unless every timed answer of these requests came with an engine time.
+    #[serde(default)]
+    pub engine_latency: Option<Latency>,
+}
+
+/// One timed request: its round trip and the engine time its answer carried, if any.
+#[derive(Clone, Copy, Debug)]
+struct Sample {
+    round_trip: Duration,
+    engine: Option<Duration>,
+}
+
+/// Round trips and engine times of `samples`; the engine times only when every sample has one.
+fn latencies(samples: &[Sample]) -> (Option<Latency>, Option<Latency>) {
+    let round_trips: Vec<Duration> = samples.iter().map(|s| s.round_trip).collect();
+    let engine = samples
+        .iter()
+        .map(|s| s.engine)
+        .collect::<Option<Vec<Duration>>>()
+        .and_then(|times| Latency::of(&times));
+    (Latency::of(&round_trips), engine)
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -98,7 +128,7 @@ pub fn run(options: &RunOptions, requests: &[NamedRequest]) -> anyhow::Result<Ru
     let mut engine = Engine::spawn(options.engine_command)?;
     let mut first_answers: Vec<Option<String>> = vec![None; requests.len()];
     let mut stable = vec![true; requests.len()];
-    let mut samples: Vec<Vec<Duration>> = vec![Vec::new(); requests.len()];
+    let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); requests.len()];
     let mut timed = Duration::ZERO;
     for pass in 0..options.warmup + options.repeat.max(1) {
         let timing = pass >= options.warmup;
@@ -109,15 +139,19 @@ pub fn run(options: &RunOptions, requests: &[NamedRequest]) -> anyhow::Result<Ru
                 }
             }
             let sent = Instant::now();
-            let answer = engine.ask_line(&request.request)?;
+            let line = engine.ask_line(&request.request)?;
             let elapsed = sent.elapsed();
+            let (answer, engine_nanos) = answer::split_engine_time(line);
             match &first_answers[index] {
                 None => first_answers[index] = Some(answer.to_owned()),
                 Some(first) if first != answer => stable[index] = false,
                 Some(_) => {}
             }
             if timing && Outcome::of(answer) == Outcome::Answered {
-                samples[index].push(elapsed);
+                samples[index].push(Sample {
+                    round_trip: elapsed,
+                    engine: engine_nanos.map(Duration::from_nanos),
+                });
                 timed += elapsed;
             }
         }
@@ -127,7 +161,7 @@ pub fn run(options: &RunOptions, requests: &[NamedRequest]) -> anyhow::Result<Ru
         eprintln!("logs-driver: {} exited with {status}", options.engine);
     }
 
-    let mut by_command: BTreeMap<String, (usize, Vec<Duration>)> = BTreeMap::new();
+    let mut by_command: BTreeMap<String, (usize, Vec<Sample>)> = BTreeMap::new();
     let queries: Vec<QueryRecord> = requests
         .iter()
         .zip(first_answers)
@@ -143,6 +177,7 @@ pub fn run(options: &RunOptions, requests: &[NamedRequest]) -> anyhow::Result<Ru
             let kind = by_command.entry(command.clone()).or_default();
             kind.0 += 1;
             kind.1.extend(samples);
+            let (latency, engine_latency) = latencies(samples);
             QueryRecord {
                 name: request.name.clone(),
                 request: request.request.clone(),
@@ -150,16 +185,21 @@ pub fn run(options: &RunOptions, requests: &[NamedRequest]) -> anyhow::Result<Ru
                 outcome: Outcome::of(&answer),
                 answer,
                 stable,
-                latency: Latency::of(samples),
+                latency,
+                engine_latency,
             }
         })
         .collect();
     let kinds = by_command
         .into_iter()
-        .map(|(command, (queries, samples))| KindRecord {
-            command,
-            queries,
-            latency: Latency::of(&samples),
+        .map(|(command, (queries, samples))| {
+            let (latency, engine_latency) = latencies(&samples);
+            KindRecord {
+                command,
+                queries,
+                latency,
+                engine_latency,
+            }
         })
         .collect();
     Ok(RunRecord {
@@ -178,22 +218,32 @@ mod tests {
     use super::*;
     use crate::queries::parse_query_set;
 
-    /// A shell engine: COUNT answers 5, TAIL is unsupported, HEAD alternates its answer, the
-    /// rest is an error.
+    /// A shell engine: `COUNT *` answers 5 having taken 2 µs, other COUNTs 5 without a time,
+    /// TAIL is unsupported (with a time), HEAD alternates its answer, HISTOGRAM answers the same
+    /// with a time growing by 1 µs a request, the rest is an error (with a time).
     const FAKE_ENGINE: &str = r#"n=0
+m=0
 while IFS= read -r line; do
   case "$line" in
+    COUNT?\*) printf '5\t2000\n' ;;
     COUNT*) echo 5 ;;
-    TAIL*) echo UNSUPPORTED ;;
+    TAIL*) printf 'UNSUPPORTED\t50\n' ;;
     HEAD*) n=$((n + 1)); echo "1 $((n % 2)) 0" ;;
-    *) echo ERROR ;;
+    HISTOGRAM*) m=$((m + 1)); printf '3 6 9\t%d000\n' "$m" ;;
+    *) printf 'ERROR\t7\n' ;;
   esac
 done"#;
+
+    /// Samples and p50 (µs) of a latency, or `None`.
+    fn figures(latency: &Option<Latency>) -> Option<(usize, f64)> {
+        latency.as_ref().map(|l| (l.samples, l.p50_us))
+    }
 
     #[test]
     fn times_answers_and_skips_refused_requests() -> anyhow::Result<()> {
         let requests = parse_query_set(
-            "count\tCOUNT\t*\ntail\tTAIL\t10\t*\nhead\tHEAD\t1\t*\nbad\tNOPE\tx\ncount2\tCOUNT\terror\n",
+            "count\tCOUNT\t*\ntail\tTAIL\t10\t*\nhead\tHEAD\t1\t*\nbad\tNOPE\tx\n\
+             count2\tCOUNT\terror\nhist\tHISTOGRAM\t60\t*\n",
         )?;
         let command = ["sh".to_owned(), "-c".to_owned(), FAKE_ENGINE.to_owned()];
         let record = run(
@@ -206,7 +256,8 @@ done"#;
             },
             &requests,
         )?;
-        let summary: Vec<(&str, &str, Outcome, bool, usize)> = record
+        type Summary<'a> = (&'a str, &'a str, Outcome, bool, usize, Option<(usize, f64)>);
+        let summary: Vec<Summary> = record
             .queries
             .iter()
             .map(|q| {
@@ -216,21 +267,31 @@ done"#;
                     q.outcome,
                     q.stable,
                     q.latency.as_ref().map_or(0, |l| l.samples),
+                    figures(&q.engine_latency),
                 )
             })
             .collect();
         assert_eq!(
             summary,
             vec![
-                ("count", "5", Outcome::Answered, true, 3),
-                ("tail", "UNSUPPORTED", Outcome::Unsupported, true, 0),
-                ("head", "1 1 0", Outcome::Answered, false, 3),
-                ("bad", "ERROR", Outcome::Error, true, 0),
-                ("count2", "5", Outcome::Answered, true, 3),
+                ("count", "5", Outcome::Answered, true, 3, Some((3, 2.0))),
+                ("tail", "UNSUPPORTED", Outcome::Unsupported, true, 0, None),
+                ("head", "1 1 0", Outcome::Answered, false, 3, None),
+                ("bad", "ERROR", Outcome::Error, true, 0, None),
+                ("count2", "5", Outcome::Answered, true, 3, None),
+                // Engine times 3, 4 and 5 µs in the timed passes; the answer without them is
+                // the same every time.
+                ("hist", "3 6 9", Outcome::Answered, true, 3, Some((3, 4.0))),
             ]
         );
+        let hist = record.queries[5]
+            .engine_latency
+            .as_ref()
+            .expect("engine times");
+        assert_eq!((hist.min_us, hist.max_us, hist.mean_us), (3.0, 5.0, 4.0));
         assert_eq!(record.queries[3].command, "NOPE");
-        let kinds: Vec<(&str, usize, usize)> = record
+        type Kind<'a> = (&'a str, usize, usize, Option<(usize, f64)>);
+        let kinds: Vec<Kind> = record
             .kinds
             .iter()
             .map(|k| {
@@ -238,19 +299,39 @@ done"#;
                     k.command.as_str(),
                     k.queries,
                     k.latency.as_ref().map_or(0, |l| l.samples),
+                    figures(&k.engine_latency),
                 )
             })
             .collect();
         assert_eq!(
             kinds,
             vec![
-                ("COUNT", 2, 6),
-                ("HEAD", 1, 3),
-                ("NOPE", 1, 0),
-                ("TAIL", 1, 0)
+                // count2 answered without engine times: none for the kind.
+                ("COUNT", 2, 6, None),
+                ("HEAD", 1, 3, None),
+                ("HISTOGRAM", 1, 3, Some((3, 4.0))),
+                ("NOPE", 1, 0, None),
+                ("TAIL", 1, 0, None)
             ]
         );
         assert_eq!(record.size, Some(7));
+        // The answers file and the record hold the answers without the engine times.
+        assert!(record.answers().iter().all(|a| !a.answer.contains('\t')));
+        Ok(())
+    }
+
+    /// Records written before engine times existed still parse.
+    #[test]
+    fn reads_records_without_engine_times() -> anyhow::Result<()> {
+        let text = r#"{"engine":"x","size":5,"warmup":0,"repeat":1,"seconds":0.1,
+            "queries":[{"name":"c","request":"COUNT\t*","command":"COUNT","outcome":"answered",
+              "answer":"5","stable":true,"latency":{"samples":1,"mean_us":9.0,"p50_us":9.0,
+              "p99_us":9.0,"min_us":9.0,"max_us":9.0}}],
+            "kinds":[{"command":"COUNT","queries":1,"latency":null}]}"#;
+        let record: RunRecord = serde_json::from_str(text)?;
+        assert_eq!(record.queries[0].engine_latency, None);
+        assert_eq!(figures(&record.queries[0].latency), Some((1, 9.0)));
+        assert_eq!(record.kinds[0].engine_latency, None);
         Ok(())
     }
 }

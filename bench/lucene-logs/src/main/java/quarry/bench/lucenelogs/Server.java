@@ -28,7 +28,9 @@ import org.apache.lucene.store.MMapDirectory;
 /**
  * {@code lucene-logs serve}: answers the log protocol ({@code bench/logs/PROTOCOL.md}) on
  * stdin, one flushed line per request, searching on the calling thread (no executor) with the
- * query cache off, so a repeated filter is not served from a cache the other engines lack.
+ * query cache off, so a repeated filter is not served from a cache the other engines lack. Each
+ * answer line ends with {@code <TAB>NANOS}, the engine time: from just after the request line was
+ * read to just after the answer was formatted, by {@link System#nanoTime()}.
  *
  * <table>
  *   <tr><th>request</th><th>Lucene</th></tr>
@@ -63,20 +65,28 @@ final class Server {
         }
     }
 
-    /** Answers every request line of {@code in} on {@code out}, flushing after each answer. */
+    /**
+     * Answers every request line of {@code in} on {@code out}, each answer followed by its engine
+     * time ({@code ANSWER<TAB>NANOS}), flushing after each.
+     */
     void serve(InputStream in, OutputStream out) throws IOException {
         BufferedReader input =
                 new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8), 1 << 16);
         Writer output = new BufferedWriter(new OutputStreamWriter(out, StandardCharsets.UTF_8));
         String request;
         while ((request = input.readLine()) != null) {
-            output.write(answer(request));
+            long started = System.nanoTime();
+            String answer = answer(request);
+            long nanos = System.nanoTime() - started;
+            output.write(answer);
+            output.write('\t');
+            output.write(Long.toString(nanos));
             output.write('\n');
             output.flush();
         }
     }
 
-    /** The answer line (without its line break) to one request line. */
+    /** The answer (without the engine time and the line break) to one request line. */
     String answer(String line) throws IOException {
         Protocol.Request request;
         try {

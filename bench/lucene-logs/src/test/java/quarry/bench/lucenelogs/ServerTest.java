@@ -2,6 +2,7 @@ package quarry.bench.lucenelogs;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.github.luben.zstd.ZstdOutputStream;
 import java.io.ByteArrayInputStream;
@@ -11,7 +12,9 @@ import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import org.apache.lucene.index.DirectoryReader;
 import org.apache.lucene.index.IndexWriter;
 import org.apache.lucene.search.IndexSearcher;
@@ -124,7 +127,17 @@ class ServerTest {
                 requests.write(0xff);
                 requests.writeBytes("\nCOUNT\tfine".getBytes(StandardCharsets.UTF_8));
                 server.serve(new ByteArrayInputStream(requests.toByteArray()), out);
-                assertEquals("6\nUNSUPPORTED\n0\n0\n1\n", out.toString(StandardCharsets.UTF_8));
+                // Every answer line ends with its engine time, <TAB>NANOS.
+                String served = out.toString(StandardCharsets.UTF_8);
+                assertTrue(served.endsWith("\n"), served);
+                List<String> answers = new ArrayList<>();
+                for (String answerLine : served.split("\n")) {
+                    int tab = answerLine.lastIndexOf('\t');
+                    assertTrue(tab >= 0, answerLine);
+                    assertTrue(answerLine.substring(tab + 1).matches("[0-9]+"), answerLine);
+                    answers.add(answerLine.substring(0, tab));
+                }
+                assertEquals(List.of("6", "UNSUPPORTED", "0", "0", "1"), answers);
             }
         }
     }

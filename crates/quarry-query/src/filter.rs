@@ -240,14 +240,10 @@ impl<'a> TimeLookup<'a> {
             if lo == 0 {
                 return Ok(0);
             }
-            // The bit-packed offsets answer within the group without decoding a chunk.
-            if let Some(times) = self.group(lo - 1) {
-                let at = times.partition_point(|&t| t < time);
-                return Ok(if at < times.len() {
-                    (lo as u32 - 1) * TIME_INDEX_INTERVAL + at as u32
-                } else {
-                    (lo as u32 * TIME_INDEX_INTERVAL).min(doc_count)
-                });
+            // The bit-packed offsets answer within the group without decoding a chunk; a rank
+            // of the whole group is the next group's first doc (or the block's doc count).
+            if let Some(at) = self.block.time_group_rank(lo - 1, time) {
+                return Ok(((lo as u32 - 1) * TIME_INDEX_INTERVAL + at as u32).min(doc_count));
             }
             let doc = (lo as u32 - 1) * TIME_INDEX_INTERVAL;
             self.column

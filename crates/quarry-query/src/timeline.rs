@@ -19,7 +19,7 @@ use crate::scorer::Scorer;
 use crate::searcher::{Hit, Searcher, SortOrder};
 use crate::weight::Weight;
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BinaryHeap;
 
 /// The most buckets one histogram may have.
 pub const MAX_BUCKETS: i64 = 100_000;
@@ -302,13 +302,16 @@ impl Searcher {
     /// interval since the epoch.
     pub fn histogram(&self, query: &Query, interval: i64) -> Result<Buckets> {
         let weight = self.weight(query)?;
-        let mut counts: BTreeMap<i64, u64> = BTreeMap::new();
+        // Partial counts arrive in bucket order within a block, and blocks come by their
+        // first time, so the list is nearly sorted already: a sort and a merge of equal
+        // buckets cost less than a map insert per bucket (a quarter of a 1-minute histogram
+        // went to a BTreeMap before).
+        let mut counts: Vec<(i64, u64)> = Vec::new();
         self.for_each_bucket_range(query, &weight, interval, &mut |bucket, count| {
-            *counts.entry(bucket).or_default() += count;
+            counts.push((bucket, count));
         })?;
-        if let (Some((first, _)), Some((last, _))) =
-            (counts.first_key_value(), counts.last_key_value())
-        {
+        counts.sort_unstable_by_key(|&(bucket, _)| bucket);
+        if let (Some(&(first, _)), Some(&(last, _))) = (counts.first(), counts.last()) {
             if last - first >= MAX_BUCKETS {
                 return Err(QueryError::TooManyBuckets {
                     buckets: (last - first).saturating_add(1),
@@ -474,17 +477,17 @@ pub(crate) fn bucket_ends(
     Ok(ends)
 }
 
-fn fill_buckets(counts: &BTreeMap<i64, u64>, interval: i64) -> Buckets {
-    let (Some((&first, _)), Some((&last, _))) = (counts.first_key_value(), counts.last_key_value())
-    else {
+/// Every bucket from the first to the last of `counts` (sorted by bucket, a bucket may repeat:
+/// its counts add up), empty ones included.
+fn fill_buckets(counts: &[(i64, u64)], interval: i64) -> Buckets {
+    let (Some(&(first, _)), Some(&(last, _))) = (counts.first(), counts.last()) else {
         return Vec::new();
     };
-    (first..=last)
-        .map(|bucket| {
-            (
-                bucket.saturating_mul(interval),
-                counts.get(&bucket).copied().unwrap_or(0),
-            )
-        })
-        .collect()
+    let mut buckets: Buckets = (first..=last)
+        .map(|bucket| (bucket.saturating_mul(interval), 0))
+        .collect();
+    for &(bucket, count) in counts {
+        buckets[(bucket - first) as usize].1 += count;
+    }
+    buckets
 }

@@ -343,6 +343,49 @@ impl BlockReader {
         )
     }
 
+    /// How many docs of 128-doc group `group` have `_time < time`, read from the bit-packed
+    /// time offsets by a binary search over the packed values (no unpacking of the group:
+    /// histogram endpoints need one rank per bucket, and a full unpack plus rebasing cost
+    /// 4 times as much; see BENCHMARKS.md). `None` where the block has no offsets for it.
+    pub fn time_group_rank(&self, group: usize, time: i64) -> Option<usize> {
+        let section = self.manifest.time_offsets?;
+        let base = self.sparse_time(group)?;
+        let bytes = self.section(section);
+        let entry = bytes.get(group * TIME_GROUP_ENTRY_LEN..(group + 1) * TIME_GROUP_ENTRY_LEN)?;
+        // unwraps: the entry is 16 bytes long.
+        let offset = u32::from_le_bytes(entry[0..4].try_into().unwrap()) as usize;
+        let bits = entry[4];
+        let divisor = u64::from_le_bytes(entry[8..16].try_into().unwrap()).max(1);
+        if bits > 32 {
+            return None;
+        }
+        let packed = bytes.get(offset..offset.checked_add(16 * bits as usize)?)?;
+        let docs = (self.manifest.doc_count as usize)
+            .saturating_sub(group * TIME_INDEX_INTERVAL as usize)
+            .min(128);
+        if time <= base {
+            return Some(0);
+        }
+        // time > base: the docs before `time` are those whose offset is below
+        // ceil((time - base) / divisor).
+        // (A difference of two i64 fits in a u64 when the first is the larger.)
+        let threshold = (time.wrapping_sub(base) as u64).div_ceil(divisor);
+        let Ok(threshold) = u32::try_from(threshold) else {
+            return Some(docs);
+        };
+        // Offsets are sorted (the last group is padded with its last value).
+        let (mut lo, mut hi) = (0usize, docs);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if packed4x_get(packed, bits, mid) < threshold {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        Some(lo)
+    }
+
     /// Checks every section's crc and decodes every column chunk. `quarry check` runs this.
     pub fn verify(&self) -> Result<()> {
         let bytes: &[u8] = &self.mmap;
@@ -474,5 +517,67 @@ impl<'a> DocumentFetcher<'a> {
             }
         }
         Ok(event)
+    }
+}
+
+/// Value `index` (< 128) of a block that `bitpacking::BitPacker4x` packed with `bits` bits,
+/// read in place. BitPacker4x packs 4 interleaved lanes: value `i` is row `i / 4` of lane
+/// `i % 4`, each lane is a stream of `bits` little-endian 32-bit words, and word `w` of lane
+/// `l` is at byte `16 * w + 4 * l` (the layout is pinned by a test against `decompress`).
+fn packed4x_get(packed: &[u8], bits: u8, index: usize) -> u32 {
+    if bits == 0 {
+        return 0;
+    }
+    let bits = u32::from(bits);
+    let (lane, row) = (index % 4, (index / 4) as u32);
+    let first_bit = row * bits;
+    let (word, shift) = ((first_bit / 32) as usize, first_bit % 32);
+    let word_at = |w: usize| {
+        let at = 16 * w + 4 * lane;
+        packed
+            .get(at..at + 4)
+            .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let mut value = u64::from(word_at(word)) >> shift;
+    if shift + bits > 32 {
+        value |= u64::from(word_at(word + 1)) << (32 - shift);
+    }
+    (value & ((1u64 << bits) - 1)) as u32
+}
+
+#[cfg(test)]
+mod packed_tests {
+    use super::packed4x_get;
+    use bitpacking::{BitPacker, BitPacker4x};
+
+    #[test]
+    fn reads_bitpacker4x_values_in_place_at_every_width() {
+        let packer = BitPacker4x::new();
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for bits in 0..=32u8 {
+            let mask = if bits == 32 {
+                u32::MAX
+            } else {
+                (1u32 << bits) - 1
+            };
+            let values: Vec<u32> = (0..128)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    (state as u32) & mask
+                })
+                .collect();
+            let mut packed = vec![0u8; 16 * 32];
+            let written = packer.compress(&values, &mut packed, bits);
+            assert_eq!(written, 16 * bits as usize);
+            for (index, &value) in values.iter().enumerate() {
+                assert_eq!(
+                    packed4x_get(&packed[..written], bits, index),
+                    value,
+                    "bits {bits} index {index}"
+                );
+            }
+        }
     }
 }

@@ -241,6 +241,20 @@ fn block_round_trip() {
     for (g, expected) in corpus.times.chunks(128).enumerate() {
         let n = reader.time_group(g, &mut group).expect("packed group");
         assert_eq!(&group[..n], expected, "group {g}");
+        // Ranks read in place agree with a search of the unpacked times, for every time in
+        // the group, between them and around them.
+        let probes = expected
+            .iter()
+            .flat_map(|&t| [t - 1, t, t + 1])
+            .chain([i64::MIN, i64::MAX]);
+        for time in probes {
+            let rank = expected.partition_point(|&t| t < time);
+            assert_eq!(
+                reader.time_group_rank(g, time),
+                Some(rank),
+                "group {g} time {time}"
+            );
+        }
     }
     assert_eq!(
         reader.time_group(corpus.times.len().div_ceil(128), &mut group),

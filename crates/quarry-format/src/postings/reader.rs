@@ -23,6 +23,10 @@ pub struct PostingsCursor<'a> {
     block: usize,
     docs: [u32; BLOCK],
     tfs: [u32; BLOCK],
+    /// The current full block's packed term frequencies (byte offset in `blocks`, bits), not
+    /// yet unpacked into `tfs`: they are unpacked on first use, so counting and filtering,
+    /// which never ask for a frequency, decode doc ids only.
+    tfs_pending: Option<(usize, u8)>,
     len: usize,
     cursor: usize,
     doc: u32,
@@ -68,6 +72,7 @@ impl<'a> PostingsCursor<'a> {
             block: 0,
             docs: [0; BLOCK],
             tfs: [0; BLOCK],
+            tfs_pending: None,
             len: 0,
             cursor: 0,
             doc: TERMINATED,
@@ -95,11 +100,24 @@ impl<'a> PostingsCursor<'a> {
     /// The current doc's term frequency; 0 once the cursor is exhausted (its position in the
     /// block may then be one past the end).
     #[inline]
-    pub fn term_freq(&self) -> u32 {
+    pub fn term_freq(&mut self) -> u32 {
         if self.doc == TERMINATED {
             return 0;
         }
+        self.unpack_tfs();
         self.tfs[self.cursor]
+    }
+
+    #[inline]
+    fn unpack_tfs(&mut self) {
+        if let Some((start, bits)) = self.tfs_pending.take() {
+            // In bounds: load_block checked the block's doc and tf bytes.
+            let packed = &self.blocks[start..start + bits as usize * BLOCK / 8];
+            self.packer.decompress(packed, &mut self.tfs, bits);
+            for tf in &mut self.tfs {
+                *tf = tf.wrapping_add(1);
+            }
+        }
     }
 
     /// The first decode error met, if iteration stopped early because of one.
@@ -144,11 +162,7 @@ impl<'a> PostingsCursor<'a> {
                 &mut self.docs,
                 entry.doc_bits,
             );
-            self.packer
-                .decompress(&packed[doc_len..], &mut self.tfs, entry.tf_bits);
-            for tf in &mut self.tfs {
-                *tf = tf.wrapping_add(1);
-            }
+            self.tfs_pending = Some((start + doc_len, entry.tf_bits));
             if self.docs[BLOCK - 1] != entry.last_doc {
                 return Err(DecodeError::new(
                     "block's last doc disagrees with skip entry",
@@ -170,6 +184,7 @@ impl<'a> PostingsCursor<'a> {
                     .ok_or(DecodeError::new("postings tail outside term"))?,
             );
             let count = self.doc_freq as usize - block * BLOCK;
+            self.tfs_pending = None;
             let mut doc = initial;
             for i in 0..count {
                 let delta = r.varint_u32()?;
@@ -192,7 +207,14 @@ impl<'a> PostingsCursor<'a> {
         if self.len > 0 && !first_may_equal && self.docs[0] <= initial {
             return Err(DecodeError::new("doc ids not increasing across blocks"));
         }
-        if self.docs[..self.len].windows(2).any(|w| w[1] <= w[0]) {
+        // Branch-free, so it vectorizes: an early-exit `windows(2).any(..)` was 40% of a
+        // block decode in the 1-minute histogram profile.
+        let docs = &self.docs[..self.len];
+        let unsorted = docs
+            .iter()
+            .zip(docs.iter().skip(1))
+            .fold(false, |bad, (a, b)| bad | (b <= a));
+        if unsorted {
             return Err(DecodeError::new("doc ids not increasing"));
         }
         Ok(())
@@ -351,6 +373,7 @@ impl<'a> PostingsCursor<'a> {
         if self.doc == TERMINATED {
             return Ok(());
         }
+        self.unpack_tfs();
         // Walk forward from the last doc whose positions were read in this block.
         if self.positions_doc > self.cursor {
             self.positions_doc = 0;

@@ -511,7 +511,7 @@ impl Searcher {
         specs: &[AggSpec],
         interval: Option<i64>,
     ) -> Result<BTreeMap<i64, Group>> {
-        let weight = self.weight(query)?;
+        let weight = self.filter_weight(query);
         let ((start, end), _) = query.time_bounds();
         let mut groups: BTreeMap<i64, Group> = BTreeMap::new();
         for (index, block) in self.blocks.iter().enumerate() {

@@ -133,13 +133,24 @@ impl Searcher {
         Ok(plan(&ast, &self.analyzer, &self.text_fields))
     }
 
+    /// The weight of a scored search: statistics (idf, norms) over every block.
     pub fn weight(&self, query: &Query) -> Result<Weight> {
         let stats = CollectionStats::gather(query, &self.blocks)?;
         Ok(Weight::new(query, &stats, self.params, self.optimizations))
     }
 
+    /// The weight of a search that is not scored: no statistics, and each block's terms are
+    /// looked up only if that block is searched (a tail usually stops in the newest block).
+    pub fn filter_weight(&self, query: &Query) -> Weight {
+        let stats = CollectionStats::unscored(query, &self.blocks);
+        Weight::new(query, &stats, self.params, self.optimizations)
+    }
+
     pub fn search(&self, query: &Query, request: &SearchRequest) -> Result<SearchResult> {
-        let weight = self.weight(query)?;
+        let weight = match request.sort {
+            SortOrder::Relevance => self.weight(query)?,
+            SortOrder::TimeDesc | SortOrder::TimeAsc => self.filter_weight(query),
+        };
         let hits = match request.sort {
             SortOrder::Relevance => self
                 .top_k_weight(&weight, request.limit)?
@@ -164,7 +175,7 @@ impl Searcher {
     }
 
     pub fn count(&self, query: &Query) -> Result<u64> {
-        self.count_weight(&self.weight(query)?)
+        self.count_weight(&self.filter_weight(query))
     }
 
     pub(crate) fn check_scorer(&self, block: usize, scorer: &dyn Scorer) -> Result<()> {
@@ -202,8 +213,10 @@ impl Searcher {
             }
             // Fast paths: a single term's count is its doc frequency; `*` is the doc count.
             match weight {
-                Weight::Term { infos, .. } => {
-                    if let Some(Some((_, info))) = infos.get(index) {
+                Weight::Term {
+                    field, term, infos, ..
+                } => {
+                    if let Some((_, info)) = infos.get(index, block, field, term)? {
                         total += u64::from(info.doc_freq);
                     }
                     continue;

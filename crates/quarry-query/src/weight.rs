@@ -8,7 +8,7 @@ use crate::range::NumericRange;
 use crate::scorer::*;
 use quarry_format::{BlockReader, Result, TermInfo, TermKind};
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 #[derive(Debug, Clone)]
 pub enum Weight {
@@ -55,8 +55,52 @@ pub enum Weight {
     Nothing,
 }
 
-/// Where a term is in each block: (field ordinal, term info), `None` where it is absent.
-pub type BlockTermInfos = Arc<[Option<(u16, TermInfo)>]>;
+/// Where a term is in each block (by block position): (field ordinal, term info), `None`
+/// where it is absent. Scored searches look every block up while gathering statistics (idf
+/// needs them all); filters look a block up when it is first asked for, so a tail that stops
+/// in its newest block reads no other block's term dictionary.
+#[derive(Debug, Clone)]
+pub struct BlockTermInfos(Arc<[OnceLock<Option<(u16, TermInfo)>>]>);
+
+impl BlockTermInfos {
+    fn unresolved(blocks: usize) -> BlockTermInfos {
+        BlockTermInfos((0..blocks).map(|_| OnceLock::new()).collect())
+    }
+
+    fn resolved(infos: Vec<Option<(u16, TermInfo)>>) -> BlockTermInfos {
+        BlockTermInfos(infos.into_iter().map(OnceLock::from).collect())
+    }
+
+    /// `term` of `field` in `block`, at position `index` among the blocks the weight was
+    /// built for (`None` past them).
+    pub fn get(
+        &self,
+        index: usize,
+        block: &BlockReader,
+        field: &str,
+        term: &str,
+    ) -> Result<Option<(u16, TermInfo)>> {
+        let Some(slot) = self.0.get(index) else {
+            return Ok(None);
+        };
+        if let Some(found) = slot.get() {
+            return Ok(*found);
+        }
+        let found = look_up(block, field, term)?;
+        // Another thread may have set it meanwhile, to the same value.
+        let _ = slot.set(found);
+        Ok(found)
+    }
+}
+
+fn look_up(block: &BlockReader, field: &str, term: &str) -> Result<Option<(u16, TermInfo)>> {
+    let Some(ordinal) = block.field_ordinal(field) else {
+        return Ok(None);
+    };
+    Ok(block
+        .term_info(ordinal, TermKind::Token, term.as_bytes())?
+        .map(|info| (ordinal, info)))
+}
 
 /// Statistics over all blocks, gathered for the terms of one query, with each term's info
 /// per block so scorers need no second term-dictionary lookup.
@@ -79,20 +123,16 @@ impl CollectionStats {
             let mut doc_freq = 0;
             let mut infos = Vec::with_capacity(blocks.len());
             for block in blocks {
-                let mut found = None;
-                if let Some(ordinal) = block.field_ordinal(&field) {
-                    if let Some(info) =
-                        block.term_info(ordinal, TermKind::Token, term.as_bytes())?
-                    {
-                        doc_freq += u64::from(info.doc_freq);
-                        found = Some((ordinal, info));
-                    }
+                let found = look_up(block, &field, &term)?;
+                if let Some((_, info)) = found {
+                    doc_freq += u64::from(info.doc_freq);
                 }
                 infos.push(found);
             }
-            stats
-                .term_infos
-                .insert((field.clone(), term.clone()), infos.into());
+            stats.term_infos.insert(
+                (field.clone(), term.clone()),
+                BlockTermInfos::resolved(infos),
+            );
             if !stats.fields.contains_key(&field) {
                 let mut field_stats = FieldStats::default();
                 for block in blocks {
@@ -109,6 +149,19 @@ impl CollectionStats {
             stats.doc_freqs.insert((field, term), doc_freq);
         }
         Ok(stats)
+    }
+
+    /// No statistics, for queries that are not scored (counts, time sorts, histograms,
+    /// aggregations): each term is looked up in a block only when that block is searched.
+    pub fn unscored(query: &Query, blocks: &[BlockReader]) -> CollectionStats {
+        let mut stats = CollectionStats::default();
+        query.for_each_term(&mut |field, term| {
+            stats
+                .term_infos
+                .entry((field.to_owned(), term.to_owned()))
+                .or_insert_with(|| BlockTermInfos::unresolved(blocks.len()));
+        });
+        stats
     }
 }
 
@@ -143,7 +196,7 @@ impl Weight {
                 .term_infos
                 .get(&key)
                 .cloned()
-                .unwrap_or_else(|| Arc::from(Vec::new()))
+                .unwrap_or_else(|| BlockTermInfos::unresolved(0))
         };
         let idf = |field: &str, term: &str| {
             let df = stats
@@ -216,19 +269,20 @@ impl Weight {
         block: &'a BlockReader,
     ) -> Result<Option<TermScorer<'a>>> {
         let Weight::Term {
+            field,
+            term,
             weight,
             cache,
             infos,
-            ..
         } = self
         else {
             return Ok(None);
         };
-        let Some(Some((ordinal, info))) = infos.get(index) else {
+        let Some((ordinal, info)) = infos.get(index, block, field, term)? else {
             return Ok(None);
         };
-        let norms = block.norms(*ordinal).unwrap_or(&[]);
-        let cursor = block.postings(info)?;
+        let norms = block.norms(ordinal).unwrap_or(&[]);
+        let cursor = block.postings(&info)?;
         Ok(Some(TermScorer::new(
             cursor,
             norms,
@@ -248,9 +302,11 @@ impl Weight {
         block: &'a BlockReader,
     ) -> Result<Option<Option<quarry_format::PostingsCursor<'a>>>> {
         match self {
-            Weight::Term { infos, .. } => match infos.get(index) {
-                Some(Some((_, info))) => Ok(Some(Some(block.postings(info)?))),
-                _ => Ok(Some(None)),
+            Weight::Term {
+                field, term, infos, ..
+            } => match infos.get(index, block, field, term)? {
+                Some((_, info)) => Ok(Some(Some(block.postings(&info)?))),
+                None => Ok(Some(None)),
             },
             Weight::Exact { field, value } => {
                 let info = match block.field_ordinal(field) {
@@ -291,21 +347,21 @@ impl Weight {
                 .term_scorer(index, block)?
                 .map(|s| Box::new(s) as BoxScorer),
             Weight::Phrase {
+                field,
                 terms,
                 weight,
                 cache,
-                ..
             } => {
                 let mut cursors = Vec::with_capacity(terms.len());
                 let mut max_tf = u32::MAX;
                 let mut field_ordinal = None;
-                for (offset, _, infos) in terms {
-                    let Some(Some((ordinal, info))) = infos.get(index) else {
+                for (offset, term, infos) in terms {
+                    let Some((ordinal, info)) = infos.get(index, block, field, term)? else {
                         return Ok(None);
                     };
-                    field_ordinal = Some(*ordinal);
+                    field_ordinal = Some(ordinal);
                     max_tf = max_tf.min(info.max_tf);
-                    cursors.push((*offset, block.postings(info)?));
+                    cursors.push((*offset, block.postings(&info)?));
                 }
                 let norms = field_ordinal.and_then(|o| block.norms(o)).unwrap_or(&[]);
                 Some(Box::new(PhraseScorer::new(

@@ -16,9 +16,11 @@
 pub mod block;
 pub mod codec;
 pub mod column;
+pub mod docvalues;
 pub mod error;
 pub mod fieldnorm;
 pub mod limits;
+pub mod packed;
 pub mod postings;
 pub mod termdict;
 pub mod value;

@@ -8,7 +8,7 @@ pub const BLOCK_MAGIC: &[u8; 8] = b"QRYBLOK1";
 
 /// The block format version this build writes (see FORMAT.md). Version 2 added the `_time`
 /// offsets section; this build still reads version 1 blocks, without it.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 /// The oldest block format version this build reads.
 pub const MIN_FORMAT_VERSION: u32 = 1;
 

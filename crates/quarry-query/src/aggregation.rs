@@ -2,10 +2,13 @@
 //! `count`, `terms(field, N)`, `min`/`max`/`sum`/`avg`/`stats(field)`,
 //! `percentiles(field[, p...])` and `cardinality(field)`, overall or per time bucket.
 //!
-//! Values come from the columns: matches arrive in doc order, so each field keeps the one
-//! decoded chunk the current doc is in. Percentiles use DDSketch (`sketches-ddsketch`, 1%
-//! relative error on each returned value); cardinality uses HyperLogLog++ (`hyperloglogplus`,
-//! precision 14: about 0.8% standard error, exact below a few thousand values).
+//! Values come from the doc values where a column has them (format version 3: read in place by
+//! doc id; a terms aggregation counts dictionary ordinals and resolves only the distinct ones
+//! it saw to strings), else from the column chunks: matches arrive in doc order, so each field
+//! keeps the one decoded chunk the current doc is in. Percentiles are exact over up to 65,536
+//! distinct integer values and otherwise use DDSketch (`sketches-ddsketch`, 1% relative error
+//! on each returned value); cardinality uses HyperLogLog++ (`hyperloglogplus`, precision 14:
+//! about 0.8% standard error, exact below a few thousand values).
 
 use crate::error::{QueryError, Result};
 use crate::filter::TimeLookup;
@@ -17,6 +20,7 @@ use crate::weight::Weight;
 use hashbrown::HashMap;
 use hyperloglogplus::{HyperLogLog, HyperLogLogPlus};
 use quarry_format::column::{ChunkValues, ColumnReader, DecodedChunk};
+use quarry_format::docvalues::{DocValues, DocValuesCursor};
 use quarry_format::{BlockReader, ColumnType, DecodeError};
 use serde_json::{json, Value as Json};
 use sketches_ddsketch::{Config as SketchConfig, DDSketch};
@@ -124,29 +128,36 @@ impl AggSpec {
 
 type Hll = HyperLogLogPlus<[u8], BuildHasherDefault<std::collections::hash_map::DefaultHasher>>;
 
+/// Counts by dictionary ordinal of one block's doc values, folded into the string counts when
+/// values come from another block (or at the end).
+struct OrdinalCounts<'a> {
+    dictionary: DocValues<'a>,
+    counts: HashMap<u32, u64>,
+}
+
 /// The running state of one aggregation.
-enum AggState {
+enum AggState<'a> {
     Count(u64),
-    Terms(HashMap<String, u64>),
+    Terms(HashMap<String, u64>, Option<OrdinalCounts<'a>>),
     Numbers {
         count: u64,
         min: f64,
         max: f64,
         sum: f64,
     },
-    Sketch(Box<DDSketch>),
+    Percentiles(Box<Percentiles>),
     Distinct(Box<Hll>),
 }
 
-impl AggState {
-    fn new(kind: &AggKind) -> AggState {
+impl<'a> AggState<'a> {
+    /// `single_group`: the state is the whole result's, not one of many per-bucket states.
+    fn new(kind: &AggKind, single_group: bool) -> AggState<'a> {
         match kind {
             AggKind::Count => AggState::Count(0),
-            AggKind::Terms { .. } => AggState::Terms(HashMap::new()),
+            AggKind::Terms { .. } => AggState::Terms(HashMap::new(), None),
             AggKind::Percentiles(_) => {
                 // alpha 1%, up to 2048 bins, values below 1e-9 in magnitude count as zero.
-                let config = SketchConfig::new(PERCENTILE_RELATIVE_ERROR, 2048, 1e-9);
-                AggState::Sketch(Box::new(DDSketch::new(config)))
+                AggState::Percentiles(Box::new(Percentiles::new(single_group)))
             }
             AggKind::Cardinality => AggState::Distinct(Box::new(
                 // The precision is a valid constant.
@@ -162,16 +173,32 @@ impl AggState {
         }
     }
 
-    fn add(&mut self, value: FieldValue<'_>) {
+    fn add(&mut self, value: FieldValue<'_, 'a>) {
         match self {
             AggState::Count(n) => *n += 1,
-            AggState::Terms(counts) => {
+            AggState::Terms(counts, ordinals) => {
                 let buffer;
                 let key: &str = match value {
                     FieldValue::Str(s) => s,
                     FieldValue::Number(v) => {
                         buffer = format_number(v);
                         &buffer
+                    }
+                    FieldValue::Ordinal(ordinal, dictionary) => {
+                        let same = ordinals
+                            .as_ref()
+                            .is_some_and(|o| o.dictionary.same_as(&dictionary));
+                        if !same {
+                            fold_ordinals(counts, ordinals.take());
+                            *ordinals = Some(OrdinalCounts {
+                                dictionary,
+                                counts: HashMap::new(),
+                            });
+                        }
+                        if let Some(o) = ordinals {
+                            *o.counts.entry(ordinal).or_default() += 1;
+                        }
+                        return;
                     }
                 };
                 match counts.get_mut(key) {
@@ -196,26 +223,39 @@ impl AggState {
                     }
                 }
             }
-            AggState::Sketch(sketch) => {
+            AggState::Percentiles(percentiles) => {
                 if let FieldValue::Number(v) = value {
-                    if v.is_finite() {
-                        sketch.add(v);
-                    }
+                    percentiles.add(v);
                 }
             }
             AggState::Distinct(hll) => match value {
                 FieldValue::Str(s) => hll.insert(s.as_bytes()),
                 FieldValue::Number(v) => hll.insert(&format_number(v).into_bytes()[..]),
+                FieldValue::Ordinal(ordinal, dictionary) => {
+                    hll.insert(dictionary.string(ordinal).unwrap_or_default())
+                }
             },
         }
     }
 
     fn result(&mut self, kind: &AggKind) -> Json {
+        if let AggState::Terms(counts, ordinals) = self {
+            fold_ordinals(counts, ordinals.take());
+        }
         match (self, kind) {
             (AggState::Count(n), _) => json!(n),
-            (AggState::Terms(counts), AggKind::Terms { size }) => {
+            (AggState::Terms(counts, _), AggKind::Terms { size }) => {
                 let mut top: Vec<(&String, &u64)> = counts.iter().collect();
-                top.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
+                let order = |a: &(&String, &u64), b: &(&String, &u64)| {
+                    b.1.cmp(a.1).then_with(|| a.0.cmp(b.0))
+                };
+                // Only the first `size` need sorting.
+                if *size > 0 && top.len() > *size {
+                    top.select_nth_unstable_by(*size - 1, order);
+                    top[..*size].sort_by(order);
+                } else {
+                    top.sort_by(order);
+                }
                 let other: u64 = top.iter().skip(*size).map(|(_, n)| **n).sum();
                 let buckets: Vec<Json> = top
                     .iter()
@@ -249,16 +289,190 @@ impl AggState {
                                 "sum": sum, "avg": avg}),
                 }
             }
-            (AggState::Sketch(sketch), AggKind::Percentiles(percents)) => {
+            (AggState::Percentiles(state), AggKind::Percentiles(percents)) => {
                 let mut out = serde_json::Map::new();
                 for p in percents {
-                    let value = sketch.quantile(p / 100.0).ok().flatten();
+                    let value = state.quantile(p / 100.0);
                     out.insert(format_number(*p), value.map_or(Json::Null, |v| json!(v)));
                 }
                 Json::Object(out)
             }
             (AggState::Distinct(hll), _) => json!(hll.count().round() as u64),
             _ => Json::Null,
+        }
+    }
+}
+
+/// Percentiles: exact while the values are integers in a narrow span (a dense count per
+/// value, for a whole-result aggregation) or few distinct integers (a count per value in a
+/// map), else a DDSketch with 1% relative error. Log fields such as latencies and sizes are
+/// mostly small integers, and a count is cheaper than a sketch insert, which was half of a
+/// percentiles request in the profile. Exact percentiles are the value at rank
+/// `floor(q * (n - 1))`.
+struct Percentiles {
+    /// Counts of the integers `offset..offset + counts.len()`, while they span at most
+    /// `dense_span_max` values (0: never, as for per-bucket states, which are many).
+    dense: Option<(i64, Vec<u64>)>,
+    dense_span_max: usize,
+    /// Count per integer value, until there are more than `EXACT_VALUES_MAX` of them.
+    exact: Option<HashMap<i64, u64>>,
+    sketch: Option<DDSketch>,
+}
+
+const EXACT_VALUES_MAX: usize = 1 << 16;
+/// 8 MiB of counts at most, for one whole-result percentiles aggregation.
+const DENSE_SPAN_MAX: usize = 1 << 20;
+
+impl Percentiles {
+    fn new(single_group: bool) -> Percentiles {
+        Percentiles {
+            dense: None,
+            dense_span_max: if single_group { DENSE_SPAN_MAX } else { 0 },
+            exact: Some(HashMap::new()),
+            sketch: None,
+        }
+    }
+
+    fn add(&mut self, v: f64) {
+        if !v.is_finite() {
+            return;
+        }
+        // (Not `fract`, a libm call per value in the profile.)
+        let value = v as i64;
+        let integer = value as f64 == v && value.unsigned_abs() < 9_000_000_000_000_000;
+        if integer && self.sketch.is_none() {
+            if self.dense_span_max > 0 && self.add_dense(value) {
+                return;
+            }
+            if let Some(exact) = &mut self.exact {
+                if exact.len() < EXACT_VALUES_MAX || exact.contains_key(&value) {
+                    *exact.entry(value).or_default() += 1;
+                    return;
+                }
+            }
+        }
+        if self.sketch.is_none() {
+            self.spill();
+        }
+        if let Some(sketch) = &mut self.sketch {
+            sketch.add(v);
+        }
+    }
+
+    /// Counts `value` densely if its span allows (growing the window by doubling); once it
+    /// does not, the dense counts move to the map for good.
+    fn add_dense(&mut self, value: i64) -> bool {
+        let (offset, counts) = self.dense.get_or_insert_with(|| (value, vec![0; 64]));
+        if let Some(slot) = value
+            .checked_sub(*offset)
+            .and_then(|i| usize::try_from(i).ok())
+            .and_then(|i| counts.get_mut(i))
+        {
+            *slot += 1;
+            return true;
+        }
+        let (lo, hi) = (
+            (*offset).min(value),
+            (*offset + counts.len() as i64 - 1).max(value),
+        );
+        let span = (hi as i128 - lo as i128 + 1) as usize;
+        if span <= self.dense_span_max {
+            // Room to grow on the side the value came from.
+            let len = (counts.len() * 2).max(span).min(self.dense_span_max);
+            let new_offset = if value < *offset {
+                hi - len as i64 + 1
+            } else {
+                lo
+            };
+            let mut grown = vec![0u64; len];
+            let shift = (*offset - new_offset) as usize;
+            grown[shift..shift + counts.len()].copy_from_slice(counts);
+            grown[(value - new_offset) as usize] += 1;
+            self.dense = Some((new_offset, grown));
+            return true;
+        }
+        let (offset, counts) = self.dense.take().unwrap_or_default();
+        self.dense_span_max = 0;
+        let exact = self.exact.get_or_insert_with(HashMap::new);
+        for (i, &n) in counts.iter().enumerate() {
+            if n > 0 {
+                *exact.entry(offset + i as i64).or_default() += n;
+            }
+        }
+        false
+    }
+
+    /// Every counted value so far, ascending, with its count.
+    fn counted(&self) -> Vec<(i64, u64)> {
+        let mut values: Vec<(i64, u64)> =
+            self.exact.iter().flatten().map(|(&v, &n)| (v, n)).collect();
+        if let Some((offset, counts)) = &self.dense {
+            values.extend(
+                counts
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &n)| n > 0)
+                    .map(|(i, &n)| (offset + i as i64, n)),
+            );
+        }
+        values.sort_unstable();
+        values
+    }
+
+    /// From exact counts to the sketch, for good.
+    fn spill(&mut self) {
+        let config = SketchConfig::new(PERCENTILE_RELATIVE_ERROR, 2048, 1e-9);
+        let mut sketch = DDSketch::new(config);
+        for (value, count) in self.counted() {
+            for _ in 0..count {
+                sketch.add(value as f64);
+            }
+        }
+        self.dense = None;
+        self.exact = None;
+        self.sketch = Some(sketch);
+    }
+
+    fn quantile(&self, q: f64) -> Option<f64> {
+        if let Some(sketch) = &self.sketch {
+            return sketch.quantile(q).ok().flatten();
+        }
+        let values = self.counted();
+        let total: u64 = values.iter().map(|&(_, n)| n).sum();
+        if total == 0 {
+            return None;
+        }
+        let rank = (q.clamp(0.0, 1.0) * (total - 1) as f64).floor() as u64;
+        let mut seen = 0u64;
+        for (value, n) in values {
+            seen += n;
+            if seen > rank {
+                return Some(value as f64);
+            }
+        }
+        None
+    }
+}
+
+/// Adds one block's ordinal counts to the counts by string.
+fn fold_ordinals(counts: &mut HashMap<String, u64>, ordinals: Option<OrdinalCounts<'_>>) {
+    let Some(ordinals) = ordinals else {
+        return;
+    };
+    for (ordinal, n) in ordinals.counts {
+        let Some(bytes) = ordinals.dictionary.string(ordinal) else {
+            continue;
+        };
+        // Doc values hold the column's strings, which are UTF-8.
+        let key = match std::str::from_utf8(bytes) {
+            Ok(key) => std::borrow::Cow::Borrowed(key),
+            Err(_) => String::from_utf8_lossy(bytes),
+        };
+        match counts.get_mut(key.as_ref()) {
+            Some(total) => *total += n,
+            None => {
+                counts.insert(key.into_owned(), n);
+            }
         }
     }
 }
@@ -271,10 +485,13 @@ fn format_number(v: f64) -> String {
     }
 }
 
+/// One value of a field: `'v` is the life of a decoded chunk, `'a` the block's.
 #[derive(Clone, Copy)]
-enum FieldValue<'a> {
-    Str(&'a str),
+enum FieldValue<'v, 'a> {
+    Str(&'v str),
     Number(f64),
+    /// A string as its ordinal in the block's doc-values dictionary.
+    Ordinal(u32, DocValues<'a>),
 }
 
 /// One field's columns in one block, read in increasing doc order.
@@ -282,6 +499,8 @@ struct FieldCursor<'a> {
     /// Per column: its reader, the decoded chunk the last doc was in, and the position in
     /// that chunk's doc list to search on from (docs come in increasing order).
     columns: Vec<(ColumnReader<'a>, Option<DecodedChunk>, usize)>,
+    /// When every column of the field has doc values, they are read instead of the chunks.
+    doc_values: Option<Vec<(ColumnType, DocValuesCursor<'a>)>>,
     block: &'a BlockReader,
 }
 
@@ -305,23 +524,55 @@ fn position_from(docs: &[u32], doc: u32, from: &mut usize) -> Option<usize> {
 
 impl<'a> FieldCursor<'a> {
     fn new(block: &'a BlockReader, field: &str) -> FieldCursor<'a> {
-        let columns = block
-            .field_ordinal(field)
-            .map(|ordinal| {
-                block.manifest().fields[ordinal as usize]
-                    .columns
-                    .iter()
-                    .filter(|c| c.ty != ColumnType::Json && c.present_count > 0)
-                    .filter_map(|c| block.column(ordinal, c.ty))
-                    .map(|reader| (reader, None, 0))
-                    .collect()
-            })
-            .unwrap_or_default();
-        FieldCursor { columns, block }
+        let Some(ordinal) = block.field_ordinal(field) else {
+            return FieldCursor {
+                columns: Vec::new(),
+                doc_values: None,
+                block,
+            };
+        };
+        let metas: Vec<_> = block.manifest().fields[ordinal as usize]
+            .columns
+            .iter()
+            .filter(|c| c.ty != ColumnType::Json && c.present_count > 0)
+            .collect();
+        let columns = metas
+            .iter()
+            .filter_map(|c| block.column(ordinal, c.ty))
+            .map(|reader| (reader, None, 0))
+            .collect();
+        let doc_values = metas
+            .iter()
+            .map(|c| Some((c.ty, block.doc_values(ordinal, c.ty)?.cursor())))
+            .collect();
+        FieldCursor {
+            columns,
+            doc_values,
+            block,
+        }
     }
 
     /// Calls `f` with the doc's value (at most one per field: a field holds one type per doc).
-    fn with_value(&mut self, doc: u32, f: &mut dyn FnMut(FieldValue<'_>)) -> Result<()> {
+    fn with_value(&mut self, doc: u32, f: &mut dyn FnMut(FieldValue<'_, 'a>)) -> Result<()> {
+        if let Some(doc_values) = &mut self.doc_values {
+            for (ty, values) in doc_values {
+                let value = if *ty == ColumnType::Str {
+                    let dictionary = values.values();
+                    values
+                        .ordinal(doc)
+                        .map(|o| FieldValue::Ordinal(o, dictionary))
+                } else {
+                    values
+                        .raw(doc)
+                        .map(|raw| FieldValue::Number(number(*ty, raw)))
+                };
+                if let Some(value) = value {
+                    f(value);
+                    return Ok(());
+                }
+            }
+            return Ok(());
+        }
         for (reader, decoded, from) in &mut self.columns {
             let stale = decoded
                 .as_ref()
@@ -358,8 +609,21 @@ impl<'a> FieldCursor<'a> {
         &mut self,
         lo: u32,
         hi: u32,
-        f: &mut dyn FnMut(FieldValue<'_>),
+        f: &mut dyn FnMut(FieldValue<'_, 'a>),
     ) -> Result<()> {
+        if let Some(doc_values) = &self.doc_values {
+            for (ty, values) in doc_values {
+                let (ty, values) = (*ty, values.values());
+                values.for_each_in_range(lo, hi, &mut |_, value| {
+                    f(if ty == ColumnType::Str {
+                        FieldValue::Ordinal(value as u32, values)
+                    } else {
+                        FieldValue::Number(number(ty, value))
+                    })
+                });
+            }
+            return Ok(());
+        }
         for (reader, _, _) in &self.columns {
             let corrupt = |e: DecodeError| self.block.corrupt("column", e);
             let Some(mut index) = reader.chunk_of(lo).map_err(corrupt)? else {
@@ -391,35 +655,42 @@ impl<'a> FieldCursor<'a> {
     }
 }
 
-fn value_at(chunk: &DecodedChunk, position: usize) -> Option<FieldValue<'_>> {
+fn value_at<'v, 'a>(chunk: &'v DecodedChunk, position: usize) -> Option<FieldValue<'v, 'a>> {
     match (&chunk.values, chunk.ty) {
         (ChunkValues::Bytes { .. }, _) => chunk.str_at(position).map(FieldValue::Str),
         (ChunkValues::Numbers(values), ty) => {
-            let raw = *values.get(position)?;
-            Some(FieldValue::Number(match ty {
-                ColumnType::I64 | ColumnType::Timestamp => raw as i64 as f64,
-                ColumnType::U64 | ColumnType::Bool => raw as f64,
-                _ => f64::from_bits(raw),
-            }))
+            Some(FieldValue::Number(number(ty, *values.get(position)?)))
         }
+    }
+}
+
+/// A numeric column's raw 64-bit pattern as a number.
+fn number(ty: ColumnType, raw: u64) -> f64 {
+    match ty {
+        ColumnType::I64 | ColumnType::Timestamp => raw as i64 as f64,
+        ColumnType::U64 | ColumnType::Bool => raw as f64,
+        _ => f64::from_bits(raw),
     }
 }
 
 /// The states of all requested aggregations for one group (the whole result or one bucket).
-struct Group {
+struct Group<'a> {
     count: u64,
-    states: Vec<AggState>,
+    states: Vec<AggState<'a>>,
 }
 
-impl Group {
-    fn new(specs: &[AggSpec]) -> Group {
+impl<'a> Group<'a> {
+    fn new(specs: &[AggSpec], single_group: bool) -> Group<'a> {
         Group {
             count: 0,
-            states: specs.iter().map(|s| AggState::new(&s.kind)).collect(),
+            states: specs
+                .iter()
+                .map(|s| AggState::new(&s.kind, single_group))
+                .collect(),
         }
     }
 
-    fn collect(&mut self, doc: u32, cursors: &mut [Option<FieldCursor<'_>>]) -> Result<()> {
+    fn collect(&mut self, doc: u32, cursors: &mut [Option<FieldCursor<'a>>]) -> Result<()> {
         self.count += 1;
         for (state, cursor) in self.states.iter_mut().zip(cursors.iter_mut()) {
             match cursor {
@@ -435,7 +706,7 @@ impl Group {
         &mut self,
         lo: u32,
         hi: u32,
-        cursors: &mut [Option<FieldCursor<'_>>],
+        cursors: &mut [Option<FieldCursor<'a>>],
     ) -> Result<()> {
         self.count += u64::from(hi - lo);
         for (state, cursor) in self.states.iter_mut().zip(cursors.iter_mut()) {
@@ -471,7 +742,7 @@ impl Searcher {
         Ok(groups
             .pop_first()
             .map(|(_, group)| group)
-            .unwrap_or_else(|| Group::new(specs))
+            .unwrap_or_else(|| Group::new(specs, true))
             .results(specs))
     }
 
@@ -495,7 +766,9 @@ impl Searcher {
         }
         Ok((first..=last)
             .map(|bucket| {
-                let group = groups.remove(&bucket).unwrap_or_else(|| Group::new(specs));
+                let group = groups
+                    .remove(&bucket)
+                    .unwrap_or_else(|| Group::new(specs, false));
                 (
                     bucket.saturating_mul(interval),
                     group.count,
@@ -510,7 +783,7 @@ impl Searcher {
         query: &Query,
         specs: &[AggSpec],
         interval: Option<i64>,
-    ) -> Result<BTreeMap<i64, Group>> {
+    ) -> Result<BTreeMap<i64, Group<'_>>> {
         let weight = self.filter_weight(query);
         let ((start, end), _) = query.time_bounds();
         let mut groups: BTreeMap<i64, Group> = BTreeMap::new();
@@ -536,7 +809,7 @@ impl Searcher {
                 if lo < hi {
                     groups
                         .entry(0)
-                        .or_insert_with(|| Group::new(specs))
+                        .or_insert_with(|| Group::new(specs, interval.is_none()))
                         .collect_range(lo, hi, &mut cursors)?;
                 }
                 continue;
@@ -564,7 +837,7 @@ impl Searcher {
                     Some((bucket, group)) if bucket == k => group,
                     _ => groups
                         .entry(first + k as i64)
-                        .or_insert_with(|| Group::new(specs)),
+                        .or_insert_with(|| Group::new(specs, interval.is_none())),
                 };
                 group.collect(doc, &mut cursors)?;
                 current = Some((k, group));

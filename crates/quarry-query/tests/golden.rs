@@ -4,8 +4,11 @@
 //! also answer the same on both: version 1 blocks have no numeric terms and no time offsets,
 //! and are answered by the fallbacks (column scans, `_time` chunk decodes).
 //!
+//! Version 3 adds doc values (aggregations read them instead of the chunks), so its answers
+//! must equal version 2's exactly.
+//!
 //! Write a new version's directory only when the format version changes:
-//! `QUARRY_WRITE_GOLDEN=v2 cargo test -p quarry-query --test golden`.
+//! `QUARRY_WRITE_GOLDEN=v3 cargo test -p quarry-query --test golden`.
 
 use quarry_format::Value;
 use quarry_index::{Analyzer, SegmentBuilder};
@@ -236,4 +239,23 @@ fn golden_v2_block_still_opens_and_answers() {
         .map(|a| a["count"].as_u64().unwrap())
         .collect();
     assert!(counts.iter().all(|&c| c > 0 && c < 200), "{counts:?}");
+}
+
+#[test]
+fn golden_v3_block_still_opens_and_answers() {
+    let (searcher, expected) = golden("v3", true);
+    let mut answers = answers(&searcher);
+    answers["log queries"] = log_answers(&searcher);
+    assert_eq!(answers, expected);
+    // Doc values change how aggregations read values, not what they answer.
+    let v2: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(golden_dir().join("v2.expected.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(answers, v2);
+    let block = &searcher.blocks()[0];
+    let service = block.field_ordinal("service").unwrap();
+    assert!(block
+        .doc_values(service, quarry_format::ColumnType::Str)
+        .is_some());
 }

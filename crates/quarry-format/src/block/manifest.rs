@@ -36,6 +36,8 @@ pub struct ColumnMeta {
     pub min_max: Option<MinMax>,
     pub directory: SectionRef,
     pub data: SectionRef,
+    /// The column's doc values (version 3 on; not every column has them).
+    pub doc_values: Option<SectionRef>,
 }
 
 /// Statistics of a tokenized field, for BM25.
@@ -96,6 +98,14 @@ impl Manifest {
                 }
                 column.directory.encode(out);
                 column.data.encode(out);
+                // Version 3.
+                match column.doc_values {
+                    Some(section) => {
+                        put_u8(out, 1);
+                        section.encode(out);
+                    }
+                    None => put_u8(out, 0),
+                }
             }
             match &field.text {
                 Some(text) => {
@@ -112,7 +122,7 @@ impl Manifest {
         put_u64(out, self.term_count);
         self.postings.encode(out);
         self.positions.encode(out);
-        // Written as version 2: the section is always there.
+        // Version 2 on: the section is always there.
         self.time_offsets.unwrap_or_default().encode(out);
     }
 
@@ -148,12 +158,22 @@ impl Manifest {
                 };
                 let directory = SectionRef::decode(&mut r)?;
                 let data = SectionRef::decode(&mut r)?;
+                let doc_values = if version >= 3 {
+                    match r.u8()? {
+                        0 => None,
+                        1 => Some(SectionRef::decode(&mut r)?),
+                        _ => return Err(DecodeError::new("bad doc values flag")),
+                    }
+                } else {
+                    None
+                };
                 columns.push(ColumnMeta {
                     ty,
                     present_count,
                     min_max,
                     directory,
                     data,
+                    doc_values,
                 });
             }
             let text = match r.u8()? {
@@ -214,6 +234,9 @@ impl Manifest {
                 let name = format!("column {}:{}", field.name, column.ty.name());
                 all.push((format!("{name} directory"), column.directory));
                 all.push((format!("{name} data"), column.data));
+                if let Some(doc_values) = column.doc_values {
+                    all.push((format!("{name} doc values"), doc_values));
+                }
             }
             if let Some(text) = &field.text {
                 all.push((format!("norms of {}", field.name), text.norms));

@@ -1,11 +1,13 @@
 use super::manifest::{Manifest, SectionRef};
 use super::TIME_FIELD;
 use crate::column::{ColumnReader, DecodedChunk};
+use crate::docvalues::DocValues;
 use crate::error::{DecodeError, FormatError, Result};
 use crate::limits::{
     BLOCK_MAGIC, FOOTER_LEN, FORMAT_VERSION, MAX_MANIFEST_LEN, MIN_FORMAT_VERSION,
     TIME_INDEX_INTERVAL,
 };
+use crate::packed::packed4x_get;
 use crate::postings::{PostingsCursor, TermInfo, TERM_INFO_LEN};
 use crate::termdict::{term_info_at, term_key, TermKind};
 use crate::value::{ColumnType, Value};
@@ -143,6 +145,17 @@ impl BlockReader {
         for field in &manifest.fields {
             for column in &field.columns {
                 eager.push((format!("column {} directory", field.name), column.directory));
+                if let Some(section) = column.doc_values {
+                    let name = format!("column {}:{} doc values", field.name, column.ty.name());
+                    check_crc(path, bytes, &name, section)?;
+                    let values = section_bytes(bytes, section, manifest_offset)
+                        .ok_or_else(|| corrupt(&name, "section outside file"))?;
+                    match DocValues::new(values) {
+                        Ok(v) if v.doc_count() == manifest.doc_count => {}
+                        Ok(_) => return Err(corrupt(&name, "doc count differs from the block's")),
+                        Err(e) => return Err(corrupt(&name, e.reason)),
+                    }
+                }
             }
             if let Some(text) = &field.text {
                 eager.push((format!("norms of {}", field.name), text.norms));
@@ -343,6 +356,19 @@ impl BlockReader {
         )
     }
 
+    /// The doc values of column (`field`, `ty`), when it has them (format version 3).
+    pub fn doc_values(&self, field: u16, ty: ColumnType) -> Option<DocValues<'_>> {
+        let column = self
+            .manifest
+            .fields
+            .get(field as usize)?
+            .columns
+            .iter()
+            .find(|c| c.ty == ty)?;
+        // Checked at open.
+        DocValues::trusted(self.section(column.doc_values?)).ok()
+    }
+
     /// How many docs of 128-doc group `group` have `_time < time`, read from the bit-packed
     /// time offsets by a binary search over the packed values (no unpacking of the group:
     /// histogram endpoints need one rank per bucket, and a full unpack plus rebasing cost
@@ -517,67 +543,5 @@ impl<'a> DocumentFetcher<'a> {
             }
         }
         Ok(event)
-    }
-}
-
-/// Value `index` (< 128) of a block that `bitpacking::BitPacker4x` packed with `bits` bits,
-/// read in place. BitPacker4x packs 4 interleaved lanes: value `i` is row `i / 4` of lane
-/// `i % 4`, each lane is a stream of `bits` little-endian 32-bit words, and word `w` of lane
-/// `l` is at byte `16 * w + 4 * l` (the layout is pinned by a test against `decompress`).
-fn packed4x_get(packed: &[u8], bits: u8, index: usize) -> u32 {
-    if bits == 0 {
-        return 0;
-    }
-    let bits = u32::from(bits);
-    let (lane, row) = (index % 4, (index / 4) as u32);
-    let first_bit = row * bits;
-    let (word, shift) = ((first_bit / 32) as usize, first_bit % 32);
-    let word_at = |w: usize| {
-        let at = 16 * w + 4 * lane;
-        packed
-            .get(at..at + 4)
-            .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    };
-    let mut value = u64::from(word_at(word)) >> shift;
-    if shift + bits > 32 {
-        value |= u64::from(word_at(word + 1)) << (32 - shift);
-    }
-    (value & ((1u64 << bits) - 1)) as u32
-}
-
-#[cfg(test)]
-mod packed_tests {
-    use super::packed4x_get;
-    use bitpacking::{BitPacker, BitPacker4x};
-
-    #[test]
-    fn reads_bitpacker4x_values_in_place_at_every_width() {
-        let packer = BitPacker4x::new();
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        for bits in 0..=32u8 {
-            let mask = if bits == 32 {
-                u32::MAX
-            } else {
-                (1u32 << bits) - 1
-            };
-            let values: Vec<u32> = (0..128)
-                .map(|_| {
-                    state ^= state << 13;
-                    state ^= state >> 7;
-                    state ^= state << 17;
-                    (state as u32) & mask
-                })
-                .collect();
-            let mut packed = vec![0u8; 16 * 32];
-            let written = packer.compress(&values, &mut packed, bits);
-            assert_eq!(written, 16 * bits as usize);
-            for (index, &value) in values.iter().enumerate() {
-                assert_eq!(
-                    packed4x_get(&packed[..written], bits, index),
-                    value,
-                    "bits {bits} index {index}"
-                );
-            }
-        }
     }
 }

@@ -147,12 +147,18 @@ pub fn write_block(path: &Path, input: BlockInput) -> Result<Manifest> {
     for field in input.fields {
         let mut columns = Vec::with_capacity(field.columns.len());
         for column in field.columns {
+            // `_time` has its own random-access form, the time offsets.
+            let doc_values = match &column.doc_values {
+                Some(bytes) if field.name != TIME_FIELD => Some(sink.section(bytes).map_err(io)?),
+                _ => None,
+            };
             columns.push(ColumnMeta {
                 ty: column.ty,
                 present_count: column.present_count,
                 min_max: column.min_max,
                 directory: sink.section(&column.directory).map_err(io)?,
                 data: sink.section(&column.data).map_err(io)?,
+                doc_values,
             });
         }
         let text = match field.text {

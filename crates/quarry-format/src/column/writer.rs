@@ -1,5 +1,6 @@
 use super::{ChunkMeta, PRESENCE_ALL, PRESENCE_LIST};
 use crate::codec::{put_varint, zigzag};
+use crate::docvalues::DocValuesBuilder;
 use crate::error::{FormatError, Result};
 use crate::limits::{COLUMN_CHUNK_MAX_DOCS, COLUMN_CHUNK_TARGET_BYTES, COLUMN_ZSTD_LEVEL};
 use crate::value::{ColumnType, MinMax};
@@ -26,6 +27,8 @@ pub struct ColumnWriter {
     min_max: Option<MinMax>,
     /// A chunk closes after this many docs (`COLUMN_CHUNK_MAX_DOCS` unless chosen).
     chunk_max_docs: u32,
+    /// Strings and integers: the same values again, for random access (`docvalues`).
+    doc_values: Option<DocValuesBuilder>,
 }
 
 /// A finished column: compressed chunk data and its directory, ready for the block writer.
@@ -36,6 +39,8 @@ pub struct ColumnData {
     pub chunk_count: u32,
     pub present_count: u64,
     pub min_max: Option<MinMax>,
+    /// The encoded doc values section, when the column has one.
+    pub doc_values: Option<Vec<u8>>,
 }
 
 impl ColumnWriter {
@@ -59,6 +64,12 @@ impl ColumnWriter {
             present_count: 0,
             min_max: None,
             chunk_max_docs: chunk_max_docs.max(1),
+            doc_values: match ty {
+                ColumnType::Str => Some(DocValuesBuilder::strings()),
+                ColumnType::I64 | ColumnType::Timestamp => Some(DocValuesBuilder::integers(true)),
+                ColumnType::U64 | ColumnType::Bool => Some(DocValuesBuilder::integers(false)),
+                ColumnType::F64 | ColumnType::Json => None,
+            },
         }
     }
 
@@ -95,6 +106,9 @@ impl ColumnWriter {
     pub fn push_str(&mut self, doc: u32, value: &str) -> Result<()> {
         debug_assert!(self.is_bytes());
         self.before_push(doc)?;
+        if let Some(doc_values) = &mut self.doc_values {
+            doc_values.push_str(doc, value.as_bytes());
+        }
         self.chunk_lengths.push(value.len() as u32);
         self.chunk_bytes.extend_from_slice(value.as_bytes());
         Ok(())
@@ -104,6 +118,9 @@ impl ColumnWriter {
     pub fn push_raw(&mut self, doc: u32, raw: u64) -> Result<()> {
         debug_assert!(!self.is_bytes());
         self.before_push(doc)?;
+        if let Some(doc_values) = &mut self.doc_values {
+            doc_values.push_raw(doc, raw);
+        }
         self.chunk_numbers.push(raw);
         Ok(())
     }
@@ -201,6 +218,7 @@ impl ColumnWriter {
             chunk_count: self.directory.len() as u32,
             present_count: self.present_count,
             min_max: self.min_max,
+            doc_values: self.doc_values.and_then(|d| d.finish(doc_count)),
         })
     }
 }

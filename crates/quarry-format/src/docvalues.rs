@@ -1,0 +1,614 @@
+//! Doc values: one column's values again, laid out for random access by doc id, for
+//! aggregations (format version 3).
+//!
+//! A column chunk is zstd-compressed and varint-coded: cheap to store, but reading the value of
+//! one doc means decompressing its whole chunk, and counting string values means hashing every
+//! string. Doc values keep, per 128-doc group, one bit-packed slot per doc: 0 for a doc
+//! without a value, else `1 + v`, where `v` is
+//! - for strings, the value's ordinal in a sorted dictionary of the column's distinct values
+//!   (so a terms aggregation counts small integers and resolves only the winners to strings);
+//! - for integers (i64, u64, timestamp, bool), `(raw - base) / divisor`, with the group's
+//!   smallest raw value as base and the greatest common divisor of the differences.
+//!
+//! Columns whose values do not fit (too many distinct strings, long strings, a group whose
+//! integers span more than 32 bits) get no doc values; readers then use the chunks. Byte
+//! grammar: FORMAT.md, "Doc values".
+
+use crate::codec::put_u32;
+use crate::error::{DecodeError, DecodeResult};
+use crate::limits::MAX_EXACT_TERM_LEN;
+use crate::packed::{packed4x_get, unpack4x};
+use std::collections::HashMap;
+
+/// Docs per group (one bit-packed block of `bitpacking::BitPacker4x`).
+pub const GROUP: usize = 128;
+/// Bytes of one group entry: offset:u32 bits:u8 pad:u8{3} base:u64 divisor:u64.
+const ENTRY_LEN: usize = 24;
+/// A string column gets doc values while its distinct values number at most this many, or a
+/// sixteenth of the block's docs if that is more (keyword-like fields: hosts, levels, client
+/// addresses; not messages).
+const MIN_DICTIONARY_LIMIT: usize = 1 << 16;
+
+/// Collects one column's values as they are pushed, and encodes them at the end of the block.
+pub struct DocValuesBuilder {
+    docs: Vec<u32>,
+    /// Per doc of `docs`: a raw integer, or the provisional (first-seen) id of a string.
+    slots: Vec<u64>,
+    /// Strings only: provisional id by value. `None` once the column stopped qualifying.
+    strings: Option<HashMap<Box<[u8]>, u32>>,
+    is_string: bool,
+    /// Integers: raw patterns are i64 (the group base is the least in signed order).
+    signed: bool,
+    abandoned: bool,
+}
+
+impl DocValuesBuilder {
+    pub fn strings() -> DocValuesBuilder {
+        DocValuesBuilder {
+            docs: Vec::new(),
+            slots: Vec::new(),
+            strings: Some(HashMap::new()),
+            is_string: true,
+            signed: false,
+            abandoned: false,
+        }
+    }
+
+    /// Integer raw patterns; `signed` for i64 and timestamps, whose order is the i64 one.
+    pub fn integers(signed: bool) -> DocValuesBuilder {
+        DocValuesBuilder {
+            docs: Vec::new(),
+            slots: Vec::new(),
+            strings: None,
+            is_string: false,
+            signed,
+            abandoned: false,
+        }
+    }
+
+    pub fn push_str(&mut self, doc: u32, value: &[u8]) {
+        if self.abandoned {
+            return;
+        }
+        let Some(strings) = self.strings.as_mut() else {
+            return;
+        };
+        if value.len() > MAX_EXACT_TERM_LEN {
+            self.abandon();
+            return;
+        }
+        let next = strings.len() as u32;
+        let id = match strings.get(value) {
+            Some(&id) => id,
+            None => {
+                // The limit is checked against the docs seen so far as well, so a block of
+                // unique strings is given up early, before its map grows large.
+                let limit = MIN_DICTIONARY_LIMIT.max(self.docs.len() / 16);
+                if strings.len() >= limit {
+                    self.abandon();
+                    return;
+                }
+                strings.insert(value.into(), next);
+                next
+            }
+        };
+        self.docs.push(doc);
+        self.slots.push(u64::from(id));
+    }
+
+    pub fn push_raw(&mut self, doc: u32, raw: u64) {
+        if !self.abandoned {
+            self.docs.push(doc);
+            self.slots.push(raw);
+        }
+    }
+
+    fn abandon(&mut self) {
+        self.abandoned = true;
+        self.strings = None;
+        self.docs = Vec::new();
+        self.slots = Vec::new();
+    }
+
+    /// The encoded section for a block of `doc_count` docs, or `None` if the column does not
+    /// qualify (or has no values).
+    pub fn finish(self, doc_count: u32) -> Option<Vec<u8>> {
+        if self.abandoned || self.docs.is_empty() {
+            return None;
+        }
+        let mut dictionary: Vec<(Box<[u8]>, u32)> = Vec::new();
+        let mut slots = self.slots;
+        if self.is_string {
+            dictionary = self.strings?.into_iter().collect();
+            dictionary.sort_unstable();
+            // Provisional id -> ordinal in sorted order.
+            let mut ordinal_of = vec![0u64; dictionary.len()];
+            for (ordinal, (_, id)) in dictionary.iter().enumerate() {
+                ordinal_of[*id as usize] = ordinal as u64;
+            }
+            for slot in &mut slots {
+                *slot = ordinal_of[*slot as usize];
+            }
+        }
+        encode(doc_count, &dictionary, self.signed, &self.docs, &slots)
+    }
+}
+
+fn encode(
+    doc_count: u32,
+    dictionary: &[(Box<[u8]>, u32)],
+    signed: bool,
+    docs: &[u32],
+    values: &[u64],
+) -> Option<Vec<u8>> {
+    use bitpacking::{BitPacker, BitPacker4x};
+    let group_count = (doc_count as usize).div_ceil(GROUP);
+    let mut out = Vec::new();
+    put_u32(&mut out, doc_count);
+    put_u32(&mut out, dictionary.len() as u32);
+    let mut offset = 0u32;
+    put_u32(&mut out, 0);
+    for (value, _) in dictionary {
+        offset = offset.checked_add(value.len() as u32)?;
+        put_u32(&mut out, offset);
+    }
+    for (value, _) in dictionary {
+        out.extend_from_slice(value);
+    }
+    let entries_start = out.len();
+    out.resize(entries_start + group_count * ENTRY_LEN, 0);
+    let packer = BitPacker4x::new();
+    let mut buffer = vec![0u8; 4 * GROUP];
+    let mut at = 0usize;
+    for group in 0..group_count {
+        let group_end = ((group + 1) * GROUP) as u32;
+        let start = at;
+        while at < docs.len() && docs[at] < group_end {
+            at += 1;
+        }
+        let (group_docs, group_values) = (&docs[start..at], &values[start..at]);
+        // Dictionary ordinals are packed as they are; integers relative to the group's base.
+        let (base, divisor) = if dictionary.is_empty() {
+            // Offsets wrap, so any base works when every value is within 32 bits above it:
+            // the least value in the column's own order is the one.
+            let base = if signed {
+                group_values.iter().map(|&v| v as i64).min().unwrap_or(0) as u64
+            } else {
+                group_values.iter().copied().min().unwrap_or(0)
+            };
+            let divisor = group_values
+                .iter()
+                .fold(0u64, |g, &v| gcd(g, v.wrapping_sub(base)))
+                .max(1);
+            (base, divisor)
+        } else {
+            (0, 1)
+        };
+        let mut slots = [0u32; GROUP];
+        for (&doc, &value) in group_docs.iter().zip(group_values) {
+            let slot = (value.wrapping_sub(base) / divisor).checked_add(1)?;
+            slots[doc as usize % GROUP] = u32::try_from(slot).ok()?;
+        }
+        let bits = packer.num_bits(&slots);
+        let written = packer.compress(&slots, &mut buffer, bits);
+        let packed_offset = u32::try_from(out.len()).ok()?;
+        let entry = &mut out[entries_start + group * ENTRY_LEN..][..ENTRY_LEN];
+        entry[0..4].copy_from_slice(&packed_offset.to_le_bytes());
+        entry[4] = bits;
+        entry[8..16].copy_from_slice(&base.to_le_bytes());
+        entry[16..24].copy_from_slice(&divisor.to_le_bytes());
+        out.extend_from_slice(&buffer[..written]);
+    }
+    Some(out)
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// A column's doc values, read in place from the block's bytes.
+#[derive(Clone, Copy)]
+pub struct DocValues<'a> {
+    bytes: &'a [u8],
+    doc_count: u32,
+    dictionary_len: usize,
+    /// Byte offset of the dictionary's value bytes.
+    values_start: usize,
+    entries_start: usize,
+}
+
+/// One group's entry.
+#[derive(Clone, Copy)]
+struct Entry {
+    offset: usize,
+    bits: u8,
+    base: u64,
+    divisor: u64,
+}
+
+impl<'a> DocValues<'a> {
+    /// Checks the header, every group entry and the dictionary offsets; per-doc reads then
+    /// only index. Block readers check at open and then use `trusted`.
+    pub fn new(bytes: &'a [u8]) -> DecodeResult<DocValues<'a>> {
+        let values = Self::trusted(bytes)?;
+        let group_count = (values.doc_count as usize).div_ceil(GROUP);
+        for group in 0..group_count {
+            let entry = values.entry(group);
+            if entry.bits > 32 || entry.offset + 16 * entry.bits as usize > bytes.len() {
+                return Err(DecodeError::new("doc values group out of bounds"));
+            }
+        }
+        // Dictionary offsets ascend within the value bytes.
+        let values_len = values.entries_start - values.values_start;
+        let mut previous = 0;
+        for ordinal in 0..=values.dictionary_len {
+            let at = 8 + 4 * ordinal;
+            let offset = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap_or_default());
+            let offset = offset as usize;
+            if offset < previous || offset > values_len {
+                return Err(DecodeError::new("doc values dictionary offsets"));
+            }
+            previous = offset;
+        }
+        Ok(values)
+    }
+
+    /// Checks only the header's bounds (for bytes `new` accepted before).
+    pub fn trusted(bytes: &'a [u8]) -> DecodeResult<DocValues<'a>> {
+        let u32_at = |at: usize| -> DecodeResult<u32> {
+            bytes
+                .get(at..at + 4)
+                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .ok_or(DecodeError::new("doc values truncated"))
+        };
+        let doc_count = u32_at(0)?;
+        let dictionary_len = u32_at(4)? as usize;
+        let offsets_start = 8usize;
+        let values_start = offsets_start
+            .checked_add(
+                dictionary_len
+                    .checked_add(1)
+                    .and_then(|n| n.checked_mul(4))
+                    .ok_or(DecodeError::new("doc values dictionary size"))?,
+            )
+            .ok_or(DecodeError::new("doc values dictionary size"))?;
+        let values_len = u32_at(values_start - 4)? as usize;
+        let entries_start = values_start
+            .checked_add(values_len)
+            .ok_or(DecodeError::new("doc values dictionary size"))?;
+        let group_count = (doc_count as usize).div_ceil(GROUP);
+        let data_start = entries_start + group_count * ENTRY_LEN;
+        if bytes.len() < data_start {
+            return Err(DecodeError::new("doc values truncated"));
+        }
+        Ok(DocValues {
+            bytes,
+            doc_count,
+            dictionary_len,
+            values_start,
+            entries_start,
+        })
+    }
+
+    /// Whether both read the same section (the same column of the same block).
+    pub fn same_as(&self, other: &DocValues<'_>) -> bool {
+        std::ptr::eq(self.bytes.as_ptr(), other.bytes.as_ptr())
+    }
+
+    pub fn doc_count(&self) -> u32 {
+        self.doc_count
+    }
+
+    /// Distinct strings (0 for integer columns).
+    pub fn dictionary_len(&self) -> usize {
+        self.dictionary_len
+    }
+
+    fn entry(&self, group: usize) -> Entry {
+        let at = self.entries_start + group * ENTRY_LEN;
+        let e = &self.bytes[at..at + ENTRY_LEN];
+        Entry {
+            offset: u32::from_le_bytes([e[0], e[1], e[2], e[3]]) as usize,
+            bits: e[4],
+            base: u64::from_le_bytes(e[8..16].try_into().unwrap_or_default()),
+            divisor: u64::from_le_bytes(e[16..24].try_into().unwrap_or_default()),
+        }
+    }
+
+    /// The slot of `doc`: 0 without a value, else 1 + ordinal or 1 + (raw - base) / divisor.
+    #[inline]
+    fn slot(&self, doc: u32) -> (u32, Entry) {
+        let group = doc as usize / GROUP;
+        let entry = self.entry(group);
+        let packed = &self.bytes[entry.offset..entry.offset + 16 * entry.bits as usize];
+        (
+            packed4x_get(packed, entry.bits, doc as usize % GROUP),
+            entry,
+        )
+    }
+
+    /// The dictionary ordinal of `doc`'s string, if it has one (string columns).
+    #[inline]
+    pub fn ordinal(&self, doc: u32) -> Option<u32> {
+        if doc >= self.doc_count {
+            return None;
+        }
+        self.slot(doc).0.checked_sub(1)
+    }
+
+    /// The raw 64-bit pattern of `doc`'s integer, if it has one (integer columns).
+    #[inline]
+    pub fn raw(&self, doc: u32) -> Option<u64> {
+        if doc >= self.doc_count {
+            return None;
+        }
+        let (slot, entry) = self.slot(doc);
+        let value = slot.checked_sub(1)?;
+        Some(
+            entry
+                .base
+                .wrapping_add(u64::from(value).wrapping_mul(entry.divisor)),
+        )
+    }
+
+    /// Calls `f(doc, slot value)` for every doc of `[lo, hi)` with a value, unpacking whole
+    /// groups (the value is the ordinal, or the raw integer).
+    pub fn for_each_in_range(&self, lo: u32, hi: u32, f: &mut dyn FnMut(u32, u64)) {
+        let hi = hi.min(self.doc_count);
+        if lo >= hi {
+            return;
+        }
+        let mut slots = [0u32; GROUP];
+        for group in lo as usize / GROUP..=(hi as usize - 1) / GROUP {
+            let entry = self.entry(group);
+            let packed = &self.bytes[entry.offset..entry.offset + 16 * entry.bits as usize];
+            unpack4x(packed, entry.bits, &mut slots);
+            let first = (group * GROUP) as u32;
+            let from = lo.saturating_sub(first) as usize;
+            let to = ((hi - first) as usize).min(GROUP);
+            for (i, &slot) in slots.iter().enumerate().take(to).skip(from) {
+                if slot != 0 {
+                    let value = u64::from(slot - 1);
+                    let value = if self.dictionary_len > 0 {
+                        value
+                    } else {
+                        entry.base.wrapping_add(value.wrapping_mul(entry.divisor))
+                    };
+                    f(first + i as u32, value);
+                }
+            }
+        }
+    }
+
+    /// A reader for docs asked in increasing order (aggregations): it unpacks each 128-doc
+    /// group once instead of reading every doc's slot in place.
+    pub fn cursor(&self) -> DocValuesCursor<'a> {
+        DocValuesCursor {
+            values: *self,
+            group: usize::MAX,
+            entry: Entry {
+                offset: 0,
+                bits: 0,
+                base: 0,
+                divisor: 1,
+            },
+            slots: [0; GROUP],
+        }
+    }
+
+    /// The string of dictionary ordinal `ordinal`.
+    pub fn string(&self, ordinal: u32) -> Option<&'a [u8]> {
+        let ordinal = ordinal as usize;
+        if ordinal >= self.dictionary_len {
+            return None;
+        }
+        let offset = |i: usize| {
+            let at = 8 + 4 * i;
+            u32::from_le_bytes(self.bytes[at..at + 4].try_into().unwrap_or_default()) as usize
+        };
+        let (start, end) = (offset(ordinal), offset(ordinal + 1));
+        self.bytes
+            .get(self.values_start + start..self.values_start + end)
+    }
+}
+
+/// Doc values read through the last unpacked group (see `DocValues::cursor`).
+pub struct DocValuesCursor<'a> {
+    values: DocValues<'a>,
+    group: usize,
+    entry: Entry,
+    slots: [u32; GROUP],
+}
+
+impl<'a> DocValuesCursor<'a> {
+    pub fn values(&self) -> DocValues<'a> {
+        self.values
+    }
+
+    #[inline]
+    fn slot(&mut self, doc: u32) -> u32 {
+        if doc >= self.values.doc_count {
+            return 0;
+        }
+        let group = doc as usize / GROUP;
+        if group != self.group {
+            self.entry = self.values.entry(group);
+            let (offset, bits) = (self.entry.offset, self.entry.bits);
+            unpack4x(
+                &self.values.bytes[offset..offset + 16 * bits as usize],
+                bits,
+                &mut self.slots,
+            );
+            self.group = group;
+        }
+        self.slots[doc as usize % GROUP]
+    }
+
+    /// As `DocValues::ordinal`.
+    #[inline]
+    pub fn ordinal(&mut self, doc: u32) -> Option<u32> {
+        self.slot(doc).checked_sub(1)
+    }
+
+    /// As `DocValues::raw`.
+    #[inline]
+    pub fn raw(&mut self, doc: u32) -> Option<u64> {
+        let value = self.slot(doc).checked_sub(1)?;
+        Some(
+            self.entry
+                .base
+                .wrapping_add(u64::from(value).wrapping_mul(self.entry.divisor)),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Builds doc values for `model` (value per doc, `None` = missing) the way a column
+    /// writer does, and opens them.
+    fn strings_of(model: &[Option<String>]) -> Option<Vec<u8>> {
+        let mut builder = DocValuesBuilder::strings();
+        for (doc, value) in model.iter().enumerate() {
+            if let Some(value) = value {
+                builder.push_str(doc as u32, value.as_bytes());
+            }
+        }
+        builder.finish(model.len() as u32)
+    }
+
+    fn integers_of(model: &[Option<u64>]) -> Option<Vec<u8>> {
+        let mut builder = DocValuesBuilder::integers(true);
+        for (doc, value) in model.iter().enumerate() {
+            if let Some(value) = value {
+                builder.push_raw(doc as u32, *value);
+            }
+        }
+        builder.finish(model.len() as u32)
+    }
+
+    proptest! {
+        #[test]
+        fn strings_round_trip(
+            model in prop::collection::vec(prop::option::of("[a-d]{0,3}"), 1..700),
+            lo in 0u32..800,
+            len in 0u32..800,
+        ) {
+            let bytes = strings_of(&model);
+            if model.iter().all(Option::is_none) {
+                prop_assert!(bytes.is_none());
+                return Ok(());
+            }
+            let bytes = bytes.unwrap();
+            let values = DocValues::new(&bytes).unwrap();
+            let mut sorted: Vec<&String> = model.iter().flatten().collect();
+            sorted.sort();
+            sorted.dedup();
+            prop_assert_eq!(values.dictionary_len(), sorted.len());
+            for (doc, expected) in model.iter().enumerate() {
+                let got = values
+                    .ordinal(doc as u32)
+                    .map(|o| String::from_utf8(values.string(o).unwrap().to_vec()).unwrap());
+                prop_assert_eq!(got.as_ref(), expected.as_ref(), "doc {}", doc);
+            }
+            prop_assert_eq!(values.ordinal(model.len() as u32), None);
+            let mut cursor = values.cursor();
+            for doc in (0..model.len() as u32 + 2).step_by(3) {
+                prop_assert_eq!(cursor.ordinal(doc), values.ordinal(doc), "doc {}", doc);
+            }
+            let hi = lo.saturating_add(len);
+            let mut seen = Vec::new();
+            values.for_each_in_range(lo, hi, &mut |doc, ordinal| {
+                seen.push((doc, values.string(ordinal as u32).unwrap().to_vec()));
+            });
+            let expected: Vec<(u32, Vec<u8>)> = model
+                .iter()
+                .enumerate()
+                .filter(|(doc, v)| (lo..hi).contains(&(*doc as u32)) && v.is_some())
+                .map(|(doc, v)| (doc as u32, v.clone().unwrap().into_bytes()))
+                .collect();
+            prop_assert_eq!(seen, expected);
+        }
+
+        #[test]
+        fn integers_round_trip(
+            model in prop::collection::vec(
+                prop::option::of(prop_oneof![0u64..50, (0u64..1000).prop_map(|v| v * 1000 + 7)]),
+                1..700,
+            ),
+            lo in 0u32..800,
+            len in 0u32..800,
+        ) {
+            let bytes = integers_of(&model);
+            if model.iter().all(Option::is_none) {
+                prop_assert!(bytes.is_none());
+                return Ok(());
+            }
+            let bytes = bytes.unwrap();
+            let values = DocValues::new(&bytes).unwrap();
+            prop_assert_eq!(values.dictionary_len(), 0);
+            for (doc, expected) in model.iter().enumerate() {
+                prop_assert_eq!(values.raw(doc as u32), *expected, "doc {}", doc);
+            }
+            let mut cursor = values.cursor();
+            for doc in (0..model.len() as u32 + 2).step_by(2) {
+                prop_assert_eq!(cursor.raw(doc), values.raw(doc), "doc {}", doc);
+            }
+            let hi = lo.saturating_add(len);
+            let mut seen = Vec::new();
+            values.for_each_in_range(lo, hi, &mut |doc, raw| seen.push((doc, raw)));
+            let expected: Vec<(u32, u64)> = model
+                .iter()
+                .enumerate()
+                .filter(|(doc, v)| (lo..hi).contains(&(*doc as u32)) && v.is_some())
+                .map(|(doc, v)| (doc as u32, v.unwrap()))
+                .collect();
+            prop_assert_eq!(seen, expected);
+        }
+    }
+
+    #[test]
+    fn negative_and_extreme_integers_use_wrapping_offsets() {
+        // i64 raw patterns: -5, 3, i64::MIN in one group span more than 32 bits: no doc values.
+        let wide = [Some((-5i64) as u64), Some(3), Some(i64::MIN as u64)];
+        assert!(integers_of(&wide).is_none());
+        let narrow = [Some((-5i64) as u64), None, Some(3), Some((-1i64) as u64)];
+        let bytes = integers_of(&narrow).unwrap();
+        let values = DocValues::new(&bytes).unwrap();
+        let got: Vec<Option<i64>> = (0..4).map(|d| values.raw(d).map(|r| r as i64)).collect();
+        assert_eq!(got, [Some(-5), None, Some(3), Some(-1)]);
+    }
+
+    #[test]
+    fn columns_that_do_not_qualify_get_none() {
+        // Too many distinct values (unique ids in a block).
+        let unique: Vec<Option<String>> = (0..70_000).map(|i| Some(format!("id-{i}"))).collect();
+        assert!(strings_of(&unique).is_none());
+        // A string longer than an exact term.
+        let long = [Some("x".repeat(MAX_EXACT_TERM_LEN + 1))];
+        assert!(strings_of(&long).is_none());
+    }
+
+    #[test]
+    fn corrupt_bytes_are_errors_not_panics() {
+        let model: Vec<Option<String>> = (0..300).map(|i| Some(format!("v{}", i % 7))).collect();
+        let bytes = strings_of(&model).unwrap();
+        for cut in [0, 3, 8, 20, bytes.len() / 2, bytes.len() - 1] {
+            assert!(DocValues::new(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut bad = bytes.clone();
+        // The first group entry's bit width.
+        bad[entries(&bytes) + 4] = 40;
+        assert!(DocValues::new(&bad).is_err());
+    }
+
+    /// Offset of the group entries in a valid section.
+    fn entries(bytes: &[u8]) -> usize {
+        DocValues::new(bytes).unwrap().entries_start
+    }
+}

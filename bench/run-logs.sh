@@ -15,7 +15,9 @@
 #   WARMUP       untimed passes over the query set per engine and size (default: 100; the JVM
 #                needs hundreds of requests before its JIT has compiled Lucene's paths)
 #   REPEAT       timed passes (default: 20)
-#   SKIP_INDEX   1 to reuse the indexes and index records a previous run left in WORK_DIR
+#   SKIP_INDEX   1 to reuse the indexes and index records a previous run left in WORK_DIR, or
+#                a list of engines whose indexes to reuse (SKIP_INDEX="tantivy lucene" indexes
+#                only quarry again, after a change of its format)
 #   ABLATION     1 (default) also runs Quarry with its optimizations switched on one by one
 #                (O0..O3) at the largest size, written to RESULTS with -ablation before .json
 #   RESULTS      metric list to write (default: bench/results/logs.json)
@@ -40,6 +42,10 @@ WORK_DIR=${WORK_DIR:-/tmp/quarry-logs-bench}
 WARMUP=${WARMUP:-100}
 REPEAT=${REPEAT:-20}
 SKIP_INDEX=${SKIP_INDEX:-0}
+# Whether to index with engine $1 (not when SKIP_INDEX is 1 or names it).
+reindex() {
+    [[ $SKIP_INDEX != 1 ]] && ! [[ " ${SKIP_INDEX//,/ } " == *" $1 "* ]]
+}
 ABLATION=${ABLATION:-1}
 RESULTS=${RESULTS:-$BENCH_DIR/results/logs.json}
 
@@ -178,7 +184,8 @@ for size in $SIZES; do
     else
         # Every engine reads the input from the page cache, not the first one from disk.
         cat "$events" >/dev/null
-
+    fi
+    if reindex tantivy; then
         log "indexing $size events with tantivy (1 thread)"
         rm -rf "$tantivy_index" "$WORK_DIR/tantivy-index-$size.json"
         if "$TANTIVY" index --index "$tantivy_index" "$events" >"$WORK_DIR/tantivy-index-$size.json.tmp"; then
@@ -188,7 +195,8 @@ for size in $SIZES; do
             rm -rf "$tantivy_index" "$WORK_DIR/tantivy-index-$size.json.tmp"
             warn "tantivy indexing failed at $size events: its figures will be missing"
         fi
-
+    fi
+    if reindex quarry; then
         rm -f "$WORK_DIR/quarry-index-$size.json"
         if ((quarry_ok)); then
             log "indexing $size events with quarry (1 thread)"
@@ -210,7 +218,8 @@ for size in $SIZES; do
                 warn "quarry indexing failed at $size events: its figures will be missing"
             fi
         fi
-
+    fi
+    if reindex lucene; then
         rm -f "$WORK_DIR/lucene-index-$size.json"
         if ((lucene_ok)); then
             log "indexing $size events with lucene (1 thread)"

@@ -25,8 +25,8 @@ pub const GROUP: usize = 128;
 /// Bytes of one group entry: offset:u32 bits:u8 pad:u8{3} base:u64 divisor:u64.
 const ENTRY_LEN: usize = 24;
 /// A string column gets doc values while its distinct values number at most this many, or a
-/// sixteenth of the block's docs if that is more (keyword-like fields: hosts, levels, client
-/// addresses; not messages).
+/// quarter of its values if that is more (keyword-like fields: hosts, levels, client
+/// addresses; not messages or ids, which are given up as soon as they pass this many).
 const MIN_DICTIONARY_LIMIT: usize = 1 << 16;
 
 /// Collects one column's values as they are pushed, and encodes them at the end of the block.
@@ -81,9 +81,9 @@ impl DocValuesBuilder {
         let id = match strings.get(value) {
             Some(&id) => id,
             None => {
-                // The limit is checked against the docs seen so far as well, so a block of
-                // unique strings is given up early, before its map grows large.
-                let limit = MIN_DICTIONARY_LIMIT.max(self.docs.len() / 16);
+                // Checked against the values seen so far, so a column of unique strings is
+                // given up early, before its map grows large.
+                let limit = MIN_DICTIONARY_LIMIT.max(self.docs.len() / 4);
                 if strings.len() >= limit {
                     self.abandon();
                     return;

@@ -1,6 +1,24 @@
 //! Bit-packed blocks of 128 values (`bitpacking::BitPacker4x`), read whole or one value in
 //! place: the time offsets and doc values use both.
 
+/// Hints the CPU to load the cache line of `bytes[at]` (nothing if `at` is out of bounds, or
+/// on targets without a prefetch instruction).
+#[inline]
+pub fn prefetch(bytes: &[u8], at: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(byte) = bytes.get(at) {
+        // SAFETY: prefetching is a hint with no architectural effect; the address is that of a
+        // live byte.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                (byte as *const u8).cast::<i8>(),
+            )
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (bytes, at);
+}
+
 /// Unpacks the 128 values of a block packed with `bits` bits (`packed` is `16 * bits` bytes).
 #[inline]
 pub fn unpack4x(packed: &[u8], bits: u8, out: &mut [u32; 128]) {

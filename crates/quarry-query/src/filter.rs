@@ -118,8 +118,6 @@ pub struct TimeLookup<'a> {
     column: ColumnReader<'a>,
     optimizations: Optimizations,
     decoded: Option<(usize, DecodedChunk)>,
-    /// The last unpacked group of the time offsets: (group, times, how many are docs).
-    group: Option<(usize, [i64; 128], usize)>,
     /// The last sparse-index search: (time, number of groups starting before it).
     last_search: Option<(i64, usize)>,
     /// How many `_time` chunks were decoded (the benchmark reports it).
@@ -136,24 +134,9 @@ impl<'a> TimeLookup<'a> {
             column,
             optimizations,
             decoded: None,
-            group: None,
             last_search: None,
             chunks_decoded: 0,
         })
-    }
-
-    /// The times of the docs of 128-doc group `group` from the block's bit-packed time
-    /// offsets (format version 2), or `None` where the block has none for it.
-    fn group(&mut self, group: usize) -> Option<&[i64]> {
-        if !self.optimizations.time_index {
-            return None;
-        }
-        if self.group.as_ref().is_none_or(|(g, _, _)| *g != group) {
-            let mut times = [0i64; 128];
-            let n = self.block.time_group(group, &mut times)?;
-            self.group = Some((group, times, n));
-        }
-        self.group.as_ref().map(|(_, times, n)| &times[..*n])
     }
 
     fn corrupt(&self, error: DecodeError) -> FormatError {
@@ -175,12 +158,10 @@ impl<'a> TimeLookup<'a> {
 
     /// The time of `doc` (every doc has one).
     pub fn time_of(&mut self, doc: u32) -> Result<i64> {
-        let group = (doc / TIME_INDEX_INTERVAL) as usize;
-        if let Some(&time) = self
-            .group(group)
-            .and_then(|times| times.get((doc % TIME_INDEX_INTERVAL) as usize))
-        {
-            return Ok(time);
+        if self.optimizations.time_index {
+            if let Some(time) = self.block.time_of_doc(doc) {
+                return Ok(time);
+            }
         }
         let index = self
             .column

@@ -105,21 +105,23 @@ impl NumericRange {
         }
     }
 
-    /// An integer beyond i64 (a large u64), compared exactly with integer bounds.
+    /// An integer beyond i64 (a large u64), compared exactly with the bounds: a float bound
+    /// is not rounded to the integer's nearest f64 (2^63 + 1 is above a bound of 2^63).
     fn contains_wide(&self, value: i128) -> bool {
+        use std::cmp::Ordering::{Greater, Less};
         let above = match self.lower {
             Bound::Unbounded => true,
             Bound::Included(Number::Int(a)) => value >= i128::from(a),
             Bound::Excluded(Number::Int(a)) => value > i128::from(a),
-            Bound::Included(Number::Float(x)) => value as f64 >= x,
-            Bound::Excluded(Number::Float(x)) => value as f64 > x,
+            Bound::Included(Number::Float(x)) => int_cmp_float(value, x) != Less,
+            Bound::Excluded(Number::Float(x)) => int_cmp_float(value, x) == Greater,
         };
         let below = match self.upper {
             Bound::Unbounded => true,
             Bound::Included(Number::Int(b)) => value <= i128::from(b),
             Bound::Excluded(Number::Int(b)) => value < i128::from(b),
-            Bound::Included(Number::Float(y)) => value as f64 <= y,
-            Bound::Excluded(Number::Float(y)) => (value as f64) < y,
+            Bound::Included(Number::Float(y)) => int_cmp_float(value, y) != Greater,
+            Bound::Excluded(Number::Float(y)) => int_cmp_float(value, y) == Less,
         };
         above && below
     }
@@ -165,6 +167,23 @@ impl std::fmt::Display for NumericRange {
             Bound::Excluded(n) => write!(f, " TO {n}}}"),
             Bound::Unbounded => write!(f, " TO *]"),
         }
+    }
+}
+
+/// An integer against a finite float, exactly (|value| < 2^100 here).
+fn int_cmp_float(value: i128, x: f64) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    if x >= 1e30 {
+        return Ordering::Less;
+    }
+    if x <= -1e30 {
+        return Ordering::Greater;
+    }
+    let floor = x.floor();
+    // Exact: an integer-valued f64 below 1e30 in magnitude converts without loss.
+    match value.cmp(&(floor as i128)) {
+        Ordering::Equal if x > floor => Ordering::Less,
+        other => other,
     }
 }
 
@@ -223,5 +242,32 @@ mod tests {
         };
         assert_eq!(range.i64_bounds(), Some((i64::MIN, i64::MAX)));
         assert_eq!(range.half_open_i64(), Some((i64::MIN, i64::MAX)));
+    }
+
+    #[test]
+    fn wide_integers_compare_exactly_with_float_bounds() {
+        // 2^63 + 1 and 2^64 - 1 round to the f64 bounds 2^63 and 2^64; they must not equal them.
+        let at_most_2_63 = NumericRange {
+            lower: Bound::Unbounded,
+            upper: Bound::Included(Number::parse("9223372036854775808").unwrap()),
+        };
+        assert!(at_most_2_63.contains_u64(1 << 63));
+        assert!(!at_most_2_63.contains_u64((1 << 63) + 1));
+        let below_2_64 = NumericRange {
+            lower: Bound::Unbounded,
+            upper: Bound::Excluded(Number::parse("18446744073709551616").unwrap()),
+        };
+        assert!(below_2_64.contains_u64(u64::MAX));
+        let above_2_63 = NumericRange {
+            lower: Bound::Excluded(Number::Float(9.223372036854775808e18)),
+            upper: Bound::Unbounded,
+        };
+        assert!(!above_2_63.contains_u64(1 << 63));
+        assert!(above_2_63.contains_u64((1 << 63) + 1));
+        assert!(NumericRange {
+            lower: Bound::Included(Number::Float(9.3e18)),
+            upper: Bound::Included(Number::Float(1e30)),
+        }
+        .contains_u64(u64::MAX));
     }
 }

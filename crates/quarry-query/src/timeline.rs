@@ -143,6 +143,9 @@ impl Searcher {
             } else {
                 self.oldest_matches(weight, index, lo, hi, limit, after.map(|c| (c, block_id)))?
             };
+            if self.optimizations.time_index {
+                block.prefetch_times(&docs);
+            }
             for doc in docs {
                 let key = (lookup.time_of(doc)?, block_id, doc, index as u32);
                 if let Some(cursor) = after {

@@ -52,8 +52,8 @@ pub struct SearchArgs {
     #[arg(long, value_name = "INTERVAL")]
     histogram: Option<String>,
     /// Aggregate over all matches, printed as one line `{"aggregations": {...}}`: count,
-    /// terms(field, N), min|max|sum|avg|stats(field), percentiles(field[, p...]) (DDSketch,
-    /// 1% relative error), cardinality(field) (HyperLogLog++, ~0.8% error). Repeatable; with
+    /// terms(field, N), min|max|sum|avg|stats(field), percentiles(field[, p...]) (exact over
+    /// up to 65,536 distinct integers, else DDSketch with 1% relative error), cardinality(field) (HyperLogLog++, ~0.8% error). Repeatable; with
     /// --histogram, computed per bucket
     #[arg(long = "agg", value_name = "AGG")]
     aggs: Vec<String>,

@@ -286,20 +286,49 @@ impl<'a> PostingsCursor<'a> {
     }
 
     /// Moves to the first doc `>= target`; returns it (or `TERMINATED`).
+    /// The first full block from `from` on whose last doc is `>= target`, or `full_blocks`
+    /// (the tail) if none (`from` itself when it is past the full blocks): galloping over the skip entries (1, 2, 4, ... blocks ahead, then a
+    /// binary search of the last step), so a seek far ahead, as a tail's first window makes,
+    /// reads a logarithmic number of entries, and a near one the next entry or two.
+    fn first_block_reaching(&self, from: usize, target: u32) -> DecodeResult<usize> {
+        if from >= self.full_blocks {
+            return Ok(from);
+        }
+        let (mut lo, mut step) = (from, 1usize);
+        // Invariant: every block in [from, lo) ends below the target.
+        let mut hi = loop {
+            let probe = lo + step - 1;
+            if probe >= self.full_blocks {
+                break self.full_blocks;
+            }
+            if self.skip_entry(probe)?.last_doc >= target {
+                break probe;
+            }
+            lo = probe + 1;
+            step *= 2;
+        };
+        // The answer is in [lo, hi]; hi is a block reaching the target or `full_blocks`.
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.skip_entry(mid)?.last_doc >= target {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        Ok(hi)
+    }
+
     pub fn seek(&mut self, target: u32) -> u32 {
         if self.doc >= target {
             return self.doc;
         }
         // Skip whole blocks whose last doc is below the target, using the skip entries.
         if self.block < self.full_blocks && self.docs[self.len - 1] < target {
-            let mut block = self.block + 1;
-            while block < self.full_blocks {
-                match self.skip_entry(block) {
-                    Ok(entry) if entry.last_doc < target => block += 1,
-                    Ok(_) => break,
-                    Err(e) => return self.fail(e),
-                }
-            }
+            let block = match self.first_block_reaching(self.block + 1, target) {
+                Ok(block) => block,
+                Err(e) => return self.fail(e),
+            };
             if block * BLOCK >= self.doc_freq as usize {
                 self.doc = TERMINATED;
                 return TERMINATED;
@@ -330,20 +359,15 @@ impl<'a> PostingsCursor<'a> {
         let mut count = 0u32;
         if self.docs[self.len - 1] < end {
             count += (self.len - self.cursor) as u32;
-            let mut block = self.block + 1;
-            while block < self.full_blocks {
-                match self.skip_entry(block) {
-                    Ok(entry) if entry.last_doc < end => {
-                        count += BLOCK as u32;
-                        block += 1;
-                    }
-                    Ok(_) => break,
-                    Err(e) => {
-                        self.fail(e);
-                        return count;
-                    }
+            let block = match self.first_block_reaching(self.block + 1, end) {
+                Ok(block) => block,
+                Err(e) => {
+                    self.fail(e);
+                    return count;
                 }
-            }
+            };
+            // Every full block before it lies below `end`.
+            count += ((block - self.block - 1) * BLOCK) as u32;
             if block * BLOCK >= self.doc_freq as usize {
                 self.doc = TERMINATED;
                 return count;

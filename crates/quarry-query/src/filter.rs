@@ -438,6 +438,7 @@ pub fn numeric_range_scorer<'a>(
     field: &str,
     range: &NumericRange,
     optimizations: Optimizations,
+    checked: bool,
 ) -> Result<Option<BoxScorer<'a>>> {
     let Some(ordinal) = block.field_ordinal(field) else {
         return Ok(None);
@@ -460,6 +461,38 @@ pub fn numeric_range_scorer<'a>(
     if columns.is_empty() {
         return Ok(None);
     }
+    // With doc values for every column, a time-sorted search checks docs one by one: its
+    // windows ask for few docs, and building the whole block's answer first (below) was most
+    // of a range tail's time. Asked for many, the scorer builds it after all.
+    if checked && optimizations.range_index {
+        let doc_values: Option<Vec<_>> = columns
+            .iter()
+            .map(|c| Some((c.ty, block.doc_values(ordinal, c.ty)?.cursor())))
+            .collect();
+        if let Some(doc_values) = doc_values {
+            let present = columns.iter().map(|c| c.present_count).sum();
+            return Ok(Some(Box::new(CheckedRangeScorer::new(
+                block,
+                field.to_owned(),
+                range.clone(),
+                optimizations,
+                doc_values,
+                present,
+            ))));
+        }
+    }
+    eager_range_scorer(block, ordinal, &columns, range, optimizations)
+}
+
+/// The scorer of a range over the whole block at once: the union of the numeric terms' postings,
+/// or a column scan with chunk min/max skipping, whichever is cheaper.
+fn eager_range_scorer<'a>(
+    block: &'a BlockReader,
+    ordinal: u16,
+    columns: &[&quarry_format::block::ColumnMeta],
+    range: &NumericRange,
+    optimizations: Optimizations,
+) -> Result<Option<BoxScorer<'a>>> {
     // u64 values above i64::MAX have only rounded (f64) terms: such columns are scanned.
     let wide_u64 = columns
         .iter()
@@ -486,6 +519,184 @@ pub fn numeric_range_scorer<'a>(
         }
     }
     scan_columns(block, ordinal, range, optimizations)
+}
+
+/// A numeric range that checks docs against the doc values as they are asked for, and after
+/// checking an eighth of the block's docs (a wide window) switches to the eager scorer for
+/// the rest (at 10M events, a tail of `nginx AND latency_ms:[1000 TO 30000]` went from 783 to
+/// 143 µs).
+struct CheckedRangeScorer<'a> {
+    block: &'a BlockReader,
+    field: String,
+    range: NumericRange,
+    optimizations: Optimizations,
+    doc_values: Vec<(ColumnType, quarry_format::docvalues::DocValuesCursor<'a>)>,
+    /// Estimated matches in the block (from a sample), the cost reported before switching:
+    /// conjunctions pick their leading clause by cost, so it must not be the field's whole
+    /// doc count when the range is narrow.
+    estimate: u64,
+    /// The range as inclusive i64 bounds (`None`: it holds no integer), for the common check.
+    bounds: Option<(i64, i64)>,
+    doc: u32,
+    checked: u32,
+    budget: u32,
+    eager: Option<Option<BoxScorer<'a>>>,
+    error: Option<DecodeError>,
+}
+
+impl<'a> CheckedRangeScorer<'a> {
+    fn new(
+        block: &'a BlockReader,
+        field: String,
+        range: NumericRange,
+        optimizations: Optimizations,
+        doc_values: Vec<(ColumnType, quarry_format::docvalues::DocValuesCursor<'a>)>,
+        present: u64,
+    ) -> Self {
+        let bounds = range.i64_bounds();
+        let mut scorer = CheckedRangeScorer {
+            block,
+            field,
+            range,
+            optimizations,
+            doc_values,
+            estimate: present,
+            bounds,
+            doc: 0,
+            checked: 0,
+            budget: (block.doc_count() / 8).max(16),
+            eager: None,
+            error: None,
+        };
+        scorer.estimate = scorer.sample_estimate();
+        scorer.doc = scorer.find(0);
+        scorer
+    }
+
+    /// Matches in the block estimated from `SAMPLES` docs spread evenly over it.
+    fn sample_estimate(&mut self) -> u64 {
+        const SAMPLES: u32 = 128;
+        let doc_count = self.block.doc_count();
+        let step = (doc_count / SAMPLES).max(1);
+        let samples: Vec<u32> = (0..doc_count).step_by(step as usize).collect();
+        let mut hits = 0u64;
+        for &doc in &samples {
+            if self.matches(doc) {
+                hits += 1;
+            }
+        }
+        // At least one: a sample that missed a rare value does not make the range free.
+        (hits * u64::from(doc_count) / samples.len().max(1) as u64).max(1)
+    }
+
+    fn matches(&mut self, doc: u32) -> bool {
+        for (ty, values) in &mut self.doc_values {
+            let Some(raw) = values.raw(doc) else {
+                continue;
+            };
+            let inside = match (*ty, self.bounds) {
+                (ColumnType::I64, Some((lo, hi))) => (lo..=hi).contains(&(raw as i64)),
+                (ColumnType::I64, None) => false,
+                _ => raw_in_range(&self.range, *ty, raw),
+            };
+            if inside {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The first doc `>= from` in the range.
+    fn find(&mut self, from: u32) -> u32 {
+        if let Some(eager) = &mut self.eager {
+            return eager.as_mut().map_or(TERMINATED, |s| s.seek(from));
+        }
+        let doc_count = self.block.doc_count();
+        let mut doc = from;
+        while doc < doc_count {
+            if self.checked >= self.budget {
+                return self.switch(doc);
+            }
+            self.checked += 1;
+            if self.matches(doc) {
+                return doc;
+            }
+            doc += 1;
+        }
+        TERMINATED
+    }
+
+    fn switch(&mut self, from: u32) -> u32 {
+        let columns: Vec<_> = self
+            .block
+            .field_ordinal(&self.field)
+            .map(|ordinal| {
+                self.block.manifest().fields[ordinal as usize]
+                    .columns
+                    .iter()
+                    .filter(|c| NUMERIC_COLUMNS.contains(&c.ty) && c.present_count > 0)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let eager = match self.block.field_ordinal(&self.field) {
+            Some(ordinal) => eager_range_scorer(
+                self.block,
+                ordinal,
+                &columns,
+                &self.range,
+                self.optimizations,
+            ),
+            None => Ok(None),
+        };
+        let eager = match eager {
+            Ok(eager) => eager,
+            Err(error) => {
+                // Reported through `error()`; the scorer ends.
+                self.error = Some(match error {
+                    FormatError::Corrupt { reason, .. } => DecodeError::new(reason),
+                    _ => DecodeError::new("range postings or column unreadable"),
+                });
+                None
+            }
+        };
+        self.eager = Some(eager);
+        self.find(from)
+    }
+}
+
+impl Scorer for CheckedRangeScorer<'_> {
+    fn doc(&self) -> u32 {
+        self.doc
+    }
+    fn advance(&mut self) -> u32 {
+        self.seek(self.doc.saturating_add(1))
+    }
+    fn seek(&mut self, target: u32) -> u32 {
+        if self.doc != TERMINATED && target > self.doc {
+            self.doc = self.find(target);
+        }
+        self.doc
+    }
+    fn score(&mut self) -> f32 {
+        0.0
+    }
+    fn max_score(&self) -> f32 {
+        0.0
+    }
+    fn cost(&self) -> u64 {
+        match &self.eager {
+            Some(Some(eager)) => eager.cost(),
+            Some(None) => 0,
+            None => self.estimate,
+        }
+    }
+    fn error(&self) -> Option<DecodeError> {
+        self.error.or_else(|| {
+            self.eager
+                .as_ref()
+                .and_then(|e| e.as_ref().and_then(|s| s.error()))
+        })
+    }
 }
 
 fn postings_union<'a>(

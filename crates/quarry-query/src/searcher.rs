@@ -149,7 +149,9 @@ impl Searcher {
     pub fn search(&self, query: &Query, request: &SearchRequest) -> Result<SearchResult> {
         let weight = match request.sort {
             SortOrder::Relevance => self.weight(query)?,
-            SortOrder::TimeDesc | SortOrder::TimeAsc => self.filter_weight(query),
+            SortOrder::TimeDesc | SortOrder::TimeAsc => {
+                self.filter_weight(query).with_checked_ranges()
+            }
         };
         let hits = match request.sort {
             SortOrder::Relevance => self

@@ -42,6 +42,9 @@ pub enum Weight {
         field: String,
         range: NumericRange,
         optimizations: Optimizations,
+        /// Check docs against the doc values as they are asked for, instead of finding all
+        /// the block's matches first (`with_checked_ranges`: time-sorted searches).
+        checked: bool,
     },
     Exists {
         field: String,
@@ -243,6 +246,7 @@ impl Weight {
                 field: field.clone(),
                 range: range.clone(),
                 optimizations,
+                checked: false,
             },
             Query::Exists { field } => Weight::Exists {
                 field: field.clone(),
@@ -398,7 +402,8 @@ impl Weight {
                 field,
                 range,
                 optimizations,
-            } => filter::numeric_range_scorer(block, field, range, *optimizations)?,
+                checked,
+            } => filter::numeric_range_scorer(block, field, range, *optimizations, *checked)?,
             Weight::Exists { field } => filter::exists_scorer(block, field)?,
             Weight::Any(clauses) => {
                 let scorers = Self::scorers(clauses, index, block)?;
@@ -457,6 +462,31 @@ impl Weight {
                 .then(|| Box::new(DocRangeScorer::new(0, block.doc_count())) as BoxScorer),
             Weight::Nothing => None,
         })
+    }
+
+    /// This weight with its numeric ranges checked doc by doc where the block has doc values:
+    /// for tails and heads, whose windows ask for few docs (a range's eager answer is built
+    /// over the whole block; counts and aggregations, which visit every match, keep it).
+    pub fn with_checked_ranges(mut self) -> Weight {
+        self.check_ranges();
+        self
+    }
+
+    fn check_ranges(&mut self) {
+        match self {
+            Weight::Range { checked, .. } => *checked = true,
+            Weight::Any(clauses) => clauses.iter_mut().for_each(Weight::check_ranges),
+            Weight::Bool {
+                must,
+                should,
+                must_not,
+            } => {
+                for clause in must.iter_mut().chain(should).chain(must_not) {
+                    clause.check_ranges();
+                }
+            }
+            _ => {}
+        }
     }
 
     fn scorers<'a>(

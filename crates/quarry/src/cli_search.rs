@@ -251,7 +251,9 @@ pub fn check(args: CheckArgs) -> Result<ExitCode> {
         for block in searcher.blocks() {
             for (name, section) in block.manifest().sections() {
                 // Group per-field sections by kind: "column x:string data" -> "column data".
-                let kind = if name.starts_with("column ") {
+                let kind = if name.ends_with(" doc values") {
+                    "doc values".to_owned()
+                } else if name.starts_with("column ") {
                     format!("columns ({})", name.rsplit(' ').next().unwrap_or(""))
                 } else if name.starts_with("norms of ") {
                     "norms".to_owned()

@@ -329,24 +329,12 @@ impl BlockReader {
     /// (version 1), the group is stored unpacked, or its bytes are bad (callers then decode
     /// the `_time` column, which reports corruption).
     pub fn time_group(&self, group: usize, out: &mut [i64; 128]) -> Option<usize> {
-        let section = self.manifest.time_offsets?;
+        let (entry, packed) = self.time_group_bytes(group)?;
         let base = self.sparse_time(group)?;
-        let bytes = self.section(section);
-        let entry = bytes.get(group * TIME_GROUP_ENTRY_LEN..(group + 1) * TIME_GROUP_ENTRY_LEN)?;
-        // unwraps: the entry is 16 bytes long.
-        let offset = u32::from_le_bytes(entry[0..4].try_into().unwrap()) as usize;
-        let bits = entry[4];
-        let divisor = u64::from_le_bytes(entry[8..16].try_into().unwrap());
-        if bits > 32 {
-            return None;
-        }
-        let packed_len = 16 * bits as usize;
-        let packed = bytes.get(offset..offset.checked_add(packed_len)?)?;
         let mut values = [0u32; 128];
-        use bitpacking::BitPacker;
-        bitpacking::BitPacker4x::new().decompress(packed, &mut values, bits);
+        crate::packed::unpack4x(packed, entry.bits, &mut values);
         for (slot, &value) in out.iter_mut().zip(&values) {
-            *slot = base.wrapping_add((u64::from(value).wrapping_mul(divisor)) as i64);
+            *slot = base.wrapping_add((u64::from(value).wrapping_mul(entry.divisor)) as i64);
         }
         let first = group * TIME_INDEX_INTERVAL as usize;
         Some(
@@ -432,7 +420,8 @@ impl BlockReader {
         let offset = u32::from_le_bytes(entry[0..4].try_into().unwrap()) as usize;
         let entry = TimeGroupEntry {
             bits: entry[4],
-            divisor: u64::from_le_bytes(entry[8..16].try_into().unwrap()),
+            // Writers store at least 1; a corrupt 0 must not divide.
+            divisor: u64::from_le_bytes(entry[8..16].try_into().unwrap()).max(1),
         };
         if entry.bits > 32 {
             return None;
@@ -446,18 +435,8 @@ impl BlockReader {
     /// histogram endpoints need one rank per bucket, and a full unpack plus rebasing cost
     /// 4 times as much; see BENCHMARKS.md). `None` where the block has no offsets for it.
     pub fn time_group_rank(&self, group: usize, time: i64) -> Option<usize> {
-        let section = self.manifest.time_offsets?;
+        let (TimeGroupEntry { bits, divisor }, packed) = self.time_group_bytes(group)?;
         let base = self.sparse_time(group)?;
-        let bytes = self.section(section);
-        let entry = bytes.get(group * TIME_GROUP_ENTRY_LEN..(group + 1) * TIME_GROUP_ENTRY_LEN)?;
-        // unwraps: the entry is 16 bytes long.
-        let offset = u32::from_le_bytes(entry[0..4].try_into().unwrap()) as usize;
-        let bits = entry[4];
-        let divisor = u64::from_le_bytes(entry[8..16].try_into().unwrap()).max(1);
-        if bits > 32 {
-            return None;
-        }
-        let packed = bytes.get(offset..offset.checked_add(16 * bits as usize)?)?;
         let docs = (self.manifest.doc_count as usize)
             .saturating_sub(group * TIME_INDEX_INTERVAL as usize)
             .min(128);

@@ -69,7 +69,8 @@ pub struct SearchArgs {
 pub struct CheckArgs {
     #[command(flatten)]
     data: DataArgs,
-    /// Also print the size of every section of every block
+    /// Also print where the bytes go: by kind of section, and by field (columns, doc values,
+    /// norms, and the field's term infos, postings and positions)
     #[arg(long)]
     sizes: bool,
 }
@@ -247,25 +248,7 @@ pub fn check(args: CheckArgs) -> Result<ExitCode> {
         }
     }
     if args.sizes {
-        let mut totals: std::collections::BTreeMap<String, u64> = Default::default();
-        for block in searcher.blocks() {
-            for (name, section) in block.manifest().sections() {
-                // Group per-field sections by kind: "column x:string data" -> "column data".
-                let kind = if name.ends_with(" doc values") {
-                    "doc values".to_owned()
-                } else if name.starts_with("column ") {
-                    format!("columns ({})", name.rsplit(' ').next().unwrap_or(""))
-                } else if name.starts_with("norms of ") {
-                    "norms".to_owned()
-                } else {
-                    name
-                };
-                *totals.entry(kind).or_default() += section.len;
-            }
-        }
-        for (kind, bytes) in totals {
-            println!("{kind:>24}: {:>12} bytes", bytes);
-        }
+        crate::cli_sizes::print_sizes(searcher.blocks())?;
     }
     println!(
         "{} blocks checked, {failures} failed",

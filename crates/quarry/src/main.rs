@@ -5,6 +5,7 @@ mod bench_logs;
 mod cli_gen;
 mod cli_index;
 mod cli_search;
+mod cli_sizes;
 mod size;
 
 use clap::{Parser, Subcommand};

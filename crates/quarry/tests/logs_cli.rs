@@ -329,3 +329,44 @@ fn bad_log_arguments_are_reported() {
         assert!(stderr.contains(message), "{args:?}: {stderr}");
     }
 }
+
+/// `check --sizes`: the per-field table splits exactly the per-kind totals.
+#[test]
+fn check_sizes_split_by_field_adds_up() {
+    let dir = tempfile::tempdir().unwrap();
+    generate(dir.path());
+    let data = dir.path().join("data");
+    let output = quarry(&["check", "--data", data.to_str().unwrap(), "--sizes"]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    let mut kinds: HashMap<String, u64> = HashMap::new();
+    let mut fields: HashMap<String, Vec<u64>> = HashMap::new();
+    let mut in_fields = false;
+    for line in text.lines() {
+        if line.starts_with("field ") {
+            in_fields = true;
+        } else if let Some((kind, bytes)) = line.split_once(": ").filter(|_| !in_fields) {
+            let bytes = bytes.trim().trim_end_matches(" bytes").parse().unwrap();
+            kinds.insert(kind.trim().to_owned(), bytes);
+        } else if in_fields && !line.starts_with('(') && !line.contains("blocks checked") {
+            let mut parts = line.split_whitespace();
+            let name = parts.next().unwrap().to_owned();
+            fields.insert(name, parts.map(|n| n.parse().unwrap()).collect());
+        }
+    }
+    // Columns: terms, term infos, postings, positions, columns, doc values, norms, total.
+    let sum = |column: usize| fields.values().map(|f| f[column]).sum::<u64>();
+    assert_eq!(sum(2), kinds["postings"]);
+    assert_eq!(sum(3), kinds["positions"]);
+    assert_eq!(sum(1), kinds["term infos"]);
+    assert_eq!(sum(5), kinds["doc values"]);
+    assert_eq!(sum(6), kinds["norms"]);
+    assert_eq!(
+        sum(4),
+        kinds["columns (data)"] + kinds["columns (directory)"]
+    );
+    for row in fields.values() {
+        assert_eq!(row[7], row[1..7].iter().sum::<u64>());
+    }
+    assert_eq!(fields["_time"][0], 0, "no terms for _time");
+    assert!(fields["client_ip"][5] > 0, "client_ip has doc values");
+}

@@ -1,0 +1,119 @@
+//! `quarry check --sizes`: where a data directory's bytes go, by kind of section and by field
+//! (columns, doc values, norms, and the field's share of the term infos, postings and
+//! positions, found by walking the term dictionary).
+
+use anyhow::Result;
+use quarry_format::postings::TERM_INFO_LEN;
+use quarry_format::BlockReader;
+use std::collections::BTreeMap;
+
+/// One field's bytes over all blocks.
+#[derive(Default)]
+struct FieldBytes {
+    terms: u64,
+    term_infos: u64,
+    postings: u64,
+    positions: u64,
+    columns: u64,
+    doc_values: u64,
+    norms: u64,
+}
+
+impl FieldBytes {
+    fn total(&self) -> u64 {
+        self.term_infos
+            + self.postings
+            + self.positions
+            + self.columns
+            + self.doc_values
+            + self.norms
+    }
+}
+
+pub fn print_sizes(blocks: &[BlockReader]) -> Result<()> {
+    let mut kinds: BTreeMap<String, u64> = BTreeMap::new();
+    let mut fields: BTreeMap<String, FieldBytes> = BTreeMap::new();
+    for block in blocks {
+        for (name, section) in block.manifest().sections() {
+            // Per-field sections grouped by kind: "column x:string data" -> "columns (data)".
+            let kind = if name.ends_with(" doc values") {
+                "doc values".to_owned()
+            } else if name.starts_with("column ") {
+                format!("columns ({})", name.rsplit(' ').next().unwrap_or(""))
+            } else if name.starts_with("norms of ") {
+                "norms".to_owned()
+            } else {
+                name
+            };
+            *kinds.entry(kind).or_default() += section.len;
+        }
+        for field in &block.manifest().fields {
+            let bytes = fields.entry(field.name.clone()).or_default();
+            for column in &field.columns {
+                bytes.columns += column.directory.len + column.data.len;
+                bytes.doc_values += column.doc_values.map_or(0, |s| s.len);
+            }
+            bytes.norms += field.text.as_ref().map_or(0, |t| t.norms.len);
+        }
+        add_terms(block, &mut fields)?;
+    }
+    for (kind, bytes) in &kinds {
+        println!("{kind:>24}: {bytes:>12} bytes");
+    }
+    let mut rows: Vec<(&String, &FieldBytes)> = fields.iter().collect();
+    rows.sort_by_key(|(_, bytes)| std::cmp::Reverse(bytes.total()));
+    println!(
+        "{:<24} {:>10} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10} {:>12}",
+        "field",
+        "terms",
+        "term infos",
+        "postings",
+        "positions",
+        "columns",
+        "doc values",
+        "norms",
+        "total"
+    );
+    for (name, b) in rows {
+        println!(
+            "{name:<24} {:>10} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10} {:>12}",
+            b.terms,
+            b.term_infos,
+            b.postings,
+            b.positions,
+            b.columns,
+            b.doc_values,
+            b.norms,
+            b.total()
+        );
+    }
+    println!("(the term dictionary's FST is not split by field; it is in the first table)");
+    Ok(())
+}
+
+/// Every term of the block, credited to its field.
+fn add_terms(block: &BlockReader, fields: &mut BTreeMap<String, FieldBytes>) -> Result<()> {
+    use fst::Streamer;
+    let names: Vec<&str> = block
+        .manifest()
+        .fields
+        .iter()
+        .map(|f| f.name.as_str())
+        .collect();
+    let mut stream = block.term_dictionary().stream();
+    while let Some((key, ordinal)) = stream.next() {
+        let Some(name) = key
+            .get(..2)
+            .and_then(|b| names.get(usize::from(u16::from_be_bytes([b[0], b[1]]))))
+        else {
+            continue;
+        };
+        let info = block.term_info_by_ordinal(ordinal)?;
+        let bytes = fields.entry((*name).to_owned()).or_default();
+        bytes.terms += 1;
+        bytes.term_infos += TERM_INFO_LEN as u64;
+        bytes.postings += u64::from(info.postings_len);
+        bytes.positions += info.positions_len;
+    }
+    Ok(())
+}

@@ -29,41 +29,48 @@ const ENTRY_LEN: usize = 24;
 /// addresses; not messages or ids, which are given up as soon as they pass this many).
 const MIN_DICTIONARY_LIMIT: usize = 1 << 16;
 
-/// Collects one column's values as they are pushed, and encodes them at the end of the block.
+/// Collects one column's values as they are pushed (in increasing doc order) and packs each
+/// 128-doc group as soon as it is complete, so a block's flush holds a few bytes per doc, not
+/// every value: integers are packed for good; strings as provisional (first-seen) ids, mapped
+/// to their sorted ordinals and packed again at the end.
 pub struct DocValuesBuilder {
-    docs: Vec<u32>,
-    /// Per doc of `docs`: a raw integer, or the provisional (first-seen) id of a string.
-    slots: Vec<u64>,
-    /// Strings only: provisional id by value. `None` once the column stopped qualifying.
+    /// Strings only: provisional id by value. `None` for integers.
     strings: Option<HashMap<Box<[u8]>, u32>>,
-    is_string: bool,
     /// Integers: raw patterns are i64 (the group base is the least in signed order).
     signed: bool,
+    /// The open group: its index, raw values or provisional ids by position, which are set.
+    group: usize,
+    values: [u64; GROUP],
+    present: u128,
+    /// Closed groups: (offset in `packed`, bits, base, divisor) each, and their packed slots.
+    entries: Vec<(u32, u8, u64, u64)>,
+    packed: Vec<u8>,
+    pushed: usize,
     abandoned: bool,
 }
 
 impl DocValuesBuilder {
-    pub fn strings() -> DocValuesBuilder {
+    fn new(strings: Option<HashMap<Box<[u8]>, u32>>, signed: bool) -> DocValuesBuilder {
         DocValuesBuilder {
-            docs: Vec::new(),
-            slots: Vec::new(),
-            strings: Some(HashMap::new()),
-            is_string: true,
-            signed: false,
+            strings,
+            signed,
+            group: 0,
+            values: [0; GROUP],
+            present: 0,
+            entries: Vec::new(),
+            packed: Vec::new(),
+            pushed: 0,
             abandoned: false,
         }
     }
 
+    pub fn strings() -> DocValuesBuilder {
+        Self::new(Some(HashMap::new()), false)
+    }
+
     /// Integer raw patterns; `signed` for i64 and timestamps, whose order is the i64 one.
     pub fn integers(signed: bool) -> DocValuesBuilder {
-        DocValuesBuilder {
-            docs: Vec::new(),
-            slots: Vec::new(),
-            strings: None,
-            is_string: false,
-            signed,
-            abandoned: false,
-        }
+        Self::new(None, signed)
     }
 
     pub fn push_str(&mut self, doc: u32, value: &[u8]) {
@@ -83,7 +90,7 @@ impl DocValuesBuilder {
             None => {
                 // Checked against the values seen so far, so a column of unique strings is
                 // given up early, before its map grows large.
-                let limit = MIN_DICTIONARY_LIMIT.max(self.docs.len() / 4);
+                let limit = MIN_DICTIONARY_LIMIT.max(self.pushed / 4);
                 if strings.len() >= limit {
                     self.abandon();
                     return;
@@ -92,114 +99,139 @@ impl DocValuesBuilder {
                 next
             }
         };
-        self.docs.push(doc);
-        self.slots.push(u64::from(id));
+        self.set(doc, u64::from(id));
     }
 
     pub fn push_raw(&mut self, doc: u32, raw: u64) {
         if !self.abandoned {
-            self.docs.push(doc);
-            self.slots.push(raw);
+            self.set(doc, raw);
         }
+    }
+
+    fn set(&mut self, doc: u32, value: u64) {
+        let group = doc as usize / GROUP;
+        while self.group < group && !self.abandoned {
+            self.close_group();
+        }
+        if self.abandoned {
+            return;
+        }
+        self.values[doc as usize % GROUP] = value;
+        self.present |= 1 << (doc as usize % GROUP);
+        self.pushed += 1;
     }
 
     fn abandon(&mut self) {
         self.abandoned = true;
         self.strings = None;
-        self.docs = Vec::new();
-        self.slots = Vec::new();
+        self.entries = Vec::new();
+        self.packed = Vec::new();
+    }
+
+    /// Packs the open group and opens the next one.
+    fn close_group(&mut self) {
+        let present = |i: usize| self.present >> i & 1 == 1;
+        let (base, divisor) = if self.strings.is_some() {
+            (0, 1)
+        } else {
+            // Offsets wrap, so any base works when every value is within 32 bits above it:
+            // the least value in the column's own order is the one.
+            let set = (0..GROUP).filter(|&i| present(i)).map(|i| self.values[i]);
+            let base = if self.signed {
+                set.clone().map(|v| v as i64).min().unwrap_or(0) as u64
+            } else {
+                set.clone().min().unwrap_or(0)
+            };
+            let divisor = set.fold(0u64, |g, v| gcd(g, v.wrapping_sub(base))).max(1);
+            (base, divisor)
+        };
+        let mut slots = [0u32; GROUP];
+        for (i, slot) in slots.iter_mut().enumerate() {
+            if present(i) {
+                let value = (self.values[i].wrapping_sub(base) / divisor).checked_add(1);
+                match value.and_then(|v| u32::try_from(v).ok()) {
+                    Some(value) => *slot = value,
+                    None => return self.abandon(),
+                }
+            }
+        }
+        self.pack(&slots, base, divisor);
+        self.group += 1;
+        self.present = 0;
+    }
+
+    fn pack(&mut self, slots: &[u32; GROUP], base: u64, divisor: u64) {
+        use bitpacking::{BitPacker, BitPacker4x};
+        let packer = BitPacker4x::new();
+        let bits = packer.num_bits(slots);
+        let Ok(offset) = u32::try_from(self.packed.len()) else {
+            return self.abandon();
+        };
+        let start = self.packed.len();
+        self.packed.resize(start + 16 * bits as usize, 0);
+        packer.compress(slots, &mut self.packed[start..], bits);
+        self.entries.push((offset, bits, base, divisor));
     }
 
     /// The encoded section for a block of `doc_count` docs, or `None` if the column does not
     /// qualify (or has no values).
-    pub fn finish(self, doc_count: u32) -> Option<Vec<u8>> {
-        if self.abandoned || self.docs.is_empty() {
+    pub fn finish(mut self, doc_count: u32) -> Option<Vec<u8>> {
+        let group_count = (doc_count as usize).div_ceil(GROUP);
+        while self.group < group_count && !self.abandoned {
+            self.close_group();
+        }
+        if self.abandoned || self.pushed == 0 {
             return None;
         }
         let mut dictionary: Vec<(Box<[u8]>, u32)> = Vec::new();
-        let mut slots = self.slots;
-        if self.is_string {
-            dictionary = self.strings?.into_iter().collect();
+        if let Some(strings) = self.strings.take() {
+            dictionary = strings.into_iter().collect();
             dictionary.sort_unstable();
-            // Provisional id -> ordinal in sorted order.
-            let mut ordinal_of = vec![0u64; dictionary.len()];
+            // Provisional id -> 1 + ordinal in sorted order; repack every group with it.
+            let mut slot_of = vec![0u32; dictionary.len() + 1];
             for (ordinal, (_, id)) in dictionary.iter().enumerate() {
-                ordinal_of[*id as usize] = ordinal as u64;
+                slot_of[*id as usize + 1] = ordinal as u32 + 1;
             }
-            for slot in &mut slots {
-                *slot = ordinal_of[*slot as usize];
+            let (entries, packed) = (
+                std::mem::take(&mut self.entries),
+                std::mem::take(&mut self.packed),
+            );
+            let mut slots = [0u32; GROUP];
+            for (offset, bits, _, _) in entries {
+                let at = offset as usize;
+                unpack4x(&packed[at..at + 16 * bits as usize], bits, &mut slots);
+                for slot in &mut slots {
+                    *slot = slot_of[*slot as usize];
+                }
+                self.pack(&slots, 0, 1);
             }
         }
-        encode(doc_count, &dictionary, self.signed, &self.docs, &slots)
-    }
-}
-
-fn encode(
-    doc_count: u32,
-    dictionary: &[(Box<[u8]>, u32)],
-    signed: bool,
-    docs: &[u32],
-    values: &[u64],
-) -> Option<Vec<u8>> {
-    use bitpacking::{BitPacker, BitPacker4x};
-    let group_count = (doc_count as usize).div_ceil(GROUP);
-    let mut out = Vec::new();
-    put_u32(&mut out, doc_count);
-    put_u32(&mut out, dictionary.len() as u32);
-    let mut offset = 0u32;
-    put_u32(&mut out, 0);
-    for (value, _) in dictionary {
-        offset = offset.checked_add(value.len() as u32)?;
-        put_u32(&mut out, offset);
-    }
-    for (value, _) in dictionary {
-        out.extend_from_slice(value);
-    }
-    let entries_start = out.len();
-    out.resize(entries_start + group_count * ENTRY_LEN, 0);
-    let packer = BitPacker4x::new();
-    let mut buffer = vec![0u8; 4 * GROUP];
-    let mut at = 0usize;
-    for group in 0..group_count {
-        let group_end = ((group + 1) * GROUP) as u32;
-        let start = at;
-        while at < docs.len() && docs[at] < group_end {
-            at += 1;
+        if self.abandoned {
+            return None;
         }
-        let (group_docs, group_values) = (&docs[start..at], &values[start..at]);
-        // Dictionary ordinals are packed as they are; integers relative to the group's base.
-        let (base, divisor) = if dictionary.is_empty() {
-            // Offsets wrap, so any base works when every value is within 32 bits above it:
-            // the least value in the column's own order is the one.
-            let base = if signed {
-                group_values.iter().map(|&v| v as i64).min().unwrap_or(0) as u64
-            } else {
-                group_values.iter().copied().min().unwrap_or(0)
-            };
-            let divisor = group_values
-                .iter()
-                .fold(0u64, |g, &v| gcd(g, v.wrapping_sub(base)))
-                .max(1);
-            (base, divisor)
-        } else {
-            (0, 1)
-        };
-        let mut slots = [0u32; GROUP];
-        for (&doc, &value) in group_docs.iter().zip(group_values) {
-            let slot = (value.wrapping_sub(base) / divisor).checked_add(1)?;
-            slots[doc as usize % GROUP] = u32::try_from(slot).ok()?;
+        let mut out = Vec::new();
+        put_u32(&mut out, doc_count);
+        put_u32(&mut out, dictionary.len() as u32);
+        let mut offset = 0u32;
+        put_u32(&mut out, 0);
+        for (value, _) in &dictionary {
+            offset = offset.checked_add(value.len() as u32)?;
+            put_u32(&mut out, offset);
         }
-        let bits = packer.num_bits(&slots);
-        let written = packer.compress(&slots, &mut buffer, bits);
-        let packed_offset = u32::try_from(out.len()).ok()?;
-        let entry = &mut out[entries_start + group * ENTRY_LEN..][..ENTRY_LEN];
-        entry[0..4].copy_from_slice(&packed_offset.to_le_bytes());
-        entry[4] = bits;
-        entry[8..16].copy_from_slice(&base.to_le_bytes());
-        entry[16..24].copy_from_slice(&divisor.to_le_bytes());
-        out.extend_from_slice(&buffer[..written]);
+        for (value, _) in &dictionary {
+            out.extend_from_slice(value);
+        }
+        let data_start = out.len() + self.entries.len() * ENTRY_LEN;
+        for &(offset, bits, base, divisor) in &self.entries {
+            let offset = u32::try_from(data_start + offset as usize).ok()?;
+            out.extend_from_slice(&offset.to_le_bytes());
+            out.extend_from_slice(&[bits, 0, 0, 0]);
+            out.extend_from_slice(&base.to_le_bytes());
+            out.extend_from_slice(&divisor.to_le_bytes());
+        }
+        out.extend_from_slice(&self.packed);
+        Some(out)
     }
-    Some(out)
 }
 
 fn gcd(mut a: u64, mut b: u64) -> u64 {

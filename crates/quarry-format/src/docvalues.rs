@@ -604,6 +604,41 @@ mod tests {
         }
     }
 
+    proptest! {
+        /// A valid section with bytes overwritten: `new` rejects it or every read stays in
+        /// bounds (no panic), whatever the damage.
+        #[test]
+        fn damaged_sections_never_panic(
+            strings in any::<bool>(),
+            flips in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8),
+        ) {
+            let mut bytes = if strings {
+                let model: Vec<Option<String>> =
+                    (0..300).map(|i| (i % 3 != 0).then(|| format!("v{}", i % 11))).collect();
+                strings_of(&model).unwrap()
+            } else {
+                let model: Vec<Option<u64>> =
+                    (0..300).map(|i| (i % 4 != 0).then_some(i * 1000 + 7)).collect();
+                integers_of(&model).unwrap()
+            };
+            for (at, byte) in flips {
+                let at = at.index(bytes.len());
+                bytes[at] = byte;
+            }
+            if let Ok(values) = DocValues::new(&bytes) {
+                let end = values.doc_count().min(1000);
+                let mut cursor = values.cursor();
+                for doc in 0..end + 2 {
+                    let _ = (values.raw(doc), cursor.raw(doc));
+                    if let Some(ordinal) = values.ordinal(doc) {
+                        let _ = values.string(ordinal);
+                    }
+                }
+                values.for_each_in_range(0, end, &mut |_, _| {});
+            }
+        }
+    }
+
     #[test]
     fn negative_and_extreme_integers_use_wrapping_offsets() {
         // i64 raw patterns: -5, 3, i64::MIN in one group span more than 32 bits: no doc values.

@@ -261,6 +261,15 @@ struct Entry {
     divisor: u64,
 }
 
+impl Entry {
+    /// The raw integer of a non-zero slot of this group.
+    #[inline]
+    fn integer(&self, slot: u32) -> u64 {
+        self.base
+            .wrapping_add(u64::from(slot - 1).wrapping_mul(self.divisor))
+    }
+}
+
 impl<'a> DocValues<'a> {
     /// Checks the header, every group entry and the dictionary offsets; per-doc reads then
     /// only index. Block readers check at open and then use `trusted`.
@@ -277,9 +286,7 @@ impl<'a> DocValues<'a> {
         let values_len = values.entries_start - values.values_start;
         let mut previous = 0;
         for ordinal in 0..=values.dictionary_len {
-            let at = 8 + 4 * ordinal;
-            let offset = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap_or_default());
-            let offset = offset as usize;
+            let offset = values.dictionary_offset(ordinal);
             if offset < previous || offset > values_len {
                 return Err(DecodeError::new("doc values dictionary offsets"));
             }
@@ -350,16 +357,24 @@ impl<'a> DocValues<'a> {
         }
     }
 
+    /// A group's packed slots (in bounds: checked by `new`).
+    #[inline]
+    fn packed(&self, entry: Entry) -> &'a [u8] {
+        &self.bytes[entry.offset..entry.offset + 16 * entry.bits as usize]
+    }
+
+    /// Where dictionary value `i` starts in the value bytes (`i = dictionary_len`: the end).
+    fn dictionary_offset(&self, i: usize) -> usize {
+        let at = 8 + 4 * i;
+        u32::from_le_bytes(self.bytes[at..at + 4].try_into().unwrap_or_default()) as usize
+    }
+
     /// The slot of `doc`: 0 without a value, else 1 + ordinal or 1 + (raw - base) / divisor.
     #[inline]
     fn slot(&self, doc: u32) -> (u32, Entry) {
-        let group = doc as usize / GROUP;
-        let entry = self.entry(group);
-        let packed = &self.bytes[entry.offset..entry.offset + 16 * entry.bits as usize];
-        (
-            packed4x_get(packed, entry.bits, doc as usize % GROUP),
-            entry,
-        )
+        let entry = self.entry(doc as usize / GROUP);
+        let slot = packed4x_get(self.packed(entry), entry.bits, doc as usize % GROUP);
+        (slot, entry)
     }
 
     /// The dictionary ordinal of `doc`'s string, if it has one (string columns).
@@ -378,12 +393,7 @@ impl<'a> DocValues<'a> {
             return None;
         }
         let (slot, entry) = self.slot(doc);
-        let value = slot.checked_sub(1)?;
-        Some(
-            entry
-                .base
-                .wrapping_add(u64::from(value).wrapping_mul(entry.divisor)),
-        )
+        (slot != 0).then(|| entry.integer(slot))
     }
 
     /// Calls `f(doc, slot value)` for every doc of `[lo, hi)` with a value, unpacking whole
@@ -396,18 +406,16 @@ impl<'a> DocValues<'a> {
         let mut slots = [0u32; GROUP];
         for group in lo as usize / GROUP..=(hi as usize - 1) / GROUP {
             let entry = self.entry(group);
-            let packed = &self.bytes[entry.offset..entry.offset + 16 * entry.bits as usize];
-            unpack4x(packed, entry.bits, &mut slots);
+            unpack4x(self.packed(entry), entry.bits, &mut slots);
             let first = (group * GROUP) as u32;
             let from = lo.saturating_sub(first) as usize;
             let to = ((hi - first) as usize).min(GROUP);
             for (i, &slot) in slots.iter().enumerate().take(to).skip(from) {
                 if slot != 0 {
-                    let value = u64::from(slot - 1);
                     let value = if self.dictionary_len > 0 {
-                        value
+                        u64::from(slot - 1)
                     } else {
-                        entry.base.wrapping_add(value.wrapping_mul(entry.divisor))
+                        entry.integer(slot)
                     };
                     f(first + i as u32, value);
                 }
@@ -437,11 +445,10 @@ impl<'a> DocValues<'a> {
         if ordinal >= self.dictionary_len {
             return None;
         }
-        let offset = |i: usize| {
-            let at = 8 + 4 * i;
-            u32::from_le_bytes(self.bytes[at..at + 4].try_into().unwrap_or_default()) as usize
-        };
-        let (start, end) = (offset(ordinal), offset(ordinal + 1));
+        let (start, end) = (
+            self.dictionary_offset(ordinal),
+            self.dictionary_offset(ordinal + 1),
+        );
         self.bytes
             .get(self.values_start + start..self.values_start + end)
     }
@@ -468,10 +475,9 @@ impl<'a> DocValuesCursor<'a> {
         let group = doc as usize / GROUP;
         if group != self.group {
             self.entry = self.values.entry(group);
-            let (offset, bits) = (self.entry.offset, self.entry.bits);
             unpack4x(
-                &self.values.bytes[offset..offset + 16 * bits as usize],
-                bits,
+                self.values.packed(self.entry),
+                self.entry.bits,
                 &mut self.slots,
             );
             self.group = group;
@@ -488,12 +494,8 @@ impl<'a> DocValuesCursor<'a> {
     /// As `DocValues::raw`.
     #[inline]
     pub fn raw(&mut self, doc: u32) -> Option<u64> {
-        let value = self.slot(doc).checked_sub(1)?;
-        Some(
-            self.entry
-                .base
-                .wrapping_add(u64::from(value).wrapping_mul(self.entry.divisor)),
-        )
+        let slot = self.slot(doc);
+        (slot != 0).then(|| self.entry.integer(slot))
     }
 }
 

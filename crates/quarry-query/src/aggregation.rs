@@ -156,7 +156,6 @@ impl<'a> AggState<'a> {
             AggKind::Count => AggState::Count(0),
             AggKind::Terms { .. } => AggState::Terms(HashMap::new(), None),
             AggKind::Percentiles(_) => {
-                // alpha 1%, up to 2048 bins, values below 1e-9 in magnitude count as zero.
                 AggState::Percentiles(Box::new(Percentiles::new(single_group)))
             }
             AggKind::Cardinality => AggState::Distinct(Box::new(
@@ -201,12 +200,8 @@ impl<'a> AggState<'a> {
                         return;
                     }
                 };
-                match counts.get_mut(key) {
-                    Some(n) => *n += 1,
-                    None => {
-                        counts.insert(key.to_owned(), 1);
-                    }
-                }
+                // Allocates the key only when it is new.
+                *counts.entry_ref(key).or_insert(0) += 1;
             }
             AggState::Numbers {
                 count,
@@ -421,6 +416,7 @@ impl Percentiles {
 
     /// From exact counts to the sketch, for good.
     fn spill(&mut self) {
+        // alpha 1%, up to 2048 bins, values below 1e-9 in magnitude count as zero.
         let config = SketchConfig::new(PERCENTILE_RELATIVE_ERROR, 2048, 1e-9);
         let mut sketch = DDSketch::new(config);
         for (value, count) in self.counted() {
@@ -468,12 +464,7 @@ fn fold_ordinals(counts: &mut HashMap<String, u64>, ordinals: Option<OrdinalCoun
             Ok(key) => std::borrow::Cow::Borrowed(key),
             Err(_) => String::from_utf8_lossy(bytes),
         };
-        match counts.get_mut(key.as_ref()) {
-            Some(total) => *total += n,
-            None => {
-                counts.insert(key.into_owned(), n);
-            }
-        }
+        *counts.entry_ref(key.as_ref()).or_insert(0) += n;
     }
 }
 
@@ -541,10 +532,7 @@ impl<'a> FieldCursor<'a> {
             .filter_map(|c| block.column(ordinal, c.ty))
             .map(|reader| (reader, None, 0))
             .collect();
-        let doc_values = metas
-            .iter()
-            .map(|c| Some((c.ty, block.doc_values(ordinal, c.ty)?.cursor())))
-            .collect();
+        let doc_values = crate::filter::doc_value_cursors(block, ordinal, &metas);
         FieldCursor {
             columns,
             doc_values,

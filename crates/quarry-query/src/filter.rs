@@ -13,7 +13,9 @@
 
 use crate::range::NumericRange;
 use crate::scorer::{BoxScorer, ConstScorer, Scorer};
+use quarry_format::block::ColumnMeta;
 use quarry_format::column::{ChunkValues, ColumnReader, DecodedChunk};
+use quarry_format::docvalues::DocValuesCursor;
 use quarry_format::{
     BlockReader, ColumnType, DecodeError, FormatError, Result, TermKind, TERMINATED,
 };
@@ -443,12 +445,7 @@ pub fn numeric_range_scorer<'a>(
     let Some(ordinal) = block.field_ordinal(field) else {
         return Ok(None);
     };
-    let meta = &block.manifest().fields[ordinal as usize];
-    let columns: Vec<_> = meta
-        .columns
-        .iter()
-        .filter(|c| NUMERIC_COLUMNS.contains(&c.ty) && c.present_count > 0)
-        .collect();
+    let columns = numeric_columns(block, ordinal);
     if optimizations.skipping {
         let any = columns.iter().any(|c| {
             c.min_max
@@ -465,23 +462,38 @@ pub fn numeric_range_scorer<'a>(
     // windows ask for few docs, and building the whole block's answer first (below) was most
     // of a range tail's time. Asked for many, the scorer builds it after all.
     if checked && optimizations.range_index {
-        let doc_values: Option<Vec<_>> = columns
-            .iter()
-            .map(|c| Some((c.ty, block.doc_values(ordinal, c.ty)?.cursor())))
-            .collect();
-        if let Some(doc_values) = doc_values {
-            let present = columns.iter().map(|c| c.present_count).sum();
+        if let Some(doc_values) = doc_value_cursors(block, ordinal, &columns) {
             return Ok(Some(Box::new(CheckedRangeScorer::new(
                 block,
-                field.to_owned(),
+                ordinal,
                 range.clone(),
                 optimizations,
                 doc_values,
-                present,
             ))));
         }
     }
     eager_range_scorer(block, ordinal, &columns, range, optimizations)
+}
+
+/// The field's numeric columns that hold values.
+fn numeric_columns(block: &BlockReader, ordinal: u16) -> Vec<&ColumnMeta> {
+    block.manifest().fields[ordinal as usize]
+        .columns
+        .iter()
+        .filter(|c| NUMERIC_COLUMNS.contains(&c.ty) && c.present_count > 0)
+        .collect()
+}
+
+/// A doc-values cursor for each of `columns`, or `None` if one of them has no doc values.
+pub(crate) fn doc_value_cursors<'a>(
+    block: &'a BlockReader,
+    ordinal: u16,
+    columns: &[&ColumnMeta],
+) -> Option<Vec<(ColumnType, DocValuesCursor<'a>)>> {
+    columns
+        .iter()
+        .map(|c| Some((c.ty, block.doc_values(ordinal, c.ty)?.cursor())))
+        .collect()
 }
 
 /// The scorer of a range over the whole block at once: the union of the numeric terms' postings,
@@ -489,7 +501,7 @@ pub fn numeric_range_scorer<'a>(
 fn eager_range_scorer<'a>(
     block: &'a BlockReader,
     ordinal: u16,
-    columns: &[&quarry_format::block::ColumnMeta],
+    columns: &[&ColumnMeta],
     range: &NumericRange,
     optimizations: Optimizations,
 ) -> Result<Option<BoxScorer<'a>>> {
@@ -527,10 +539,10 @@ fn eager_range_scorer<'a>(
 /// 143 µs).
 struct CheckedRangeScorer<'a> {
     block: &'a BlockReader,
-    field: String,
+    ordinal: u16,
     range: NumericRange,
     optimizations: Optimizations,
-    doc_values: Vec<(ColumnType, quarry_format::docvalues::DocValuesCursor<'a>)>,
+    doc_values: Vec<(ColumnType, DocValuesCursor<'a>)>,
     /// Estimated matches in the block (from a sample), the cost reported before switching:
     /// conjunctions pick their leading clause by cost, so it must not be the field's whole
     /// doc count when the range is narrow.
@@ -547,20 +559,19 @@ struct CheckedRangeScorer<'a> {
 impl<'a> CheckedRangeScorer<'a> {
     fn new(
         block: &'a BlockReader,
-        field: String,
+        ordinal: u16,
         range: NumericRange,
         optimizations: Optimizations,
-        doc_values: Vec<(ColumnType, quarry_format::docvalues::DocValuesCursor<'a>)>,
-        present: u64,
+        doc_values: Vec<(ColumnType, DocValuesCursor<'a>)>,
     ) -> Self {
         let bounds = range.i64_bounds();
         let mut scorer = CheckedRangeScorer {
             block,
-            field,
+            ordinal,
             range,
             optimizations,
             doc_values,
-            estimate: present,
+            estimate: 0,
             bounds,
             doc: 0,
             checked: 0,
@@ -573,37 +584,31 @@ impl<'a> CheckedRangeScorer<'a> {
         scorer
     }
 
-    /// Matches in the block estimated from `SAMPLES` docs spread evenly over it.
-    fn sample_estimate(&mut self) -> u64 {
+    /// Matches in the block estimated from `SAMPLES` docs spread evenly over it, each read in
+    /// place (every sample is in another group: unpacking whole groups would be wasted).
+    fn sample_estimate(&self) -> u64 {
         const SAMPLES: u32 = 128;
         let doc_count = self.block.doc_count();
         let step = (doc_count / SAMPLES).max(1);
-        let samples: Vec<u32> = (0..doc_count).step_by(step as usize).collect();
-        let mut hits = 0u64;
-        for &doc in &samples {
-            if self.matches(doc) {
-                hits += 1;
-            }
+        let (mut samples, mut hits) = (0u64, 0u64);
+        for doc in (0..doc_count).step_by(step as usize) {
+            samples += 1;
+            let inside = self.doc_values.iter().any(|(ty, values)| {
+                let raw = values.values().raw(doc);
+                raw.is_some_and(|raw| in_range(&self.range, self.bounds, *ty, raw))
+            });
+            hits += u64::from(inside);
         }
         // At least one: a sample that missed a rare value does not make the range free.
-        (hits * u64::from(doc_count) / samples.len().max(1) as u64).max(1)
+        (hits * u64::from(doc_count) / samples.max(1)).max(1)
     }
 
     fn matches(&mut self, doc: u32) -> bool {
-        for (ty, values) in &mut self.doc_values {
-            let Some(raw) = values.raw(doc) else {
-                continue;
-            };
-            let inside = match (*ty, self.bounds) {
-                (ColumnType::I64, Some((lo, hi))) => (lo..=hi).contains(&(raw as i64)),
-                (ColumnType::I64, None) => false,
-                _ => raw_in_range(&self.range, *ty, raw),
-            };
-            if inside {
-                return true;
-            }
-        }
-        false
+        let (range, bounds) = (&self.range, self.bounds);
+        self.doc_values.iter_mut().any(|(ty, values)| {
+            let raw = values.raw(doc);
+            raw.is_some_and(|raw| in_range(range, bounds, *ty, raw))
+        })
     }
 
     /// The first doc `>= from` in the range.
@@ -627,27 +632,14 @@ impl<'a> CheckedRangeScorer<'a> {
     }
 
     fn switch(&mut self, from: u32) -> u32 {
-        let columns: Vec<_> = self
-            .block
-            .field_ordinal(&self.field)
-            .map(|ordinal| {
-                self.block.manifest().fields[ordinal as usize]
-                    .columns
-                    .iter()
-                    .filter(|c| NUMERIC_COLUMNS.contains(&c.ty) && c.present_count > 0)
-                    .collect()
-            })
-            .unwrap_or_default();
-        let eager = match self.block.field_ordinal(&self.field) {
-            Some(ordinal) => eager_range_scorer(
-                self.block,
-                ordinal,
-                &columns,
-                &self.range,
-                self.optimizations,
-            ),
-            None => Ok(None),
-        };
+        let columns = numeric_columns(self.block, self.ordinal);
+        let eager = eager_range_scorer(
+            self.block,
+            self.ordinal,
+            &columns,
+            &self.range,
+            self.optimizations,
+        );
         let eager = match eager {
             Ok(eager) => eager,
             Err(error) => {
@@ -696,6 +688,16 @@ impl Scorer for CheckedRangeScorer<'_> {
                 .as_ref()
                 .and_then(|e| e.as_ref().and_then(|s| s.error()))
         })
+    }
+}
+
+/// `raw` of a column of type `ty` in `range`; `bounds` is `range.i64_bounds()`, computed once
+/// by the caller for the common i64 case.
+fn in_range(range: &NumericRange, bounds: Option<(i64, i64)>, ty: ColumnType, raw: u64) -> bool {
+    match (ty, bounds) {
+        (ColumnType::I64, Some((lo, hi))) => (lo..=hi).contains(&(raw as i64)),
+        (ColumnType::I64, None) => false,
+        _ => raw_in_range(range, ty, raw),
     }
 }
 

@@ -397,14 +397,11 @@ impl BlockReader {
         for at in entries.clone().step_by(64) {
             prefetch(offsets, at);
         }
-        let start_of = |group: usize| {
-            let entry = offsets.get(group * TIME_GROUP_ENTRY_LEN..)?.get(..5)?;
-            let start = u32::from_le_bytes([entry[0], entry[1], entry[2], entry[3]]) as usize;
-            Some((start, 16 * usize::from(entry[4].min(32))))
-        };
-        if let (Some((start, _)), Some((last_start, last_len))) = (start_of(first), start_of(last))
+        if let (Some((start, _)), Some((last_start, last_entry))) =
+            (self.time_group_entry(first), self.time_group_entry(last))
         {
             // A bounded hint: a hit list spread over a whole block is not worth it.
+            let last_len = 16 * usize::from(last_entry.bits.min(32));
             let end = (last_start + last_len).min(start + (64 << 10));
             for at in (start..end).step_by(64) {
                 prefetch(offsets, at);
@@ -412,20 +409,29 @@ impl BlockReader {
         }
     }
 
-    /// Group `group`'s time offsets entry and packed bytes (packed groups only).
-    fn time_group_bytes(&self, group: usize) -> Option<(TimeGroupEntry, &[u8])> {
+    /// Group `group`'s time offsets entry: where its packed bytes start, and how to read them.
+    fn time_group_entry(&self, group: usize) -> Option<(usize, TimeGroupEntry)> {
         let bytes = self.section(self.manifest.time_offsets?);
         let entry = bytes.get(group * TIME_GROUP_ENTRY_LEN..(group + 1) * TIME_GROUP_ENTRY_LEN)?;
         // unwraps: the entry is 16 bytes long.
         let offset = u32::from_le_bytes(entry[0..4].try_into().unwrap()) as usize;
-        let entry = TimeGroupEntry {
-            bits: entry[4],
-            // Writers store at least 1; a corrupt 0 must not divide.
-            divisor: u64::from_le_bytes(entry[8..16].try_into().unwrap()).max(1),
-        };
+        Some((
+            offset,
+            TimeGroupEntry {
+                bits: entry[4],
+                // Writers store at least 1; a corrupt 0 must not divide.
+                divisor: u64::from_le_bytes(entry[8..16].try_into().unwrap()).max(1),
+            },
+        ))
+    }
+
+    /// Group `group`'s time offsets entry and packed bytes (packed groups only).
+    fn time_group_bytes(&self, group: usize) -> Option<(TimeGroupEntry, &[u8])> {
+        let (offset, entry) = self.time_group_entry(group)?;
         if entry.bits > 32 {
             return None;
         }
+        let bytes = self.section(self.manifest.time_offsets?);
         let packed = bytes.get(offset..offset.checked_add(16 * entry.bits as usize)?)?;
         Some((entry, packed))
     }

@@ -285,11 +285,11 @@ impl<'a> PostingsCursor<'a> {
         }
     }
 
-    /// Moves to the first doc `>= target`; returns it (or `TERMINATED`).
     /// The first full block from `from` on whose last doc is `>= target`, or `full_blocks`
-    /// (the tail) if none (`from` itself when it is past the full blocks): galloping over the skip entries (1, 2, 4, ... blocks ahead, then a
-    /// binary search of the last step), so a seek far ahead, as a tail's first window makes,
-    /// reads a logarithmic number of entries, and a near one the next entry or two.
+    /// (the tail) if none (`from` itself when it is past the full blocks): galloping over the
+    /// skip entries (1, 2, 4, ... blocks ahead, then a binary search of the last step), so a
+    /// seek far ahead, as a tail's first window makes, reads a logarithmic number of entries,
+    /// and a near one the next entry or two.
     fn first_block_reaching(&self, from: usize, target: u32) -> DecodeResult<usize> {
         if from >= self.full_blocks {
             return Ok(from);
@@ -319,6 +319,7 @@ impl<'a> PostingsCursor<'a> {
         Ok(hi)
     }
 
+    /// Moves to the first doc `>= target`; returns it (or `TERMINATED`).
     pub fn seek(&mut self, target: u32) -> u32 {
         if self.doc >= target {
             return self.doc;

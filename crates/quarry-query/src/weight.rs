@@ -365,7 +365,7 @@ impl Weight {
                     };
                     field_ordinal = Some(ordinal);
                     max_tf = max_tf.min(info.max_tf);
-                    cursors.push((*offset, block.postings(&info)?));
+                    cursors.push((*offset, block.postings_with_positions(&info)?));
                 }
                 let norms = field_ordinal.and_then(|o| block.norms(o)).unwrap_or(&[]);
                 Some(Box::new(PhraseScorer::new(

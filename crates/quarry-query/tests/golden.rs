@@ -5,7 +5,8 @@
 //! and are answered by the fallbacks (column scans, `_time` chunk decodes).
 //!
 //! Version 3 adds doc values (aggregations read them instead of the chunks), so its answers
-//! must equal version 2's exactly.
+//! must equal version 2's exactly; version 4 adds page checksums of postings and positions,
+//! and answers as version 3 does.
 //!
 //! Write a new version's directory only when the format version changes:
 //! `QUARRY_WRITE_GOLDEN=v3 cargo test -p quarry-query --test golden`.
@@ -258,4 +259,19 @@ fn golden_v3_block_still_opens_and_answers() {
     assert!(block
         .doc_values(service, quarry_format::ColumnType::Str)
         .is_some());
+}
+
+#[test]
+fn golden_v4_block_still_opens_and_answers() {
+    let (searcher, expected) = golden("v4", true);
+    let mut answers = answers(&searcher);
+    answers["log queries"] = log_answers(&searcher);
+    assert_eq!(answers, expected);
+    // Page checksums change what is checked, not what is answered.
+    let v3: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(golden_dir().join("v3.expected.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(answers, v3);
+    assert!(searcher.blocks()[0].manifest().page_checksums.is_some());
 }

@@ -73,6 +73,9 @@ pub struct Manifest {
     pub positions: SectionRef,
     /// Every doc's `_time`, bit-packed per 128 docs for random access (version 2 on).
     pub time_offsets: Option<SectionRef>,
+    /// crc32 per page of the postings and positions sections (version 4 on), so a query
+    /// verifies only the pages it reads (`PageChecksums`).
+    pub page_checksums: Option<SectionRef>,
 }
 
 impl Manifest {
@@ -124,9 +127,11 @@ impl Manifest {
         self.positions.encode(out);
         // Version 2 on: the section is always there.
         self.time_offsets.unwrap_or_default().encode(out);
+        // Version 4 on: the section is always there.
+        self.page_checksums.unwrap_or_default().encode(out);
     }
 
-    /// Decodes the manifest of a block of format `version` (1 or 2).
+    /// Decodes the manifest of a block of format `version` (1 to 4).
     pub fn decode(bytes: &[u8], version: u32) -> DecodeResult<Manifest> {
         let mut r = ByteReader::new(bytes);
         let doc_count = r.u32()?;
@@ -210,6 +215,11 @@ impl Manifest {
             } else {
                 None
             },
+            page_checksums: if version >= 4 {
+                Some(SectionRef::decode(&mut r)?)
+            } else {
+                None
+            },
         };
         if !r.is_empty() {
             return Err(DecodeError::new("trailing bytes"));
@@ -228,6 +238,9 @@ impl Manifest {
         ];
         if let Some(offsets) = self.time_offsets {
             all.push(("time offsets".to_owned(), offsets));
+        }
+        if let Some(pages) = self.page_checksums {
+            all.push(("page checksums".to_owned(), pages));
         }
         for field in &self.fields {
             for column in &field.columns {

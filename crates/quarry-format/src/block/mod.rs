@@ -9,19 +9,22 @@
 //! every section as (offset, length, crc32). Readers mmap the file, check the footer and the
 //! manifest's crc, check every section lies inside the file, and verify the crc of the small
 //! sections they load whole (term dictionary, term infos, norms, time index, chunk directories).
-//! Column chunks carry their own crc, checked when decoded; postings are bounds-checked as
-//! they are decoded, and `BlockReader::verify` checks every section's crc. Full byte grammar:
-//! FORMAT.md.
+//! Column chunks carry their own crc, checked when decoded; postings and positions carry a crc
+//! per 16 KiB page (`pages`), checked the first time a query reads the page; so every byte a
+//! query reads is under a checksum checked before use. `BlockReader::verify` checks every
+//! section's crc. A reader reads bytes, not paths: a mapped file or a buffer in memory. Full
+//! byte grammar: FORMAT.md.
 //!
 //! Invariants: doc ids are positions in `_time` order (stable for equal times); every doc has a
 //! `_time`; chunks of a column partition `[0, doc_count)`; term keys are unique and sorted.
 
 mod manifest;
+pub mod pages;
 mod reader;
 mod writer;
 
 pub use manifest::{ColumnMeta, FieldMeta, Manifest, SectionRef, TextMeta};
-pub use reader::{BlockReader, DocumentFetcher};
+pub use reader::{BlockBytes, BlockReader, DocumentFetcher};
 pub use writer::{write_block, BlockInput, FieldInput, InvertedIndexWriter, TextInput};
 
 /// The name of the time field every block has.

@@ -1,4 +1,5 @@
 use super::manifest::{Manifest, SectionRef};
+use super::pages::{PageChecksums, PageMismatch, PagedSection};
 use super::TIME_FIELD;
 use crate::column::{ColumnReader, DecodedChunk};
 use crate::docvalues::DocValues;
@@ -17,27 +18,42 @@ use std::sync::Arc;
 /// One group entry of the time offsets section (FORMAT.md): offset, bits, pad, divisor.
 pub const TIME_GROUP_ENTRY_LEN: usize = 16;
 
-/// A byte range of the block's mmap that the FST can own.
+/// The bytes of a whole block: a mapped file (`BlockReader::open`), a buffer in memory, later
+/// cached ranges of an object. Immutable while any reader holds them.
+pub type BlockBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
+
+/// A byte range of the block that the FST can own.
 #[derive(Clone)]
 pub struct MappedBytes {
-    mmap: Arc<memmap2::Mmap>,
+    bytes: BlockBytes,
     start: usize,
     end: usize,
 }
 
 impl AsRef<[u8]> for MappedBytes {
     fn as_ref(&self) -> &[u8] {
-        &self.mmap[self.start..self.end]
+        &(*self.bytes).as_ref()[self.start..self.end]
     }
 }
 
-/// An open block file. Opening checks the footer, the manifest and the small sections; the rest
-/// is decoded lazily, on demand. Shareable across threads.
+struct Mapped(memmap2::Mmap);
+
+impl AsRef<[u8]> for Mapped {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// An open block. Opening checks the footer, the manifest and the small sections; the rest is
+/// decoded lazily, on demand, each piece checked against its crc first. Shareable across
+/// threads.
 pub struct BlockReader {
+    /// The file the bytes came from, or a name for a block in memory; errors carry it.
     path: PathBuf,
-    mmap: Arc<memmap2::Mmap>,
+    bytes: BlockBytes,
     manifest: Manifest,
     terms: fst::Map<MappedBytes>,
+    pages: PageChecksums,
 }
 
 impl std::fmt::Debug for BlockReader {
@@ -58,16 +74,18 @@ impl BlockReader {
         // SAFETY: block files are immutable once renamed into place; nobody writes them while
         // they are mapped (merge writes new files and deletes old ones only when unused).
         let mmap = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-        Self::from_mmap(path, Arc::new(mmap))
+        Self::from_bytes(path, Arc::new(Mapped(mmap)))
     }
 
-    fn from_mmap(path: &Path, mmap: Arc<memmap2::Mmap>) -> Result<BlockReader> {
+    /// Opens a block from its bytes; `path` names it in errors (the file it came from, or any
+    /// name for a block in memory).
+    pub fn from_bytes(path: &Path, block_bytes: BlockBytes) -> Result<BlockReader> {
         let corrupt = |part: &str, reason: &'static str| FormatError::Corrupt {
             path: path.to_path_buf(),
             part: part.to_owned(),
             reason,
         };
-        let bytes: &[u8] = &mmap;
+        let bytes: &[u8] = (*block_bytes).as_ref();
         if bytes.len() < BLOCK_MAGIC.len() + FOOTER_LEN || &bytes[..8] != BLOCK_MAGIC {
             return Err(FormatError::BadMagic {
                 path: path.to_path_buf(),
@@ -174,8 +192,18 @@ impl BlockReader {
         if Some(manifest.term_infos.len) != manifest.term_count.checked_mul(TERM_INFO_LEN as u64) {
             return Err(corrupt("term infos", "length does not match term count"));
         }
+        let pages = match manifest.page_checksums {
+            Some(section) => {
+                check_crc(path, bytes, "page checksums", section)?;
+                let page_bytes = section_bytes(bytes, section, manifest_offset)
+                    .ok_or_else(|| corrupt("page checksums", "section outside file"))?;
+                PageChecksums::decode(page_bytes, manifest.postings, manifest.positions)
+                    .map_err(|e| e.in_file(path, "page checksums"))?
+            }
+            None => PageChecksums::whole_sections(manifest.postings, manifest.positions),
+        };
         let fst_bytes = MappedBytes {
-            mmap: mmap.clone(),
+            bytes: block_bytes.clone(),
             start: manifest.term_fst.offset as usize,
             end: (manifest.term_fst.offset + manifest.term_fst.len) as usize,
         };
@@ -183,9 +211,10 @@ impl BlockReader {
             fst::Map::new(fst_bytes).map_err(|_| corrupt("term dictionary", "not an fst"))?;
         let reader = BlockReader {
             path: path.to_path_buf(),
-            mmap,
+            bytes: block_bytes,
             manifest,
             terms,
+            pages,
         };
         if reader.time_column().is_none() {
             return Err(corrupt("manifest", "no _time column"));
@@ -206,7 +235,11 @@ impl BlockReader {
     }
 
     pub fn file_len(&self) -> u64 {
-        self.mmap.len() as u64
+        self.file().len() as u64
+    }
+
+    fn file(&self) -> &[u8] {
+        (*self.bytes).as_ref()
     }
 
     /// The ordinal of a field by name (fields are sorted by name).
@@ -224,7 +257,7 @@ impl BlockReader {
 
     fn section(&self, section: SectionRef) -> &[u8] {
         // In bounds: checked for every section at open.
-        &self.mmap[section.offset as usize..(section.offset + section.len) as usize]
+        &self.file()[section.offset as usize..(section.offset + section.len) as usize]
     }
 
     pub fn term_dictionary(&self) -> &fst::Map<MappedBytes> {
@@ -278,13 +311,52 @@ impl BlockReader {
         stream.next().is_some()
     }
 
+    /// A term's postings without positions (`positions()` on the cursor finds none): the
+    /// pages of its postings are checked first.
     pub fn postings(&self, info: &TermInfo) -> Result<PostingsCursor<'_>> {
+        self.check_pages(
+            PagedSection::Postings,
+            info.postings_offset,
+            u64::from(info.postings_len),
+        )?;
+        PostingsCursor::try_new_without_positions(info, self.section(self.manifest.postings))
+            .map_err(|e| self.corrupt("postings", e))
+    }
+
+    /// A term's postings with its positions (phrases); the pages of both are checked first.
+    pub fn postings_with_positions(&self, info: &TermInfo) -> Result<PostingsCursor<'_>> {
+        self.check_pages(
+            PagedSection::Postings,
+            info.postings_offset,
+            u64::from(info.postings_len),
+        )?;
+        if info.has_positions {
+            self.check_pages(
+                PagedSection::Positions,
+                info.positions_offset,
+                info.positions_len,
+            )?;
+        }
         PostingsCursor::try_new(
             info,
             self.section(self.manifest.postings),
             self.section(self.manifest.positions),
         )
         .map_err(|e| self.corrupt("postings", e))
+    }
+
+    /// Checks the pages of `len` bytes at `offset` in a paged section. A range that leaves the
+    /// section is left to the decoder, which rejects it.
+    fn check_pages(&self, which: PagedSection, offset: u64, len: u64) -> Result<()> {
+        let end = offset.saturating_add(len);
+        self.pages
+            .verify(self.file(), which, offset, end)
+            .map_err(|mismatch: PageMismatch| FormatError::ChecksumMismatch {
+                path: self.path.clone(),
+                part: format!("{} page {}", mismatch.section.name(), mismatch.page),
+                expected: mismatch.expected,
+                got: mismatch.got,
+            })
     }
 
     /// Field-length ids of a tokenized field, one per doc.
@@ -471,7 +543,7 @@ impl BlockReader {
 
     /// Checks every section's crc and decodes every column chunk. `quarry check` runs this.
     pub fn verify(&self) -> Result<()> {
-        let bytes: &[u8] = &self.mmap;
+        let bytes: &[u8] = self.file();
         for (name, section) in self.manifest.sections() {
             check_crc(&self.path, bytes, &name, section)?;
         }
@@ -494,7 +566,7 @@ impl BlockReader {
         use fst::Streamer;
         while let Some((_, ordinal)) = stream.next() {
             let info = self.term_info_by_ordinal(ordinal)?;
-            let mut cursor = self.postings(&info)?;
+            let mut cursor = self.postings_with_positions(&info)?;
             let mut count = 0u32;
             while cursor.doc() != crate::postings::TERMINATED {
                 count += 1;

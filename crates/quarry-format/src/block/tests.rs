@@ -303,7 +303,7 @@ fn block_round_trip() {
         assert_eq!(info.doc_freq as usize, expected.docs.len());
         assert_eq!(info.has_positions, *kind == TermKind::Token);
         assert_eq!(info.max_tf, *expected.tfs.iter().max().unwrap());
-        let mut cursor = reader.postings(&info).unwrap();
+        let mut cursor = reader.postings_with_positions(&info).unwrap();
         for (i, &doc) in expected.docs.iter().enumerate() {
             assert_eq!(cursor.doc(), doc);
             assert_eq!(cursor.term_freq(), expected.tfs[i]);

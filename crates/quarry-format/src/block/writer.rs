@@ -2,7 +2,9 @@ use super::manifest::{ColumnMeta, FieldMeta, Manifest, SectionRef, TextMeta};
 use super::TIME_FIELD;
 use crate::column::ColumnData;
 use crate::error::{FormatError, Result};
-use crate::limits::{BLOCK_MAGIC, FORMAT_VERSION, MAX_DOCS_PER_BLOCK, TIME_INDEX_INTERVAL};
+use crate::limits::{
+    BLOCK_MAGIC, CHECKSUM_PAGE_LEN, FORMAT_VERSION, MAX_DOCS_PER_BLOCK, TIME_INDEX_INTERVAL,
+};
 use crate::postings::PostingsWriter;
 use crate::termdict::{term_key, TermDictWriter, TermKind};
 use crate::value::ColumnType;
@@ -188,6 +190,14 @@ pub fn write_block(path: &Path, input: BlockInput) -> Result<Manifest> {
     let term_infos = sink.section(&infos).map_err(io)?;
     let postings_ref = sink.section(&postings.postings).map_err(io)?;
     let positions_ref = sink.section(&postings.positions).map_err(io)?;
+    let mut page_checksums = Vec::new();
+    super::pages::encode_page_checksums(
+        CHECKSUM_PAGE_LEN,
+        &postings.postings,
+        &postings.positions,
+        &mut page_checksums,
+    );
+    let page_checksums = Some(sink.section(&page_checksums).map_err(io)?);
 
     let manifest = Manifest {
         doc_count,
@@ -201,6 +211,7 @@ pub fn write_block(path: &Path, input: BlockInput) -> Result<Manifest> {
         postings: postings_ref,
         positions: positions_ref,
         time_offsets,
+        page_checksums,
     };
     let mut manifest_bytes = Vec::new();
     manifest.encode(&mut manifest_bytes);

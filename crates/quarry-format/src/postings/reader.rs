@@ -41,6 +41,20 @@ pub struct PostingsCursor<'a> {
 impl<'a> PostingsCursor<'a> {
     /// `postings` and `positions` are the block's whole sections; `info` locates the term.
     pub fn try_new(info: &TermInfo, postings: &'a [u8], positions: &'a [u8]) -> DecodeResult<Self> {
+        Self::new_inner(info, postings, Some(positions))
+    }
+
+    /// A cursor that reads no positions (`positions` then fails for a doc with tf > 0): the
+    /// caller need not have checked the positions' bytes.
+    pub fn try_new_without_positions(info: &TermInfo, postings: &'a [u8]) -> DecodeResult<Self> {
+        Self::new_inner(info, postings, None)
+    }
+
+    fn new_inner(
+        info: &TermInfo,
+        postings: &'a [u8],
+        positions: Option<&'a [u8]>,
+    ) -> DecodeResult<Self> {
         let start = usize::try_from(info.postings_offset)
             .map_err(|_| DecodeError::new("postings offset"))?;
         let bytes = postings
@@ -51,16 +65,17 @@ impl<'a> PostingsCursor<'a> {
         if bytes.len() < skip_len {
             return Err(DecodeError::new("skip data truncated"));
         }
-        let positions = if info.has_positions {
-            let start = usize::try_from(info.positions_offset)
-                .map_err(|_| DecodeError::new("positions offset"))?;
-            let len = usize::try_from(info.positions_len)
-                .map_err(|_| DecodeError::new("positions length"))?;
-            positions
-                .get(start..start.saturating_add(len))
-                .ok_or(DecodeError::new("positions outside section"))?
-        } else {
-            &[]
+        let positions = match positions {
+            Some(positions) if info.has_positions => {
+                let start = usize::try_from(info.positions_offset)
+                    .map_err(|_| DecodeError::new("positions offset"))?;
+                let len = usize::try_from(info.positions_len)
+                    .map_err(|_| DecodeError::new("positions length"))?;
+                positions
+                    .get(start..start.saturating_add(len))
+                    .ok_or(DecodeError::new("positions outside section"))?
+            }
+            _ => &[],
         };
         let mut cursor = PostingsCursor {
             packer: BitPacker4x::new(),

@@ -162,7 +162,8 @@ for size in $SIZES; do
     if [[ ! -s $events ]]; then
         if ((quarry_generates)); then
             log "generating $size events (seed $SEED)"
-            "$QUARRY" gen-logs --events "$size" --seed "$SEED" --output "$events.tmp"
+            "$QUARRY" gen-logs --events "$size" --seed "$SEED" --start 2026-11-01T00:00:00Z \
+                --output "$events.tmp"
             mv "$events.tmp" "$events"
         else
             warn "no $events and no 'quarry gen-logs' to write it: skipping $size events"

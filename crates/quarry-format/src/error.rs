@@ -45,6 +45,21 @@ pub enum FormatError {
     InvalidInput { reason: String },
 }
 
+impl FormatError {
+    /// The block file the error is about (none for a writer given bad input).
+    pub fn path(&self) -> Option<&std::path::Path> {
+        match self {
+            FormatError::Io { path, .. }
+            | FormatError::BadMagic { path }
+            | FormatError::Version { path, .. }
+            | FormatError::ChecksumMismatch { path, .. }
+            | FormatError::Corrupt { path, .. }
+            | FormatError::LimitExceeded { path, .. } => Some(path),
+            FormatError::InvalidInput { .. } => None,
+        }
+    }
+}
+
 pub type Result<T, E = FormatError> = std::result::Result<T, E>;
 
 /// A decoding failure before the file it came from is known. Decoders return this; the block

@@ -15,7 +15,7 @@ use crate::filter::TimeLookup;
 use crate::query::Query;
 use crate::scorer::Scorer;
 use crate::searcher::Searcher;
-use crate::timeline::{bucket_ends, bucket_span, MAX_BUCKETS};
+use crate::timeline::{bucket_ends, MAX_BUCKETS};
 use crate::weight::Weight;
 use hashbrown::HashMap;
 use hyperloglogplus::{HyperLogLog, HyperLogLogPlus};
@@ -804,14 +804,17 @@ impl Searcher {
             }
             // Bucket endpoints as doc ids (the histogram's way): a match's bucket is found by
             // comparing doc ids, without reading its time.
-            let (first, ends) = match interval {
-                None => (0, vec![0, block.doc_count()]),
+            let (buckets, ends) = match interval {
+                None => (vec![0], vec![0, block.doc_count()]),
                 Some(interval) => {
-                    let span = bucket_span(block.manifest(), start, end, interval)?;
-                    let whole = (0, block.doc_count());
-                    (span.0, bucket_ends(&mut lookup, span, whole, interval)?)
+                    // Matches lie within the query's required time bounds.
+                    let (lo, hi) = lookup.doc_range(start, end)?;
+                    bucket_ends(&mut lookup, (lo, hi), interval)?
                 }
             };
+            if buckets.is_empty() {
+                continue;
+            }
             let mut k = 0usize;
             let mut doc = scorer.doc();
             // The group changes only at bucket ends: look it up then, not per doc (and only
@@ -824,7 +827,7 @@ impl Searcher {
                 let group = match current {
                     Some((bucket, group)) if bucket == k => group,
                     _ => groups
-                        .entry(first + k as i64)
+                        .entry(buckets[k])
                         .or_insert_with(|| Group::new(specs, interval.is_none())),
                 };
                 group.collect(doc, &mut cursors)?;

@@ -20,4 +20,6 @@ pub mod weight;
 
 pub use error::QueryError;
 pub use query::Query;
-pub use searcher::{value_to_json, Hit, SearchRequest, SearchResult, Searcher, SortOrder};
+pub use searcher::{
+    value_to_json, DamagedBlock, Hit, SearchRequest, SearchResult, Searcher, SortOrder,
+};

@@ -158,6 +158,39 @@ impl Query {
 }
 
 impl Query {
+    /// Every field the query names (bare words name the text fields they were expanded to).
+    pub fn field_names(&self) -> std::collections::BTreeSet<&str> {
+        let mut names = std::collections::BTreeSet::new();
+        self.collect_field_names(&mut names);
+        names
+    }
+
+    fn collect_field_names<'q>(&'q self, names: &mut std::collections::BTreeSet<&'q str>) {
+        match self {
+            Query::Term { field, .. }
+            | Query::Phrase { field, .. }
+            | Query::Exact { field, .. }
+            | Query::Range { field, .. }
+            | Query::Exists { field } => {
+                names.insert(field);
+            }
+            Query::TimeRange { .. } => {
+                names.insert(TIME_FIELD);
+            }
+            Query::Any(clauses) => clauses.iter().for_each(|c| c.collect_field_names(names)),
+            Query::Bool {
+                must,
+                should,
+                must_not,
+            } => must
+                .iter()
+                .chain(should)
+                .chain(must_not)
+                .for_each(|c| c.collect_field_names(names)),
+            Query::All | Query::Nothing => {}
+        }
+    }
+
     /// `self AND _time in [start, end)`; the time clause is a filter (it scores nothing).
     pub fn within(self, start: i64, end: i64) -> Query {
         if start == i64::MIN && end == i64::MAX {

@@ -14,7 +14,7 @@ use quarry_format::{BlockReader, DecodeError, Value, TERMINATED, TIME_FIELD};
 use quarry_index::Analyzer;
 use quarry_store::Catalog;
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SortOrder {
@@ -51,6 +51,14 @@ pub struct SearchResult {
     pub count: Option<u64>,
 }
 
+/// A block left out of every answer because it could not be opened or read: answers are
+/// partial, and front ends must say so (the CLI on stderr and in its exit status).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DamagedBlock {
+    pub path: PathBuf,
+    pub error: String,
+}
+
 pub struct Searcher {
     /// Sorted by (time_min, path).
     pub(crate) blocks: Vec<BlockReader>,
@@ -61,33 +69,88 @@ pub struct Searcher {
     text_fields: Vec<String>,
     params: Bm25Params,
     pub(crate) optimizations: Optimizations,
+    damaged: Vec<DamagedBlock>,
 }
 
 impl Searcher {
-    /// Opens every block the catalog of `dir` lists.
+    /// Opens every block the catalog of `dir` lists. A block that fails to open is left out
+    /// and listed in `damaged()`; one bad block never makes the rest unsearchable.
     pub fn open(dir: &Path) -> Result<Searcher> {
         let (settings, entries) = Catalog::read_only(dir)?;
-        let blocks = entries
-            .iter()
-            .map(|entry| BlockReader::open(&Catalog::block_path(dir, entry.id)))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Searcher::new(blocks, Analyzer::new(settings.stop_words)))
+        let mut blocks = Vec::with_capacity(entries.len());
+        let mut damaged = Vec::new();
+        for entry in &entries {
+            let path = Catalog::block_path(dir, entry.id);
+            match BlockReader::open(&path) {
+                Ok(block) => blocks.push(block),
+                Err(error) => damaged.push(DamagedBlock {
+                    path,
+                    error: error.to_string(),
+                }),
+            }
+        }
+        let mut searcher = Searcher::new(blocks, Analyzer::new(settings.stop_words));
+        searcher.damaged = damaged;
+        Ok(searcher)
+    }
+
+    /// Blocks left out of the answers (failed to open, or to read during a search run
+    /// through `skip_damaged`).
+    pub fn damaged(&self) -> &[DamagedBlock] {
+        &self.damaged
+    }
+
+    /// Runs `work`; when it fails because a block is damaged, leaves that block out (it is
+    /// added to `damaged()`) and runs `work` again over the rest. Statistics, hits and counts
+    /// are then those of the remaining blocks, as if the damaged one were not there: a damaged
+    /// part costs that part, never a different answer for the rest.
+    pub fn skip_damaged<T>(&mut self, mut work: impl FnMut(&Searcher) -> Result<T>) -> Result<T> {
+        loop {
+            match work(self) {
+                Err(error) if self.leave_out_block_of(&error) => continue,
+                other => return other,
+            }
+        }
+    }
+
+    /// Leaves out the block an error is about; false if it names none of this searcher's.
+    fn leave_out_block_of(&mut self, error: &QueryError) -> bool {
+        let QueryError::Format(format_error) = error else {
+            return false;
+        };
+        let Some(path) = format_error.path() else {
+            return false;
+        };
+        let Some(index) = self.blocks.iter().position(|b| b.path() == path) else {
+            return false;
+        };
+        self.blocks.remove(index);
+        self.block_ids.remove(index);
+        self.text_fields = text_fields(&self.blocks);
+        self.damaged.push(DamagedBlock {
+            path: path.to_path_buf(),
+            error: format_error.to_string(),
+        });
+        true
+    }
+
+    /// Field names the query uses that no block has (a typo, or `status: 200` with a space):
+    /// the answer stands, but a front end should say so.
+    pub fn unknown_fields(&self, query: &Query) -> Vec<String> {
+        query
+            .field_names()
+            .into_iter()
+            .filter(|name| {
+                *name != TIME_FIELD && self.blocks.iter().all(|b| b.field_ordinal(name).is_none())
+            })
+            .map(str::to_owned)
+            .collect()
     }
 
     pub fn new(mut blocks: Vec<BlockReader>, analyzer: Analyzer) -> Searcher {
         blocks.sort_by(|a, b| {
             (a.manifest().time_min, a.path()).cmp(&(b.manifest().time_min, b.path()))
         });
-        let text_fields: BTreeSet<String> = blocks
-            .iter()
-            .flat_map(|b| {
-                b.manifest()
-                    .fields
-                    .iter()
-                    .filter(|f| f.text.is_some())
-                    .map(|f| f.name.clone())
-            })
-            .collect();
         let block_ids = blocks
             .iter()
             .enumerate()
@@ -101,12 +164,13 @@ impl Searcher {
             })
             .collect();
         Searcher {
+            text_fields: text_fields(&blocks),
             blocks,
             block_ids,
             analyzer,
-            text_fields: text_fields.into_iter().collect(),
             params: Bm25Params::default(),
             optimizations: Optimizations::default(),
+            damaged: Vec::new(),
         }
     }
 
@@ -346,6 +410,21 @@ fn disjunction_clauses(weight: &Weight) -> Option<Vec<&Weight>> {
 }
 
 /// A value as JSON: arrays (kept as JSON text) are parsed back.
+/// The fields bare words search: every tokenized field of any block, sorted.
+fn text_fields(blocks: &[BlockReader]) -> Vec<String> {
+    let names: BTreeSet<String> = blocks
+        .iter()
+        .flat_map(|b| {
+            b.manifest()
+                .fields
+                .iter()
+                .filter(|f| f.text.is_some())
+                .map(|f| f.name.clone())
+        })
+        .collect();
+    names.into_iter().collect()
+}
+
 pub fn value_to_json(value: &Value) -> serde_json::Value {
     match value {
         Value::Str(s) => serde_json::Value::String(s.clone()),

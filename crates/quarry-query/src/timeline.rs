@@ -13,10 +13,10 @@
 //! are bucketed by doc id, without reading their times.
 
 use crate::error::{QueryError, Result};
-use crate::filter::{inclusive_end, time_overlaps, TimeLookup};
+use crate::filter::{time_overlaps, TimeLookup};
 use crate::query::Query;
 use crate::scorer::Scorer;
-use crate::searcher::{Hit, Searcher, SortOrder};
+use crate::searcher::{Hit, SearchRequest, Searcher, SortOrder};
 use crate::weight::Weight;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -348,7 +348,6 @@ impl Searcher {
             if lo >= hi {
                 continue;
             }
-            let (first, last) = bucket_span(manifest, start, end, interval)?;
             if !optimizations.endpoint_histogram {
                 // Read the time of every match.
                 let Some(mut scorer) = weight.scorer(index, block)? else {
@@ -362,12 +361,10 @@ impl Searcher {
                 self.check_scorer(index, scorer.as_ref())?;
                 continue;
             }
-            let ends = bucket_ends(&mut lookup, (first, last), (lo, hi), interval)?;
+            let (buckets, ends) = bucket_ends(&mut lookup, (lo, hi), interval)?;
             if !filtered {
                 for (k, pair) in ends.windows(2).enumerate() {
-                    if pair[1] > pair[0] {
-                        f(first + k as i64, u64::from(pair[1] - pair[0]));
-                    }
+                    f(buckets[k], u64::from(pair[1] - pair[0]));
                 }
                 continue;
             }
@@ -381,7 +378,7 @@ impl Searcher {
                 for (k, end) in ends[1..].iter().enumerate() {
                     let count = cursor.count_until(*end);
                     if count > 0 {
-                        f(first + k as i64, u64::from(count));
+                        f(buckets[k], u64::from(count));
                     }
                 }
                 if let Some(error) = cursor.error() {
@@ -398,7 +395,7 @@ impl Searcher {
             while doc < hi {
                 if doc >= ends[k + 1] {
                     if count > 0 {
-                        f(first + k as i64, count);
+                        f(buckets[k], count);
                         count = 0;
                     }
                     while doc >= ends[k + 1] {
@@ -409,75 +406,80 @@ impl Searcher {
                 doc = scorer.advance();
             }
             if count > 0 {
-                f(first + k as i64, count);
+                f(buckets[k], count);
             }
             self.check_scorer(index, scorer.as_ref())?;
         }
         Ok(())
     }
 
-    /// An interval giving at most about `target` buckets over the time the query covers.
-    pub fn auto_interval(&self, query: &Query, target: i64) -> i64 {
+    /// An interval giving at most about `target` buckets over the time the query covers:
+    /// its `_time` bounds when it has both, else the span of its matches (the oldest and the
+    /// newest, a head and a tail of one hit each), so an outlier event that does not match
+    /// cannot stretch the buckets.
+    pub fn auto_interval(&self, query: &Query, target: i64) -> Result<i64> {
         const STEPS: [i64; 16] = [
             1, 5, 10, 30, 60, 300, 600, 1800, 3600, 10_800, 21_600, 43_200, 86_400, 604_800,
             2_592_000, 31_536_000,
         ];
         let ((start, end), _) = query.time_bounds();
-        let (mut min, mut max) = (i64::MAX, i64::MIN);
-        for block in &self.blocks {
-            let m = block.manifest();
-            if m.doc_count > 0 {
-                min = min.min(m.time_min.max(start));
-                max = max.max(m.time_max.min(inclusive_end(end)));
+        let span = if start != i64::MIN && end != i64::MAX {
+            end.saturating_sub(start)
+        } else {
+            let edge = |sort| -> Result<Option<i64>> {
+                let request = SearchRequest {
+                    limit: 1,
+                    sort,
+                    ..Default::default()
+                };
+                Ok(self
+                    .search(query, &request)?
+                    .hits
+                    .first()
+                    .map(|hit| hit.time))
+            };
+            match (edge(SortOrder::TimeAsc)?, edge(SortOrder::TimeDesc)?) {
+                (Some(oldest), Some(newest)) => newest.saturating_sub(oldest),
+                _ => 0,
             }
-        }
-        let span = max.saturating_sub(min).max(0);
-        STEPS
+        };
+        Ok(STEPS
             .iter()
             .map(|s| s * 1_000_000_000)
             .find(|step| span / step < target)
-            .unwrap_or(31_536_000 * 1_000_000_000)
+            .unwrap_or(31_536_000 * 1_000_000_000))
     }
 }
 
-/// The buckets (`first`, `last`, indexes of `interval`) that a block's times meet within the
-/// query's `[start, end)`; too many is an error.
-pub(crate) fn bucket_span(
-    manifest: &quarry_format::block::Manifest,
-    start: i64,
-    end: i64,
-    interval: i64,
-) -> Result<(i64, i64)> {
-    let first = manifest.time_min.max(start).div_euclid(interval);
-    let last = manifest
-        .time_max
-        .min(inclusive_end(end))
-        .div_euclid(interval);
-    if last - first >= MAX_BUCKETS {
-        return Err(QueryError::TooManyBuckets {
-            buckets: (last - first).saturating_add(1),
-            limit: MAX_BUCKETS,
-        });
-    }
-    Ok((first, last))
-}
-
-/// Bucket endpoints as doc ids within the docs `[lo, hi)`: `ends[k]` is the first doc of bucket
-/// `first + k`, `ends[0] = lo` and the last entry is `hi` (seed 000, Fig. 9).
+/// The non-empty buckets of the docs `[lo, hi)` and their endpoints as doc ids: bucket
+/// `buckets[k]` (an index of `interval`) holds the docs `[ends[k], ends[k + 1])`, so
+/// `ends[0] = lo` and the last entry is `hi` (seed 000, Fig. 9). Only buckets that hold a doc
+/// are visited, so the cost follows the data, not the block's time span: one event far from
+/// the rest adds one bucket, not every bucket between them.
 pub(crate) fn bucket_ends(
     lookup: &mut TimeLookup,
-    (first, last): (i64, i64),
     (lo, hi): (u32, u32),
     interval: i64,
-) -> Result<Vec<u32>> {
-    let mut ends = Vec::with_capacity((last - first).max(0) as usize + 2);
-    ends.push(lo);
-    for bucket in first + 1..=last {
-        let doc = lookup.first_at_or_after(bucket.saturating_mul(interval))?;
-        ends.push(doc.clamp(lo, hi));
+) -> Result<(Vec<i64>, Vec<u32>)> {
+    let mut buckets = Vec::new();
+    let mut ends = vec![lo];
+    let mut doc = lo;
+    while doc < hi {
+        let bucket = lookup.time_of(doc)?.div_euclid(interval);
+        buckets.push(bucket);
+        let next = match bucket
+            .checked_add(1)
+            .and_then(|next| next.checked_mul(interval))
+        {
+            // Times are sorted, so the next bucket starts after `doc`; the clamp only guards
+            // progress against a block whose times are not.
+            Some(time) => lookup.first_at_or_after(time)?.clamp(doc + 1, hi),
+            None => hi,
+        };
+        ends.push(next);
+        doc = next;
     }
-    ends.push(hi);
-    Ok(ends)
+    Ok((buckets, ends))
 }
 
 /// Every bucket from the first to the last of `counts` (sorted by bucket, a bucket may repeat:

@@ -4,6 +4,7 @@
 //! DIR/catalog.json     the catalog: settings, blocks, per-source ingest progress
 //! DIR/blocks/N.qblk    block files (quarry-format)
 //! DIR/.lock            held (flock) by the one process that writes DIR
+//! DIR/damaged/N.qblk   blocks set aside by `quarry check --repair`, no longer listed
 //! ```
 //! Every change is committed by writing `catalog.json.tmp`, fsync, rename over `catalog.json`,
 //! fsync of the directory: a crash leaves either the old or the new catalog, never a mix. Block
@@ -52,6 +53,8 @@ const CATALOG_VERSION: u32 = 1;
 const CATALOG_FILE: &str = "catalog.json";
 const BLOCKS_DIR: &str = "blocks";
 const BLOCK_EXTENSION: &str = "qblk";
+/// Where `quarry check --repair` moves damaged blocks.
+const DAMAGED_DIR: &str = "damaged";
 
 /// Settings fixed when the data directory is created (they shape what blocks contain).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -281,6 +284,31 @@ impl Catalog {
             std::fs::remove_file(&path).map_err(|source| CatalogError::Io { path, source })?;
         }
         Ok(())
+    }
+
+    /// Moves damaged blocks out of the catalog and into `DIR/damaged/` (kept for inspection,
+    /// never read again). Each file is moved before the catalog stops listing it, so a crash in
+    /// between leaves a listed block with no file, which the next repair drops; a block whose
+    /// file is already gone is just dropped. Returns where each file went (None: no file).
+    pub fn set_aside_blocks(&mut self, ids: &[u64]) -> Result<Vec<(u64, Option<PathBuf>)>> {
+        let aside = self.dir.join(DAMAGED_DIR);
+        std::fs::create_dir_all(&aside).map_err(|source| CatalogError::Io {
+            path: aside.clone(),
+            source,
+        })?;
+        let mut moved = Vec::with_capacity(ids.len());
+        for &id in ids {
+            let from = Self::block_path(&self.dir, id);
+            let to = aside.join(from.file_name().expect("block paths have a file name"));
+            match std::fs::rename(&from, &to) {
+                Ok(()) => moved.push((id, Some(to))),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => moved.push((id, None)),
+                Err(source) => return Err(CatalogError::Io { path: from, source }),
+            }
+        }
+        self.state.blocks.retain(|b| !ids.contains(&b.id));
+        self.save()?;
+        Ok(moved)
     }
 
     fn save(&mut self) -> Result<()> {

@@ -3,7 +3,7 @@
 use anyhow::{bail, Context, Result};
 use chrono::DateTime;
 use indicatif::{ProgressBar, ProgressStyle};
-use quarry_loggen::{write_events, GeneratorConfig, DEFAULT_START_MS};
+use quarry_loggen::{write_events, GeneratorConfig};
 use std::fs::File;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -19,8 +19,9 @@ const ZSTD_LEVEL: i32 = 3;
 Events follow bench/logs/PROTOCOL.md: `_time` (RFC 3339 UTC, ms), `tenant`, `service`, `host`, \
 `level`, `message`; request events (service `nginx`, about half) also have `method`, `path`, \
 `status`, `latency_ms`, `bytes`, `client_ip`. Messages of the other services come from the \
-Loghub templates (https://github.com/logpai/loghub). The same arguments give the same bytes \
-on every machine.")]
+Loghub templates (https://github.com/logpai/loghub). By default the events cover the day that \
+ends now, so `--start now-1d` searches find them; with --start (or --end) given, the same \
+arguments give the same bytes on every machine.")]
 pub struct GenLogsArgs {
     /// Number of events to write (exactly)
     #[arg(long, default_value_t = 1_000_000)]
@@ -28,10 +29,11 @@ pub struct GenLogsArgs {
     /// Random seed; the output is a function of all the arguments
     #[arg(long, default_value_t = 42)]
     seed: u64,
-    /// Start of the time range, RFC 3339, inclusive [default: 2026-11-01T00:00:00Z]
+    /// Start of the time range, RFC 3339, inclusive [default: end - 1 day]
     #[arg(long, value_parser = parse_time_ms, value_name = "TIME")]
     start: Option<i64>,
-    /// End of the time range, RFC 3339, exclusive [default: start + 1 day]
+    /// End of the time range, RFC 3339, exclusive [default: start + 1 day, or now without
+    /// --start]
     #[arg(long, value_parser = parse_time_ms, value_name = "TIME")]
     end: Option<i64>,
     /// Number of tenants (`tenant-0001` ... ), sized by a Zipf distribution
@@ -58,8 +60,17 @@ fn parse_time_ms(text: &str) -> Result<i64, String> {
 }
 
 pub fn gen_logs(args: GenLogsArgs) -> Result<ExitCode> {
-    let start_ms = args.start.unwrap_or(DEFAULT_START_MS);
-    let end_ms = args.end.unwrap_or(start_ms + 86_400_000);
+    const DAY_MS: i64 = 86_400_000;
+    let (start_ms, end_ms) = match (args.start, args.end) {
+        (Some(start), Some(end)) => (start, end),
+        (Some(start), None) => (start, start + DAY_MS),
+        (None, Some(end)) => (end - DAY_MS, end),
+        (None, None) => {
+            // Whole seconds, so two runs in the same second write the same bytes.
+            let now_ms = chrono::Utc::now().timestamp() * 1000;
+            (now_ms - DAY_MS, now_ms)
+        }
+    };
     if end_ms <= start_ms {
         bail!("--end must be after --start");
     }

@@ -1,5 +1,6 @@
 use crate::DataArgs;
 use anyhow::{Context, Result};
+use quarry_format::BlockReader;
 use quarry_index::event::format_time;
 use quarry_query::aggregation::AggSpec;
 use quarry_query::filter::Optimizations;
@@ -7,6 +8,7 @@ use quarry_query::parser::ParseError;
 use quarry_query::time::{now_nanos, parse_interval, parse_time};
 use quarry_query::timeline::Cursor;
 use quarry_query::{value_to_json, QueryError, SearchRequest, Searcher, SortOrder};
+use quarry_store::{BlockEntry, Catalog, Settings};
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -73,6 +75,10 @@ pub struct CheckArgs {
     /// norms, and the field's term infos, postings and positions)
     #[arg(long)]
     sizes: bool,
+    /// Move damaged blocks to DIR/damaged/ and out of the catalog, after listing what they
+    /// hold, so the directory is healthy again (their events are lost from it)
+    #[arg(long)]
+    repair: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -94,8 +100,7 @@ pub struct BenchServeArgs {
 }
 
 fn open(data: &DataArgs) -> Result<Searcher> {
-    Searcher::open(&data.data)
-        .with_context(|| format!("opening data directory {}", data.data.display()))
+    Searcher::open(&data.data).with_context(|| data_dir_context(&data.data))
 }
 
 /// Prints a query error with a caret under its position; exit status 2.
@@ -132,11 +137,13 @@ pub fn search(args: SearchArgs) -> Result<ExitCode> {
             }
         }
     }
-    let query = match searcher.parse(&args.query) {
-        Ok(query) => query.within(bounds.0, bounds.1),
+    // Parsed once here for its errors; parsed again per attempt below, since leaving out a
+    // damaged block can change the fields bare words search.
+    match searcher.parse(&args.query) {
+        Ok(_) => {}
         Err(QueryError::Parse(error)) => return Ok(report_bad_query(&args.query, &error)),
         Err(other) => return Err(other.into()),
-    };
+    }
     let mut specs = Vec::new();
     for text in &args.aggs {
         match AggSpec::parse(text) {
@@ -160,24 +167,75 @@ pub fn search(args: SearchArgs) -> Result<ExitCode> {
         return Ok(usage_error("--after needs --sort time-desc or time-asc"));
     }
     let interval = match args.histogram.as_deref() {
-        None => None,
-        Some("auto") => Some(searcher.auto_interval(&query, 100)),
+        None | Some("auto") => None,
         Some(text) => match parse_interval(text) {
             Ok(interval) => Some(interval),
             Err(message) => return Ok(usage_error(format!("--histogram: {message}"))),
         },
     };
-    let result = searcher.search(
-        &query,
-        &SearchRequest {
-            limit: args.limit,
-            count: args.count,
-            sort,
-            after,
-        },
-    )?;
+    let request = SearchRequest {
+        limit: args.limit,
+        count: args.count,
+        sort,
+        after,
+    };
+    // The whole answer is computed before anything is printed, so that a block found damaged
+    // midway is left out of all of it, not of the part after it was found.
+    let (lines, unknown) = searcher.skip_damaged(|searcher| {
+        let query = searcher.parse(&args.query)?.within(bounds.0, bounds.1);
+        let interval = match (args.histogram.as_deref(), interval) {
+            (Some("auto"), _) => Some(searcher.auto_interval(&query, 100)?),
+            (_, interval) => interval,
+        };
+        let lines = answer_lines(searcher, &query, &request, interval, &specs)?;
+        Ok((lines, searcher.unknown_fields(&query)))
+    })?;
+    if !unknown.is_empty() {
+        eprintln!(
+            "warning: no block has the field{} {}; the query matches nothing there",
+            if unknown.len() == 1 { "" } else { "s" },
+            unknown
+                .iter()
+                .map(|name| format!("{name:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
+    for line in &lines {
+        writeln!(out, "{line}")?;
+    }
+    out.flush()?;
+    Ok(report_damaged(&searcher))
+}
+
+/// Says which blocks were left out of the answer; exit status 3 (a partial answer) if any.
+fn report_damaged(searcher: &Searcher) -> ExitCode {
+    let damaged = searcher.damaged();
+    for block in damaged {
+        eprintln!("warning: skipped damaged block: {}", block.error);
+    }
+    if damaged.is_empty() {
+        return ExitCode::SUCCESS;
+    }
+    eprintln!(
+        "warning: the answer is partial: {} damaged block(s) left out (`quarry check` lists them, `quarry check --repair` moves them aside)",
+        damaged.len()
+    );
+    ExitCode::from(3)
+}
+
+/// The JSON lines of one search: hits, then the count, then the histogram or aggregations.
+fn answer_lines(
+    searcher: &Searcher,
+    query: &quarry_query::Query,
+    request: &SearchRequest,
+    interval: Option<i64>,
+    specs: &[AggSpec],
+) -> Result<Vec<serde_json::Value>, QueryError> {
+    let mut lines = Vec::new();
+    let result = searcher.search(query, request)?;
     for hit in &result.hits {
         let event: serde_json::Map<String, serde_json::Value> = searcher
             .event(hit)?
@@ -189,76 +247,111 @@ pub fn search(args: SearchArgs) -> Result<ExitCode> {
             "_time": format_time(hit.time),
             "event": event,
         });
-        if sort != SortOrder::Relevance {
+        if request.sort != SortOrder::Relevance {
             line["_cursor"] = searcher.cursor_of(hit).to_string().into();
         }
-        writeln!(out, "{line}")?;
+        lines.push(line);
     }
     if let Some(count) = result.count {
-        writeln!(out, "{}", serde_json::json!({ "count": count }))?;
+        lines.push(serde_json::json!({ "count": count }));
     }
     match (interval, specs.is_empty()) {
         (Some(interval), true) => {
             let buckets: Vec<serde_json::Value> = searcher
-                .histogram(&query, interval)?
+                .histogram(query, interval)?
                 .into_iter()
                 .map(|(start, count)| serde_json::json!({"start": format_time(start), "count": count}))
                 .collect();
-            writeln!(out, "{}", serde_json::json!({ "histogram": buckets }))?;
+            lines.push(serde_json::json!({ "histogram": buckets }));
         }
         (Some(interval), false) => {
             let buckets: Vec<serde_json::Value> = searcher
-                .aggregate_histogram(&query, interval, &specs)?
+                .aggregate_histogram(query, interval, specs)?
                 .into_iter()
                 .map(|(start, count, aggregations)| {
                     serde_json::json!({"start": format_time(start), "count": count,
                                        "aggregations": aggregations})
                 })
                 .collect();
-            writeln!(out, "{}", serde_json::json!({ "histogram": buckets }))?;
+            lines.push(serde_json::json!({ "histogram": buckets }));
         }
         (None, false) => {
-            let aggregations = searcher.aggregate(&query, &specs)?;
-            writeln!(
-                out,
-                "{}",
-                serde_json::json!({ "aggregations": aggregations })
-            )?;
+            let aggregations = searcher.aggregate(query, specs)?;
+            lines.push(serde_json::json!({ "aggregations": aggregations }));
         }
         (None, true) => {}
     }
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    Ok(lines)
 }
 
 pub fn check(args: CheckArgs) -> Result<ExitCode> {
-    let searcher = open(&args.data)?;
-    let mut failures = 0;
-    for block in searcher.blocks() {
-        match block.verify() {
-            Ok(()) => println!(
-                "ok {} ({} events)",
-                block.path().display(),
-                block.doc_count()
-            ),
+    let dir = &args.data.data;
+    let (_, entries) = Catalog::read_only(dir).with_context(|| data_dir_context(dir))?;
+    let mut damaged: Vec<(&BlockEntry, String)> = Vec::new();
+    let mut readers = Vec::new();
+    for entry in &entries {
+        let path = Catalog::block_path(dir, entry.id);
+        match BlockReader::open(&path).and_then(|block| block.verify().map(|()| block)) {
+            Ok(block) => {
+                println!("ok {} ({} events)", path.display(), block.doc_count());
+                readers.push(block);
+            }
             Err(error) => {
-                failures += 1;
                 println!("FAILED {error}");
+                damaged.push((entry, error.to_string()));
             }
         }
     }
     if args.sizes {
-        crate::cli_sizes::print_sizes(searcher.blocks())?;
+        crate::cli_sizes::print_sizes(&readers)?;
+    }
+    println!("{} blocks checked, {} failed", entries.len(), damaged.len());
+    if damaged.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let lost_events: u64 = damaged.iter().map(|(entry, _)| entry.docs).sum();
+    if !args.repair {
+        println!(
+            "the damaged blocks hold {lost_events} events; searches leave them out; `quarry check --repair` moves them aside"
+        );
+        return Ok(ExitCode::from(1));
+    }
+    drop(readers);
+    let mut catalog =
+        Catalog::open_or_create(dir, Settings::default()).with_context(|| data_dir_context(dir))?;
+    let ids: Vec<u64> = damaged.iter().map(|(entry, _)| entry.id).collect();
+    for (entry, _) in &damaged {
+        println!(
+            "losing block {} ({} events from {} to {})",
+            entry.id,
+            entry.docs,
+            format_time(entry.time_min),
+            format_time(entry.time_max)
+        );
+    }
+    for (id, moved) in catalog.set_aside_blocks(&ids)? {
+        match moved {
+            Some(path) => println!("moved block {id} to {}", path.display()),
+            None => println!("dropped block {id} (its file was missing)"),
+        }
     }
     println!(
-        "{} blocks checked, {failures} failed",
-        searcher.blocks().len()
+        "repaired: {} damaged block(s) removed from the catalog, {lost_events} events lost; re-index their sources into a new data directory to recover them",
+        ids.len()
     );
-    Ok(if failures == 0 {
-        ExitCode::SUCCESS
+    Ok(ExitCode::SUCCESS)
+}
+
+fn data_dir_context(dir: &std::path::Path) -> String {
+    if dir.join("catalog.json").exists() {
+        format!("opening data directory {}", dir.display())
     } else {
-        ExitCode::from(1)
-    })
+        format!(
+            "no data directory at {} (create one with `quarry index --data {} FILE`)",
+            dir.display(),
+            dir.display()
+        )
+    }
 }
 
 /// The search-benchmark-game protocol: `COMMAND\tquery` in, one line out per query.

@@ -45,7 +45,8 @@ enum Command {
     /// level:(warn OR error) +must -must_not host:="exact value"`. Bare words search every
     /// text field. A bad query is reported with its position (exit status 2).
     Search(cli_search::SearchArgs),
-    /// Verify every block of a data directory (checksums, decoding of every part).
+    /// Verify every block of a data directory (checksums, decoding of every part); lists
+    /// every damaged block, and `--repair` moves them aside.
     Check(cli_search::CheckArgs),
     /// Answer `COMMAND<TAB>query` lines on stdin, one line each (search-benchmark-game protocol).
     BenchServe(cli_search::BenchServeArgs),
@@ -67,16 +68,33 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            eprintln!("error: {}", error_chain(&error));
             ExitCode::from(1)
         }
     }
 }
 
+/// An error and its causes, joined by ": ", leaving out a cause whose text the message already
+/// holds (our errors print their source, and anyhow's chain would print it again).
+fn error_chain(error: &anyhow::Error) -> String {
+    let mut message = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if message.contains(&text) {
+            continue;
+        }
+        if !message.is_empty() {
+            message.push_str(": ");
+        }
+        message.push_str(&text);
+    }
+    message
+}
+
 /// `--data DIR`, shared by every subcommand.
 #[derive(clap::Args, Debug, Clone)]
 pub struct DataArgs {
-    /// Data directory (created by `index` if missing).
-    #[arg(long, value_name = "DIR")]
+    /// Data directory: `index` creates it if missing, the other commands read it
+    #[arg(long, value_name = "DIR", default_value = "quarry-data")]
     pub data: PathBuf,
 }

@@ -5,22 +5,31 @@
 //! or_expr  := and_expr ( ("OR" | "||")? and_expr )*      juxtaposition means OR (SHOULD)
 //! and_expr := unary ( ("AND" | "&&") unary )*              AND makes both sides MUST
 //! unary    := ("+" | "-" | "!" | "NOT") unary | primary    + MUST, - / ! / NOT MUST_NOT
-//! primary  := "(" or_expr ")" | "*"
-//!           | FIELD ":" ( "(" or_expr ")" | value )        the group's bare values take FIELD
-//!           | FIELD ":=" PHRASE_OR_WORD                    exact whole-value match
+//! primary  := "(" or_expr ")" | "*" | "*:*"
+//!           | FIELD ":" ( "(" or_expr ")" | value | "*" )  the group's bare values take FIELD
+//!           | FIELD ":=" PHRASE_OR_WORD                    exact whole-value match, literal
 //!           | FIELD ":" ("[" | "{") BOUND "TO" BOUND ("]" | "}")   range, [ ] inclusive, { } not
 //!           | FIELD ":" (">" | ">=" | "<" | "<=") BOUND
 //!           | "_exists_:" FIELD                             the field has a value
 //!           | value
 //! BOUND    := a number, or `*` for none; for `_time`, a time (RFC 3339, a date, epoch, now-15m)
 //! value    := PHRASE | WORD
-//! PHRASE   := '"' chars '"'       an unclosed quote runs to the end of the input
+//! PHRASE   := '"' chars '"'       `\"` is a quote inside the phrase
 //! WORD     := chars up to whitespace or ( ) " ; `\` escapes the next char
 //! ```
+//! One rule for what does not balance (issue 9): an unterminated `"`, an unclosed `(` and a
+//! stray `)` are all errors, naming the position of that quote or parenthesis. Guessing where
+//! the user meant a group or phrase to end gives an answer to a query nobody wrote.
+//!
+//! Lucene's other operators are refused until Step 5 implements them, each naming the
+//! position of the operator: an unescaped `*` or `?` in a word (prefix/wildcard; a lone `*`,
+//! `field:*` and `*:*` still match everything), `~` (fuzzy, or slop right after a phrase), `^`
+//! (boost) and a word starting with `/` (a regular expression). Read as plain words they
+//! would be analyzed away (`err*` searched `err`, `error~2` the phrase "error 2") and answer
+//! a different query without a word of warning. Where a value is literal they mean nothing
+//! special: in phrases, exact values (`host:=web-*`), range bounds and after a `\`.
 //! The grammar is a plain recursive-descent parser over a token list, so later steps can add
 //! wildcards, fuzzy and regex values in `primary` alone.
-//! Tolerance, so that real users' queries (the TREC set has mismatched quotes) never fail: an
-//! unclosed `(` closes at the end; an operator with nothing after it is an error naming it.
 
 use crate::range::{Number, NumericRange};
 use crate::time::{now_nanos, parse_time};
@@ -30,12 +39,102 @@ use std::ops::Bound;
 /// The field that holds each event's time; its range bounds are times, not numbers.
 pub const TIME_FIELD: &str = quarry_format::TIME_FIELD;
 
-/// A parse error, with the byte offset in the query where it was found.
+/// A parse error: what is wrong, and the byte offset in the query where.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message} at position {position}")]
+#[error("{kind} {} position {position}", .kind.preposition())]
 pub struct ParseError {
     pub position: usize,
-    pub message: String,
+    pub kind: ParseErrorKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParseErrorKind {
+    #[error("empty query")]
+    Empty,
+    /// The position is the opening quote's.
+    #[error("unterminated quote")]
+    UnterminatedQuote,
+    /// The position is the opening parenthesis's.
+    #[error("unclosed parenthesis")]
+    UnclosedParenthesis,
+    #[error("unbalanced ')'")]
+    UnbalancedClose,
+    /// An operator that Step 5 will implement; the position is the operator's.
+    #[error("{feature} are not supported yet")]
+    NotSupportedYet { feature: Feature },
+    #[error("{operator} needs a clause before it")]
+    NoClauseBefore { operator: &'static str },
+    #[error("{operator} needs a clause after it")]
+    NoClauseAfter { operator: &'static str },
+    #[error("expected a clause")]
+    ExpectedClause,
+    /// `+`, `-`, `!` or `NOT` with nothing to apply to.
+    #[error("expected a clause after the operator")]
+    ExpectedClauseAfterSign,
+    #[error("operator without a clause")]
+    OperatorWithoutClause,
+    #[error("query nested too deeply")]
+    NestedTooDeeply,
+    #[error("expected a field name after '_exists_:'")]
+    ExpectedExistsField,
+    #[error("expected a value after '{field}:'")]
+    ExpectedValue { field: String },
+    #[error("expected a value after '{field}:='")]
+    ExpectedExactValue { field: String },
+    #[error("a range needs a field before it (field:[a TO b])")]
+    RangeWithoutField,
+    #[error("unclosed range")]
+    UnclosedRange,
+    #[error("expected a range like [a TO b]")]
+    MalformedRange,
+    #[error("expected a number in the range, got {text:?}")]
+    BadNumber { text: String },
+    /// `time::parse_time`'s own message, which already quotes the text (the CLI's `--start`
+    /// and `--end` print the same one).
+    #[error("{message}")]
+    BadTime { message: String },
+}
+
+impl ParseErrorKind {
+    /// An unbalanced quote or parenthesis is found at the end of the input, but the error
+    /// names where it opened, and says so.
+    fn preposition(&self) -> &'static str {
+        match self {
+            ParseErrorKind::UnterminatedQuote | ParseErrorKind::UnclosedParenthesis => {
+                "starting at"
+            }
+            _ => "at",
+        }
+    }
+}
+
+/// Lucene operators the parser refuses until Step 5 implements them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Feature {
+    /// `err*`, `*err`, `wild*ca?d`.
+    Wildcard,
+    /// `error~`, `error~2`.
+    Fuzzy,
+    /// `"a b"~2`.
+    PhraseSlop,
+    /// `/err.*/`.
+    Regex,
+    /// `error^2`.
+    Boost,
+}
+
+impl fmt::Display for Feature {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Feature::Wildcard => "prefix/wildcard queries (`*`, `?`)",
+            Feature::Fuzzy => "fuzzy queries (`~`)",
+            Feature::PhraseSlop => "phrase slops (`\"a b\"~2`)",
+            Feature::Regex => "regular expressions (`/.../`)",
+            Feature::Boost => "boosts (`^`)",
+        })
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -142,10 +241,12 @@ enum Token {
         value: String,
     },
     /// A range that does not read `lo TO hi`.
-    BadRange(String),
+    BadRange(ParseErrorKind),
 }
 
-fn lex(input: &str) -> Vec<(usize, Token)> {
+/// Splits `input` into tokens; an unterminated quote or an operator that is not supported yet
+/// is an error here, before any syntax error further left that the parser would find.
+fn lex(input: &str) -> Result<Vec<(usize, Token)>, ParseError> {
     let mut tokens = Vec::new();
     let mut chars = input.char_indices().peekable();
     while let Some(&(start, c)) = chars.peek() {
@@ -164,9 +265,13 @@ fn lex(input: &str) -> Vec<(usize, Token)> {
             '"' => {
                 chars.next();
                 let mut text = String::new();
+                let mut closed = false;
                 while let Some((_, c)) = chars.next() {
                     match c {
-                        '"' => break,
+                        '"' => {
+                            closed = true;
+                            break;
+                        }
                         '\\' => {
                             if let Some((_, escaped)) = chars.next() {
                                 text.push(escaped);
@@ -174,6 +279,12 @@ fn lex(input: &str) -> Vec<(usize, Token)> {
                         }
                         c => text.push(c),
                     }
+                }
+                if !closed {
+                    return Err(ParseError {
+                        position: start,
+                        kind: ParseErrorKind::UnterminatedQuote,
+                    });
                 }
                 tokens.push((start, Token::Phrase(text)));
             }
@@ -190,7 +301,7 @@ fn lex(input: &str) -> Vec<(usize, Token)> {
                 }
                 let parts: Vec<&str> = body.split_whitespace().collect();
                 let token = match (close, parts.as_slice()) {
-                    (None, _) => Token::BadRange("unclosed range".into()),
+                    (None, _) => Token::BadRange(ParseErrorKind::UnclosedRange),
                     (Some(close), [lower, to, upper]) if to.eq_ignore_ascii_case("TO") => {
                         Token::Range {
                             lower: (*lower).to_owned(),
@@ -199,7 +310,7 @@ fn lex(input: &str) -> Vec<(usize, Token)> {
                             upper_inclusive: close == ']',
                         }
                     }
-                    _ => Token::BadRange("expected a range like [a TO b]".into()),
+                    _ => Token::BadRange(ParseErrorKind::MalformedRange),
                 };
                 tokens.push((start, token));
             }
@@ -242,15 +353,35 @@ fn lex(input: &str) -> Vec<(usize, Token)> {
             _ => {
                 let mut text = String::new();
                 let mut field = None;
+                // An escaped word is text: `\*` is not match-all, `\AND` not the operator.
+                let mut escaped_any = false;
+                // The first operator of the word that is not supported yet, and where.
+                let mut unsupported = None;
                 // The value right after `field:` may itself hold colons (`url:http://x`).
                 let may_be_field = !matches!(tokens.last(), Some((_, Token::Field(_))));
-                while let Some(&(_, c)) = chars.peek() {
+                // `~2` glued to a closing quote is a phrase's slop, not a fuzzy word.
+                let after_phrase = matches!(tokens.last(), Some((_, Token::Phrase(_))))
+                    && input[..start].ends_with('"');
+                while let Some(&(at, c)) = chars.peek() {
                     if c.is_whitespace() || matches!(c, '(' | ')' | '"') {
                         break;
                     }
                     chars.next();
+                    let feature = match c {
+                        '*' | '?' => Some(Feature::Wildcard),
+                        '~' if after_phrase && at == start => Some(Feature::PhraseSlop),
+                        '~' => Some(Feature::Fuzzy),
+                        '^' => Some(Feature::Boost),
+                        // Only a leading slash opens a regex: `url:http://x` and `and/or` are words.
+                        '/' if at == start => Some(Feature::Regex),
+                        _ => None,
+                    };
+                    if let (None, Some(feature)) = (unsupported, feature) {
+                        unsupported = Some((at, feature));
+                    }
                     match c {
                         '\\' => {
+                            escaped_any = true;
                             if let Some((_, escaped)) = chars.next() {
                                 text.push(escaped);
                             }
@@ -266,20 +397,47 @@ fn lex(input: &str) -> Vec<(usize, Token)> {
                         c => text.push(c),
                     }
                 }
+                let match_all = match &field {
+                    // `*:*`, Lucene's match-all, is the only field name with an operator in it
+                    // that is kept; it is read as `*`.
+                    Some((name, false)) if name == "*" && !escaped_any => {
+                        let rest = &input[chars.peek().map_or(input.len(), |&(at, _)| at)..];
+                        let lone_star = rest.strip_prefix('*').is_some_and(|after| {
+                            after.is_empty()
+                                || after.starts_with(|n: char| n.is_whitespace() || n == ')')
+                        });
+                        if lone_star {
+                            chars.next();
+                        }
+                        lone_star
+                    }
+                    Some(_) => false,
+                    None => text == "*" && !escaped_any,
+                };
+                // An exact value is literal: `host:=web-*` is the value `web-*`.
+                let literal =
+                    field.is_none() && matches!(tokens.last(), Some((_, Token::ExactField(_))));
+                if let Some((position, feature)) = unsupported.filter(|_| !match_all && !literal) {
+                    return Err(ParseError {
+                        position,
+                        kind: ParseErrorKind::NotSupportedYet { feature },
+                    });
+                }
                 let token = match (field, text.as_str()) {
+                    _ if match_all => Token::Star,
                     (Some((name, true)), _) => Token::ExactField(name),
                     (Some((name, false)), _) => Token::Field(name),
+                    (None, _) if escaped_any => Token::Word(text),
                     (None, "AND") | (None, "&&") => Token::And,
                     (None, "OR") | (None, "||") => Token::Or,
                     (None, "NOT") => Token::Not,
-                    (None, "*") => Token::Star,
                     (None, _) => Token::Word(text),
                 };
                 tokens.push((start, token));
             }
         }
     }
-    tokens
+    Ok(tokens)
 }
 
 struct Parser<'a> {
@@ -301,7 +459,7 @@ pub fn parse(input: &str) -> Result<Ast, ParseError> {
 /// Parses with `now` (nanoseconds since the epoch) as the time relative times count from.
 pub fn parse_at(input: &str, now: i64) -> Result<Ast, ParseError> {
     let mut parser = Parser {
-        tokens: lex(input),
+        tokens: lex(input)?,
         next: 0,
         input,
         depth: 0,
@@ -310,14 +468,14 @@ pub fn parse_at(input: &str, now: i64) -> Result<Ast, ParseError> {
     if parser.tokens.is_empty() {
         return Err(ParseError {
             position: 0,
-            message: "empty query".into(),
+            kind: ParseErrorKind::Empty,
         });
     }
     let ast = parser.or_expr(None)?;
     if let Some((position, _)) = parser.tokens.get(parser.next) {
         return Err(ParseError {
             position: *position,
-            message: "unbalanced ')'".into(),
+            kind: ParseErrorKind::UnbalancedClose,
         });
     }
     Ok(ast)
@@ -334,10 +492,16 @@ impl Parser<'_> {
             .map_or(self.input.len(), |(p, _)| *p)
     }
 
-    fn error(&self, message: impl Into<String>) -> ParseError {
+    fn error(&self, kind: ParseErrorKind) -> ParseError {
+        // A `)` outside every group is the mistake, whatever else was expected there.
+        let stray_close = self.depth == 0 && self.peek() == Some(&Token::Close);
         ParseError {
             position: self.position(),
-            message: message.into(),
+            kind: if stray_close {
+                ParseErrorKind::UnbalancedClose
+            } else {
+                kind
+            },
         }
     }
 
@@ -348,20 +512,22 @@ impl Parser<'_> {
                 None | Some(Token::Close) => break,
                 Some(Token::Or) => {
                     if clauses.is_empty() {
-                        return Err(self.error("OR needs a clause before it"));
+                        return Err(self.error(ParseErrorKind::NoClauseBefore { operator: "OR" }));
                     }
                     self.next += 1;
                     if matches!(self.peek(), None | Some(Token::Close)) {
-                        return Err(self.error("OR needs a clause after it"));
+                        return Err(self.error(ParseErrorKind::NoClauseAfter { operator: "OR" }));
                     }
                 }
-                Some(Token::And) => return Err(self.error("AND needs a clause before it")),
+                Some(Token::And) => {
+                    return Err(self.error(ParseErrorKind::NoClauseBefore { operator: "AND" }))
+                }
                 _ => {}
             }
             clauses.extend(self.and_expr(field)?);
         }
         if clauses.is_empty() {
-            return Err(self.error("expected a clause"));
+            return Err(self.error(ParseErrorKind::ExpectedClause));
         }
         Ok(simplify(clauses))
     }
@@ -377,7 +543,7 @@ impl Parser<'_> {
                 self.peek(),
                 None | Some(Token::Close) | Some(Token::Or) | Some(Token::And)
             ) {
-                return Err(self.error("AND needs a clause after it"));
+                return Err(self.error(ParseErrorKind::NoClauseAfter { operator: "AND" }));
             }
             clauses.push(self.unary(field)?);
             joined = true;
@@ -405,7 +571,7 @@ impl Parser<'_> {
             self.peek(),
             None | Some(Token::Close) | Some(Token::Or) | Some(Token::And)
         ) {
-            return Err(self.error("expected a clause after the operator"));
+            return Err(self.error(ParseErrorKind::ExpectedClauseAfterSign));
         }
         let (inner_occur, ast) = self.unary(field)?;
         // `--a` is `a`; `+-a` stays a negation.
@@ -419,7 +585,7 @@ impl Parser<'_> {
 
     fn primary(&mut self, field: Option<&str>) -> Result<Ast, ParseError> {
         let Some((position, token)) = self.tokens.get(self.next).cloned() else {
-            return Err(self.error("expected a clause"));
+            return Err(self.error(ParseErrorKind::ExpectedClause));
         };
         self.next += 1;
         match token {
@@ -428,15 +594,19 @@ impl Parser<'_> {
                 if self.depth > MAX_DEPTH {
                     return Err(ParseError {
                         position,
-                        message: "query nested too deeply".into(),
+                        kind: ParseErrorKind::NestedTooDeeply,
                     });
                 }
                 let inner = self.or_expr(field)?;
                 self.depth -= 1;
-                // An unclosed group closes at the end of the input.
-                if self.peek() == Some(&Token::Close) {
-                    self.next += 1;
+                // `or_expr` stops only at a `)` or at the end of the input.
+                if self.peek() != Some(&Token::Close) {
+                    return Err(ParseError {
+                        position,
+                        kind: ParseErrorKind::UnclosedParenthesis,
+                    });
                 }
+                self.next += 1;
                 Ok(inner)
             }
             Token::Star => Ok(Ast::All),
@@ -453,7 +623,7 @@ impl Parser<'_> {
                     self.next += 1;
                     Ok(Ast::Exists { field })
                 }
-                _ => Err(self.error("expected a field name after '_exists_:'")),
+                _ => Err(self.error(ParseErrorKind::ExpectedExistsField)),
             },
             Token::Field(name) => match self.peek().cloned() {
                 Some(Token::Range {
@@ -486,7 +656,7 @@ impl Parser<'_> {
                     };
                     Ok(Ast::Range { field: name, range })
                 }
-                Some(Token::BadRange(message)) => Err(self.error(message)),
+                Some(Token::BadRange(kind)) => Err(self.error(kind)),
                 Some(Token::Open) => self.primary(Some(&name)),
                 Some(Token::Word(_)) | Some(Token::Phrase(_)) | Some(Token::Star) => {
                     self.primary(Some(&name))
@@ -504,30 +674,30 @@ impl Parser<'_> {
                         text,
                     })
                 }
-                _ => Err(self.error(format!("expected a value after '{name}:'"))),
+                _ => Err(self.error(ParseErrorKind::ExpectedValue { field: name })),
             },
             Token::ExactField(name) => match self.tokens.get(self.next).cloned() {
                 Some((_, Token::Word(value))) | Some((_, Token::Phrase(value))) => {
                     self.next += 1;
                     Ok(Ast::Exact { field: name, value })
                 }
-                _ => Err(self.error(format!("expected a value after '{name}:='"))),
+                _ => Err(self.error(ParseErrorKind::ExpectedExactValue { field: name })),
             },
             Token::Close => Err(ParseError {
                 position,
-                message: "unbalanced ')'".into(),
+                kind: ParseErrorKind::UnbalancedClose,
             }),
             Token::And | Token::Or => Err(ParseError {
                 position,
-                message: "operator without a clause".into(),
+                kind: ParseErrorKind::OperatorWithoutClause,
             }),
             Token::Plus | Token::Minus | Token::Not => Err(ParseError {
                 position,
-                message: "expected a clause after the operator".into(),
+                kind: ParseErrorKind::ExpectedClauseAfterSign,
             }),
             Token::Range { .. } | Token::Compare { .. } | Token::BadRange(_) => Err(ParseError {
                 position,
-                message: "a range needs a field before it (field:[a TO b])".into(),
+                kind: ParseErrorKind::RangeWithoutField,
             }),
         }
     }
@@ -541,10 +711,12 @@ impl Parser<'_> {
         let number = if field == TIME_FIELD {
             parse_time(text, self.now)
                 .map(Number::Int)
-                .map_err(|message| self.error(message))?
+                .map_err(|message| self.error(ParseErrorKind::BadTime { message }))?
         } else {
             Number::parse(text).ok_or_else(|| {
-                self.error(format!("expected a number in the range, got {text:?}"))
+                self.error(ParseErrorKind::BadNumber {
+                    text: text.to_owned(),
+                })
             })?
         };
         Ok(if inclusive {
@@ -568,12 +740,35 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// `now` is 1,000,000 s after the epoch, so relative times are easy to read.
+    const NOW: i64 = 1_000_000_000_000_000;
+
     fn check(input: &str, expected: &str) {
-        // `now` is 1,000,000 s after the epoch, so relative times are easy to read.
-        match parse_at(input, 1_000_000_000_000_000) {
+        match parse_at(input, NOW) {
             Ok(ast) => assert_eq!(ast.to_string(), expected, "{input:?}"),
             Err(e) => assert_eq!(format!("error: {e}"), expected, "{input:?}"),
         }
+    }
+
+    fn check_error(input: &str, position: usize, kind: ParseErrorKind) {
+        assert_eq!(
+            parse_at(input, NOW),
+            Err(ParseError { position, kind }),
+            "{input:?}"
+        );
+    }
+
+    fn check_not_supported(input: &str, position: usize, feature: Feature) {
+        check_error(input, position, ParseErrorKind::NotSupportedYet { feature });
+    }
+
+    /// A bare word whose text is `text`: `Display` cannot tell `\*` from `*`.
+    fn check_word(input: &str, text: &str) {
+        let word = Ast::Word {
+            field: None,
+            text: text.to_owned(),
+        };
+        assert_eq!(parse_at(input, NOW), Ok(word), "{input:?}");
     }
 
     #[test]
@@ -595,8 +790,11 @@ mod tests {
             "(msg:\"connection reset\" -status:200)",
         );
         check("host:=\"web 01\"", "host:=\"web 01\"");
-        check("\"ground beef recipes'", "\"ground beef recipes'\"");
-        check("(a b", "(a b)");
+        check(
+            "\"ground beef recipes'",
+            "error: unterminated quote starting at position 0",
+        );
+        check("(a b", "error: unclosed parenthesis starting at position 0");
         check("\"tent rental\" +iowa", "(\"tent rental\" +iowa)");
         check("a - b", "(a b)");
         check("url:http://x", "url:http://x");
@@ -646,12 +844,163 @@ mod tests {
         check("a [1 TO 2]", "(a [1 TO 2])");
     }
 
+    #[test]
+    fn unbalanced_quotes_and_parentheses() {
+        use ParseErrorKind::{UnbalancedClose, UnclosedParenthesis, UnterminatedQuote};
+        check_error("\"ground beef recipes'", 0, UnterminatedQuote);
+        check_error("error \"connection reset", 6, UnterminatedQuote);
+        check_error("msg:\"a b", 4, UnterminatedQuote);
+        check_error("host:=\"web", 6, UnterminatedQuote);
+        check_error("\"a\" \"b", 4, UnterminatedQuote);
+        check_error("a\"b", 1, UnterminatedQuote);
+        check_error("\"a \\\"b\\\" c", 0, UnterminatedQuote);
+        check_error("\"a\\\"", 0, UnterminatedQuote);
+        check_error("a ) \"b", 4, UnterminatedQuote);
+        check_error("(a b", 0, UnclosedParenthesis);
+        check_error("-(a", 1, UnclosedParenthesis);
+        check_error("level:(warn OR error", 6, UnclosedParenthesis);
+        check_error("((a) b", 0, UnclosedParenthesis);
+        check_error("(a (b)", 0, UnclosedParenthesis);
+        check_error("a (b (c", 5, UnclosedParenthesis);
+        check_error("a )", 2, UnbalancedClose);
+        check_error("(a))", 3, UnbalancedClose);
+        check_error(")", 0, UnbalancedClose);
+        check_error(") a", 0, UnbalancedClose);
+        check_error("a OR )", 5, UnbalancedClose);
+        check_error("a AND )", 6, UnbalancedClose);
+        check_error("f:)", 2, UnbalancedClose);
+        check("\"a \\\"b\\\" c\"", "\"a \"b\" c\"");
+        check("\"a\" b", "(\"a\" b)");
+        check("(a (b))", "(a b)");
+        check("\"a b", "error: unterminated quote starting at position 0");
+        check("a (b", "error: unclosed parenthesis starting at position 2");
+    }
+
+    #[test]
+    fn operators_not_supported_yet() {
+        use Feature::{Boost, Fuzzy, PhraseSlop, Regex, Wildcard};
+        check_not_supported("err*", 3, Wildcard);
+        check_not_supported("wild*ca?d", 4, Wildcard);
+        check_not_supported("wildca?d", 6, Wildcard);
+        check_not_supported("*err", 0, Wildcard);
+        check_not_supported("**", 0, Wildcard);
+        check_not_supported("what?", 4, Wildcard);
+        check_not_supported("msg:err*", 7, Wildcard);
+        check_not_supported("+err*", 4, Wildcard);
+        check_not_supported("a (b c*)", 6, Wildcard);
+        check_not_supported("f*:x", 1, Wildcard);
+        check_not_supported("*:x", 0, Wildcard);
+        check_not_supported("*:**", 0, Wildcard);
+        check_not_supported("_exists_:f*", 10, Wildcard);
+        check_not_supported("/err.*/", 0, Regex);
+        check_not_supported("msg:/err/", 4, Regex);
+        check_not_supported("-/err/", 1, Regex);
+        check_not_supported("error~", 5, Fuzzy);
+        check_not_supported("error~2", 5, Fuzzy);
+        check_not_supported("msg:error~1", 9, Fuzzy);
+        check_not_supported("\"a b\"~2", 5, PhraseSlop);
+        check_not_supported("msg:\"a b\"~2", 9, PhraseSlop);
+        check_not_supported("error^2", 5, Boost);
+        check_not_supported("\"a b\"^2", 5, Boost);
+        check_not_supported("(a b)^2", 5, Boost);
+        check_not_supported("a AND err* )", 9, Wildcard);
+        check(
+            "err*",
+            "error: prefix/wildcard queries (`*`, `?`) are not supported yet at position 3",
+        );
+        check(
+            "error~2",
+            "error: fuzzy queries (`~`) are not supported yet at position 5",
+        );
+        check(
+            "\"a b\"~2",
+            "error: phrase slops (`\"a b\"~2`) are not supported yet at position 5",
+        );
+        check(
+            "/err.*/",
+            "error: regular expressions (`/.../`) are not supported yet at position 0",
+        );
+        check(
+            "error^2",
+            "error: boosts (`^`) are not supported yet at position 5",
+        );
+    }
+
+    /// Where an operator character is literal: match-all, range bounds, exact values,
+    /// phrases, inside a word, and escaped.
+    #[test]
+    fn literal_operator_characters() {
+        check("*:*", "*");
+        check("-*", "(-*)");
+        check("a -*:*", "(a -*)");
+        check("level:*", "*");
+        check("latency:[* TO 5]", "latency:[* TO 5]");
+        check("latency:{100 TO *]", "latency:{100 TO *]");
+        check("latency:[-5 TO -1]", "latency:[-5 TO -1]");
+        check("latency:>=-5", "latency:[-5 TO *]");
+        check(
+            "_time:[now-15m TO now]",
+            "_time:[999100000000000 TO 1000000000000000]",
+        );
+        check(
+            "_time:[2026-11-01T08:00:00Z TO 2026-11-01T09:30:00+01:00}",
+            "_time:[1793520000000000000 TO 1793521800000000000}",
+        );
+        check("_exists_:f", "_exists_:f");
+        check("host:=\"web-*\"", "host:=\"web-*\"");
+        check("host:=web-*", "host:=\"web-*\"");
+        check("path:=/api/v1?x=~^", "path:=\"/api/v1?x=~^\"");
+        check("\"err* a?b ~2 ^3 /x/\"", "\"err* a?b ~2 ^3 /x/\"");
+        check("url:http://x/a", "url:http://x/a");
+        check("and/or", "and/or");
+        check("c++", "c++");
+        check_word("\\*", "*");
+        check_word("err\\*", "err*");
+        check_word("wild\\*ca\\?d", "wild*ca?d");
+        check_word("\\/err\\/", "/err/");
+        check_word("error\\~2", "error~2");
+        check_word("error\\^2", "error^2");
+        check_word("\\AND", "AND");
+    }
+
+    /// Where the first unterminated quote opens, and whether the parentheses outside quotes
+    /// balance, for inputs without escapes.
+    fn balance(input: &str) -> (Option<usize>, bool) {
+        let (mut open_quote, mut depth, mut balanced) = (None, 0i32, true);
+        for (at, c) in input.char_indices() {
+            match (c, open_quote) {
+                ('"', None) => open_quote = Some(at),
+                ('"', Some(_)) => open_quote = None,
+                ('(', None) => depth += 1,
+                (')', None) => {
+                    depth -= 1;
+                    balanced &= depth >= 0;
+                }
+                _ => {}
+            }
+        }
+        (open_quote, balanced && depth == 0)
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(512))]
         #[test]
-        fn never_panics(input in "[a-c \"()+\\-!:=*\\\\\\[\\]{}<>]{0,30}|(AND|OR|NOT|TO| |a|\\(|\\)|\"|:|\\[|\\]|>)*") {
+        fn never_panics(input in "[a-c \"()+\\-!:=*?~^/\\\\\\[\\]{}<>]{0,30}|(AND|OR|NOT|TO| |a|\\(|\\)|\"|:|\\[|\\]|>)*") {
             if let Err(e) = parse(&input) {
                 prop_assert!(e.position <= input.len());
+            }
+        }
+
+        #[test]
+        fn unbalanced_is_an_error(input in "[ab \"()]{0,16}") {
+            let result = parse(&input);
+            match balance(&input) {
+                (Some(position), _) => prop_assert_eq!(
+                    result,
+                    Err(ParseError { position, kind: ParseErrorKind::UnterminatedQuote })
+                ),
+                (None, false) => prop_assert!(result.is_err(), "{:?} parsed", input),
+                (None, true) => {}
             }
         }
     }

@@ -299,15 +299,21 @@ fn bad_queries_name_the_position() {
     ])
     .status
     .success());
-    let output = quarry(&["search", "--data", data.to_str().unwrap(), "hello AND"]);
-    assert_eq!(output.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("at position 9"), "{stderr}");
-    assert_eq!(
-        count(&data, "\"hello world"),
-        1,
-        "an unclosed quote still searches"
-    );
+    for (query, message) in [
+        ("hello AND", "AND needs a clause after it at position 9"),
+        ("\"hello world", "unterminated quote starting at position 0"),
+        (
+            "(hello world",
+            "unclosed parenthesis starting at position 0",
+        ),
+        ("hell*", "are not supported yet at position 4"),
+    ] {
+        let output = quarry(&["search", "--data", data.to_str().unwrap(), query]);
+        assert_eq!(output.status.code(), Some(2), "{query}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(message), "{query}: {stderr}");
+    }
+    assert_eq!(count(&data, "\"hello world\""), 1);
 }
 
 #[test]

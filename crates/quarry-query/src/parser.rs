@@ -6,11 +6,11 @@
 //! and_expr := unary ( ("AND" | "&&") unary )*              AND makes both sides MUST
 //! unary    := ("+" | "-" | "!" | "NOT") unary | primary    + MUST, - / ! / NOT MUST_NOT
 //! primary  := "(" or_expr ")" | "*" | "*:*"
-//!           | FIELD ":" ( "(" or_expr ")" | value | "*" )  the group's bare values take FIELD
+//!           | FIELD ":" ( "(" or_expr ")" | value )        the group's bare values take FIELD
 //!           | FIELD ":=" PHRASE_OR_WORD                    exact whole-value match, literal
 //!           | FIELD ":" ("[" | "{") BOUND "TO" BOUND ("]" | "}")   range, [ ] inclusive, { } not
 //!           | FIELD ":" (">" | ">=" | "<" | "<=") BOUND
-//!           | "_exists_:" FIELD                             the field has a value
+//!           | "_exists_:" FIELD | FIELD ":*"              the field has a value
 //!           | value
 //! BOUND    := a number, or `*` for none; for `_time`, a time (RFC 3339, a date, epoch, now-15m)
 //! value    := PHRASE | WORD
@@ -23,7 +23,7 @@
 //!
 //! Lucene's other operators are refused until Step 5 implements them, each naming the
 //! position of the operator: an unescaped `*` or `?` in a word (prefix/wildcard; a lone `*`,
-//! `field:*` and `*:*` still match everything), `~` (fuzzy, or slop right after a phrase), `^`
+//! `*:*` still matches everything and `field:*` every event that has the field), `~` (fuzzy, or slop right after a phrase), `^`
 //! (boost) and a word starting with `/` (a regular expression). Read as plain words they
 //! would be analyzed away (`err*` searched `err`, `error~2` the phrase "error 2") and answer
 //! a different query without a word of warning. Where a value is literal they mean nothing
@@ -658,9 +658,16 @@ impl Parser<'_> {
                 }
                 Some(Token::BadRange(kind)) => Err(self.error(kind)),
                 Some(Token::Open) => self.primary(Some(&name)),
-                Some(Token::Word(_)) | Some(Token::Phrase(_)) | Some(Token::Star) => {
-                    self.primary(Some(&name))
+                // `field:*` is Lucene's "the field has a value"; `*:*` is everything.
+                Some(Token::Star) => {
+                    self.next += 1;
+                    Ok(if name == "*" {
+                        Ast::All
+                    } else {
+                        Ast::Exists { field: name }
+                    })
                 }
+                Some(Token::Word(_)) | Some(Token::Phrase(_)) => self.primary(Some(&name)),
                 // `field:AND` and the like: the keyword is the value.
                 Some(Token::And) | Some(Token::Or) | Some(Token::Not) => {
                     let text = self.input[self.position()..]
@@ -933,7 +940,7 @@ mod tests {
         check("*:*", "*");
         check("-*", "(-*)");
         check("a -*:*", "(a -*)");
-        check("level:*", "*");
+        check("level:*", "_exists_:level");
         check("latency:[* TO 5]", "latency:[* TO 5]");
         check("latency:{100 TO *]", "latency:{100 TO *]");
         check("latency:[-5 TO -1]", "latency:[-5 TO -1]");

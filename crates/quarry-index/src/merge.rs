@@ -75,13 +75,30 @@ pub fn merge_blocks(
     let mut segment = SegmentBuilder::new(analyzer.clone());
     while let Some(Reverse((time, block, doc))) = heap.pop() {
         let fields = fetchers[block].fetch(doc)?;
-        segment.add_event(
-            time,
+        // Fields come in manifest order, a name's columns together. The builder writes one
+        // value per field per doc and can rebuild no more: two would be a damaged block, to
+        // stop at rather than merge without one of them.
+        if let Some(pair) = fields.windows(2).find(|pair| pair[0].0 == pair[1].0) {
+            return Err(readers[block]
+                .corrupt(
+                    format!("doc {doc} field {}", pair[0].0),
+                    quarry_format::DecodeError::new("two values for one field in one doc"),
+                )
+                .into());
+        }
+        let event = || {
             fields
                 .iter()
                 .filter(|(name, _)| name != quarry_format::TIME_FIELD)
-                .map(|(k, v)| (k.as_str(), v)),
-        );
+                .map(|(name, value)| (name.as_str(), value))
+        };
+        if !segment.has_room_for(event().map(|(name, _)| name)) {
+            // The doc's new field names would pass a block's limit: cut the output here, as at
+            // is_full below (a doc from a block always fits a fresh segment).
+            let full = std::mem::replace(&mut segment, SegmentBuilder::new(analyzer.clone()));
+            outputs.push(write(catalog, full)?);
+        }
+        segment.add_event(time, event());
         progress.events.fetch_add(1, Ordering::Relaxed);
         if doc + 1 < readers[block].doc_count() {
             heap.push(Reverse((time_of(block, doc + 1)?, block, doc + 1)));

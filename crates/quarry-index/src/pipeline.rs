@@ -334,6 +334,13 @@ fn index_chunks(
             }
             match parse_event(line, now) {
                 Ok(event) => {
+                    if !segment.has_room_for(event.fields.iter().map(|(k, _)| k.as_str())) {
+                        // The event's new field names would pass a block's limit: write the
+                        // block first, as at is_full below (an event always fits a fresh one).
+                        let full =
+                            std::mem::replace(&mut segment, SegmentBuilder::new(analyzer.clone()));
+                        flush(catalog, dir, full, std::mem::take(&mut ranges), progress)?;
+                    }
                     segment.add_event(
                         event.time,
                         event.fields.iter().map(|(k, v)| (k.as_str(), v)),

@@ -15,11 +15,15 @@ use quarry_format::block::{
 use quarry_format::codec::ByteReader;
 use quarry_format::column::{ColumnData, ColumnWriter};
 use quarry_format::fieldnorm::length_to_id;
-use quarry_format::limits::{MAX_DOCS_PER_BLOCK, MAX_EXACT_TERM_LEN};
+use quarry_format::limits::{MAX_DOCS_PER_BLOCK, MAX_EXACT_TERM_LEN, MAX_FIELDS};
 use quarry_format::{f64_term, i64_term, ColumnType, FormatError, TermKind, Value, TIME_FIELD};
 use smallvec::SmallVec;
 use std::path::Path;
 use std::sync::Arc;
+
+/// Named fields a segment (so also one event) holds besides `_time`: a block has at most
+/// `MAX_FIELDS` field ordinals (u16), and `_time` takes one.
+pub const MAX_SEGMENT_FIELDS: usize = MAX_FIELDS - 1;
 
 /// One column being built: the docs that have a value and the values.
 struct ColumnBuffer {
@@ -36,6 +40,10 @@ struct ColumnBuffer {
 
 /// Bytes per string page; a longer value gets a page of its own size.
 const STRING_PAGE_LEN: usize = 1 << 20;
+/// Bytes of a column's first string page; each next page doubles up to `STRING_PAGE_LEN`. A
+/// segment can hold 65,534 fields, most with a few values: a whole first page each made a
+/// segment of 60,000 string fields allocate (and the allocator touch) 60 GB.
+const FIRST_STRING_PAGE_LEN: usize = 4 << 10;
 
 impl ColumnBuffer {
     fn new(ty: ColumnType) -> Self {
@@ -54,8 +62,10 @@ impl ColumnBuffer {
             .last()
             .is_some_and(|page| page.capacity() - page.len() >= value.len());
         if !fits {
-            self.pages
-                .push(Vec::with_capacity(STRING_PAGE_LEN.max(value.len())));
+            let len = self.pages.last().map_or(FIRST_STRING_PAGE_LEN, |page| {
+                (page.capacity() * 2).min(STRING_PAGE_LEN)
+            });
+            self.pages.push(Vec::with_capacity(len.max(value.len())));
         }
         // There is a page: one was pushed just above if the last one lacked room.
         let page_index = self.pages.len() - 1;
@@ -79,8 +89,8 @@ struct FieldBuffer {
     /// (doc, token count) for each doc with tokens in this field.
     lengths: Vec<(u32, u32)>,
     total_tokens: u64,
-    /// The last doc that had this field (a flattened name can repeat within one event:
-    /// `{"a.b": 1, "a": {"b": 2}}`; only the first value is kept).
+    /// The last doc that had this field, to catch a name repeated within one event: a block
+    /// holds one value per field per doc (events gather repeated names first, see `event`).
     last_doc: Option<u32>,
 }
 
@@ -233,10 +243,39 @@ impl SegmentBuilder {
         self.doc_count() >= MAX_DOCS_PER_BLOCK - 1
     }
 
+    /// Whether an event with the field names `names` fits in this segment: at most
+    /// `MAX_SEGMENT_FIELDS` names, counting only those the segment does not hold yet. When it
+    /// does not, write this segment and add the event to a fresh one, where any event from
+    /// `parse_event` fits. `names` should be distinct (a repeated new name is counted twice,
+    /// which can only answer no too early).
+    pub fn has_room_for<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> bool {
+        let names = names.into_iter();
+        let free = MAX_SEGMENT_FIELDS - self.fields.len();
+        // Fewer names than free slots fit whatever they are: no hash look-ups for most events.
+        if names.size_hint().1.is_some_and(|count| count <= free) {
+            return true;
+        }
+        let mut new = 0;
+        for name in names {
+            if !self.field_ids.contains_key(name) {
+                new += 1;
+                if new > free {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
     fn field_id(&mut self, name: &str) -> u16 {
         if let Some(&id) = self.field_ids.get(name) {
             return id;
         }
+        // A block holds no more fields; silently skipping the value would lose it.
+        assert!(
+            self.fields.len() < MAX_SEGMENT_FIELDS,
+            "field {name:?} does not fit: the segment holds {MAX_SEGMENT_FIELDS} fields (call has_room_for first)"
+        );
         let id = self.fields.len() as u16;
         self.fields.push(FieldBuffer {
             name: name.to_owned(),
@@ -250,7 +289,12 @@ impl SegmentBuilder {
         id
     }
 
-    /// Adds one event. Fields named `_time` are ignored (the time is `time`).
+    /// Adds one event.
+    ///
+    /// The caller guarantees what `parse_event` gives: distinct names, none of them `_time`
+    /// (the time is `time`), and `has_room_for` holds. A block stores one value per field per
+    /// doc and at most `MAX_SEGMENT_FIELDS` fields, so an event that breaks this could only be
+    /// stored by dropping values; that is a bug in the caller and panics rather than lose data.
     pub fn add_event<'v>(
         &mut self,
         time: i64,
@@ -260,17 +304,17 @@ impl SegmentBuilder {
         self.times.push(time);
         self.memory += 8;
         for (name, value) in fields {
-            if name == TIME_FIELD
-                || self.field_ids.len() >= quarry_format::limits::MAX_FIELDS - 1
-                    && !self.field_ids.contains_key(name)
-            {
-                continue;
-            }
+            assert!(
+                name != TIME_FIELD,
+                "{TIME_FIELD} passed as a field (the time is an argument)"
+            );
             let field = self.field_id(name);
-            if self.fields[field as usize].last_doc == Some(doc) {
-                continue;
-            }
-            self.fields[field as usize].last_doc = Some(doc);
+            let buffer = &mut self.fields[field as usize];
+            assert!(
+                buffer.last_doc != Some(doc),
+                "field {name:?} repeated in one event"
+            );
+            buffer.last_doc = Some(doc);
             self.add_column_value(field, doc, value);
             match value {
                 Value::Str(text) => {
@@ -637,5 +681,131 @@ impl SegmentBuilder {
             writer.add_term(ordinal, kind, term, &docs, &tfs, norm_of, positions)?;
         }
         Ok(writer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quarry_format::BlockReader;
+
+    fn names(prefix: &str, count: usize) -> Vec<String> {
+        (0..count).map(|i| format!("{prefix}{i}")).collect()
+    }
+
+    #[test]
+    fn has_room_for_counts_only_new_names() {
+        let analyzer = Arc::new(Analyzer::default());
+        let mut segment = SegmentBuilder::new(analyzer);
+        let empty = [("x", 0usize); 0];
+        assert!(segment.has_room_for(empty.iter().map(|(n, _)| *n)));
+        let all = names("f", MAX_SEGMENT_FIELDS);
+        let one_more = names("f", MAX_SEGMENT_FIELDS + 1);
+        assert!(segment.has_room_for(all.iter().map(String::as_str)));
+        assert!(!segment.has_room_for(one_more.iter().map(String::as_str)));
+        // Fill all but two slots.
+        let held = names("f", MAX_SEGMENT_FIELDS - 2);
+        let value = Value::I64(1);
+        segment.add_event(0, held.iter().map(|n| (n.as_str(), &value)));
+        let new = names("new", 3);
+        let cases: &[(&[&str], bool)] = &[
+            (&["f0", "f1", "new0"], true),
+            (&["new0", "new1"], true),
+            (&["new0", "new1", "new2"], false),
+            (&["f7", "new0", "f8", "new1", "f9"], true),
+            (&["f7", "new0", "f8", "new1", "f9", "new2"], false),
+        ];
+        for (names, fits) in cases {
+            assert_eq!(
+                segment.has_room_for(names.iter().copied()),
+                *fits,
+                "{names:?}"
+            );
+        }
+        // Every held name plus two new ones: past the fast path's count, still fits.
+        let held_and_new = held.iter().chain(&new[..2]).map(String::as_str);
+        assert!(segment.has_room_for(held_and_new));
+        let held_and_three_new = held.iter().chain(&new).map(String::as_str);
+        assert!(!segment.has_room_for(held_and_three_new));
+    }
+
+    #[test]
+    #[should_panic(expected = "repeated in one event")]
+    fn a_repeated_name_panics_rather_than_drop_a_value() {
+        let mut segment = SegmentBuilder::new(Arc::new(Analyzer::default()));
+        let (x, y) = (Value::Str("x".into()), Value::Str("y".into()));
+        segment.add_event(0, [("a.b", &x), ("a.b", &y)]);
+    }
+
+    /// Events whose names together pass a block's field limit: cut where `has_room_for` says,
+    /// as the pipeline and merge do, every (field, value) is stored and searchable.
+    #[test]
+    fn events_past_the_field_limit_go_to_the_next_block_whole() {
+        const EVENTS: i64 = 3;
+        const FIELDS: usize = 30_000;
+        let analyzer = Arc::new(Analyzer::default());
+        let events: Vec<(i64, Vec<(String, Value)>)> = (0..EVENTS)
+            .map(|e| {
+                let fields = (0..FIELDS)
+                    .map(|i| (format!("e{e}.f{i}"), Value::Str(format!("v{e}x{i}"))))
+                    .collect();
+                (e, fields)
+            })
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let mut paths = Vec::new();
+        let mut segment = SegmentBuilder::new(analyzer.clone());
+        let mut write = |segment: SegmentBuilder| {
+            let path = dir.path().join(format!("{}.qblk", paths.len()));
+            segment.write_block(&path).unwrap();
+            paths.push(path);
+        };
+        for (time, fields) in &events {
+            if !segment.has_room_for(fields.iter().map(|(name, _)| name.as_str())) {
+                write(std::mem::replace(
+                    &mut segment,
+                    SegmentBuilder::new(analyzer.clone()),
+                ));
+            }
+            segment.add_event(
+                *time,
+                fields.iter().map(|(name, value)| (name.as_str(), value)),
+            );
+        }
+        write(segment);
+        // 60,000 names fit one block, 90,000 do not.
+        assert_eq!(paths.len(), 2);
+        let readers: Vec<BlockReader> = paths
+            .iter()
+            .map(|p| BlockReader::open(p).unwrap())
+            .collect();
+        let mut found = 0;
+        for reader in &readers {
+            for doc in 0..reader.doc_count() {
+                let time = reader.time_of_doc(doc).unwrap();
+                let (_, fields) = &events[time as usize];
+                let mut stored = reader.document(doc).unwrap();
+                stored.retain(|(name, _)| name != TIME_FIELD);
+                let mut expected = fields.clone();
+                expected.sort_by(|a, b| a.0.cmp(&b.0));
+                assert_eq!(stored, expected, "event {time}");
+                for (name, value) in fields {
+                    let Value::Str(text) = value else {
+                        unreachable!()
+                    };
+                    let field = reader.field_ordinal(name).unwrap();
+                    for kind in [TermKind::Exact, TermKind::Token] {
+                        let info = reader
+                            .term_info(field, kind, text.as_bytes())
+                            .unwrap()
+                            .unwrap_or_else(|| panic!("{name}:{text} ({kind:?}) not indexed"));
+                        let postings = reader.postings(&info).unwrap();
+                        assert_eq!((postings.doc_freq(), postings.doc()), (1, doc), "{name}");
+                    }
+                }
+                found += 1;
+            }
+        }
+        assert_eq!(found, EVENTS);
     }
 }

@@ -371,3 +371,121 @@ fn wiki_slice_counts_match_brute_force() {
     );
     assert_eq!(count(&data, "title:=\"Anarchism\""), 1);
 }
+
+fn index_files(data: &Path, extra: &[&str], inputs: &[&Path]) -> Output {
+    let mut args = vec!["index", "--data", data.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    args.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+    quarry(&args)
+}
+
+/// Issue 9: values that flatten to one name are all kept; a `_time` that does not parse and an
+/// event with more fields than a block holds are reported as `file:line: reason`.
+#[test]
+fn ingest_keeps_every_value_or_reports_the_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("events.json");
+    let mut too_many = String::from(r#"{"m":"three""#);
+    for i in 0..65_534 {
+        too_many.push_str(&format!(r#","f{i}":{i}"#));
+    }
+    too_many.push('}');
+    let lines = [
+        r#"{"a.b":"x","a":{"b":"y"},"m":"one"}"#.to_owned(),
+        r#"{"_time":"yesterday","m":"two"}"#.to_owned(),
+        too_many,
+        r#"{"a":{"b":"z"},"x":{"_time":"kept"},"m":"four"}"#.to_owned(),
+    ];
+    std::fs::write(&input, lines.join("\n") + "\n").unwrap();
+    let data = tmp.path().join("data");
+    let output = index_files(&data, &[], &[&input]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    let file = input.display();
+    for expected in [
+        format!(
+            r#"{file}:2: _time: cannot parse "yesterday" as a time (RFC 3339 or epoch s/ms/us/ns)"#
+        ),
+        format!("{file}:3: event has 65535 fields; at most 65534 are allowed"),
+        "indexed 2 events".to_owned(),
+    ] {
+        assert!(stderr.contains(&expected), "{expected} in {stderr}");
+    }
+    let cases = [
+        ("*", 2),
+        ("a.b:x", 1),
+        ("a.b:y", 1),
+        ("a.b:x AND a.b:y", 1),
+        ("a.b:z", 1),
+        ("x._time:kept", 1),
+        ("m:two", 0),
+        ("m:three", 0),
+    ];
+    for (query, expected) in cases {
+        assert_eq!(count(&data, query), expected, "{query}");
+    }
+    let output = quarry(&["search", "--data", data.to_str().unwrap(), "a.b:y"]);
+    let hits = stdout_lines(&output);
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0]["event"]["a.b"], serde_json::json!(["x", "y"]));
+}
+
+/// Issue 9: events whose field names together pass a block's limit (65,534) go whole into the
+/// next block, when indexing and when merging; a field with two types in different docs
+/// survives the merge too.
+#[test]
+fn field_names_past_a_block_limit_are_all_kept_by_index_and_merge() {
+    const FIELDS: usize = 30_000;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut inputs = Vec::new();
+    for e in 0..3 {
+        let status = ["200", r#""n/a""#, "true"][e];
+        let mut line = format!(r#"{{"time":{},"status":{status}"#, 1_700_000_000 + e);
+        for i in 0..FIELDS {
+            line.push_str(&format!(r#","e{e}_f{i}":"v{e}x{i}""#));
+        }
+        line.push_str("}\n");
+        let path = tmp.path().join(format!("{e}.json"));
+        std::fs::write(&path, line).unwrap();
+        inputs.push(path);
+    }
+    let inputs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+    let data = tmp.path().join("data");
+    // One indexer, so all three events meet in one segment.
+    let output = index_files(&data, &["--threads", "1", "--no-merge"], &inputs);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let check = |when: &str| {
+        for e in 0..3 {
+            for i in [0, 1, FIELDS / 2, FIELDS - 1] {
+                let query = format!("e{e}_f{i}:v{e}x{i}");
+                assert_eq!(count(&data, &query), 1, "{query} {when}");
+            }
+        }
+        for (query, expected) in [("status:200", 1), ("status:\"n/a\"", 1), ("status:true", 1)] {
+            assert_eq!(count(&data, query), expected, "{query} {when}");
+        }
+        let blocks = std::fs::read_dir(data.join("blocks")).unwrap().count();
+        assert_eq!(
+            blocks, 2,
+            "60,000 names fit a block, 90,000 do not ({when})"
+        );
+    };
+    check("after index");
+    let output = quarry(&["merge", "--data", data.to_str().unwrap()]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    check("after merge");
+    let output = quarry(&["check", "--data", data.to_str().unwrap()]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+}

@@ -2,7 +2,7 @@ use crate::size::parse_size;
 use crate::DataArgs;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use quarry_index::merge::{merge_blocks, pick_merge};
+use quarry_index::merge::{merge_blocks, pick_merge, MergePolicy};
 use quarry_index::{index_inputs, Analyzer, IndexOptions, Input, LineError, Progress};
 use quarry_store::{Catalog, Settings};
 use std::path::PathBuf;
@@ -28,6 +28,10 @@ pub struct IndexArgs {
     /// Do not merge small blocks after indexing
     #[arg(long)]
     no_merge: bool,
+    /// Merged blocks are cut at about this size on disk, whatever --memory-budget is; a
+    /// merge holds about one such block in memory
+    #[arg(long, default_value = "1GB", value_parser = parse_size)]
+    target_block_size: usize,
     /// JSON-lines files (.gz and .zst are decompressed); `-` reads stdin
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
@@ -37,9 +41,10 @@ pub struct IndexArgs {
 pub struct MergeArgs {
     #[command(flatten)]
     data: DataArgs,
-    /// Memory budget of the merged segment; output blocks are cut at this size
-    #[arg(long, default_value = "4GB", value_parser = parse_size)]
-    memory_budget: usize,
+    /// Output blocks are cut at about this size on disk; the merge holds about one such block
+    /// in memory (`--memory-budget` is the old name)
+    #[arg(long, alias = "memory-budget", default_value = "1GB", value_parser = parse_size)]
+    target_block_size: usize,
 }
 
 /// Line errors printed before they are only counted.
@@ -134,19 +139,11 @@ pub fn index(args: IndexArgs) -> Result<ExitCode> {
     result?;
     let mut catalog = catalog.into_inner().unwrap_or_else(|p| p.into_inner());
     if !args.no_merge {
-        loop {
-            let ids = pick_merge(catalog.blocks(), false);
-            if ids.is_empty() {
-                break;
-            }
-            merge_blocks(
-                &mut catalog,
-                analyzer.clone(),
-                &ids,
-                options.memory_budget,
-                &Progress::default(),
-            )?;
-        }
+        let policy = MergePolicy {
+            target_block_bytes: args.target_block_size as u64,
+            ..MergePolicy::default()
+        };
+        merge_small_blocks(&mut catalog, &analyzer, &policy)?;
     }
     let seconds = started.elapsed().as_secs_f64();
     let json_bytes = progress.json_bytes.load(Ordering::Relaxed)
@@ -170,6 +167,39 @@ pub fn index(args: IndexArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The size-tiered merge loop. `pick_merge` only picks merges that write fewer blocks than
+/// they read, so the block count falls on every step and the loop ends within as many steps as
+/// there are blocks; a merge that did not reduce the count (a segment limit cut a block early)
+/// stops it rather than risk merging the same blocks forever (issue 9, defect 1).
+fn merge_small_blocks(
+    catalog: &mut Catalog,
+    analyzer: &Arc<Analyzer>,
+    policy: &MergePolicy,
+) -> Result<()> {
+    loop {
+        let ids = pick_merge(catalog.blocks(), policy);
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let before = catalog.blocks().len();
+        merge_blocks(
+            catalog,
+            analyzer.clone(),
+            &ids,
+            policy,
+            &Progress::default(),
+        )?;
+        let after = catalog.blocks().len();
+        if after >= before {
+            eprintln!(
+                "warning: merging {} blocks left {after} blocks of {before}; stopped merging",
+                ids.len()
+            );
+            return Ok(());
+        }
+    }
 }
 
 /// Runs `work` while another thread calls `tick` every 100 ms (progress bars).
@@ -205,9 +235,10 @@ pub fn merge(args: MergeArgs) -> Result<ExitCode> {
     let mut catalog = Catalog::open_or_create(&args.data.data, Settings::default())
         .with_context(|| format!("opening data directory {}", args.data.data.display()))?;
     let analyzer = Arc::new(Analyzer::new(catalog.settings().stop_words.clone()));
-    let ids = pick_merge(catalog.blocks(), true);
+    // All blocks, once: one pass cannot loop, and it leaves consecutive time ranges.
+    let ids: Vec<u64> = catalog.blocks().iter().map(|b| b.id).collect();
     let before = catalog.blocks().len();
-    if ids.is_empty() {
+    if ids.len() < 2 {
         eprintln!("nothing to merge: {before} block(s)");
         return Ok(ExitCode::SUCCESS);
     }
@@ -220,9 +251,13 @@ pub fn merge(args: MergeArgs) -> Result<ExitCode> {
             .unwrap(),
     );
     let progress = Progress::default();
+    let policy = MergePolicy {
+        target_block_bytes: args.target_block_size as u64,
+        ..MergePolicy::default()
+    };
     let outputs = with_ticker(
         || bar.set_position(progress.events.load(Ordering::Relaxed)),
-        || merge_blocks(&mut catalog, analyzer, &ids, args.memory_budget, &progress),
+        || merge_blocks(&mut catalog, analyzer, &ids, &policy, &progress),
     )?;
     bar.finish_and_clear();
     eprintln!(

@@ -3,7 +3,9 @@ use crate::DataArgs;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use quarry_index::merge::{merge_blocks, pick_merge, MergePolicy};
-use quarry_index::{index_inputs, Analyzer, IndexOptions, Input, LineError, Progress};
+use quarry_index::{
+    index_inputs, Analyzer, IndexOptions, Input, LineError, Progress, SourceOutcome, SourceReport,
+};
 use quarry_store::{Catalog, Settings};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -28,6 +30,11 @@ pub struct IndexArgs {
     /// Do not merge small blocks after indexing
     #[arg(long)]
     no_merge: bool,
+    /// Read a file whose indexed content has changed (rewritten, truncated, rotated) again
+    /// from its start, as a new file; its events from earlier runs stay. Without it, such a
+    /// file is reported and left out (exit status 1)
+    #[arg(long)]
+    reindex_changed: bool,
     /// Merged blocks are cut at about this size on disk, whatever --memory-budget is; a
     /// merge holds about one such block in memory
     #[arg(long, default_value = "1GB", value_parser = parse_size)]
@@ -109,6 +116,7 @@ pub fn index(args: IndexArgs) -> Result<ExitCode> {
             .unwrap_or_else(|| IndexOptions::default().threads)
             .max(1),
         memory_budget: args.memory_budget,
+        reindex_changed: args.reindex_changed,
         ..IndexOptions::default()
     };
     let progress = Progress::default();
@@ -136,7 +144,8 @@ pub fn index(args: IndexArgs) -> Result<ExitCode> {
     );
     update_bar(&bar, &progress, started);
     bar.finish_and_clear();
-    result?;
+    let reports = result?;
+    let status = report_sources(&reports);
     let mut catalog = catalog.into_inner().unwrap_or_else(|p| p.into_inner());
     if !args.no_merge {
         let policy = MergePolicy {
@@ -162,11 +171,79 @@ pub fn index(args: IndexArgs) -> Result<ExitCode> {
         if resumed > 0 { format!("; {:.1} MB already indexed, skipped", resumed as f64 / 1e6) } else { String::new() },
         if skipped > 0 { format!("; {skipped} malformed lines skipped") } else { String::new() },
     );
-    Ok(if skipped > 0 {
-        ExitCode::from(3)
-    } else {
-        ExitCode::SUCCESS
+    Ok(match status {
+        SourcesStatus::Changed => ExitCode::from(1),
+        _ if skipped > 0 => ExitCode::from(3),
+        SourcesStatus::EarlierFailedLines => ExitCode::from(3),
+        SourcesStatus::Clean => ExitCode::SUCCESS,
     })
+}
+
+/// The worst of what `report_sources` found, for the exit status.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum SourcesStatus {
+    Clean,
+    /// A file was indexed by an earlier run with bad lines: 3, as that run's status was.
+    EarlierFailedLines,
+    /// A file's indexed content changed and it was left out: 1.
+    Changed,
+}
+
+/// Says on stderr what happened to each input that was not simply read as new.
+fn report_sources(reports: &[SourceReport]) -> SourcesStatus {
+    let mut status = SourcesStatus::Clean;
+    for report in reports {
+        let name = &report.name;
+        match &report.outcome {
+            SourceOutcome::New => {}
+            SourceOutcome::Unchanged { indexed_bytes } => {
+                eprintln!("{name}: already indexed ({indexed_bytes} bytes), nothing new")
+            }
+            SourceOutcome::Resumed { watermark: 0, from } => eprintln!(
+                "{name}: partly indexed by an interrupted run; reading the rest from byte {from}"
+            ),
+            SourceOutcome::Resumed { watermark, from } => eprintln!(
+                "{name}: indexed up to byte {watermark} by an earlier run; reading from byte {from}"
+            ),
+            SourceOutcome::Changed {
+                indexed_bytes,
+                change,
+            } => {
+                eprintln!(
+                    "error: {name} was indexed up to byte {indexed_bytes} but its content changed \
+                     ({change}); it was not indexed again (--reindex-changed reads it again from \
+                     its start; its earlier events stay)"
+                );
+                status = status.max(SourcesStatus::Changed);
+            }
+            SourceOutcome::ReadAgain {
+                indexed_bytes,
+                change,
+            } => eprintln!(
+                "{name}: was indexed up to byte {indexed_bytes} but its content changed \
+                 ({change}); read again from its start (its earlier events stay)"
+            ),
+            SourceOutcome::Duplicate => eprintln!("{name}: named more than once; read once"),
+            SourceOutcome::Untracked => eprintln!(
+                "note: {name}: {} is not tracked; running this again adds its events again",
+                if name == "-" {
+                    "standard input"
+                } else {
+                    "a pipe or device"
+                }
+            ),
+            _ => {}
+        }
+        if report.earlier_failed_lines > 0 {
+            let lines = report.earlier_failed_lines;
+            eprintln!(
+                "{name}: indexed by an earlier run with {lines} rejected line{}, reported by that run",
+                if lines == 1 { "" } else { "s" }
+            );
+            status = status.max(SourcesStatus::EarlierFailedLines);
+        }
+    }
+    status
 }
 
 /// The size-tiered merge loop. `pick_merge` only picks merges that write fewer blocks than

@@ -35,9 +35,9 @@ pub struct IndexArgs {
     /// file is reported and left out (exit status 1)
     #[arg(long)]
     reindex_changed: bool,
-    /// Merged blocks are cut at about this size on disk, whatever --memory-budget is; a
-    /// merge holds about one such block in memory
-    #[arg(long, default_value = "1GB", value_parser = parse_size)]
+    /// Merged blocks are cut when their inputs' bytes reach this, whatever --memory-budget
+    /// is; a merge's peak memory is about 4 times this
+    #[arg(long, default_value = "512MB", value_parser = parse_size)]
     target_block_size: usize,
     /// JSON-lines files (.gz and .zst are decompressed); `-` reads stdin
     #[arg(required = true, value_name = "FILE")]
@@ -48,9 +48,9 @@ pub struct IndexArgs {
 pub struct MergeArgs {
     #[command(flatten)]
     data: DataArgs,
-    /// Output blocks are cut at about this size on disk; the merge holds about one such block
-    /// in memory (`--memory-budget` is the old name)
-    #[arg(long, alias = "memory-budget", default_value = "1GB", value_parser = parse_size)]
+    /// Output blocks are cut when their inputs' bytes reach this; the merge's peak memory is
+    /// about 4 times this (`--memory-budget` is the old name)
+    #[arg(long, alias = "memory-budget", default_value = "512MB", value_parser = parse_size)]
     target_block_size: usize,
 }
 

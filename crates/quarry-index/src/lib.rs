@@ -13,4 +13,6 @@ pub mod merge;
 pub mod pipeline;
 
 pub use error::IndexError;
-pub use pipeline::{index_inputs, IndexOptions, Input, LineError, Progress};
+pub use pipeline::{
+    index_inputs, Change, IndexOptions, Input, LineError, Progress, SourceOutcome, SourceReport,
+};

@@ -3,16 +3,42 @@
 //! Every input block is read in doc order (already `_time` order); a heap picks the oldest
 //! head, ties going to the block that was listed first (so equal times keep their relative
 //! order). Events are rebuilt from the columns and re-indexed into a fresh in-memory segment,
-//! which is written out whenever the memory budget is used: outputs are consecutive,
+//! which is written out whenever it is full by the [`MergePolicy`]: outputs are consecutive,
 //! non-overlapping time ranges. The new blocks replace the old ones in one catalog commit.
 //! Rebuilding re-runs analysis (CPU), but it keeps one code path for building blocks; merging
 //! postings directly is the faster alternative once merge cost matters.
+//!
+//! ## Why the size-tiered loop terminates (issue 9, defect 1)
+//!
+//! Output blocks used to be cut at the indexing memory budget, the very size the inputs had
+//! been cut at, so merging the ten smallest blocks gave back about ten blocks, forever. Now a
+//! block's size is measured by its *fill*, `bytes / target_block_bytes + docs / max_block_docs`
+//! (computed exactly in integers, scaled by `target_block_bytes * max_block_docs`), and:
+//!
+//! 1. A merge cuts an output block as soon as the fill of the docs written to it reaches 1,
+//!    where each doc counts its input block's bytes spread evenly over that block's docs
+//!    (integer shares that add up to exactly the block's bytes) plus one doc. Every output but
+//!    the last is full (fill ≥ 1) and the last is not empty, so merging inputs of total fill
+//!    `F` writes at most `⌈F⌉` blocks, whatever the actual sizes of the written files. This
+//!    depends only on the inputs' catalog entries, never on the indexing memory budget.
+//! 2. [`pick_merge`] only picks a set `S` with `⌈F(S)⌉ < |S|`, that is `F(S) ≤ |S| - 1`, so
+//!    every merge it picks strictly reduces the number of blocks. The count is a natural
+//!    number, so the loop stops after fewer merges than there were blocks.
+//! 3. It considers only blocks with fill < 1 (a block already at the target is never merged
+//!    again). Among those, adding a block of fill `f < 1` to a set raises `F(S)` by `f` and
+//!    the allowance `|S| - 1` by 1, so if any set of at most `merge_factor` candidates can be
+//!    merged with a reduction, the `merge_factor` smallest can: that is the set it picks.
+//!
+//! A cut the policy does not know of (a segment that cannot take another field or doc) can
+//! break the bound in 1, so callers that loop still check that the count went down and stop
+//! otherwise.
 
 use crate::analysis::Analyzer;
 use crate::error::Result;
 use crate::pipeline::Progress;
 use crate::segment::SegmentBuilder;
 use quarry_format::block::DocumentFetcher;
+use quarry_format::limits::MAX_DOCS_PER_BLOCK;
 use quarry_format::BlockReader;
 use quarry_store::{BlockEntry, Catalog};
 use std::cmp::Reverse;
@@ -20,16 +46,134 @@ use std::collections::BinaryHeap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-/// Merges the blocks `ids` (at least two) into as few blocks as `memory_budget` allows.
-/// Returns the new blocks.
+/// How blocks are picked for merging and how big merged blocks get.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MergePolicy {
+    /// Most blocks one size-tiered merge reads, and the block count above which it merges.
+    pub merge_factor: usize,
+    /// A merged block is cut when its inputs' bytes reach this (the written block is usually
+    /// smaller: 0.76× on generated logs, one dictionary instead of several). A merge builds
+    /// each output in memory: its peak RSS was about 4× this plus the mapped inputs (14 blocks
+    /// of generated logs, targets 8 to 55 MB).
+    pub target_block_bytes: u64,
+    /// ... or when it holds this many docs (at most `MAX_DOCS_PER_BLOCK - 1`, the format's).
+    pub max_block_docs: u64,
+}
+
+impl Default for MergePolicy {
+    /// Ten blocks at a time, 512 MiB blocks: about the size the old default (merge output cut
+    /// at the 1 GB indexing budget) produced, with a peak of about 2 GB while merging, and now
+    /// independent of `--memory-budget`.
+    fn default() -> Self {
+        MergePolicy {
+            merge_factor: 10,
+            target_block_bytes: 512 << 20,
+            max_block_docs: u64::from(MAX_DOCS_PER_BLOCK - 1),
+        }
+    }
+}
+
+impl MergePolicy {
+    fn target(&self) -> u128 {
+        u128::from(self.target_block_bytes.max(1))
+    }
+
+    /// Clamped to what a block can hold: the segment is written at that count anyway.
+    fn max_docs(&self) -> u128 {
+        u128::from(
+            self.max_block_docs
+                .clamp(1, u64::from(MAX_DOCS_PER_BLOCK - 1)),
+        )
+    }
+
+    /// The fill of a full block, in the units of [`MergePolicy::fill`].
+    pub fn capacity(&self) -> u128 {
+        self.target() * self.max_docs()
+    }
+
+    /// `bytes / target_block_bytes + docs / max_block_docs`, scaled by [`Self::capacity`]
+    /// so that it is an exact integer. Real sizes stay far below u128's range (capacity is at
+    /// most 2^94); the arithmetic saturates so that a nonsense catalog entry cannot overflow.
+    pub fn fill(&self, bytes: u64, docs: u64) -> u128 {
+        (u128::from(bytes) * self.max_docs())
+            .saturating_add(u128::from(docs).saturating_mul(self.target()))
+    }
+
+    /// The fill doc `doc` of a block of `bytes` and `docs` brings to a merged block: its share
+    /// of the block's bytes (shares of all docs add up to exactly `bytes`) plus one doc.
+    fn doc_fill(&self, bytes: u64, docs: u64, doc: u64) -> u128 {
+        let docs = u128::from(docs.max(1));
+        let bytes = u128::from(bytes);
+        let share = bytes * (u128::from(doc) + 1) / docs - bytes * u128::from(doc) / docs;
+        share * self.max_docs() + self.target()
+    }
+
+    /// The most blocks a merge of `inputs` writes: ⌈total fill / capacity⌉ (module doc, 1).
+    pub fn max_outputs(&self, inputs: &[&BlockEntry]) -> u64 {
+        let total = inputs.iter().fold(0u128, |sum, b| {
+            sum.saturating_add(self.fill(b.bytes, b.docs))
+        });
+        total.div_ceil(self.capacity()) as u64
+    }
+}
+
+/// Cuts the stream of docs a merge writes into blocks of fill at most one capacity.
+#[derive(Debug)]
+struct OutputCut {
+    capacity: u128,
+    fill: u128,
+}
+
+impl OutputCut {
+    fn new(policy: &MergePolicy) -> Self {
+        OutputCut {
+            capacity: policy.capacity(),
+            fill: 0,
+        }
+    }
+
+    /// Counts one doc written to the current block; true when that block is now full.
+    fn add(&mut self, doc_fill: u128) -> bool {
+        self.fill = self.fill.saturating_add(doc_fill);
+        self.fill >= self.capacity
+    }
+
+    /// Starts a new block.
+    fn reset(&mut self) {
+        self.fill = 0;
+    }
+}
+
+/// Merges the blocks `ids` (at least two) into blocks cut by `policy` (at most
+/// [`MergePolicy::max_outputs`] of them unless a segment limit cuts one early). Returns the
+/// new blocks.
 pub fn merge_blocks(
     catalog: &mut Catalog,
     analyzer: Arc<Analyzer>,
     ids: &[u64],
-    memory_budget: usize,
+    policy: &MergePolicy,
     progress: &Progress,
 ) -> Result<Vec<BlockEntry>> {
     let dir = catalog.dir().to_path_buf();
+    // Input sizes come from the catalog, as in `pick_merge`, so that the cut matches the bound
+    // the pick relied on.
+    let sizes = ids
+        .iter()
+        .map(|&id| {
+            catalog
+                .blocks()
+                .iter()
+                .find(|b| b.id == id)
+                .map(|b| (b.bytes, b.docs))
+                .ok_or_else(|| crate::error::IndexError::Io {
+                    path: Catalog::block_path(&dir, id),
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::NotFound,
+                        "block is not in the catalog",
+                    ),
+                })
+        })
+        .collect::<Result<Vec<_>>>()?;
     let readers = ids
         .iter()
         .map(|&id| BlockReader::open(&Catalog::block_path(&dir, id)))
@@ -73,6 +217,7 @@ pub fn merge_blocks(
     }
     let mut outputs = Vec::new();
     let mut segment = SegmentBuilder::new(analyzer.clone());
+    let mut cut = OutputCut::new(policy);
     while let Some(Reverse((time, block, doc))) = heap.pop() {
         let fields = fetchers[block].fetch(doc)?;
         // Fields come in manifest order, a name's columns together. The builder writes one
@@ -103,9 +248,11 @@ pub fn merge_blocks(
         if doc + 1 < readers[block].doc_count() {
             heap.push(Reverse((time_of(block, doc + 1)?, block, doc + 1)));
         }
-        if segment.memory_bytes() >= memory_budget || segment.is_full() {
+        let (bytes, docs) = sizes[block];
+        if cut.add(policy.doc_fill(bytes, docs, u64::from(doc))) || segment.is_full() {
             let full = std::mem::replace(&mut segment, SegmentBuilder::new(analyzer.clone()));
             outputs.push(write(catalog, full)?);
+            cut.reset();
         }
     }
     if !segment.is_empty() {
@@ -139,23 +286,294 @@ fn write(catalog: &mut Catalog, segment: SegmentBuilder) -> Result<BlockEntry> {
     })
 }
 
-/// Picks blocks to merge: all of them when `all`, else, when there are more than
-/// `MERGE_FACTOR` blocks, the `MERGE_FACTOR` smallest (a size-tiered policy: small blocks from
-/// many flushes are combined, large merged blocks are left alone).
-pub fn pick_merge(blocks: &[BlockEntry], all: bool) -> Vec<u64> {
-    const MERGE_FACTOR: usize = 10;
-    if blocks.len() < 2 {
+/// Picks blocks for one size-tiered merge, or none: when there are more than
+/// `merge_factor` blocks, the (up to) `merge_factor` smallest blocks that are not yet full,
+/// if merging them writes fewer blocks than it reads (module doc, 2 and 3). Returns sorted ids.
+pub fn pick_merge(blocks: &[BlockEntry], policy: &MergePolicy) -> Vec<u64> {
+    let merge_factor = policy.merge_factor.max(2);
+    if blocks.len() <= merge_factor {
         return Vec::new();
     }
-    if all {
-        return blocks.iter().map(|b| b.id).collect();
-    }
-    if blocks.len() <= MERGE_FACTOR {
+    let capacity = policy.capacity();
+    let mut candidates: Vec<(u128, u64)> = blocks
+        .iter()
+        .map(|b| (policy.fill(b.bytes, b.docs), b.id))
+        .filter(|&(fill, _)| fill < capacity)
+        .collect();
+    candidates.sort_unstable();
+    candidates.truncate(merge_factor);
+    let total = candidates
+        .iter()
+        .fold(0u128, |sum, &(fill, _)| sum.saturating_add(fill));
+    let count = candidates.len() as u128;
+    if count < 2 || total > (count - 1).saturating_mul(capacity) {
         return Vec::new();
     }
-    let mut by_size: Vec<&BlockEntry> = blocks.iter().collect();
-    by_size.sort_by_key(|b| (b.bytes, b.id));
-    let mut ids: Vec<u64> = by_size.iter().take(MERGE_FACTOR).map(|b| b.id).collect();
+    let mut ids: Vec<u64> = candidates.into_iter().map(|(_, id)| id).collect();
     ids.sort_unstable();
     ids
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn entry(id: u64, bytes: u64, docs: u64) -> BlockEntry {
+        BlockEntry {
+            id,
+            docs,
+            time_min: 0,
+            time_max: 0,
+            bytes,
+        }
+    }
+
+    fn policy(merge_factor: usize, target_block_bytes: u64, max_block_docs: u64) -> MergePolicy {
+        MergePolicy {
+            merge_factor,
+            target_block_bytes,
+            max_block_docs,
+        }
+    }
+
+    /// One table row: `blocks` as (bytes, docs), with ids 1, 2, ...
+    fn check_pick(case: &str, policy: MergePolicy, blocks: &[(u64, u64)], expected: &[u64]) {
+        let blocks: Vec<BlockEntry> = blocks
+            .iter()
+            .enumerate()
+            .map(|(i, &(bytes, docs))| entry(i as u64 + 1, bytes, docs))
+            .collect();
+        assert_eq!(pick_merge(&blocks, &policy), expected, "{case}");
+    }
+
+    #[rustfmt::skip]
+    #[test]
+    fn pick_merge_cases() {
+        let docs = u64::MAX; // clamped to the format's limit: one doc is a negligible fill
+        check_pick("no blocks", policy(3, 100, docs), &[], &[]);
+        check_pick("at most merge_factor blocks", policy(3, 100, docs), &[(1, 1); 3], &[]);
+        check_pick("the smallest merge_factor", policy(3, 100, docs), &[(9, 1), (1, 1), (5, 1), (2, 1)], &[2, 3, 4]);
+        check_pick("full blocks are skipped", policy(3, 100, docs), &[(100, 1), (200, 1), (1, 1), (2, 1)], &[3, 4]);
+        check_pick("one candidate is no merge", policy(3, 100, docs), &[(100, 1), (200, 1), (300, 1), (2, 1)], &[]);
+        check_pick("defect 1: blocks at the budget", policy(10, 4 << 20, docs), &[(4 << 20, 15_000); 14], &[]);
+        check_pick("no reduction is no merge", policy(3, 100, docs), &[(60, 1), (70, 1), (80, 1), (90, 1)], &[]);
+        check_pick("bytes fill two, docs tip it over", policy(3, 100, docs), &[(60, 1), (70, 1), (70, 1), (90, 1)], &[]);
+        check_pick("fits in one fewer", policy(3, 100, docs), &[(60, 1), (70, 1), (69, 1), (90, 1)], &[1, 2, 3]);
+        check_pick("docs fill blocks too", policy(3, 1 << 40, 10), &[(1, 9), (1, 9), (1, 9), (1, 9)], &[]);
+        check_pick("docs fit", policy(3, 1 << 40, 10), &[(1, 4), (1, 4), (1, 9), (1, 4)], &[1, 2, 4]);
+    }
+
+    /// The model of a merge: the docs of `inputs`, interleaved in a pseudo-random order (each
+    /// block's own order kept, as the time heap does), cut by the same `OutputCut` and
+    /// `doc_fill` as `merge_blocks`. A written block's bytes are its inputs' share scaled by
+    /// `ratio_percent` (compression of the merged block differs from its inputs').
+    fn model_merge(
+        policy: &MergePolicy,
+        inputs: &[BlockEntry],
+        mut seed: u64,
+        ratio_percent: u64,
+        next_id: &mut u64,
+    ) -> Vec<BlockEntry> {
+        let mut next_doc = vec![0u64; inputs.len()];
+        let mut cut = OutputCut::new(policy);
+        let mut outputs = Vec::new();
+        let (mut docs, mut bytes) = (0u64, 0u128);
+        let total: u64 = inputs.iter().map(|b| b.docs).sum();
+        let mut emit = |docs: &mut u64, bytes: &mut u128| {
+            let written = (*bytes * u128::from(ratio_percent) / 100).max(1) as u64;
+            outputs.push(entry(*next_id, written, *docs));
+            *next_id += 1;
+            (*docs, *bytes) = (0, 0);
+        };
+        for _ in 0..total {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let live: Vec<usize> = (0..inputs.len())
+                .filter(|&i| next_doc[i] < inputs[i].docs)
+                .collect();
+            let i = live[(seed >> 33) as usize % live.len()];
+            let block = &inputs[i];
+            let doc = next_doc[i];
+            next_doc[i] += 1;
+            let (nd, nb) = (block.docs, u128::from(block.bytes));
+            docs += 1;
+            bytes +=
+                nb * (u128::from(doc) + 1) / u128::from(nd) - nb * u128::from(doc) / u128::from(nd);
+            if cut.add(policy.doc_fill(block.bytes, block.docs, doc)) {
+                emit(&mut docs, &mut bytes);
+                cut.reset();
+            }
+        }
+        if docs > 0 {
+            emit(&mut docs, &mut bytes);
+        }
+        outputs
+    }
+
+    fn blocks_strategy() -> impl Strategy<Value = (MergePolicy, Vec<BlockEntry>, u64, u64)> {
+        (
+            2usize..=12,
+            1u64..=10_000_000,
+            prop_oneof![Just(u64::MAX), 1u64..=3000],
+            // The indexing memory budget, as a fraction of the target: blocks cut at it, as
+            // `quarry index` writes them, plus some of any size.
+            1u64..=200,
+        )
+            .prop_flat_map(|(merge_factor, target, max_docs, budget_percent)| {
+                let budget = (target * budget_percent / 100).max(1);
+                let block = prop_oneof![
+                    3 => (budget * 9 / 10..=budget + budget / 10 + 1, 1u64..=400),
+                    1 => (1u64..=target * 2, 1u64..=400),
+                ];
+                (
+                    Just(policy(merge_factor, target, max_docs)),
+                    proptest::collection::vec(block, 0..=60),
+                    any::<u64>(),
+                    50u64..=200,
+                )
+            })
+            .prop_map(|(policy, sizes, seed, ratio)| {
+                let blocks = sizes
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, (bytes, docs))| entry(i as u64 + 1, bytes, docs))
+                    .collect();
+                (policy, blocks, seed, ratio)
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// The size-tiered loop over the model merge: every merge it picks writes fewer blocks
+        /// than it reads (and no more than `max_outputs`), docs are kept, and it stops within
+        /// as many steps as there were blocks.
+        #[test]
+        fn merge_loop_terminates_and_every_step_reduces(
+            (policy, mut blocks, seed, ratio) in blocks_strategy()
+        ) {
+            let initial = blocks.len();
+            let docs: u64 = blocks.iter().map(|b| b.docs).sum();
+            let mut next_id = initial as u64 + 1;
+            let mut steps = 0;
+            loop {
+                let ids = pick_merge(&blocks, &policy);
+                if ids.is_empty() {
+                    break;
+                }
+                steps += 1;
+                prop_assert!(steps < initial.max(1), "more merges than blocks");
+                prop_assert!(ids.len() >= 2 && ids.len() <= policy.merge_factor);
+                let inputs: Vec<BlockEntry> =
+                    blocks.iter().filter(|b| ids.contains(&b.id)).cloned().collect();
+                let bound = policy.max_outputs(&inputs.iter().collect::<Vec<_>>());
+                prop_assert!(bound < inputs.len() as u64);
+                let outputs = model_merge(&policy, &inputs, seed ^ steps as u64, ratio, &mut next_id);
+                prop_assert!(outputs.len() as u64 <= bound, "{} outputs, bound {bound}", outputs.len());
+                let before = blocks.len();
+                blocks.retain(|b| !ids.contains(&b.id));
+                blocks.extend(outputs);
+                prop_assert!(blocks.len() < before);
+            }
+            prop_assert_eq!(blocks.iter().map(|b| b.docs).sum::<u64>(), docs);
+        }
+
+        /// `pick_merge` against brute force over every subset: what it picks reduces the
+        /// count, and when it picks nothing, no set of at most `merge_factor` blocks would.
+        #[test]
+        fn pick_merge_finds_a_reducing_set_when_one_exists(
+            (policy, blocks, _, _) in blocks_strategy().prop_filter("small", |(_, b, _, _)| b.len() <= 12)
+        ) {
+            let picked = pick_merge(&blocks, &policy);
+            let fill_of = |set: &[&BlockEntry]| -> u128 {
+                set.iter().map(|b| policy.fill(b.bytes, b.docs)).sum()
+            };
+            let reduces = |set: &[&BlockEntry]| {
+                set.len() >= 2 && fill_of(set) <= (set.len() as u128 - 1) * policy.capacity()
+            };
+            if blocks.len() <= policy.merge_factor {
+                prop_assert!(picked.is_empty());
+            } else if picked.is_empty() {
+                for mask in 0u32..(1 << blocks.len()) {
+                    let set: Vec<&BlockEntry> = (0..blocks.len())
+                        .filter(|i| mask & (1 << i) != 0)
+                        .map(|i| &blocks[i])
+                        .collect();
+                    prop_assert!(
+                        set.len() > policy.merge_factor || !reduces(&set),
+                        "missed {:?}", set
+                    );
+                }
+            } else {
+                let set: Vec<&BlockEntry> = blocks.iter().filter(|b| picked.contains(&b.id)).collect();
+                prop_assert!(set.len() <= policy.merge_factor && reduces(&set));
+            }
+        }
+    }
+
+    /// The real merge keeps the model's promise: blocks written from events, merged by the
+    /// loop `quarry index` runs, with a target small enough to write several blocks per merge.
+    #[test]
+    fn real_merges_write_at_most_the_bound_and_keep_every_event() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut catalog = Catalog::open_or_create(dir.path(), Default::default()).unwrap();
+        let analyzer = Arc::new(Analyzer::default());
+        let mut time = 1_700_000_000i64;
+        for block in 0..23 {
+            let mut segment = SegmentBuilder::new(analyzer.clone());
+            for i in 0..(20 + block * 7) {
+                time += 1;
+                let line = format!(
+                    r#"{{"time": {time}, "message": "block {block} event {i} {}", "n": {i}}}"#,
+                    "word ".repeat(i % 13)
+                );
+                let event = crate::event::parse_event(line.as_bytes(), 0).unwrap();
+                segment.add_event(
+                    event.time,
+                    event.fields.iter().map(|(k, v)| (k.as_str(), v)),
+                );
+            }
+            let entry = write(&mut catalog, segment).unwrap();
+            catalog.commit_block(entry, &[]).unwrap();
+        }
+        let docs: u64 = catalog.blocks().iter().map(|b| b.docs).sum();
+        let median = {
+            let mut bytes: Vec<u64> = catalog.blocks().iter().map(|b| b.bytes).collect();
+            bytes.sort_unstable();
+            bytes[bytes.len() / 2]
+        };
+        let policy = policy(4, median * 3, u64::MAX);
+        let mut merges = 0;
+        loop {
+            let ids = pick_merge(catalog.blocks(), &policy);
+            if ids.is_empty() {
+                break;
+            }
+            merges += 1;
+            let inputs: Vec<&BlockEntry> = catalog
+                .blocks()
+                .iter()
+                .filter(|b| ids.contains(&b.id))
+                .collect();
+            let bound = policy.max_outputs(&inputs);
+            let before = catalog.blocks().len();
+            let outputs = merge_blocks(
+                &mut catalog,
+                analyzer.clone(),
+                &ids,
+                &policy,
+                &Progress::default(),
+            )
+            .unwrap();
+            assert!((outputs.len() as u64) <= bound && bound < ids.len() as u64);
+            assert!(catalog.blocks().len() < before);
+            // Outputs are consecutive time ranges.
+            assert!(outputs.windows(2).all(|w| w[0].time_max <= w[1].time_min));
+        }
+        assert!(merges >= 2, "{merges} merges");
+        assert!(catalog.blocks().len() <= 4 || pick_merge(catalog.blocks(), &policy).is_empty());
+        assert_eq!(catalog.blocks().iter().map(|b| b.docs).sum::<u64>(), docs);
+    }
 }

@@ -12,9 +12,23 @@
 //! a block file no catalog names (a crash between the two) is garbage and removed at open.
 //!
 //! Ingest progress follows seed 003 §3.3.1 ("high watermark records for files and positions
-//! inside large files"): for each source file (identified by path, size and mtime) the catalog
-//! keeps the byte ranges (of its decompressed stream) whose events are in committed blocks. A
-//! re-run skips those ranges, so an interrupted run resumes and a repeated run adds nothing.
+//! inside large files"). A source file is identified by its canonical path (catalog version 2;
+//! version 1 used path, size and mtime, so a grown or touched file was a new source and was
+//! indexed again in full: issue 9, defect 2). For each source the catalog keeps the byte ranges
+//! of its decompressed stream whose events are in committed blocks, and for each range:
+//!
+//! - a fingerprint, the crc32 of the range's first and of its last chunk (`head`, `tail`). A
+//!   re-run reads those (two chunks per range, by offset in a plain file) and compares, so a
+//!   rewritten or truncated file is caught without rereading everything before the watermark.
+//!   A change confined to the middle of a range goes unnoticed: logs grow by appending, and a
+//!   rewrite or rotation changes the first chunk;
+//! - the line number at its end, so that a run resuming there numbers lines as the file does;
+//! - how many of its lines failed, so that a re-run can say the file was not cleanly indexed.
+//!
+//! A catalog of version 1 is migrated when read: per path, the most recent (path, size, mtime)
+//! entry becomes a [`LegacySource`] without fingerprints, which the indexer upgrades only while
+//! the file still has that size and mtime (then nothing can have changed); otherwise it cannot
+//! tell an append from a rewrite and reports the file as changed.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -39,7 +53,7 @@ pub enum CatalogError {
     },
     #[error("{path}: data directory is in use by another quarry process")]
     Locked { path: PathBuf },
-    #[error("{path}: catalog version {got} is newer than this build reads ({expected})")]
+    #[error("{path}: catalog version {got} is not one this build reads (1 to {expected})")]
     Version {
         path: PathBuf,
         expected: u32,
@@ -49,7 +63,9 @@ pub enum CatalogError {
 
 pub type Result<T, E = CatalogError> = std::result::Result<T, E>;
 
-const CATALOG_VERSION: u32 = 1;
+/// 2: sources keyed by canonical path, with fingerprints, line numbers and failed lines per
+/// range. 1: keyed by (path, size, mtime), ranges only; still read (migrated).
+const CATALOG_VERSION: u32 = 2;
 const CATALOG_FILE: &str = "catalog.json";
 const BLOCKS_DIR: &str = "blocks";
 const BLOCK_EXTENSION: &str = "qblk";
@@ -73,67 +89,166 @@ pub struct BlockEntry {
     pub bytes: u64,
 }
 
-/// Identity of an input file: same path, size and modification time means same content.
+/// Identity of an input file: its canonical path. Whether its content is still what was
+/// indexed is the fingerprints' business ([`DoneRange`]).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct SourceKey {
     pub path: String,
-    pub size: u64,
-    pub mtime_ns: i128,
 }
 
 impl SourceKey {
     pub fn of_file(path: &Path) -> std::io::Result<SourceKey> {
         let canonical = std::fs::canonicalize(path)?;
-        let meta = std::fs::metadata(&canonical)?;
-        let mtime_ns = meta
-            .modified()?
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as i128)
-            .unwrap_or(0);
         Ok(SourceKey {
             path: canonical.to_string_lossy().into_owned(),
-            size: meta.len(),
-            mtime_ns,
         })
-    }
-
-    fn as_string(&self) -> String {
-        format!("{}|{}|{}", self.path, self.size, self.mtime_ns)
     }
 }
 
-/// What was ingested from one source: sorted, disjoint, non-adjacent byte ranges.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct SourceState {
-    pub key: Option<SourceKey>,
+/// The crc32 of the bytes `[start, end)` of a source's decompressed stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChunkSum {
+    pub start: u64,
+    pub end: u64,
+    pub crc32: u32,
+}
+
+/// One chunk whose events are in a committed block (or that held no event), as the indexer
+/// commits it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IngestedChunk {
+    pub key: SourceKey,
+    /// Its bytes and their crc32.
+    pub sum: ChunkSum,
+    /// The line number (1-based) of the line holding byte `sum.end`: one more than the
+    /// newlines before it.
+    pub line_at_end: u64,
+    /// Lines of the chunk that could not be indexed.
+    pub failed_lines: u64,
+}
+
+/// A committed byte range of a source: chunks `[start, end)`, coalesced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DoneRange {
+    pub start: u64,
+    pub end: u64,
+    /// Its first and last chunk (the same one for a range of one chunk).
+    pub head: ChunkSum,
+    pub tail: ChunkSum,
+    /// The line number of the line holding byte `end` (see [`IngestedChunk::line_at_end`]).
+    pub line_at_end: u64,
+    pub failed_lines: u64,
+}
+
+impl DoneRange {
+    fn of_chunk(chunk: &IngestedChunk) -> DoneRange {
+        DoneRange {
+            start: chunk.sum.start,
+            end: chunk.sum.end,
+            head: chunk.sum,
+            tail: chunk.sum,
+            line_at_end: chunk.line_at_end,
+            failed_lines: chunk.failed_lines,
+        }
+    }
+}
+
+/// A source recorded by a version-1 catalog: the identity it was indexed under and its
+/// ranges, without fingerprints or line numbers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LegacySource {
+    pub size: u64,
+    pub mtime_ns: i128,
     pub done: Vec<(u64, u64)>,
 }
 
+impl LegacySource {
+    /// Whether `path` still has the size and mtime it was indexed with.
+    pub fn matches(&self, path: &Path) -> std::io::Result<bool> {
+        let meta = std::fs::metadata(path)?;
+        Ok(meta.len() == self.size && mtime_ns(&meta)? == self.mtime_ns)
+    }
+}
+
+fn mtime_ns(meta: &std::fs::Metadata) -> std::io::Result<i128> {
+    Ok(meta
+        .modified()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i128)
+        .unwrap_or(0))
+}
+
+/// What was ingested from one source: sorted, disjoint, non-adjacent ranges.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SourceState {
+    pub done: Vec<DoneRange>,
+    /// Set (and `done` empty) for a source migrated from a version-1 catalog until the indexer
+    /// has verified it and filled in `done`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub legacy: Option<LegacySource>,
+}
+
 impl SourceState {
-    /// Whether `[start, end)` lies entirely within ingested ranges.
+    /// Whether `[start, end)` lies entirely within one ingested range.
     pub fn contains(&self, start: u64, end: u64) -> bool {
-        let i = self.done.partition_point(|&(_, e)| e < end);
+        let i = self.done.partition_point(|r| r.end < end);
         self.done
             .get(i)
-            .is_some_and(|&(s, e)| s <= start && end <= e)
+            .is_some_and(|r| r.start <= start && end <= r.end)
     }
 
     /// The high watermark: everything before it is ingested.
     pub fn watermark(&self) -> u64 {
         match self.done.first() {
-            Some(&(0, end)) => end,
+            Some(r) if r.start == 0 => r.end,
             _ => 0,
         }
     }
 
-    fn add(&mut self, start: u64, end: u64) {
-        self.done.push((start, end));
-        self.done.sort_unstable();
-        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(self.done.len());
-        for &(s, e) in &self.done {
+    /// The end of the last ingested range (0 without one).
+    pub fn end(&self) -> u64 {
+        self.done.last().map_or(0, |r| r.end)
+    }
+
+    /// The range that starts at `offset`, if any.
+    pub fn range_at(&self, offset: u64) -> Option<&DoneRange> {
+        let i = self.done.partition_point(|r| r.start < offset);
+        self.done.get(i).filter(|r| r.start == offset)
+    }
+
+    /// The start of the first range that starts after `offset`.
+    pub fn next_start_after(&self, offset: u64) -> Option<u64> {
+        let i = self.done.partition_point(|r| r.start <= offset);
+        self.done.get(i).map(|r| r.start)
+    }
+
+    /// Lines that failed in all ingested ranges.
+    pub fn failed_lines(&self) -> u64 {
+        self.done.iter().map(|r| r.failed_lines).sum()
+    }
+
+    fn add(&mut self, chunk: &IngestedChunk) {
+        if chunk.sum.start >= chunk.sum.end || self.contains(chunk.sum.start, chunk.sum.end) {
+            // Empty, or already committed: nothing to record (and its failed lines were
+            // counted with the range that holds it).
+            return;
+        }
+        self.done.push(DoneRange::of_chunk(chunk));
+        self.done.sort_unstable_by_key(|r| (r.start, r.end));
+        let mut merged: Vec<DoneRange> = Vec::with_capacity(self.done.len());
+        for range in self.done.drain(..) {
             match merged.last_mut() {
-                Some(last) if s <= last.1 => last.1 = last.1.max(e),
-                _ => merged.push((s, e)),
+                Some(last) if range.start <= last.end => {
+                    // Chunks are committed once each, so ranges only ever touch; should an
+                    // overlap appear, the union is still what is ingested.
+                    if range.end > last.end {
+                        last.end = range.end;
+                        last.tail = range.tail;
+                        last.line_at_end = range.line_at_end;
+                    }
+                    last.failed_lines += range.failed_lines;
+                }
+                _ => merged.push(range),
             }
         }
         self.done = merged;
@@ -146,8 +261,107 @@ struct CatalogState {
     settings: Settings,
     next_block_id: u64,
     blocks: Vec<BlockEntry>,
-    /// Keyed by `SourceKey::as_string` (JSON object keys must be strings).
+    /// Keyed by `SourceKey::path`.
     sources: BTreeMap<String, SourceState>,
+}
+
+/// Just the version, read first to pick the parser.
+#[derive(Deserialize)]
+struct VersionOnly {
+    version: u32,
+}
+
+/// Version 1, read to migrate.
+#[derive(Deserialize)]
+struct CatalogStateV1 {
+    settings: Settings,
+    next_block_id: u64,
+    blocks: Vec<BlockEntry>,
+    /// Keyed by "path|size|mtime".
+    sources: BTreeMap<String, SourceStateV1>,
+}
+
+#[derive(Deserialize)]
+struct SourceStateV1 {
+    key: Option<SourceKeyV1>,
+    done: Vec<(u64, u64)>,
+}
+
+#[derive(Deserialize)]
+struct SourceKeyV1 {
+    path: String,
+    size: u64,
+    mtime_ns: i128,
+}
+
+impl CatalogState {
+    /// Parses any version this build reads, migrating older ones.
+    fn parse(path: &Path, bytes: &[u8]) -> Result<CatalogState> {
+        let corrupt = |source| CatalogError::Corrupt {
+            path: path.to_path_buf(),
+            source,
+        };
+        let VersionOnly { version } = serde_json::from_slice(bytes).map_err(corrupt)?;
+        match version {
+            1 => Ok(serde_json::from_slice::<CatalogStateV1>(bytes)
+                .map_err(corrupt)?
+                .migrate()),
+            CATALOG_VERSION => serde_json::from_slice(bytes).map_err(corrupt),
+            got => Err(CatalogError::Version {
+                path: path.to_path_buf(),
+                expected: CATALOG_VERSION,
+                got,
+            }),
+        }
+    }
+}
+
+impl CatalogStateV1 {
+    /// Version 1 made a new source of every (path, size, mtime), so a file that changed
+    /// between runs has several entries; only the newest can describe its current content.
+    fn migrate(self) -> CatalogState {
+        let mut sources: BTreeMap<String, SourceState> = BTreeMap::new();
+        let mut newest: BTreeMap<String, (i128, u64)> = BTreeMap::new();
+        for (name, state) in self.sources {
+            // Every version-1 entry has a key; fall back to the map key's path part.
+            let (path, size, mtime_ns) = match state.key {
+                Some(key) => (key.path, key.size, key.mtime_ns),
+                None => match name.rsplitn(3, '|').collect::<Vec<_>>().as_slice() {
+                    [mtime, size, path] => (
+                        (*path).to_owned(),
+                        size.parse().unwrap_or(0),
+                        mtime.parse().unwrap_or(0),
+                    ),
+                    _ => continue,
+                },
+            };
+            if newest
+                .get(&path)
+                .is_some_and(|&seen| seen >= (mtime_ns, size))
+            {
+                continue;
+            }
+            newest.insert(path.clone(), (mtime_ns, size));
+            sources.insert(
+                path,
+                SourceState {
+                    done: Vec::new(),
+                    legacy: Some(LegacySource {
+                        size,
+                        mtime_ns,
+                        done: state.done,
+                    }),
+                },
+            );
+        }
+        CatalogState {
+            version: CATALOG_VERSION,
+            settings: self.settings,
+            next_block_id: self.next_block_id,
+            blocks: self.blocks,
+            sources,
+        }
+    }
 }
 
 /// The open catalog of a data directory; holds the directory's lock while alive.
@@ -180,21 +394,7 @@ impl Catalog {
         }
         let path = dir.join(CATALOG_FILE);
         let state = match std::fs::read(&path) {
-            Ok(bytes) => {
-                let state: CatalogState =
-                    serde_json::from_slice(&bytes).map_err(|source| CatalogError::Corrupt {
-                        path: path.clone(),
-                        source,
-                    })?;
-                if state.version > CATALOG_VERSION {
-                    return Err(CatalogError::Version {
-                        path,
-                        expected: CATALOG_VERSION,
-                        got: state.version,
-                    });
-                }
-                state
-            }
+            Ok(bytes) => CatalogState::parse(&path, &bytes)?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => CatalogState {
                 version: CATALOG_VERSION,
                 settings,
@@ -220,8 +420,7 @@ impl Catalog {
             path: path.clone(),
             source,
         })?;
-        let state: CatalogState = serde_json::from_slice(&bytes)
-            .map_err(|source| CatalogError::Corrupt { path, source })?;
+        let state = CatalogState::parse(&path, &bytes)?;
         Ok((state.settings, state.blocks))
     }
 
@@ -251,27 +450,43 @@ impl Catalog {
     }
 
     pub fn source(&self, key: &SourceKey) -> Option<&SourceState> {
-        self.state.sources.get(&key.as_string())
+        self.state.sources.get(&key.path)
     }
 
-    /// Commits a written block, together with the source ranges whose events it holds.
-    pub fn commit_block(
-        &mut self,
-        entry: BlockEntry,
-        ingested: &[(SourceKey, u64, u64)],
-    ) -> Result<()> {
+    /// Commits a written block, together with the source chunks whose events it holds.
+    pub fn commit_block(&mut self, entry: BlockEntry, ingested: &[IngestedChunk]) -> Result<()> {
         self.state.blocks.push(entry);
         self.commit_ranges(ingested)
     }
 
-    /// Records source ranges that produced no events (blank or malformed lines only).
-    pub fn commit_ranges(&mut self, ingested: &[(SourceKey, u64, u64)]) -> Result<()> {
-        for (key, start, end) in ingested {
-            let state = self.state.sources.entry(key.as_string()).or_default();
-            state.key = Some(key.clone());
-            state.add(*start, *end);
+    /// Records source chunks that produced no events (blank or malformed lines only).
+    pub fn commit_ranges(&mut self, ingested: &[IngestedChunk]) -> Result<()> {
+        for chunk in ingested {
+            self.state
+                .sources
+                .entry(chunk.key.path.clone())
+                .or_default()
+                .add(chunk);
         }
         self.save()
+    }
+
+    /// Replaces a migrated source's [`LegacySource`] by ranges with fingerprints, once the
+    /// indexer has checked that the file is the one version 1 indexed.
+    pub fn upgrade_source(&mut self, key: &SourceKey, done: Vec<DoneRange>) -> Result<()> {
+        let state = self.state.sources.entry(key.path.clone()).or_default();
+        state.legacy = None;
+        state.done = done;
+        self.save()
+    }
+
+    /// Forgets what was ingested from a source, so that it is read again from its start (its
+    /// events from earlier runs stay in their blocks).
+    pub fn forget_source(&mut self, key: &SourceKey) -> Result<()> {
+        if self.state.sources.remove(&key.path).is_some() {
+            self.save()?;
+        }
+        Ok(())
     }
 
     /// Replaces blocks (by id) with new ones in one commit, then deletes the old files.
@@ -358,25 +573,72 @@ mod tests {
     use super::*;
 
     fn key(path: &str) -> SourceKey {
-        SourceKey {
-            path: path.into(),
-            size: 10,
-            mtime_ns: 1,
+        SourceKey { path: path.into() }
+    }
+
+    /// A chunk of "/a" whose crc is its start (distinct per chunk, enough to tell them apart).
+    fn chunk(start: u64, end: u64, line_at_end: u64, failed_lines: u64) -> IngestedChunk {
+        IngestedChunk {
+            key: key("/a"),
+            sum: ChunkSum {
+                start,
+                end,
+                crc32: start as u32,
+            },
+            line_at_end,
+            failed_lines,
+        }
+    }
+
+    fn sum(start: u64, end: u64) -> ChunkSum {
+        ChunkSum {
+            start,
+            end,
+            crc32: start as u32,
         }
     }
 
     #[test]
-    fn source_ranges_merge_and_answer_containment() {
+    fn source_ranges_coalesce_keeping_first_and_last_chunk() {
         let mut state = SourceState::default();
-        state.add(100, 200);
-        state.add(0, 100);
-        state.add(300, 400);
-        assert_eq!(state.done, vec![(0, 200), (300, 400)]);
-        assert_eq!(state.watermark(), 200);
-        assert!(state.contains(0, 50) && state.contains(150, 200) && state.contains(300, 400));
-        assert!(
-            !state.contains(150, 250) && !state.contains(200, 300) && !state.contains(350, 450)
+        state.add(&chunk(100, 200, 20, 1));
+        state.add(&chunk(0, 100, 10, 0));
+        state.add(&chunk(300, 400, 40, 2));
+        state.add(&chunk(300, 400, 40, 2)); // committed twice: counted once
+        state.add(&chunk(200, 250, 25, 4));
+        let expected = vec![
+            DoneRange {
+                start: 0,
+                end: 250,
+                head: sum(0, 100),
+                tail: sum(200, 250),
+                line_at_end: 25,
+                failed_lines: 5,
+            },
+            DoneRange {
+                start: 300,
+                end: 400,
+                head: sum(300, 400),
+                tail: sum(300, 400),
+                line_at_end: 40,
+                failed_lines: 2,
+            },
+        ];
+        assert_eq!(state.done, expected);
+        assert_eq!(
+            (state.watermark(), state.end(), state.failed_lines()),
+            (250, 400, 7)
         );
+        assert!(state.contains(0, 50) && state.contains(150, 250) && state.contains(300, 400));
+        assert!(
+            !state.contains(150, 260) && !state.contains(250, 300) && !state.contains(350, 450)
+        );
+        assert_eq!(state.range_at(0).map(|r| r.end), Some(250));
+        assert_eq!(state.range_at(300).map(|r| r.end), Some(400));
+        assert!(state.range_at(100).is_none() && state.range_at(250).is_none());
+        assert_eq!(state.next_start_after(0), Some(300));
+        assert_eq!(state.next_start_after(250), Some(300));
+        assert_eq!(state.next_start_after(300), None);
     }
 
     #[test]
@@ -400,16 +662,130 @@ mod tests {
                 time_max: 2,
                 bytes: 1,
             };
-            catalog.commit_block(entry, &[(key("/a"), 0, 10)]).unwrap();
+            catalog.commit_block(entry, &[chunk(0, 10, 3, 1)]).unwrap();
             // An orphan: written but never committed.
             std::fs::write(Catalog::block_path(dir.path(), 99), b"y").unwrap();
         }
-        let catalog = Catalog::open_or_create(dir.path(), Settings::default()).unwrap();
+        let mut catalog = Catalog::open_or_create(dir.path(), Settings::default()).unwrap();
         assert_eq!(catalog.settings(), &settings);
         assert_eq!(catalog.blocks().len(), 1);
-        assert!(catalog.source(&key("/a")).unwrap().contains(0, 10));
+        let state = catalog.source(&key("/a")).unwrap();
+        assert!(state.contains(0, 10));
+        assert_eq!((state.done[0].line_at_end, state.failed_lines()), (3, 1));
         assert!(catalog.source(&key("/b")).is_none());
         assert!(!Catalog::block_path(dir.path(), 99).exists());
         assert!(Catalog::block_path(dir.path(), 1).exists());
+
+        catalog.forget_source(&key("/a")).unwrap();
+        drop(catalog);
+        let catalog = Catalog::open_or_create(dir.path(), Settings::default()).unwrap();
+        assert!(catalog.source(&key("/a")).is_none());
+        assert_eq!(catalog.blocks().len(), 1);
+    }
+
+    /// A version-1 catalog (as written by 0.1 at a9d1053): blocks and settings carry over;
+    /// per path, only the newest (size, mtime) entry survives, as a legacy source.
+    #[test]
+    fn version_1_catalog_is_migrated() {
+        let dir = tempfile::tempdir().unwrap();
+        let v1 = r#"{
+  "version": 1,
+  "settings": { "stop_words": ["a"] },
+  "next_block_id": 3,
+  "blocks": [
+    { "id": 1, "docs": 5, "time_min": 1, "time_max": 2, "bytes": 100 },
+    { "id": 2, "docs": 6, "time_min": 3, "time_max": 4, "bytes": 200 }
+  ],
+  "sources": {
+    "/logs/app.json|100|1000": {
+      "key": { "path": "/logs/app.json", "size": 100, "mtime_ns": 1000 },
+      "done": [[0, 100]]
+    },
+    "/logs/app.json|150|2000": {
+      "key": { "path": "/logs/app.json", "size": 150, "mtime_ns": 2000 },
+      "done": [[0, 60], [90, 150]]
+    },
+    "/logs/other.json|7|5": {
+      "key": { "path": "/logs/other.json", "size": 7, "mtime_ns": 5 },
+      "done": [[0, 7]]
+    }
+  }
+}"#;
+        std::fs::write(dir.path().join(CATALOG_FILE), v1).unwrap();
+        std::fs::create_dir_all(dir.path().join(BLOCKS_DIR)).unwrap();
+        for id in [1, 2] {
+            std::fs::write(Catalog::block_path(dir.path(), id), b"x").unwrap();
+        }
+        // Readers (search) read version 1 as it is.
+        let (settings, blocks) = Catalog::read_only(dir.path()).unwrap();
+        assert_eq!(settings.stop_words, vec!["a".to_owned()]);
+        assert_eq!(blocks.len(), 2);
+
+        let mut catalog = Catalog::open_or_create(dir.path(), Settings::default()).unwrap();
+        assert_eq!(catalog.blocks().len(), 2);
+        assert_eq!(catalog.allocate_block_id(), 3);
+        let app = catalog.source(&key("/logs/app.json")).unwrap();
+        assert!(app.done.is_empty());
+        assert_eq!(
+            app.legacy,
+            Some(LegacySource {
+                size: 150,
+                mtime_ns: 2000,
+                done: vec![(0, 60), (90, 150)],
+            })
+        );
+        assert_eq!(
+            catalog
+                .source(&key("/logs/other.json"))
+                .unwrap()
+                .legacy
+                .as_ref()
+                .map(|l| l.size),
+            Some(7)
+        );
+        // Upgrading replaces the legacy record; the catalog is saved as version 2.
+        let range = DoneRange {
+            start: 0,
+            end: 7,
+            head: sum(0, 7),
+            tail: sum(0, 7),
+            line_at_end: 2,
+            failed_lines: 0,
+        };
+        catalog
+            .upgrade_source(&key("/logs/other.json"), vec![range.clone()])
+            .unwrap();
+        drop(catalog);
+        let text = std::fs::read_to_string(dir.path().join(CATALOG_FILE)).unwrap();
+        assert!(text.contains("\"version\": 2"), "{text}");
+        let catalog = Catalog::open_or_create(dir.path(), Settings::default()).unwrap();
+        let other = catalog.source(&key("/logs/other.json")).unwrap();
+        assert_eq!(
+            (other.done.clone(), other.legacy.clone()),
+            (vec![range], None)
+        );
+        assert!(catalog
+            .source(&key("/logs/app.json"))
+            .unwrap()
+            .legacy
+            .is_some());
+    }
+
+    #[test]
+    fn newer_or_unknown_versions_are_refused() {
+        for version in [0, CATALOG_VERSION + 1] {
+            let dir = tempfile::tempdir().unwrap();
+            let text = format!(
+                r#"{{"version": {version}, "settings": {{}}, "next_block_id": 1, "blocks": [], "sources": {{}}}}"#
+            );
+            std::fs::write(dir.path().join(CATALOG_FILE), text).unwrap();
+            assert!(
+                matches!(
+                    Catalog::open_or_create(dir.path(), Settings::default()),
+                    Err(CatalogError::Version { got, .. }) if got == version
+                ),
+                "version {version}"
+            );
+        }
     }
 }

@@ -2,9 +2,12 @@ use crate::size::parse_size;
 use crate::DataArgs;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use quarry_index::merge::{merge_blocks, pick_merge};
-use quarry_index::{index_inputs, Analyzer, IndexOptions, Input, LineError, Progress};
-use quarry_store::{Catalog, Settings};
+use quarry_index::merge::{merge_blocks, pick_merge, MergePolicy};
+use quarry_index::{
+    index_inputs, Analyzer, IndexError, IndexOptions, Input, LineError, Progress, SourceOutcome,
+    SourceReport,
+};
+use quarry_store::{BlockEntry, Catalog, Settings};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,6 +31,15 @@ pub struct IndexArgs {
     /// Do not merge small blocks after indexing
     #[arg(long)]
     no_merge: bool,
+    /// Read a file whose indexed content has changed (rewritten, truncated, rotated) again
+    /// from its start, as a new file; its events from earlier runs stay. Without it, such a
+    /// file is reported and left out (exit status 1)
+    #[arg(long)]
+    reindex_changed: bool,
+    /// Merged blocks are cut when their inputs' bytes reach this, whatever --memory-budget
+    /// is; a merge's peak memory is about 4 times this
+    #[arg(long, default_value = "512MB", value_parser = parse_size)]
+    target_block_size: usize,
     /// JSON-lines files (.gz and .zst are decompressed); `-` reads stdin
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
@@ -37,9 +49,10 @@ pub struct IndexArgs {
 pub struct MergeArgs {
     #[command(flatten)]
     data: DataArgs,
-    /// Memory budget of the merged segment; output blocks are cut at this size
-    #[arg(long, default_value = "4GB", value_parser = parse_size)]
-    memory_budget: usize,
+    /// Output blocks are cut when their inputs' bytes reach this; the merge's peak memory is
+    /// about 4 times this (`--memory-budget` is the old name)
+    #[arg(long, alias = "memory-budget", default_value = "512MB", value_parser = parse_size)]
+    target_block_size: usize,
 }
 
 /// Line errors printed before they are only counted.
@@ -104,6 +117,7 @@ pub fn index(args: IndexArgs) -> Result<ExitCode> {
             .unwrap_or_else(|| IndexOptions::default().threads)
             .max(1),
         memory_budget: args.memory_budget,
+        reindex_changed: args.reindex_changed,
         ..IndexOptions::default()
     };
     let progress = Progress::default();
@@ -131,22 +145,15 @@ pub fn index(args: IndexArgs) -> Result<ExitCode> {
     );
     update_bar(&bar, &progress, started);
     bar.finish_and_clear();
-    result?;
+    let reports = result?;
+    let status = report_sources(&reports);
     let mut catalog = catalog.into_inner().unwrap_or_else(|p| p.into_inner());
     if !args.no_merge {
-        loop {
-            let ids = pick_merge(catalog.blocks(), false);
-            if ids.is_empty() {
-                break;
-            }
-            merge_blocks(
-                &mut catalog,
-                analyzer.clone(),
-                &ids,
-                options.memory_budget,
-                &Progress::default(),
-            )?;
-        }
+        let policy = MergePolicy {
+            target_block_bytes: args.target_block_size as u64,
+            ..MergePolicy::default()
+        };
+        merge_small_blocks(&mut catalog, &analyzer, &policy)?;
     }
     let seconds = started.elapsed().as_secs_f64();
     let json_bytes = progress.json_bytes.load(Ordering::Relaxed)
@@ -165,11 +172,133 @@ pub fn index(args: IndexArgs) -> Result<ExitCode> {
         if resumed > 0 { format!("; {:.1} MB already indexed, skipped", resumed as f64 / 1e6) } else { String::new() },
         if skipped > 0 { format!("; {skipped} malformed lines skipped") } else { String::new() },
     );
-    Ok(if skipped > 0 {
-        ExitCode::from(3)
-    } else {
-        ExitCode::SUCCESS
+    Ok(match status {
+        SourcesStatus::Changed => ExitCode::from(1),
+        _ if skipped > 0 => ExitCode::from(3),
+        SourcesStatus::EarlierFailedLines => ExitCode::from(3),
+        SourcesStatus::Clean => ExitCode::SUCCESS,
     })
+}
+
+/// The worst of what `report_sources` found, for the exit status.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum SourcesStatus {
+    Clean,
+    /// A file was indexed by an earlier run with bad lines: 3, as that run's status was.
+    EarlierFailedLines,
+    /// A file's indexed content changed and it was left out: 1.
+    Changed,
+}
+
+/// Says on stderr what happened to each input that was not simply read as new.
+fn report_sources(reports: &[SourceReport]) -> SourcesStatus {
+    let mut status = SourcesStatus::Clean;
+    for report in reports {
+        let name = &report.name;
+        match &report.outcome {
+            SourceOutcome::New => {}
+            SourceOutcome::Unchanged { indexed_bytes } => {
+                eprintln!("{name}: already indexed ({indexed_bytes} bytes), nothing new")
+            }
+            SourceOutcome::Resumed { watermark: 0, from } => eprintln!(
+                "{name}: partly indexed by an interrupted run; reading the rest from byte {from}"
+            ),
+            SourceOutcome::Resumed { watermark, from } => eprintln!(
+                "{name}: indexed up to byte {watermark} by an earlier run; reading from byte {from}"
+            ),
+            SourceOutcome::Changed {
+                indexed_bytes,
+                change,
+            } => {
+                eprintln!(
+                    "error: {name} was indexed up to byte {indexed_bytes} but its content changed \
+                     ({change}); it was not indexed again (--reindex-changed reads it again from \
+                     its start; its earlier events stay)"
+                );
+                status = status.max(SourcesStatus::Changed);
+            }
+            SourceOutcome::ReadAgain {
+                indexed_bytes,
+                change,
+            } => eprintln!(
+                "{name}: was indexed up to byte {indexed_bytes} but its content changed \
+                 ({change}); read again from its start (its earlier events stay)"
+            ),
+            SourceOutcome::Duplicate => eprintln!("{name}: named more than once; read once"),
+            SourceOutcome::Untracked => eprintln!(
+                "note: {name}: {} is not tracked; running this again adds its events again",
+                if name == "-" {
+                    "standard input"
+                } else {
+                    "a pipe or device"
+                }
+            ),
+            _ => {}
+        }
+        if report.earlier_failed_lines > 0 {
+            let lines = report.earlier_failed_lines;
+            eprintln!(
+                "{name}: indexed by an earlier run with {lines} rejected line{}, reported by that run",
+                if lines == 1 { "" } else { "s" }
+            );
+            status = status.max(SourcesStatus::EarlierFailedLines);
+        }
+    }
+    status
+}
+
+/// The size-tiered merge loop. `pick_merge` only picks merges that write fewer blocks than
+/// they read, so the block count falls on every step and the loop ends within as many steps as
+/// there are blocks; a merge that did not reduce the count (a segment limit cut a block early)
+/// stops it rather than risk merging the same blocks forever (issue 9, defect 1).
+fn merge_small_blocks(
+    catalog: &mut Catalog,
+    analyzer: &Arc<Analyzer>,
+    policy: &MergePolicy,
+) -> Result<()> {
+    // Blocks that failed to read while merging: left as they are (searches skip them, `quarry
+    // check` lists them) and out of later merges, so one damaged block does not fail the run.
+    let mut damaged: Vec<u64> = Vec::new();
+    loop {
+        let candidates: Vec<BlockEntry> = catalog
+            .blocks()
+            .iter()
+            .filter(|b| !damaged.contains(&b.id))
+            .cloned()
+            .collect();
+        let ids = pick_merge(&candidates, policy);
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let before = catalog.blocks().len();
+        let merged = merge_blocks(
+            catalog,
+            analyzer.clone(),
+            &ids,
+            policy,
+            &Progress::default(),
+        );
+        if let Err(IndexError::Format(error)) = &merged {
+            let bad = ids
+                .iter()
+                .copied()
+                .find(|&id| error.path() == Some(Catalog::block_path(catalog.dir(), id).as_path()));
+            if let Some(id) = bad {
+                eprintln!("warning: {error}; block {id} left out of merging (see `quarry check`)");
+                damaged.push(id);
+                continue;
+            }
+        }
+        merged?;
+        let after = catalog.blocks().len();
+        if after >= before {
+            eprintln!(
+                "warning: merging {} blocks left {after} blocks of {before}; stopped merging",
+                ids.len()
+            );
+            return Ok(());
+        }
+    }
 }
 
 /// Runs `work` while another thread calls `tick` every 100 ms (progress bars).
@@ -205,9 +334,10 @@ pub fn merge(args: MergeArgs) -> Result<ExitCode> {
     let mut catalog = Catalog::open_or_create(&args.data.data, Settings::default())
         .with_context(|| format!("opening data directory {}", args.data.data.display()))?;
     let analyzer = Arc::new(Analyzer::new(catalog.settings().stop_words.clone()));
-    let ids = pick_merge(catalog.blocks(), true);
+    // All blocks, once: one pass cannot loop, and it leaves consecutive time ranges.
+    let ids: Vec<u64> = catalog.blocks().iter().map(|b| b.id).collect();
     let before = catalog.blocks().len();
-    if ids.is_empty() {
+    if ids.len() < 2 {
         eprintln!("nothing to merge: {before} block(s)");
         return Ok(ExitCode::SUCCESS);
     }
@@ -220,9 +350,13 @@ pub fn merge(args: MergeArgs) -> Result<ExitCode> {
             .unwrap(),
     );
     let progress = Progress::default();
+    let policy = MergePolicy {
+        target_block_bytes: args.target_block_size as u64,
+        ..MergePolicy::default()
+    };
     let outputs = with_ticker(
         || bar.set_position(progress.events.load(Ordering::Relaxed)),
-        || merge_blocks(&mut catalog, analyzer, &ids, args.memory_budget, &progress),
+        || merge_blocks(&mut catalog, analyzer, &ids, &policy, &progress),
     )?;
     bar.finish_and_clear();
     eprintln!(

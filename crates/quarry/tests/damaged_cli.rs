@@ -299,3 +299,49 @@ fn generated_logs_end_now_by_default() {
     let last_hour = count_of(&output);
     assert!(0 < last_hour && last_hour < 2000, "{last_hour}");
 }
+
+/// The merge after `index` leaves a damaged block out instead of failing the run.
+#[test]
+fn merging_leaves_a_damaged_block_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    let index = |i: u32, extra: &[&str]| {
+        let input = dir.path().join(format!("e{i}.json"));
+        std::fs::write(
+            &input,
+            format!(
+                "{{\"_time\": {}, \"message\": \"event {i}\"}}\n",
+                1_790_000_000 + i
+            ),
+        )
+        .unwrap();
+        let mut args = vec!["index", "--data", data.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        args.push(input.to_str().unwrap());
+        quarry(&args)
+    };
+    for i in 0..11 {
+        let output = index(i, &["--no-merge"]);
+        assert!(output.status.success(), "{}", text(&output.stderr));
+    }
+    let first = data.join("blocks").join("00000001.qblk");
+    let len = std::fs::metadata(&first).unwrap().len();
+    std::fs::File::options()
+        .write(true)
+        .open(&first)
+        .unwrap()
+        .set_len(len - 1)
+        .unwrap();
+    let output = index(11, &[]);
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("00000001.qblk") && stderr.contains("left out of merging"),
+        "{stderr}"
+    );
+    let blocks = std::fs::read_dir(data.join("blocks")).unwrap().count();
+    assert!(blocks < 12, "{blocks} blocks: nothing was merged");
+    let output = search(&data, &["--count", "--limit", "0"], "event");
+    assert_eq!(output.status.code(), Some(3));
+    assert_eq!(count_of(&output), 11);
+}

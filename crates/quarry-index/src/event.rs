@@ -1,7 +1,9 @@
 //! Events: one JSON object each, flattened to dotted field names, with a `_time`.
 //!
 //! - Nested objects flatten: `{"http": {"status": 200}}` becomes the field `http.status`.
-//! - Strings are `Str`; integers `I64` (or `U64` above i64); other numbers `F64`; booleans
+//! - Strings are `Str`; integers `I64` (or `U64` above i64); other numbers `F64`, except a
+//!   number an f64 cannot hold as written (an integer beyond u64, more than 17 significant
+//!   digits), which is kept as the `Str` of its exact text rather than rounded; booleans
 //!   `Bool`; arrays are kept as their JSON text (`Json`), searchable by its tokens; `null` and
 //!   `{}` are no value.
 //! - Repeated names: when several values flatten to the same name in one event (a dotted key
@@ -184,7 +186,9 @@ impl Serialize for Node {
 
 /// Parses one JSON line into an event; `now` is the ingestion time used without a time field.
 pub fn parse_event(line: &[u8], now: i64) -> Result<Event, EventError> {
-    let root: Node = serde_json::from_slice(line).map_err(|e| EventError::Json(e.to_string()))?;
+    let mut root: Node =
+        serde_json::from_slice(line).map_err(|e| EventError::Json(e.to_string()))?;
+    keep_exact_numbers(&mut root, line);
     let Node::Object(mut entries) = root else {
         return Err(EventError::NotAnObject(root.kind()));
     };
@@ -414,9 +418,159 @@ pub fn format_time(nanos: i64) -> String {
     DateTime::from_timestamp_nanos(nanos).to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
 }
 
+/// Replaces each float that an f64 does not hold exactly as written (an integer beyond u64,
+/// `0.12345678901234567890`) by its text, so no digit the user sent changes silently: such a
+/// number is stored and searched as the string of its digits. serde_json hands numbers over as
+/// f64 already rounded, so the line is scanned for its number literals, which come in the
+/// same order as the tree's numbers.
+fn keep_exact_numbers(root: &mut Node, line: &[u8]) {
+    fn has_float(node: &Node) -> bool {
+        match node {
+            Node::F64(_) => true,
+            Node::Array(items) => items.iter().any(has_float),
+            Node::Object(entries) => entries.iter().any(|(_, v)| has_float(v)),
+            _ => false,
+        }
+    }
+    fn numbers<'n>(node: &'n mut Node, out: &mut Vec<&'n mut Node>) {
+        match node {
+            Node::I64(_) | Node::U64(_) | Node::F64(_) => out.push(node),
+            Node::Array(items) => items.iter_mut().for_each(|item| numbers(item, out)),
+            Node::Object(entries) => entries.iter_mut().for_each(|(_, v)| numbers(v, out)),
+            _ => {}
+        }
+    }
+    // Most events hold no float at all: nothing to scan.
+    if !has_float(root) {
+        return;
+    }
+    let literals = number_literals(line);
+    let mut nodes = Vec::new();
+    numbers(root, &mut nodes);
+    if literals.len() != nodes.len() {
+        // Cannot happen for a line serde_json parsed; leave the values as parsed.
+        return;
+    }
+    for (node, literal) in nodes.into_iter().zip(literals) {
+        if let Node::F64(value) = node {
+            if !same_decimal(literal, &format!("{value:e}")) {
+                *node = Node::Str(literal.to_owned());
+            }
+        }
+    }
+}
+
+/// The number literals of a JSON text, in order (strings skipped).
+fn number_literals(line: &[u8]) -> Vec<&str> {
+    let mut literals = Vec::new();
+    let mut i = 0;
+    while i < line.len() {
+        match line[i] {
+            b'"' => {
+                i += 1;
+                while i < line.len() && line[i] != b'"' {
+                    i += if line[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i < line.len()
+                    && matches!(line[i], b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')
+                {
+                    i += 1;
+                }
+                // ASCII only, so always valid UTF-8.
+                literals.push(std::str::from_utf8(&line[start..i]).unwrap_or(""));
+            }
+            _ => i += 1,
+        }
+    }
+    literals
+}
+
+/// Whether two decimal texts (`-12.50e3`, `1.25e4`) name the same number: sign, significant
+/// digits and power of ten compared after normalising.
+fn same_decimal(a: &str, b: &str) -> bool {
+    fn normal(text: &str) -> (bool, String, i64) {
+        let (negative, text) = match text.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, text),
+        };
+        let (mantissa, exponent) = match text.find(['e', 'E']) {
+            Some(at) => (
+                &text[..at],
+                text[at + 1..].parse::<i64>().unwrap_or(i64::MAX),
+            ),
+            None => (text, 0),
+        };
+        let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+        let digits = format!("{whole}{fraction}");
+        let mut exponent = exponent.saturating_sub(fraction.len() as i64);
+        let digits = digits.trim_start_matches('0');
+        let trimmed = digits.trim_end_matches('0');
+        exponent = exponent.saturating_add((digits.len() - trimmed.len()) as i64);
+        if trimmed.is_empty() {
+            return (negative, String::new(), 0);
+        }
+        (negative, trimmed.to_owned(), exponent)
+    }
+    normal(a) == normal(b)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_an_f64_cannot_hold_are_kept_as_their_text() {
+        check(&[
+            (
+                r#"{"f":0.1,"g":1.0,"h":-2.5e-3}"#,
+                Ok((
+                    42,
+                    vec![
+                        ("f", Value::F64(0.1)),
+                        ("g", Value::F64(1.0)),
+                        ("h", Value::F64(-2.5e-3)),
+                    ],
+                )),
+            ),
+            (
+                r#"{"big":123456789012345678901234567890}"#,
+                Ok((42, vec![("big", s("123456789012345678901234567890"))])),
+            ),
+            (
+                r#"{"d":0.12345678901234567890,"i":-9223372036854775808}"#,
+                Ok((
+                    42,
+                    vec![
+                        ("d", s("0.12345678901234567890")),
+                        ("i", Value::I64(i64::MIN)),
+                    ],
+                )),
+            ),
+            (
+                r#"{"m":1.7976931348623157e308,"s":"5.00000000000000000001"}"#,
+                Ok((
+                    42,
+                    vec![
+                        ("m", Value::F64(f64::MAX)),
+                        ("s", s("5.00000000000000000001")),
+                    ],
+                )),
+            ),
+            (
+                r#"{"k\"1":[1, 99999999999999999999, {"x":2.50}]}"#,
+                Ok((
+                    42,
+                    vec![("k\"1", j(r#"[1,"99999999999999999999",{"x":2.5}]"#))],
+                )),
+            ),
+        ]);
+        assert!(same_decimal("-12.50e3", "-1.25e4") && same_decimal("0.000", "0e0"));
+        assert!(!same_decimal("1e2", "1e3") && !same_decimal("-1", "1"));
+    }
 
     #[test]
     fn flattens_and_types() {

@@ -364,7 +364,9 @@ impl Searcher {
             let (buckets, ends) = bucket_ends(&mut lookup, (lo, hi), interval)?;
             if !filtered {
                 for (k, pair) in ends.windows(2).enumerate() {
-                    f(buckets[k], u64::from(pair[1] - pair[0]));
+                    if pair[1] > pair[0] {
+                        f(buckets[k], u64::from(pair[1] - pair[0]));
+                    }
                 }
                 continue;
             }
@@ -451,11 +453,11 @@ impl Searcher {
     }
 }
 
-/// The non-empty buckets of the docs `[lo, hi)` and their endpoints as doc ids: bucket
-/// `buckets[k]` (an index of `interval`) holds the docs `[ends[k], ends[k + 1])`, so
-/// `ends[0] = lo` and the last entry is `hi` (seed 000, Fig. 9). Only buckets that hold a doc
-/// are visited, so the cost follows the data, not the block's time span: one event far from
-/// the rest adds one bucket, not every bucket between them.
+/// The buckets of the docs `[lo, hi)` and their endpoints as doc ids: bucket `buckets[k]` (an
+/// index of `interval`, increasing) holds the docs `[ends[k], ends[k + 1])`, which may be
+/// empty, so `ends[0] = lo` and the last entry is `hi` (seed 000, Fig. 9). Gaps are jumped,
+/// so the cost follows the data, not the block's time span: one event far from the rest adds
+/// one bucket, not every bucket between them.
 pub(crate) fn bucket_ends(
     lookup: &mut TimeLookup,
     (lo, hi): (u32, u32),
@@ -464,19 +466,31 @@ pub(crate) fn bucket_ends(
     let mut buckets = Vec::new();
     let mut ends = vec![lo];
     let mut doc = lo;
+    // The bucket after a non-empty one is guessed to be the next one (dense data needs one
+    // endpoint look-up per bucket, as before); a guess that finds no doc is left as an empty
+    // range and the next doc's time names its bucket, so a gap costs one look-up, not one per
+    // empty bucket.
+    let mut guess: Option<i64> = None;
     while doc < hi {
-        let bucket = lookup.time_of(doc)?.div_euclid(interval);
-        buckets.push(bucket);
+        let (bucket, known) = match guess {
+            Some(bucket) => (bucket, false),
+            None => (lookup.time_of(doc)?.div_euclid(interval), true),
+        };
         let next = match bucket
             .checked_add(1)
             .and_then(|next| next.checked_mul(interval))
         {
-            // Times are sorted, so the next bucket starts after `doc`; the clamp only guards
-            // progress against a block whose times are not.
-            Some(time) => lookup.first_at_or_after(time)?.clamp(doc + 1, hi),
+            // Times are sorted, so a bucket read from `doc`'s time ends after `doc`; the clamp
+            // only guards progress against a block whose times are not.
+            Some(time) => {
+                let end = lookup.first_at_or_after(time)?;
+                end.clamp(if known { doc + 1 } else { doc }, hi)
+            }
             None => hi,
         };
+        buckets.push(bucket);
         ends.push(next);
+        guess = (next > doc).then(|| bucket + 1);
         doc = next;
     }
     Ok((buckets, ends))

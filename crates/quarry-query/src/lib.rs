@@ -12,6 +12,7 @@ pub mod filter;
 pub mod parser;
 pub mod query;
 pub mod range;
+pub mod request;
 pub mod scorer;
 pub mod searcher;
 pub mod time;
@@ -20,6 +21,5 @@ pub mod weight;
 
 pub use error::QueryError;
 pub use query::Query;
-pub use searcher::{
-    value_to_json, DamagedBlock, Hit, SearchRequest, SearchResult, Searcher, SortOrder,
-};
+pub use request::{Bucket, HistogramInterval, HitEvent, SearchRequest, SearchResponse, Warning};
+pub use searcher::{value_to_json, DamagedBlock, Hit, Hits, HitsRequest, Searcher, SortOrder};

@@ -28,7 +28,7 @@ pub enum SortOrder {
 }
 
 #[derive(Debug, Clone, Default)]
-pub struct SearchRequest {
+pub struct HitsRequest {
     pub limit: usize,
     pub count: bool,
     pub sort: SortOrder,
@@ -46,7 +46,7 @@ pub struct Hit {
 }
 
 #[derive(Debug, Clone, Default)]
-pub struct SearchResult {
+pub struct Hits {
     pub hits: Vec<Hit>,
     pub count: Option<u64>,
 }
@@ -210,7 +210,7 @@ impl Searcher {
         Weight::new(query, &stats, self.params, self.optimizations)
     }
 
-    pub fn search(&self, query: &Query, request: &SearchRequest) -> Result<SearchResult> {
+    pub fn search(&self, query: &Query, request: &HitsRequest) -> Result<Hits> {
         let weight = match request.sort {
             SortOrder::Relevance => self.weight(query)?,
             SortOrder::TimeDesc | SortOrder::TimeAsc => {
@@ -237,7 +237,7 @@ impl Searcher {
         } else {
             None
         };
-        Ok(SearchResult { hits, count })
+        Ok(Hits { hits, count })
     }
 
     pub fn count(&self, query: &Query) -> Result<u64> {
@@ -369,6 +369,28 @@ impl Searcher {
         let block = &self.blocks[hit.block as usize];
         let mut fetcher = DocumentFetcher::with_fields(block, |name| name != TIME_FIELD);
         Ok(fetcher.fetch(hit.doc)?)
+    }
+
+    /// The events of many hits, in the hits' order. Each block's hits are fetched in doc
+    /// order through one fetcher, so each column chunk is decoded at most once per call
+    /// (a tail of 1,000 hits from one block decoded the same chunks a thousand times when each
+    /// hit had its own fetcher, issue 10 item 7).
+    pub fn events(&self, hits: &[Hit]) -> Result<Vec<Vec<(String, Value)>>> {
+        let mut order: Vec<usize> = (0..hits.len()).collect();
+        order.sort_unstable_by_key(|&i| (hits[i].block, hits[i].doc));
+        let mut events = vec![Vec::new(); hits.len()];
+        let mut fetcher: Option<(u32, DocumentFetcher)> = None;
+        for i in order {
+            let hit = &hits[i];
+            if fetcher.as_ref().map(|(block, _)| *block) != Some(hit.block) {
+                let block = &self.blocks[hit.block as usize];
+                let fields = DocumentFetcher::with_fields(block, |name| name != TIME_FIELD);
+                fetcher = Some((hit.block, fields));
+            }
+            let (_, fields) = fetcher.as_mut().expect("set just above");
+            events[i] = fields.fetch(hit.doc)?;
+        }
+        Ok(events)
     }
 
     /// Only the named fields of a hit (e.g. `url` for the benchmark).

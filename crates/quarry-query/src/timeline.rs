@@ -16,7 +16,7 @@ use crate::error::{QueryError, Result};
 use crate::filter::{time_overlaps, TimeLookup};
 use crate::query::Query;
 use crate::scorer::Scorer;
-use crate::searcher::{Hit, SearchRequest, Searcher, SortOrder};
+use crate::searcher::{Hit, HitsRequest, Searcher, SortOrder};
 use crate::weight::Weight;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -429,7 +429,7 @@ impl Searcher {
             end.saturating_sub(start)
         } else {
             let edge = |sort| -> Result<Option<i64>> {
-                let request = SearchRequest {
+                let request = HitsRequest {
                     limit: 1,
                     sort,
                     ..Default::default()

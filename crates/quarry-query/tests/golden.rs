@@ -14,7 +14,7 @@
 use quarry_format::Value;
 use quarry_index::{Analyzer, SegmentBuilder};
 use quarry_query::aggregation::AggSpec;
-use quarry_query::{value_to_json, SearchRequest, Searcher, SortOrder};
+use quarry_query::{value_to_json, HitsRequest, Searcher, SortOrder};
 use quarry_store::{BlockEntry, Catalog, Settings};
 use std::path::Path;
 
@@ -91,7 +91,7 @@ fn answers(searcher: &Searcher) -> serde_json::Value {
     let mut out = serde_json::Map::new();
     for query in QUERIES {
         let parsed = searcher.parse(query).unwrap();
-        let request = SearchRequest {
+        let request = HitsRequest {
             limit: 5,
             count: true,
             sort: SortOrder::Relevance,
@@ -110,7 +110,7 @@ fn answers(searcher: &Searcher) -> serde_json::Value {
         let tail = searcher
             .search(
                 &parsed,
-                &SearchRequest {
+                &HitsRequest {
                     limit: 3,
                     count: false,
                     sort: SortOrder::TimeDesc,
@@ -141,7 +141,7 @@ fn log_answers(searcher: &Searcher) -> serde_json::Value {
         let tail: Vec<i64> = searcher
             .search(
                 &parsed,
-                &SearchRequest {
+                &HitsRequest {
                     limit: 4,
                     sort: SortOrder::TimeDesc,
                     ..Default::default()

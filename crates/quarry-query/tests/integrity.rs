@@ -10,7 +10,7 @@
 use quarry_format::{BlockReader, FormatError, Value};
 use quarry_index::{Analyzer, SegmentBuilder};
 use quarry_query::aggregation::AggSpec;
-use quarry_query::{value_to_json, QueryError, SearchRequest, Searcher, SortOrder};
+use quarry_query::{value_to_json, HitsRequest, QueryError, Searcher, SortOrder};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -86,7 +86,7 @@ fn answers(searcher: &Searcher) -> Result<serde_json::Value, QueryError> {
         let query = searcher.parse(text)?;
         let ranked = searcher.search(
             &query,
-            &SearchRequest {
+            &HitsRequest {
                 limit: 5,
                 count: true,
                 sort: SortOrder::Relevance,
@@ -95,7 +95,7 @@ fn answers(searcher: &Searcher) -> Result<serde_json::Value, QueryError> {
         )?;
         let tail = searcher.search(
             &query,
-            &SearchRequest {
+            &HitsRequest {
                 limit: 7,
                 sort: SortOrder::TimeDesc,
                 ..Default::default()

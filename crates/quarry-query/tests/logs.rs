@@ -18,7 +18,7 @@ use quarry_query::aggregation::{AggKind, AggSpec, PERCENTILE_RELATIVE_ERROR};
 use quarry_query::filter::Optimizations;
 use quarry_query::query::Query;
 use quarry_query::timeline::Cursor;
-use quarry_query::{Hit, SearchRequest, Searcher, SortOrder};
+use quarry_query::{Hit, HitsRequest, Searcher, SortOrder};
 use serde_json::{json, Value as Json};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -749,7 +749,7 @@ fn all_pages(
     let mut out = Vec::new();
     let mut after = None;
     for _ in 0..total / page + 2 {
-        let request = SearchRequest {
+        let request = HitsRequest {
             limit: page,
             count: false,
             sort,
@@ -828,7 +828,7 @@ fn check_answers(
             (SortOrder::TimeDesc, &descending),
             (SortOrder::TimeAsc, &ascending),
         ] {
-            let request = SearchRequest {
+            let request = HitsRequest {
                 limit: case.limit,
                 count: true,
                 sort,
@@ -874,7 +874,7 @@ fn check_answers(
             context
         );
         for sort in [SortOrder::TimeAsc, SortOrder::TimeDesc] {
-            let request = SearchRequest {
+            let request = HitsRequest {
                 limit: case.limit,
                 sort,
                 ..Default::default()
@@ -1456,7 +1456,7 @@ fn blocks_outside_the_time_range() {
         assert_eq!(corpus.searcher.count(&query).unwrap(), 0);
         assert_eq!(corpus.searcher.histogram(&query, 3).unwrap(), vec![]);
         for sort in [SortOrder::TimeAsc, SortOrder::TimeDesc] {
-            let request = SearchRequest {
+            let request = HitsRequest {
                 limit: 5,
                 sort,
                 ..Default::default()
@@ -1483,14 +1483,14 @@ fn cursor_at_the_last_hit_gives_an_empty_page() {
         for text in ["*", "latency:>=4"] {
             let query = corpus.searcher.parse(text).unwrap();
             for sort in [SortOrder::TimeAsc, SortOrder::TimeDesc] {
-                let all = SearchRequest {
+                let all = HitsRequest {
                     limit: 100,
                     sort,
                     ..Default::default()
                 };
                 let hits = corpus.searcher.search(&query, &all).unwrap().hits;
                 let last = corpus.searcher.cursor_of(hits.last().unwrap());
-                let next = SearchRequest {
+                let next = HitsRequest {
                     limit: 10,
                     sort,
                     after: Some(last),
@@ -1650,7 +1650,7 @@ fn check_ends_of_time(corpus: &mut Corpus, text: &str, times: &[i64]) {
             "{context}"
         );
         for sort in [SortOrder::TimeAsc, SortOrder::TimeDesc] {
-            let request = SearchRequest {
+            let request = HitsRequest {
                 limit: 3,
                 sort,
                 ..Default::default()

@@ -6,7 +6,7 @@ use quarry_format::fieldnorm::{id_to_length, length_to_id};
 use quarry_format::{BlockReader, Value};
 use quarry_index::{Analyzer, SegmentBuilder};
 use quarry_query::query::Query;
-use quarry_query::{SearchRequest, Searcher, SortOrder};
+use quarry_query::{HitsRequest, Searcher, SortOrder};
 use std::collections::HashMap;
 
 const WORDS: &[&str] = &[
@@ -268,7 +268,7 @@ proptest! {
             prop_assert_eq!(searcher.count(&query).unwrap(), expected.len() as u64, "count of {}", text);
 
             // All hits: same set, scores equal within f32 rounding.
-            let hits = searcher.search(&query, &SearchRequest { limit: ordered.len(), count: true, sort: SortOrder::Relevance, ..Default::default() }).unwrap();
+            let hits = searcher.search(&query, &HitsRequest { limit: ordered.len(), count: true, sort: SortOrder::Relevance, ..Default::default() }).unwrap();
             prop_assert_eq!(hits.count, Some(expected.len() as u64));
             let global = |block: u32, doc: u32| {
                 searcher.blocks()[..block as usize].iter().map(|b| b.doc_count() as usize).sum::<usize>() + doc as usize
@@ -301,7 +301,7 @@ proptest! {
             let mut by_time: Vec<(i64, usize)> = expected.iter().map(|&(_, d)| (ordered[d].time, d)).collect();
             by_time.sort();
             for (order, limit) in [(SortOrder::TimeAsc, 5usize), (SortOrder::TimeDesc, 5)] {
-                let result = searcher.search(&query, &SearchRequest { limit, count: false, sort: order, ..Default::default() }).unwrap();
+                let result = searcher.search(&query, &HitsRequest { limit, count: false, sort: order, ..Default::default() }).unwrap();
                 let times: Vec<i64> = result.hits.iter().map(|h| h.time).collect();
                 let mut want: Vec<i64> = by_time.iter().map(|&(t, _)| t).collect();
                 if order == SortOrder::TimeDesc {

@@ -7,7 +7,7 @@
 //! (`_time` bounds are epoch milliseconds, which Quarry's time parser reads by magnitude).
 
 use quarry_query::aggregation::AggSpec;
-use quarry_query::{Query, SearchRequest, Searcher, SortOrder};
+use quarry_query::{HitsRequest, Query, Searcher, SortOrder};
 use serde_json::Value as Json;
 
 const NANOS_PER_MS: i64 = 1_000_000;
@@ -79,7 +79,7 @@ fn time_sorted(searcher: &Searcher, query: &Query, k: usize, order: SortOrder) -
     if k == 0 {
         return None; // PROTOCOL.md: K is at least 1
     }
-    let request = SearchRequest {
+    let request = HitsRequest {
         limit: k,
         sort: order,
         ..Default::default()

@@ -7,7 +7,10 @@ use quarry_query::filter::Optimizations;
 use quarry_query::parser::ParseError;
 use quarry_query::time::{now_nanos, parse_interval, parse_time};
 use quarry_query::timeline::Cursor;
-use quarry_query::{value_to_json, QueryError, SearchRequest, Searcher, SortOrder};
+use quarry_query::{
+    value_to_json, HistogramInterval, QueryError, SearchRequest, SearchResponse, Searcher,
+    SortOrder,
+};
 use quarry_store::{BlockEntry, Catalog, Settings};
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
@@ -166,79 +169,51 @@ pub fn search(args: SearchArgs) -> Result<ExitCode> {
     if after.is_some() && sort == SortOrder::Relevance {
         return Ok(usage_error("--after needs --sort time-desc or time-asc"));
     }
-    let interval = match args.histogram.as_deref() {
-        None | Some("auto") => None,
+    let histogram = match args.histogram.as_deref() {
+        None => None,
+        Some("auto") => Some(HistogramInterval::Auto),
         Some(text) => match parse_interval(text) {
-            Ok(interval) => Some(interval),
+            Ok(interval) => Some(HistogramInterval::Fixed(interval)),
             Err(message) => return Ok(usage_error(format!("--histogram: {message}"))),
         },
     };
     let request = SearchRequest {
-        limit: args.limit,
-        count: args.count,
+        query: args.query.clone(),
+        start: bounds.0,
+        end: bounds.1,
         sort,
+        limit: args.limit,
         after,
+        count: args.count,
+        histogram,
+        aggregations: specs,
     };
-    // The whole answer is computed before anything is printed, so that a block found damaged
-    // midway is left out of all of it, not of the part after it was found.
-    let (lines, unknown) = searcher.skip_damaged(|searcher| {
-        let query = searcher.parse(&args.query)?.within(bounds.0, bounds.1);
-        let interval = match (args.histogram.as_deref(), interval) {
-            (Some("auto"), _) => Some(searcher.auto_interval(&query, 100)?),
-            (_, interval) => interval,
-        };
-        let lines = answer_lines(searcher, &query, &request, interval, &specs)?;
-        Ok((lines, searcher.unknown_fields(&query)))
-    })?;
-    if !unknown.is_empty() {
-        eprintln!(
-            "warning: no block has the field{} {}; the query matches nothing there",
-            if unknown.len() == 1 { "" } else { "s" },
-            unknown
-                .iter()
-                .map(|name| format!("{name:?}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
+    let response = searcher.execute(&request)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    for line in &lines {
+    for line in response_lines(&response) {
         writeln!(out, "{line}")?;
     }
     out.flush()?;
-    Ok(report_damaged(&searcher))
-}
-
-/// Says which blocks were left out of the answer; exit status 3 (a partial answer) if any.
-fn report_damaged(searcher: &Searcher) -> ExitCode {
-    let damaged = searcher.damaged();
-    for block in damaged {
-        eprintln!("warning: skipped damaged block: {}", block.error);
+    for warning in &response.warnings {
+        eprintln!("warning: {warning}");
     }
-    if damaged.is_empty() {
-        return ExitCode::SUCCESS;
+    if !response.is_partial() {
+        return Ok(ExitCode::SUCCESS);
     }
     eprintln!(
         "warning: the answer is partial: {} damaged block(s) left out (`quarry check` lists them, `quarry check --repair` moves them aside)",
-        damaged.len()
+        searcher.damaged().len()
     );
-    ExitCode::from(3)
+    Ok(ExitCode::from(3))
 }
 
-/// The JSON lines of one search: hits, then the count, then the histogram or aggregations.
-fn answer_lines(
-    searcher: &Searcher,
-    query: &quarry_query::Query,
-    request: &SearchRequest,
-    interval: Option<i64>,
-    specs: &[AggSpec],
-) -> Result<Vec<serde_json::Value>, QueryError> {
-    let mut lines = Vec::new();
-    let result = searcher.search(query, request)?;
-    for hit in &result.hits {
-        let event: serde_json::Map<String, serde_json::Value> = searcher
-            .event(hit)?
+/// The CLI's JSON lines: one per hit, then the count, then the histogram or aggregations.
+fn response_lines(response: &SearchResponse) -> Vec<serde_json::Value> {
+    let mut lines = Vec::with_capacity(response.hits.len() + 2);
+    for hit in &response.hits {
+        let event: serde_json::Map<String, serde_json::Value> = hit
+            .event
             .iter()
             .map(|(name, value)| (name.clone(), value_to_json(value)))
             .collect();
@@ -247,41 +222,34 @@ fn answer_lines(
             "_time": format_time(hit.time),
             "event": event,
         });
-        if request.sort != SortOrder::Relevance {
-            line["_cursor"] = searcher.cursor_of(hit).to_string().into();
+        if let Some(cursor) = hit.cursor {
+            line["_cursor"] = cursor.to_string().into();
         }
         lines.push(line);
     }
-    if let Some(count) = result.count {
+    if let Some(count) = response.count {
         lines.push(serde_json::json!({ "count": count }));
     }
-    match (interval, specs.is_empty()) {
-        (Some(interval), true) => {
-            let buckets: Vec<serde_json::Value> = searcher
-                .histogram(query, interval)?
-                .into_iter()
-                .map(|(start, count)| serde_json::json!({"start": format_time(start), "count": count}))
-                .collect();
-            lines.push(serde_json::json!({ "histogram": buckets }));
-        }
-        (Some(interval), false) => {
-            let buckets: Vec<serde_json::Value> = searcher
-                .aggregate_histogram(query, interval, specs)?
-                .into_iter()
-                .map(|(start, count, aggregations)| {
-                    serde_json::json!({"start": format_time(start), "count": count,
-                                       "aggregations": aggregations})
-                })
-                .collect();
-            lines.push(serde_json::json!({ "histogram": buckets }));
-        }
-        (None, false) => {
-            let aggregations = searcher.aggregate(query, specs)?;
-            lines.push(serde_json::json!({ "aggregations": aggregations }));
-        }
-        (None, true) => {}
+    if let Some(buckets) = &response.histogram {
+        let buckets: Vec<serde_json::Value> = buckets
+            .iter()
+            .map(|bucket| {
+                let mut json = serde_json::json!({
+                    "start": format_time(bucket.start),
+                    "count": bucket.count,
+                });
+                if let Some(aggregations) = &bucket.aggregations {
+                    json["aggregations"] = aggregations.clone().into();
+                }
+                json
+            })
+            .collect();
+        lines.push(serde_json::json!({ "histogram": buckets }));
     }
-    Ok(lines)
+    if let Some(aggregations) = &response.aggregations {
+        lines.push(serde_json::json!({ "aggregations": aggregations }));
+    }
+    lines
 }
 
 pub fn check(args: CheckArgs) -> Result<ExitCode> {

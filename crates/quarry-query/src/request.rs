@@ -1,0 +1,215 @@
+//! One search request and one response for every front end (the CLI now; the HTTP API and a
+//! cluster leaf later): query text, time range, sort, limit, cursor, count, histogram and
+//! aggregations in; hits with their events, count, buckets, aggregations and warnings out.
+//! Front ends translate into a `SearchRequest` and print a `SearchResponse`; they assemble
+//! nothing themselves (STYLE.md, "Requests and snapshots").
+
+use crate::aggregation::AggSpec;
+use crate::error::Result;
+use crate::searcher::{HitsRequest, Searcher, SortOrder};
+use crate::timeline::Cursor;
+use quarry_format::Value;
+use std::path::PathBuf;
+
+/// A histogram's bucket width.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HistogramInterval {
+    /// Nanoseconds.
+    Fixed(i64),
+    /// About 100 buckets over the query's time range, or over its matches when it has none.
+    Auto,
+}
+
+/// Buckets `auto` aims at.
+const AUTO_BUCKETS: i64 = 100;
+
+#[derive(Debug, Clone)]
+pub struct SearchRequest {
+    /// The query text (parser.rs).
+    pub query: String,
+    /// Only events with `start <= _time < end` (ns; `i64::MIN` / `i64::MAX` for no bound).
+    pub start: i64,
+    pub end: i64,
+    pub sort: SortOrder,
+    /// Hits to return, with their events.
+    pub limit: usize,
+    /// For time sorts: continue after this hit (`search_after`).
+    pub after: Option<Cursor>,
+    /// Also count every match.
+    pub count: bool,
+    pub histogram: Option<HistogramInterval>,
+    /// Over every match, or per bucket with a histogram.
+    pub aggregations: Vec<AggSpec>,
+}
+
+impl Default for SearchRequest {
+    fn default() -> Self {
+        SearchRequest {
+            query: "*".to_owned(),
+            start: i64::MIN,
+            end: i64::MAX,
+            sort: SortOrder::default(),
+            limit: 10,
+            after: None,
+            count: false,
+            histogram: None,
+            aggregations: Vec::new(),
+        }
+    }
+}
+
+/// One hit with its event (every field but `_time`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HitEvent {
+    pub time: i64,
+    /// BM25 score, for relevance sorts.
+    pub score: Option<f32>,
+    /// For time sorts: where the next page starts (`after`).
+    pub cursor: Option<Cursor>,
+    pub event: Vec<(String, Value)>,
+}
+
+/// One histogram bucket: its start (ns), its matches, and with aggregations their results.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bucket {
+    pub start: i64,
+    pub count: u64,
+    pub aggregations: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// Something the answer stands despite, which the user should hear about.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Warning {
+    /// Field names the query uses that no block has: those clauses match nothing.
+    UnknownFields { names: Vec<String> },
+    /// A block left out because it could not be opened or read: the answer is partial.
+    DamagedBlock { path: PathBuf, error: String },
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Warning::UnknownFields { names } => {
+                let names: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
+                write!(
+                    f,
+                    "no block has the field{} {}; the query matches nothing there",
+                    if names.len() == 1 { "" } else { "s" },
+                    names.join(", ")
+                )
+            }
+            Warning::DamagedBlock { error, .. } => write!(f, "skipped damaged block: {error}"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SearchResponse {
+    pub hits: Vec<HitEvent>,
+    /// With `count`.
+    pub count: Option<u64>,
+    /// With a histogram: every bucket from the first match's to the last's.
+    pub histogram: Option<Vec<Bucket>>,
+    /// With aggregations and no histogram.
+    pub aggregations: Option<serde_json::Map<String, serde_json::Value>>,
+    pub warnings: Vec<Warning>,
+}
+
+impl SearchResponse {
+    /// Whether blocks were left out of the answer.
+    pub fn is_partial(&self) -> bool {
+        self.warnings
+            .iter()
+            .any(|w| matches!(w, Warning::DamagedBlock { .. }))
+    }
+}
+
+impl Searcher {
+    /// Answers a request. A block that fails while read is left out and the whole answer is
+    /// computed again without it (`skip_damaged`), so every part of the response is over the
+    /// same blocks; the response's warnings name each block left out.
+    pub fn execute(&mut self, request: &SearchRequest) -> Result<SearchResponse> {
+        let mut response = self.skip_damaged(|searcher| searcher.answer(request))?;
+        response
+            .warnings
+            .extend(self.damaged().iter().map(|block| Warning::DamagedBlock {
+                path: block.path.clone(),
+                error: block.error.clone(),
+            }));
+        Ok(response)
+    }
+
+    fn answer(&self, request: &SearchRequest) -> Result<SearchResponse> {
+        let query = self
+            .parse(&request.query)?
+            .within(request.start, request.end);
+        let mut response = SearchResponse::default();
+        let unknown = self.unknown_fields(&query);
+        if !unknown.is_empty() {
+            response
+                .warnings
+                .push(Warning::UnknownFields { names: unknown });
+        }
+        let hits = self.search(
+            &query,
+            &HitsRequest {
+                limit: request.limit,
+                count: request.count,
+                sort: request.sort,
+                after: request.after,
+            },
+        )?;
+        response.count = hits.count;
+        let events = self.events(&hits.hits)?;
+        response.hits = hits
+            .hits
+            .iter()
+            .zip(events)
+            .map(|(hit, event)| HitEvent {
+                time: hit.time,
+                score: hit.score,
+                cursor: (request.sort != SortOrder::Relevance).then(|| self.cursor_of(hit)),
+                event,
+            })
+            .collect();
+        let interval = match request.histogram {
+            None => None,
+            Some(HistogramInterval::Fixed(interval)) => Some(interval),
+            Some(HistogramInterval::Auto) => Some(self.auto_interval(&query, AUTO_BUCKETS)?),
+        };
+        match (interval, request.aggregations.is_empty()) {
+            (Some(interval), true) => {
+                let buckets = self.histogram(&query, interval)?;
+                response.histogram = Some(
+                    buckets
+                        .into_iter()
+                        .map(|(start, count)| Bucket {
+                            start,
+                            count,
+                            aggregations: None,
+                        })
+                        .collect(),
+                );
+            }
+            (Some(interval), false) => {
+                let buckets = self.aggregate_histogram(&query, interval, &request.aggregations)?;
+                response.histogram = Some(
+                    buckets
+                        .into_iter()
+                        .map(|(start, count, aggregations)| Bucket {
+                            start,
+                            count,
+                            aggregations: Some(aggregations),
+                        })
+                        .collect(),
+                );
+            }
+            (None, false) => {
+                response.aggregations = Some(self.aggregate(&query, &request.aggregations)?);
+            }
+            (None, true) => {}
+        }
+        Ok(response)
+    }
+}

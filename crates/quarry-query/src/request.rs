@@ -127,15 +127,26 @@ impl SearchResponse {
 
 impl Searcher {
     /// Answers a request. A block that fails while read is left out and the whole answer is
-    /// computed again without it (`skip_damaged`), so every part of the response is over the
-    /// same blocks; the response's warnings name each block left out.
-    pub fn execute(&mut self, request: &SearchRequest) -> Result<SearchResponse> {
-        let mut response = self.skip_damaged(|searcher| searcher.answer(request))?;
+    /// computed again without it, from a copy of this snapshot (`skip_damaged`), so every part
+    /// of the response is over the same blocks; the response's warnings name each block left
+    /// out (here or when the snapshot was opened).
+    pub fn execute(&self, request: &SearchRequest) -> Result<SearchResponse> {
+        let (mut response, damaged) = match self.answer(request) {
+            Ok(response) => (response, self.damaged().to_vec()),
+            Err(error) => {
+                let mut snapshot = self.clone();
+                if !snapshot.leave_out_block_of(&error) {
+                    return Err(error);
+                }
+                let response = snapshot.skip_damaged(|searcher| searcher.answer(request))?;
+                (response, snapshot.damaged().to_vec())
+            }
+        };
         response
             .warnings
-            .extend(self.damaged().iter().map(|block| Warning::DamagedBlock {
-                path: block.path.clone(),
-                error: block.error.clone(),
+            .extend(damaged.into_iter().map(|block| Warning::DamagedBlock {
+                path: block.path,
+                error: block.error,
             }));
         Ok(response)
     }

@@ -15,6 +15,7 @@ use quarry_index::Analyzer;
 use quarry_store::Catalog;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SortOrder {
@@ -59,9 +60,12 @@ pub struct DamagedBlock {
     pub error: String,
 }
 
+/// An immutable snapshot of what is searchable: cheap to clone (the blocks are shared), so a
+/// request that finds a damaged block answers from its own copy without it.
+#[derive(Clone)]
 pub struct Searcher {
     /// Sorted by (time_min, path).
-    pub(crate) blocks: Vec<BlockReader>,
+    pub(crate) blocks: Vec<Arc<BlockReader>>,
     /// A stable id per block (the number in its file name), which orders events of equal
     /// `_time` across blocks: time order is (`_time`, block id, doc id), and cursors hold it.
     pub(crate) block_ids: Vec<u64>,
@@ -114,7 +118,7 @@ impl Searcher {
     }
 
     /// Leaves out the block an error is about; false if it names none of this searcher's.
-    fn leave_out_block_of(&mut self, error: &QueryError) -> bool {
+    pub(crate) fn leave_out_block_of(&mut self, error: &QueryError) -> bool {
         let QueryError::Format(format_error) = error else {
             return false;
         };
@@ -147,7 +151,13 @@ impl Searcher {
             .collect()
     }
 
-    pub fn new(mut blocks: Vec<BlockReader>, analyzer: Analyzer) -> Searcher {
+    pub fn new(blocks: Vec<BlockReader>, analyzer: Analyzer) -> Searcher {
+        Searcher::from_shared(blocks.into_iter().map(Arc::new).collect(), analyzer)
+    }
+
+    /// A searcher over blocks shared with other snapshots (a server keeps its open blocks
+    /// and hands each snapshot the ones it holds).
+    pub fn from_shared(mut blocks: Vec<Arc<BlockReader>>, analyzer: Analyzer) -> Searcher {
         blocks.sort_by(|a, b| {
             (a.manifest().time_min, a.path()).cmp(&(b.manifest().time_min, b.path()))
         });
@@ -179,7 +189,7 @@ impl Searcher {
         self.optimizations = optimizations;
     }
 
-    pub fn blocks(&self) -> &[BlockReader] {
+    pub fn blocks(&self) -> &[Arc<BlockReader>] {
         &self.blocks
     }
 
@@ -433,7 +443,7 @@ fn disjunction_clauses(weight: &Weight) -> Option<Vec<&Weight>> {
 
 /// A value as JSON: arrays (kept as JSON text) are parsed back.
 /// The fields bare words search: every tokenized field of any block, sorted.
-fn text_fields(blocks: &[BlockReader]) -> Vec<String> {
+fn text_fields(blocks: &[Arc<BlockReader>]) -> Vec<String> {
     let names: BTreeSet<String> = blocks
         .iter()
         .flat_map(|b| {

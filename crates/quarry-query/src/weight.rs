@@ -115,7 +115,7 @@ pub struct CollectionStats {
 }
 
 impl CollectionStats {
-    pub fn gather(query: &Query, blocks: &[BlockReader]) -> Result<CollectionStats> {
+    pub fn gather(query: &Query, blocks: &[Arc<BlockReader>]) -> Result<CollectionStats> {
         let mut stats = CollectionStats::default();
         let mut terms = Vec::new();
         query.for_each_term(&mut |field, term| terms.push((field.to_owned(), term.to_owned())));
@@ -156,7 +156,7 @@ impl CollectionStats {
 
     /// No statistics, for queries that are not scored (counts, time sorts, histograms,
     /// aggregations): each term is looked up in a block only when that block is searched.
-    pub fn unscored(query: &Query, blocks: &[BlockReader]) -> CollectionStats {
+    pub fn unscored(query: &Query, blocks: &[Arc<BlockReader>]) -> CollectionStats {
         let mut stats = CollectionStats::default();
         query.for_each_term(&mut |field, term| {
             stats

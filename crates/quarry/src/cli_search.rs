@@ -9,7 +9,7 @@ use quarry_query::time::{now_nanos, parse_interval, parse_time};
 use quarry_query::timeline::Cursor;
 use quarry_query::{
     value_to_json, HistogramInterval, QueryError, SearchRequest, SearchResponse, Searcher,
-    SortOrder,
+    SortOrder, Warning,
 };
 use quarry_store::{BlockEntry, Catalog, Settings};
 use std::io::{BufRead, Write};
@@ -201,9 +201,13 @@ pub fn search(args: SearchArgs) -> Result<ExitCode> {
     if !response.is_partial() {
         return Ok(ExitCode::SUCCESS);
     }
+    let left_out = response
+        .warnings
+        .iter()
+        .filter(|w| matches!(w, Warning::DamagedBlock { .. }))
+        .count();
     eprintln!(
-        "warning: the answer is partial: {} damaged block(s) left out (`quarry check` lists them, `quarry check --repair` moves them aside)",
-        searcher.damaged().len()
+        "warning: the answer is partial: {left_out} damaged block(s) left out (`quarry check` lists them, `quarry check --repair` moves them aside)"
     );
     Ok(ExitCode::from(3))
 }

@@ -5,6 +5,7 @@ mod bench_logs;
 mod cli_gen;
 mod cli_index;
 mod cli_search;
+mod cli_serve;
 mod cli_sizes;
 mod size;
 
@@ -31,6 +32,12 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Serve the HTTP API over a data directory (today: search and fields; ingest comes next).
+    ///
+    /// `GET|POST /api/v1/default/search?query=...&sort=time_desc&limit=100&count=true&
+    /// histogram=auto&aggs=terms(host,10)`, `GET /api/v1/default/fields`, `/health/live`,
+    /// `/health/ready`. Blocks that `quarry index` adds are searchable on the next request.
+    Serve(cli_serve::ServeArgs),
     /// Index JSON-lines files (plain, .gz, .zst; `-` for stdin) into a data directory.
     ///
     /// Re-running on the same files adds nothing; an interrupted run resumes where it stopped.
@@ -58,6 +65,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Serve(args) => cli_serve::serve(args),
         Command::Index(args) => cli_index::index(args),
         Command::Merge(args) => cli_index::merge(args),
         Command::Search(args) => cli_search::search(args),
@@ -95,6 +103,11 @@ fn error_chain(error: &anyhow::Error) -> String {
 #[derive(clap::Args, Debug, Clone)]
 pub struct DataArgs {
     /// Data directory: `index` creates it if missing, the other commands read it
-    #[arg(long, value_name = "DIR", default_value = "quarry-data")]
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "QUARRY_DATA",
+        default_value = "quarry-data"
+    )]
     pub data: PathBuf,
 }

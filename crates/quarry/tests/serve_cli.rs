@@ -1,0 +1,256 @@
+//! `quarry serve` end to end: the real binary on a loopback port, asked over plain HTTP/1.1.
+//! Its search answers must be the CLI's (the same `SearchRequest` through the same code),
+//! blocks indexed while it runs are searchable on the next request, bad input gets 400 with
+//! the position, unknown tenants 404, and SIGTERM stops it cleanly.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+
+fn quarry(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_quarry"))
+        .args(args)
+        .output()
+        .expect("run quarry")
+}
+
+struct Server {
+    child: Child,
+    addr: String,
+}
+
+impl Server {
+    fn start(data: &Path) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_quarry"))
+            .args([
+                "serve",
+                "--data",
+                data.to_str().unwrap(),
+                "--listen",
+                "127.0.0.1:0",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start quarry serve");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .split("http://")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+            .to_owned();
+        Server { child, addr }
+    }
+
+    /// One request; returns the status and the JSON body.
+    fn request(&self, method: &str, target: &str, body: Option<&str>) -> (u16, serde_json::Value) {
+        let mut stream = TcpStream::connect(&self.addr).unwrap();
+        let body = body.unwrap_or("");
+        write!(
+            stream,
+            "{method} {target} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            self.addr,
+            body.len()
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        let (head, body) = response.split_once("\r\n\r\n").unwrap();
+        let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+        let json =
+            serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {target} -> {head} {body}"));
+        (status, json)
+    }
+
+    fn get(&self, target: &str) -> (u16, serde_json::Value) {
+        self.request("GET", target, None)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The CLI's lines for the same request, gathered into the API's shape.
+fn cli_answer(data: &Path, args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["search", "--data", data.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let output = quarry(&all);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let mut answer = serde_json::json!({ "hits": [] });
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        let value: serde_json::Value = serde_json::from_str(line).unwrap();
+        if value.get("event").is_some() {
+            answer["hits"].as_array_mut().unwrap().push(value);
+        } else {
+            for (key, v) in value.as_object().unwrap() {
+                answer[key] = v.clone();
+            }
+        }
+    }
+    answer
+}
+
+fn index(data: &Path, file: &Path) {
+    let output = quarry(&[
+        "index",
+        "--data",
+        data.to_str().unwrap(),
+        file.to_str().unwrap(),
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn the_api_answers_as_the_cli_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    let input = dir.path().join("g.json");
+    let gen = quarry(&[
+        "gen-logs",
+        "--events",
+        "20000",
+        "--start",
+        "2026-11-01T00:00:00Z",
+        "-o",
+        input.to_str().unwrap(),
+    ]);
+    assert!(gen.status.success());
+    index(&data, &input);
+    let server = Server::start(&data);
+    let (status, ready) = server.get("/health/ready");
+    assert_eq!((status, ready["events"].as_u64()), (200, Some(20000)));
+
+    // (API query string, the same request as CLI arguments)
+    let cases: &[(&str, &[&str])] = &[
+        ("query=failed&limit=5&count=true", &["--limit", "5", "--count", "failed"]),
+        (
+            "query=level:error%20AND%20service:nginx&sort=time_desc&limit=20&count=true",
+            &["--sort", "time-desc", "--limit", "20", "--count", "level:error AND service:nginx"],
+        ),
+        (
+            "query=service:nginx&limit=0&histogram=1h&aggs=percentiles(latency_ms)&aggs=terms(host,%203)",
+            &[
+                "--limit", "0", "--histogram", "1h", "--agg", "percentiles(latency_ms)",
+                "--agg", "terms(host, 3)", "service:nginx",
+            ],
+        ),
+        (
+            "query=block&sort=time_asc&limit=7&start=2026-11-01T05:00:00Z&end=2026-11-01T06:00:00Z&histogram=auto",
+            &[
+                "--sort", "time-asc", "--limit", "7", "--start", "2026-11-01T05:00:00Z", "--end",
+                "2026-11-01T06:00:00Z", "--histogram", "auto", "block",
+            ],
+        ),
+        ("query=status:%3E%3D500&limit=0&aggs=stats(latency_ms)", &["--limit", "0", "--agg", "stats(latency_ms)", "status:>=500"]),
+    ];
+    for (query, args) in cases {
+        let (status, mut api) = server.get(&format!("/api/v1/default/search?{query}"));
+        assert_eq!(status, 200, "{query}: {api}");
+        assert!(api["took_ms"].as_f64().is_some());
+        assert_eq!(api["warnings"], serde_json::json!([]));
+        for key in ["took_ms", "warnings", "partial"] {
+            api.as_object_mut().unwrap().remove(key);
+        }
+        let cli = cli_answer(&data, args);
+        assert_eq!(api, cli, "{query}");
+        assert!(
+            !api["hits"].as_array().unwrap().is_empty()
+                || api.get("aggregations").is_some()
+                || api.get("histogram").is_some()
+        );
+    }
+
+    // POST with a JSON body, and a page after the first one's cursor.
+    let (status, first) = server.request(
+        "POST",
+        "/api/v1/default/search",
+        Some(r#"{"query": "failed", "sort": "time_desc", "limit": 3}"#),
+    );
+    assert_eq!(status, 200);
+    let cursor = first["hits"][2]["_cursor"].as_str().unwrap().to_owned();
+    let (_, second) = server.get(&format!(
+        "/api/v1/default/search?query=failed&sort=time_desc&limit=3&search_after={cursor}"
+    ));
+    let (_, both) = server.get("/api/v1/default/search?query=failed&sort=time_desc&limit=6");
+    assert_eq!(both["hits"][3], second["hits"][0]);
+    assert_eq!(both["hits"][5], second["hits"][2]);
+
+    // Errors.
+    let (status, error) = server.get("/api/v1/default/search?query=level:(error%20OR%20warn");
+    assert_eq!(
+        (status, error["position"].as_u64()),
+        (400, Some(6)),
+        "{error}"
+    );
+    let (status, _) = server.get("/api/v1/default/search?limit=many");
+    assert_eq!(status, 400);
+    let (status, _) = server.get("/api/v1/other/search?query=x");
+    assert_eq!(status, 404);
+    let (status, unknown) = server.get("/api/v1/default/search?query=levle:error&count=true");
+    assert_eq!(status, 200);
+    assert_eq!(
+        unknown["warnings"][0]["fields"],
+        serde_json::json!(["levle"])
+    );
+
+    // Fields.
+    let (_, fields) = server.get("/api/v1/default/fields");
+    let status_field = fields["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "status")
+        .unwrap()
+        .clone();
+    assert!(
+        status_field["types"]["i64"].as_u64().unwrap() > 0,
+        "{status_field}"
+    );
+
+    // A block indexed while the server runs is searchable on the next request.
+    let more = dir.path().join("more.json");
+    std::fs::write(
+        &more,
+        "{\"_time\": \"2026-11-02T00:00:00Z\", \"message\": \"zebra crossing\"}\n",
+    )
+    .unwrap();
+    let (_, before) = server.get("/api/v1/default/search?query=zebra&count=true");
+    assert_eq!(before["count"], 0);
+    index(&data, &more);
+    let (_, after) = server.get("/api/v1/default/search?query=zebra&count=true");
+    assert_eq!(after["count"], 1);
+}
+
+#[test]
+fn sigterm_stops_the_server_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(&dir.path().join("empty"));
+    let (status, ready) = server.get("/health/ready");
+    assert_eq!((status, ready["events"].as_u64()), (200, Some(0)));
+    let (_, answer) = server.get("/api/v1/default/search?query=anything&count=true");
+    assert_eq!(answer["count"], 0);
+    let killed = Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = server.child.wait().unwrap();
+    assert!(status.success(), "{status}");
+}

@@ -9,9 +9,7 @@
 
 use crate::analysis::Analyzer;
 use hashbrown::HashMap;
-use quarry_format::block::{
-    write_block, BlockInput, FieldInput, InvertedIndexWriter, Manifest, TextInput,
-};
+use quarry_format::block::{BlockInput, FieldInput, InvertedIndexWriter, Manifest, TextInput};
 use quarry_format::codec::ByteReader;
 use quarry_format::column::{ColumnData, ColumnWriter};
 use quarry_format::fieldnorm::length_to_id;
@@ -438,6 +436,20 @@ impl SegmentBuilder {
 
     /// Writes the segment as a block file, docs sorted by `_time` (stable).
     pub fn write_block(self, path: &Path) -> Result<Manifest, FormatError> {
+        quarry_store::write_block_file(path, self.into_block_input()?)
+    }
+
+    /// Encodes the segment as a block in memory (`name` names it in errors), for a reader
+    /// from bytes (`BlockReader::from_bytes`).
+    pub fn encode_block(self, name: &Path) -> Result<(Manifest, Vec<u8>), FormatError> {
+        let mut bytes = Vec::new();
+        let manifest =
+            quarry_format::block::encode_block(name, self.into_block_input()?, &mut bytes)?;
+        Ok((manifest, bytes))
+    }
+
+    /// The segment as the format's input: docs sorted by `_time`, fields by name.
+    pub fn into_block_input(self) -> Result<BlockInput, FormatError> {
         let doc_count = self.doc_count();
         let mut order: Vec<u32> = (0..doc_count).collect();
         let sorted = self.times.windows(2).all(|w| w[0] <= w[1]);
@@ -520,14 +532,11 @@ impl SegmentBuilder {
                 text,
             });
         }
-        write_block(
-            path,
-            BlockInput {
-                times,
-                fields,
-                inverted,
-            },
-        )
+        Ok(BlockInput {
+            times,
+            fields,
+            inverted,
+        })
     }
 
     /// The columns of every field, in `names` order (`None` id: the `_time` field).

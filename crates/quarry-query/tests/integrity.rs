@@ -65,13 +65,19 @@ fn events() -> Vec<(i64, Vec<(String, Value)>)> {
 }
 
 fn block_bytes(dir: &Path) -> Vec<u8> {
-    let mut segment = SegmentBuilder::new(Arc::new(Analyzer::default()));
-    for (time, fields) in events() {
-        segment.add_event(time, fields.iter().map(|(k, v)| (k.as_str(), v)));
-    }
+    let segment = || {
+        let mut segment = SegmentBuilder::new(Arc::new(Analyzer::default()));
+        for (time, fields) in events() {
+            segment.add_event(time, fields.iter().map(|(k, v)| (k.as_str(), v)));
+        }
+        segment
+    };
+    // Encoded in memory and written as a file: the same bytes.
+    let (_, bytes) = segment().encode_block(Path::new("memory")).unwrap();
     let path = dir.join("00000001.qblk");
-    segment.write_block(&path).unwrap();
-    std::fs::read(&path).unwrap()
+    segment().write_block(&path).unwrap();
+    assert!(std::fs::read(&path).unwrap() == bytes);
+    bytes
 }
 
 /// Every answer the queries give, as JSON; `Err` if any query failed.

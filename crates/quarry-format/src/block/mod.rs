@@ -25,7 +25,7 @@ mod writer;
 
 pub use manifest::{ColumnMeta, FieldMeta, Manifest, SectionRef, TextMeta};
 pub use reader::{BlockBytes, BlockReader, DocumentFetcher};
-pub use writer::{write_block, BlockInput, FieldInput, InvertedIndexWriter, TextInput};
+pub use writer::{encode_block, BlockInput, FieldInput, InvertedIndexWriter, TextInput};
 
 /// The name of the time field every block has.
 pub const TIME_FIELD: &str = "_time";

@@ -8,7 +8,7 @@ use crate::limits::{
 use crate::postings::PostingsWriter;
 use crate::termdict::{term_key, TermDictWriter, TermKind};
 use crate::value::ColumnType;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::Path;
 
 /// Statistics and norms of one tokenized field.
@@ -88,9 +88,12 @@ fn invalid(reason: impl Into<String>) -> FormatError {
     }
 }
 
-/// Writes a block to `path` atomically (a temporary file, fsync, rename) and returns its
-/// manifest.
-pub fn write_block(path: &Path, input: BlockInput) -> Result<Manifest> {
+/// Encodes a block into `out` and returns its manifest. `name` (the destination file, or any
+/// name for a block kept in memory) is what errors name. Where the bytes go, and how they are
+/// made durable, is the caller's policy (quarry-store writes files: temporary name, fsync,
+/// rename); the format only knows bytes.
+pub fn encode_block(name: &Path, input: BlockInput, out: impl Write) -> Result<Manifest> {
+    let path = name;
     let doc_count = u32::try_from(input.times.len())
         .ok()
         .filter(|&n| n > 0 && n <= MAX_DOCS_PER_BLOCK)
@@ -113,7 +116,7 @@ pub fn write_block(path: &Path, input: BlockInput) -> Result<Manifest> {
     if !has_time_column {
         return Err(invalid("no _time column"));
     }
-    // Checked before the temporary file is created, so bad input leaves no file behind.
+    // Checked before anything is written, so bad input leaves no partial block behind.
     for field in &input.fields {
         if field
             .text
@@ -130,12 +133,7 @@ pub fn write_block(path: &Path, input: BlockInput) -> Result<Manifest> {
         path: path.to_path_buf(),
         source,
     };
-    let tmp_path = path.with_extension("tmp");
-    let file = std::fs::File::create(&tmp_path).map_err(io)?;
-    let mut sink = SectionSink {
-        out: BufWriter::with_capacity(1 << 20, file),
-        offset: 0,
-    };
+    let mut sink = SectionSink { out, offset: 0 };
     sink.section(BLOCK_MAGIC).map_err(io)?;
 
     let mut time_index = Vec::new();
@@ -223,10 +221,7 @@ pub fn write_block(path: &Path, input: BlockInput) -> Result<Manifest> {
     footer.extend_from_slice(&manifest_ref.crc.to_le_bytes());
     footer.extend_from_slice(BLOCK_MAGIC);
     sink.out.write_all(&footer).map_err(io)?;
-    let file = sink.out.into_inner().map_err(|e| io(e.into_error()))?;
-    file.sync_all().map_err(io)?;
-    drop(file);
-    std::fs::rename(&tmp_path, path).map_err(io)?;
+    sink.out.flush().map_err(io)?;
     Ok(manifest)
 }
 

@@ -111,3 +111,7 @@ pub struct DataArgs {
     )]
     pub data: PathBuf,
 }
+
+impl DataArgs {
+    pub const DEFAULT_DIR: &'static str = "quarry-data";
+}

@@ -254,3 +254,73 @@ fn sigterm_stops_the_server_cleanly() {
     let status = server.child.wait().unwrap();
     assert!(status.success(), "{status}");
 }
+
+#[test]
+fn settings_come_from_flags_environment_and_config_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    let input = dir.path().join("e.json");
+    std::fs::write(&input, "{\"message\": \"one\"}\n{\"message\": \"two\"}\n").unwrap();
+    index(&data, &input);
+    let config = dir.path().join("quarry.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "data = {:?}\nlisten = \"127.0.0.1:0\"\n",
+            data.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let start = |args: &[&str], env: &[(&str, &str)]| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_quarry"))
+            .arg("serve")
+            .args(args)
+            .envs(env.iter().copied())
+            .current_dir(dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .split("http://")
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap();
+        Server {
+            addr: addr.to_owned(),
+            child,
+        }
+    };
+    let events = |server: &Server| server.get("/health/ready").1["events"].as_u64();
+    // From the file.
+    assert_eq!(
+        events(&start(&["--config", config.to_str().unwrap()], &[])),
+        Some(2)
+    );
+    // The environment overrides the file; a flag overrides the environment.
+    let empty = dir.path().join("empty");
+    let env = [("QUARRY_DATA", empty.to_str().unwrap())];
+    assert_eq!(
+        events(&start(&["--config", config.to_str().unwrap()], &env)),
+        Some(0)
+    );
+    let flag = [
+        "--config",
+        config.to_str().unwrap(),
+        "--data",
+        data.to_str().unwrap(),
+    ];
+    assert_eq!(events(&start(&flag, &env)), Some(2));
+    // A misspelt key is an error, not a silent default.
+    std::fs::write(&config, "lisen = \"127.0.0.1:0\"\n").unwrap();
+    let output = quarry(&["serve", "--config", config.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("lisen"), "{stderr}");
+}

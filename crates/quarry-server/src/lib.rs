@@ -98,6 +98,7 @@ pub fn router(data: PathBuf) -> Router {
         .route("/health/ready", get(ready))
         .route("/api/v1/{tenant}/search", get(search_get).post(search_post))
         .route("/api/v1/{tenant}/fields", get(fields))
+        .route("/api/v1/openapi.json", get(openapi))
         .with_state(state)
 }
 
@@ -474,6 +475,14 @@ async fn fields(
         })
         .collect();
     Ok(Json(json!({ "fields": fields })))
+}
+
+/// The API, as an OpenAPI 3 document (`openapi.json` beside this crate's manifest; a test
+/// calls every operation it lists and checks the answers against its schemas).
+pub const OPENAPI: &str = include_str!("../openapi.json");
+
+async fn openapi() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
 }
 
 fn type_name(ty: ColumnType) -> &'static str {

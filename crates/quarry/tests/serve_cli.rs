@@ -324,3 +324,131 @@ fn settings_come_from_flags_environment_and_config_file() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("lisen"), "{stderr}");
 }
+
+/// Checks `value` against an OpenAPI schema (the subset the document uses: `$ref`, `type`,
+/// `nullable`, `required`, `properties`, `items`, `additionalProperties`, `enum`).
+fn check_schema(
+    doc: &serde_json::Value,
+    schema: &serde_json::Value,
+    value: &serde_json::Value,
+    at: &str,
+) {
+    if let Some(reference) = schema.get("$ref").and_then(|r| r.as_str()) {
+        let target = reference
+            .trim_start_matches("#/")
+            .split('/')
+            .fold(doc, |node, key| &node[key]);
+        return check_schema(doc, target, value, at);
+    }
+    if value.is_null() && schema["nullable"] == true {
+        return;
+    }
+    let ok = match schema["type"].as_str() {
+        None => true,
+        Some("object") => value.is_object(),
+        Some("array") => value.is_array(),
+        Some("string") => value.is_string(),
+        Some("integer") => value.is_u64() || value.is_i64(),
+        Some("number") => value.is_number(),
+        Some("boolean") => value.is_boolean(),
+        Some(other) => panic!("{at}: schema type {other} not handled"),
+    };
+    assert!(ok, "{at}: {value} is not {}", schema["type"]);
+    if let Some(required) = schema["required"].as_array() {
+        for key in required {
+            assert!(
+                value.get(key.as_str().unwrap()).is_some(),
+                "{at}: {key} missing in {value}"
+            );
+        }
+    }
+    if let (Some(properties), Some(object)) = (schema["properties"].as_object(), value.as_object())
+    {
+        for (key, item) in object {
+            match properties.get(key) {
+                Some(property) => check_schema(doc, property, item, &format!("{at}.{key}")),
+                None if schema.get("additionalProperties").is_some() => check_schema(
+                    doc,
+                    &schema["additionalProperties"],
+                    item,
+                    &format!("{at}.{key}"),
+                ),
+                None => panic!("{at}: {key} is not in the schema"),
+            }
+        }
+    }
+    if let (Some(items), Some(values)) = (schema.get("items"), value.as_array()) {
+        for (i, item) in values.iter().enumerate() {
+            check_schema(doc, items, item, &format!("{at}[{i}]"));
+        }
+    }
+}
+
+#[test]
+fn every_operation_of_the_openapi_document_answers_as_it_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    let input = dir.path().join("g.json");
+    let gen = quarry(&[
+        "gen-logs",
+        "--events",
+        "3000",
+        "-o",
+        input.to_str().unwrap(),
+    ]);
+    assert!(gen.status.success());
+    index(&data, &input);
+    let server = Server::start(&data);
+    let (status, doc) = server.get("/api/v1/openapi.json");
+    assert_eq!(status, 200);
+    let mut operations = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            let target = path.replace("{tenant}", "default");
+            let example = operation["x-quarry-example"].as_str();
+            let (status, answer) = match method.as_str() {
+                "get" => match example {
+                    Some(query) => server.get(&format!("{target}?{query}")),
+                    None => server.get(&target),
+                },
+                "post" => server.request("POST", &target, Some(example.expect("a POST example"))),
+                other => panic!("method {other}"),
+            };
+            assert_eq!(status, 200, "{method} {target}: {answer}");
+            let schema = &operation["responses"]["200"];
+            let schema = match schema.get("$ref") {
+                Some(_) => {
+                    let name = schema["$ref"].as_str().unwrap().rsplit('/').next().unwrap();
+                    &doc["components"]["responses"][name]
+                }
+                None => schema,
+            };
+            check_schema(
+                &doc,
+                &schema["content"]["application/json"]["schema"],
+                &answer,
+                &target,
+            );
+            operations += 1;
+        }
+    }
+    assert_eq!(operations, 6);
+    // The documented search parameters are exactly the ones the server takes.
+    let documented: Vec<&str> = doc["paths"]["/api/v1/{tenant}/search"]["get"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    let (status, error) = server.get("/api/v1/default/search?bogus=1");
+    assert_eq!(status, 400);
+    let message = error["error"].as_str().unwrap();
+    for name in &documented {
+        assert!(message.contains(name), "{name} not accepted: {message}");
+    }
+    let (status, error) = server.get("/api/v1/default/search?query=%22open");
+    assert_eq!(status, 400);
+    let error_schema =
+        &doc["components"]["responses"]["error"]["content"]["application/json"]["schema"];
+    check_schema(&doc, error_schema, &error, "error");
+}

@@ -750,3 +750,97 @@ mod tests {
         }
     }
 }
+
+/// Writes starting inputs for every target into `fuzz/corpus/TARGET/` (taken from the seed
+/// blocks: real postings, doc values, chunk payloads and manifests), so the direct decoder
+/// targets start from valid data rather than from nothing:
+/// `cargo test --manifest-path fuzz/Cargo.toml --lib -- --ignored write_seed_corpus`.
+#[cfg(test)]
+mod seed_corpus {
+    use super::*;
+    use quarry_format::block::SectionRef;
+
+    fn section(bytes: &[u8], section: SectionRef) -> &[u8] {
+        &bytes[section.offset as usize..(section.offset + section.len) as usize]
+    }
+
+    fn write(target: &str, name: String, input: &[u8]) {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("corpus")
+            .join(target);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(name), input).unwrap();
+    }
+
+    #[test]
+    #[ignore]
+    fn write_seed_corpus() {
+        for (index, seed) in seeds().iter().enumerate() {
+            for select in (0..Area::ALL.len()).chain((0..QUERIES.len()).map(|q| 128 + q)) {
+                write(
+                    "block_resealed",
+                    format!("seed-{index}-{select}"),
+                    &[index as u8, 0, select as u8],
+                );
+            }
+            let reader =
+                BlockReader::from_bytes(Path::new(seed.name), Arc::new(seed.bytes.clone()))
+                    .unwrap();
+            let manifest = reader.manifest();
+            let footer_at = seed.bytes.len() - FOOTER_LEN;
+            let manifest_offset = u64_at(&seed.bytes, footer_at) as usize;
+            let version = u32_at(&seed.bytes, footer_at + 16);
+            let mut input = vec![(version - 1) as u8];
+            input.extend_from_slice(&seed.bytes[manifest_offset..footer_at]);
+            write("manifest_decode", format!("seed-{index}"), &input);
+
+            // Postings: the terms with the most docs and a few with one block or less.
+            let (postings, positions) = (
+                section(&seed.bytes, manifest.postings),
+                section(&seed.bytes, manifest.positions),
+            );
+            let mut infos: Vec<_> = (0..manifest.term_count)
+                .filter_map(|ordinal| reader.term_info_by_ordinal(ordinal).ok())
+                .collect();
+            infos.sort_by_key(|info| std::cmp::Reverse(info.doc_freq));
+            let picked = infos.iter().take(4).chain(infos.iter().step_by(97).take(4));
+            for (n, info) in picked.enumerate() {
+                let term_postings = &postings[info.postings_offset as usize..]
+                    [..info.postings_len as usize];
+                let term_positions = &positions[info.positions_offset as usize..]
+                    [..info.positions_len as usize];
+                let mut input = info.doc_freq.to_le_bytes().to_vec();
+                input.extend_from_slice(&(term_postings.len() as u16).to_le_bytes());
+                input.extend_from_slice(&[0, 0, u8::from(info.has_positions), 7]);
+                input.extend_from_slice(term_postings);
+                input.extend_from_slice(term_positions);
+                write("postings_decode", format!("seed-{index}-{n}"), &input);
+            }
+
+            for (ordinal, field) in manifest.fields.iter().enumerate() {
+                for column in &field.columns {
+                    let name = format!("seed-{index}-{}-{}", field.name, column.ty.name());
+                    if let Some(values) = column.doc_values {
+                        let mut input = vec![0, 0, 200, 0];
+                        input.extend_from_slice(section(&seed.bytes, values));
+                        write("docvalues_decode", name.clone(), &input);
+                    }
+                    // Up to four chunks of the column, decompressed.
+                    let reader_column = reader.column(ordinal as u16, column.ty).unwrap();
+                    let data = section(&seed.bytes, column.data);
+                    let mut input = vec![column.ty as u8 - 1, 0];
+                    input.extend_from_slice(&manifest.doc_count.to_le_bytes());
+                    for chunk in 0..reader_column.chunk_count().min(4) {
+                        let meta = reader_column.chunk_meta(chunk).unwrap();
+                        let compressed = &data[meta.offset as usize..][..meta.len as usize];
+                        let payload = zstd::bulk::decompress(compressed, 1 << 24).unwrap();
+                        input.extend_from_slice(&meta.first_doc.to_le_bytes());
+                        input.extend_from_slice(&(payload.len() as u16).to_le_bytes());
+                        input.extend_from_slice(&payload);
+                    }
+                    write("column_decode", name, &input);
+                }
+            }
+        }
+    }
+}

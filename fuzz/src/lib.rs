@@ -805,10 +805,10 @@ mod seed_corpus {
             infos.sort_by_key(|info| std::cmp::Reverse(info.doc_freq));
             let picked = infos.iter().take(4).chain(infos.iter().step_by(97).take(4));
             for (n, info) in picked.enumerate() {
-                let term_postings = &postings[info.postings_offset as usize..]
-                    [..info.postings_len as usize];
-                let term_positions = &positions[info.positions_offset as usize..]
-                    [..info.positions_len as usize];
+                let term_postings =
+                    &postings[info.postings_offset as usize..][..info.postings_len as usize];
+                let term_positions =
+                    &positions[info.positions_offset as usize..][..info.positions_len as usize];
                 let mut input = info.doc_freq.to_le_bytes().to_vec();
                 input.extend_from_slice(&(term_postings.len() as u16).to_le_bytes());
                 input.extend_from_slice(&[0, 0, u8::from(info.has_positions), 7]);

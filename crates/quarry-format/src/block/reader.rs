@@ -209,6 +209,16 @@ impl BlockReader {
         };
         let terms =
             fst::Map::new(fst_bytes).map_err(|_| corrupt("term dictionary", "not an fst"))?;
+        // The fst crate may panic walking bytes that are not a valid FST ("the caller is
+        // responsible for guaranteeing that the given bytes refer to a valid FST"), and the
+        // section crc only says the bytes are those the writer wrote. The FST's own checksum
+        // (crc32c, kept by the fst builder since fst 0.4) says they are those the builder
+        // made, so a writer that damaged them after building is an error here, not a panic
+        // in a later walk (found by the `block_resealed` fuzz target).
+        terms
+            .as_fst()
+            .verify()
+            .map_err(|_| corrupt("term dictionary", "fst checksum mismatch"))?;
         let reader = BlockReader {
             path: path.to_path_buf(),
             bytes: block_bytes,

@@ -176,7 +176,14 @@ fn decode_chunk_payload(
     if present > span {
         return Err(DecodeError::new("more values than docs in chunk"));
     }
-    let docs = match r.u8()? {
+    let presence = r.u8()?;
+    // Every value takes a byte at least (and a listed doc one more), so a count above the
+    // bytes left is corrupt: checked before anything is sized by it (found by the
+    // `column_decode` fuzz target: a few bytes claiming 2^32 values asked for 16 GiB).
+    if present as usize > r.remaining() {
+        return Err(DecodeError::new("more values than bytes in chunk"));
+    }
+    let docs = match presence {
         PRESENCE_ALL => {
             if present != span {
                 return Err(DecodeError::new("chunk marked full but values missing"));

@@ -18,7 +18,7 @@ use quarry_format::{TermKind, Value, TERMINATED};
 use quarry_index::{Analyzer, SegmentBuilder};
 use quarry_query::aggregation::AggSpec;
 use quarry_query::filter::Optimizations;
-use quarry_query::{SearchRequest, Searcher, SortOrder};
+use quarry_query::{HitsRequest, Searcher, SortOrder};
 use std::ops::Range;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
@@ -658,7 +658,7 @@ pub fn exercise_searcher(reader: BlockReader, query: usize, optimizations: Optim
     let Ok(query) = searcher.parse(QUERIES[query % QUERIES.len()]) else {
         return;
     };
-    let ranked = SearchRequest {
+    let ranked = HitsRequest {
         limit: 5,
         count: true,
         sort: SortOrder::Relevance,
@@ -670,7 +670,7 @@ pub fn exercise_searcher(reader: BlockReader, query: usize, optimizations: Optim
         }
     }
     for sort in [SortOrder::TimeDesc, SortOrder::TimeAsc] {
-        let mut request = SearchRequest {
+        let mut request = HitsRequest {
             limit: 7,
             sort,
             ..Default::default()

@@ -137,23 +137,22 @@ impl Query {
         match self {
             Query::Term { field, term } => f(field, term),
             Query::Phrase { field, terms } => terms.iter().for_each(|(_, t)| f(field, t)),
-            Query::Any(clauses) => clauses.iter().for_each(|c| c.for_each_term(f)),
+            other => other.clauses().for_each(|c| c.for_each_term(f)),
+        }
+    }
+
+    /// The sub-queries of `Any` and `Bool`; none for a leaf.
+    fn clauses(&self) -> impl Iterator<Item = &Query> {
+        let (first, second, third): (&[Query], &[Query], &[Query]) = match self {
+            Query::Any(clauses) => (clauses, &[], &[]),
             Query::Bool {
                 must,
                 should,
                 must_not,
-            } => must
-                .iter()
-                .chain(should)
-                .chain(must_not)
-                .for_each(|c| c.for_each_term(f)),
-            Query::Exact { .. }
-            | Query::TimeRange { .. }
-            | Query::Range { .. }
-            | Query::Exists { .. }
-            | Query::All
-            | Query::Nothing => {}
-        }
+            } => (must, should, must_not),
+            _ => (&[], &[], &[]),
+        };
+        first.iter().chain(second).chain(third)
     }
 }
 
@@ -177,17 +176,7 @@ impl Query {
             Query::TimeRange { .. } => {
                 names.insert(TIME_FIELD);
             }
-            Query::Any(clauses) => clauses.iter().for_each(|c| c.collect_field_names(names)),
-            Query::Bool {
-                must,
-                should,
-                must_not,
-            } => must
-                .iter()
-                .chain(should)
-                .chain(must_not)
-                .for_each(|c| c.collect_field_names(names)),
-            Query::All | Query::Nothing => {}
+            other => other.clauses().for_each(|c| c.collect_field_names(names)),
         }
     }
 

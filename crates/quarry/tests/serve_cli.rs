@@ -22,14 +22,20 @@ struct Server {
 
 impl Server {
     fn start(data: &Path) -> Server {
+        Server::spawn(
+            &["--data", data.to_str().unwrap(), "--listen", "127.0.0.1:0"],
+            &[],
+            Path::new("."),
+        )
+    }
+
+    /// `quarry serve ARGS` with `env`, in `dir`; waits for the line with its address.
+    fn spawn(args: &[&str], env: &[(&str, &str)], dir: &Path) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_quarry"))
-            .args([
-                "serve",
-                "--data",
-                data.to_str().unwrap(),
-                "--listen",
-                "127.0.0.1:0",
-            ])
+            .arg("serve")
+            .args(args)
+            .envs(env.iter().copied())
+            .current_dir(dir)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -271,32 +277,7 @@ fn settings_come_from_flags_environment_and_config_file() {
         ),
     )
     .unwrap();
-    let start = |args: &[&str], env: &[(&str, &str)]| {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_quarry"))
-            .arg("serve")
-            .args(args)
-            .envs(env.iter().copied())
-            .current_dir(dir.path())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .split("http://")
-            .nth(1)
-            .unwrap()
-            .split_whitespace()
-            .next()
-            .unwrap();
-        Server {
-            addr: addr.to_owned(),
-            child,
-        }
-    };
+    let start = |args: &[&str], env: &[(&str, &str)]| Server::spawn(args, env, dir.path());
     let events = |server: &Server| server.get("/health/ready").1["events"].as_u64();
     // From the file.
     assert_eq!(

@@ -747,8 +747,12 @@ fn scan_columns<'a>(
                     continue;
                 }
                 let end = column.chunk_end(index).map_err(corrupt)?;
-                // Not for f64: min/max leave NaN out, and a NaN is in no range.
-                if covered && ty != ColumnType::F64 && meta.present_count == end - meta.first_doc {
+                // Not for f64: min/max leave NaN out, and a NaN is in no range. (Saturating:
+                // a corrupt directory may start a chunk after its end; decoding it says so.)
+                if covered
+                    && ty != ColumnType::F64
+                    && meta.present_count == end.saturating_sub(meta.first_doc)
+                {
                     bit_set_range(&mut words, meta.first_doc, end);
                     continue;
                 }

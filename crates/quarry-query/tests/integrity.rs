@@ -10,6 +10,7 @@
 use quarry_format::{BlockReader, FormatError, Value};
 use quarry_index::{Analyzer, SegmentBuilder};
 use quarry_query::aggregation::AggSpec;
+use quarry_query::filter::Optimizations;
 use quarry_query::{value_to_json, HitsRequest, QueryError, Searcher, SortOrder};
 use std::path::Path;
 use std::sync::Arc;
@@ -214,4 +215,67 @@ fn a_flipped_byte_in_any_section_is_an_error_or_changes_nothing() {
         assert!(errors > 0, "{name}: no flip was caught ({same} unchanged)");
     }
     assert!(flipped_total as u64 >= file_len, "every byte was flipped");
+}
+
+/// `bytes` with the first entry of the chunk directory of column (`field`, `ty`) changed by
+/// `change`, and the directory's crc, the manifest's crc and the footer made valid again: what
+/// a writer with a bug in the directory writes (the fuzz target `block_resealed` makes such
+/// blocks).
+fn with_first_chunk_meta(
+    bytes: &[u8],
+    field: &str,
+    ty: quarry_format::ColumnType,
+    change: impl Fn(&mut [u8]),
+) -> Vec<u8> {
+    use quarry_format::block::Manifest;
+    let footer = bytes.len() - 32;
+    let offset = u64::from_le_bytes(bytes[footer..footer + 8].try_into().unwrap()) as usize;
+    let mut manifest = Manifest::decode(&bytes[offset..footer], 4).unwrap();
+    let column = manifest
+        .fields
+        .iter_mut()
+        .find(|f| f.name == field)
+        .and_then(|f| f.columns.iter_mut().find(|c| c.ty == ty))
+        .unwrap();
+    let start = column.directory.offset as usize;
+    let mut out = bytes[..offset].to_vec();
+    // chunk_meta := first_doc present_count offset len crc32 min max (FORMAT.md)
+    change(&mut out[start..start + 40]);
+    let directory = &out[start..(column.directory.offset + column.directory.len) as usize];
+    column.directory.crc = crc32fast::hash(directory);
+    let mut encoded = Vec::new();
+    manifest.encode(&mut encoded);
+    out.extend_from_slice(&encoded);
+    out.extend_from_slice(&(offset as u64).to_le_bytes());
+    out.extend_from_slice(&(encoded.len() as u64).to_le_bytes());
+    out.extend_from_slice(&bytes[footer + 16..footer + 20]);
+    out.extend_from_slice(&crc32fast::hash(&encoded).to_le_bytes());
+    out.extend_from_slice(&bytes[footer + 24..]);
+    out
+}
+
+/// A range scan over a column whose chunk starts after its end (a directory whose first docs
+/// do not increase, under valid crcs) is an error, not an overflow (found by the fuzz target
+/// `block_resealed`: `end - first_doc` in `filter::scan_columns`).
+#[test]
+fn a_chunk_that_starts_after_its_end_is_an_error_in_a_range_scan() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = with_first_chunk_meta(
+        &block_bytes(dir.path()),
+        "status",
+        quarry_format::ColumnType::I64,
+        |meta| {
+            // first_doc past the block's end, min = max = 503: the chunk looks covered by
+            // `status:>=500`.
+            meta[0..4].copy_from_slice(&1000u32.to_le_bytes());
+            meta[24..32].copy_from_slice(&503u64.to_le_bytes());
+            meta[32..40].copy_from_slice(&503u64.to_le_bytes());
+        },
+    );
+    let mut searcher = open(bytes).unwrap();
+    // The column scan, not the numeric terms.
+    searcher.set_optimizations(Optimizations::without(&["range-index"]).unwrap());
+    let query = searcher.parse("status:>=500").unwrap();
+    let error = searcher.count(&query).unwrap_err().to_string();
+    assert!(error.contains("flipped.qblk"), "{error}");
 }

@@ -383,8 +383,24 @@ fn bit_set(words: &mut [u64], doc: u32) {
 }
 
 fn bit_set_range(words: &mut [u64], start: u32, end: u32) {
+    // Bounded by the set's size: a corrupt chunk directory may claim docs up to u32::MAX,
+    // which must not cost four billion iterations.
+    let end = end.min(u32::try_from(words.len() * 64).unwrap_or(u32::MAX));
     for doc in start..end {
         bit_set(words, doc);
+    }
+}
+
+#[cfg(test)]
+mod bit_tests {
+    #[test]
+    fn a_range_past_the_set_stops_at_its_end() {
+        let mut words = vec![0u64; 2];
+        let started = std::time::Instant::now();
+        super::bit_set_range(&mut words, 120, u32::MAX);
+        assert_eq!(words, vec![0, u64::MAX << 56]);
+        // Four billion iterations would take seconds even optimized.
+        assert!(started.elapsed().as_millis() < 2000);
     }
 }
 

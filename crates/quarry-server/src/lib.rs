@@ -18,7 +18,6 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use quarry_format::value::ColumnType;
 use quarry_index::event::format_time;
 use quarry_query::aggregation::AggSpec;
 use quarry_query::time::{now_nanos, parse_interval, parse_time};
@@ -458,7 +457,7 @@ async fn fields(
         for field in &block.manifest().fields {
             let entry = fields.entry(field.name.as_str()).or_default();
             for column in &field.columns {
-                *entry.0.entry(type_name(column.ty)).or_default() += column.present_count;
+                *entry.0.entry(column.ty.name()).or_default() += column.present_count;
             }
             entry.1 |= field.text.is_some();
         }
@@ -483,8 +482,4 @@ pub const OPENAPI: &str = include_str!("../openapi.json");
 
 async fn openapi() -> Response {
     ([(header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
-}
-
-fn type_name(ty: ColumnType) -> &'static str {
-    ty.name()
 }

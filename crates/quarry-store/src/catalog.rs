@@ -63,9 +63,11 @@ pub enum CatalogError {
 
 pub type Result<T, E = CatalogError> = std::result::Result<T, E>;
 
-/// 2: sources keyed by canonical path, with fingerprints, line numbers and failed lines per
-/// range. 1: keyed by (path, size, mtime), ranges only; still read (migrated).
-const CATALOG_VERSION: u32 = 2;
+/// 3: adds `wal`, per tenant the last WAL sequence number whose events are in committed
+/// blocks (a build that ignored it would replay those events again, so older builds must
+/// refuse version 3). 2: sources keyed by canonical path, with fingerprints, line numbers and
+/// failed lines per range. 1: keyed by (path, size, mtime), ranges only; still read (migrated).
+const CATALOG_VERSION: u32 = 3;
 const CATALOG_FILE: &str = "catalog.json";
 const BLOCKS_DIR: &str = "blocks";
 const BLOCK_EXTENSION: &str = "qblk";
@@ -263,6 +265,10 @@ struct CatalogState {
     blocks: Vec<BlockEntry>,
     /// Keyed by `SourceKey::path`.
     sources: BTreeMap<String, SourceState>,
+    /// Per tenant, the last WAL sequence number whose events are in committed blocks: a
+    /// server replays only the records after it (version 3).
+    #[serde(default)]
+    wal: BTreeMap<String, u64>,
 }
 
 /// Just the version, read first to pick the parser.
@@ -306,7 +312,12 @@ impl CatalogState {
             1 => Ok(serde_json::from_slice::<CatalogStateV1>(bytes)
                 .map_err(corrupt)?
                 .migrate()),
-            CATALOG_VERSION => serde_json::from_slice(bytes).map_err(corrupt),
+            // Version 2 is version 3 without `wal` (nothing was ever ingested over HTTP).
+            2 | CATALOG_VERSION => {
+                let mut state: CatalogState = serde_json::from_slice(bytes).map_err(corrupt)?;
+                state.version = CATALOG_VERSION;
+                Ok(state)
+            }
             got => Err(CatalogError::Version {
                 path: path.to_path_buf(),
                 expected: CATALOG_VERSION,
@@ -360,6 +371,7 @@ impl CatalogStateV1 {
             next_block_id: self.next_block_id,
             blocks: self.blocks,
             sources,
+            wal: BTreeMap::new(),
         }
     }
 }
@@ -457,6 +469,26 @@ impl Catalog {
     pub fn commit_block(&mut self, entry: BlockEntry, ingested: &[IngestedChunk]) -> Result<()> {
         self.state.blocks.push(entry);
         self.commit_ranges(ingested)
+    }
+
+    /// The last WAL sequence number of `tenant` whose events are in committed blocks (0: none).
+    pub fn wal_committed(&self, tenant: &str) -> u64 {
+        self.state.wal.get(tenant).copied().unwrap_or(0)
+    }
+
+    /// Commits blocks flushed from a server's memory together with the last WAL sequence
+    /// number they hold, in one catalog write: after a crash, either both are there (replay
+    /// starts after `wal_seq`) or neither (replay rebuilds them from the WAL).
+    pub fn commit_flush(
+        &mut self,
+        entries: Vec<BlockEntry>,
+        tenant: &str,
+        wal_seq: u64,
+    ) -> Result<()> {
+        self.state.blocks.extend(entries);
+        let committed = self.state.wal.entry(tenant.to_owned()).or_default();
+        *committed = (*committed).max(wal_seq);
+        self.save()
     }
 
     /// Records source chunks that produced no events (blank or malformed lines only).
@@ -757,7 +789,7 @@ mod tests {
             .unwrap();
         drop(catalog);
         let text = std::fs::read_to_string(dir.path().join(CATALOG_FILE)).unwrap();
-        assert!(text.contains("\"version\": 2"), "{text}");
+        assert!(text.contains("\"version\": 3"), "{text}");
         let catalog = Catalog::open_or_create(dir.path(), Settings::default()).unwrap();
         let other = catalog.source(&key("/logs/other.json")).unwrap();
         assert_eq!(
@@ -787,5 +819,31 @@ mod tests {
                 "version {version}"
             );
         }
+    }
+
+    #[test]
+    fn flushed_blocks_and_their_wal_position_commit_together() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut catalog = Catalog::open_or_create(dir.path(), Settings::default()).unwrap();
+        assert_eq!(catalog.wal_committed("default"), 0);
+        let id = catalog.allocate_block_id();
+        let entry = BlockEntry {
+            id,
+            docs: 3,
+            time_min: 1,
+            time_max: 2,
+            bytes: 10,
+        };
+        std::fs::write(Catalog::block_path(dir.path(), id), b"block").unwrap();
+        catalog
+            .commit_flush(vec![entry.clone()], "default", 42)
+            .unwrap();
+        // A lower position never moves it back.
+        catalog.commit_flush(Vec::new(), "default", 7).unwrap();
+        drop(catalog);
+        let catalog = Catalog::open_or_create(dir.path(), Settings::default()).unwrap();
+        assert_eq!(catalog.wal_committed("default"), 42);
+        assert_eq!(catalog.wal_committed("other"), 0);
+        assert_eq!(catalog.blocks(), &[entry]);
     }
 }

@@ -41,6 +41,7 @@ use quarry_format::block::DocumentFetcher;
 use quarry_format::limits::MAX_DOCS_PER_BLOCK;
 use quarry_format::BlockReader;
 use quarry_store::{BlockEntry, Catalog};
+use std::borrow::Borrow;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::atomic::Ordering;
@@ -178,7 +179,32 @@ pub fn merge_blocks(
         .iter()
         .map(|&id| BlockReader::open(&Catalog::block_path(&dir, id)))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut fetchers: Vec<DocumentFetcher> = readers.iter().map(DocumentFetcher::new).collect();
+    let outputs = merge_readers(&readers, &sizes, analyzer, policy, progress, |segment| {
+        write(catalog, segment)
+    })?;
+    drop(readers);
+    catalog.replace_blocks(ids, outputs.clone())?;
+    progress
+        .blocks
+        .fetch_add(outputs.len() as u64, Ordering::Relaxed);
+    Ok(outputs)
+}
+
+/// The merge itself, over open blocks of any origin (files, or a server's in-memory blocks):
+/// events in `_time` order into segments cut by `policy`, each handed to `emit`, which writes
+/// it and returns what it wrote. `sizes` are the inputs' (bytes, docs) the cut is computed
+/// from (module doc, 1).
+pub fn merge_readers<R: Borrow<BlockReader>, T>(
+    readers: &[R],
+    sizes: &[(u64, u64)],
+    analyzer: Arc<Analyzer>,
+    policy: &MergePolicy,
+    progress: &Progress,
+    mut emit: impl FnMut(SegmentBuilder) -> Result<T>,
+) -> Result<Vec<T>> {
+    let readers: Vec<&BlockReader> = readers.iter().map(|r| r.borrow()).collect();
+    let mut fetchers: Vec<DocumentFetcher> =
+        readers.iter().map(|r| DocumentFetcher::new(r)).collect();
     let mut times = Vec::with_capacity(readers.len());
     for reader in &readers {
         let column = reader.time_column().ok_or_else(|| {
@@ -241,7 +267,7 @@ pub fn merge_blocks(
             // The doc's new field names would pass a block's limit: cut the output here, as at
             // is_full below (a doc from a block always fits a fresh segment).
             let full = std::mem::replace(&mut segment, SegmentBuilder::new(analyzer.clone()));
-            outputs.push(write(catalog, full)?);
+            outputs.push(emit(full)?);
         }
         segment.add_event(time, event());
         progress.events.fetch_add(1, Ordering::Relaxed);
@@ -251,19 +277,14 @@ pub fn merge_blocks(
         let (bytes, docs) = sizes[block];
         if cut.add(policy.doc_fill(bytes, docs, u64::from(doc))) || segment.is_full() {
             let full = std::mem::replace(&mut segment, SegmentBuilder::new(analyzer.clone()));
-            outputs.push(write(catalog, full)?);
+            outputs.push(emit(full)?);
             cut.reset();
         }
     }
     if !segment.is_empty() {
-        outputs.push(write(catalog, segment)?);
+        outputs.push(emit(segment)?);
     }
     drop(fetchers);
-    drop(readers);
-    catalog.replace_blocks(ids, outputs.clone())?;
-    progress
-        .blocks
-        .fetch_add(outputs.len() as u64, Ordering::Relaxed);
     Ok(outputs)
 }
 

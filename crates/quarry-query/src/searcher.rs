@@ -184,6 +184,13 @@ impl Searcher {
         }
     }
 
+    /// The same searcher, listing `damaged` as blocks left out (a server that opened the
+    /// blocks itself says which failed).
+    pub fn with_damaged(mut self, damaged: Vec<DamagedBlock>) -> Searcher {
+        self.damaged = damaged;
+        self
+    }
+
     /// Turns optimizations on or off (answers stay the same; for benchmarks and tests).
     pub fn set_optimizations(&mut self, optimizations: Optimizations) {
         self.optimizations = optimizations;

@@ -1,46 +1,68 @@
 //! `quarry serve`: Quarry's HTTP API over a data directory.
 //!
-//! This first increment of issue 10 serves searches: `GET|POST /api/v1/{tenant}/search` and
-//! `GET /api/v1/{tenant}/fields` over the blocks that `quarry index` writes, plus
-//! `/health/live` and `/health/ready`. Ingest over HTTP (WAL, in-memory segment) comes next;
-//! the paths already carry the tenant, and only `default` exists until tenants do (Step 4b).
+//! Ingest (`POST /api/v1/{tenant}/ingest`, the Elasticsearch bulk API) goes through the write
+//! path in [`live`]: WAL with group commit, searchable at once, flushed to block files and
+//! merged in the background. Searches (`GET|POST /api/v1/{tenant}/search`,
+//! `GET /api/v1/{tenant}/fields`) answer from an immutable snapshot (`quarry_query::Searcher`)
+//! of block files and memory blocks: a request takes the current one (an `Arc`) and holds it
+//! to the end, so a flush or merge never pulls a block from under it. The search itself is
+//! the CLI's: `Searcher::execute` on a `SearchRequest`, printed as JSON. Paths carry the
+//! tenant; only `default` exists until tenants do (Step 4b).
 //!
-//! Every search answers from an immutable snapshot (`quarry_query::Searcher`): a request takes
-//! the current one (an `Arc`) and holds it to the end. When the catalog changes (an index run,
-//! a merge), the next request opens a new snapshot; requests under way keep theirs, so a merge
-//! that deletes a block never pulls it from under a query (the old mmaps stay valid until the
-//! last holder drops them). The search itself is the CLI's: `Searcher::execute` on a
-//! `SearchRequest`, printed as JSON.
+//! The server holds the data directory's lock: `quarry index` refuses to write it meanwhile,
+//! and `quarry search` reads what is in block files.
+
+mod ingest;
+pub mod live;
+pub mod wal_writer;
 
 use axum::body::Bytes;
-use axum::extract::{Path as UrlPath, RawQuery, State};
+use axum::extract::{DefaultBodyLimit, Path as UrlPath, RawQuery, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::{Json, Router};
+use live::{IngestConfig, LiveIndex};
 use quarry_index::event::format_time;
 use quarry_query::aggregation::AggSpec;
 use quarry_query::time::{now_nanos, parse_interval, parse_time};
 use quarry_query::timeline::Cursor;
 use quarry_query::{
-    value_to_json, HistogramInterval, QueryError, SearchRequest, SearchResponse, Searcher,
-    SortOrder, Warning,
+    value_to_json, HistogramInterval, QueryError, SearchRequest, SearchResponse, SortOrder, Warning,
 };
+use quarry_store::{Catalog, Settings};
 use serde_json::{json, Value as JsonValue};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// The one tenant until Step 4b adds tenants.
 pub const DEFAULT_TENANT: &str = "default";
 
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
-    /// The data directory (`quarry index` writes it; the server reads it).
+    /// The data directory (created if missing).
     pub data: PathBuf,
     pub listen: SocketAddr,
+    /// Largest request body, as sent and decompressed (413 beyond).
+    pub max_body_bytes: usize,
+    pub ingest: IngestConfig,
+}
+
+impl ServerConfig {
+    pub const DEFAULT_MAX_BODY_BYTES: usize = 64 << 20;
+
+    pub fn new(data: PathBuf, listen: SocketAddr) -> ServerConfig {
+        ServerConfig {
+            data,
+            listen,
+            max_body_bytes: Self::DEFAULT_MAX_BODY_BYTES,
+            ingest: IngestConfig::default(),
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -54,15 +76,36 @@ pub enum ServerError {
     },
     #[error("serving: {0}")]
     Serve(#[source] std::io::Error),
+    #[error("opening the data directory: {0}")]
+    Catalog(#[from] quarry_store::CatalogError),
+    #[error("recovering from the write-ahead log: {0}")]
+    Recover(#[source] live::LiveError),
+    #[error("final flush: {0}")]
+    Flush(#[source] live::LiveError),
 }
 
-/// Serves until `shutdown` completes, then stops accepting and finishes the requests under way.
-/// `on_listening` is told the bound address (the port, when the config asked for port 0).
+/// Serves until `shutdown` completes, then stops accepting, finishes the requests under way,
+/// flushes memory to block files and syncs the WAL. `on_listening` is told the bound address
+/// (the port, when the config asked for port 0).
 pub async fn serve(
     config: ServerConfig,
     on_listening: impl FnOnce(SocketAddr),
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
+    let catalog = Catalog::open_or_create(&config.data, Settings::default())?;
+    let wal_dir = config.data.join("wal").join(DEFAULT_TENANT);
+    let (live, recovery) =
+        LiveIndex::open(catalog, DEFAULT_TENANT, &wal_dir, config.ingest.clone())
+            .map_err(ServerError::Recover)?;
+    if recovery.records > 0 || recovery.torn_bytes > 0 {
+        tracing::info!(
+            records = recovery.records,
+            events = recovery.events,
+            torn_bytes = recovery.torn_bytes,
+            "replayed the write-ahead log"
+        );
+    }
+    let live = Arc::new(live);
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|source| ServerError::Listen {
@@ -75,20 +118,50 @@ pub async fn serve(
             addr: config.listen,
             source,
         })?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let background = spawn_background(live.clone(), stop.clone());
     on_listening(addr);
     tracing::info!(%addr, data = %config.data.display(), "listening");
-    axum::serve(listener, router(config.data))
+    let state = Arc::new(AppState {
+        live: live.clone(),
+        max_body_bytes: config.max_body_bytes,
+    });
+    let served = axum::serve(listener, router(state))
         .with_graceful_shutdown(shutdown)
         .await
-        .map_err(ServerError::Serve)
+        .map_err(ServerError::Serve);
+    stop.store(true, Ordering::Relaxed);
+    let _ = background.join();
+    let flushed = live.flush().map_err(ServerError::Flush);
+    live.close();
+    served?;
+    flushed
 }
 
-/// The API's routes over the data directory `data`.
-pub fn router(data: PathBuf) -> Router {
-    let state = Arc::new(AppState {
-        data,
-        snapshot: Mutex::new(None),
-    });
+/// The background thread: flushes, memory compactions and merges, one step at a time, until
+/// `stop`.
+fn spawn_background(live: Arc<LiveIndex>, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+    std::thread::Builder::new()
+        .name("quarry-background".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let pause = match live.background_step(false) {
+                    Ok(true) => Duration::ZERO,
+                    Ok(false) => Duration::from_millis(100),
+                    Err(error) => {
+                        tracing::error!(%error, "background work failed; retrying");
+                        Duration::from_secs(1)
+                    }
+                };
+                std::thread::sleep(pause);
+            }
+        })
+        .expect("spawning the background thread")
+}
+
+/// The API's routes.
+fn router(state: Arc<AppState>) -> Router {
+    let body_limit = state.max_body_bytes;
     Router::new()
         .route(
             "/health/live",
@@ -97,66 +170,51 @@ pub fn router(data: PathBuf) -> Router {
         .route("/health/ready", get(ready))
         .route("/api/v1/{tenant}/search", get(search_get).post(search_post))
         .route("/api/v1/{tenant}/fields", get(fields))
+        .route("/api/v1/{tenant}/ingest", post(ingest::ingest))
+        .route("/api/v1/{tenant}/_bulk", post(tenant_bulk))
+        .route("/_bulk", post(ingest::bulk))
+        .route("/{index}/_bulk", post(ingest::bulk))
+        .route("/", get(ingest::es_info).head(ingest::es_info))
         .route("/api/v1/openapi.json", get(openapi))
+        .layer(DefaultBodyLimit::max(body_limit))
         .with_state(state)
 }
 
-struct AppState {
-    data: PathBuf,
-    /// The snapshot and the catalog version it was opened from.
-    snapshot: Mutex<Option<(CatalogStamp, Arc<Searcher>)>>,
+/// `/api/v1/{tenant}/_bulk` is `/{index}/_bulk` with the tenant as the default index.
+async fn tenant_bulk(
+    state: State<Arc<AppState>>,
+    tenant: UrlPath<String>,
+    query: RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    ingest::bulk(state, Some(tenant), query, headers, body).await
 }
 
-/// What tells that the catalog changed: it is replaced by a rename on every commit.
-type CatalogStamp = Option<(SystemTime, u64)>;
-
-fn catalog_stamp(data: &Path) -> CatalogStamp {
-    let meta = std::fs::metadata(data.join("catalog.json")).ok()?;
-    Some((meta.modified().ok()?, meta.len()))
+pub(crate) struct AppState {
+    live: Arc<LiveIndex>,
+    max_body_bytes: usize,
 }
 
 impl AppState {
-    /// The current snapshot, opened again when the catalog changed since the last one.
-    fn snapshot(&self) -> Result<Arc<Searcher>, ApiError> {
-        let stamp = catalog_stamp(&self.data);
-        let mut current = self.snapshot.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((seen, searcher)) = current.as_ref() {
-            if *seen == stamp {
-                return Ok(searcher.clone());
-            }
+    /// The tenant's live index, or 404.
+    fn tenant(&self, tenant: &str) -> Result<&Arc<LiveIndex>, ApiError> {
+        if tenant == self.live.tenant() {
+            return Ok(&self.live);
         }
-        let (mut stamp, mut searcher) = (stamp, open_snapshot(&self.data, stamp)?);
-        // A merge that commits between reading the catalog and opening its blocks deletes
-        // blocks the old catalog listed: they look damaged (missing) though nothing is. If the
-        // catalog moved meanwhile, open again (bounded: a few commits in a row at most).
-        for _ in 0..3 {
-            let now = catalog_stamp(&self.data);
-            if searcher.damaged().is_empty() || now == stamp {
-                break;
-            }
-            stamp = now;
-            searcher = open_snapshot(&self.data, stamp)?;
-        }
-        for block in searcher.damaged() {
-            tracing::warn!(block = %block.path.display(), error = %block.error, "damaged block left out");
-        }
-        let searcher = Arc::new(searcher);
-        *current = Some((stamp, searcher.clone()));
-        Ok(searcher)
-    }
-}
-
-fn open_snapshot(data: &Path, stamp: CatalogStamp) -> Result<Searcher, ApiError> {
-    match stamp {
-        // No catalog yet: nothing is searchable, which is not an error.
-        None => Ok(Searcher::new(Vec::new(), Default::default())),
-        Some(_) => Searcher::open(data).map_err(ApiError::internal),
+        Err(ApiError {
+            status: StatusCode::NOT_FOUND,
+            message: format!(
+                "unknown tenant {tenant:?} (only {DEFAULT_TENANT:?} exists until tenants are added)"
+            ),
+            position: None,
+        })
     }
 }
 
 /// An error answer: a status and `{"error": ..., "position": ...}`.
 #[derive(Debug)]
-struct ApiError {
+pub(crate) struct ApiError {
     status: StatusCode,
     message: String,
     position: Option<usize>,
@@ -166,6 +224,14 @@ impl ApiError {
     fn bad_request(message: impl Into<String>) -> ApiError {
         ApiError {
             status: StatusCode::BAD_REQUEST,
+            message: message.into(),
+            position: None,
+        }
+    }
+
+    fn unavailable(message: impl Into<String>) -> ApiError {
+        ApiError {
+            status: StatusCode::SERVICE_UNAVAILABLE,
             message: message.into(),
             position: None,
         }
@@ -206,31 +272,30 @@ impl IntoResponse for ApiError {
     }
 }
 
-fn check_tenant(tenant: &str) -> Result<(), ApiError> {
-    if tenant == DEFAULT_TENANT {
-        return Ok(());
-    }
-    Err(ApiError {
-        status: StatusCode::NOT_FOUND,
-        message: format!(
-            "unknown tenant {tenant:?} (only {DEFAULT_TENANT:?} exists until tenants are added)"
-        ),
-        position: None,
-    })
-}
-
 async fn ready(State(state): State<Arc<AppState>>) -> Result<Json<JsonValue>, ApiError> {
-    let searcher = blocking(move || state.snapshot()).await?;
+    if let Some(error) = state.live.wal_failure() {
+        return Err(ApiError::unavailable(format!(
+            "not ready: the write-ahead log failed: {error}"
+        )));
+    }
+    let live = state.live.clone();
+    let (searcher, (memory_events, memory_bytes)) = blocking(move || {
+        let snapshot = live.snapshot().map_err(ApiError::internal)?;
+        Ok((snapshot, live.memory_usage()))
+    })
+    .await?;
     Ok(Json(json!({
         "status": "ready",
         "blocks": searcher.blocks().len(),
         "events": searcher.doc_count(),
+        "memory_events": memory_events,
+        "memory_bytes": memory_bytes,
         "damaged_blocks": searcher.damaged().len(),
     })))
 }
 
 /// Runs searching (CPU and mmapped reads) off the async threads.
-async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
 ) -> Result<T, ApiError> {
     tokio::task::spawn_blocking(work)
@@ -243,13 +308,13 @@ async fn search_get(
     UrlPath(tenant): UrlPath<String>,
     RawQuery(query): RawQuery,
 ) -> Result<Json<JsonValue>, ApiError> {
-    check_tenant(&tenant)?;
+    let live = state.tenant(&tenant)?.clone();
     let params: Vec<(String, String)> =
         form_urlencoded::parse(query.unwrap_or_default().as_bytes())
             .into_owned()
             .collect();
     let request = search_request(&params)?;
-    run_search(state, request).await
+    run_search(live, request).await
 }
 
 /// `POST`: the same parameters as a JSON object (`aggs` a list) or as a form body.
@@ -259,7 +324,7 @@ async fn search_post(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Json<JsonValue>, ApiError> {
-    check_tenant(&tenant)?;
+    let live = state.tenant(&tenant)?.clone();
     let is_form = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -287,16 +352,16 @@ async fn search_post(
         params
     };
     let request = search_request(&params)?;
-    run_search(state, request).await
+    run_search(live, request).await
 }
 
 async fn run_search(
-    state: Arc<AppState>,
+    live: Arc<LiveIndex>,
     request: SearchRequest,
 ) -> Result<Json<JsonValue>, ApiError> {
     let started = Instant::now();
     let response = blocking(move || {
-        let searcher = state.snapshot()?;
+        let searcher = live.snapshot().map_err(ApiError::internal)?;
         searcher.execute(&request).map_err(ApiError::from_query)
     })
     .await?;
@@ -450,8 +515,8 @@ async fn fields(
     State(state): State<Arc<AppState>>,
     UrlPath(tenant): UrlPath<String>,
 ) -> Result<Json<JsonValue>, ApiError> {
-    check_tenant(&tenant)?;
-    let searcher = blocking(move || state.snapshot()).await?;
+    let live = state.tenant(&tenant)?.clone();
+    let searcher = blocking(move || live.snapshot().map_err(ApiError::internal)).await?;
     let mut fields: BTreeMap<&str, (BTreeMap<&'static str, u64>, bool)> = BTreeMap::new();
     for block in searcher.blocks() {
         for field in &block.manifest().fields {

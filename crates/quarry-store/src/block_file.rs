@@ -37,3 +37,24 @@ pub fn write_block_file(path: &Path, input: BlockInput) -> Result<Manifest, Form
     }
     Ok(manifest)
 }
+
+/// Writes an already encoded block (a server's in-memory block) as the file `path`, with the
+/// same temporary name, fsync and renames as [`write_block_file`].
+pub fn write_block_bytes(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp_path = path.with_extension("tmp");
+    let result = (|| {
+        let mut file = File::create(&tmp_path)?;
+        std::io::Write::write_all(&mut file, bytes)?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&tmp_path, path)?;
+        if let Some(dir) = path.parent() {
+            File::open(dir)?.sync_all()?;
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp_path);
+    }
+    result
+}

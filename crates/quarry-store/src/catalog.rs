@@ -51,7 +51,7 @@ pub enum CatalogError {
         #[source]
         source: serde_json::Error,
     },
-    #[error("{path}: data directory is in use by another quarry process")]
+    #[error("{path}: data directory is in use by another quarry process (a running `quarry serve` holds it: send events to it over HTTP, or stop it first)")]
     Locked { path: PathBuf },
     #[error("{path}: catalog version {got} is not one this build reads (1 to {expected})")]
     Version {

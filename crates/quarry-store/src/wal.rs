@@ -89,9 +89,7 @@ pub struct Replay {
 
 struct Segment {
     path: PathBuf,
-    /// Sequence number of its first record (its name).
-    first_seq: u64,
-    /// Of its last record; None while it has none.
+    /// Sequence number of its last record; None while it has none.
     last_seq: Option<u64>,
 }
 
@@ -137,14 +135,17 @@ impl Wal {
         let mut replay = Replay::default();
         let mut segments = Vec::with_capacity(names.len() + 1);
         let count = names.len();
-        for (i, (first_seq, path)) in names.into_iter().enumerate() {
+        for (i, (_, path)) in names.into_iter().enumerate() {
             let is_last = i + 1 == count;
             let read = read_segment(&path)?;
             let last_seq = read.records.last().map(|r| r.seq);
             if let Some((offset, reason)) = read.stop {
                 if is_last {
                     replay.torn_bytes = read.file_len - offset;
-                    let file = OpenOptions::new().write(true).open(&path).map_err(io(&path))?;
+                    let file = OpenOptions::new()
+                        .write(true)
+                        .open(&path)
+                        .map_err(io(&path))?;
                     file.set_len(offset).map_err(io(&path))?;
                     file.sync_all().map_err(io(&path))?;
                 } else {
@@ -156,11 +157,7 @@ impl Wal {
                 }
             }
             replay.records.extend(read.records);
-            segments.push(Segment {
-                path,
-                first_seq,
-                last_seq,
-            });
+            segments.push(Segment { path, last_seq });
         }
         replay.records.sort_by_key(|r| r.seq);
         let last_seq = replay
@@ -224,7 +221,10 @@ impl Wal {
         self.out.write_all(payload).map_err(io(path))?;
         self.out_len += (RECORD_HEAD + payload.len()) as u64;
         self.last_seq = seq;
-        self.segments.last_mut().expect("always one segment").last_seq = Some(seq);
+        self.segments
+            .last_mut()
+            .expect("always one segment")
+            .last_seq = Some(seq);
         Ok(())
     }
 
@@ -237,7 +237,13 @@ impl Wal {
 
     /// Syncs, then starts a new segment (unless the current one is still empty).
     pub fn rotate(&mut self) -> Result<()> {
-        if self.segments.last().expect("always one segment").last_seq.is_none() {
+        if self
+            .segments
+            .last()
+            .expect("always one segment")
+            .last_seq
+            .is_none()
+        {
             return Ok(());
         }
         self.sync()?;
@@ -295,7 +301,6 @@ fn create_segment(dir: &Path, first_seq: u64) -> Result<(BufWriter<File>, Segmen
         BufWriter::with_capacity(1 << 20, file),
         Segment {
             path,
-            first_seq,
             last_seq: None,
         },
     ))
@@ -382,7 +387,9 @@ mod tests {
     use super::*;
 
     fn payload(seq: u64) -> Vec<u8> {
-        format!("record {seq} ").repeat(seq as usize % 7 + 1).into_bytes()
+        format!("record {seq} ")
+            .repeat(seq as usize % 7 + 1)
+            .into_bytes()
     }
 
     fn append_all(wal: &mut Wal, seqs: std::ops::RangeInclusive<u64>) {

@@ -1,10 +1,13 @@
 //! `quarry serve`: the HTTP API (`quarry-server`) on a tokio runtime, until SIGINT or SIGTERM.
 
+use crate::size::parse_size;
 use crate::DataArgs;
 use anyhow::{Context, Result};
+use quarry_server::ServerConfig;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
@@ -19,6 +22,20 @@ pub struct ServeArgs {
     /// [default: 127.0.0.1:7380]
     #[arg(long, env = "QUARRY_LISTEN", value_name = "ADDR")]
     listen: Option<SocketAddr>,
+    /// Largest request body, as sent and decompressed (larger: 413) [default: 64MB]
+    #[arg(long, env = "QUARRY_MAX_BODY_SIZE", value_name = "SIZE", value_parser = parse_size)]
+    max_body_size: Option<usize>,
+    /// Events in memory are written to a block file once they take this much
+    /// [default: 64MB]
+    #[arg(long, env = "QUARRY_FLUSH_SIZE", value_name = "SIZE", value_parser = parse_size)]
+    flush_size: Option<usize>,
+    /// ... or once the oldest of them is this many seconds old [default: 10]
+    #[arg(long, env = "QUARRY_FLUSH_INTERVAL", value_name = "SECONDS")]
+    flush_interval: Option<f64>,
+    /// Memory for events not yet in block files; over it, ingest answers 429 until a flush
+    /// makes room [default: 512MB]
+    #[arg(long, env = "QUARRY_MEMORY_LIMIT", value_name = "SIZE", value_parser = parse_size)]
+    memory_limit: Option<usize>,
 }
 
 /// The config file: every key optional, unknown keys refused (a typo must not be ignored).
@@ -27,10 +44,14 @@ pub struct ServeArgs {
 struct ConfigFile {
     data: Option<PathBuf>,
     listen: Option<SocketAddr>,
+    max_body_size: Option<String>,
+    flush_size: Option<String>,
+    flush_interval: Option<f64>,
+    memory_limit: Option<String>,
 }
 
 /// Flags and environment variables, then the config file, then the defaults.
-fn settings(args: ServeArgs) -> Result<(PathBuf, SocketAddr)> {
+fn settings(args: ServeArgs) -> Result<ServerConfig> {
     let file = match &args.config {
         None => ConfigFile::default(),
         Some(path) => {
@@ -38,6 +59,12 @@ fn settings(args: ServeArgs) -> Result<(PathBuf, SocketAddr)> {
                 .with_context(|| format!("reading config file {}", path.display()))?;
             toml::from_str(&text).with_context(|| format!("config file {}", path.display()))?
         }
+    };
+    let file_size = |key: &str, value: &Option<String>| -> Result<Option<usize>> {
+        value
+            .as_deref()
+            .map(|text| parse_size(text).map_err(|e| anyhow::anyhow!("config file: {key}: {e}")))
+            .transpose()
     };
     let data = args
         .data
@@ -47,22 +74,54 @@ fn settings(args: ServeArgs) -> Result<(PathBuf, SocketAddr)> {
         Some(listen) => listen,
         None => DEFAULT_LISTEN.parse().expect("the default address parses"),
     };
-    Ok((data, listen))
+    let mut config = ServerConfig::new(data, listen);
+    if let Some(bytes) = args
+        .max_body_size
+        .or(file_size("max_body_size", &file.max_body_size)?)
+    {
+        config.max_body_bytes = bytes;
+    }
+    if let Some(bytes) = args
+        .flush_size
+        .or(file_size("flush_size", &file.flush_size)?)
+    {
+        config.ingest.flush_bytes = bytes;
+        config.ingest.seal_bytes = config.ingest.seal_bytes.min(bytes);
+    }
+    if let Some(seconds) = args.flush_interval.or(file.flush_interval) {
+        anyhow::ensure!(
+            seconds.is_finite() && seconds > 0.0,
+            "flush interval must be a positive number of seconds, not {seconds}"
+        );
+        config.ingest.flush_interval = Duration::from_secs_f64(seconds);
+    }
+    if let Some(bytes) = args
+        .memory_limit
+        .or(file_size("memory_limit", &file.memory_limit)?)
+    {
+        config.ingest.max_memory_bytes = bytes;
+    }
+    Ok(config)
 }
 
 /// Loopback only by default: until tenants and keys exist (Step 4b), nothing guards the API.
 const DEFAULT_LISTEN: &str = "127.0.0.1:7380";
 
 pub fn serve(args: ServeArgs) -> Result<ExitCode> {
+    // Logs on stderr, `info` and up unless RUST_LOG says otherwise (e.g. RUST_LOG=quarry=debug).
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let (data, listen) = settings(args)?;
-    let config = quarry_server::ServerConfig {
-        data: data.clone(),
-        listen,
-    };
+    let config = settings(args)?;
+    let data = config.data.clone();
     runtime.block_on(async move {
         quarry_server::serve(
             config,

@@ -230,18 +230,25 @@ fn the_api_answers_as_the_cli_does() {
         "{status_field}"
     );
 
-    // A block indexed while the server runs is searchable on the next request.
-    let more = dir.path().join("more.json");
-    std::fs::write(
-        &more,
-        "{\"_time\": \"2026-11-02T00:00:00Z\", \"message\": \"zebra crossing\"}\n",
-    )
-    .unwrap();
+    // An event ingested while the server runs is searchable on the next request.
     let (_, before) = server.get("/api/v1/default/search?query=zebra&count=true");
     assert_eq!(before["count"], 0);
-    index(&data, &more);
+    let (status, ingested) = server.request(
+        "POST",
+        "/api/v1/default/ingest",
+        Some("{\"_time\": \"2026-11-02T00:00:00Z\", \"message\": \"zebra crossing\"}\n"),
+    );
+    assert_eq!((status, ingested["ingested"].as_u64()), (200, Some(1)));
     let (_, after) = server.get("/api/v1/default/search?query=zebra&count=true");
     assert_eq!(after["count"], 1);
+
+    // The server holds the data directory: `quarry index` says so and writes nothing.
+    let more = dir.path().join("more.json");
+    std::fs::write(&more, "{\"message\": \"okapi\"}\n").unwrap();
+    let output = quarry(&["index", "--data", data.to_str().unwrap(), more.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("quarry serve"), "{stderr}");
 }
 
 #[test]
@@ -413,7 +420,7 @@ fn every_operation_of_the_openapi_document_answers_as_it_says() {
             operations += 1;
         }
     }
-    assert_eq!(operations, 6);
+    assert_eq!(operations, 9);
     // The documented search parameters are exactly the ones the server takes.
     let documented: Vec<&str> = doc["paths"]["/api/v1/{tenant}/search"]["get"]["parameters"]
         .as_array()

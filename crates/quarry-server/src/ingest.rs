@@ -1,0 +1,517 @@
+//! Ingest over HTTP: `POST /api/v1/{tenant}/ingest` (NDJSON or plain text) and the
+//! Elasticsearch bulk API (`POST /_bulk`, `POST /{index}/_bulk`, `POST /api/v1/{tenant}/_bulk`).
+//!
+//! Bodies may be compressed (`Content-Encoding: gzip`, `zstd` or `deflate`); the limit
+//! (`max_body_bytes`) applies to the body as sent and as decompressed, and answers 413. Every
+//! request is acknowledged after its WAL record is fsynced, unless it asks for
+//! `?durability=async` (acknowledged once searchable, synced within a second; the reply says
+//! `"durability": "async"`). A line that does not parse is reported with its line number and
+//! the others are ingested.
+
+use crate::live::{Batch, LiveError, LiveIndex};
+use crate::{blocking, ApiError, AppState};
+use axum::body::Bytes;
+use axum::extract::{Path as UrlPath, RawQuery, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use quarry_index::textline::text_line_event;
+use quarry_query::time::now_nanos;
+use serde_json::{json, Value as JsonValue};
+use std::borrow::Cow;
+use std::io::Read;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// How many line errors a reply lists at most (the count is always exact).
+const MAX_LISTED_ERRORS: usize = 1000;
+
+/// `POST /api/v1/{tenant}/ingest`.
+pub(crate) async fn ingest(
+    State(state): State<Arc<AppState>>,
+    UrlPath(tenant): UrlPath<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<JsonValue>, ApiError> {
+    let live = state.tenant(&tenant)?.clone();
+    let durable = durability(query.as_deref(), &[])?;
+    let is_text = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("text/plain"));
+    let limit = state.max_body_bytes;
+    let now = now_nanos();
+    let (ingested, errors, wait) = blocking(move || {
+        let body = decode_body(&headers, body, limit)?;
+        let (batch, errors) = if is_text {
+            text_batch(now, &body)
+        } else {
+            Batch::parse(now, lines(&body))
+        };
+        let ingested = batch.len();
+        let wait = live.ingest(batch, durable).map_err(from_live)?;
+        Ok((ingested, errors, wait))
+    })
+    .await?;
+    wait_durable(wait).await?;
+    let error_count = errors.len();
+    let listed: Vec<JsonValue> = errors
+        .into_iter()
+        .take(MAX_LISTED_ERRORS)
+        .map(|(line, reason)| json!({"line": line, "reason": reason}))
+        .collect();
+    Ok(Json(json!({
+        "ingested": ingested,
+        "failed": error_count,
+        "errors": listed,
+        "durability": if durable { "fsync" } else { "async" },
+    })))
+}
+
+async fn wait_durable(wait: Option<crate::wal_writer::WalWait>) -> Result<(), ApiError> {
+    if let Some(wait) = wait {
+        wait.await
+            .map_err(|_| ApiError::unavailable("the write-ahead log closed (shutting down)"))?
+            .map_err(ApiError::unavailable)?;
+    }
+    Ok(())
+}
+
+fn from_live(error: LiveError) -> ApiError {
+    match error {
+        LiveError::Full { .. } => ApiError {
+            status: StatusCode::TOO_MANY_REQUESTS,
+            message: error.to_string(),
+            position: None,
+        },
+        LiveError::Wal(_) => ApiError::unavailable(error.to_string()),
+        other => ApiError::internal(other),
+    }
+}
+
+/// `durability=fsync` (default) or `async`; `ignored` are other parameters accepted and not
+/// used (the bulk API's).
+fn durability(query: Option<&str>, ignored: &[&str]) -> Result<bool, ApiError> {
+    let mut durable = true;
+    for (key, value) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
+        match &*key {
+            "durability" => {
+                durable = match &*value {
+                    "fsync" | "" => true,
+                    "async" => false,
+                    other => {
+                        return Err(ApiError::bad_request(format!(
+                            "durability: {other:?} is not fsync or async"
+                        )))
+                    }
+                }
+            }
+            key if ignored.contains(&key) => {}
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "unknown parameter {other:?} (durability)"
+                )))
+            }
+        }
+    }
+    Ok(durable)
+}
+
+/// The body, decompressed per `Content-Encoding`, at most `limit` bytes.
+fn decode_body(headers: &HeaderMap, body: Bytes, limit: usize) -> Result<Bytes, ApiError> {
+    let encoding = headers
+        .get(header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("identity")
+        .trim()
+        .to_ascii_lowercase();
+    let reader: Box<dyn Read + '_> = match encoding.as_str() {
+        "identity" | "" => return Ok(body),
+        "gzip" | "x-gzip" => Box::new(flate2::read::MultiGzDecoder::new(&body[..])),
+        "deflate" => Box::new(flate2::read::ZlibDecoder::new(&body[..])),
+        "zstd" => Box::new(
+            zstd::stream::read::Decoder::new(&body[..])
+                .map_err(|e| ApiError::bad_request(format!("body is not valid zstd: {e}")))?,
+        ),
+        other => {
+            return Err(ApiError {
+                status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                message: format!(
+                    "Content-Encoding {other:?} is not supported (gzip, zstd, deflate)"
+                ),
+                position: None,
+            })
+        }
+    };
+    let mut out = Vec::new();
+    reader
+        .take(limit as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| ApiError::bad_request(format!("body is not valid {encoding}: {e}")))?;
+    if out.len() > limit {
+        return Err(ApiError {
+            status: StatusCode::PAYLOAD_TOO_LARGE,
+            message: format!("decompressed body is over the limit of {limit} bytes"),
+            position: None,
+        });
+    }
+    Ok(Bytes::from(out))
+}
+
+/// Non-blank lines with their numbers (from 1), a trailing `\r` removed.
+fn lines(body: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
+    body.split(|&b| b == b'\n')
+        .enumerate()
+        .map(|(i, line)| (i + 1, line.strip_suffix(b"\r").unwrap_or(line)))
+        .filter(|(_, line)| !line.iter().all(u8::is_ascii_whitespace))
+}
+
+/// Plain text: each non-blank line an event `{"message": line}` with the time of a leading
+/// timestamp (`quarry_index::textline`).
+fn text_batch(now: i64, body: &[u8]) -> (Batch, Vec<(usize, String)>) {
+    let mut events = Vec::new();
+    let mut errors = Vec::new();
+    for (number, line) in lines(body) {
+        match std::str::from_utf8(line) {
+            Ok(text) => events.push((number, text_line_event(text, now))),
+            Err(e) => errors.push((number, format!("line is not UTF-8 text: {e}"))),
+        }
+    }
+    let (batch, mut parse_errors) =
+        Batch::parse(now, events.iter().map(|(n, json)| (*n, json.as_bytes())));
+    errors.append(&mut parse_errors);
+    errors.sort();
+    (batch, errors)
+}
+
+/// A tenant and the documents of a bulk request it receives: (line number, document).
+type TenantDocs<'a> = (Arc<LiveIndex>, Vec<(usize, Cow<'a, [u8]>)>);
+
+/// One item of a bulk request, in request order.
+struct BulkItem {
+    action: String,
+    index: String,
+    id: Option<String>,
+    /// Set when the item failed before ingest: (status, type, reason).
+    error: Option<(u16, &'static str, String)>,
+    /// The document's line number (for index and create).
+    line: usize,
+}
+
+/// `POST /_bulk`, `POST /{index}/_bulk`, `POST /api/v1/{tenant}/_bulk`: the Elasticsearch bulk
+/// API for `index` and `create`. `_index` names the tenant (default: the path's, else
+/// `default`); `_id`, when given, is kept as the event's `_id` field. `delete` and `update`
+/// answer an error per item. A malformed action line fails the whole request with 400, as in
+/// Elasticsearch (the pairing of the lines after it is unknown).
+pub(crate) async fn bulk(
+    State(state): State<Arc<AppState>>,
+    path_index: Option<UrlPath<String>>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let started = Instant::now();
+    let default_index = path_index
+        .map(|UrlPath(index)| index)
+        .unwrap_or_else(|| crate::DEFAULT_TENANT.to_owned());
+    let answer = bulk_inner(state, default_index, query, headers, body, started).await;
+    let mut response = match answer {
+        Ok(json) => Json(json).into_response(),
+        Err(error) => es_error(error).into_response(),
+    };
+    response.headers_mut().insert(
+        "x-elastic-product",
+        HeaderValue::from_static("Elasticsearch"),
+    );
+    response
+}
+
+/// An error in Elasticsearch's shape: `{"error": {"type", "reason"}, "status"}`.
+fn es_error(error: ApiError) -> (StatusCode, Json<JsonValue>) {
+    let kind = match error.status {
+        StatusCode::NOT_FOUND => "index_not_found_exception",
+        StatusCode::PAYLOAD_TOO_LARGE => "content_too_long_exception",
+        StatusCode::TOO_MANY_REQUESTS => "es_rejected_execution_exception",
+        s if s.is_client_error() => "illegal_argument_exception",
+        _ => "exception",
+    };
+    (
+        error.status,
+        Json(json!({
+            "error": {
+                "root_cause": [{"type": kind, "reason": error.message}],
+                "type": kind,
+                "reason": error.message,
+            },
+            "status": error.status.as_u16(),
+        })),
+    )
+}
+
+const BULK_IGNORED: &[&str] = &[
+    "refresh",
+    "timeout",
+    "pipeline",
+    "routing",
+    "require_alias",
+    "require_data_stream",
+    "wait_for_active_shards",
+    "filter_path",
+    "error_trace",
+    "pretty",
+    "human",
+];
+
+async fn bulk_inner(
+    state: Arc<AppState>,
+    default_index: String,
+    query: Option<String>,
+    headers: HeaderMap,
+    body: Bytes,
+    started: Instant,
+) -> Result<JsonValue, ApiError> {
+    let durable = durability(query.as_deref(), BULK_IGNORED)?;
+    let limit = state.max_body_bytes;
+    let now = now_nanos();
+    let work_state = state.clone();
+    let (mut items, batch_errors, waits) = blocking(move || {
+        let body = decode_body(&headers, body, limit)?;
+        let (items, docs) = parse_bulk(&body, &default_index)?;
+        // One tenant per batch: group the documents by the tenant they name.
+        let mut by_tenant: Vec<TenantDocs> = Vec::new();
+        let mut items = items;
+        for (item_index, doc) in docs {
+            let item = &mut items[item_index];
+            let live = match work_state.tenant(&item.index) {
+                Ok(live) => live.clone(),
+                Err(_) => {
+                    item.error = Some((
+                        404,
+                        "index_not_found_exception",
+                        format!("no such index [{}]", item.index),
+                    ));
+                    continue;
+                }
+            };
+            match by_tenant.iter_mut().find(|(l, _)| Arc::ptr_eq(l, &live)) {
+                Some((_, lines)) => lines.push((item.line, doc)),
+                None => by_tenant.push((live, vec![(item.line, doc)])),
+            }
+        }
+        let mut errors = Vec::new();
+        let mut waits = Vec::new();
+        for (live, docs) in by_tenant {
+            let (batch, mut parse_errors) =
+                Batch::parse(now, docs.iter().map(|(n, doc)| (*n, &doc[..])));
+            errors.append(&mut parse_errors);
+            waits.extend(live.ingest(batch, durable).map_err(from_live)?);
+        }
+        Ok((items, errors, waits))
+    })
+    .await?;
+    for wait in waits {
+        wait_durable(Some(wait)).await?;
+    }
+    for (line, reason) in batch_errors {
+        if let Some(item) = items.iter_mut().find(|item| item.line == line) {
+            item.error = Some((400, "document_parsing_exception", reason));
+        }
+    }
+    let mut any_error = false;
+    let mut generated = 0u64;
+    let answers: Vec<JsonValue> = items
+        .into_iter()
+        .map(|item| {
+            let mut answer = json!({ "_index": item.index });
+            match item.error {
+                Some((status, kind, reason)) => {
+                    any_error = true;
+                    answer["_id"] = item.id.map_or(JsonValue::Null, JsonValue::from);
+                    answer["status"] = status.into();
+                    answer["error"] = json!({"type": kind, "reason": reason});
+                }
+                None => {
+                    let id = item.id.unwrap_or_else(|| {
+                        generated += 1;
+                        format!("{now:x}-{generated}")
+                    });
+                    answer["_id"] = id.into();
+                    answer["_version"] = 1.into();
+                    answer["result"] = "created".into();
+                    answer["_shards"] = json!({"total": 1, "successful": 1, "failed": 0});
+                    answer["_seq_no"] = 0.into();
+                    answer["_primary_term"] = 1.into();
+                    answer["status"] = 201.into();
+                }
+            }
+            json!({ item.action: answer })
+        })
+        .collect();
+    Ok(json!({
+        "took": started.elapsed().as_millis() as u64,
+        "errors": any_error,
+        "items": answers,
+    }))
+}
+
+/// The bulk body's items, and for each `index`/`create` its document (item index, line),
+/// `_id` spliced in when the action names one.
+#[allow(clippy::type_complexity)]
+fn parse_bulk<'a>(
+    body: &'a [u8],
+    default_index: &str,
+) -> Result<(Vec<BulkItem>, Vec<(usize, Cow<'a, [u8]>)>), ApiError> {
+    let mut items = Vec::new();
+    let mut docs = Vec::new();
+    let mut lines = lines(body);
+    while let Some((number, line)) = lines.next() {
+        let malformed = |why: String| {
+            ApiError::bad_request(format!("Malformed action/metadata line [{number}]: {why}"))
+        };
+        let action: serde_json::Map<String, JsonValue> =
+            serde_json::from_slice(line).map_err(|e| malformed(e.to_string()))?;
+        let mut entries = action.into_iter();
+        let (Some((name, meta)), None) = (entries.next(), entries.next()) else {
+            return Err(malformed("expected one action object".into()));
+        };
+        let meta = match meta {
+            JsonValue::Object(meta) => meta,
+            _ => return Err(malformed(format!("action [{name}] is not an object"))),
+        };
+        let index = meta
+            .get("_index")
+            .and_then(JsonValue::as_str)
+            .unwrap_or(default_index)
+            .to_owned();
+        let id = meta.get("_id").map(|id| match id {
+            JsonValue::String(id) => id.clone(),
+            other => other.to_string(),
+        });
+        match name.as_str() {
+            "index" | "create" => {
+                let Some((doc_number, doc)) = lines.next() else {
+                    return Err(malformed(format!("action [{name}] has no document line")));
+                };
+                let doc = match &id {
+                    Some(id) => splice_id(doc, id),
+                    None => Cow::Borrowed(doc),
+                };
+                docs.push((items.len(), doc));
+                items.push(BulkItem {
+                    action: name,
+                    index,
+                    id,
+                    error: None,
+                    line: doc_number,
+                });
+            }
+            "update" | "delete" => {
+                if name == "update" {
+                    lines.next();
+                }
+                items.push(BulkItem {
+                    error: Some((
+                        400,
+                        "action_request_validation_exception",
+                        format!(
+                            "Quarry's bulk API does not support [{name}]: events are immutable"
+                        ),
+                    )),
+                    action: name,
+                    index,
+                    id,
+                    line: number,
+                });
+            }
+            other => return Err(malformed(format!("unknown action [{other}]"))),
+        }
+    }
+    Ok((items, docs))
+}
+
+/// `{"_id":"ID", …doc}`: the document with the action's `_id` as its first field (if the
+/// document is not an object, it is left to fail parsing as it is).
+fn splice_id<'a>(doc: &'a [u8], id: &str) -> Cow<'a, [u8]> {
+    let trimmed = doc.trim_ascii_start();
+    let Some(rest) = trimmed.strip_prefix(b"{") else {
+        return Cow::Borrowed(doc);
+    };
+    let mut out = Vec::with_capacity(doc.len() + id.len() + 10);
+    out.extend_from_slice(b"{\"_id\":");
+    out.extend_from_slice(JsonValue::from(id).to_string().as_bytes());
+    let empty = rest.trim_ascii_start().starts_with(b"}");
+    if !empty {
+        out.push(b',');
+    }
+    out.extend_from_slice(rest);
+    Cow::Owned(out)
+}
+
+/// `GET /` in Elasticsearch's shape, for shippers that check the version before sending.
+pub(crate) async fn es_info() -> Response {
+    let mut response = Json(json!({
+        "name": "quarry",
+        "cluster_name": "quarry",
+        "cluster_uuid": "quarry",
+        "version": {
+            "number": "8.11.0",
+            "build_flavor": "default",
+            "build_type": "quarry",
+            "lucene_version": "9.8.0",
+            "minimum_wire_compatibility_version": "7.17.0",
+            "minimum_index_compatibility_version": "7.0.0",
+        },
+        "tagline": "You Know, for Search",
+        "quarry_version": env!("CARGO_PKG_VERSION"),
+    }))
+    .into_response();
+    response.headers_mut().insert(
+        "x-elastic-product",
+        HeaderValue::from_static("Elasticsearch"),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bulk_lines_pair_actions_with_documents() {
+        let body = b"{\"index\":{\"_index\":\"default\"}}\n{\"a\":1}\n\n{\"create\":{\"_id\":\"x\"}}\r\n{\"b\":2}\n{\"delete\":{\"_id\":\"y\"}}\n{\"update\":{\"_id\":\"z\"}}\n{\"doc\":{}}\n{\"index\":{}}\n{}\n";
+        let (items, docs) = parse_bulk(body, "default").unwrap();
+        let actions: Vec<&str> = items.iter().map(|i| i.action.as_str()).collect();
+        assert_eq!(actions, ["index", "create", "delete", "update", "index"]);
+        assert_eq!(docs.len(), 3);
+        assert_eq!(&docs[0].1[..], b"{\"a\":1}");
+        assert_eq!(&docs[1].1[..], b"{\"_id\":\"x\",\"b\":2}");
+        assert_eq!(&docs[2].1[..], b"{}");
+        assert_eq!(items[1].line, 5);
+        assert!(items[2].error.is_some() && items[3].error.is_some());
+    }
+
+    #[test]
+    fn a_malformed_action_names_its_line() {
+        let error = parse_bulk(b"{\"index\":{}}\n{}\nnot json\n", "default")
+            .err()
+            .unwrap();
+        assert!(error.message.contains("[3]"), "{}", error.message);
+        let error = parse_bulk(b"{\"index\":{}}\n", "default").err().unwrap();
+        assert!(
+            error.message.contains("no document line"),
+            "{}",
+            error.message
+        );
+    }
+
+    #[test]
+    fn ids_are_spliced_into_objects_only() {
+        assert_eq!(&splice_id(b"{}", "a")[..], b"{\"_id\":\"a\"}");
+        assert_eq!(
+            &splice_id(b" { \"x\":1}", "q\"")[..],
+            b"{\"_id\":\"q\\\"\", \"x\":1}"
+        );
+        assert_eq!(&splice_id(b"[1]", "a")[..], b"[1]");
+    }
+}

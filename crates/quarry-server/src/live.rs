@@ -1,0 +1,653 @@
+//! A tenant's write side: events acknowledged, searchable at once, flushed to blocks later.
+//!
+//! ```text
+//!  ingest ──► parse (no lock) ──► lock: seq, add to the active segment, queue WAL record ──► wait fsync ──► ack
+//!  search ──► lock: seal the active segment if it has events, snapshot = disk + memory blocks
+//!  background: compact memory blocks, flush them to a block file (catalog commit with the
+//!              WAL position), drop flushed WAL segments, merge small block files
+//! ```
+//!
+//! **Searchable at once, through the same code.** New events go into a `SegmentBuilder` (the
+//! *active* segment). A search first *seals* it: encodes it as a block in memory
+//! (`SegmentBuilder::encode_block`) and opens that with `BlockReader::from_bytes`. So a search
+//! sees blocks only, in memory or in files, and every query feature answers alike wherever an
+//! event sits: there is no second query path to keep in step. Sealing costs an encode of the
+//! events since the last search; the active segment is also sealed when it reaches
+//! `seal_bytes`, so that cost stays bounded. Many small memory blocks (frequent searches
+//! during ingest) are merged into one in the background once there are more than
+//! `max_memory_blocks`.
+//!
+//! **Durable, then acknowledged.** Under the lock, an ingest request takes the next WAL
+//! sequence number, adds its events to the active segment and queues its WAL record; queueing
+//! under the lock keeps the WAL in sequence order. The reply waits for the WAL writer's fsync
+//! ([`crate::wal_writer`]), shared by every request queued meanwhile (group commit). An event
+//! can thus be visible a moment before it is durable; it is acknowledged only after.
+//!
+//! **Flush.** When the memory blocks and active segment hold `flush_bytes`, or their oldest
+//! event is `flush_interval` old, the background thread seals the active segment and writes
+//! every memory block to block files (merged into one when there are several), then commits
+//! them to the catalog together with the last WAL sequence number they hold
+//! (`Catalog::commit_flush`). Only then are the memory blocks dropped (in the same lock as the
+//! new files join the snapshot: no search sees an event twice or misses it) and the WAL
+//! segments at or below that number removed. On restart, WAL records after the committed
+//! number are replayed into the active segment: nothing acknowledged is lost, and nothing in
+//! a committed block is added twice.
+
+use crate::wal_writer::{WalHandle, WalWait};
+use quarry_format::block::Manifest;
+use quarry_format::BlockReader;
+use quarry_index::analysis::Analyzer;
+use quarry_index::event::{parse_event, Event};
+use quarry_index::merge::{merge_blocks, merge_readers, pick_merge, MergePolicy};
+use quarry_index::pipeline::Progress;
+use quarry_index::segment::SegmentBuilder;
+use quarry_query::{DamagedBlock, Searcher};
+use quarry_store::{BlockEntry, Catalog};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// When memory is written to blocks, and how much it may hold.
+#[derive(Debug, Clone)]
+pub struct IngestConfig {
+    /// Memory (active segment and memory blocks) at which it is flushed to a block file.
+    pub flush_bytes: usize,
+    /// Age of the oldest unflushed event at which it is flushed.
+    pub flush_interval: Duration,
+    /// Size of the active segment at which it is sealed into a memory block.
+    pub seal_bytes: usize,
+    /// Memory over which ingest is refused (429) until a flush makes room.
+    pub max_memory_bytes: usize,
+    /// Memory blocks beyond which they are merged into one.
+    pub max_memory_blocks: usize,
+    /// The size-tiered merge of block files (`quarry index`'s).
+    pub merge: MergePolicy,
+}
+
+impl Default for IngestConfig {
+    fn default() -> Self {
+        IngestConfig {
+            flush_bytes: 64 << 20,
+            flush_interval: Duration::from_secs(10),
+            seal_bytes: 8 << 20,
+            max_memory_bytes: 512 << 20,
+            max_memory_blocks: 8,
+            merge: MergePolicy::default(),
+        }
+    }
+}
+
+/// Memory blocks get ids from here up, far above any file's, so that their names never
+/// collide with a block file's and cursors tell them apart.
+const MEMORY_BLOCK_IDS: u64 = 1 << 48;
+
+/// Version byte of a WAL record's payload: `[1][now: i64 LE][JSON lines joined by '\n']`. The
+/// lines are the events as sent (or, for plain text, as turned into JSON), and `now` is the
+/// ingest time the request gave events without a time: replay parses them again and gets the
+/// same events.
+const PAYLOAD_VERSION: u8 = 1;
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LiveError {
+    #[error("ingest buffer is full ({bytes} bytes in memory, limit {limit}); retry after the next flush")]
+    Full { bytes: usize, limit: usize },
+    #[error("write-ahead log: {0}")]
+    Wal(String),
+    #[error("{0}")]
+    Index(#[from] quarry_index::error::IndexError),
+    #[error("{0}")]
+    Format(#[from] quarry_format::FormatError),
+    #[error("{0}")]
+    Catalog(#[from] quarry_store::CatalogError),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("WAL record {seq}: {reason}")]
+    BadRecord { seq: u64, reason: String },
+}
+
+pub type Result<T, E = LiveError> = std::result::Result<T, E>;
+
+/// Events of one request, parsed and ready to add, with their WAL payload.
+pub struct Batch {
+    events: Vec<Event>,
+    payload: Vec<u8>,
+}
+
+impl Batch {
+    /// Parses JSON event lines (`(line number, bytes)`); the lines that fail come back as
+    /// `(line number, reason)` and are left out of the batch, the others are kept.
+    pub fn parse<'a>(
+        now: i64,
+        lines: impl IntoIterator<Item = (usize, &'a [u8])>,
+    ) -> (Batch, Vec<(usize, String)>) {
+        let mut payload = Vec::with_capacity(64 << 10);
+        payload.push(PAYLOAD_VERSION);
+        payload.extend_from_slice(&now.to_le_bytes());
+        let mut events = Vec::new();
+        let mut errors = Vec::new();
+        for (number, line) in lines {
+            match parse_event(line, now) {
+                Ok(event) => {
+                    if !events.is_empty() {
+                        payload.push(b'\n');
+                    }
+                    payload.extend_from_slice(line);
+                    events.push(event);
+                }
+                Err(error) => errors.push((number, error.to_string())),
+            }
+        }
+        (Batch { events, payload }, errors)
+    }
+
+    /// The batch a WAL record holds (replay).
+    fn from_payload(seq: u64, payload: Vec<u8>) -> Result<Batch> {
+        let bad = |reason: String| LiveError::BadRecord { seq, reason };
+        if payload.len() < 9 || payload[0] != PAYLOAD_VERSION {
+            return Err(bad("unknown payload version".into()));
+        }
+        let now = i64::from_le_bytes(payload[1..9].try_into().expect("8 bytes"));
+        let mut events = Vec::new();
+        if payload.len() > 9 {
+            for (i, line) in payload[9..].split(|&b| b == b'\n').enumerate() {
+                let event = parse_event(line, now)
+                    .map_err(|e| bad(format!("line {} does not parse again: {e}", i + 1)))?;
+                events.push(event);
+            }
+        }
+        Ok(Batch { events, payload })
+    }
+
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+}
+
+/// A sealed in-memory block and its encoded bytes (written as they are by a flush).
+#[derive(Clone)]
+struct MemoryBlock {
+    reader: Arc<BlockReader>,
+    bytes: Arc<Vec<u8>>,
+}
+
+struct State {
+    /// Committed block files, by catalog id.
+    disk: Vec<(u64, Arc<BlockReader>)>,
+    /// Block files that failed to open or to merge: left out, reported with every answer.
+    damaged: Vec<(u64, DamagedBlock)>,
+    /// Oldest first.
+    memory: Vec<MemoryBlock>,
+    active: SegmentBuilder,
+    /// When the oldest event not yet in a block file arrived.
+    unflushed_since: Option<Instant>,
+    /// The last WAL sequence number handed out.
+    last_seq: u64,
+    next_memory_id: u64,
+    /// The snapshot of the current state, made by the first search after a change.
+    snapshot: Option<Arc<Searcher>>,
+}
+
+impl State {
+    fn memory_bytes(&self) -> usize {
+        self.active.memory_bytes() + self.memory.iter().map(|b| b.bytes.len()).sum::<usize>()
+    }
+}
+
+/// One tenant's live index over the data directory's catalog.
+pub struct LiveIndex {
+    tenant: String,
+    analyzer: Arc<Analyzer>,
+    config: IngestConfig,
+    catalog: Mutex<Catalog>,
+    state: Mutex<State>,
+    wal: WalHandle,
+}
+
+/// What opening replayed from the WAL.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Recovery {
+    pub records: usize,
+    pub events: usize,
+    pub torn_bytes: u64,
+}
+
+impl LiveIndex {
+    /// Opens the tenant `tenant` over `catalog`: opens its block files, replays the WAL in
+    /// `wal_dir` past the catalog's committed position, and starts the WAL writer.
+    pub fn open(
+        catalog: Catalog,
+        tenant: &str,
+        wal_dir: &Path,
+        config: IngestConfig,
+    ) -> Result<(LiveIndex, Recovery)> {
+        let analyzer = Arc::new(Analyzer::new(catalog.settings().stop_words.clone()));
+        let mut disk = Vec::with_capacity(catalog.blocks().len());
+        let mut damaged = Vec::new();
+        for entry in catalog.blocks() {
+            let path = Catalog::block_path(catalog.dir(), entry.id);
+            match BlockReader::open(&path) {
+                Ok(reader) => disk.push((entry.id, Arc::new(reader))),
+                Err(error) => {
+                    tracing::warn!(block = %path.display(), %error, "damaged block left out");
+                    damaged.push((
+                        entry.id,
+                        DamagedBlock {
+                            path,
+                            error: error.to_string(),
+                        },
+                    ))
+                }
+            }
+        }
+        let committed = catalog.wal_committed(tenant);
+        let (wal, replay) = quarry_store::Wal::open(wal_dir, committed + 1)
+            .map_err(|e| LiveError::Wal(e.to_string()))?;
+        for damage in &replay.damaged {
+            tracing::error!(
+                segment = %damage.path.display(),
+                offset = damage.offset,
+                reason = damage.reason,
+                "WAL segment damaged: records after this offset are lost"
+            );
+        }
+        let last_seq = wal.last_seq();
+        let mut state = State {
+            disk,
+            damaged,
+            memory: Vec::new(),
+            active: SegmentBuilder::new(analyzer.clone()),
+            unflushed_since: None,
+            last_seq,
+            next_memory_id: MEMORY_BLOCK_IDS,
+            snapshot: None,
+        };
+        let mut recovery = Recovery {
+            torn_bytes: replay.torn_bytes,
+            ..Default::default()
+        };
+        let tenant_name = tenant.to_owned();
+        for record in replay.records {
+            if record.seq <= committed {
+                continue;
+            }
+            let batch = Batch::from_payload(record.seq, record.payload)?;
+            recovery.records += 1;
+            recovery.events += batch.len();
+            add_events(&mut state, &analyzer, &tenant_name, batch.events, &config)?;
+        }
+        let live = LiveIndex {
+            tenant: tenant_name,
+            analyzer,
+            config,
+            catalog: Mutex::new(catalog),
+            state: Mutex::new(state),
+            wal: WalHandle::start(wal),
+        };
+        Ok((live, recovery))
+    }
+
+    pub fn tenant(&self) -> &str {
+        &self.tenant
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn catalog(&self) -> MutexGuard<'_, Catalog> {
+        self.catalog.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Adds a batch: its events are searchable when this returns; they are durable once the
+    /// returned wait completes (`durable` false: no wait, the WAL is synced within a second).
+    pub fn ingest(&self, batch: Batch, durable: bool) -> Result<Option<WalWait>> {
+        if batch.is_empty() {
+            return Ok(None);
+        }
+        if let Some(error) = self.wal.failure() {
+            return Err(LiveError::Wal(error));
+        }
+        let mut state = self.state();
+        let bytes = state.memory_bytes();
+        if bytes > self.config.max_memory_bytes {
+            return Err(LiveError::Full {
+                bytes,
+                limit: self.config.max_memory_bytes,
+            });
+        }
+        let seq = state.last_seq + 1;
+        add_events(
+            &mut state,
+            &self.analyzer,
+            &self.tenant,
+            batch.events,
+            &self.config,
+        )?;
+        state.last_seq = seq;
+        Ok(self.wal.append(seq, batch.payload, durable))
+    }
+
+    /// The current snapshot: every committed block file and every memory block, the events
+    /// added since the last search sealed into one first.
+    pub fn snapshot(&self) -> Result<Arc<Searcher>> {
+        let mut state = self.state();
+        if !state.active.is_empty() {
+            seal(&mut state, &self.analyzer, &self.tenant)?;
+        }
+        if let Some(snapshot) = &state.snapshot {
+            return Ok(snapshot.clone());
+        }
+        let blocks: Vec<Arc<BlockReader>> = state
+            .disk
+            .iter()
+            .map(|(_, reader)| reader.clone())
+            .chain(state.memory.iter().map(|m| m.reader.clone()))
+            .collect();
+        let damaged = state.damaged.iter().map(|(_, d)| d.clone()).collect();
+        let searcher =
+            Arc::new(Searcher::from_shared(blocks, (*self.analyzer).clone()).with_damaged(damaged));
+        state.snapshot = Some(searcher.clone());
+        Ok(searcher)
+    }
+
+    /// Events in memory (not yet in block files), and their approximate bytes.
+    pub fn memory_usage(&self) -> (u64, usize) {
+        let state = self.state();
+        let events = u64::from(state.active.doc_count())
+            + state
+                .memory
+                .iter()
+                .map(|m| u64::from(m.reader.doc_count()))
+                .sum::<u64>();
+        (events, state.memory_bytes())
+    }
+
+    /// One round of background work: a flush if one is due (or `force`), else a compaction
+    /// of memory blocks if there are too many; then one merge step of block files if one is
+    /// due. Returns whether it did anything.
+    pub fn background_step(&self, force_flush: bool) -> Result<bool> {
+        let due = {
+            let state = self.state();
+            let bytes = state.memory_bytes();
+            let old = state
+                .unflushed_since
+                .is_some_and(|since| since.elapsed() >= self.config.flush_interval);
+            let has_events = state.unflushed_since.is_some();
+            has_events && (force_flush || old || bytes >= self.config.flush_bytes)
+        };
+        if due {
+            self.flush()?;
+            return Ok(true);
+        }
+        if self.state().memory.len() > self.config.max_memory_blocks {
+            self.compact_memory()?;
+            return Ok(true);
+        }
+        self.merge_step()
+    }
+
+    /// Writes every event in memory to block files and commits them with their WAL position.
+    pub fn flush(&self) -> Result<()> {
+        let (blocks, through) = {
+            let mut state = self.state();
+            if !state.active.is_empty() {
+                seal(&mut state, &self.analyzer, &self.tenant)?;
+            }
+            (state.memory.clone(), state.last_seq)
+        };
+        if blocks.is_empty() {
+            return Ok(());
+        }
+        let mut catalog = self.catalog();
+        let entries = if let [block] = blocks.as_slice() {
+            let id = catalog.allocate_block_id();
+            let path = Catalog::block_path(catalog.dir(), id);
+            quarry_store::write_block_bytes(&path, &block.bytes).map_err(|source| {
+                LiveError::Io {
+                    path: path.clone(),
+                    source,
+                }
+            })?;
+            vec![entry(id, block.reader.manifest(), block.bytes.len() as u64)]
+        } else {
+            let readers: Vec<&BlockReader> = blocks.iter().map(|b| &*b.reader).collect();
+            let sizes = sizes(&readers);
+            merge_readers(
+                &readers,
+                &sizes,
+                self.analyzer.clone(),
+                &self.flush_policy(),
+                &Progress::default(),
+                |segment| write_segment(&mut catalog, segment),
+            )?
+        };
+        catalog.commit_flush(entries.clone(), &self.tenant, through)?;
+        let opened = open_entries(catalog.dir(), &entries)?;
+        drop(catalog);
+        {
+            let mut state = self.state();
+            state.memory.drain(..blocks.len());
+            state.disk.extend(opened);
+            if state.memory.is_empty() && state.active.is_empty() {
+                state.unflushed_since = None;
+            }
+            state.snapshot = None;
+        }
+        tracing::debug!(tenant = %self.tenant, blocks = entries.len(), through, "flushed");
+        self.wal.committed(through);
+        Ok(())
+    }
+
+    /// A flush cuts output blocks at the merge target size only.
+    fn flush_policy(&self) -> MergePolicy {
+        self.config.merge
+    }
+
+    /// Merges the memory blocks there are now into one (or as few as the block limits allow).
+    fn compact_memory(&self) -> Result<()> {
+        let blocks = self.state().memory.clone();
+        if blocks.len() < 2 {
+            return Ok(());
+        }
+        let readers: Vec<&BlockReader> = blocks.iter().map(|b| &*b.reader).collect();
+        let sizes = sizes(&readers);
+        let mut next_id = {
+            let mut state = self.state();
+            let first = state.next_memory_id;
+            // Reserve as many ids as there are inputs: a merge never writes more.
+            state.next_memory_id += blocks.len() as u64;
+            first
+        };
+        let merged = merge_readers(
+            &readers,
+            &sizes,
+            self.analyzer.clone(),
+            &self.flush_policy(),
+            &Progress::default(),
+            |segment| {
+                let block = encode_memory_block(segment, &self.tenant, next_id)?;
+                next_id += 1;
+                Ok(block)
+            },
+        )?;
+        let mut state = self.state();
+        // Only this thread removes memory blocks, so the first ones are still these.
+        state.memory.splice(..blocks.len(), merged);
+        state.snapshot = None;
+        Ok(())
+    }
+
+    /// One size-tiered merge of block files, if one is due.
+    fn merge_step(&self) -> Result<bool> {
+        let mut catalog = self.catalog();
+        let damaged: Vec<u64> = self.state().damaged.iter().map(|(id, _)| *id).collect();
+        let candidates: Vec<BlockEntry> = catalog
+            .blocks()
+            .iter()
+            .filter(|b| !damaged.contains(&b.id))
+            .cloned()
+            .collect();
+        let ids = pick_merge(&candidates, &self.config.merge);
+        if ids.is_empty() {
+            return Ok(false);
+        }
+        let merged = merge_blocks(
+            &mut catalog,
+            self.analyzer.clone(),
+            &ids,
+            &self.config.merge,
+            &Progress::default(),
+        );
+        let merged = match merged {
+            Ok(merged) => merged,
+            Err(quarry_index::error::IndexError::Format(error)) => {
+                // A damaged input: leave it out of later merges and of answers.
+                let bad = ids.iter().copied().find(|&id| {
+                    error.path() == Some(Catalog::block_path(catalog.dir(), id).as_path())
+                });
+                let Some(id) = bad else {
+                    return Err(LiveError::Format(error));
+                };
+                tracing::warn!(%error, block = id, "damaged block left out of merging");
+                let mut state = self.state();
+                state.disk.retain(|(disk_id, _)| *disk_id != id);
+                state.damaged.push((
+                    id,
+                    DamagedBlock {
+                        path: Catalog::block_path(catalog.dir(), id),
+                        error: error.to_string(),
+                    },
+                ));
+                state.snapshot = None;
+                return Ok(true);
+            }
+            Err(other) => return Err(other.into()),
+        };
+        let opened = open_entries(catalog.dir(), &merged)?;
+        drop(catalog);
+        let mut state = self.state();
+        state.disk.retain(|(id, _)| !ids.contains(id));
+        state.disk.extend(opened);
+        state.snapshot = None;
+        tracing::debug!(inputs = ids.len(), outputs = merged.len(), "merged");
+        Ok(true)
+    }
+
+    /// Why the WAL stopped taking records, if it did (then ingest is refused).
+    pub fn wal_failure(&self) -> Option<String> {
+        self.wal.failure()
+    }
+
+    /// Stops the WAL writer after it has synced everything queued.
+    pub fn close(&self) {
+        self.wal.close();
+    }
+}
+
+/// Adds events to the active segment, sealing it when a block limit or `seal_bytes` is
+/// reached.
+fn add_events(
+    state: &mut State,
+    analyzer: &Arc<Analyzer>,
+    tenant: &str,
+    events: Vec<Event>,
+    config: &IngestConfig,
+) -> Result<()> {
+    for event in &events {
+        let names = event.fields.iter().map(|(name, _)| name.as_str());
+        if !state.active.has_room_for(names) || state.active.is_full() {
+            seal(state, analyzer, tenant)?;
+        }
+        state.active.add_event(
+            event.time,
+            event
+                .fields
+                .iter()
+                .map(|(name, value)| (name.as_str(), value)),
+        );
+    }
+    if state.active.memory_bytes() >= config.seal_bytes {
+        seal(state, analyzer, tenant)?;
+    }
+    state.unflushed_since.get_or_insert_with(Instant::now);
+    state.snapshot = None;
+    Ok(())
+}
+
+/// Turns the active segment into a memory block.
+fn seal(state: &mut State, analyzer: &Arc<Analyzer>, tenant: &str) -> Result<()> {
+    let segment = std::mem::replace(&mut state.active, SegmentBuilder::new(analyzer.clone()));
+    let id = state.next_memory_id;
+    state.next_memory_id += 1;
+    let block = encode_memory_block(segment, tenant, id)?;
+    state.memory.push(block);
+    state.snapshot = None;
+    Ok(())
+}
+
+fn encode_memory_block(
+    segment: SegmentBuilder,
+    tenant: &str,
+    id: u64,
+) -> Result<MemoryBlock, quarry_index::error::IndexError> {
+    let name = PathBuf::from(format!("memory/{tenant}/{id}.qblk"));
+    let (_, bytes) = segment.encode_block(&name)?;
+    let bytes = Arc::new(bytes);
+    let reader = BlockReader::from_bytes(&name, bytes.clone())?;
+    Ok(MemoryBlock {
+        reader: Arc::new(reader),
+        bytes,
+    })
+}
+
+fn sizes(readers: &[&BlockReader]) -> Vec<(u64, u64)> {
+    readers
+        .iter()
+        .map(|r| (r.file_len(), u64::from(r.doc_count())))
+        .collect()
+}
+
+fn entry(id: u64, manifest: &Manifest, bytes: u64) -> BlockEntry {
+    BlockEntry {
+        id,
+        docs: u64::from(manifest.doc_count),
+        time_min: manifest.time_min,
+        time_max: manifest.time_max,
+        bytes,
+    }
+}
+
+fn write_segment(
+    catalog: &mut Catalog,
+    segment: SegmentBuilder,
+) -> Result<BlockEntry, quarry_index::error::IndexError> {
+    let id = catalog.allocate_block_id();
+    let path = Catalog::block_path(catalog.dir(), id);
+    let manifest = segment.write_block(&path)?;
+    let bytes = std::fs::metadata(&path)
+        .map_err(|source| quarry_index::error::IndexError::Io {
+            path: path.clone(),
+            source,
+        })?
+        .len();
+    Ok(entry(id, &manifest, bytes))
+}
+
+fn open_entries(dir: &Path, entries: &[BlockEntry]) -> Result<Vec<(u64, Arc<BlockReader>)>> {
+    entries
+        .iter()
+        .map(|e| {
+            let reader = BlockReader::open(&Catalog::block_path(dir, e.id))?;
+            Ok((e.id, Arc::new(reader)))
+        })
+        .collect()
+}

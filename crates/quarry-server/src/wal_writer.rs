@@ -1,0 +1,190 @@
+//! The WAL writer thread: group commit.
+//!
+//! Requests queue their records (in sequence order, under the live index's lock) and wait.
+//! The thread takes everything queued, appends it, and makes it durable with one fdatasync
+//! for all of it, then wakes every waiter: under load, one fsync serves every request that
+//! arrived while the previous one ran, so the fsync rate of the disk bounds the number of
+//! rounds, not the number of requests. Records queued without a waiter (`durability=async`)
+//! are synced with the next round, or within `ASYNC_SYNC_INTERVAL`.
+//!
+//! A failed write or sync leaves the log in an unknown state: every waiter of that round and
+//! every later append answers with the error (nothing is acknowledged that may not be
+//! durable), and the server reports itself not ready.
+
+use quarry_store::Wal;
+use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Completes when the record is durable (or the WAL failed: the error).
+pub type WalWait = tokio::sync::oneshot::Receiver<Result<(), String>>;
+
+const ASYNC_SYNC_INTERVAL: Duration = Duration::from_secs(1);
+/// A segment longer than this is closed and a new one started.
+const SEGMENT_BYTES: u64 = 64 << 20;
+
+enum Command {
+    Append {
+        seq: u64,
+        payload: Vec<u8>,
+        done: Option<tokio::sync::oneshot::Sender<Result<(), String>>>,
+    },
+    /// Records through this sequence number are in committed blocks.
+    Committed(u64),
+    Close,
+}
+
+pub struct WalHandle {
+    sender: Mutex<Sender<Command>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    failed: Arc<Mutex<Option<String>>>,
+}
+
+impl WalHandle {
+    pub fn start(wal: Wal) -> WalHandle {
+        let (sender, receiver) = channel();
+        let failed = Arc::new(Mutex::new(None));
+        let thread_failed = failed.clone();
+        let thread = std::thread::Builder::new()
+            .name("quarry-wal".into())
+            .spawn(move || run(wal, receiver, thread_failed))
+            .expect("spawning the WAL thread");
+        WalHandle {
+            sender: Mutex::new(sender),
+            thread: Mutex::new(Some(thread)),
+            failed,
+        }
+    }
+
+    /// Queues a record; with `durable`, returns what completes once it is fsynced.
+    pub fn append(&self, seq: u64, payload: Vec<u8>, durable: bool) -> Option<WalWait> {
+        let (done, wait) = if durable {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            (Some(tx), Some(rx))
+        } else {
+            (None, None)
+        };
+        self.send(Command::Append { seq, payload, done });
+        wait
+    }
+
+    pub fn committed(&self, seq: u64) {
+        self.send(Command::Committed(seq));
+    }
+
+    /// The error that stopped the WAL, if one did.
+    pub fn failure(&self) -> Option<String> {
+        self.failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Syncs what is queued and stops the thread.
+    pub fn close(&self) {
+        self.send(Command::Close);
+        if let Some(thread) = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = thread.join();
+        }
+    }
+
+    fn send(&self, command: Command) {
+        // The thread only exits on Close; after that a send fails and its waiter (dropped)
+        // answers "WAL closed".
+        let _ = self
+            .sender
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .send(command);
+    }
+}
+
+fn run(
+    mut wal: Wal,
+    receiver: std::sync::mpsc::Receiver<Command>,
+    failed: Arc<Mutex<Option<String>>>,
+) {
+    let mut unsynced_since: Option<Instant> = None;
+    let mut broken: Option<String> = None;
+    let mut round = Vec::new();
+    loop {
+        let first = match unsynced_since {
+            None => receiver.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            Some(since) => {
+                receiver.recv_timeout(ASYNC_SYNC_INTERVAL.saturating_sub(since.elapsed()))
+            }
+        };
+        let mut closing = false;
+        match first {
+            Ok(command) => round.push(command),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => closing = true,
+        }
+        while round.len() < 65_536 {
+            match receiver.try_recv() {
+                Ok(command) => round.push(command),
+                Err(_) => break,
+            }
+        }
+        let mut waiters = Vec::new();
+        let mut committed = None;
+        for command in round.drain(..) {
+            match command {
+                Command::Append { seq, payload, done } => {
+                    if broken.is_none() {
+                        if let Err(error) = wal.append(seq, &payload) {
+                            broken = Some(error.to_string());
+                        }
+                    }
+                    unsynced_since.get_or_insert_with(Instant::now);
+                    waiters.extend(done);
+                }
+                Command::Committed(seq) => committed = Some(committed.unwrap_or(0).max(seq)),
+                Command::Close => closing = true,
+            }
+        }
+        let sync_due = !waiters.is_empty()
+            || closing
+            || unsynced_since.is_some_and(|since| since.elapsed() >= ASYNC_SYNC_INTERVAL);
+        if sync_due && unsynced_since.is_some() && broken.is_none() {
+            if let Err(error) = wal.sync() {
+                broken = Some(error.to_string());
+            }
+            unsynced_since = None;
+        }
+        if broken.is_some() {
+            unsynced_since = None;
+        }
+        let answer = match &broken {
+            None => Ok(()),
+            Some(error) => Err(format!("the write-ahead log failed: {error}")),
+        };
+        for waiter in waiters {
+            let _ = waiter.send(answer.clone());
+        }
+        if let Some(error) = &broken {
+            let mut failed = failed.lock().unwrap_or_else(|p| p.into_inner());
+            if failed.is_none() {
+                tracing::error!(%error, "write-ahead log failed; ingest is refused from now on");
+                *failed = Some(error.clone());
+            }
+        }
+        if broken.is_none() {
+            let rotate = committed.is_some() || wal.segment_len() > SEGMENT_BYTES;
+            if rotate {
+                if let Err(error) = wal.rotate() {
+                    broken = Some(error.to_string());
+                }
+            }
+            if let Some(seq) = committed {
+                if let Err(error) = wal.remove_through(seq) {
+                    tracing::warn!(%error, "removing flushed WAL segments");
+                }
+            }
+        }
+        if closing {
+            return;
+        }
+    }
+}

@@ -12,6 +12,7 @@ pub use segment::SegmentBuilder;
 pub mod error;
 pub mod merge;
 pub mod pipeline;
+pub mod textline;
 
 pub use error::IndexError;
 pub use pipeline::{

@@ -4,7 +4,6 @@
 pub mod analysis;
 pub mod event;
 pub mod segment;
-pub mod textline;
 
 pub use analysis::Analyzer;
 pub use event::{parse_event, Event};

@@ -187,6 +187,20 @@ fn build(events: &[TestEvent], cuts: &[usize], id_seed: u64) -> Corpus {
     build_blocks(ids.into_iter().zip(blocks).collect())
 }
 
+/// The block of `segment`: written as the file `path` and mapped, or (`in_memory`) encoded
+/// in memory and read from those bytes, as a server's memory blocks are. Every answer must be
+/// the same either way, so the models below run over a mix (block ids are shuffled, so which
+/// blocks are in memory varies from case to case).
+fn open_block(segment: SegmentBuilder, path: &std::path::Path, in_memory: bool) -> BlockReader {
+    if in_memory {
+        let (_, bytes) = segment.encode_block(path).unwrap();
+        BlockReader::from_bytes(path, Arc::new(bytes)).unwrap()
+    } else {
+        segment.write_block(path).unwrap();
+        BlockReader::open(path).unwrap()
+    }
+}
+
 /// Writes each `(id, events)` as block file `{id:08}.qblk` (the catalog's naming, from which
 /// the searcher takes block ids) and opens them all.
 fn build_blocks(blocks: Vec<(u64, Vec<TestEvent>)>) -> Corpus {
@@ -200,8 +214,7 @@ fn build_blocks(blocks: Vec<(u64, Vec<TestEvent>)>) -> Corpus {
             segment.add_event(event.time, event.fields.iter().map(|(k, v)| (*k, v)));
         }
         let path = dir.path().join(format!("{id:08}.qblk"));
-        segment.write_block(&path).unwrap();
-        readers.push(BlockReader::open(&path).unwrap());
+        readers.push(open_block(segment, &path, id % 2 == 0));
         let mut block_events: Vec<&TestEvent> = events.iter().collect();
         block_events.sort_by_key(|e| e.time); // stable, as write_block sorts
         for (doc, event) in block_events.into_iter().enumerate() {

@@ -245,7 +245,12 @@ fn the_api_answers_as_the_cli_does() {
     // The server holds the data directory: `quarry index` says so and writes nothing.
     let more = dir.path().join("more.json");
     std::fs::write(&more, "{\"message\": \"okapi\"}\n").unwrap();
-    let output = quarry(&["index", "--data", data.to_str().unwrap(), more.to_str().unwrap()]);
+    let output = quarry(&[
+        "index",
+        "--data",
+        data.to_str().unwrap(),
+        more.to_str().unwrap(),
+    ]);
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("quarry serve"), "{stderr}");

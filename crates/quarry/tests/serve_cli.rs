@@ -3,87 +3,11 @@
 //! blocks indexed while it runs are searchable on the next request, bad input gets 400 with
 //! the position, unknown tenants 404, and SIGTERM stops it cleanly.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+mod common;
+
+use common::{quarry, Server};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
-
-fn quarry(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_quarry"))
-        .args(args)
-        .output()
-        .expect("run quarry")
-}
-
-struct Server {
-    child: Child,
-    addr: String,
-}
-
-impl Server {
-    fn start(data: &Path) -> Server {
-        Server::spawn(
-            &["--data", data.to_str().unwrap(), "--listen", "127.0.0.1:0"],
-            &[],
-            Path::new("."),
-        )
-    }
-
-    /// `quarry serve ARGS` with `env`, in `dir`; waits for the line with its address.
-    fn spawn(args: &[&str], env: &[(&str, &str)], dir: &Path) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_quarry"))
-            .arg("serve")
-            .args(args)
-            .envs(env.iter().copied())
-            .current_dir(dir)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start quarry serve");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .split("http://")
-            .nth(1)
-            .and_then(|rest| rest.split_whitespace().next())
-            .unwrap_or_else(|| panic!("no address in {line:?}"))
-            .to_owned();
-        Server { child, addr }
-    }
-
-    /// One request; returns the status and the JSON body.
-    fn request(&self, method: &str, target: &str, body: Option<&str>) -> (u16, serde_json::Value) {
-        let mut stream = TcpStream::connect(&self.addr).unwrap();
-        let body = body.unwrap_or("");
-        write!(
-            stream,
-            "{method} {target} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-            self.addr,
-            body.len()
-        )
-        .unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).unwrap();
-        let (head, body) = response.split_once("\r\n\r\n").unwrap();
-        let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
-        let json =
-            serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {target} -> {head} {body}"));
-        (status, json)
-    }
-
-    fn get(&self, target: &str) -> (u16, serde_json::Value) {
-        self.request("GET", target, None)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use std::process::Command;
 
 /// The CLI's lines for the same request, gathered into the API's shape.
 fn cli_answer(data: &Path, args: &[&str]) -> serde_json::Value {

@@ -1,0 +1,188 @@
+//! The real `quarry` binary, and `quarry serve` on a loopback port asked over plain HTTP/1.1,
+//! shared by the server's end-to-end tests.
+#![allow(dead_code)] // each test binary uses its own part
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+
+pub fn quarry(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_quarry"))
+        .args(args)
+        .output()
+        .expect("run quarry")
+}
+
+pub struct Server {
+    pub child: Child,
+    pub addr: String,
+}
+
+/// An answer: status, headers (lowercase names) and body.
+pub struct Answer {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Answer {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
+            panic!(
+                "{e}: {} {}",
+                self.status,
+                String::from_utf8_lossy(&self.body)
+            )
+        })
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+impl Server {
+    pub fn start(data: &Path) -> Server {
+        Server::start_with(data, &[])
+    }
+
+    /// `quarry serve --data DATA --listen 127.0.0.1:0 EXTRA`.
+    pub fn start_with(data: &Path, extra: &[&str]) -> Server {
+        let mut args = vec!["--data", data.to_str().unwrap(), "--listen", "127.0.0.1:0"];
+        args.extend_from_slice(extra);
+        Server::spawn(&args, &[], Path::new("."))
+    }
+
+    /// `quarry serve ARGS` with `env`, in `dir`; waits for the line with its address.
+    pub fn spawn(args: &[&str], env: &[(&str, &str)], dir: &Path) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_quarry"))
+            .arg("serve")
+            .args(args)
+            .envs(env.iter().copied())
+            .current_dir(dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start quarry serve");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .split("http://")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+            .to_owned();
+        Server { child, addr }
+    }
+
+    /// One request with `headers` and a raw body.
+    pub fn send(
+        &self,
+        method: &str,
+        target: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Answer {
+        let mut stream = TcpStream::connect(&self.addr).unwrap();
+        let mut head = format!(
+            "{method} {target} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: {}\r\n",
+            self.addr,
+            body.len()
+        );
+        for (name, value) in headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str("\r\n");
+        stream.write_all(head.as_bytes()).unwrap();
+        // The server may answer (413) before reading all of a large body.
+        let _ = stream.write_all(body);
+        let mut response = Vec::new();
+        let _ = stream.read_to_end(&mut response);
+        let split = response
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .unwrap_or_else(|| panic!("no head in {:?}", String::from_utf8_lossy(&response)));
+        let head = String::from_utf8_lossy(&response[..split]).into_owned();
+        let mut lines = head.lines();
+        let status = lines
+            .next()
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|s| s.parse().ok())
+            .unwrap();
+        let headers = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+            .collect::<Vec<_>>();
+        let mut body = response[split + 4..].to_vec();
+        if headers
+            .iter()
+            .any(|(n, v)| n == "transfer-encoding" && v.contains("chunked"))
+        {
+            body = dechunk(&body);
+        }
+        Answer {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    /// One request with a JSON (or any text) body; returns the status and the JSON answer.
+    pub fn request(
+        &self,
+        method: &str,
+        target: &str,
+        body: Option<&str>,
+    ) -> (u16, serde_json::Value) {
+        let answer = self.send(
+            method,
+            target,
+            &[("Content-Type", "application/json")],
+            body.unwrap_or("").as_bytes(),
+        );
+        (answer.status, answer.json())
+    }
+
+    pub fn get(&self, target: &str) -> (u16, serde_json::Value) {
+        self.request("GET", target, None)
+    }
+
+    /// Sends SIGTERM and waits for the process; returns whether it exited successfully.
+    pub fn terminate(mut self) -> bool {
+        let killed = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        self.child.wait().unwrap().success()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn dechunk(mut body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let Some(end) = body.windows(2).position(|w| w == b"\r\n") else {
+            return out;
+        };
+        let size = usize::from_str_radix(std::str::from_utf8(&body[..end]).unwrap().trim(), 16)
+            .unwrap_or(0);
+        if size == 0 {
+            return out;
+        }
+        out.extend_from_slice(&body[end + 2..end + 2 + size]);
+        body = &body[end + 2 + size + 2..];
+    }
+}

@@ -171,9 +171,10 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/api/v1/{tenant}/search", get(search_get).post(search_post))
         .route("/api/v1/{tenant}/fields", get(fields))
         .route("/api/v1/{tenant}/ingest", post(ingest::ingest))
-        .route("/api/v1/{tenant}/_bulk", post(tenant_bulk))
-        .route("/_bulk", post(ingest::bulk))
-        .route("/{index}/_bulk", post(ingest::bulk))
+        // Elasticsearch takes PUT as well as POST (its Python client sends PUT).
+        .route("/api/v1/{tenant}/_bulk", post(tenant_bulk).put(tenant_bulk))
+        .route("/_bulk", post(ingest::bulk).put(ingest::bulk))
+        .route("/{index}/_bulk", post(ingest::bulk).put(ingest::bulk))
         .route("/", get(ingest::es_info).head(ingest::es_info))
         .route("/api/v1/openapi.json", get(openapi))
         .layer(DefaultBodyLimit::max(body_limit))

@@ -59,13 +59,33 @@ impl Server {
 
     /// `quarry serve ARGS` with `env`, in `dir`; waits for the line with its address.
     pub fn spawn(args: &[&str], env: &[(&str, &str)], dir: &Path) -> Server {
+        Server::spawn_logged(args, env, dir, None)
+    }
+
+    /// As `spawn`, the server's log (stderr) appended to `log` when given.
+    pub fn spawn_logged(
+        args: &[&str],
+        env: &[(&str, &str)],
+        dir: &Path,
+        log: Option<&Path>,
+    ) -> Server {
+        let stderr = match log {
+            Some(path) => Stdio::from(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .unwrap(),
+            ),
+            None => Stdio::null(),
+        };
         let mut child = Command::new(env!("CARGO_BIN_EXE_quarry"))
             .arg("serve")
             .args(args)
             .envs(env.iter().copied())
             .current_dir(dir)
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .expect("start quarry serve");
         let mut line = String::new();
@@ -89,48 +109,8 @@ impl Server {
         headers: &[(&str, &str)],
         body: &[u8],
     ) -> Answer {
-        let mut stream = TcpStream::connect(&self.addr).unwrap();
-        let mut head = format!(
-            "{method} {target} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: {}\r\n",
-            self.addr,
-            body.len()
-        );
-        for (name, value) in headers {
-            head.push_str(&format!("{name}: {value}\r\n"));
-        }
-        head.push_str("\r\n");
-        stream.write_all(head.as_bytes()).unwrap();
-        // The server may answer (413) before reading all of a large body.
-        let _ = stream.write_all(body);
-        let mut response = Vec::new();
-        let _ = stream.read_to_end(&mut response);
-        let split = response
-            .windows(4)
-            .position(|w| w == b"\r\n\r\n")
-            .unwrap_or_else(|| panic!("no head in {:?}", String::from_utf8_lossy(&response)));
-        let head = String::from_utf8_lossy(&response[..split]).into_owned();
-        let mut lines = head.lines();
-        let status = lines
-            .next()
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|s| s.parse().ok())
-            .unwrap();
-        let headers = lines
-            .filter_map(|l| l.split_once(':'))
-            .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-            .collect::<Vec<_>>();
-        let mut body = response[split + 4..].to_vec();
-        if headers
-            .iter()
-            .any(|(n, v)| n == "transfer-encoding" && v.contains("chunked"))
-        {
-            body = dechunk(&body);
-        }
-        Answer {
-            status,
-            headers,
-            body,
-        }
+        send_to(&self.addr, method, target, headers, body)
+            .unwrap_or_else(|| panic!("no answer to {method} {target}"))
     }
 
     /// One request with a JSON (or any text) body; returns the status and the JSON answer.
@@ -169,6 +149,54 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// One request to `addr`; None when the connection fails or closes before a whole head (a
+/// server killed meanwhile).
+pub fn send_to(
+    addr: &str,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Option<Answer> {
+    let mut stream = TcpStream::connect(addr).ok()?;
+    let mut head = format!(
+        "{method} {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).ok()?;
+    // The server may answer (413) before reading all of a large body.
+    let _ = stream.write_all(body);
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response);
+    let split = response.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = String::from_utf8_lossy(&response[..split]).into_owned();
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|s| s.parse().ok())?;
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect::<Vec<_>>();
+    let mut body = response[split + 4..].to_vec();
+    if headers
+        .iter()
+        .any(|(n, v)| n == "transfer-encoding" && v.contains("chunked"))
+    {
+        body = dechunk(&body);
+    }
+    Some(Answer {
+        status,
+        headers,
+        body,
+    })
 }
 
 fn dechunk(mut body: &[u8]) -> Vec<u8> {

@@ -1,0 +1,227 @@
+//! Crash test: the real server, concurrent clients ingesting, SIGKILL at random points
+//! (during ingest, WAL fsyncs, flushes to block files, merges: the server flushes every 30 ms
+//! and merges its many small blocks, so kills land in all of them), restart, and check that
+//! every acknowledged event is present exactly once, that no event is present twice, and that
+//! every block opens and checks (`quarry check`).
+//!
+//! `QUARRY_CRASH_KILLS` kills (default 20, CI's short run); `bench/crash-soak.sh` runs 1,000.
+//! `QUARRY_CRASH_SEED` repeats a run (the seed is printed). Every `EPOCH` kills the data is
+//! verified in full and the directory started afresh, so a long soak stays small.
+
+mod common;
+
+use common::{quarry, send_to, Server};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const CLIENTS: usize = 4;
+const EPOCH: usize = 25;
+
+/// xorshift64*: the test's only randomness, from one printed seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// What the clients know: uids acknowledged, and uids sent without an answer (they may or
+/// may not be there, but at most once).
+#[derive(Default)]
+struct Ledger {
+    acked: Vec<String>,
+    unknown: Vec<String>,
+}
+
+fn client(
+    addr: String,
+    client: usize,
+    next: Arc<Mutex<u64>>,
+    seed: u64,
+    stop: Arc<AtomicBool>,
+    ledger: Arc<Mutex<Ledger>>,
+) {
+    let mut rng = Rng(seed | 1);
+    while !stop.load(Ordering::Relaxed) {
+        let size = 1 + rng.below(150) as usize;
+        let first = {
+            let mut next = next.lock().unwrap();
+            let first = *next;
+            *next += size as u64;
+            first
+        };
+        let uids: Vec<String> = (first..first + size as u64)
+            .map(|n| format!("c{client}x{n}"))
+            .collect();
+        // Half the clients speak the bulk API, half NDJSON.
+        let (target, body) = if client % 2 == 0 {
+            let body: String = uids
+                .iter()
+                .map(|uid| format!("{{\"message\": \"crash test event\", \"uid\": \"{uid}\", \"client\": {client}}}\n"))
+                .collect();
+            ("/api/v1/default/ingest", body)
+        } else {
+            let body: String = uids
+                .iter()
+                .map(|uid| format!("{{\"create\":{{}}}}\n{{\"message\": \"crash test event\", \"uid\": \"{uid}\", \"client\": {client}}}\n"))
+                .collect();
+            ("/_bulk", body)
+        };
+        let answer = send_to(&addr, "POST", target, &[], body.as_bytes());
+        let ok = answer.as_ref().is_some_and(|a| {
+            a.status == 200
+                && (target.ends_with("ingest") && a.json()["ingested"] == size
+                    || target.ends_with("_bulk") && a.json()["errors"] == false)
+        });
+        let mut ledger = ledger.lock().unwrap();
+        if ok {
+            ledger.acked.extend(uids);
+        } else {
+            ledger.unknown.extend(uids);
+            if answer.is_none() {
+                // The server is gone; wait for the next one.
+                drop(ledger);
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+    }
+}
+
+/// Every uid in the data, by count, read through the API.
+fn stored_uids(server: &Server) -> HashMap<String, u32> {
+    let (status, answer) =
+        server.get("/api/v1/default/search?query=crash&sort=time_asc&limit=10000000");
+    assert_eq!(status, 200);
+    let mut uids = HashMap::new();
+    for hit in answer["hits"].as_array().unwrap() {
+        *uids
+            .entry(hit["event"]["uid"].as_str().unwrap().to_owned())
+            .or_insert(0) += 1;
+    }
+    uids
+}
+
+fn verify(data: &Path, flags: &[&str], ledger: &Ledger, log: &Path, seed: u64) -> usize {
+    let server = Server::spawn_logged(
+        &[
+            &["--data", data.to_str().unwrap(), "--listen", "127.0.0.1:0"],
+            flags,
+        ]
+        .concat(),
+        &[],
+        Path::new("."),
+        Some(log),
+    );
+    let stored = stored_uids(&server);
+    let context = || format!("seed {seed}; server log {}", log.display());
+    for uid in &ledger.acked {
+        assert_eq!(
+            stored.get(uid),
+            Some(&1),
+            "acknowledged {uid}: {}",
+            context()
+        );
+    }
+    let known: std::collections::HashSet<&String> =
+        ledger.acked.iter().chain(&ledger.unknown).collect();
+    for (uid, count) in &stored {
+        assert_eq!(*count, 1, "{uid} stored {count} times: {}", context());
+        assert!(known.contains(uid), "{uid} was never sent: {}", context());
+    }
+    drop(server);
+    let check = quarry(&["check", "--data", data.to_str().unwrap()]);
+    assert!(
+        check.status.success(),
+        "quarry check: {} {}",
+        String::from_utf8_lossy(&check.stderr),
+        context()
+    );
+    stored.len()
+}
+
+#[test]
+fn acknowledged_events_survive_sigkill_exactly_once() {
+    let kills: usize = std::env::var("QUARRY_CRASH_KILLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
+    let seed: u64 = std::env::var("QUARRY_CRASH_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
+    eprintln!("crash test: {kills} kills, QUARRY_CRASH_SEED={seed}");
+    let mut rng = Rng(seed | 1);
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let flags = ["--flush-interval", "0.03", "--flush-size", "256KB"];
+    let started = Instant::now();
+    let (mut acked_total, mut stored_total) = (0usize, 0usize);
+    let mut epoch = 0;
+    let mut done = 0;
+    while done < kills {
+        epoch += 1;
+        let data = dir.path().join(format!("data-{epoch}"));
+        let ledger = Arc::new(Mutex::new(Ledger::default()));
+        let next = Arc::new(Mutex::new(0u64));
+        let in_epoch = EPOCH.min(kills - done);
+        for _ in 0..in_epoch {
+            let server = Server::spawn_logged(
+                &[
+                    &["--data", data.to_str().unwrap(), "--listen", "127.0.0.1:0"],
+                    &flags[..],
+                ]
+                .concat(),
+                &[],
+                Path::new("."),
+                Some(&log),
+            );
+            let stop = Arc::new(AtomicBool::new(false));
+            let clients: Vec<_> = (0..CLIENTS)
+                .map(|c| {
+                    let (addr, next, stop, ledger) = (
+                        server.addr.clone(),
+                        next.clone(),
+                        stop.clone(),
+                        ledger.clone(),
+                    );
+                    let client_seed = rng.next();
+                    std::thread::spawn(move || client(addr, c, next, client_seed, stop, ledger))
+                })
+                .collect();
+            std::thread::sleep(Duration::from_millis(20 + rng.below(400)));
+            let mut server = server;
+            server.child.kill().unwrap();
+            server.child.wait().unwrap();
+            stop.store(true, Ordering::Relaxed);
+            for client in clients {
+                client.join().unwrap();
+            }
+            done += 1;
+        }
+        let ledger = ledger.lock().unwrap();
+        stored_total += verify(&data, &flags, &ledger, &log, seed);
+        acked_total += ledger.acked.len();
+        std::fs::remove_dir_all(&data).unwrap();
+    }
+    eprintln!(
+        "crash test: {done} kills in {:.1} s, {acked_total} events acknowledged, {stored_total} stored (acknowledged + unanswered that made it), all exactly once",
+        started.elapsed().as_secs_f64()
+    );
+    assert!(acked_total > 0, "no request was ever acknowledged");
+}

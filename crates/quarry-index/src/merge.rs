@@ -40,7 +40,7 @@ use crate::segment::SegmentBuilder;
 use quarry_format::block::DocumentFetcher;
 use quarry_format::limits::MAX_DOCS_PER_BLOCK;
 use quarry_format::BlockReader;
-use quarry_store::{BlockEntry, Catalog};
+use quarry_store::{BlockEntry, Metastore};
 use std::borrow::Borrow;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -149,13 +149,12 @@ impl OutputCut {
 /// [`MergePolicy::max_outputs`] of them unless a segment limit cuts one early). Returns the
 /// new blocks.
 pub fn merge_blocks(
-    catalog: &mut Catalog,
+    catalog: &mut dyn Metastore,
     analyzer: Arc<Analyzer>,
     ids: &[u64],
     policy: &MergePolicy,
     progress: &Progress,
 ) -> Result<Vec<BlockEntry>> {
-    let dir = catalog.dir().to_path_buf();
     // Input sizes come from the catalog, as in `pick_merge`, so that the cut matches the bound
     // the pick relied on.
     let sizes = ids
@@ -167,7 +166,7 @@ pub fn merge_blocks(
                 .find(|b| b.id == id)
                 .map(|b| (b.bytes, b.docs))
                 .ok_or_else(|| crate::error::IndexError::Io {
-                    path: Catalog::block_path(&dir, id),
+                    path: catalog.block_location(id),
                     source: std::io::Error::new(
                         std::io::ErrorKind::NotFound,
                         "block is not in the catalog",
@@ -177,7 +176,7 @@ pub fn merge_blocks(
         .collect::<Result<Vec<_>>>()?;
     let readers = ids
         .iter()
-        .map(|&id| BlockReader::open(&Catalog::block_path(&dir, id)))
+        .map(|&id| BlockReader::open(&catalog.block_location(id)))
         .collect::<Result<Vec<_>, _>>()?;
     let outputs = merge_readers(&readers, &sizes, analyzer, policy, progress, |segment| {
         write(catalog, segment)
@@ -288,9 +287,9 @@ pub fn merge_readers<R: Borrow<BlockReader>, T>(
     Ok(outputs)
 }
 
-fn write(catalog: &mut Catalog, segment: SegmentBuilder) -> Result<BlockEntry> {
+fn write(catalog: &mut dyn Metastore, segment: SegmentBuilder) -> Result<BlockEntry> {
     let id = catalog.allocate_block_id();
-    let path = Catalog::block_path(catalog.dir(), id);
+    let path = catalog.block_location(id);
     let manifest = segment.write_block(&path)?;
     let bytes = std::fs::metadata(&path)
         .map_err(|source| crate::error::IndexError::Io {
@@ -539,7 +538,7 @@ mod tests {
     #[test]
     fn real_merges_write_at_most_the_bound_and_keep_every_event() {
         let dir = tempfile::tempdir().unwrap();
-        let mut catalog = Catalog::open_or_create(dir.path(), Default::default()).unwrap();
+        let mut catalog = quarry_store::Catalog::open_or_create(dir.path(), Default::default()).unwrap();
         let analyzer = Arc::new(Analyzer::default());
         let mut time = 1_700_000_000i64;
         for block in 0..23 {

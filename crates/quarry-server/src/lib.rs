@@ -94,9 +94,13 @@ pub async fn serve(
 ) -> Result<(), ServerError> {
     let catalog = Catalog::open_or_create(&config.data, Settings::default())?;
     let wal_dir = config.data.join("wal").join(DEFAULT_TENANT);
-    let (live, recovery) =
-        LiveIndex::open(catalog, DEFAULT_TENANT, &wal_dir, config.ingest.clone())
-            .map_err(ServerError::Recover)?;
+    let (live, recovery) = LiveIndex::open(
+        Box::new(catalog),
+        DEFAULT_TENANT,
+        &wal_dir,
+        config.ingest.clone(),
+    )
+    .map_err(ServerError::Recover)?;
     if recovery.records > 0 || recovery.torn_bytes > 0 {
         tracing::info!(
             records = recovery.records,

@@ -42,7 +42,7 @@ use quarry_index::merge::{merge_blocks, merge_readers, pick_merge, MergePolicy};
 use quarry_index::pipeline::Progress;
 use quarry_index::segment::SegmentBuilder;
 use quarry_query::{DamagedBlock, Searcher};
-use quarry_store::{BlockEntry, Catalog};
+use quarry_store::{BlockEntry, Metastore};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -207,7 +207,7 @@ pub struct LiveIndex {
     tenant: String,
     analyzer: Arc<Analyzer>,
     config: IngestConfig,
-    catalog: Mutex<Catalog>,
+    catalog: Mutex<Box<dyn Metastore>>,
     state: Mutex<State>,
     wal: WalHandle,
 }
@@ -221,10 +221,11 @@ pub struct Recovery {
 }
 
 impl LiveIndex {
-    /// Opens the tenant `tenant` over `catalog`: opens its block files, replays the WAL in
-    /// `wal_dir` past the catalog's committed position, and starts the WAL writer.
+    /// Opens the tenant `tenant` over `catalog` (the local `Catalog` is the embedded default):
+    /// opens its block files, replays the WAL in `wal_dir` past the catalog's committed
+    /// position, and starts the WAL writer.
     pub fn open(
-        catalog: Catalog,
+        catalog: Box<dyn Metastore>,
         tenant: &str,
         wal_dir: &Path,
         config: IngestConfig,
@@ -233,7 +234,7 @@ impl LiveIndex {
         let mut disk = Vec::with_capacity(catalog.blocks().len());
         let mut damaged = Vec::new();
         for entry in catalog.blocks() {
-            let path = Catalog::block_path(catalog.dir(), entry.id);
+            let path = catalog.block_location(entry.id);
             match BlockReader::open(&path) {
                 Ok(reader) => disk.push((entry.id, Arc::new(reader))),
                 Err(error) => {
@@ -303,7 +304,7 @@ impl LiveIndex {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn catalog(&self) -> MutexGuard<'_, Catalog> {
+    fn catalog(&self) -> MutexGuard<'_, Box<dyn Metastore>> {
         self.catalog.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -410,7 +411,7 @@ impl LiveIndex {
         let mut catalog = self.catalog();
         let entries = if let [block] = blocks.as_slice() {
             let id = catalog.allocate_block_id();
-            let path = Catalog::block_path(catalog.dir(), id);
+            let path = catalog.block_location(id);
             quarry_store::write_block_bytes(&path, &block.bytes).map_err(|source| {
                 LiveError::Io {
                     path: path.clone(),
@@ -427,11 +428,11 @@ impl LiveIndex {
                 self.analyzer.clone(),
                 &self.flush_policy(),
                 &Progress::default(),
-                |segment| write_segment(&mut catalog, segment),
+                |segment| write_segment(&mut **catalog, segment),
             )?
         };
         catalog.commit_flush(entries.clone(), &self.tenant, through)?;
-        let opened = open_entries(catalog.dir(), &entries)?;
+        let opened = open_entries(&**catalog, &entries)?;
         drop(catalog);
         {
             let mut state = self.state();
@@ -501,7 +502,7 @@ impl LiveIndex {
             return Ok(false);
         }
         let merged = merge_blocks(
-            &mut catalog,
+            &mut **catalog,
             self.analyzer.clone(),
             &ids,
             &self.config.merge,
@@ -511,9 +512,10 @@ impl LiveIndex {
             Ok(merged) => merged,
             Err(quarry_index::error::IndexError::Format(error)) => {
                 // A damaged input: leave it out of later merges and of answers.
-                let bad = ids.iter().copied().find(|&id| {
-                    error.path() == Some(Catalog::block_path(catalog.dir(), id).as_path())
-                });
+                let bad = ids
+                    .iter()
+                    .copied()
+                    .find(|&id| error.path() == Some(catalog.block_location(id).as_path()));
                 let Some(id) = bad else {
                     return Err(LiveError::Format(error));
                 };
@@ -523,7 +525,7 @@ impl LiveIndex {
                 state.damaged.push((
                     id,
                     DamagedBlock {
-                        path: Catalog::block_path(catalog.dir(), id),
+                        path: catalog.block_location(id),
                         error: error.to_string(),
                     },
                 ));
@@ -532,7 +534,7 @@ impl LiveIndex {
             }
             Err(other) => return Err(other.into()),
         };
-        let opened = open_entries(catalog.dir(), &merged)?;
+        let opened = open_entries(&**catalog, &merged)?;
         drop(catalog);
         let mut state = self.state();
         state.disk.retain(|(id, _)| !ids.contains(id));
@@ -627,11 +629,11 @@ fn entry(id: u64, manifest: &Manifest, bytes: u64) -> BlockEntry {
 }
 
 fn write_segment(
-    catalog: &mut Catalog,
+    catalog: &mut dyn Metastore,
     segment: SegmentBuilder,
 ) -> Result<BlockEntry, quarry_index::error::IndexError> {
     let id = catalog.allocate_block_id();
-    let path = Catalog::block_path(catalog.dir(), id);
+    let path = catalog.block_location(id);
     let manifest = segment.write_block(&path)?;
     let bytes = std::fs::metadata(&path)
         .map_err(|source| quarry_index::error::IndexError::Io {
@@ -642,11 +644,14 @@ fn write_segment(
     Ok(entry(id, &manifest, bytes))
 }
 
-fn open_entries(dir: &Path, entries: &[BlockEntry]) -> Result<Vec<(u64, Arc<BlockReader>)>> {
+fn open_entries(
+    catalog: &dyn Metastore,
+    entries: &[BlockEntry],
+) -> Result<Vec<(u64, Arc<BlockReader>)>> {
     entries
         .iter()
         .map(|e| {
-            let reader = BlockReader::open(&Catalog::block_path(dir, e.id))?;
+            let reader = BlockReader::open(&catalog.block_location(e.id))?;
             Ok((e.id, Arc::new(reader)))
         })
         .collect()

@@ -538,7 +538,8 @@ mod tests {
     #[test]
     fn real_merges_write_at_most_the_bound_and_keep_every_event() {
         let dir = tempfile::tempdir().unwrap();
-        let mut catalog = quarry_store::Catalog::open_or_create(dir.path(), Default::default()).unwrap();
+        let mut catalog =
+            quarry_store::Catalog::open_or_create(dir.path(), Default::default()).unwrap();
         let analyzer = Arc::new(Analyzer::default());
         let mut time = 1_700_000_000i64;
         for block in 0..23 {

@@ -7,6 +7,7 @@
 pub mod aggregation;
 pub mod bm25;
 pub mod collector;
+pub mod cursor;
 pub mod error;
 pub mod filter;
 pub mod parser;
@@ -19,6 +20,7 @@ pub mod time;
 pub mod timeline;
 pub mod weight;
 
+pub use cursor::Cursor;
 pub use error::QueryError;
 pub use query::Query;
 pub use request::{Bucket, HistogramInterval, HitEvent, SearchRequest, SearchResponse, Warning};

@@ -5,9 +5,9 @@
 //! nothing themselves (STYLE.md, "Requests and snapshots").
 
 use crate::aggregation::AggSpec;
+use crate::cursor::Cursor;
 use crate::error::Result;
 use crate::searcher::{HitsRequest, Searcher, SortOrder};
-use crate::timeline::Cursor;
 use quarry_format::Value;
 use std::path::PathBuf;
 

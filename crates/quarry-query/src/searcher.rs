@@ -2,12 +2,12 @@
 
 use crate::bm25::Bm25Params;
 use crate::collector::{collect_all, collect_max_score, ScoredDoc, TopK};
+use crate::cursor::Cursor;
 use crate::error::{QueryError, Result};
 use crate::filter::Optimizations;
 use crate::parser;
 use crate::query::{plan, Query};
 use crate::scorer::{BoxScorer, Scorer};
-use crate::timeline::Cursor;
 use crate::weight::{CollectionStats, Weight};
 use quarry_format::block::DocumentFetcher;
 use quarry_format::{BlockReader, DecodeError, Value, TERMINATED, TIME_FIELD};

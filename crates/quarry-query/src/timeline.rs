@@ -12,6 +12,7 @@
 //! (Fig. 9): with no filter besides time the count is a subtraction; with a filter, matches
 //! are bucketed by doc id, without reading their times.
 
+use crate::cursor::Cursor;
 use crate::error::{QueryError, Result};
 use crate::filter::{time_overlaps, TimeLookup};
 use crate::query::Query;
@@ -23,33 +24,6 @@ use std::collections::BinaryHeap;
 
 /// The most buckets one histogram may have.
 pub const MAX_BUCKETS: i64 = 100_000;
-
-/// A position in time order: hits strictly after it (in the sort direction) come next.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Cursor {
-    pub time: i64,
-    pub block_id: u64,
-    pub doc: u32,
-}
-
-impl Cursor {
-    /// Parses the text `Hit::cursor` prints: `time:block:doc`.
-    pub fn parse(text: &str) -> Option<Cursor> {
-        let mut parts = text.split(':');
-        let cursor = Cursor {
-            time: parts.next()?.parse().ok()?,
-            block_id: parts.next()?.parse().ok()?,
-            doc: parts.next()?.parse().ok()?,
-        };
-        parts.next().is_none().then_some(cursor)
-    }
-}
-
-impl std::fmt::Display for Cursor {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}:{}", self.time, self.block_id, self.doc)
-    }
-}
 
 /// Counts per bucket: `(bucket start in ns, count)`, ascending, empty buckets between the
 /// first and the last non-empty one included.

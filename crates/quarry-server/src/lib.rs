@@ -25,8 +25,8 @@ use axum::{Json, Router};
 use live::{IngestConfig, LiveIndex};
 use quarry_index::event::format_time;
 use quarry_query::aggregation::AggSpec;
+use quarry_query::cursor::Cursor;
 use quarry_query::time::{now_nanos, parse_interval, parse_time};
-use quarry_query::timeline::Cursor;
 use quarry_query::{
     value_to_json, HistogramInterval, QueryError, SearchRequest, SearchResponse, SortOrder, Warning,
 };

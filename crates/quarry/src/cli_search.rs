@@ -3,10 +3,10 @@ use anyhow::{Context, Result};
 use quarry_format::BlockReader;
 use quarry_index::event::format_time;
 use quarry_query::aggregation::AggSpec;
+use quarry_query::cursor::Cursor;
 use quarry_query::filter::Optimizations;
 use quarry_query::parser::ParseError;
 use quarry_query::time::{now_nanos, parse_interval, parse_time};
-use quarry_query::timeline::Cursor;
 use quarry_query::{
     value_to_json, HistogramInterval, QueryError, SearchRequest, SearchResponse, Searcher,
     SortOrder, Warning,

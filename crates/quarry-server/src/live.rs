@@ -13,9 +13,10 @@
 //! sees blocks only, in memory or in files, and every query feature answers alike wherever an
 //! event sits: there is no second query path to keep in step. Sealing costs an encode of the
 //! events since the last search; the active segment is also sealed when it reaches
-//! `seal_bytes`, so that cost stays bounded. Many small memory blocks (frequent searches
-//! during ingest) are merged into one in the background once there are more than
-//! `max_memory_blocks`.
+//! `seal_bytes`, so that cost stays bounded. Small memory blocks (frequent searches during
+//! ingest seal many) are merged into one in the background once there are more than
+//! `max_memory_blocks` of them; big ones are left for the flush, so no event is merged in
+//! memory over and over.
 //!
 //! **Durable, then acknowledged.** Under the lock, an ingest request takes the next WAL
 //! sequence number, adds its events to the active segment and queues its WAL record; queueing
@@ -25,7 +26,8 @@
 //!
 //! **Flush.** When the memory blocks and active segment hold `flush_bytes`, or their oldest
 //! event is `flush_interval` old, the background thread seals the active segment and writes
-//! every memory block to block files (merged into one when there are several), then commits
+//! every memory block, as it is, to a block file (the size-tiered merge combines small files
+//! later), then commits
 //! them to the catalog together with the last WAL sequence number they hold
 //! (`Catalog::commit_flush`). Only then are the memory blocks dropped (in the same lock as the
 //! new files join the snapshot: no search sees an event twice or misses it) and the WAL
@@ -44,6 +46,7 @@ use quarry_index::segment::SegmentBuilder;
 use quarry_query::{DamagedBlock, Searcher};
 use quarry_store::{BlockEntry, Metastore};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -58,7 +61,7 @@ pub struct IngestConfig {
     pub seal_bytes: usize,
     /// Memory over which ingest is refused (429) until a flush makes room.
     pub max_memory_bytes: usize,
-    /// Memory blocks beyond which they are merged into one.
+    /// Small memory blocks beyond which they are merged into one.
     pub max_memory_blocks: usize,
     /// The size-tiered merge of block files (`quarry index`'s).
     pub merge: MergePolicy,
@@ -69,7 +72,7 @@ impl Default for IngestConfig {
         IngestConfig {
             flush_bytes: 64 << 20,
             flush_interval: Duration::from_secs(10),
-            seal_bytes: 8 << 20,
+            seal_bytes: 16 << 20,
             max_memory_bytes: 512 << 20,
             max_memory_blocks: 8,
             merge: MergePolicy::default(),
@@ -184,30 +187,46 @@ struct State {
     disk: Vec<(u64, Arc<BlockReader>)>,
     /// Block files that failed to open or to merge: left out, reported with every answer.
     damaged: Vec<(u64, DamagedBlock)>,
-    /// Oldest first.
+    /// Oldest first (ingest appends; only the background thread removes or replaces).
     memory: Vec<MemoryBlock>,
-    active: SegmentBuilder,
     /// When the oldest event not yet in a block file arrived.
     unflushed_since: Option<Instant>,
-    /// The last WAL sequence number handed out.
-    last_seq: u64,
     next_memory_id: u64,
     /// The snapshot of the current state, made by the first search after a change.
     snapshot: Option<Arc<Searcher>>,
 }
 
 impl State {
-    fn memory_bytes(&self) -> usize {
-        self.active.memory_bytes() + self.memory.iter().map(|b| b.bytes.len()).sum::<usize>()
+    fn memory_block_bytes(&self) -> usize {
+        self.memory.iter().map(|b| b.bytes.len()).sum::<usize>()
     }
 }
 
+/// Where new events go: one per core, so that requests index in parallel.
+struct Active {
+    segment: SegmentBuilder,
+    /// What `active_bytes` counts for this segment.
+    counted_bytes: usize,
+}
+
 /// One tenant's live index over the data directory's catalog.
+///
+/// Locks, always taken in this order: active segments (ascending), `last_seq`, `state`.
+/// An ingest holds one active segment from adding its events until its sequence number is
+/// taken and its WAL record queued; a seal (search, flush) holds all of them. So a seal sees
+/// every event whose sequence number was handed out, and no event without one.
 pub struct LiveIndex {
     tenant: String,
     analyzer: Arc<Analyzer>,
     config: IngestConfig,
     catalog: Mutex<Box<dyn Metastore>>,
+    actives: Vec<Mutex<Active>>,
+    /// Round robin over `actives`.
+    next_active: AtomicUsize,
+    /// Approximate bytes in the active segments.
+    active_bytes: AtomicUsize,
+    /// The last WAL sequence number handed out.
+    last_seq: Mutex<u64>,
     state: Mutex<State>,
     wal: WalHandle,
 }
@@ -261,21 +280,39 @@ impl LiveIndex {
             );
         }
         let last_seq = wal.last_seq();
-        let mut state = State {
+        let state = State {
             disk,
             damaged,
             memory: Vec::new(),
-            active: SegmentBuilder::new(analyzer.clone()),
             unflushed_since: None,
-            last_seq,
             next_memory_id: MEMORY_BLOCK_IDS,
             snapshot: None,
         };
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+        let actives = (0..cores)
+            .map(|_| {
+                Mutex::new(Active {
+                    segment: SegmentBuilder::new(analyzer.clone()),
+                    counted_bytes: 0,
+                })
+            })
+            .collect();
         let mut recovery = Recovery {
             torn_bytes: replay.torn_bytes,
             ..Default::default()
         };
-        let tenant_name = tenant.to_owned();
+        let live = LiveIndex {
+            tenant: tenant.to_owned(),
+            analyzer,
+            config,
+            catalog: Mutex::new(catalog),
+            actives,
+            next_active: AtomicUsize::new(0),
+            active_bytes: AtomicUsize::new(0),
+            last_seq: Mutex::new(last_seq),
+            state: Mutex::new(state),
+            wal: WalHandle::start(wal),
+        };
         for record in replay.records {
             if record.seq <= committed {
                 continue;
@@ -283,16 +320,9 @@ impl LiveIndex {
             let batch = Batch::from_payload(record.seq, record.payload)?;
             recovery.records += 1;
             recovery.events += batch.len();
-            add_events(&mut state, &analyzer, &tenant_name, batch.events, &config)?;
+            let mut active = lock(&live.actives[0]);
+            live.add_events(&mut active, batch.events)?;
         }
-        let live = LiveIndex {
-            tenant: tenant_name,
-            analyzer,
-            config,
-            catalog: Mutex::new(catalog),
-            state: Mutex::new(state),
-            wal: WalHandle::start(wal),
-        };
         Ok((live, recovery))
     }
 
@@ -301,7 +331,28 @@ impl LiveIndex {
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.state)
+    }
+
+    /// Every active segment, locked (in order).
+    fn lock_actives(&self) -> Vec<MutexGuard<'_, Active>> {
+        self.actives.iter().map(lock).collect()
+    }
+
+    /// A free active segment if there is one, else the next in turn (waiting for it).
+    fn some_active(&self) -> MutexGuard<'_, Active> {
+        let start = self.next_active.fetch_add(1, Ordering::Relaxed);
+        let n = self.actives.len();
+        for i in 0..n {
+            if let Ok(active) = self.actives[(start + i) % n].try_lock() {
+                return active;
+            }
+        }
+        lock(&self.actives[start % n])
+    }
+
+    fn memory_bytes(&self, state: &State) -> usize {
+        state.memory_block_bytes() + self.active_bytes.load(Ordering::Relaxed)
     }
 
     fn catalog(&self) -> MutexGuard<'_, Box<dyn Metastore>> {
@@ -317,33 +368,32 @@ impl LiveIndex {
         if let Some(error) = self.wal.failure() {
             return Err(LiveError::Wal(error));
         }
-        let mut state = self.state();
-        let bytes = state.memory_bytes();
+        let bytes = self.memory_bytes(&self.state());
         if bytes > self.config.max_memory_bytes {
             return Err(LiveError::Full {
                 bytes,
                 limit: self.config.max_memory_bytes,
             });
         }
-        let seq = state.last_seq + 1;
-        add_events(
-            &mut state,
-            &self.analyzer,
-            &self.tenant,
-            batch.events,
-            &self.config,
-        )?;
-        state.last_seq = seq;
-        Ok(self.wal.append(seq, batch.payload, durable))
+        let mut active = self.some_active();
+        self.add_events(&mut active, batch.events)?;
+        let mut last_seq = lock(&self.last_seq);
+        *last_seq += 1;
+        // Queued under the lock, so the WAL is written in sequence order.
+        let wait = self.wal.append(*last_seq, batch.payload, durable);
+        drop(last_seq);
+        drop(active);
+        Ok(wait)
     }
 
     /// The current snapshot: every committed block file and every memory block, the events
     /// added since the last search sealed into one first.
     pub fn snapshot(&self) -> Result<Arc<Searcher>> {
+        let mut actives = self.lock_actives();
+        let segments = actives.iter_mut().filter_map(|a| self.take(a)).collect();
+        self.seal(segments)?;
+        drop(actives);
         let mut state = self.state();
-        if !state.active.is_empty() {
-            seal(&mut state, &self.analyzer, &self.tenant)?;
-        }
         if let Some(snapshot) = &state.snapshot {
             return Ok(snapshot.clone());
         }
@@ -362,14 +412,14 @@ impl LiveIndex {
 
     /// Events in memory (not yet in block files), and their approximate bytes.
     pub fn memory_usage(&self) -> (u64, usize) {
+        let actives = self.lock_actives();
         let state = self.state();
-        let events = u64::from(state.active.doc_count())
-            + state
-                .memory
-                .iter()
-                .map(|m| u64::from(m.reader.doc_count()))
-                .sum::<u64>();
-        (events, state.memory_bytes())
+        let events = actives
+            .iter()
+            .map(|a| u64::from(a.segment.doc_count()))
+            .chain(state.memory.iter().map(|m| u64::from(m.reader.doc_count())))
+            .sum();
+        (events, self.memory_bytes(&state))
     }
 
     /// One round of background work: a flush if one is due (or `force`), else a compaction
@@ -378,7 +428,7 @@ impl LiveIndex {
     pub fn background_step(&self, force_flush: bool) -> Result<bool> {
         let due = {
             let state = self.state();
-            let bytes = state.memory_bytes();
+            let bytes = self.memory_bytes(&state);
             let old = state
                 .unflushed_since
                 .is_some_and(|since| since.elapsed() >= self.config.flush_interval);
@@ -389,7 +439,7 @@ impl LiveIndex {
             self.flush()?;
             return Ok(true);
         }
-        if self.state().memory.len() > self.config.max_memory_blocks {
+        if self.compaction_due() {
             self.compact_memory()?;
             return Ok(true);
         }
@@ -399,38 +449,29 @@ impl LiveIndex {
     /// Writes every event in memory to block files and commits them with their WAL position.
     pub fn flush(&self) -> Result<()> {
         let (blocks, through) = {
-            let mut state = self.state();
-            if !state.active.is_empty() {
-                seal(&mut state, &self.analyzer, &self.tenant)?;
-            }
-            (state.memory.clone(), state.last_seq)
+            // All active segments held: every event with a sequence number up to `through`
+            // is sealed below, and none after it is anywhere yet.
+            let mut actives = self.lock_actives();
+            let through = *lock(&self.last_seq);
+            let segments = actives.iter_mut().filter_map(|a| self.take(a)).collect();
+            self.seal(segments)?;
+            let memory = self.state().memory.clone();
+            (memory, through)
         };
         if blocks.is_empty() {
             return Ok(());
         }
+        // Each memory block is written as it is: a flush encodes nothing again. Small files
+        // are merged later by the size-tiered merge, like `quarry index`'s.
         let mut catalog = self.catalog();
-        let entries = if let [block] = blocks.as_slice() {
+        let mut entries = Vec::with_capacity(blocks.len());
+        for block in &blocks {
             let id = catalog.allocate_block_id();
             let path = catalog.block_location(id);
-            quarry_store::write_block_bytes(&path, &block.bytes).map_err(|source| {
-                LiveError::Io {
-                    path: path.clone(),
-                    source,
-                }
-            })?;
-            vec![entry(id, block.reader.manifest(), block.bytes.len() as u64)]
-        } else {
-            let readers: Vec<&BlockReader> = blocks.iter().map(|b| &*b.reader).collect();
-            let sizes = sizes(&readers);
-            merge_readers(
-                &readers,
-                &sizes,
-                self.analyzer.clone(),
-                &self.flush_policy(),
-                &Progress::default(),
-                |segment| write_segment(&mut **catalog, segment),
-            )?
-        };
+            quarry_store::write_block_bytes(&path, &block.bytes)
+                .map_err(|source| LiveError::Io { path, source })?;
+            entries.push(entry(id, block.reader.manifest(), block.bytes.len() as u64));
+        }
         catalog.commit_flush(entries.clone(), &self.tenant, through)?;
         let opened = open_entries(&**catalog, &entries)?;
         drop(catalog);
@@ -438,7 +479,7 @@ impl LiveIndex {
             let mut state = self.state();
             state.memory.drain(..blocks.len());
             state.disk.extend(opened);
-            if state.memory.is_empty() && state.active.is_empty() {
+            if state.memory.is_empty() && self.active_bytes.load(Ordering::Relaxed) == 0 {
                 state.unflushed_since = None;
             }
             state.snapshot = None;
@@ -448,14 +489,37 @@ impl LiveIndex {
         Ok(())
     }
 
-    /// A flush cuts output blocks at the merge target size only.
-    fn flush_policy(&self) -> MergePolicy {
-        self.config.merge
+    /// Memory blocks below this many bytes are merged once there are more than
+    /// `max_memory_blocks` of them (searches during ingest seal many small ones); bigger ones
+    /// wait for the flush as they are, so no event is merged over and over.
+    fn small_block_bytes(&self) -> usize {
+        (self.config.seal_bytes / 8).max(64 << 10)
     }
 
-    /// Merges the memory blocks there are now into one (or as few as the block limits allow).
+    /// Whether there are enough small memory blocks to merge.
+    fn compaction_due(&self) -> bool {
+        let small = self.small_block_bytes();
+        let state = self.state();
+        state
+            .memory
+            .iter()
+            .filter(|b| b.bytes.len() < small)
+            .count()
+            > self.config.max_memory_blocks
+    }
+
+    /// Merges the small memory blocks there are now into one (or as few as the block limits
+    /// allow), in the place of the first of them.
     fn compact_memory(&self) -> Result<()> {
-        let blocks = self.state().memory.clone();
+        let small = self.small_block_bytes();
+        let (positions, blocks): (Vec<usize>, Vec<MemoryBlock>) = self
+            .state()
+            .memory
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.bytes.len() < small)
+            .map(|(i, b)| (i, b.clone()))
+            .unzip();
         if blocks.len() < 2 {
             return Ok(());
         }
@@ -472,7 +536,7 @@ impl LiveIndex {
             &readers,
             &sizes,
             self.analyzer.clone(),
-            &self.flush_policy(),
+            &self.config.merge,
             &Progress::default(),
             |segment| {
                 let block = encode_memory_block(segment, &self.tenant, next_id)?;
@@ -481,8 +545,13 @@ impl LiveIndex {
             },
         )?;
         let mut state = self.state();
-        // Only this thread removes memory blocks, so the first ones are still these.
-        state.memory.splice(..blocks.len(), merged);
+        // Only this thread removes or replaces memory blocks, and ingest only appends, so
+        // the positions still hold these blocks.
+        for &position in positions.iter().rev() {
+            state.memory.remove(position);
+        }
+        let at = positions[0];
+        state.memory.splice(at..at, merged);
         state.snapshot = None;
         Ok(())
     }
@@ -544,6 +613,76 @@ impl LiveIndex {
         Ok(true)
     }
 
+    /// Adds events to an active segment, sealing it when a block limit or `seal_bytes` is
+    /// reached.
+    fn add_events(&self, active: &mut Active, events: Vec<Event>) -> Result<()> {
+        for event in &events {
+            let names = event.fields.iter().map(|(name, _)| name.as_str());
+            if !active.segment.has_room_for(names) || active.segment.is_full() {
+                let full = self.take(active);
+                self.seal(full.into_iter().collect())?;
+            }
+            active.segment.add_event(
+                event.time,
+                event
+                    .fields
+                    .iter()
+                    .map(|(name, value)| (name.as_str(), value)),
+            );
+        }
+        let bytes = active.segment.memory_bytes();
+        if bytes >= self.config.seal_bytes {
+            let full = self.take(active);
+            self.seal(full.into_iter().collect())?;
+        } else {
+            self.active_bytes
+                .fetch_add(bytes - active.counted_bytes, Ordering::Relaxed);
+            active.counted_bytes = bytes;
+        }
+        let mut state = self.state();
+        state.unflushed_since.get_or_insert_with(Instant::now);
+        state.snapshot = None;
+        Ok(())
+    }
+
+    /// The events of an active segment, leaving it empty (None if it was).
+    fn take(&self, active: &mut Active) -> Option<SegmentBuilder> {
+        if active.segment.is_empty() {
+            return None;
+        }
+        self.active_bytes
+            .fetch_sub(active.counted_bytes, Ordering::Relaxed);
+        active.counted_bytes = 0;
+        Some(std::mem::replace(
+            &mut active.segment,
+            SegmentBuilder::new(self.analyzer.clone()),
+        ))
+    }
+
+    /// Turns segments taken from active ones into memory blocks. The caller still holds the
+    /// active segments they came from, so no search runs between the take and the push; the
+    /// encoding runs without the state lock, so other requests go on meanwhile.
+    fn seal(&self, segments: Vec<SegmentBuilder>) -> Result<()> {
+        if segments.is_empty() {
+            return Ok(());
+        }
+        let first_id = {
+            let mut state = self.state();
+            let first = state.next_memory_id;
+            state.next_memory_id += segments.len() as u64;
+            first
+        };
+        let blocks = segments
+            .into_iter()
+            .zip(first_id..)
+            .map(|(segment, id)| encode_memory_block(segment, &self.tenant, id))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut state = self.state();
+        state.memory.extend(blocks);
+        state.snapshot = None;
+        Ok(())
+    }
+
     /// Why the WAL stopped taking records, if it did (then ingest is refused).
     pub fn wal_failure(&self) -> Option<String> {
         self.wal.failure()
@@ -555,45 +694,8 @@ impl LiveIndex {
     }
 }
 
-/// Adds events to the active segment, sealing it when a block limit or `seal_bytes` is
-/// reached.
-fn add_events(
-    state: &mut State,
-    analyzer: &Arc<Analyzer>,
-    tenant: &str,
-    events: Vec<Event>,
-    config: &IngestConfig,
-) -> Result<()> {
-    for event in &events {
-        let names = event.fields.iter().map(|(name, _)| name.as_str());
-        if !state.active.has_room_for(names) || state.active.is_full() {
-            seal(state, analyzer, tenant)?;
-        }
-        state.active.add_event(
-            event.time,
-            event
-                .fields
-                .iter()
-                .map(|(name, value)| (name.as_str(), value)),
-        );
-    }
-    if state.active.memory_bytes() >= config.seal_bytes {
-        seal(state, analyzer, tenant)?;
-    }
-    state.unflushed_since.get_or_insert_with(Instant::now);
-    state.snapshot = None;
-    Ok(())
-}
-
-/// Turns the active segment into a memory block.
-fn seal(state: &mut State, analyzer: &Arc<Analyzer>, tenant: &str) -> Result<()> {
-    let segment = std::mem::replace(&mut state.active, SegmentBuilder::new(analyzer.clone()));
-    let id = state.next_memory_id;
-    state.next_memory_id += 1;
-    let block = encode_memory_block(segment, tenant, id)?;
-    state.memory.push(block);
-    state.snapshot = None;
-    Ok(())
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn encode_memory_block(
@@ -626,22 +728,6 @@ fn entry(id: u64, manifest: &Manifest, bytes: u64) -> BlockEntry {
         time_max: manifest.time_max,
         bytes,
     }
-}
-
-fn write_segment(
-    catalog: &mut dyn Metastore,
-    segment: SegmentBuilder,
-) -> Result<BlockEntry, quarry_index::error::IndexError> {
-    let id = catalog.allocate_block_id();
-    let path = catalog.block_location(id);
-    let manifest = segment.write_block(&path)?;
-    let bytes = std::fs::metadata(&path)
-        .map_err(|source| quarry_index::error::IndexError::Io {
-            path: path.clone(),
-            source,
-        })?
-        .len();
-    Ok(entry(id, &manifest, bytes))
 }
 
 fn open_entries(

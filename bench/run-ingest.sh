@@ -27,6 +27,7 @@
 #                the disk measurements)
 #   RESULTS      metric list to write (default: bench/results/ingest.json)
 #   QUARRY_BIN   a quarry binary to use instead of building target/release/quarry
+#   QUARRY_SERVE_OPTS  more flags for `quarry serve` (default: none), e.g. "--flush-size 128MB"
 #   LUCENE_JAVA_HOME  JDK 21+ that builds and runs lucene-ingest (default: Temurin 25 at
 #                /usr/lib/jvm/temurin-25-jdk-amd64 if present, else JAVA_HOME, else `java`)
 #   LUCENE_JVM_OPTS   JVM flags for lucene-ingest (default: "-Xms4g -Xmx4g
@@ -49,6 +50,8 @@ QUARRY_FORMATS=${QUARRY_FORMATS:-"bulk ndjson"}
 MARKER_INTERVAL_MS=${MARKER_INTERVAL_MS:-200}
 DISK_WRITE_BYTES=${DISK_WRITE_BYTES:-1073741824}
 RESULTS=${RESULTS:-$BENCH_DIR/results/ingest.json}
+# Word splitting is wanted: one flag per word.
+read -r -a quarry_serve_opts <<<"${QUARRY_SERVE_OPTS:-}"
 
 QUARRY=${QUARRY_BIN:-${CARGO_TARGET_DIR:-$REPO_DIR/target}/release/quarry}
 BENCH_BIN=${CARGO_TARGET_DIR:-$BENCH_DIR/target}/release
@@ -191,7 +194,8 @@ for engine in $ENGINES; do
             run_engine quarry "$format" "$WORK_DIR/quarry-data" --ingest-path "$path" \
                 --search-path '/api/v1/default/search?query=marker:{marker}&count=true&limit=0' \
                 --ready-path /health/ready -- \
-                "$QUARRY" serve --data "$WORK_DIR/quarry-data" --listen 127.0.0.1:0 || status=$?
+                "$QUARRY" serve --data "$WORK_DIR/quarry-data" --listen 127.0.0.1:0 \
+                "${quarry_serve_opts[@]}" || status=$?
             if ((status == 4)); then
                 warn "quarry serve answers 404 on $path or on search: no ingest endpoint in this build yet, skipping quarry ($format)"
             elif ((status != 0)); then

@@ -93,6 +93,18 @@ const ROWS: &[Row] = &[
         decimals: 1,
     },
     Row {
+        label: "search round trip p50 ms",
+        metric: "search_p50_ms",
+        value: |r, _| Some(r.search_p50_ms),
+        decimals: 2,
+    },
+    Row {
+        label: "searches per marker p50",
+        metric: "searches_per_marker_p50",
+        value: |r, _| Some(r.searches_per_marker_p50 as f64),
+        decimals: 0,
+    },
+    Row {
         label: "markers (not found)",
         metric: "markers",
         value: |r, _| Some(r.markers as f64),
@@ -114,6 +126,12 @@ const ROWS: &[Row] = &[
         label: "failed items",
         metric: "failed_items",
         value: |r, _| Some(r.failed_items as f64),
+        decimals: 0,
+    },
+    Row {
+        label: "requests throttled (429/503)",
+        metric: "throttled",
+        value: |r, _| Some(r.throttled as f64),
         decimals: 0,
     },
     Row {
@@ -293,11 +311,15 @@ mod tests {
             searchable_after_ack_p50_ms: 490.0,
             searchable_after_ack_p99_ms: 990.0,
             marker_ack_p50_ms: 10.0,
+            search_p50_ms: 0.5,
+            search_p99_ms: 2.0,
+            searches_per_marker_p50: 3,
             peak_rss_bytes: 1_234_000_000,
             shutdown_seconds: Some(0.5),
             disk_bytes: None,
             disk_per_raw_byte: None,
             failed_items: 0,
+            throttled: 3,
         }
     }
 

@@ -91,11 +91,21 @@ pub struct RunRecord {
     pub searchable_after_ack_p50_ms: f64,
     pub searchable_after_ack_p99_ms: f64,
     pub marker_ack_p50_ms: f64,
+    /// Round trips of the marker searches, and searches per marker (median).
+    #[serde(default)]
+    pub search_p50_ms: f64,
+    #[serde(default)]
+    pub search_p99_ms: f64,
+    #[serde(default)]
+    pub searches_per_marker_p50: u64,
     pub peak_rss_bytes: u64,
     pub shutdown_seconds: Option<f64>,
     pub disk_bytes: Option<u64>,
     pub disk_per_raw_byte: Option<f64>,
     pub failed_items: u64,
+    /// 429/503 answers retried (the ack latency of a request includes its retries).
+    #[serde(default)]
+    pub throttled: u64,
 }
 
 /// A run that cannot go on; `NoEndpoint` is reported with its own exit status.
@@ -172,7 +182,8 @@ impl Engine {
         while started.elapsed() < timeout {
             if let Some(status) = self.child.try_wait()? {
                 // A JVM ends with 143 (128 + SIGTERM) after its shutdown hooks ran.
-                let terminated = status.signal() == Some(libc::SIGTERM) || status.code() == Some(143);
+                let terminated =
+                    status.signal() == Some(libc::SIGTERM) || status.code() == Some(143);
                 if !status.success() && !terminated {
                     eprintln!("ingest-driver: the engine exited with {status} after SIGTERM");
                 }
@@ -213,18 +224,50 @@ struct CountReply {
     count: u64,
 }
 
-/// Sends one ingest request; returns the number of items that failed.
+/// What one ingest request came to.
+#[derive(Default)]
+struct Ingested {
+    /// Items the engine refused.
+    failed: u64,
+    /// Answers 429 (or 503) before the one that took the request.
+    throttled: u64,
+}
+
+/// Sends one ingest request, again after a pause while the engine answers 429 Too Many
+/// Requests or 503 (back-pressure, which Elasticsearch's clients also retry).
 fn ingest(
     connection: &mut Connection,
     options: &RunOptions,
     body: &[u8],
     events: u64,
-) -> anyhow::Result<u64> {
-    let response = connection
-        .post(&options.ingest_path, options.format.content_type(), body)
-        .with_context(|| format!("POST {}", options.ingest_path))?;
+) -> anyhow::Result<Ingested> {
+    let mut throttled = 0;
+    let mut pause = Duration::from_millis(5);
+    let response = loop {
+        let response = connection
+            .post(&options.ingest_path, options.format.content_type(), body)
+            .with_context(|| format!("POST {}", options.ingest_path))?;
+        if !matches!(response.status, 429 | 503) {
+            break response;
+        }
+        throttled += 1;
+        if throttled > 10_000 {
+            bail!(
+                "POST {} answered 429/503 10,000 times in a row",
+                options.ingest_path
+            );
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(200));
+    };
     check_status(&response, "POST", &options.ingest_path)?;
-    match options.format {
+    let failed = failed_items(options.format, &response, events)?;
+    Ok(Ingested { failed, throttled })
+}
+
+/// The items of an ingest answer that failed.
+fn failed_items(format: Format, response: &Response, events: u64) -> anyhow::Result<u64> {
+    match format {
         Format::Bulk => {
             let reply: BulkReply = serde_json::from_slice(&response.body)
                 .with_context(|| format!("the bulk answer {}", preview(&response.body)))?;
@@ -292,6 +335,8 @@ fn preview(body: &[u8]) -> String {
 struct MarkerTimes {
     acked: Duration,
     found: Option<Duration>,
+    /// The round trip of each search sent for it.
+    searches: Vec<Duration>,
 }
 
 /// Sends marker `mN` and searches until found or `marker_timeout`.
@@ -309,15 +354,18 @@ fn probe_marker(
     options.format.push_event(&mut body, event.as_bytes());
     let target = options.search_path.replace("{marker}", &marker);
     let started = Instant::now();
-    let failed = ingest(connection, options, &body, 1)?;
-    if failed > 0 {
+    let ingested = ingest(connection, options, &body, 1)?;
+    if ingested.failed > 0 {
         bail!("the engine refused marker event {event}");
     }
     let acked = started.elapsed();
+    let mut searches = Vec::new();
     loop {
+        let sent = Instant::now();
         let response = connection
             .get(&target)
             .with_context(|| format!("GET {target}"))?;
+        searches.push(sent.elapsed());
         check_status(&response, "GET", &target)?;
         let reply: CountReply = serde_json::from_slice(&response.body)
             .with_context(|| format!("the search answer {}", preview(&response.body)))?;
@@ -325,10 +373,15 @@ fn probe_marker(
             return Ok(MarkerTimes {
                 acked,
                 found: Some(started.elapsed()),
+                searches,
             });
         }
         if started.elapsed() > options.marker_timeout {
-            return Ok(MarkerTimes { acked, found: None });
+            return Ok(MarkerTimes {
+                acked,
+                found: None,
+                searches,
+            });
         }
         std::thread::sleep(options.poll_interval);
     }
@@ -398,7 +451,7 @@ pub fn run(options: &RunOptions) -> anyhow::Result<RunRecord> {
 
     let next = AtomicUsize::new(0);
     let done = AtomicBool::new(false);
-    let failed_items = Mutex::new(0u64);
+    let totals = Mutex::new(Ingested::default());
     let pid = engine.pid();
     let cpu_before = process::cpu_seconds(pid)?;
     let started = Instant::now();
@@ -415,10 +468,13 @@ pub fn run(options: &RunOptions) -> anyhow::Result<RunRecord> {
                                 return Ok(());
                             };
                             let sent = Instant::now();
-                            let failed = ingest(&mut connection, options, body, events_in(index))?;
+                            let ingested =
+                                ingest(&mut connection, options, body, events_in(index))?;
                             latencies.push(sent.elapsed());
-                            if failed > 0 {
-                                *failed_items.lock().unwrap_or_else(|p| p.into_inner()) += failed;
+                            if ingested.failed > 0 || ingested.throttled > 0 {
+                                let mut totals = totals.lock().unwrap_or_else(|p| p.into_inner());
+                                totals.failed += ingested.failed;
+                                totals.throttled += ingested.throttled;
                             }
                         })();
                         if outcome.is_err() {
@@ -479,6 +535,7 @@ pub fn run(options: &RunOptions) -> anyhow::Result<RunRecord> {
         None => None,
     };
 
+    let totals = totals.into_inner().unwrap_or_else(|p| p.into_inner());
     let mut latencies = latencies;
     latencies.sort_unstable();
     let mut searchable: Vec<Duration> = markers.iter().filter_map(|m| m.found).collect();
@@ -488,6 +545,13 @@ pub fn run(options: &RunOptions) -> anyhow::Result<RunRecord> {
         .filter_map(|m| m.found.map(|found| found.saturating_sub(m.acked)))
         .collect();
     after_ack.sort_unstable();
+    let mut searches: Vec<Duration> = markers
+        .iter()
+        .flat_map(|m| m.searches.iter().copied())
+        .collect();
+    searches.sort_unstable();
+    let mut searches_per_marker: Vec<usize> = markers.iter().map(|m| m.searches.len()).collect();
+    searches_per_marker.sort_unstable();
     let mut marker_acks: Vec<Duration> = markers.iter().map(|m| m.acked).collect();
     marker_acks.sort_unstable();
     let mb = raw_bytes as f64 / 1e6;
@@ -517,11 +581,17 @@ pub fn run(options: &RunOptions) -> anyhow::Result<RunRecord> {
         searchable_after_ack_p50_ms: millis(percentile(&after_ack, 500)),
         searchable_after_ack_p99_ms: millis(percentile(&after_ack, 990)),
         marker_ack_p50_ms: millis(percentile(&marker_acks, 500)),
+        search_p50_ms: millis(percentile(&searches, 500)),
+        search_p99_ms: millis(percentile(&searches, 990)),
+        searches_per_marker_p50: searches_per_marker
+            .get(searches_per_marker.len().saturating_sub(1) / 2)
+            .map_or(0, |&n| n as u64),
         peak_rss_bytes,
         shutdown_seconds,
         disk_bytes,
         disk_per_raw_byte: disk_bytes.map(|bytes| bytes as f64 / raw_bytes as f64),
-        failed_items: failed_items.into_inner().unwrap_or_else(|p| p.into_inner()),
+        failed_items: totals.failed,
+        throttled: totals.throttled,
     })
 }
 

@@ -1,5 +1,5 @@
-# Shared by run-search.sh and run-logs.sh (sourced, not run): messages, and building a Maven
-# project with a JDK 21+ for the Lucene side.
+# Shared by run-search.sh, run-logs.sh and run-ingest.sh (sourced, not run): messages, and
+# building a Maven project with a JDK 21+ for the Lucene side.
 #
 # Before sourcing, set SCRIPT_NAME (prefix of warnings). build_lucene POM NAME sets
 # LUCENE_JAVA_HOME (when unset: Temurin 25 if present, else JAVA_HOME, else `java` on PATH),

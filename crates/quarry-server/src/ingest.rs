@@ -8,7 +8,7 @@
 //! `"durability": "async"`). A line that does not parse is reported with its line number and
 //! the others are ingested.
 
-use crate::live::{Batch, LiveError, LiveIndex};
+use crate::live::{Batch, Ingested, LiveError, LiveIndex};
 use crate::{blocking, ApiError, AppState};
 use axum::body::Bytes;
 use axum::extract::{Path as UrlPath, RawQuery, State};
@@ -42,7 +42,7 @@ pub(crate) async fn ingest(
         .is_some_and(|v| v.trim_start().starts_with("text/plain"));
     let limit = state.max_body_bytes;
     let now = now_nanos();
-    let (ingested, errors, wait) = blocking(move || {
+    let (ingested, errors, done) = blocking(move || {
         let body = decode_body(&headers, body, limit)?;
         let (batch, errors) = if is_text {
             text_batch(now, &body)
@@ -50,11 +50,11 @@ pub(crate) async fn ingest(
             Batch::parse(now, lines(&body))
         };
         let ingested = batch.len();
-        let wait = live.ingest(batch, durable).map_err(from_live)?;
-        Ok((ingested, errors, wait))
+        let done = live.ingest(batch, durable).map_err(from_live)?;
+        Ok((ingested, errors, (live, done)))
     })
     .await?;
-    wait_durable(wait).await?;
+    acknowledge(done).await?;
     let error_count = errors.len();
     let listed: Vec<JsonValue> = errors
         .into_iter()
@@ -69,8 +69,12 @@ pub(crate) async fn ingest(
     })))
 }
 
-async fn wait_durable(wait: Option<crate::wal_writer::WalWait>) -> Result<(), ApiError> {
-    if let Some(wait) = wait {
+/// Waits until an ingest may be acknowledged: its events searchable (the seal round that
+/// covers them) and, unless async, durable (the WAL fsync that covers them). Both proceed in
+/// their own threads at once; the reply waits for the later.
+async fn acknowledge((live, ingested): (Arc<LiveIndex>, Ingested)) -> Result<(), ApiError> {
+    live.visible(ingested.visible_after).await;
+    if let Some(wait) = ingested.durable {
         wait.await
             .map_err(|_| ApiError::unavailable("the write-ahead log closed (shutting down)"))?
             .map_err(ApiError::unavailable)?;
@@ -305,13 +309,14 @@ async fn bulk_inner(
             let (batch, mut parse_errors) =
                 Batch::parse(now, docs.iter().map(|(n, doc)| (*n, &doc[..])));
             errors.append(&mut parse_errors);
-            waits.extend(live.ingest(batch, durable).map_err(from_live)?);
+            let done = live.ingest(batch, durable).map_err(from_live)?;
+            waits.push((live, done));
         }
         Ok((items, errors, waits))
     })
     .await?;
-    for wait in waits {
-        wait_durable(Some(wait)).await?;
+    for done in waits {
+        acknowledge(done).await?;
     }
     for (line, reason) in batch_errors {
         if let Some(item) = items.iter_mut().find(|item| item.line == line) {

@@ -124,6 +124,7 @@ pub async fn serve(
         })?;
     let stop = Arc::new(AtomicBool::new(false));
     let background = spawn_background(live.clone(), stop.clone());
+    let sealer = spawn_sealer(live.clone(), stop.clone());
     on_listening(addr);
     tracing::info!(%addr, data = %config.data.display(), "listening");
     let state = Arc::new(AppState {
@@ -136,6 +137,7 @@ pub async fn serve(
         .map_err(ServerError::Serve);
     stop.store(true, Ordering::Relaxed);
     let _ = background.join();
+    let _ = sealer.join();
     let flushed = live.flush().map_err(ServerError::Flush);
     live.close();
     served?;
@@ -161,6 +163,14 @@ fn spawn_background(live: Arc<LiveIndex>, stop: Arc<AtomicBool>) -> std::thread:
             }
         })
         .expect("spawning the background thread")
+}
+
+/// The sealer thread: seal rounds for ingests waiting to be visible (`LiveIndex::run_sealer`).
+fn spawn_sealer(live: Arc<LiveIndex>, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+    std::thread::Builder::new()
+        .name("quarry-sealer".into())
+        .spawn(move || live.run_sealer(&stop))
+        .expect("spawning the sealer thread")
 }
 
 /// The API's routes.
@@ -285,7 +295,7 @@ async fn ready(State(state): State<Arc<AppState>>) -> Result<Json<JsonValue>, Ap
     }
     let live = state.live.clone();
     let (searcher, (memory_events, memory_bytes)) = blocking(move || {
-        let snapshot = live.snapshot().map_err(ApiError::internal)?;
+        let snapshot = live.published_snapshot().map_err(ApiError::internal)?;
         Ok((snapshot, live.memory_usage()))
     })
     .await?;
@@ -366,7 +376,9 @@ async fn run_search(
 ) -> Result<Json<JsonValue>, ApiError> {
     let started = Instant::now();
     let response = blocking(move || {
-        let searcher = live.snapshot().map_err(ApiError::internal)?;
+        let queued = started.elapsed();
+        let searcher = live.published_snapshot().map_err(ApiError::internal)?;
+        tracing::trace!(?queued, snapshot = ?started.elapsed(), "search snapshot");
         searcher.execute(&request).map_err(ApiError::from_query)
     })
     .await?;
@@ -521,7 +533,7 @@ async fn fields(
     UrlPath(tenant): UrlPath<String>,
 ) -> Result<Json<JsonValue>, ApiError> {
     let live = state.tenant(&tenant)?.clone();
-    let searcher = blocking(move || live.snapshot().map_err(ApiError::internal)).await?;
+    let searcher = blocking(move || live.published_snapshot().map_err(ApiError::internal)).await?;
     let mut fields: BTreeMap<&str, (BTreeMap<&'static str, u64>, bool)> = BTreeMap::new();
     for block in searcher.blocks() {
         for field in &block.manifest().fields {

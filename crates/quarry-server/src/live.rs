@@ -46,8 +46,8 @@ use quarry_index::segment::SegmentBuilder;
 use quarry_query::{DamagedBlock, Searcher};
 use quarry_store::{BlockEntry, Metastore};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// When memory is written to blocks, and how much it may hold.
@@ -59,6 +59,9 @@ pub struct IngestConfig {
     pub flush_interval: Duration,
     /// Size of the active segment at which it is sealed into a memory block.
     pub seal_bytes: usize,
+    /// How often the sealer thread seals active segments when no ingest waits for it
+    /// (ingests that wait get a round at once).
+    pub seal_interval: Duration,
     /// Memory over which ingest is refused (429) until a flush makes room.
     pub max_memory_bytes: usize,
     /// Small memory blocks beyond which they are merged into one.
@@ -73,6 +76,7 @@ impl Default for IngestConfig {
             flush_bytes: 64 << 20,
             flush_interval: Duration::from_secs(10),
             seal_bytes: 16 << 20,
+            seal_interval: Duration::from_millis(50),
             max_memory_bytes: 512 << 20,
             max_memory_blocks: 8,
             merge: MergePolicy::default(),
@@ -117,9 +121,17 @@ pub type Result<T, E = LiveError> = std::result::Result<T, E>;
 
 /// Events of one request, parsed and ready to add, with their WAL payload.
 pub struct Batch {
+    /// The ingest time given to events without a time.
+    now: i64,
     events: Vec<Event>,
-    payload: Vec<u8>,
+    /// The events' lines, one after the other; event i's is `text[ends[i-1]..ends[i]]`.
+    text: Vec<u8>,
+    ends: Vec<usize>,
 }
+
+/// Events per WAL record: a big request is added and logged in pieces, so that a search
+/// waits for at most one piece being added, never for a whole request.
+const RECORD_EVENTS: usize = 1024;
 
 impl Batch {
     /// Parses JSON event lines (`(line number, bytes)`); the lines that fail come back as
@@ -128,28 +140,50 @@ impl Batch {
         now: i64,
         lines: impl IntoIterator<Item = (usize, &'a [u8])>,
     ) -> (Batch, Vec<(usize, String)>) {
-        let mut payload = Vec::with_capacity(64 << 10);
-        payload.push(PAYLOAD_VERSION);
-        payload.extend_from_slice(&now.to_le_bytes());
-        let mut events = Vec::new();
+        let mut batch = Batch {
+            now,
+            events: Vec::new(),
+            text: Vec::with_capacity(64 << 10),
+            ends: Vec::new(),
+        };
         let mut errors = Vec::new();
         for (number, line) in lines {
             match parse_event(line, now) {
                 Ok(event) => {
-                    if !events.is_empty() {
-                        payload.push(b'\n');
-                    }
-                    payload.extend_from_slice(line);
-                    events.push(event);
+                    batch.text.extend_from_slice(line);
+                    batch.ends.push(batch.text.len());
+                    batch.events.push(event);
                 }
                 Err(error) => errors.push((number, error.to_string())),
             }
         }
-        (Batch { events, payload }, errors)
+        (batch, errors)
     }
 
-    /// The batch a WAL record holds (replay).
-    fn from_payload(seq: u64, payload: Vec<u8>) -> Result<Batch> {
+    /// The WAL payload of events `range`: `[version][now][lines joined by '\n']`.
+    fn payload(&self, range: std::ops::Range<usize>) -> Vec<u8> {
+        let start = if range.start == 0 {
+            0
+        } else {
+            self.ends[range.start - 1]
+        };
+        let end = self.ends[range.end - 1];
+        let mut payload = Vec::with_capacity(9 + end - start + range.len());
+        payload.push(PAYLOAD_VERSION);
+        payload.extend_from_slice(&self.now.to_le_bytes());
+        let mut from = start;
+        for (i, &to) in self.ends[range].iter().enumerate() {
+            if i > 0 {
+                payload.push(b'\n');
+            }
+            payload.extend_from_slice(&self.text[from..to]);
+            from = to;
+        }
+        payload
+    }
+
+    /// The events a WAL record holds (replay).
+    fn from_payload(seq: u64, payload: &[u8]) -> Result<Vec<Event>> {
         let bad = |reason: String| LiveError::BadRecord { seq, reason };
         if payload.len() < 9 || payload[0] != PAYLOAD_VERSION {
             return Err(bad("unknown payload version".into()));
@@ -163,7 +197,7 @@ impl Batch {
                 events.push(event);
             }
         }
-        Ok(Batch { events, payload })
+        Ok(events)
     }
 
     pub fn len(&self) -> usize {
@@ -211,10 +245,11 @@ struct Active {
 
 /// One tenant's live index over the data directory's catalog.
 ///
-/// Locks, always taken in this order: active segments (ascending), `last_seq`, `state`.
-/// An ingest holds one active segment from adding its events until its sequence number is
-/// taken and its WAL record queued; a seal (search, flush) holds all of them. So a seal sees
-/// every event whose sequence number was handed out, and no event without one.
+/// Locks, always taken in this order: active segments (ascending), `last_seq`, `state`. An ingest holds one active segment from adding its events until its sequence
+/// number is taken and its WAL record queued; a seal (search, flush) holds all of them. So a
+/// seal sees every event whose sequence number was handed out, and no event without one.
+/// A search seals the active segments one at a time and waits for at most one record's
+/// worth of events being added to each (`RECORD_EVENTS`); a flush holds all of them.
 pub struct LiveIndex {
     tenant: String,
     analyzer: Arc<Analyzer>,
@@ -229,6 +264,25 @@ pub struct LiveIndex {
     last_seq: Mutex<u64>,
     state: Mutex<State>,
     wal: WalHandle,
+    seal_rounds: SealRounds,
+}
+
+/// Seal rounds: numbered, requested by ingests, awaited by their replies.
+struct SealRounds {
+    /// The last round begun.
+    begun: AtomicU64,
+    /// The last round done.
+    done: tokio::sync::watch::Sender<u64>,
+    requested: Mutex<bool>,
+    wake: Condvar,
+}
+
+/// What an ingest returns: when its events are durable, and when visible.
+pub struct Ingested {
+    /// Completes once the WAL record is fsynced (None: `durable` was false).
+    pub durable: Option<WalWait>,
+    /// The seal round after which the events are searchable ([`LiveIndex::visible`]).
+    pub visible_after: u64,
 }
 
 /// What opening replayed from the WAL.
@@ -312,17 +366,25 @@ impl LiveIndex {
             last_seq: Mutex::new(last_seq),
             state: Mutex::new(state),
             wal: WalHandle::start(wal),
+            seal_rounds: SealRounds {
+                begun: AtomicU64::new(0),
+                done: tokio::sync::watch::Sender::new(0),
+                requested: Mutex::new(false),
+                wake: Condvar::new(),
+            },
         };
         for record in replay.records {
             if record.seq <= committed {
                 continue;
             }
-            let batch = Batch::from_payload(record.seq, record.payload)?;
+            let events = Batch::from_payload(record.seq, &record.payload)?;
             recovery.records += 1;
-            recovery.events += batch.len();
+            recovery.events += events.len();
             let mut active = lock(&live.actives[0]);
-            live.add_events(&mut active, batch.events)?;
+            live.add_events(&mut active, &events)?;
         }
+        // Replayed events were acknowledged once: searchable before the first search.
+        live.seal_round()?;
         Ok((live, recovery))
     }
 
@@ -361,9 +423,12 @@ impl LiveIndex {
 
     /// Adds a batch: its events are searchable when this returns; they are durable once the
     /// returned wait completes (`durable` false: no wait, the WAL is synced within a second).
-    pub fn ingest(&self, batch: Batch, durable: bool) -> Result<Option<WalWait>> {
+    pub fn ingest(&self, batch: Batch, durable: bool) -> Result<Ingested> {
         if batch.is_empty() {
-            return Ok(None);
+            return Ok(Ingested {
+                durable: None,
+                visible_after: 0,
+            });
         }
         if let Some(error) = self.wal.failure() {
             return Err(LiveError::Wal(error));
@@ -375,24 +440,47 @@ impl LiveIndex {
                 limit: self.config.max_memory_bytes,
             });
         }
-        let mut active = self.some_active();
-        self.add_events(&mut active, batch.events)?;
-        let mut last_seq = lock(&self.last_seq);
-        *last_seq += 1;
-        // Queued under the lock, so the WAL is written in sequence order.
-        let wait = self.wal.append(*last_seq, batch.payload, durable);
-        drop(last_seq);
-        drop(active);
-        Ok(wait)
+        let mut wait = None;
+        let mut start = 0;
+        while start < batch.len() {
+            let end = (start + RECORD_EVENTS).min(batch.len());
+            let mut active = self.some_active();
+            self.add_events(&mut active, &batch.events[start..end])?;
+            let mut last_seq = lock(&self.last_seq);
+            *last_seq += 1;
+            // Queued under the lock, so the WAL is written in sequence order. Only the last
+            // record is waited for: the fsync that covers it covers the ones before.
+            let last = end == batch.len();
+            wait = self
+                .wal
+                .append(*last_seq, batch.payload(start..end), durable && last);
+            drop(last_seq);
+            drop(active);
+            start = end;
+        }
+        // Every event is in an active segment now: the next round to begin seals them.
+        let visible_after = self.seal_rounds.begun.load(Ordering::SeqCst) + 1;
+        self.request_seal();
+        Ok(Ingested {
+            durable: wait,
+            visible_after,
+        })
     }
 
     /// The current snapshot: every committed block file and every memory block, the events
     /// added since the last search sealed into one first.
     pub fn snapshot(&self) -> Result<Arc<Searcher>> {
-        let mut actives = self.lock_actives();
-        let segments = actives.iter_mut().filter_map(|a| self.take(a)).collect();
-        self.seal(segments)?;
-        drop(actives);
+        // One active segment at a time, so ingest goes on in the others. An event acknowledged
+        // before this search began was in some active segment by then (its ingest released
+        // the segment before the acknowledgement), so it is sealed here.
+        self.seal_round()?;
+        self.published_snapshot()
+    }
+
+    /// The snapshot of what is sealed now, without sealing: every acknowledged event is in
+    /// it (an acknowledgement waits for the seal round that covers its events,
+    /// [`LiveIndex::visible`]). What a server's searches use: they do no indexing work.
+    pub fn published_snapshot(&self) -> Result<Arc<Searcher>> {
         let mut state = self.state();
         if let Some(snapshot) = &state.snapshot {
             return Ok(snapshot.clone());
@@ -444,6 +532,62 @@ impl LiveIndex {
             return Ok(true);
         }
         self.merge_step()
+    }
+
+    /// One seal round: every active segment with events becomes a memory block, one at a
+    /// time (ingest goes on in the others). An event added before the round began is sealed
+    /// by it: its ingest released the segment first. Rounds are numbered; `visible` waits for
+    /// a round that began after an ingest finished adding.
+    pub fn seal_round(&self) -> Result<()> {
+        let round = self.seal_rounds.begun.fetch_add(1, Ordering::SeqCst) + 1;
+        for active in &self.actives {
+            let mut active = lock(active);
+            if let Some(segment) = self.take(&mut active) {
+                self.seal(vec![segment])?;
+            }
+        }
+        self.seal_rounds
+            .done
+            .send_modify(|done| *done = (*done).max(round));
+        Ok(())
+    }
+
+    /// Completes once the seal round `round` (from [`Ingested::visible_after`]) is done: the
+    /// request's events are then in every new snapshot.
+    pub async fn visible(&self, round: u64) {
+        let mut done = self.seal_rounds.done.subscribe();
+        let _ = done.wait_for(|done| *done >= round).await;
+    }
+
+    /// Runs seal rounds until `stop`: at once while ingests wait for one (back to back under
+    /// load, so a round seals what arrived during the previous one: group commit, for
+    /// visibility), else every `seal_interval` if there are events.
+    pub fn run_sealer(&self, stop: &std::sync::atomic::AtomicBool) {
+        while !stop.load(Ordering::Relaxed) {
+            {
+                let requested = lock(&self.seal_rounds.requested);
+                let (mut requested, _) = self
+                    .seal_rounds
+                    .wake
+                    .wait_timeout_while(requested, self.config.seal_interval, |r| {
+                        !*r && !stop.load(Ordering::Relaxed)
+                    })
+                    .unwrap_or_else(|p| p.into_inner());
+                *requested = false;
+            }
+            if let Err(error) = self.seal_round() {
+                tracing::error!(%error, "sealing failed; retrying");
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+        // Whoever still waits gets a last round.
+        let _ = self.seal_round();
+    }
+
+    /// Wakes the sealer thread (an ingest waits for visibility).
+    fn request_seal(&self) {
+        *lock(&self.seal_rounds.requested) = true;
+        self.seal_rounds.wake.notify_one();
     }
 
     /// Writes every event in memory to block files and commits them with their WAL position.
@@ -615,8 +759,8 @@ impl LiveIndex {
 
     /// Adds events to an active segment, sealing it when a block limit or `seal_bytes` is
     /// reached.
-    fn add_events(&self, active: &mut Active, events: Vec<Event>) -> Result<()> {
-        for event in &events {
+    fn add_events(&self, active: &mut Active, events: &[Event]) -> Result<()> {
+        for event in events {
             let names = event.fields.iter().map(|(name, _)| name.as_str());
             if !active.segment.has_room_for(names) || active.segment.is_full() {
                 let full = self.take(active);

@@ -1,39 +1,45 @@
 //! A tenant's write side: events acknowledged, searchable at once, flushed to blocks later.
 //!
 //! ```text
-//!  ingest ──► parse (no lock) ──► lock: seq, add to the active segment, queue WAL record ──► wait fsync ──► ack
-//!  search ──► lock: seal the active segment if it has events, snapshot = disk + memory blocks
-//!  background: compact memory blocks, flush them to a block file (catalog commit with the
-//!              WAL position), drop flushed WAL segments, merge small block files
+//!  ingest ──► parse (no lock) ──► per 1,024 events: add to an active segment, take a WAL
+//!             sequence number, queue the record ──► wait for fsync and for a seal round ──► ack
+//!  sealer ──► seal rounds: each active segment with events becomes a memory block
+//!  search ──► the published snapshot: block files + memory blocks (no indexing work)
+//!  background: compact small memory blocks, flush them to block files (catalog commit with
+//!              the WAL position), drop flushed WAL segments, merge small block files
 //! ```
 //!
-//! **Searchable at once, through the same code.** New events go into a `SegmentBuilder` (the
-//! *active* segment). A search first *seals* it: encodes it as a block in memory
-//! (`SegmentBuilder::encode_block`) and opens that with `BlockReader::from_bytes`. So a search
-//! sees blocks only, in memory or in files, and every query feature answers alike wherever an
-//! event sits: there is no second query path to keep in step. Sealing costs an encode of the
-//! events since the last search; the active segment is also sealed when it reaches
-//! `seal_bytes`, so that cost stays bounded. Small memory blocks (frequent searches during
-//! ingest seal many) are merged into one in the background once there are more than
-//! `max_memory_blocks` of them; big ones are left for the flush, so no event is merged in
-//! memory over and over.
+//! **Searchable at once, through the same code.** New events go into `SegmentBuilder`s, the
+//! *active* segments (one per core, so requests index in parallel). A *seal* encodes one as a
+//! block in memory (`SegmentBuilder::encode_block`) and opens that with
+//! `BlockReader::from_bytes`. So a search sees blocks only, in memory or in files, and every
+//! query feature answers alike wherever an event sits: there is no second query path to keep
+//! in step. Seals run in numbered *rounds* on the sealer thread; an ingest's reply waits for
+//! the first round that began after its events were added (group commit, for visibility:
+//! under load rounds run back to back, each sealing what arrived during the previous one).
+//! Searches therefore do no indexing work and still see every acknowledged event. An active
+//! segment that reaches `seal_bytes` is sealed by the ingest that filled it. Small memory
+//! blocks (a round under light load seals few events) are merged into one in the background
+//! once there are more than `max_memory_blocks` of them; big ones are left for the flush, so
+//! no event is merged in memory over and over.
 //!
-//! **Durable, then acknowledged.** Under the lock, an ingest request takes the next WAL
-//! sequence number, adds its events to the active segment and queues its WAL record; queueing
-//! under the lock keeps the WAL in sequence order. The reply waits for the WAL writer's fsync
-//! ([`crate::wal_writer`]), shared by every request queued meanwhile (group commit). An event
-//! can thus be visible a moment before it is durable; it is acknowledged only after.
+//! **Durable, then acknowledged.** Holding its active segment, an ingest takes the next WAL
+//! sequence number and queues its WAL record; queueing under the sequence lock keeps the WAL
+//! in sequence order, and holding the segment means a seal never sees an event without a
+//! sequence number. The reply waits for the WAL writer's fsync ([`crate::wal_writer`]),
+//! shared by every request queued meanwhile (group commit). An event can thus be visible a
+//! moment before it is durable; it is acknowledged only after both.
 //!
-//! **Flush.** When the memory blocks and active segment hold `flush_bytes`, or their oldest
-//! event is `flush_interval` old, the background thread seals the active segment and writes
-//! every memory block, as it is, to a block file (the size-tiered merge combines small files
-//! later), then commits
-//! them to the catalog together with the last WAL sequence number they hold
-//! (`Catalog::commit_flush`). Only then are the memory blocks dropped (in the same lock as the
-//! new files join the snapshot: no search sees an event twice or misses it) and the WAL
-//! segments at or below that number removed. On restart, WAL records after the committed
-//! number are replayed into the active segment: nothing acknowledged is lost, and nothing in
-//! a committed block is added twice.
+//! **Flush.** When memory holds `flush_bytes`, or its oldest event is `flush_interval` old,
+//! the background thread seals every active segment (holding all of them, so the WAL
+//! position read meanwhile is exact) and writes every memory block, as it is, to a block file
+//! (the size-tiered merge combines small files later), then commits them to the catalog
+//! together with the last WAL sequence number they hold (`Catalog::commit_flush`). Only then
+//! are the memory blocks dropped (in the same lock as the new files join the snapshot: no
+//! search sees an event twice or misses it) and the WAL segments at or below that number
+//! removed. On restart, WAL records after the committed number are replayed into an active
+//! segment and sealed before the first search: nothing acknowledged is lost, and nothing in a
+//! committed block is added twice.
 
 use crate::wal_writer::{WalHandle, WalWait};
 use quarry_format::block::Manifest;

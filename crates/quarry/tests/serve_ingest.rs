@@ -231,6 +231,40 @@ fn bad_bodies_get_clear_errors_and_lose_nothing_else() {
     assert_eq!(count(&server, "*"), 0);
 }
 
+/// Memory for events not yet in block files is bounded by `--memory-limit`: past it, ingest
+/// answers 429 (and takes nothing of that request) until a flush makes room.
+#[test]
+fn ingest_past_the_memory_limit_is_refused_until_a_flush() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_with(
+        &dir.path().join("d"),
+        &["--memory-limit", "256KB", "--flush-interval", "600"],
+    );
+    let body: String = (0..1000)
+        .map(|i| format!("{{\"message\": \"iota filler text {i}\", \"n\": {i}}}\n"))
+        .collect();
+    let mut accepted = 0;
+    let mut refused = None;
+    for _ in 0..50 {
+        let answer = server.send("POST", "/api/v1/default/ingest", &[], body.as_bytes());
+        match answer.status {
+            200 => accepted += 1,
+            429 => {
+                refused = Some(answer.json());
+                break;
+            }
+            other => panic!("status {other}"),
+        }
+    }
+    let refused = refused.expect("never refused: memory is not bounded");
+    assert!(
+        refused["error"].as_str().unwrap().contains("memory"),
+        "{refused}"
+    );
+    // What was accepted is all there, and nothing of the refused request.
+    assert_eq!(count(&server, "iota"), accepted * 1000);
+}
+
 fn wal_segments(data: &Path) -> Vec<std::path::PathBuf> {
     let mut paths: Vec<_> = std::fs::read_dir(data.join("wal/default"))
         .unwrap()

@@ -194,7 +194,7 @@ type TenantDocs<'a> = (Arc<LiveIndex>, Vec<(usize, Cow<'a, [u8]>)>);
 
 /// One item of a bulk request, in request order.
 struct BulkItem {
-    action: String,
+    action: &'static str,
     index: String,
     id: Option<String>,
     /// Set when the item failed before ingest: (status, type, reason).
@@ -221,7 +221,7 @@ pub(crate) async fn bulk(
         .unwrap_or_else(|| crate::DEFAULT_TENANT.to_owned());
     let answer = bulk_inner(state, default_index, query, headers, body, started).await;
     let mut response = match answer {
-        Ok(json) => Json(json).into_response(),
+        Ok(text) => ([(header::CONTENT_TYPE, "application/json")], text).into_response(),
         Err(error) => es_error(error).into_response(),
     };
     response.headers_mut().insert(
@@ -274,7 +274,7 @@ async fn bulk_inner(
     headers: HeaderMap,
     body: Bytes,
     started: Instant,
-) -> Result<JsonValue, ApiError> {
+) -> Result<String, ApiError> {
     let durable = durability(query.as_deref(), BULK_IGNORED)?;
     let limit = state.max_body_bytes;
     let now = now_nanos();
@@ -323,41 +323,53 @@ async fn bulk_inner(
             item.error = Some((400, "document_parsing_exception", reason));
         }
     }
-    let mut any_error = false;
+    Ok(bulk_reply(
+        &items,
+        started.elapsed().as_millis() as u64,
+        now,
+    ))
+}
+
+/// The bulk answer in Elasticsearch's shape, written directly (a JSON value per item cost
+/// more than the rest of the request's bookkeeping).
+fn bulk_reply(items: &[BulkItem], took_ms: u64, now: i64) -> String {
+    use std::fmt::Write;
+    let text = |s: &str| JsonValue::from(s).to_string();
+    let errors = items.iter().any(|item| item.error.is_some());
+    let mut out = String::with_capacity(64 + items.len() * 220);
+    let _ = write!(out, r#"{{"took":{took_ms},"errors":{errors},"items":["#);
     let mut generated = 0u64;
-    let answers: Vec<JsonValue> = items
-        .into_iter()
-        .map(|item| {
-            let mut answer = json!({ "_index": item.index });
-            match item.error {
-                Some((status, kind, reason)) => {
-                    any_error = true;
-                    answer["_id"] = item.id.map_or(JsonValue::Null, JsonValue::from);
-                    answer["status"] = status.into();
-                    answer["error"] = json!({"type": kind, "reason": reason});
-                }
-                None => {
-                    let id = item.id.unwrap_or_else(|| {
-                        generated += 1;
-                        format!("{now:x}-{generated}")
-                    });
-                    answer["_id"] = id.into();
-                    answer["_version"] = 1.into();
-                    answer["result"] = "created".into();
-                    answer["_shards"] = json!({"total": 1, "successful": 1, "failed": 0});
-                    answer["_seq_no"] = 0.into();
-                    answer["_primary_term"] = 1.into();
-                    answer["status"] = 201.into();
-                }
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let (action, index) = (item.action, text(&item.index));
+        let _ = match &item.error {
+            Some((status, kind, reason)) => {
+                let id = item.id.as_deref().map_or("null".to_owned(), text);
+                write!(
+                    out,
+                    r#"{{"{action}":{{"_index":{index},"_id":{id},"status":{status},"error":{{"type":"{kind}","reason":{}}}}}}}"#,
+                    text(reason)
+                )
             }
-            json!({ item.action: answer })
-        })
-        .collect();
-    Ok(json!({
-        "took": started.elapsed().as_millis() as u64,
-        "errors": any_error,
-        "items": answers,
-    }))
+            None => {
+                let id = match &item.id {
+                    Some(id) => text(id),
+                    None => {
+                        generated += 1;
+                        format!("\"{now:x}-{generated}\"")
+                    }
+                };
+                write!(
+                    out,
+                    r#"{{"{action}":{{"_index":{index},"_id":{id},"_version":1,"result":"created","_shards":{{"total":1,"successful":1,"failed":0}},"_seq_no":0,"_primary_term":1,"status":201}}}}"#
+                )
+            }
+        };
+    }
+    out.push_str("]}");
+    out
 }
 
 /// The bulk body's items, and for each `index`/`create` its document (item index, line),
@@ -374,26 +386,45 @@ fn parse_bulk<'a>(
         let malformed = |why: String| {
             ApiError::bad_request(format!("Malformed action/metadata line [{number}]: {why}"))
         };
-        let action: serde_json::Map<String, JsonValue> =
+        let action: ActionLine =
             serde_json::from_slice(line).map_err(|e| malformed(e.to_string()))?;
-        let mut entries = action.into_iter();
-        let (Some((name, meta)), None) = (entries.next(), entries.next()) else {
-            return Err(malformed("expected one action object".into()));
+        let (name, meta) = match action {
+            ActionLine {
+                index: Some(meta),
+                create: None,
+                update: None,
+                delete: None,
+            } => ("index", meta),
+            ActionLine {
+                index: None,
+                create: Some(meta),
+                update: None,
+                delete: None,
+            } => ("create", meta),
+            ActionLine {
+                index: None,
+                create: None,
+                update: Some(meta),
+                delete: None,
+            } => ("update", meta),
+            ActionLine {
+                index: None,
+                create: None,
+                update: None,
+                delete: Some(meta),
+            } => ("delete", meta),
+            _ => {
+                return Err(malformed(
+                    "expected one action: index, create, update or delete".into(),
+                ))
+            }
         };
-        let meta = match meta {
-            JsonValue::Object(meta) => meta,
-            _ => return Err(malformed(format!("action [{name}] is not an object"))),
-        };
-        let index = meta
-            .get("_index")
-            .and_then(JsonValue::as_str)
-            .unwrap_or(default_index)
-            .to_owned();
-        let id = meta.get("_id").map(|id| match id {
-            JsonValue::String(id) => id.clone(),
+        let index = meta.index.as_deref().unwrap_or(default_index).to_owned();
+        let id = meta.id.map(|id| match id {
+            JsonValue::String(id) => id,
             other => other.to_string(),
         });
-        match name.as_str() {
+        match name {
             "index" | "create" => {
                 let Some((doc_number, doc)) = lines.next() else {
                     return Err(malformed(format!("action [{name}] has no document line")));
@@ -411,7 +442,7 @@ fn parse_bulk<'a>(
                     line: doc_number,
                 });
             }
-            "update" | "delete" => {
+            _ => {
                 if name == "update" {
                     lines.next();
                 }
@@ -429,10 +460,31 @@ fn parse_bulk<'a>(
                     line: number,
                 });
             }
-            other => return Err(malformed(format!("unknown action [{other}]"))),
         }
     }
     Ok((items, docs))
+}
+
+/// An action line, `{"index": {...}}` and the like: exactly one of the four is set. Other
+/// metadata (`routing`, `pipeline`, `_type`, ...) is accepted and not used.
+#[derive(serde::Deserialize)]
+struct ActionLine<'a> {
+    #[serde(borrow, default)]
+    index: Option<ActionMeta<'a>>,
+    #[serde(borrow, default)]
+    create: Option<ActionMeta<'a>>,
+    #[serde(borrow, default)]
+    update: Option<ActionMeta<'a>>,
+    #[serde(borrow, default)]
+    delete: Option<ActionMeta<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct ActionMeta<'a> {
+    #[serde(borrow, default, rename = "_index")]
+    index: Option<Cow<'a, str>>,
+    #[serde(default, rename = "_id")]
+    id: Option<JsonValue>,
 }
 
 /// `{"_id":"ID", …doc}`: the document with the action's `_id` as its first field (if the
@@ -486,7 +538,7 @@ mod tests {
     fn bulk_lines_pair_actions_with_documents() {
         let body = b"{\"index\":{\"_index\":\"default\"}}\n{\"a\":1}\n\n{\"create\":{\"_id\":\"x\"}}\r\n{\"b\":2}\n{\"delete\":{\"_id\":\"y\"}}\n{\"update\":{\"_id\":\"z\"}}\n{\"doc\":{}}\n{\"index\":{}}\n{}\n";
         let (items, docs) = parse_bulk(body, "default").unwrap();
-        let actions: Vec<&str> = items.iter().map(|i| i.action.as_str()).collect();
+        let actions: Vec<&str> = items.iter().map(|i| i.action).collect();
         assert_eq!(actions, ["index", "create", "delete", "update", "index"]);
         assert_eq!(docs.len(), 3);
         assert_eq!(&docs[0].1[..], b"{\"a\":1}");
@@ -508,6 +560,45 @@ mod tests {
             "{}",
             error.message
         );
+    }
+
+    #[test]
+    fn the_bulk_reply_is_elasticsearch_json() {
+        let item = |action, id: Option<&str>, error| BulkItem {
+            action,
+            index: "default".into(),
+            id: id.map(str::to_owned),
+            error,
+            line: 2,
+        };
+        let items = [
+            item("index", Some("a\"b"), None),
+            item("create", None, None),
+            item(
+                "delete",
+                None,
+                Some((
+                    400,
+                    "action_request_validation_exception",
+                    "no \"delete\"".into(),
+                )),
+            ),
+        ];
+        let reply: JsonValue = serde_json::from_str(&bulk_reply(&items, 3, 255)).unwrap();
+        assert_eq!(reply["took"], 3);
+        assert_eq!(reply["errors"], true);
+        assert_eq!(reply["items"][0]["index"]["_id"], "a\"b");
+        assert_eq!(reply["items"][0]["index"]["status"], 201);
+        assert_eq!(reply["items"][1]["create"]["_id"], "ff-1");
+        assert_eq!(reply["items"][1]["create"]["_shards"]["successful"], 1);
+        assert_eq!(reply["items"][2]["delete"]["_id"], JsonValue::Null);
+        assert_eq!(
+            reply["items"][2]["delete"]["error"]["reason"],
+            "no \"delete\""
+        );
+        let ok: JsonValue =
+            serde_json::from_str(&bulk_reply(&[item("index", None, None)], 0, 1)).unwrap();
+        assert_eq!(ok["errors"], false);
     }
 
     #[test]

@@ -192,6 +192,9 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/", get(ingest::es_info).head(ingest::es_info))
         .route("/api/v1/openapi.json", get(openapi))
         .layer(DefaultBodyLimit::max(body_limit))
+        // One span per request, its method, path, status and latency logged at debug
+        // (RUST_LOG=tower_http=debug).
+        .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)
 }
 
@@ -283,7 +286,14 @@ impl IntoResponse for ApiError {
         if let Some(position) = self.position {
             body["position"] = position.into();
         }
-        (self.status, Json(body)).into_response()
+        let mut response = (self.status, Json(body)).into_response();
+        if self.status == StatusCode::TOO_MANY_REQUESTS {
+            // Memory is freed by the next flush; a second is a fair guess at it.
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+        }
+        response
     }
 }
 

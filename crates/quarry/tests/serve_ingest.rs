@@ -250,6 +250,7 @@ fn ingest_past_the_memory_limit_is_refused_until_a_flush() {
         match answer.status {
             200 => accepted += 1,
             429 => {
+                assert_eq!(answer.header("retry-after"), Some("1"));
                 refused = Some(answer.json());
                 break;
             }

@@ -233,6 +233,49 @@ impl<'a> AggState<'a> {
         }
     }
 
+    /// Adds `other`, the same aggregation's state over other docs: partial results merge
+    /// (per block now, per node when searches scatter).
+    fn merge(&mut self, other: AggState<'a>) {
+        match (self, other) {
+            (AggState::Count(n), AggState::Count(m)) => *n += m,
+            (AggState::Terms(counts, ordinals), AggState::Terms(mut more, more_ordinals)) => {
+                fold_ordinals(counts, ordinals.take());
+                fold_ordinals(&mut more, more_ordinals);
+                if more.len() > counts.len() {
+                    std::mem::swap(counts, &mut more);
+                }
+                for (key, n) in more {
+                    *counts.entry(key).or_insert(0) += n;
+                }
+            }
+            (
+                AggState::Numbers {
+                    count,
+                    min,
+                    max,
+                    sum,
+                },
+                AggState::Numbers {
+                    count: count2,
+                    min: min2,
+                    max: max2,
+                    sum: sum2,
+                },
+            ) => {
+                *count += count2;
+                *min = min.min(min2);
+                *max = max.max(max2);
+                *sum += sum2;
+            }
+            (AggState::Percentiles(a), AggState::Percentiles(b)) => a.merge(*b),
+            (AggState::Distinct(a), AggState::Distinct(b)) => {
+                // Same precision by construction, the only way a merge fails.
+                a.merge(&*b).expect("cardinality sketches of one precision");
+            }
+            _ => unreachable!("partial states of one spec are of one kind"),
+        }
+    }
+
     fn result(&mut self, kind: &AggKind) -> Json {
         if let AggState::Terms(counts, ordinals) = self {
             fold_ordinals(counts, ordinals.take());
@@ -412,6 +455,50 @@ impl Percentiles {
         }
         values.sort_unstable();
         values
+    }
+
+    /// Adds `other`'s values: exact counts while both are exact and few enough, else the
+    /// sketch.
+    fn merge(&mut self, mut other: Percentiles) {
+        if self.sketch.is_none() && other.sketch.is_none() {
+            let mut exact = self.exact.take().unwrap_or_default();
+            for (value, n) in self.dense_counts().into_iter().chain(other.counted()) {
+                *exact.entry(value).or_default() += n;
+            }
+            self.dense = None;
+            self.dense_span_max = 0;
+            let spill = exact.len() > EXACT_VALUES_MAX;
+            self.exact = Some(exact);
+            if spill {
+                self.spill();
+            }
+            return;
+        }
+        if self.sketch.is_none() {
+            self.spill();
+        }
+        if other.sketch.is_none() {
+            other.spill();
+        }
+        if let (Some(sketch), Some(more)) = (&mut self.sketch, &other.sketch) {
+            // Same configuration by construction, the only way a merge fails.
+            sketch
+                .merge(more)
+                .expect("percentile sketches of one configuration");
+        }
+    }
+
+    /// The dense counts as (value, count), leaving them empty.
+    fn dense_counts(&mut self) -> Vec<(i64, u64)> {
+        let Some((offset, counts)) = self.dense.take() else {
+            return Vec::new();
+        };
+        counts
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(i, &n)| (offset + i as i64, n))
+            .collect()
     }
 
     /// From exact counts to the sketch, for good.
@@ -707,6 +794,14 @@ impl<'a> Group<'a> {
         Ok(())
     }
 
+    /// Adds `other`, the same specs' group over other docs.
+    fn merge(&mut self, other: Group<'a>) {
+        self.count += other.count;
+        for (state, more) in self.states.iter_mut().zip(other.states) {
+            state.merge(more);
+        }
+    }
+
     fn results(mut self, specs: &[AggSpec]) -> serde_json::Map<String, Json> {
         let mut out = serde_json::Map::new();
         for (state, spec) in self.states.iter_mut().zip(specs) {
@@ -774,11 +869,14 @@ impl Searcher {
     ) -> Result<BTreeMap<i64, Group<'_>>> {
         let weight = self.filter_weight(query);
         let ((start, end), _) = query.time_bounds();
-        let mut groups: BTreeMap<i64, Group> = BTreeMap::new();
+        // Each block's groups are collected on their own, a partial result, then merged into
+        // the total: the shape a search scattered over nodes will have.
+        let mut total: BTreeMap<i64, Group> = BTreeMap::new();
         for (index, block) in self.blocks.iter().enumerate() {
             let Some(mut scorer) = weight.scorer(index, block)? else {
                 continue;
             };
+            let mut groups: BTreeMap<i64, Group> = BTreeMap::new();
             let mut cursors: Vec<Option<FieldCursor>> = specs
                 .iter()
                 .map(|s| s.field.as_deref().map(|f| FieldCursor::new(block, f)))
@@ -800,6 +898,7 @@ impl Searcher {
                         .or_insert_with(|| Group::new(specs, interval.is_none()))
                         .collect_range(lo, hi, &mut cursors)?;
                 }
+                merge_groups(&mut total, groups);
                 continue;
             }
             // Bucket endpoints as doc ids (the histogram's way): a match's bucket is found by
@@ -835,8 +934,21 @@ impl Searcher {
                 doc = scorer.advance();
             }
             self.check_scorer(index, scorer.as_ref())?;
+            merge_groups(&mut total, groups);
         }
-        Ok(groups)
+        Ok(total)
+    }
+}
+
+/// Adds one block's groups to the total, bucket by bucket.
+fn merge_groups<'a>(total: &mut BTreeMap<i64, Group<'a>>, partial: BTreeMap<i64, Group<'a>>) {
+    for (bucket, group) in partial {
+        match total.entry(bucket) {
+            std::collections::btree_map::Entry::Occupied(mut entry) => entry.get_mut().merge(group),
+            std::collections::btree_map::Entry::Vacant(entry) => {
+                entry.insert(group);
+            }
+        }
     }
 }
 
@@ -858,6 +970,69 @@ mod tests {
         assert_eq!(position_from(&docs, 1497, &mut from), Some(499));
         assert_eq!(position_from(&docs, 1498, &mut from), None);
         assert_eq!(position_from(&[], 7, &mut from), None);
+    }
+
+    /// A state fed in parts and merged answers as one fed everything: for every kind, with
+    /// the parts cut anywhere, percentiles exact on both sides, spilled to the sketch on one or
+    /// both, and dense or not.
+    #[test]
+    fn partial_states_merge_into_the_whole() {
+        let values: Vec<f64> = (0..5000)
+            .map(|i| ((i * 7919) % 1013) as f64 + if i % 97 == 0 { 0.5 } else { 0.0 })
+            .collect();
+        let kinds = [
+            AggKind::Count,
+            AggKind::Terms { size: 5 },
+            AggKind::Stats,
+            AggKind::Percentiles(vec![1.0, 50.0, 99.0]),
+            AggKind::Cardinality,
+        ];
+        for kind in &kinds {
+            for single_group in [true, false] {
+                let mut whole = AggState::new(kind, single_group);
+                for &v in &values {
+                    whole.add(FieldValue::Number(v));
+                }
+                let want = whole.result(kind);
+                for cut in [0, 1, 96, 2500, 4999, 5000] {
+                    let mut left = AggState::new(kind, single_group);
+                    let mut right = AggState::new(kind, single_group);
+                    for &v in &values[..cut] {
+                        left.add(FieldValue::Number(v));
+                    }
+                    for &v in &values[cut..] {
+                        right.add(FieldValue::Number(v));
+                    }
+                    left.merge(right);
+                    let got = left.result(kind);
+                    match kind {
+                        // Sums of these values are exact in f64; the sketch (values with .5
+                        // spill it) answers within its error either way.
+                        AggKind::Percentiles(_) if cut != 0 && cut != 5000 => {
+                            for (p, w) in want.as_object().unwrap() {
+                                let (g, w) = (got[p].as_f64().unwrap(), w.as_f64().unwrap());
+                                assert!(
+                                    (g - w).abs() <= 0.02 * w.abs() + 1e-9,
+                                    "{kind:?} {p} cut {cut}: {g} vs {w}"
+                                );
+                            }
+                        }
+                        _ => assert_eq!(got, want, "{kind:?} cut {cut} single {single_group}"),
+                    }
+                }
+            }
+        }
+        // Exact integers stay exact through a merge.
+        let mut left = AggState::new(&AggKind::Percentiles(vec![50.0]), true);
+        let mut right = AggState::new(&AggKind::Percentiles(vec![50.0]), false);
+        for v in [1.0, 2.0, 3.0] {
+            left.add(FieldValue::Number(v));
+        }
+        for v in [4.0, 5.0] {
+            right.add(FieldValue::Number(v));
+        }
+        left.merge(right);
+        assert_eq!(left.result(&AggKind::Percentiles(vec![50.0]))["50"], 3.0);
     }
 
     #[test]

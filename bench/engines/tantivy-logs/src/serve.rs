@@ -25,9 +25,9 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
+use logs_driver::answer::FieldValue;
 use logs_driver::answer::{self, HistogramAnswer};
 use logs_driver::protocol::{Request, RequestError};
-use logs_driver::answer::FieldValue;
 use logs_driver::schema::TIME;
 use logs_driver::time::format_rfc3339_millis;
 use serde_json::json;
@@ -292,7 +292,10 @@ impl Server {
                 serde_json::to_writer(&mut *out, &number)?;
                 digest = digest.wrapping_add(answer::field_digest(FieldValue::Integer(number)));
             } else {
-                bail!("unexpected stored value in {}", self.schema.get_field_name(field));
+                bail!(
+                    "unexpected stored value in {}",
+                    self.schema.get_field_name(field)
+                );
             }
         }
         out.push(b'}');

@@ -320,7 +320,10 @@ mod tests {
         assert_eq!(field_digest(FieldValue::Str("héllo")), 7);
         assert_eq!(field_digest(FieldValue::Integer(503)), 504);
         assert_eq!(field_digest(FieldValue::Integer(-1)), 0);
-        assert_eq!(field_digest(FieldValue::Integer(i64::MIN)), (1u64 << 63) + 1);
+        assert_eq!(
+            field_digest(FieldValue::Integer(i64::MIN)),
+            (1u64 << 63) + 1
+        );
     }
 
     #[test]

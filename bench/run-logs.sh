@@ -15,6 +15,8 @@
 #   WARMUP       untimed passes over the query set per engine and size (default: 100; the JVM
 #                needs hundreds of requests before its JIT has compiled Lucene's paths)
 #   REPEAT       timed passes (default: 20)
+#   QUERIES      space-separated query names to run (default: the whole set), e.g.
+#                QUERIES="tail100_failed tailev100_failed tailev1000_failed"
 #   SKIP_INDEX   1 to reuse the indexes and index records a previous run left in WORK_DIR, or
 #                a list of engines whose indexes to reuse (SKIP_INDEX="tantivy lucene" indexes
 #                only quarry again, after a change of its format)
@@ -41,6 +43,7 @@ SEED=${SEED:-42}
 WORK_DIR=${WORK_DIR:-/tmp/quarry-logs-bench}
 WARMUP=${WARMUP:-100}
 REPEAT=${REPEAT:-20}
+QUERIES=${QUERIES:-}
 SKIP_INDEX=${SKIP_INDEX:-0}
 # Whether to index with engine $1 (not when SKIP_INDEX is 1 or names it).
 reindex() {
@@ -123,6 +126,9 @@ write_queries() {
 count_failed	COUNT	failed
 tail100_failed	TAIL	100	failed
 tail100_nginx_503	TAIL	100	service:nginx AND status:503
+tailev100_failed	TAILEV	100	failed
+tailev1000_failed	TAILEV	1000	failed
+tailev100_nginx_503	TAILEV	100	service:nginx AND status:503
 head100_failed	HEAD	100	failed
 hist60_all	HISTOGRAM	60	*
 hist3600_all	HISTOGRAM	3600	*
@@ -136,6 +142,15 @@ terms_client_ip_login	TERMS	client_ip	10	path:login
 percentiles_latency_nginx	PERCENTILES	latency_ms	service:nginx
 stats_latency	STATS	latency_ms	*
 EOF
+    if [[ -n $QUERIES ]]; then
+        # Keep the comment and the named requests only.
+        awk -F '\t' -v names=" $QUERIES " '/^#/ || index(names, " " $1 " ")' "$file" >"$file.tmp"
+        mv "$file.tmp" "$file"
+        if ! grep -qv '^#' "$file"; then
+            warn "QUERIES=\"$QUERIES\" names no query of the set"
+            exit 1
+        fi
+    fi
 }
 
 # run_engine ENGINE SIZE ENGINE-COMMAND...: times the query set against one engine.

@@ -5,12 +5,24 @@
 //! only (Quarry's bare words search every text field), `field:value` is a token of the field
 //! (keyword values such as `level:error` are single lowercase tokens), ranges pass through
 //! (`_time` bounds are epoch milliseconds, which Quarry's time parser reads by magnitude).
+//!
+//! `TAILEV` (a tail with its events) goes through `Searcher::execute`, the request every front
+//! end builds: the time-sorted search, then `Searcher::events`. Each event is written as JSON
+//! into a buffer reused from event to event, as a server writes its response, and digested
+//! (PROTOCOL.md, "TAILEV").
 
+use quarry_format::Value;
 use quarry_query::aggregation::AggSpec;
-use quarry_query::{HitsRequest, Query, Searcher, SortOrder};
+use quarry_query::{HitsRequest, Query, SearchRequest, Searcher, SortOrder};
 use serde_json::Value as Json;
+use std::cell::RefCell;
 
 const NANOS_PER_MS: i64 = 1_000_000;
+
+thread_local! {
+    /// The JSON of the event being returned (one per search thread of `bench-serve`).
+    static EVENT_JSON: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
 
 /// The answer to one log request, or `None` if `command` is not a log command.
 pub fn answer(searcher: &Searcher, command: &str, args: &str) -> Option<String> {
@@ -25,6 +37,7 @@ pub fn answer(searcher: &Searcher, command: &str, args: &str) -> Option<String> 
             split_number(args)
                 .and_then(|(k, rest)| time_sorted(searcher, &parse(searcher, rest)?, k, order))
         }
+        "TAILEV" => split_number(args).and_then(|(k, rest)| tail_events(searcher, rest, k)),
         "HISTOGRAM" => split_number(args).and_then(|(seconds, rest)| {
             histogram(searcher, &parse(searcher, rest)?, seconds as i64)
         }),
@@ -94,6 +107,121 @@ fn time_sorted(searcher: &Searcher, query: &Query, k: usize, order: SortOrder) -
         ),
         _ => "0".to_owned(),
     })
+}
+
+/// TAILEV: `n first last digest` of the `k` newest matches, every event fetched and written
+/// as JSON; the digest leaves out the events of the last millisecond, since which of them make
+/// the cut is each engine's choice.
+fn tail_events(searcher: &Searcher, filter: &str, k: usize) -> Option<String> {
+    if k == 0 {
+        return None; // PROTOCOL.md: K is at least 1
+    }
+    let request = SearchRequest {
+        query: translate(filter),
+        sort: SortOrder::TimeDesc,
+        limit: k,
+        ..Default::default()
+    };
+    let response = searcher.execute(&request).ok()?;
+    let hits = &response.hits;
+    let (Some(first), Some(last)) = (hits.first(), hits.last()) else {
+        return Some("0".to_owned());
+    };
+    let (first, last) = (millis(first.time), millis(last.time));
+    let digest = EVENT_JSON.with_borrow_mut(|json| {
+        hits.iter().fold(0u64, |digest, hit| {
+            let event_digest = write_event(hit.time, &hit.event, json);
+            if millis(hit.time) > last {
+                digest.wrapping_add(event_digest)
+            } else {
+                digest
+            }
+        })
+    });
+    Some(format!("{} {first} {last} {digest}", hits.len()))
+}
+
+fn millis(nanos: i64) -> i64 {
+    nanos.div_euclid(NANOS_PER_MS)
+}
+
+/// Writes an event as one JSON object, `_time` first in RFC 3339 (milliseconds), into `out`,
+/// replacing what it held; returns its TAILEV digest: over every field, 1 plus the UTF-8 length
+/// of a string or the value of an integer (PROTOCOL.md), 1 for other values (which generated
+/// events do not have).
+fn write_event(time: i64, event: &[(String, Value)], out: &mut Vec<u8>) -> u64 {
+    out.clear();
+    out.extend_from_slice(b"{\"_time\":\"");
+    write_rfc3339_millis(millis(time), out);
+    out.push(b'"');
+    let mut digest = 0u64;
+    for (name, value) in event {
+        out.push(b',');
+        write_json_string(name, out);
+        out.push(b':');
+        let field_digest = match value {
+            Value::Str(text) => {
+                write_json_string(text, out);
+                1 + text.len() as u64
+            }
+            Value::I64(number) => {
+                // Writing JSON into a Vec cannot fail.
+                let _ = serde_json::to_writer(&mut *out, number);
+                // Two's complement, as the peers' (and Java's) wrapping sums.
+                1u64.wrapping_add(*number as u64)
+            }
+            other => {
+                let json = quarry_query::value_to_json(other);
+                // Writing JSON into a Vec cannot fail.
+                let _ = serde_json::to_writer(&mut *out, &json);
+                1
+            }
+        };
+        digest = digest.wrapping_add(field_digest);
+    }
+    out.push(b'}');
+    digest
+}
+
+fn write_json_string(text: &str, out: &mut Vec<u8>) {
+    // Writing JSON into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, text);
+}
+
+/// Appends `2026-11-01T08:15:02.117Z` for milliseconds since the epoch (years 0 to 9999).
+fn write_rfc3339_millis(millis: i64, out: &mut Vec<u8>) {
+    let days = millis.div_euclid(86_400_000);
+    let in_day = millis.rem_euclid(86_400_000);
+    // H. Hinnant's `civil_from_days`: the proleptic Gregorian date of a day count.
+    let shifted = days + 719_468;
+    let era = shifted.div_euclid(146_097);
+    let day_of_era = shifted - era * 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_from_march = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_from_march + 2) / 5 + 1;
+    let month = if month_from_march < 10 {
+        month_from_march + 3
+    } else {
+        month_from_march - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    let mut digits = |value: i64, width: u32, then: Option<u8>| {
+        let mut divisor = 10i64.pow(width - 1);
+        while divisor > 0 {
+            out.push(b'0' + (value / divisor).rem_euclid(10) as u8);
+            divisor /= 10;
+        }
+        out.extend(then);
+    };
+    digits(year, 4, Some(b'-'));
+    digits(month, 2, Some(b'-'));
+    digits(day, 2, Some(b'T'));
+    digits(in_day / 3_600_000, 2, Some(b':'));
+    digits(in_day / 60_000 % 60, 2, Some(b':'));
+    digits(in_day / 1000 % 60, 2, Some(b'.'));
+    digits(in_day % 1000, 3, Some(b'Z'));
 }
 
 fn histogram(searcher: &Searcher, query: &Query, seconds: i64) -> Option<String> {
@@ -183,7 +311,56 @@ fn stats(searcher: &Searcher, query: &Query, field: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::translate;
+    use super::{translate, write_event, write_rfc3339_millis};
+    use quarry_format::Value;
+
+    #[test]
+    fn writes_times() {
+        for (millis, text) in [
+            (0, "1970-01-01T00:00:00.000Z"),
+            (-1, "1969-12-31T23:59:59.999Z"),
+            (951_825_600_000, "2000-02-29T12:00:00.000Z"),
+            (1_793_520_902_117, "2026-11-01T08:15:02.117Z"),
+            (253_402_300_799_999, "9999-12-31T23:59:59.999Z"),
+        ] {
+            let mut out = Vec::new();
+            write_rfc3339_millis(millis, &mut out);
+            assert_eq!(String::from_utf8(out).unwrap(), text, "{millis}");
+        }
+        // Every day of four centuries against chrono.
+        for day in -73_000..73_000i64 {
+            let millis = day * 86_400_000 + day.rem_euclid(86_400) * 1000 + 7;
+            let mut out = Vec::new();
+            write_rfc3339_millis(millis, &mut out);
+            let expected = chrono::DateTime::from_timestamp_millis(millis)
+                .unwrap()
+                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+            assert_eq!(String::from_utf8(out).unwrap(), expected);
+        }
+    }
+
+    #[test]
+    fn writes_and_digests_events() {
+        let event = vec![
+            ("message".to_owned(), Value::Str("say \"hé\"".to_owned())),
+            ("status".to_owned(), Value::I64(503)),
+            ("delta".to_owned(), Value::I64(-2)),
+        ];
+        let mut out = b"stale".to_vec();
+        let digest = write_event(1_793_520_902_117 * 1_000_000, &event, &mut out);
+        let json: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "_time": "2026-11-01T08:15:02.117Z",
+                "message": "say \"hé\"",
+                "status": 503,
+                "delta": -2,
+            })
+        );
+        // "say \"hé\"" is 9 bytes: 10, 503: 504, -2: -1 (wrapping).
+        assert_eq!(digest, 10 + 504 - 1);
+    }
 
     #[test]
     fn translates_the_protocol_language() {

@@ -299,6 +299,80 @@ fn log_queries_match_brute_force() {
     );
 }
 
+/// `bench-serve --logs` TAILEV (bench/logs/PROTOCOL.md): `n first last digest` of the newest K
+/// matches, the digest over each returned event but those of the last millisecond, checked
+/// against the generated JSON.
+#[test]
+fn tail_with_events_matches_brute_force() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let events = generate(dir.path());
+    let data = dir.path().join("data");
+    let digest = |event: &Event| -> u64 {
+        event
+            .json
+            .iter()
+            .filter(|(name, _)| *name != "_time")
+            .map(|(_, value)| match value {
+                Json::String(text) => 1 + text.len() as u64,
+                Json::Number(number) => 1u64.wrapping_add(number.as_i64().unwrap() as u64),
+                other => panic!("unexpected generated value {other}"),
+            })
+            .fold(0, u64::wrapping_add)
+    };
+    let expected = |k: usize, matches: &dyn Fn(&Event) -> bool| -> String {
+        let mut hits: Vec<&Event> = events.iter().filter(|e| matches(e)).collect();
+        hits.sort_by_key(|e| std::cmp::Reverse(e.time_ms));
+        hits.truncate(k);
+        let (Some(first), Some(last)) = (hits.first(), hits.last()) else {
+            return "0".to_owned();
+        };
+        let sum = hits
+            .iter()
+            .filter(|e| e.time_ms > last.time_ms)
+            .map(|e| digest(e))
+            .fold(0, u64::wrapping_add);
+        format!("{} {} {} {sum}", hits.len(), first.time_ms, last.time_ms)
+    };
+    let cases: Vec<(&str, String)> = vec![
+        (
+            "TAILEV\t100\tlevel:error",
+            expected(100, &|e| is(e, "level", "ERROR")),
+        ),
+        (
+            "TAILEV\t1000\tservice:nginx AND status:503",
+            expected(1000, &|e| {
+                is(e, "service", "nginx") && int(e, "status") == Some(503)
+            }),
+        ),
+        ("TAILEV\t5\tservice:nothing", "0".to_owned()),
+        ("TAILEV\t0\t*", "ERROR".to_owned()),
+    ];
+    let mut child = Command::new(env!("CARGO_BIN_EXE_quarry"))
+        .args(["bench-serve", "--logs", "--data", data.to_str().unwrap()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for (request, _) in &cases {
+        writeln!(stdin, "{request}").unwrap();
+    }
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    let text = String::from_utf8(output.stdout).unwrap();
+    let answers: Vec<&str> = text
+        .lines()
+        .map(|line| line.rsplit_once('\t').unwrap().0)
+        .collect();
+    assert_eq!(answers.len(), cases.len());
+    for ((request, expected), got) in cases.iter().zip(answers) {
+        assert_eq!(got, expected, "{request:?}");
+    }
+}
+
 #[test]
 fn bad_log_arguments_are_reported() {
     let dir = tempfile::tempdir().unwrap();

@@ -3,13 +3,14 @@
 //!
 //! | kind | tantivy field |
 //! |---|---|
-//! | `_time` | date, INDEXED + FAST, millisecond precision in the column |
-//! | keyword | text through the `keyword` analyzer (raw tokenizer + lowercase), basic postings (no frequencies, positions or norms), FAST through the same analyzer (a dictionary-encoded string column, for TERMS) |
-//! | text | text through tantivy's `default` analyzer (split on non-alphanumerics, drop tokens over 40 bytes, lowercase), with frequencies and positions |
-//! | integer | i64, INDEXED + FAST |
+//! | `_time` | date, INDEXED + FAST + STORED, millisecond precision in the column |
+//! | keyword | text through the `keyword` analyzer (raw tokenizer + lowercase), basic postings (no frequencies, positions or norms), FAST through the same analyzer (a dictionary-encoded string column, for TERMS), STORED as given |
+//! | text | text through tantivy's `default` analyzer (split on non-alphanumerics, drop tokens over 40 bytes, lowercase), with frequencies and positions, STORED |
+//! | integer | i64, INDEXED + FAST + STORED |
 //!
-//! No field is stored: the protocol's answers come from columns (`_time` for TAIL and HEAD),
-//! never from documents.
+//! Every field is stored, in tantivy's document store (LZ4 blocks of 16 KB, the default):
+//! TAILEV returns the events, as a log engine's search does. The other answers come from
+//! columns (`_time` for TAIL and HEAD), never from documents.
 //!
 //! **Sort.** `IndexSettings::sort_by_field` on `_time`, descending, the Lucene peer's index sort
 //! too: newest first is the order a log tail reads. tantivy 0.27's top-k collector
@@ -43,6 +44,7 @@ pub fn build() -> Schema {
                     DateOptions::default()
                         .set_indexed()
                         .set_fast()
+                        .set_stored()
                         .set_precision(DateTimePrecision::Milliseconds),
                 );
             }
@@ -56,21 +58,30 @@ pub fn build() -> Schema {
                                 .set_index_option(IndexRecordOption::Basic)
                                 .set_fieldnorms(false),
                         )
-                        .set_fast(KEYWORD_TOKENIZER),
+                        .set_fast(KEYWORD_TOKENIZER)
+                        .set_stored(),
                 );
             }
             FieldKind::Text => {
                 builder.add_text_field(
                     name,
-                    TextOptions::default().set_indexing_options(
-                        TextFieldIndexing::default()
-                            .set_tokenizer(TEXT_TOKENIZER)
-                            .set_index_option(IndexRecordOption::WithFreqsAndPositions),
-                    ),
+                    TextOptions::default()
+                        .set_indexing_options(
+                            TextFieldIndexing::default()
+                                .set_tokenizer(TEXT_TOKENIZER)
+                                .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+                        )
+                        .set_stored(),
                 );
             }
             FieldKind::Integer => {
-                builder.add_i64_field(name, NumericOptions::default().set_indexed().set_fast());
+                builder.add_i64_field(
+                    name,
+                    NumericOptions::default()
+                        .set_indexed()
+                        .set_fast()
+                        .set_stored(),
+                );
             }
         }
     }

@@ -9,6 +9,7 @@
 //! |---|---|
 //! | `COUNT` | the `Count` collector |
 //! | `TAIL`, `HEAD` | `TopDocs::with_limit(K).order_by_fast_field::<DateTime>("_time", Desc / Asc)` |
+//! | `TAILEV` | TAIL's collector, then `Searcher::doc` for each hit (the stored document, from the LZ4 block cache of each segment's doc store), written as a JSON object into one reused buffer, then digested |
 //! | `HISTOGRAM` | a `date_histogram` aggregation on `_time`, `fixed_interval` `"{SECONDS}s"`, `min_doc_count` 1 |
 //! | `TERMS` | a `terms` aggregation, `size` K, ordered by count (ties by value: tantivy 0.27 breaks them by key), `segment_size` 2^24 so every segment reports every value and the counts are exact |
 //! | `PERCENTILES` | a `percentiles` aggregation, percents 50, 95, 99: tantivy's DDSketch, which returns the value of 0-based rank `floor(q * (n - 1))` within about 1 % |
@@ -18,14 +19,17 @@
 //! minute histogram over a month of events has 43,200 buckets, and the benchmark measures
 //! speed, not the guard rails.
 
+use std::cell::RefCell;
 use std::io::{self, BufRead, Write};
 use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
+use logs_driver::answer::FieldValue;
 use logs_driver::answer::{self, HistogramAnswer};
 use logs_driver::protocol::{Request, RequestError};
 use logs_driver::schema::TIME;
+use logs_driver::time::format_rfc3339_millis;
 use serde_json::json;
 use tantivy::aggregation::agg_req::Aggregations;
 use tantivy::aggregation::agg_result::{
@@ -35,7 +39,8 @@ use tantivy::aggregation::metric::PercentileValues;
 use tantivy::aggregation::{AggContextParams, AggregationCollector, AggregationLimitsGuard, Key};
 use tantivy::collector::{Count, TopDocs};
 use tantivy::query::Query;
-use tantivy::{DateTime, Index, Order, ReloadPolicy, Searcher};
+use tantivy::schema::{Field, Schema, Value};
+use tantivy::{DateTime, DocAddress, Index, Order, ReloadPolicy, Searcher, TantivyDocument};
 
 use crate::query;
 use crate::schema::{self, Fields};
@@ -48,8 +53,13 @@ const AGGREGATION_BUCKET_LIMIT: u32 = 1 << 26;
 
 pub struct Server {
     index: Index,
+    schema: Schema,
     fields: Fields,
+    time: Field,
     searcher: Searcher,
+    /// The JSON of the event being returned, reused from event to event and request to request
+    /// as a server reuses its response buffer.
+    event_json: RefCell<Vec<u8>>,
 }
 
 impl Server {
@@ -61,7 +71,9 @@ impl Server {
 
     pub fn new(index: Index) -> anyhow::Result<Server> {
         schema::register_tokenizers(&index);
-        let fields = Fields::of(&index.schema())?;
+        let schema = index.schema();
+        let fields = Fields::of(&schema)?;
+        let time = fields.get(TIME).context("no _time field")?;
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
@@ -69,8 +81,11 @@ impl Server {
         let searcher = reader.searcher();
         Ok(Server {
             index,
+            schema,
             fields,
+            time,
             searcher,
+            event_json: RefCell::new(Vec::new()),
         })
     }
 
@@ -115,6 +130,7 @@ impl Server {
         Ok(match request {
             Request::Count(_) => self.searcher.search(&query, &Count)?.to_string(),
             Request::Tail { k, .. } => self.top(&query, *k, Order::Desc)?,
+            Request::TailEvents { k, .. } => self.tail_events(&query, *k)?,
             Request::Head { k, .. } => self.top(&query, *k, Order::Asc)?,
             Request::Histogram { seconds, .. } => {
                 let results = self.aggregate(
@@ -224,6 +240,66 @@ impl Server {
             .collect::<Option<Vec<i64>>>()
             .context("a hit without _time")?;
         Ok(answer::top(times))
+    }
+
+    /// TAILEV: the `k` newest matches, each event fetched from the document store and written
+    /// as JSON, answered `n first last digest`.
+    fn tail_events(&self, query: &dyn Query, k: usize) -> anyhow::Result<String> {
+        let collector = TopDocs::with_limit(k).order_by_fast_field::<DateTime>(TIME, Order::Desc);
+        let hits = self.searcher.search(query, &collector)?;
+        let hits: Vec<(i64, DocAddress)> = hits
+            .into_iter()
+            .map(|(time, address)| Some((time?.into_timestamp_millis(), address)))
+            .collect::<Option<_>>()
+            .context("a hit without _time")?;
+        let (Some(&(first, _)), Some(&(last, _))) = (hits.first(), hits.last()) else {
+            return Ok(answer::tail_events(0, 0, 0, 0));
+        };
+        let mut json = self.event_json.borrow_mut();
+        let mut digest = 0u64;
+        for &(time, address) in &hits {
+            let document: TantivyDocument = self.searcher.doc(address)?;
+            let event_digest = self.write_event(&document, &mut json)?;
+            // Which events of the last millisecond make the cut is the engine's choice.
+            if time > last {
+                digest = digest.wrapping_add(event_digest);
+            }
+        }
+        Ok(answer::tail_events(hits.len(), first, last, digest))
+    }
+
+    /// Writes a stored document as one JSON object (`_time` in RFC 3339) into `out`, replacing
+    /// what it held, and returns its TAILEV digest.
+    fn write_event(&self, document: &TantivyDocument, out: &mut Vec<u8>) -> anyhow::Result<u64> {
+        out.clear();
+        out.push(b'{');
+        let mut digest = 0u64;
+        for (index, (field, value)) in document.field_values().enumerate() {
+            if index > 0 {
+                out.push(b',');
+            }
+            serde_json::to_writer(&mut *out, self.schema.get_field_name(field))?;
+            out.push(b':');
+            if field == self.time {
+                let time = value.as_datetime().context("_time is not a date")?;
+                out.push(b'"');
+                format_rfc3339_millis(time.into_timestamp_millis(), out);
+                out.push(b'"');
+            } else if let Some(text) = value.as_str() {
+                serde_json::to_writer(&mut *out, text)?;
+                digest = digest.wrapping_add(answer::field_digest(FieldValue::Str(text)));
+            } else if let Some(number) = value.as_i64() {
+                serde_json::to_writer(&mut *out, &number)?;
+                digest = digest.wrapping_add(answer::field_digest(FieldValue::Integer(number)));
+            } else {
+                bail!(
+                    "unexpected stored value in {}",
+                    self.schema.get_field_name(field)
+                );
+            }
+        }
+        out.push(b'}');
+        Ok(digest)
     }
 
     /// Runs one aggregation, named [`AGGREGATION`], over the matches of `query`.
@@ -397,6 +473,29 @@ mod tests {
                 ),
             ),
             ("TAIL\t5\tnothing".into(), "0".into()),
+            // TAILEV digests (answer::field_digest) leave out the events of the last
+            // millisecond. 00:02:30.500: nginx 6, ERROR 6, "Error again" 12, 503 504,
+            // 1500 1501, 10.0.0.2 9, /api/login 11.
+            (
+                "TAILEV\t2\terror".into(),
+                format!(
+                    "2 {} {} 2049",
+                    t("2026-11-01T00:02:30.500Z"),
+                    t("2026-11-01T00:00:59.999Z")
+                ),
+            ),
+            // + 00:00:59.999: 6 + 6 + "upstream error timeout" 23 + 504 + 3000 3001 + 9 + 11.
+            (
+                "TAILEV\t10\terror".into(),
+                format!(
+                    "3 {} {} {}",
+                    t("2026-11-01T00:02:30.500Z"),
+                    t("2026-11-01T00:00:05Z"),
+                    2049 + 3560
+                ),
+            ),
+            ("TAILEV\t5\tnothing".into(), "0".into()),
+            ("TAILEV\t0\t*".into(), "ERROR".into()),
             (
                 "HISTOGRAM\t60\t*".into(),
                 // Buckets: minute 0 (3 events), 1 (1), 2 (2).
@@ -433,6 +532,28 @@ mod tests {
         for (got, exact) in values.iter().zip([1500.0, 1500.0, 1500.0]) {
             assert!((got - exact).abs() <= exact * 0.02, "{percentiles}");
         }
+        Ok(())
+    }
+
+    #[test]
+    fn writes_events_as_json() -> anyhow::Result<()> {
+        let server = Server::new(small_index()?)?;
+        assert!(server.answer("TAILEV\t1\tfine").starts_with("1 "));
+        let json = server.event_json.borrow();
+        let event: serde_json::Value = serde_json::from_slice(&json)?;
+        assert_eq!(
+            event,
+            json!({
+                "_time": "2026-11-01T00:02:31.000Z",
+                "service": "NGINX",
+                "level": "INFO",
+                "message": "fine",
+                "status": 200,
+                "latency_ms": 20,
+                "client_ip": "10.0.0.1",
+                "path": "/api/login",
+            })
+        );
         Ok(())
     }
 

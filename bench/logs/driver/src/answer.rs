@@ -41,6 +41,35 @@ pub fn top(times: impl IntoIterator<Item = i64>) -> String {
     format!("{count} {first} {last}")
 }
 
+/// TAILEV: `n first last digest`, or `0` when nothing matched. `digest` is the wrapping sum,
+/// over the returned hits newer than the last one (`_time > last`), of [`field_digest`] over
+/// each field of the hit's event but `_time` (PROTOCOL.md, "TAILEV").
+pub fn tail_events(count: usize, first: i64, last: i64, digest: u64) -> String {
+    if count == 0 {
+        "0".to_owned()
+    } else {
+        format!("{count} {first} {last} {digest}")
+    }
+}
+
+/// One field's share of a TAILEV digest: 1, plus the UTF-8 byte length of a string or the
+/// value of an integer (two's complement, wrapping). Counting each field proves every field
+/// was read, the lengths and values that each was read whole.
+pub fn field_digest(value: FieldValue<'_>) -> u64 {
+    match value {
+        FieldValue::Str(text) => 1 + text.len() as u64,
+        // Two's complement: -1 adds u64::MAX, the same bits Java's long addition wraps to.
+        FieldValue::Integer(number) => 1u64.wrapping_add(number as u64),
+    }
+}
+
+/// A stored field value as the TAILEV digest reads it.
+#[derive(Clone, Copy, Debug)]
+pub enum FieldValue<'a> {
+    Str(&'a str),
+    Integer(i64),
+}
+
 /// Accumulates HISTOGRAM counts: `buckets total checksum`.
 #[derive(Clone, Copy, Debug)]
 pub struct HistogramAnswer {
@@ -284,6 +313,20 @@ mod tests {
     }
 
     #[test]
+    fn digests_events() {
+        assert_eq!(tail_events(0, 0, 0, 0), "0");
+        assert_eq!(tail_events(3, 9, 2, 17), "3 9 2 17");
+        assert_eq!(field_digest(FieldValue::Str("")), 1);
+        assert_eq!(field_digest(FieldValue::Str("héllo")), 7);
+        assert_eq!(field_digest(FieldValue::Integer(503)), 504);
+        assert_eq!(field_digest(FieldValue::Integer(-1)), 0);
+        assert_eq!(
+            field_digest(FieldValue::Integer(i64::MIN)),
+            (1u64 << 63) + 1
+        );
+    }
+
+    #[test]
     fn sums_histograms() {
         let mut histogram = HistogramAnswer::new(60);
         assert_eq!(histogram.answer(), "0 0 0");
@@ -312,6 +355,8 @@ mod tests {
             ("COUNT\t*", "10", "10", true),
             ("COUNT\t*", "10", "11", false),
             ("TAIL\t100\t*", "100 9 1", "100 9 2", false),
+            ("TAILEV\t100\t*", "100 9 1 77", "100 9 1 77", true),
+            ("TAILEV\t100\t*", "100 9 1 77", "100 9 1 78", false),
             ("HISTOGRAM\t60\t*", "3 4 0", "3 4 0", true),
             ("STATS\tbytes\t*", "2 1 5 6", "2 1 5 7", false),
             // TERMS: order among equal counts is free.

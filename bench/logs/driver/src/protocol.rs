@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! COUNT<TAB>QUERY                 TAIL<TAB>K<TAB>QUERY            HEAD<TAB>K<TAB>QUERY
+//! TAILEV<TAB>K<TAB>QUERY
 //! HISTOGRAM<TAB>SECONDS<TAB>QUERY TERMS<TAB>FIELD<TAB>K<TAB>QUERY
 //! PERCENTILES<TAB>FIELD<TAB>QUERY STATS<TAB>FIELD<TAB>QUERY
 //!
@@ -45,6 +46,8 @@ pub struct Filter {
 pub enum Command {
     Count,
     Tail,
+    /// TAIL with the events: `TAILEV`.
+    TailEvents,
     Head,
     Histogram,
     Terms,
@@ -53,9 +56,10 @@ pub enum Command {
 }
 
 impl Command {
-    pub const ALL: [Command; 7] = [
+    pub const ALL: [Command; 8] = [
         Command::Count,
         Command::Tail,
+        Command::TailEvents,
         Command::Head,
         Command::Histogram,
         Command::Terms,
@@ -67,6 +71,7 @@ impl Command {
         match self {
             Command::Count => "COUNT",
             Command::Tail => "TAIL",
+            Command::TailEvents => "TAILEV",
             Command::Head => "HEAD",
             Command::Histogram => "HISTOGRAM",
             Command::Terms => "TERMS",
@@ -99,6 +104,11 @@ pub enum Request {
     Count(Filter),
     /// The `k` newest matches.
     Tail {
+        k: usize,
+        filter: Filter,
+    },
+    /// The `k` newest matches with their events, each fetched and serialized.
+    TailEvents {
         k: usize,
         filter: Filter,
     },
@@ -225,7 +235,7 @@ impl Request {
         };
         let expected = match command {
             Command::Count => 2,
-            Command::Tail | Command::Head | Command::Histogram => 3,
+            Command::Tail | Command::TailEvents | Command::Head | Command::Histogram => 3,
             Command::Percentiles | Command::Stats => 3,
             Command::Terms => 4,
         };
@@ -236,6 +246,10 @@ impl Request {
         Ok(match command {
             Command::Count => Request::Count(filter),
             Command::Tail => Request::Tail {
+                k: positive(parts[1], "K")?,
+                filter,
+            },
+            Command::TailEvents => Request::TailEvents {
                 k: positive(parts[1], "K")?,
                 filter,
             },
@@ -267,6 +281,7 @@ impl Request {
         match self {
             Request::Count(_) => Command::Count,
             Request::Tail { .. } => Command::Tail,
+            Request::TailEvents { .. } => Command::TailEvents,
             Request::Head { .. } => Command::Head,
             Request::Histogram { .. } => Command::Histogram,
             Request::Terms { .. } => Command::Terms,
@@ -279,6 +294,7 @@ impl Request {
         match self {
             Request::Count(filter)
             | Request::Tail { filter, .. }
+            | Request::TailEvents { filter, .. }
             | Request::Head { filter, .. }
             | Request::Histogram { filter, .. }
             | Request::Terms { filter, .. }
@@ -517,6 +533,13 @@ mod tests {
                 }),
             ),
             (
+                "TAILEV\t1000\terror",
+                Ok(Request::TailEvents {
+                    k: 1000,
+                    filter: error.clone(),
+                }),
+            ),
+            (
                 "HEAD\t1\t*",
                 Ok(Request::Head {
                     k: 1,
@@ -558,6 +581,9 @@ mod tests {
             ("COUNT", Err("error")),
             ("COUNT\t*\t*", Err("error")),
             ("TAIL\t0\t*", Err("error")),
+            ("TAILEV\t0\t*", Err("error")),
+            ("TAILEV\t10", Err("error")),
+            ("tailev\t10\t*", Err("unsupported")),
             ("TAIL\t+5\t*", Err("error")),
             ("TAIL\t99999999999999999999\t*", Err("error")),
             ("HISTOGRAM\t0\t*", Err("error")),

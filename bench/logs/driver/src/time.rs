@@ -70,6 +70,64 @@ pub fn parse_rfc3339_millis(text: &str) -> Option<i64> {
     Some(seconds * 1000 + i64::from(millis))
 }
 
+/// Appends the RFC 3339 text of `millis` since the epoch, in UTC with three fraction digits
+/// (`2026-11-01T08:15:02.117Z`, the generator's shape), to `out`; years outside 0..=9999 are
+/// written with as many digits as they need.
+pub fn format_rfc3339_millis(millis: i64, out: &mut Vec<u8>) {
+    let days = millis.div_euclid(86_400_000);
+    let in_day = millis.rem_euclid(86_400_000);
+    let (year, month, day) = civil_from_days(days);
+    let (hour, minute) = (in_day / 3_600_000, in_day / 60_000 % 60);
+    let (second, milli) = (in_day / 1000 % 60, in_day % 1000);
+    if (0..=9999).contains(&year) {
+        push_digits(out, year, 4);
+    } else {
+        out.extend_from_slice(year.to_string().as_bytes());
+    }
+    out.push(b'-');
+    push_digits(out, i64::from(month), 2);
+    out.push(b'-');
+    push_digits(out, i64::from(day), 2);
+    out.push(b'T');
+    push_digits(out, hour, 2);
+    out.push(b':');
+    push_digits(out, minute, 2);
+    out.push(b':');
+    push_digits(out, second, 2);
+    out.push(b'.');
+    push_digits(out, milli, 3);
+    out.push(b'Z');
+}
+
+/// Appends `value` (0 <= value < 10^width) as exactly `width` decimal digits.
+fn push_digits(out: &mut Vec<u8>, value: i64, width: u32) {
+    let mut divisor = 10i64.pow(width - 1);
+    while divisor > 0 {
+        out.push(b'0' + (value / divisor % 10) as u8);
+        divisor /= 10;
+    }
+}
+
+/// The proleptic Gregorian date of a day count from 1970-01-01: the inverse of
+/// [`days_from_civil`] (H. Hinnant's `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let days = days + 719_468;
+    let era = days.div_euclid(146_097);
+    let day_of_era = days - era * 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_from_march = (5 * day_of_year + 2) / 153;
+    let day = (day_of_year - (153 * month_from_march + 2) / 5 + 1) as u32;
+    let month = if month_from_march < 10 {
+        month_from_march + 3
+    } else {
+        month_from_march - 9
+    } as u32;
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
 /// The decimal number in `bytes[start..start + len]`, `None` if any byte is not a digit.
 fn digits(bytes: &[u8], start: usize, len: usize) -> Option<u32> {
     let slice = bytes.get(start..start + len)?;
@@ -103,6 +161,32 @@ fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn formats_timestamps() {
+        let cases: &[(i64, &str)] = &[
+            (0, "1970-01-01T00:00:00.000Z"),
+            (-1, "1969-12-31T23:59:59.999Z"),
+            (951_825_600_000, "2000-02-29T12:00:00.000Z"),
+            (1_793_520_902_117, "2026-11-01T08:15:02.117Z"),
+            (253_402_300_799_999, "9999-12-31T23:59:59.999Z"),
+        ];
+        let mut out = Vec::new();
+        for &(millis, text) in cases {
+            out.clear();
+            format_rfc3339_millis(millis, &mut out);
+            assert_eq!(std::str::from_utf8(&out), Ok(text), "{millis}");
+        }
+        // Every day of four centuries (leap rules included) and the ms of a day survive the
+        // round trip through the parser.
+        for day in -73_000..73_000i64 {
+            let millis = day * 86_400_000 + (day.rem_euclid(86_400)) * 1000 + 7;
+            out.clear();
+            format_rfc3339_millis(millis, &mut out);
+            let text = std::str::from_utf8(&out).expect("ascii");
+            assert_eq!(parse_rfc3339_millis(text), Some(millis), "{text}");
+        }
+    }
 
     #[test]
     fn parses_timestamps() {

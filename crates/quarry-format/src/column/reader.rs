@@ -224,10 +224,14 @@ fn decode_chunk_payload(
                 offsets.push(total as u32);
             }
             let bytes = r.take(total as usize)?.to_vec();
-            for w in offsets.windows(2) {
-                if std::str::from_utf8(&bytes[w[0] as usize..w[1] as usize]).is_err() {
-                    return Err(DecodeError::new("string value is not utf-8"));
-                }
+            // Every value is UTF-8 exactly when the whole is and every offset falls between
+            // two characters: one validation of the chunk instead of one call per value, which
+            // was a quarter of fetching 1,000 events (`from_utf8` on thousands of short keyword
+            // values per chunk, issue 10 item 7).
+            let text = std::str::from_utf8(&bytes)
+                .map_err(|_| DecodeError::new("string value is not utf-8"))?;
+            if !offsets.iter().all(|&o| text.is_char_boundary(o as usize)) {
+                return Err(DecodeError::new("string value is not utf-8"));
             }
             ChunkValues::Bytes { offsets, bytes }
         }

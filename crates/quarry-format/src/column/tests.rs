@@ -422,6 +422,14 @@ fn chunk_payload_errors() {
             "string lengths exceed the chunk",
         ),
         (ColumnType::Str, 1, &[1, 0, 1], &[0xff], "string not utf-8"),
+        // "é" split between two values: the bytes are UTF-8 together, not one by one.
+        (
+            ColumnType::Str,
+            2,
+            &[2, 0, 1, 1],
+            "é".as_bytes(),
+            "a value ends inside a character",
+        ),
         (
             ColumnType::I64,
             2,

@@ -27,11 +27,16 @@ import org.apache.lucene.util.BytesRef;
  *   <tr><td>{@code _time}</td><td>{@link LongPoint} + {@link NumericDocValuesField} +
  *       {@link StoredField}, milliseconds since the epoch; the index sort key</td></tr>
  *   <tr><td>keyword</td><td>{@link StringField} of the lowercased value (no norms, docs only)
- *       + {@link SortedDocValuesField} of the same, for TERMS</td></tr>
+ *       + {@link SortedDocValuesField} of the same, for TERMS, + {@link StoredField} of the
+ *       value as given</td></tr>
  *   <tr><td>text</td><td>{@link TextField} analyzed by {@code StandardAnalyzer} without stop
- *       words (UAX#29 words, lowercased)</td></tr>
- *   <tr><td>integer</td><td>{@link LongPoint} + {@link NumericDocValuesField}</td></tr>
+ *       words (UAX#29 words, lowercased), stored</td></tr>
+ *   <tr><td>integer</td><td>{@link LongPoint} + {@link NumericDocValuesField} +
+ *       {@link StoredField}</td></tr>
  * </table>
+ *
+ * <p>Every field is stored (Lucene's default stored-fields format, LZ4 blocks): TAILEV returns
+ * the events, as a log engine's search does.
  *
  * <p><b>Sort.</b> The index is sorted by {@code _time}, descending ({@link #INDEX_SORT}): newest
  * first is the order a log tail reads, so TAIL, the most common log query, is the sort the index
@@ -62,12 +67,14 @@ final class LogSchema {
                 String lowered = ((String) value).toLowerCase(Locale.ROOT);
                 document.add(new StringField(name, lowered, Field.Store.NO));
                 document.add(new SortedDocValuesField(name, new BytesRef(lowered)));
+                document.add(new StoredField(name, (String) value));
             }
-            case TEXT -> document.add(new TextField(name, (String) value, Field.Store.NO));
+            case TEXT -> document.add(new TextField(name, (String) value, Field.Store.YES));
             case INTEGER -> {
                 long number = (Long) value;
                 document.add(new LongPoint(name, number));
                 document.add(new NumericDocValuesField(name, number));
+                document.add(new StoredField(name, number));
             }
         }
     }

@@ -75,6 +75,9 @@ final class Protocol {
 
         record Tail(int k, List<Clause> filter) implements Request {}
 
+        /** TAIL with the events: {@code TAILEV}. */
+        record TailEvents(int k, List<Clause> filter) implements Request {}
+
         record Head(int k, List<Clause> filter) implements Request {}
 
         record Histogram(long seconds, List<Clause> filter) implements Request {}
@@ -114,7 +117,7 @@ final class Protocol {
         String[] parts = line.split("\t", -1);
         int expected = switch (parts[0]) {
             case "COUNT" -> 2;
-            case "TAIL", "HEAD", "HISTOGRAM", "PERCENTILES", "STATS" -> 3;
+            case "TAIL", "TAILEV", "HEAD", "HISTOGRAM", "PERCENTILES", "STATS" -> 3;
             case "TERMS" -> 4;
             default -> throw new Unsupported(parts[0]);
         };
@@ -125,6 +128,7 @@ final class Protocol {
         return switch (parts[0]) {
             case "COUNT" -> new Request.Count(filter);
             case "TAIL" -> new Request.Tail(positive(parts[1]), filter);
+            case "TAILEV" -> new Request.TailEvents(positive(parts[1]), filter);
             case "HEAD" -> new Request.Head(positive(parts[1]), filter);
             case "HISTOGRAM" -> new Request.Histogram(positive(parts[1]), filter);
             case "TERMS" -> new Request.Terms(

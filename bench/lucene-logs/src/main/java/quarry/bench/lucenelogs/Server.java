@@ -14,6 +14,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import org.apache.lucene.analysis.Analyzer;
 import org.apache.lucene.index.DirectoryReader;
+import org.apache.lucene.index.StoredFields;
 import org.apache.lucene.search.FieldDoc;
 import org.apache.lucene.search.IndexSearcher;
 import org.apache.lucene.search.Query;
@@ -39,6 +40,9 @@ import org.apache.lucene.store.MMapDirectory;
  *       on {@code _time} (descending, ascending) and {@code totalHitsThreshold = K}: TAIL is the
  *       index sort, so each segment stops after K matches; HEAD skips non-competitive documents
  *       through the {@code _time} points</td></tr>
+ *   <tr><td>TAILEV</td><td>TAIL's search, then each hit's stored fields through one
+ *       {@link StoredFields} of the request, visited by an {@link EventWriter} that writes the
+ *       event as JSON into a reused buffer and digests it</td></tr>
  *   <tr><td>HISTOGRAM, TERMS, PERCENTILES, STATS</td><td>the doc-values collectors of
  *       {@link Aggregations}</td></tr>
  * </table>
@@ -51,6 +55,8 @@ final class Server {
 
     private final IndexSearcher searcher;
     private final Analyzer analyzer = LogSchema.analyzer();
+    /** The JSON of the event being returned, reused as a server reuses its response buffer. */
+    private final EventWriter eventWriter = new EventWriter();
 
     Server(IndexSearcher searcher) {
         this.searcher = searcher;
@@ -110,6 +116,7 @@ final class Server {
         return switch (request) {
             case Protocol.Request.Count c -> Integer.toString(searcher.count(query));
             case Protocol.Request.Tail(int k, var filter) -> top(query, k, NEWEST_FIRST);
+            case Protocol.Request.TailEvents(int k, var filter) -> tailEvents(query, k);
             case Protocol.Request.Head(int k, var filter) -> top(query, k, OLDEST_FIRST);
             case Protocol.Request.Histogram(long seconds, var filter) ->
                     Aggregations.histogramAnswer(
@@ -122,6 +129,39 @@ final class Server {
             case Protocol.Request.Stats(String field, var filter) ->
                     searcher.search(query, Aggregations.stats(field));
         };
+    }
+
+    /**
+     * TAILEV: {@code n first last digest} of the {@code k} newest matches, each event fetched
+     * from the stored fields and written as JSON. The digest leaves out the events of the last
+     * millisecond: which of them make the cut is each engine's choice.
+     */
+    private String tailEvents(Query query, int k) throws IOException {
+        TopFieldDocs top =
+                searcher.search(query, new TopFieldCollectorManager(NEWEST_FIRST, k, null, k));
+        ScoreDoc[] hits = top.scoreDocs;
+        if (hits.length == 0) {
+            return "0";
+        }
+        long first = (Long) ((FieldDoc) hits[0]).fields[0];
+        long last = (Long) ((FieldDoc) hits[hits.length - 1]).fields[0];
+        // One StoredFields per request: it keeps the decompressed block between hits.
+        StoredFields storedFields = searcher.storedFields();
+        long digest = 0;
+        for (ScoreDoc hit : hits) {
+            eventWriter.reset();
+            storedFields.document(hit.doc, eventWriter);
+            long eventDigest = eventWriter.finish();
+            if ((Long) ((FieldDoc) hit).fields[0] > last) {
+                digest += eventDigest;
+            }
+        }
+        return hits.length + " " + first + " " + last + " " + Long.toUnsignedString(digest);
+    }
+
+    /** The JSON of the last event TAILEV wrote (for tests). */
+    String lastEventJson() {
+        return eventWriter.json();
     }
 
     /** {@code n first last} of the {@code k} first matches in {@code sort} order. */

@@ -38,15 +38,18 @@ class ProtocolTest {
         assertEquals(new Request.Count(List.of()), Protocol.parse("COUNT\t*"));
         assertEquals(new Request.Tail(100, List.of(new Clause.Word("message", "error"))),
                 Protocol.parse("TAIL\t100\terror"));
+        assertEquals(new Request.TailEvents(1000, List.of(new Clause.Word("message", "error"))),
+                Protocol.parse("TAILEV\t1000\terror"));
         assertEquals(new Request.Histogram(3600, List.of()), Protocol.parse("HISTOGRAM\t3600\t*"));
         assertEquals(new Request.Terms("client_ip", 10, List.of()), Protocol.parse("TERMS\tclient_ip\t10\t*"));
         assertEquals(new Request.Percentiles("latency_ms", List.of()), Protocol.parse("PERCENTILES\tlatency_ms\t*"));
         assertEquals(new Request.Stats("bytes", List.of()), Protocol.parse("STATS\tbytes\t*"));
-        for (String unsupported : new String[] {"TOP_10\terror", "count\t*", "no tab"}) {
+        for (String unsupported : new String[] {"TOP_10\terror", "count\t*", "no tab", "tailev\t10\t*"}) {
             assertThrows(Protocol.Unsupported.class, () -> Protocol.parse(unsupported), unsupported);
         }
         for (String bad : new String[] {
             "COUNT", "COUNT\t*\t*", "TAIL\t0\t*", "TAIL\t+5\t*", "TAIL\t99999999999999999999\t*",
+            "TAILEV\t0\t*", "TAILEV\t10",
             "HISTOGRAM\t0\t*", "TERMS\tmessage\t10\t*", "TERMS\tclient_ip\t*",
             "PERCENTILES\tservice\t*", "STATS\t_time\t*", "COUNT\tbad:field"
         }) {

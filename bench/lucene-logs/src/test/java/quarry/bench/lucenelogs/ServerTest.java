@@ -98,6 +98,14 @@ class ServerTest {
                     {"HEAD\t10\terror", "3 " + t("2026-11-01T00:00:05.000Z") + " "
                             + t("2026-11-01T00:02:30.500Z")},
                     {"TAIL\t5\tnothing", "0"},
+                    // TAILEV digests leave out the events of the last millisecond (the values
+                    // of tantivy-logs' test: 2049 for 00:02:30.500, 3560 for 00:00:59.999).
+                    {"TAILEV\t2\terror", "2 " + t("2026-11-01T00:02:30.500Z") + " "
+                            + t("2026-11-01T00:00:59.999Z") + " 2049"},
+                    {"TAILEV\t10\terror", "3 " + t("2026-11-01T00:02:30.500Z") + " "
+                            + t("2026-11-01T00:00:05.000Z") + " " + (2049 + 3560)},
+                    {"TAILEV\t5\tnothing", "0"},
+                    {"TAILEV\t0\t*", "ERROR"},
                     {"HISTOGRAM\t60\t*", "3 6 "
                             + (minute * 60 * 3 + (minute + 1) * 60 + (minute + 2) * 60 * 2)},
                     {"HISTOGRAM\t3600\tnothing", "0 0 0"},
@@ -118,6 +126,12 @@ class ServerTest {
                 for (String[] c : cases) {
                     assertEquals(c[1], server.answer(c[0]), Arrays.toString(c));
                 }
+                // The event as JSON, stored fields in the order the input gave them.
+                assertTrue(server.answer("TAILEV\t1\tfine").startsWith("1 "));
+                assertEquals("{\"_time\":\"2026-11-01T00:02:31.000Z\",\"service\":\"NGINX\","
+                        + "\"level\":\"INFO\",\"message\":\"fine\",\"path\":\"/api/login\","
+                        + "\"status\":200,\"latency_ms\":20,\"client_ip\":\"10.0.0.1\"}",
+                        server.lastEventJson());
 
                 // A malformed UTF-8 byte (0xff) is replaced, not fatal; the last line needs no
                 // line break.
@@ -139,6 +153,29 @@ class ServerTest {
                 }
                 assertEquals(List.of("6", "UNSUPPORTED", "0", "0", "1"), answers);
             }
+        }
+    }
+
+    @Test
+    void writesTimestamps() {
+        Object[][] cases = {
+            {0L, "1970-01-01T00:00:00.000Z"},
+            {-1L, "1969-12-31T23:59:59.999Z"},
+            {951_825_600_000L, "2000-02-29T12:00:00.000Z"},
+            {1_793_520_902_117L, "2026-11-01T08:15:02.117Z"},
+            {253_402_300_799_999L, "9999-12-31T23:59:59.999Z"},
+        };
+        for (Object[] c : cases) {
+            StringBuilder out = new StringBuilder();
+            EventWriter.appendRfc3339Millis(out, (Long) c[0]);
+            assertEquals(c[1], out.toString());
+        }
+        // Every day of four centuries survives the round trip through the parser.
+        for (long day = -73_000; day < 73_000; day++) {
+            long m = day * 86_400_000L + Math.floorMod(day, 86_400L) * 1000 + 7;
+            StringBuilder out = new StringBuilder();
+            EventWriter.appendRfc3339Millis(out, m);
+            assertEquals(m, t(out.toString()), out.toString());
         }
     }
 

@@ -151,7 +151,7 @@ fn spawn_background(live: Arc<LiveIndex>, stop: Arc<AtomicBool>) -> std::thread:
         .name("quarry-background".into())
         .spawn(move || {
             while !stop.load(Ordering::Relaxed) {
-                let pause = match live.background_step(false) {
+                let pause = match live.background_step() {
                     Ok(true) => Duration::ZERO,
                     Ok(false) => Duration::from_millis(100),
                     Err(error) => {
@@ -305,7 +305,7 @@ async fn ready(State(state): State<Arc<AppState>>) -> Result<Json<JsonValue>, Ap
     }
     let live = state.live.clone();
     let (searcher, (memory_events, memory_bytes)) = blocking(move || {
-        let snapshot = live.published_snapshot().map_err(ApiError::internal)?;
+        let snapshot = live.published_snapshot();
         Ok((snapshot, live.memory_usage()))
     })
     .await?;
@@ -386,9 +386,7 @@ async fn run_search(
 ) -> Result<Json<JsonValue>, ApiError> {
     let started = Instant::now();
     let response = blocking(move || {
-        let queued = started.elapsed();
-        let searcher = live.published_snapshot().map_err(ApiError::internal)?;
-        tracing::trace!(?queued, snapshot = ?started.elapsed(), "search snapshot");
+        let searcher = live.published_snapshot();
         searcher.execute(&request).map_err(ApiError::from_query)
     })
     .await?;
@@ -543,7 +541,7 @@ async fn fields(
     UrlPath(tenant): UrlPath<String>,
 ) -> Result<Json<JsonValue>, ApiError> {
     let live = state.tenant(&tenant)?.clone();
-    let searcher = blocking(move || live.published_snapshot().map_err(ApiError::internal)).await?;
+    let searcher = live.published_snapshot();
     let mut fields: BTreeMap<&str, (BTreeMap<&'static str, u64>, bool)> = BTreeMap::new();
     for block in searcher.blocks() {
         for field in &block.manifest().fields {

@@ -251,11 +251,11 @@ struct Active {
 
 /// One tenant's live index over the data directory's catalog.
 ///
-/// Locks, always taken in this order: active segments (ascending), `last_seq`, `state`. An ingest holds one active segment from adding its events until its sequence
-/// number is taken and its WAL record queued; a seal (search, flush) holds all of them. So a
-/// seal sees every event whose sequence number was handed out, and no event without one.
-/// A search seals the active segments one at a time and waits for at most one record's
-/// worth of events being added to each (`RECORD_EVENTS`); a flush holds all of them.
+/// Locks, always taken in this order: active segments (ascending), `last_seq`, `state`. An
+/// ingest holds one active segment from adding its events until its sequence number is taken
+/// and its WAL record queued. A seal round locks the active segments one at a time, waiting
+/// for at most one record's worth of events being added to each (`RECORD_EVENTS`); a flush
+/// holds all of them at once, so the WAL position it reads covers exactly what it seals.
 pub struct LiveIndex {
     tenant: String,
     analyzer: Arc<Analyzer>,
@@ -427,8 +427,9 @@ impl LiveIndex {
         self.catalog.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Adds a batch: its events are searchable when this returns; they are durable once the
-    /// returned wait completes (`durable` false: no wait, the WAL is synced within a second).
+    /// Adds a batch. Its events are searchable once the seal round in the answer is done
+    /// ([`LiveIndex::visible`]), and durable once its WAL wait completes (`durable` false: no
+    /// wait, the WAL is synced within a second).
     pub fn ingest(&self, batch: Batch, durable: bool) -> Result<Ingested> {
         if batch.is_empty() {
             return Ok(Ingested {
@@ -473,23 +474,20 @@ impl LiveIndex {
         })
     }
 
-    /// The current snapshot: every committed block file and every memory block, the events
-    /// added since the last search sealed into one first.
+    /// A snapshot of everything added so far: a seal round first, then the published
+    /// snapshot (for callers that add events without waiting for visibility, as tests do).
     pub fn snapshot(&self) -> Result<Arc<Searcher>> {
-        // One active segment at a time, so ingest goes on in the others. An event acknowledged
-        // before this search began was in some active segment by then (its ingest released
-        // the segment before the acknowledgement), so it is sealed here.
         self.seal_round()?;
-        self.published_snapshot()
+        Ok(self.published_snapshot())
     }
 
     /// The snapshot of what is sealed now, without sealing: every acknowledged event is in
     /// it (an acknowledgement waits for the seal round that covers its events,
     /// [`LiveIndex::visible`]). What a server's searches use: they do no indexing work.
-    pub fn published_snapshot(&self) -> Result<Arc<Searcher>> {
+    pub fn published_snapshot(&self) -> Arc<Searcher> {
         let mut state = self.state();
         if let Some(snapshot) = &state.snapshot {
-            return Ok(snapshot.clone());
+            return snapshot.clone();
         }
         let blocks: Vec<Arc<BlockReader>> = state
             .disk
@@ -501,7 +499,7 @@ impl LiveIndex {
         let searcher =
             Arc::new(Searcher::from_shared(blocks, (*self.analyzer).clone()).with_damaged(damaged));
         state.snapshot = Some(searcher.clone());
-        Ok(searcher)
+        searcher
     }
 
     /// Events in memory (not yet in block files), and their approximate bytes.
@@ -516,10 +514,10 @@ impl LiveIndex {
         (events, self.memory_bytes(&state))
     }
 
-    /// One round of background work: a flush if one is due (or `force`), else a compaction
-    /// of memory blocks if there are too many; then one merge step of block files if one is
-    /// due. Returns whether it did anything.
-    pub fn background_step(&self, force_flush: bool) -> Result<bool> {
+    /// One round of background work: a flush if one is due, else a compaction of memory
+    /// blocks if there are too many, else one merge step of block files if one is due.
+    /// Returns whether it did anything.
+    pub fn background_step(&self) -> Result<bool> {
         let due = {
             let state = self.state();
             let bytes = self.memory_bytes(&state);
@@ -527,7 +525,7 @@ impl LiveIndex {
                 .unflushed_since
                 .is_some_and(|since| since.elapsed() >= self.config.flush_interval);
             let has_events = state.unflushed_since.is_some();
-            has_events && (force_flush || old || bytes >= self.config.flush_bytes)
+            has_events && (old || bytes >= self.config.flush_bytes)
         };
         if due {
             self.flush()?;

@@ -193,7 +193,7 @@ proptest! {
             match step {
                 Step::Search => { live.snapshot().unwrap(); }
                 Step::Flush => live.flush().unwrap(),
-                Step::Background => { live.background_step(false).unwrap(); }
+                Step::Background => { live.background_step().unwrap(); }
                 Step::Nothing => {}
             }
         }

@@ -152,7 +152,7 @@ fn millis(nanos: i64) -> i64 {
 fn write_event(time: i64, event: &[(String, Value)], out: &mut Vec<u8>) -> u64 {
     out.clear();
     out.extend_from_slice(b"{\"_time\":\"");
-    write_rfc3339_millis(millis(time), out);
+    quarry_loggen::push_rfc3339_millis(millis(time), out);
     out.push(b'"');
     let mut digest = 0u64;
     for (name, value) in event {
@@ -186,42 +186,6 @@ fn write_event(time: i64, event: &[(String, Value)], out: &mut Vec<u8>) -> u64 {
 fn write_json_string(text: &str, out: &mut Vec<u8>) {
     // Writing JSON into a Vec cannot fail.
     let _ = serde_json::to_writer(&mut *out, text);
-}
-
-/// Appends `2026-11-01T08:15:02.117Z` for milliseconds since the epoch (years 0 to 9999).
-fn write_rfc3339_millis(millis: i64, out: &mut Vec<u8>) {
-    let days = millis.div_euclid(86_400_000);
-    let in_day = millis.rem_euclid(86_400_000);
-    // H. Hinnant's `civil_from_days`: the proleptic Gregorian date of a day count.
-    let shifted = days + 719_468;
-    let era = shifted.div_euclid(146_097);
-    let day_of_era = shifted - era * 146_097;
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_from_march = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_from_march + 2) / 5 + 1;
-    let month = if month_from_march < 10 {
-        month_from_march + 3
-    } else {
-        month_from_march - 9
-    };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    let mut digits = |value: i64, width: u32, then: Option<u8>| {
-        let mut divisor = 10i64.pow(width - 1);
-        while divisor > 0 {
-            out.push(b'0' + (value / divisor).rem_euclid(10) as u8);
-            divisor /= 10;
-        }
-        out.extend(then);
-    };
-    digits(year, 4, Some(b'-'));
-    digits(month, 2, Some(b'-'));
-    digits(day, 2, Some(b'T'));
-    digits(in_day / 3_600_000, 2, Some(b':'));
-    digits(in_day / 60_000 % 60, 2, Some(b':'));
-    digits(in_day / 1000 % 60, 2, Some(b'.'));
-    digits(in_day % 1000, 3, Some(b'Z'));
 }
 
 fn histogram(searcher: &Searcher, query: &Query, seconds: i64) -> Option<String> {
@@ -311,8 +275,9 @@ fn stats(searcher: &Searcher, query: &Query, field: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{translate, write_event, write_rfc3339_millis};
+    use super::{translate, write_event};
     use quarry_format::Value;
+    use quarry_loggen::push_rfc3339_millis as write_rfc3339_millis;
 
     #[test]
     fn writes_times() {

@@ -109,8 +109,10 @@ const DEFAULT_LISTEN: &str = "127.0.0.1:7380";
 
 pub fn serve(args: ServeArgs) -> Result<ExitCode> {
     // Logs on stderr, `info` and up unless RUST_LOG says otherwise (e.g. RUST_LOG=quarry=debug).
+    // Colours only on a terminal: a log file gets plain text.
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),

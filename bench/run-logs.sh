@@ -24,6 +24,8 @@
 #                (O0..O3) at the largest size, written to RESULTS with -ablation before .json
 #   RESULTS      metric list to write (default: bench/results/logs.json)
 #   QUARRY_BIN   a quarry binary to use instead of building target/release/quarry
+#   QUARRY_SERVE_ARGS  extra flags for `quarry bench-serve`, e.g. "--cache-size 0" (no decoded
+#                chunks kept across requests: every TAILEV decodes what it fetches)
 #   LUCENE_JAVA_HOME  JDK 21+ that builds and runs lucene-logs (default: Temurin 25 at
 #                /usr/lib/jvm/temurin-25-jdk-amd64 if present, else JAVA_HOME, else `java`)
 #   LUCENE_JVM_OPTS   JVM flags for lucene-logs (default: "-Xms4g -Xmx4g
@@ -258,7 +260,9 @@ for size in $SIZES; do
         run_engine tantivy "$size" "$TANTIVY" serve --index "$tantivy_index"
     fi
     if ((quarry_ok)) && [[ -d $quarry_data ]]; then
-        run_engine quarry "$size" "$QUARRY" "${quarry_serve[@]}" --data "$quarry_data"
+        # shellcheck disable=SC2086 # QUARRY_SERVE_ARGS is a list of flags
+        run_engine quarry "$size" "$QUARRY" "${quarry_serve[@]}" ${QUARRY_SERVE_ARGS:-} \
+            --data "$quarry_data"
     fi
     if ((lucene_ok)) && compgen -G "$lucene_index/segments_*" >/dev/null; then
         run_engine lucene "$size" "${lucene_java[@]}" serve --index "$lucene_index"

@@ -10,6 +10,7 @@ use crate::query::{plan, Query};
 use crate::scorer::{BoxScorer, Scorer};
 use crate::weight::{CollectionStats, Weight};
 use quarry_format::block::DocumentFetcher;
+use quarry_format::column::ChunkCache;
 use quarry_format::{BlockReader, DecodeError, Value, TERMINATED, TIME_FIELD};
 use quarry_index::Analyzer;
 use quarry_store::Catalog;
@@ -74,6 +75,9 @@ pub struct Searcher {
     params: Bm25Params,
     pub(crate) optimizations: Optimizations,
     damaged: Vec<DamagedBlock>,
+    /// Decoded column chunks shared with other snapshots and requests (a server's); without
+    /// one, each request decodes what it fetches.
+    chunk_cache: Option<Arc<ChunkCache>>,
 }
 
 impl Searcher {
@@ -181,7 +185,15 @@ impl Searcher {
             params: Bm25Params::default(),
             optimizations: Optimizations::default(),
             damaged: Vec::new(),
+            chunk_cache: None,
         }
+    }
+
+    /// The same searcher, fetching events through `cache` (decoded chunks kept across
+    /// requests, BENCHMARKS.md "Tails with their events").
+    pub fn with_chunk_cache(mut self, cache: Option<Arc<ChunkCache>>) -> Searcher {
+        self.chunk_cache = cache;
+        self
     }
 
     /// The same searcher, listing `damaged` as blocks left out (a server that opened the
@@ -384,7 +396,8 @@ impl Searcher {
     /// The stored event of a hit, as flattened fields (without `_time`).
     pub fn event(&self, hit: &Hit) -> Result<Vec<(String, Value)>> {
         let block = &self.blocks[hit.block as usize];
-        let mut fetcher = DocumentFetcher::with_fields(block, |name| name != TIME_FIELD);
+        let mut fetcher = DocumentFetcher::with_fields(block, |name| name != TIME_FIELD)
+            .cached(self.chunk_cache.as_deref());
         Ok(fetcher.fetch(hit.doc)?)
     }
 
@@ -401,7 +414,8 @@ impl Searcher {
             let hit = &hits[i];
             if fetcher.as_ref().map(|(block, _)| *block) != Some(hit.block) {
                 let block = &self.blocks[hit.block as usize];
-                let fields = DocumentFetcher::with_fields(block, |name| name != TIME_FIELD);
+                let fields = DocumentFetcher::with_fields(block, |name| name != TIME_FIELD)
+                    .cached(self.chunk_cache.as_deref());
                 fetcher = Some((hit.block, fields));
             }
             let (_, fields) = fetcher.as_mut().expect("set just above");
@@ -413,7 +427,8 @@ impl Searcher {
     /// Only the named fields of a hit (e.g. `url` for the benchmark).
     pub fn fields(&self, hit: &Hit, names: &[&str]) -> Result<Vec<(String, Value)>> {
         let block = &self.blocks[hit.block as usize];
-        let mut fetcher = DocumentFetcher::with_fields(block, |name| names.contains(&name));
+        let mut fetcher = DocumentFetcher::with_fields(block, |name| names.contains(&name))
+            .cached(self.chunk_cache.as_deref());
         Ok(fetcher.fetch(hit.doc)?)
     }
 }

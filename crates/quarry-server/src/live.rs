@@ -43,6 +43,7 @@
 
 use crate::wal_writer::{WalHandle, WalWait};
 use quarry_format::block::Manifest;
+use quarry_format::column::ChunkCache;
 use quarry_format::BlockReader;
 use quarry_index::analysis::Analyzer;
 use quarry_index::event::{parse_event, Event};
@@ -74,6 +75,8 @@ pub struct IngestConfig {
     pub max_memory_blocks: usize,
     /// The size-tiered merge of block files (`quarry index`'s).
     pub merge: MergePolicy,
+    /// Decoded column chunks kept across searches for fetching events (0: none kept).
+    pub chunk_cache_bytes: u64,
 }
 
 impl Default for IngestConfig {
@@ -86,6 +89,7 @@ impl Default for IngestConfig {
             max_memory_bytes: 512 << 20,
             max_memory_blocks: 8,
             merge: MergePolicy::default(),
+            chunk_cache_bytes: 128 << 20,
         }
     }
 }
@@ -271,6 +275,8 @@ pub struct LiveIndex {
     state: Mutex<State>,
     wal: WalHandle,
     seal_rounds: SealRounds,
+    /// Shared by every snapshot: the newest chunks, which tails fetch again and again.
+    chunk_cache: Option<Arc<ChunkCache>>,
 }
 
 /// Seal rounds: numbered, requested by ingests, awaited by their replies.
@@ -361,7 +367,10 @@ impl LiveIndex {
             torn_bytes: replay.torn_bytes,
             ..Default::default()
         };
+        let chunk_cache = (config.chunk_cache_bytes > 0)
+            .then(|| Arc::new(ChunkCache::new(config.chunk_cache_bytes)));
         let live = LiveIndex {
+            chunk_cache,
             tenant: tenant.to_owned(),
             analyzer,
             config,
@@ -496,8 +505,11 @@ impl LiveIndex {
             .chain(state.memory.iter().map(|m| m.reader.clone()))
             .collect();
         let damaged = state.damaged.iter().map(|(_, d)| d.clone()).collect();
-        let searcher =
-            Arc::new(Searcher::from_shared(blocks, (*self.analyzer).clone()).with_damaged(damaged));
+        let searcher = Arc::new(
+            Searcher::from_shared(blocks, (*self.analyzer).clone())
+                .with_damaged(damaged)
+                .with_chunk_cache(self.chunk_cache.clone()),
+        );
         state.snapshot = Some(searcher.clone());
         searcher
     }

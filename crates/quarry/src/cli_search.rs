@@ -1,5 +1,7 @@
+use crate::size::parse_size;
 use crate::DataArgs;
 use anyhow::{Context, Result};
+use quarry_format::column::ChunkCache;
 use quarry_format::BlockReader;
 use quarry_index::event::format_time;
 use quarry_query::aggregation::AggSpec;
@@ -14,6 +16,7 @@ use quarry_query::{
 use quarry_store::{BlockEntry, Catalog, Settings};
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Instant;
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default)]
@@ -100,6 +103,10 @@ pub struct BenchServeArgs {
     /// Turn an optimization off, as `search --disable` (for the ablation benchmark)
     #[arg(long, value_name = "OPTIMIZATION")]
     disable: Vec<String>,
+    /// Memory for decoded column chunks kept across requests, as `serve --cache-size`;
+    /// 0 keeps none, so every request decodes what it fetches
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "128MB")]
+    cache_size: usize,
 }
 
 fn open(data: &DataArgs) -> Result<Searcher> {
@@ -329,7 +336,8 @@ fn data_dir_context(dir: &std::path::Path) -> String {
 /// The search-benchmark-game protocol: `COMMAND\tquery` in, one line out per query.
 pub fn bench_serve(args: BenchServeArgs) -> Result<ExitCode> {
     anyhow::ensure!(args.threads >= 1, "--threads must be at least 1");
-    let mut searcher = open(&args.data)?;
+    let cache = (args.cache_size > 0).then(|| Arc::new(ChunkCache::new(args.cache_size as u64)));
+    let mut searcher = open(&args.data)?.with_chunk_cache(cache);
     let optimizations = Optimizations::without(&args.disable).map_err(anyhow::Error::msg)?;
     searcher.set_optimizations(optimizations);
     if args.threads > 1 {

@@ -36,6 +36,11 @@ pub struct ServeArgs {
     /// makes room [default: 512MB]
     #[arg(long, env = "QUARRY_MEMORY_LIMIT", value_name = "SIZE", value_parser = parse_size)]
     memory_limit: Option<usize>,
+    /// Memory for decoded column chunks kept across searches, so that fetching the events of
+    /// a tail asked again (a refresh, the next page) decodes nothing; 0 keeps none
+    /// [default: 128MB]
+    #[arg(long, env = "QUARRY_CACHE_SIZE", value_name = "SIZE", value_parser = parse_size)]
+    cache_size: Option<usize>,
 }
 
 /// The config file: every key optional, unknown keys refused (a typo must not be ignored).
@@ -48,6 +53,7 @@ struct ConfigFile {
     flush_size: Option<String>,
     flush_interval: Option<f64>,
     memory_limit: Option<String>,
+    cache_size: Option<String>,
 }
 
 /// Flags and environment variables, then the config file, then the defaults.
@@ -100,6 +106,12 @@ fn settings(args: ServeArgs) -> Result<ServerConfig> {
         .or(file_size("memory_limit", &file.memory_limit)?)
     {
         config.ingest.max_memory_bytes = bytes;
+    }
+    if let Some(bytes) = args
+        .cache_size
+        .or(file_size("cache_size", &file.cache_size)?)
+    {
+        config.ingest.chunk_cache_bytes = bytes as u64;
     }
     Ok(config)
 }

@@ -1,7 +1,7 @@
 use super::manifest::{Manifest, SectionRef};
 use super::pages::{PageChecksums, PageMismatch, PagedSection};
 use super::TIME_FIELD;
-use crate::column::{ColumnReader, DecodedChunk};
+use crate::column::{ChunkCache, ColumnReader, DecodedChunk};
 use crate::docvalues::DocValues;
 use crate::error::{DecodeError, FormatError, Result};
 use crate::limits::{
@@ -54,7 +54,13 @@ pub struct BlockReader {
     manifest: Manifest,
     terms: fst::Map<MappedBytes>,
     pages: PageChecksums,
+    /// Unique among the readers this process opened: names the block in a `ChunkCache`, so
+    /// a cached chunk is never served for another block (or a later block with the same path).
+    uid: u64,
 }
+
+/// Source of `BlockReader::uid`.
+static NEXT_READER_UID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl std::fmt::Debug for BlockReader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -225,6 +231,7 @@ impl BlockReader {
             manifest,
             terms,
             pages,
+            uid: NEXT_READER_UID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         };
         if reader.time_column().is_none() {
             return Err(corrupt("manifest", "no _time column"));
@@ -626,11 +633,20 @@ fn check_crc(path: &Path, bytes: &[u8], name: &str, section: SectionRef) -> Resu
 }
 
 /// Rebuilds events from a block, keeping the last decoded chunk of each column so that fetching
-/// docs in increasing order decodes each chunk once.
+/// docs in increasing order decodes each chunk once. With a `ChunkCache`, chunks decoded by
+/// earlier fetchers (earlier requests) are reused and the ones decoded here are kept.
 pub struct DocumentFetcher<'a> {
     block: &'a BlockReader,
-    /// Per (field, column): the reader and the cached chunk (index, decoded).
-    columns: Vec<(String, ColumnReader<'a>, Option<(usize, DecodedChunk)>)>,
+    cache: Option<&'a ChunkCache>,
+    columns: Vec<FetchedColumn<'a>>,
+}
+
+/// One (field, type) column of a fetcher and its current chunk.
+struct FetchedColumn<'a> {
+    name: String,
+    ordinal: u16,
+    reader: ColumnReader<'a>,
+    current: Option<(usize, Arc<DecodedChunk>)>,
 }
 
 impl<'a> DocumentFetcher<'a> {
@@ -647,42 +663,75 @@ impl<'a> DocumentFetcher<'a> {
             }
             for column in &field.columns {
                 if let Some(reader) = block.column(ordinal as u16, column.ty) {
-                    columns.push((field.name.clone(), reader, None));
+                    columns.push(FetchedColumn {
+                        name: field.name.clone(),
+                        ordinal: ordinal as u16,
+                        reader,
+                        current: None,
+                    });
                 }
             }
         }
-        DocumentFetcher { block, columns }
+        DocumentFetcher {
+            block,
+            cache: None,
+            columns,
+        }
+    }
+
+    /// Reuses and fills `cache`.
+    pub fn cached(mut self, cache: Option<&'a ChunkCache>) -> Self {
+        self.cache = cache;
+        self
     }
 
     pub fn fetch(&mut self, doc: u32) -> Result<Vec<(String, Value)>> {
         let mut event = Vec::new();
-        for (name, reader, cache) in &mut self.columns {
-            let Some(index) = reader
+        for column in &mut self.columns {
+            let Some(index) = column
+                .reader
                 .chunk_of(doc)
-                .map_err(|e| self.block.corrupt(name.clone(), e))?
+                .map_err(|e| self.block.corrupt(column.name.clone(), e))?
             else {
                 continue;
             };
-            if cache.as_ref().map(|(i, _)| *i) != Some(index) {
-                let chunk = reader.decode_chunk(index).map_err(|e| {
-                    self.block.corrupt(
-                        format!(
-                            "column {name}:{} chunk {index}",
-                            reader.column_type().name()
-                        ),
-                        e,
-                    )
-                })?;
-                *cache = Some((index, chunk));
+            if column.current.as_ref().map(|(i, _)| *i) != Some(index) {
+                let chunk = chunk_through_cache(self.block, self.cache, column, index)?;
+                column.current = Some((index, chunk));
             }
-            if let Some((_, chunk)) = cache {
+            if let Some((_, chunk)) = &column.current {
                 if let Some(value) = chunk.get(doc) {
-                    event.push((name.clone(), value));
+                    event.push((column.name.clone(), value));
                 }
             }
         }
         Ok(event)
     }
+}
+
+/// Chunk `index` of `column`: from the cache when it holds it, else decoded (and cached).
+fn chunk_through_cache(
+    block: &BlockReader,
+    cache: Option<&ChunkCache>,
+    column: &FetchedColumn,
+    index: usize,
+) -> Result<Arc<DecodedChunk>> {
+    let ty = column.reader.column_type();
+    let key = (block.uid, column.ordinal, ty, index as u32);
+    if let Some(chunk) = cache.and_then(|c| c.get(&key)) {
+        return Ok(chunk);
+    }
+    let chunk = column.reader.decode_chunk(index).map_err(|e| {
+        block.corrupt(
+            format!("column {}:{} chunk {index}", column.name, ty.name()),
+            e,
+        )
+    })?;
+    let chunk = Arc::new(chunk);
+    if let Some(cache) = cache {
+        cache.insert(key, chunk.clone());
+    }
+    Ok(chunk)
 }
 
 /// A time offsets group entry, decoded.

@@ -609,6 +609,42 @@ fn read_damaged(dir: &Path, bytes: &[u8], damage: &str) -> bool {
     detected
 }
 
+/// Events fetched through a shared `ChunkCache` are the events written, whatever the cache
+/// holds: chunks of another block with the same chunk numbers (a small block's chunk 0 covers
+/// docs 0..12, so serving it for the large block's doc 20 would lose its fields), chunks
+/// decoded by an earlier fetcher, and a cache too small to keep any chunk.
+#[test]
+fn fetch_through_a_shared_chunk_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = Corpus::new(12);
+    let large = Corpus::new(DOC_COUNT);
+    let (small_path, _) = write_corpus(dir.path(), "small.block", &small);
+    let (large_path, _) = write_corpus(dir.path(), "large.block", &large);
+    let small_reader = BlockReader::open(&small_path).unwrap();
+    let large_reader = BlockReader::open(&large_path).unwrap();
+    for capacity in [1u64, 64 << 20] {
+        let cache = crate::column::ChunkCache::new(capacity);
+        for round in 0..2 {
+            for (reader, corpus) in [(&small_reader, &small), (&large_reader, &large)] {
+                let mut fetcher = DocumentFetcher::new(reader).cached(Some(&cache));
+                // Newest first, as a tail fetches, and then in doc order.
+                let docs: Vec<u32> = (0..corpus.times.len() as u32).collect();
+                for &doc in docs.iter().rev().chain(&docs) {
+                    assert_eq!(
+                        fetcher.fetch(doc).unwrap(),
+                        corpus.documents[doc as usize],
+                        "capacity {capacity} round {round} doc {doc}"
+                    );
+                }
+            }
+        }
+        assert!(cache.held_bytes() <= capacity, "{cache:?}");
+        if capacity > 1 {
+            assert!(cache.held_bytes() > 0, "{cache:?}");
+        }
+    }
+}
+
 /// A small block (the exhaustive tests touch each of its bytes), written once.
 fn small_block() -> &'static (Vec<u8>, Manifest) {
     static BLOCK: OnceLock<(Vec<u8>, Manifest)> = OnceLock::new();

@@ -7,9 +7,11 @@
 //! (numeric types), so a reader finds the chunk of a doc by binary search and can skip a chunk
 //! by its min/max without decompressing it. Byte grammar: FORMAT.md, "Columns".
 
+mod cache;
 mod reader;
 mod writer;
 
+pub use cache::ChunkCache;
 pub use reader::{ChunkValues, ColumnReader, DecodedChunk};
 pub use writer::{ColumnData, ColumnWriter};
 

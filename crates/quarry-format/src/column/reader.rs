@@ -275,6 +275,16 @@ fn decode_chunk_payload(
 }
 
 impl DecodedChunk {
+    /// Heap bytes this chunk holds (what a `ChunkCache` charges for it).
+    pub fn heap_bytes(&self) -> usize {
+        let docs = self.docs.as_ref().map_or(0, |d| d.len() * 4);
+        let values = match &self.values {
+            ChunkValues::Bytes { offsets, bytes } => offsets.len() * 4 + bytes.len(),
+            ChunkValues::Numbers(numbers) => numbers.len() * 8,
+        };
+        std::mem::size_of::<Self>() + docs + values
+    }
+
     /// Position of `doc`'s value in `values`, if it has one.
     pub fn position(&self, doc: u32) -> Option<usize> {
         if doc < self.first_doc || doc >= self.end_doc {

@@ -608,6 +608,7 @@ impl LiveIndex {
 
     /// Writes every event in memory to block files and commits them with their WAL position.
     pub fn flush(&self) -> Result<()> {
+        let started = Instant::now();
         let (blocks, through) = {
             // All active segments held: every event with a sequence number up to `through`
             // is sealed below, and none after it is anywhere yet.
@@ -644,7 +645,7 @@ impl LiveIndex {
             }
             state.snapshot = None;
         }
-        tracing::debug!(tenant = %self.tenant, blocks = entries.len(), through, "flushed");
+        tracing::debug!(tenant = %self.tenant, blocks = entries.len(), through, took = ?started.elapsed(), "flushed");
         self.wal.committed(through);
         Ok(())
     }
@@ -683,6 +684,7 @@ impl LiveIndex {
         if blocks.len() < 2 {
             return Ok(());
         }
+        let started = Instant::now();
         let readers: Vec<&BlockReader> = blocks.iter().map(|b| &*b.reader).collect();
         let sizes = sizes(&readers);
         let mut next_id = {
@@ -711,8 +713,11 @@ impl LiveIndex {
             state.memory.remove(position);
         }
         let at = positions[0];
+        let (inputs, outputs) = (positions.len(), merged.len());
         state.memory.splice(at..at, merged);
         state.snapshot = None;
+        let docs: u64 = sizes.iter().map(|(_, docs)| docs).sum();
+        tracing::debug!(inputs, outputs, docs, took = ?started.elapsed(), "compacted memory blocks");
         Ok(())
     }
 
@@ -730,6 +735,7 @@ impl LiveIndex {
         if ids.is_empty() {
             return Ok(false);
         }
+        let started = Instant::now();
         let merged = merge_blocks(
             &mut **catalog,
             self.analyzer.clone(),
@@ -769,7 +775,8 @@ impl LiveIndex {
         state.disk.retain(|(id, _)| !ids.contains(id));
         state.disk.extend(opened);
         state.snapshot = None;
-        tracing::debug!(inputs = ids.len(), outputs = merged.len(), "merged");
+        let docs: u64 = merged.iter().map(|entry| entry.docs).sum();
+        tracing::debug!(inputs = ids.len(), outputs = merged.len(), docs, took = ?started.elapsed(), "merged");
         Ok(true)
     }
 

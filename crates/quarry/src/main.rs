@@ -32,11 +32,15 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve the HTTP API over a data directory (today: search and fields; ingest comes next).
+    /// Serve the HTTP API over a data directory: ingest (NDJSON, text, `_bulk`) and search
     ///
-    /// `GET|POST /api/v1/default/search?query=...&sort=time_desc&limit=100&count=true&
-    /// histogram=auto&aggs=terms(host,10)`, `GET /api/v1/default/fields`, `/health/live`,
-    /// `/health/ready`. Blocks that `quarry index` adds are searchable on the next request.
+    /// `POST /api/v1/default/ingest` (NDJSON, or text/plain lines), `POST /_bulk`
+    /// (Elasticsearch's bulk API),
+    /// `GET|POST /api/v1/default/search?query=...&sort=time_desc&limit=100&count=true`
+    /// (also `histogram=auto`, `aggs=terms(host,10)`), `GET /api/v1/default/fields`,
+    /// `/health/live`, `/health/ready`, `/api/v1/openapi.json`. An acknowledged event is
+    /// durable (WAL) and searchable at once. While it runs, the server holds the data
+    /// directory: `quarry index` refuses it.
     Serve(cli_serve::ServeArgs),
     /// Index JSON-lines files (plain, .gz, .zst; `-` for stdin) into a data directory.
     ///

@@ -8,6 +8,7 @@
 //! `"durability": "async"`). A line that does not parse is reported with its line number and
 //! the others are ingested.
 
+use crate::admin::Tenant;
 use crate::live::{Batch, Ingested, LiveError, LiveIndex};
 use crate::{blocking, ApiError, AppState};
 use axum::body::Bytes;
@@ -34,7 +35,7 @@ pub(crate) async fn ingest(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Json<JsonValue>, ApiError> {
-    let live = state.tenant(&tenant)?.clone();
+    let tenant = state.authorize(&tenant, &headers)?;
     let durable = durability(query.as_deref(), &[])?;
     let is_text = headers
         .get(header::CONTENT_TYPE)
@@ -50,6 +51,8 @@ pub(crate) async fn ingest(
             Batch::parse(now, lines(&body))
         };
         let ingested = batch.len();
+        tenant.admit(ingested, body.len())?;
+        let live = tenant.live.clone();
         let done = live.ingest(batch, durable).map_err(from_live)?;
         Ok((ingested, errors, (live, done)))
     })
@@ -88,6 +91,7 @@ fn from_live(error: LiveError) -> ApiError {
             status: StatusCode::TOO_MANY_REQUESTS,
             message: error.to_string(),
             position: None,
+            retry_after: None,
         },
         LiveError::Wal(_) => ApiError::unavailable(error.to_string()),
         other => ApiError::internal(other),
@@ -145,6 +149,7 @@ fn decode_body(headers: &HeaderMap, body: Bytes, limit: usize) -> Result<Bytes, 
                     "Content-Encoding {other:?} is not supported (gzip, zstd, deflate)"
                 ),
                 position: None,
+                retry_after: None,
             })
         }
     };
@@ -158,6 +163,7 @@ fn decode_body(headers: &HeaderMap, body: Bytes, limit: usize) -> Result<Bytes, 
             status: StatusCode::PAYLOAD_TOO_LARGE,
             message: format!("decompressed body is over the limit of {limit} bytes"),
             position: None,
+            retry_after: None,
         });
     }
     Ok(Bytes::from(out))
@@ -189,8 +195,8 @@ fn text_batch(now: i64, body: &[u8]) -> (Batch, Vec<(usize, String)>) {
     (batch, errors)
 }
 
-/// A tenant and the documents of a bulk request it receives: (line number, document).
-type TenantDocs<'a> = (Arc<LiveIndex>, Vec<(usize, Cow<'a, [u8]>)>);
+/// A tenant and the documents of a bulk request it receives: (item index, document).
+type TenantDocs<'a> = (Arc<Tenant>, Vec<(usize, Cow<'a, [u8]>)>);
 
 /// One item of a bulk request, in request order.
 struct BulkItem {
@@ -219,7 +225,11 @@ pub(crate) async fn bulk(
     let default_index = path_index
         .map(|UrlPath(index)| index)
         .unwrap_or_else(|| crate::DEFAULT_TENANT.to_owned());
-    let answer = bulk_inner(state, default_index, query, headers, body, started).await;
+    // A request without any key is refused whole; a key is checked against each item's tenant.
+    let answer = match state.require_some_key(&headers) {
+        Ok(()) => bulk_inner(state, default_index, query, headers, body, started).await,
+        Err(error) => Err(error),
+    };
     let mut response = match answer {
         Ok(text) => ([(header::CONTENT_TYPE, "application/json")], text).into_response(),
         Err(error) => es_error(error).into_response(),
@@ -232,9 +242,10 @@ pub(crate) async fn bulk(
 }
 
 /// An error in Elasticsearch's shape: `{"error": {"type", "reason"}, "status"}`.
-fn es_error(error: ApiError) -> (StatusCode, Json<JsonValue>) {
+pub(crate) fn es_error(error: ApiError) -> (StatusCode, Json<JsonValue>) {
     let kind = match error.status {
         StatusCode::NOT_FOUND => "index_not_found_exception",
+        StatusCode::UNAUTHORIZED => "security_exception",
         StatusCode::PAYLOAD_TOO_LARGE => "content_too_long_exception",
         StatusCode::TOO_MANY_REQUESTS => "es_rejected_execution_exception",
         s if s.is_client_error() => "illegal_argument_exception",
@@ -287,8 +298,12 @@ async fn bulk_inner(
         let mut items = items;
         for (item_index, doc) in docs {
             let item = &mut items[item_index];
-            let live = match work_state.tenant(&item.index) {
-                Ok(live) => live.clone(),
+            let tenant = match work_state.authorize(&item.index, &headers) {
+                Ok(tenant) => tenant,
+                Err(error) if error.status == StatusCode::UNAUTHORIZED => {
+                    item.error = Some((401, "security_exception", error.message));
+                    continue;
+                }
                 Err(_) => {
                     item.error = Some((
                         404,
@@ -298,17 +313,30 @@ async fn bulk_inner(
                     continue;
                 }
             };
-            match by_tenant.iter_mut().find(|(l, _)| Arc::ptr_eq(l, &live)) {
-                Some((_, lines)) => lines.push((item.line, doc)),
-                None => by_tenant.push((live, vec![(item.line, doc)])),
+            match by_tenant.iter_mut().find(|(t, _)| Arc::ptr_eq(t, &tenant)) {
+                Some((_, lines)) => lines.push((item_index, doc)),
+                None => by_tenant.push((tenant, vec![(item_index, doc)])),
             }
         }
         let mut errors = Vec::new();
         let mut waits = Vec::new();
-        for (live, docs) in by_tenant {
+        for (tenant, docs) in by_tenant {
+            let bytes = docs.iter().map(|(_, doc)| doc.len()).sum();
+            if let Err(refused) = tenant.admit(docs.len(), bytes) {
+                // Over a quota: these items are refused, the other tenants' go on.
+                for (item_index, _) in &docs {
+                    items[*item_index].error = Some((
+                        429,
+                        "es_rejected_execution_exception",
+                        refused.message.clone(),
+                    ));
+                }
+                continue;
+            }
             let (batch, mut parse_errors) =
-                Batch::parse(now, docs.iter().map(|(n, doc)| (*n, &doc[..])));
+                Batch::parse(now, docs.iter().map(|(i, doc)| (items[*i].line, &doc[..])));
             errors.append(&mut parse_errors);
+            let live = tenant.live.clone();
             let done = live.ingest(batch, durable).map_err(from_live)?;
             waits.push((live, done));
         }

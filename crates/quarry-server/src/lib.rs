@@ -7,15 +7,20 @@
 //! of block files and memory blocks: a request takes the current one (an `Arc`) and holds it
 //! to the end, so a flush or merge never pulls a block from under it. The search itself is
 //! the CLI's: `Searcher::execute` on a `SearchRequest`, printed as JSON. Paths carry the
-//! tenant; only `default` exists until tenants do (Step 4b).
+//! tenant ([`tenants`], [`admin`]): without an admin token the server has one keyless tenant,
+//! `default`, and listens on loopback only; with one, tenants are created through
+//! `/api/v1/tenants` and every request carries its tenant's key.
 //!
 //! The server holds the data directory's lock: `quarry index` refuses to write it meanwhile,
 //! and `quarry search` reads what is in block files.
 
+mod admin;
 mod ingest;
 pub mod live;
+pub mod tenants;
 pub mod wal_writer;
 
+use admin::Tenant;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path as UrlPath, RawQuery, State};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -30,17 +35,15 @@ use quarry_query::time::{now_nanos, parse_interval, parse_time};
 use quarry_query::{
     value_to_json, HistogramInterval, QueryError, SearchRequest, SearchResponse, SortOrder, Warning,
 };
-use quarry_store::{Catalog, Settings};
 use serde_json::{json, Value as JsonValue};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
+use tenants::TenantSpec;
 
-/// The one tenant until Step 4b adds tenants.
-pub const DEFAULT_TENANT: &str = "default";
+pub use tenants::DEFAULT_TENANT;
 
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -50,6 +53,9 @@ pub struct ServerConfig {
     /// Largest request body, as sent and decompressed (413 beyond).
     pub max_body_bytes: usize,
     pub ingest: IngestConfig,
+    /// With an admin token, tenants are managed through `/api/v1/tenants` and requests need
+    /// keys; without, one keyless tenant `default`, on loopback only.
+    pub admin_token: Option<String>,
 }
 
 impl ServerConfig {
@@ -61,6 +67,7 @@ impl ServerConfig {
             listen,
             max_body_bytes: Self::DEFAULT_MAX_BODY_BYTES,
             ingest: IngestConfig::default(),
+            admin_token: None,
         }
     }
 }
@@ -82,6 +89,12 @@ pub enum ServerError {
     Recover(#[source] live::LiveError),
     #[error("final flush: {0}")]
     Flush(#[source] live::LiveError),
+    #[error("the tenant registry: {0}")]
+    Registry(#[source] std::io::Error),
+    #[error("refusing to listen on {addr} without an admin token: anyone who can reach it could read and write every event. Pass --admin-token (or QUARRY_ADMIN_TOKEN), or listen on a loopback address")]
+    Insecure { addr: SocketAddr },
+    #[error("the admin token is empty")]
+    EmptyAdminToken,
 }
 
 /// Serves until `shutdown` completes, then stops accepting, finishes the requests under way,
@@ -92,24 +105,42 @@ pub async fn serve(
     on_listening: impl FnOnce(SocketAddr),
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
-    let catalog = Catalog::open_or_create(&config.data, Settings::default())?;
-    let wal_dir = config.data.join("wal").join(DEFAULT_TENANT);
-    let (live, recovery) = LiveIndex::open(
-        Box::new(catalog),
-        DEFAULT_TENANT,
-        &wal_dir,
-        config.ingest.clone(),
-    )
-    .map_err(ServerError::Recover)?;
-    if recovery.records > 0 || recovery.torn_bytes > 0 {
-        tracing::info!(
-            records = recovery.records,
-            events = recovery.events,
-            torn_bytes = recovery.torn_bytes,
-            "replayed the write-ahead log"
-        );
+    let admin = match config.admin_token.as_deref() {
+        Some("") => return Err(ServerError::EmptyAdminToken),
+        Some(token) => Some(tenants::secret_hash(token)),
+        None if !config.listen.ip().is_loopback() => {
+            return Err(ServerError::Insecure {
+                addr: config.listen,
+            })
+        }
+        None => None,
+    };
+    // The default tenant's catalog is the data directory's own: opening it creates the
+    // directory and takes its lock before anything else is read.
+    let default_spec = TenantSpec {
+        name: DEFAULT_TENANT.to_owned(),
+        key_sha256: None,
+        retention_seconds: None,
+        quotas: Default::default(),
+        created: String::new(),
+    };
+    let default = Tenant::open(&config.data, default_spec, &config.ingest)?;
+    admin::remove_leftovers(&config.data).map_err(ServerError::Registry)?;
+    let mut open = BTreeMap::new();
+    open.insert(DEFAULT_TENANT.to_owned(), Arc::new(default));
+    for spec in tenants::load(&config.data).map_err(ServerError::Registry)? {
+        let name = spec.name.clone();
+        let tenant = Tenant::open(&config.data, spec, &config.ingest)?;
+        open.insert(name, Arc::new(tenant));
     }
-    let live = Arc::new(live);
+    let state = Arc::new(AppState {
+        data: config.data.clone(),
+        ingest_config: config.ingest.clone(),
+        max_body_bytes: config.max_body_bytes,
+        admin,
+        tenants: RwLock::new(open),
+        registry: Mutex::new(()),
+    });
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|source| ServerError::Listen {
@@ -122,55 +153,21 @@ pub async fn serve(
             addr: config.listen,
             source,
         })?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let background = spawn_background(live.clone(), stop.clone());
-    let sealer = spawn_sealer(live.clone(), stop.clone());
     on_listening(addr);
-    tracing::info!(%addr, data = %config.data.display(), "listening");
-    let state = Arc::new(AppState {
-        live: live.clone(),
-        max_body_bytes: config.max_body_bytes,
-    });
-    let served = axum::serve(listener, router(state))
+    tracing::info!(%addr, data = %config.data.display(), tenants = state.all_tenants().len(), keys = state.admin.is_some(), "listening");
+    let served = axum::serve(listener, router(state.clone()))
         .with_graceful_shutdown(shutdown)
         .await
         .map_err(ServerError::Serve);
-    stop.store(true, Ordering::Relaxed);
-    let _ = background.join();
-    let _ = sealer.join();
-    let flushed = live.flush().map_err(ServerError::Flush);
-    live.close();
+    let mut flushed = Ok(());
+    for tenant in state.all_tenants() {
+        if let Err(error) = tenant.close(true) {
+            tracing::error!(tenant = %tenant.name(), %error, "final flush failed");
+            flushed = Err(ServerError::Flush(error));
+        }
+    }
     served?;
     flushed
-}
-
-/// The background thread: flushes, memory compactions and merges, one step at a time, until
-/// `stop`.
-fn spawn_background(live: Arc<LiveIndex>, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
-    std::thread::Builder::new()
-        .name("quarry-background".into())
-        .spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                let pause = match live.background_step() {
-                    Ok(true) => Duration::ZERO,
-                    Ok(false) => Duration::from_millis(100),
-                    Err(error) => {
-                        tracing::error!(%error, "background work failed; retrying");
-                        Duration::from_secs(1)
-                    }
-                };
-                std::thread::sleep(pause);
-            }
-        })
-        .expect("spawning the background thread")
-}
-
-/// The sealer thread: seal rounds for ingests waiting to be visible (`LiveIndex::run_sealer`).
-fn spawn_sealer(live: Arc<LiveIndex>, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
-    std::thread::Builder::new()
-        .name("quarry-sealer".into())
-        .spawn(move || live.run_sealer(&stop))
-        .expect("spawning the sealer thread")
 }
 
 /// The API's routes.
@@ -191,6 +188,11 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/{index}/_bulk", post(ingest::bulk).put(ingest::bulk))
         .route("/", get(ingest::es_info).head(ingest::es_info))
         .route("/api/v1/openapi.json", get(openapi))
+        .route("/api/v1/tenants", post(admin::create).get(admin::list))
+        .route(
+            "/api/v1/tenants/{name}",
+            get(admin::show).delete(admin::delete),
+        )
         .layer(DefaultBodyLimit::max(body_limit))
         // One span per request, its method, path, status and latency logged at debug
         // (RUST_LOG=tower_http=debug).
@@ -198,7 +200,9 @@ fn router(state: Arc<AppState>) -> Router {
         .with_state(state)
 }
 
-/// `/api/v1/{tenant}/_bulk` is `/{index}/_bulk` with the tenant as the default index.
+/// `/api/v1/{tenant}/_bulk` is `/{index}/_bulk` with the tenant as the default index, for a
+/// key of that tenant (else 401 for the whole request; items naming another `_index` are
+/// still checked one by one).
 async fn tenant_bulk(
     state: State<Arc<AppState>>,
     tenant: UrlPath<String>,
@@ -206,28 +210,21 @@ async fn tenant_bulk(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    if let Err(error) = state.authorize(&tenant, &headers) {
+        return ingest::es_error(error).into_response();
+    }
     ingest::bulk(state, Some(tenant), query, headers, body).await
 }
 
 pub(crate) struct AppState {
-    live: Arc<LiveIndex>,
+    data: PathBuf,
+    ingest_config: IngestConfig,
     max_body_bytes: usize,
-}
-
-impl AppState {
-    /// The tenant's live index, or 404.
-    fn tenant(&self, tenant: &str) -> Result<&Arc<LiveIndex>, ApiError> {
-        if tenant == self.live.tenant() {
-            return Ok(&self.live);
-        }
-        Err(ApiError {
-            status: StatusCode::NOT_FOUND,
-            message: format!(
-                "unknown tenant {tenant:?} (only {DEFAULT_TENANT:?} exists until tenants are added)"
-            ),
-            position: None,
-        })
-    }
+    /// SHA-256 of the admin token; `None`: keyless (one tenant, loopback only).
+    admin: Option<[u8; 32]>,
+    tenants: RwLock<BTreeMap<String, Arc<Tenant>>>,
+    /// Held while the registry and the open tenants change (create, delete).
+    registry: Mutex<()>,
 }
 
 /// An error answer: a status and `{"error": ..., "position": ...}`.
@@ -236,6 +233,8 @@ pub(crate) struct ApiError {
     status: StatusCode,
     message: String,
     position: Option<usize>,
+    /// Seconds for `Retry-After` (429 answers; 1 when a 429 does not say).
+    retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -244,6 +243,7 @@ impl ApiError {
             status: StatusCode::BAD_REQUEST,
             message: message.into(),
             position: None,
+            retry_after: None,
         }
     }
 
@@ -252,6 +252,7 @@ impl ApiError {
             status: StatusCode::SERVICE_UNAVAILABLE,
             message: message.into(),
             position: None,
+            retry_after: None,
         }
     }
 
@@ -261,6 +262,7 @@ impl ApiError {
             status: StatusCode::INTERNAL_SERVER_ERROR,
             message: error.to_string(),
             position: None,
+            retry_after: None,
         }
     }
 
@@ -271,6 +273,7 @@ impl ApiError {
                 status: StatusCode::BAD_REQUEST,
                 message: format!("bad query: {parse}"),
                 position: Some(parse.position),
+                retry_after: None,
             },
             QueryError::TooManyBuckets { .. } | QueryError::Invalid(_) => {
                 ApiError::bad_request(error.to_string())
@@ -288,34 +291,50 @@ impl IntoResponse for ApiError {
         }
         let mut response = (self.status, Json(body)).into_response();
         if self.status == StatusCode::TOO_MANY_REQUESTS {
-            // Memory is freed by the next flush; a second is a fair guess at it.
+            // Memory is freed by the next flush; a second is a fair guess at it. Quotas say.
+            let seconds = self.retry_after.unwrap_or(1);
             response
                 .headers_mut()
-                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+                .insert(header::RETRY_AFTER, header::HeaderValue::from(seconds));
         }
         response
     }
 }
 
+/// Ready when every tenant's WAL takes records; totals over all tenants.
 async fn ready(State(state): State<Arc<AppState>>) -> Result<Json<JsonValue>, ApiError> {
-    if let Some(error) = state.live.wal_failure() {
-        return Err(ApiError::unavailable(format!(
-            "not ready: the write-ahead log failed: {error}"
-        )));
+    let tenants = state.all_tenants();
+    for tenant in &tenants {
+        if let Some(error) = tenant.live.wal_failure() {
+            return Err(ApiError::unavailable(format!(
+                "not ready: the write-ahead log of tenant {:?} failed: {error}",
+                tenant.name()
+            )));
+        }
     }
-    let live = state.live.clone();
-    let (searcher, (memory_events, memory_bytes)) = blocking(move || {
-        let snapshot = live.published_snapshot();
-        Ok((snapshot, live.memory_usage()))
+    let count = tenants.len();
+    let totals = blocking(move || {
+        let mut totals = [0u64; 5];
+        for tenant in &tenants {
+            let snapshot = tenant.live.published_snapshot();
+            let (memory_events, memory_bytes) = tenant.live.memory_usage();
+            totals[0] += snapshot.blocks().len() as u64;
+            totals[1] += snapshot.doc_count();
+            totals[2] += memory_events;
+            totals[3] += memory_bytes as u64;
+            totals[4] += snapshot.damaged().len() as u64;
+        }
+        Ok(totals)
     })
     .await?;
     Ok(Json(json!({
         "status": "ready",
-        "blocks": searcher.blocks().len(),
-        "events": searcher.doc_count(),
-        "memory_events": memory_events,
-        "memory_bytes": memory_bytes,
-        "damaged_blocks": searcher.damaged().len(),
+        "tenants": count,
+        "blocks": totals[0],
+        "events": totals[1],
+        "memory_events": totals[2],
+        "memory_bytes": totals[3],
+        "damaged_blocks": totals[4],
     })))
 }
 
@@ -332,8 +351,9 @@ async fn search_get(
     State(state): State<Arc<AppState>>,
     UrlPath(tenant): UrlPath<String>,
     RawQuery(query): RawQuery,
+    headers: HeaderMap,
 ) -> Result<Json<JsonValue>, ApiError> {
-    let live = state.tenant(&tenant)?.clone();
+    let live = state.authorize(&tenant, &headers)?.live.clone();
     let params: Vec<(String, String)> =
         form_urlencoded::parse(query.unwrap_or_default().as_bytes())
             .into_owned()
@@ -349,7 +369,7 @@ async fn search_post(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Json<JsonValue>, ApiError> {
-    let live = state.tenant(&tenant)?.clone();
+    let live = state.authorize(&tenant, &headers)?.live.clone();
     let is_form = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -539,8 +559,9 @@ pub fn response_json(response: &SearchResponse) -> JsonValue {
 async fn fields(
     State(state): State<Arc<AppState>>,
     UrlPath(tenant): UrlPath<String>,
+    headers: HeaderMap,
 ) -> Result<Json<JsonValue>, ApiError> {
-    let live = state.tenant(&tenant)?.clone();
+    let live = state.authorize(&tenant, &headers)?.live.clone();
     let searcher = live.published_snapshot();
     let mut fields: BTreeMap<&str, (BTreeMap<&'static str, u64>, bool)> = BTreeMap::new();
     for block in searcher.blocks() {

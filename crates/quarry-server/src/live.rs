@@ -514,6 +514,37 @@ impl LiveIndex {
         searcher
     }
 
+    /// Bytes of the tenant's block files and memory blocks (what a stored-bytes quota counts).
+    pub fn stored_bytes(&self) -> u64 {
+        let state = self.state();
+        let disk: u64 = state.disk.iter().map(|(_, reader)| reader.file_len()).sum();
+        disk + state.memory_block_bytes() as u64
+    }
+
+    /// Retention: deletes the block files whose newest event is older than `cutoff` (ns since
+    /// the epoch), the catalog first; returns how many. Memory blocks wait for their flush.
+    pub fn drop_blocks_before(&self, cutoff: i64) -> Result<usize> {
+        let mut catalog = self.catalog();
+        let expired: Vec<u64> = catalog
+            .blocks()
+            .iter()
+            .filter(|entry| entry.time_max < cutoff)
+            .map(|entry| entry.id)
+            .collect();
+        if expired.is_empty() {
+            return Ok(0);
+        }
+        // Out of the snapshot searches take before the files go; searches under way keep
+        // their mapped copies until they end.
+        {
+            let mut state = self.state();
+            state.disk.retain(|(id, _)| !expired.contains(id));
+            state.snapshot = None;
+        }
+        catalog.replace_blocks(&expired, Vec::new())?;
+        Ok(expired.len())
+    }
+
     /// Events in memory (not yet in block files), and their approximate bytes.
     pub fn memory_usage(&self) -> (u64, usize) {
         let actives = self.lock_actives();

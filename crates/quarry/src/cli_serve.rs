@@ -41,6 +41,17 @@ pub struct ServeArgs {
     /// [default: 128MB]
     #[arg(long, env = "QUARRY_CACHE_SIZE", value_name = "SIZE", value_parser = parse_size)]
     cache_size: Option<usize>,
+    /// Turns on tenants and API keys: this token manages tenants (`POST /api/v1/tenants`)
+    /// and reaches every tenant; every other request needs its tenant's key. Without it the
+    /// server has one keyless tenant, `default`, and listens on loopback addresses only.
+    /// Prefer the environment variable or the config file to a flag (a flag shows in `ps`)
+    #[arg(
+        long,
+        env = "QUARRY_ADMIN_TOKEN",
+        value_name = "TOKEN",
+        hide_env_values = true
+    )]
+    admin_token: Option<String>,
 }
 
 /// The config file: every key optional, unknown keys refused (a typo must not be ignored).
@@ -54,6 +65,7 @@ struct ConfigFile {
     flush_interval: Option<f64>,
     memory_limit: Option<String>,
     cache_size: Option<String>,
+    admin_token: Option<String>,
 }
 
 /// Flags and environment variables, then the config file, then the defaults.
@@ -113,10 +125,11 @@ fn settings(args: ServeArgs) -> Result<ServerConfig> {
     {
         config.ingest.chunk_cache_bytes = bytes as u64;
     }
+    config.admin_token = args.admin_token.or(file.admin_token);
     Ok(config)
 }
 
-/// Loopback only by default: until tenants and keys exist (Step 4b), nothing guards the API.
+/// Loopback by default; any other address needs an admin token (keys guard the API).
 const DEFAULT_LISTEN: &str = "127.0.0.1:7380";
 
 pub fn serve(args: ServeArgs) -> Result<ExitCode> {

@@ -17,6 +17,8 @@ pub fn quarry(args: &[&str]) -> Output {
 pub struct Server {
     pub child: Child,
     pub addr: String,
+    /// Sent as `Authorization: Bearer` by `request` and `get`.
+    pub token: Option<String>,
 }
 
 /// An answer: status, headers (lowercase names) and body.
@@ -98,7 +100,11 @@ impl Server {
             .and_then(|rest| rest.split_whitespace().next())
             .unwrap_or_else(|| panic!("no address in {line:?}"))
             .to_owned();
-        Server { child, addr }
+        Server {
+            child,
+            addr,
+            token: None,
+        }
     }
 
     /// One request with `headers` and a raw body.
@@ -120,12 +126,12 @@ impl Server {
         target: &str,
         body: Option<&str>,
     ) -> (u16, serde_json::Value) {
-        let answer = self.send(
-            method,
-            target,
-            &[("Content-Type", "application/json")],
-            body.unwrap_or("").as_bytes(),
-        );
+        let authorization = self.token.as_ref().map(|t| format!("Bearer {t}"));
+        let mut headers = vec![("Content-Type", "application/json")];
+        if let Some(value) = &authorization {
+            headers.push(("Authorization", value));
+        }
+        let answer = self.send(method, target, &headers, body.unwrap_or("").as_bytes());
         (answer.status, answer.json())
     }
 

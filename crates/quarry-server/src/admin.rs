@@ -1,0 +1,506 @@
+//! Tenants at run time: each open tenant's live index and background threads, who may use
+//! it (`AppState::authorize`), its quotas, and the admin API that creates, lists and deletes
+//! tenants (`/api/v1/tenants`, admin token only).
+
+use crate::live::{IngestConfig, LiveIndex};
+use crate::tenants::{self, Quotas, TenantSpec, TokenBucket, DEFAULT_TENANT};
+use crate::{blocking, ApiError, AppState, ServerError};
+use axum::body::Bytes;
+use axum::extract::{Path as UrlPath, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::IntoResponse;
+use axum::Json;
+use quarry_query::time::parse_interval;
+use quarry_store::Catalog;
+use serde_json::{json, Value as JsonValue};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// An open tenant.
+pub(crate) struct Tenant {
+    pub(crate) spec: RwLock<TenantSpec>,
+    pub(crate) live: Arc<LiveIndex>,
+    stop: Arc<AtomicBool>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    /// The ingest rate quota's bucket, when the tenant has one.
+    bucket: Mutex<Option<TokenBucket>>,
+}
+
+impl Tenant {
+    /// Opens a tenant's catalog (creating it), replays its WAL and starts its background
+    /// and sealer threads.
+    pub(crate) fn open(
+        data: &Path,
+        spec: TenantSpec,
+        config: &IngestConfig,
+    ) -> Result<Tenant, ServerError> {
+        let dir = tenants::catalog_dir(data, &spec.name);
+        let catalog = Catalog::open_or_create(&dir, quarry_store::Settings::default())?;
+        let (live, recovery) = LiveIndex::open(
+            Box::new(catalog),
+            &spec.name,
+            &tenants::wal_dir(data, &spec.name),
+            config.clone(),
+        )
+        .map_err(ServerError::Recover)?;
+        if recovery.records > 0 || recovery.torn_bytes > 0 {
+            tracing::info!(
+                tenant = %spec.name,
+                records = recovery.records,
+                events = recovery.events,
+                torn_bytes = recovery.torn_bytes,
+                "replayed the write-ahead log"
+            );
+        }
+        let live = Arc::new(live);
+        let stop = Arc::new(AtomicBool::new(false));
+        let threads = vec![
+            spawn_background(live.clone(), stop.clone(), spec.retention_seconds),
+            spawn_sealer(live.clone(), stop.clone()),
+        ];
+        let bucket = spec
+            .quotas
+            .ingest_bytes_per_second
+            .map(|rate| TokenBucket::new(rate, spec.quotas.ingest_burst_bytes));
+        Ok(Tenant {
+            spec: RwLock::new(spec),
+            live,
+            stop,
+            threads: Mutex::new(threads),
+            bucket: Mutex::new(bucket),
+        })
+    }
+
+    pub(crate) fn name(&self) -> String {
+        self.spec().name
+    }
+
+    pub(crate) fn spec(&self) -> TenantSpec {
+        self.spec
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Stops the threads; with `flush`, writes what is in memory to block files first (a
+    /// shutdown), without (a deletion) drops it. The WAL writer stops either way.
+    pub(crate) fn close(&self, flush: bool) -> Result<(), crate::live::LiveError> {
+        self.stop.store(true, Ordering::Relaxed);
+        let threads =
+            std::mem::take(&mut *self.threads.lock().unwrap_or_else(PoisonError::into_inner));
+        for thread in threads {
+            let _ = thread.join();
+        }
+        let flushed = if flush { self.live.flush() } else { Ok(()) };
+        self.live.close();
+        flushed
+    }
+
+    /// The quotas an ingest of `events` events and `bytes` bytes must pass: events per
+    /// request, stored bytes, then the ingest rate (checked last, so a refused request
+    /// takes no tokens). 429 with the reason and when to retry.
+    pub(crate) fn admit(&self, events: usize, bytes: usize) -> Result<(), ApiError> {
+        let quotas = self.spec().quotas;
+        if let Some(limit) = quotas.events_per_request {
+            if events as u64 > limit {
+                return Err(quota_error(
+                    format!("{events} events in one request; this tenant's quota is {limit}"),
+                    None,
+                ));
+            }
+        }
+        if let Some(limit) = quotas.stored_bytes {
+            let stored = self.live.stored_bytes();
+            if stored >= limit {
+                return Err(quota_error(
+                    format!(
+                        "the tenant stores {stored} bytes, its quota is {limit}: ingest resumes when retention frees space"
+                    ),
+                    Some(60),
+                ));
+            }
+        }
+        let mut bucket = self.bucket.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(bucket) = bucket.as_mut() {
+            if let Err(seconds) = bucket.take(bytes as u64, Instant::now()) {
+                let rate = quotas.ingest_bytes_per_second.unwrap_or_default();
+                return Err(quota_error(
+                    format!("over the ingest rate quota of {rate} bytes/s"),
+                    Some(seconds),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn quota_error(message: String, retry_after: Option<u64>) -> ApiError {
+    ApiError {
+        status: StatusCode::TOO_MANY_REQUESTS,
+        message,
+        position: None,
+        retry_after: Some(retry_after.unwrap_or(1)),
+    }
+}
+
+/// The background thread: flushes, memory compactions, merges and retention, one step at a
+/// time, until `stop`.
+fn spawn_background(
+    live: Arc<LiveIndex>,
+    stop: Arc<AtomicBool>,
+    retention_seconds: Option<u64>,
+) -> JoinHandle<()> {
+    std::thread::Builder::new()
+        .name("quarry-background".into())
+        .spawn(move || {
+            // Retention is checked once a minute (and at start).
+            let mut next_retention = Instant::now();
+            while !stop.load(Ordering::Relaxed) {
+                if let Some(seconds) = retention_seconds {
+                    if Instant::now() >= next_retention {
+                        next_retention = Instant::now() + RETENTION_PERIOD;
+                        let cutoff = quarry_query::time::now_nanos().saturating_sub(
+                            i64::try_from(seconds)
+                                .unwrap_or(i64::MAX / 1_000_000_000)
+                                .saturating_mul(1_000_000_000),
+                        );
+                        match live.drop_blocks_before(cutoff) {
+                            Ok(0) => {}
+                            Ok(dropped) => tracing::info!(
+                                tenant = live.tenant(),
+                                dropped,
+                                "retention deleted blocks"
+                            ),
+                            Err(error) => tracing::error!(%error, "retention failed; retrying"),
+                        }
+                    }
+                }
+                let pause = match live.background_step() {
+                    Ok(true) => Duration::ZERO,
+                    Ok(false) => Duration::from_millis(100),
+                    Err(error) => {
+                        tracing::error!(%error, "background work failed; retrying");
+                        Duration::from_secs(1)
+                    }
+                };
+                std::thread::sleep(pause);
+            }
+        })
+        .expect("spawning the background thread")
+}
+
+const RETENTION_PERIOD: Duration = Duration::from_secs(60);
+
+/// The sealer thread: seal rounds for ingests waiting to be visible (`LiveIndex::run_sealer`).
+fn spawn_sealer(live: Arc<LiveIndex>, stop: Arc<AtomicBool>) -> JoinHandle<()> {
+    std::thread::Builder::new()
+        .name("quarry-sealer".into())
+        .spawn(move || live.run_sealer(&stop))
+        .expect("spawning the sealer thread")
+}
+
+/// The bearer token of a request, if it has one.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+/// A hash no key has (compared against when the tenant is unknown or keyless, so that every
+/// refusal costs the same).
+const NO_KEY: [u8; 32] = [0xff; 32];
+
+fn unauthorized(message: &str) -> ApiError {
+    ApiError {
+        status: StatusCode::UNAUTHORIZED,
+        message: message.to_owned(),
+        position: None,
+        retry_after: None,
+    }
+}
+
+fn not_found(tenant: &str) -> ApiError {
+    ApiError {
+        status: StatusCode::NOT_FOUND,
+        message: format!("unknown tenant {tenant:?}"),
+        position: None,
+        retry_after: None,
+    }
+}
+
+impl AppState {
+    /// The tenant a request may use, or why not. Without an admin token the server is
+    /// keyless: any open tenant (only `default`). With one, the request needs
+    /// `Authorization: Bearer` with the tenant's key or the admin token; a wrong or missing
+    /// key is 401, and so is an unknown tenant for anyone but the admin, so that names cannot
+    /// be probed. Every refusal hashes and compares the same way: no timing tells which.
+    pub(crate) fn authorize(
+        &self,
+        tenant: &str,
+        headers: &HeaderMap,
+    ) -> Result<Arc<Tenant>, ApiError> {
+        let found = self.open_tenant(tenant);
+        let Some(admin) = &self.admin else {
+            return found.ok_or_else(|| not_found(tenant));
+        };
+        let Some(token) = bearer(headers) else {
+            return Err(unauthorized(
+                "this server needs an API key: send Authorization: Bearer <key>",
+            ));
+        };
+        let presented = tenants::secret_hash(token);
+        let is_admin = tenants::hashes_equal(&presented, admin);
+        let expected = found
+            .as_ref()
+            .and_then(|t| t.spec().key_sha256.as_deref().and_then(tenants::parse_hash))
+            .unwrap_or(NO_KEY);
+        let is_tenant = tenants::hashes_equal(&presented, &expected);
+        match found {
+            Some(found) if is_admin || is_tenant => Ok(found),
+            None if is_admin => Err(not_found(tenant)),
+            _ => Err(unauthorized("invalid API key for this tenant")),
+        }
+    }
+
+    /// The open tenant named so, if any.
+    pub(crate) fn open_tenant(&self, name: &str) -> Option<Arc<Tenant>> {
+        self.tenants
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(name)
+            .cloned()
+    }
+
+    pub(crate) fn all_tenants(&self) -> Vec<Arc<Tenant>> {
+        self.tenants
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// 401 when the server needs keys and the request has none.
+    pub(crate) fn require_some_key(&self, headers: &HeaderMap) -> Result<(), ApiError> {
+        if self.admin.is_some() && bearer(headers).is_none() {
+            return Err(unauthorized(
+                "this server needs an API key: send Authorization: Bearer <key>",
+            ));
+        }
+        Ok(())
+    }
+
+    /// 401/403 unless the request carries the admin token.
+    fn require_admin(&self, headers: &HeaderMap) -> Result<(), ApiError> {
+        let Some(admin) = &self.admin else {
+            return Err(ApiError {
+                status: StatusCode::FORBIDDEN,
+                message: "tenants need an admin token: start quarry serve with --admin-token (or QUARRY_ADMIN_TOKEN)".into(),
+                position: None,
+                retry_after: None,
+            });
+        };
+        let presented = bearer(headers).map(tenants::secret_hash).unwrap_or(NO_KEY);
+        if tenants::hashes_equal(&presented, admin) {
+            Ok(())
+        } else {
+            Err(unauthorized("the tenants API needs the admin token"))
+        }
+    }
+}
+
+/// What the API shows of a tenant (never its key or the key's hash).
+fn describe(tenant: &Tenant) -> JsonValue {
+    let spec = tenant.spec();
+    let searcher = tenant.live.published_snapshot();
+    json!({
+        "name": spec.name,
+        "created": spec.created,
+        "retention_seconds": spec.retention_seconds,
+        "quotas": spec.quotas,
+        "events": searcher.doc_count(),
+        "blocks": searcher.blocks().len(),
+        "stored_bytes": tenant.live.stored_bytes(),
+    })
+}
+
+/// `POST /api/v1/tenants` `{"name", "retention": "30d", "quotas": {...}}`: 201 with the API
+/// key, shown this once.
+pub(crate) async fn create(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<impl IntoResponse, ApiError> {
+    state.require_admin(&headers)?;
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct CreateRequest {
+        name: String,
+        #[serde(default)]
+        retention: Option<String>,
+        #[serde(default)]
+        quotas: Quotas,
+    }
+    let request: CreateRequest =
+        serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(format!("body: {e}")))?;
+    tenants::validate_name(&request.name).map_err(ApiError::bad_request)?;
+    if request.name == DEFAULT_TENANT {
+        return Err(ApiError::bad_request(
+            "\"default\" is the keyless tenant (the admin token reaches it); choose another name",
+        ));
+    }
+    let retention_seconds = match &request.retention {
+        None => None,
+        Some(text) => Some(
+            parse_interval(text)
+                .map(|nanos| (nanos / 1_000_000_000).max(1) as u64)
+                .map_err(|m| ApiError::bad_request(format!("retention: {m}")))?,
+        ),
+    };
+    if request.quotas.ingest_bytes_per_second == Some(0) {
+        return Err(ApiError::bad_request(
+            "quotas.ingest_bytes_per_second must be above 0",
+        ));
+    }
+    let key = tenants::new_key().map_err(ApiError::internal)?;
+    let spec = TenantSpec {
+        name: request.name.clone(),
+        key_sha256: Some(tenants::hex(&tenants::secret_hash(&key))),
+        retention_seconds,
+        quotas: request.quotas,
+        created: quarry_index::event::format_time(quarry_query::time::now_nanos()),
+    };
+    let work = state.clone();
+    let tenant = blocking(move || {
+        let _registry = work.registry.lock().unwrap_or_else(PoisonError::into_inner);
+        if work.open_tenant(&spec.name).is_some() {
+            return Err(ApiError {
+                status: StatusCode::CONFLICT,
+                message: format!("tenant {:?} exists", spec.name),
+                position: None,
+                retry_after: None,
+            });
+        }
+        let mut specs = tenants::load(&work.data).map_err(ApiError::internal)?;
+        // Open first: a tenant the registry lists always opens.
+        let tenant = Arc::new(
+            Tenant::open(&work.data, spec.clone(), &work.ingest_config)
+                .map_err(ApiError::internal)?,
+        );
+        specs.push(spec.clone());
+        if let Err(error) = tenants::store(&work.data, &specs) {
+            let _ = tenant.close(false);
+            return Err(ApiError::internal(error));
+        }
+        work.tenants
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(spec.name.clone(), tenant.clone());
+        Ok(tenant)
+    })
+    .await?;
+    tracing::info!(tenant = %request.name, "tenant created");
+    let mut body = describe(&tenant);
+    body["api_key"] = key.into();
+    Ok((StatusCode::CREATED, Json(body)))
+}
+
+/// `GET /api/v1/tenants`.
+pub(crate) async fn list(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+) -> Result<Json<JsonValue>, ApiError> {
+    state.require_admin(&headers)?;
+    let tenants: Vec<JsonValue> = state.all_tenants().iter().map(|t| describe(t)).collect();
+    Ok(Json(json!({ "tenants": tenants })))
+}
+
+/// `GET /api/v1/tenants/{name}`.
+pub(crate) async fn show(
+    State(state): State<Arc<AppState>>,
+    UrlPath(name): UrlPath<String>,
+    headers: HeaderMap,
+) -> Result<Json<JsonValue>, ApiError> {
+    state.require_admin(&headers)?;
+    let tenant = state.open_tenant(&name).ok_or_else(|| not_found(&name))?;
+    Ok(Json(describe(&tenant)))
+}
+
+/// `DELETE /api/v1/tenants/{name}`: the tenant stops taking requests, its registry entry is
+/// removed, then its catalog directory and WAL, each first renamed aside (one atomic step, so
+/// a crash leaves either the tenant or a `.deleted-*` directory that the next start removes).
+pub(crate) async fn delete(
+    State(state): State<Arc<AppState>>,
+    UrlPath(name): UrlPath<String>,
+    headers: HeaderMap,
+) -> Result<Json<JsonValue>, ApiError> {
+    state.require_admin(&headers)?;
+    if name == DEFAULT_TENANT {
+        return Err(ApiError::bad_request(
+            "the default tenant holds the data directory's own catalog and cannot be deleted",
+        ));
+    }
+    let work = state.clone();
+    let deleted = name.clone();
+    blocking(move || {
+        let _registry = work.registry.lock().unwrap_or_else(PoisonError::into_inner);
+        let tenant = work
+            .tenants
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&deleted)
+            .ok_or_else(|| not_found(&deleted))?;
+        let _ = tenant.close(false);
+        let specs: Vec<TenantSpec> = tenants::load(&work.data)
+            .map_err(ApiError::internal)?
+            .into_iter()
+            .filter(|spec| spec.name != deleted)
+            .collect();
+        tenants::store(&work.data, &specs).map_err(ApiError::internal)?;
+        for dir in [
+            tenants::catalog_dir(&work.data, &deleted),
+            tenants::wal_dir(&work.data, &deleted),
+        ] {
+            remove_dir_durably(&dir).map_err(ApiError::internal)?;
+        }
+        Ok(())
+    })
+    .await?;
+    tracing::info!(tenant = %name, "tenant deleted");
+    Ok(Json(json!({ "deleted": name })))
+}
+
+/// Renames `dir` to `.deleted-NAME` beside it, syncs the parent, then removes it.
+fn remove_dir_durably(dir: &Path) -> std::io::Result<()> {
+    if !dir.exists() {
+        return Ok(());
+    }
+    let parent = dir.parent().unwrap_or(Path::new("."));
+    let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("tenant");
+    let aside = parent.join(format!(".deleted-{name}"));
+    if aside.exists() {
+        std::fs::remove_dir_all(&aside)?;
+    }
+    std::fs::rename(dir, &aside)?;
+    tenants::sync_dir(parent)?;
+    std::fs::remove_dir_all(&aside)
+}
+
+/// Removes what deletions interrupted by a crash left (`.deleted-*` directories).
+pub(crate) fn remove_leftovers(data: &Path) -> std::io::Result<()> {
+    for parent in [data.join("tenants"), data.join("wal")] {
+        let Ok(entries) = std::fs::read_dir(&parent) else {
+            continue;
+        };
+        for entry in entries {
+            let entry = entry?;
+            if entry.file_name().to_string_lossy().starts_with(".deleted-") {
+                std::fs::remove_dir_all(entry.path())?;
+            }
+        }
+    }
+    Ok(())
+}

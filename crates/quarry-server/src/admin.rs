@@ -294,7 +294,7 @@ impl AppState {
     }
 
     /// 401/403 unless the request carries the admin token.
-    fn require_admin(&self, headers: &HeaderMap) -> Result<(), ApiError> {
+    pub(crate) fn require_admin(&self, headers: &HeaderMap) -> Result<(), ApiError> {
         let Some(admin) = &self.admin else {
             return Err(ApiError {
                 status: StatusCode::FORBIDDEN,
@@ -469,6 +469,7 @@ pub(crate) async fn delete(
         Ok(())
     })
     .await?;
+    state.metrics.remove_tenant(&name);
     tracing::info!(tenant = %name, "tenant deleted");
     Ok(Json(json!({ "deleted": name })))
 }

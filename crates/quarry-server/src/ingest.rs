@@ -43,7 +43,8 @@ pub(crate) async fn ingest(
         .is_some_and(|v| v.trim_start().starts_with("text/plain"));
     let limit = state.max_body_bytes;
     let now = now_nanos();
-    let (ingested, errors, done) = blocking(move || {
+    let work = tenant.clone();
+    let done = blocking(move || {
         let body = decode_body(&headers, body, limit)?;
         let (batch, errors) = if is_text {
             text_batch(now, &body)
@@ -51,13 +52,16 @@ pub(crate) async fn ingest(
             Batch::parse(now, lines(&body))
         };
         let ingested = batch.len();
-        tenant.admit(ingested, body.len())?;
-        let live = tenant.live.clone();
+        work.admit(ingested, body.len())?;
+        let live = work.live.clone();
         let done = live.ingest(batch, durable).map_err(from_live)?;
-        Ok((ingested, errors, (live, done)))
+        Ok((ingested, body.len(), errors, (live, done)))
     })
-    .await?;
+    .await;
+    let (ingested, bytes, errors, done) =
+        done.inspect_err(|error| state.count_refused(&tenant, error))?;
     acknowledge(done).await?;
+    state.count_ingested(&tenant, ingested, bytes, errors.len());
     let error_count = errors.len();
     let listed: Vec<JsonValue> = errors
         .into_iter()
@@ -290,7 +294,7 @@ async fn bulk_inner(
     let limit = state.max_body_bytes;
     let now = now_nanos();
     let work_state = state.clone();
-    let (mut items, batch_errors, waits) = blocking(move || {
+    let (mut items, batch_errors, waits, counts) = blocking(move || {
         let body = decode_body(&headers, body, limit)?;
         let (items, docs) = parse_bulk(&body, &default_index)?;
         // One tenant per batch: group the documents by the tenant they name.
@@ -320,9 +324,11 @@ async fn bulk_inner(
         }
         let mut errors = Vec::new();
         let mut waits = Vec::new();
+        let mut counts = Vec::new();
         for (tenant, docs) in by_tenant {
             let bytes = docs.iter().map(|(_, doc)| doc.len()).sum();
             if let Err(refused) = tenant.admit(docs.len(), bytes) {
+                work_state.count_refused(&tenant, &refused);
                 // Over a quota: these items are refused, the other tenants' go on.
                 for (item_index, _) in &docs {
                     items[*item_index].error = Some((
@@ -335,16 +341,25 @@ async fn bulk_inner(
             }
             let (batch, mut parse_errors) =
                 Batch::parse(now, docs.iter().map(|(i, doc)| (items[*i].line, &doc[..])));
+            let failed = parse_errors.len();
             errors.append(&mut parse_errors);
             let live = tenant.live.clone();
-            let done = live.ingest(batch, durable).map_err(from_live)?;
+            let events = batch.len();
+            let done = live
+                .ingest(batch, durable)
+                .map_err(from_live)
+                .inspect_err(|error| work_state.count_refused(&tenant, error))?;
             waits.push((live, done));
+            counts.push((tenant, events, bytes, failed));
         }
-        Ok((items, errors, waits))
+        Ok((items, errors, waits, counts))
     })
     .await?;
     for done in waits {
         acknowledge(done).await?;
+    }
+    for (tenant, events, bytes, failed) in counts {
+        state.count_ingested(&tenant, events, bytes, failed);
     }
     for (line, reason) in batch_errors {
         if let Some(item) = items.iter_mut().find(|item| item.line == line) {

@@ -17,6 +17,7 @@
 mod admin;
 mod ingest;
 pub mod live;
+mod metrics;
 pub mod tenants;
 pub mod wal_writer;
 
@@ -140,6 +141,7 @@ pub async fn serve(
         admin,
         tenants: RwLock::new(open),
         registry: Mutex::new(()),
+        metrics: metrics::Metrics::new(),
     });
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
@@ -188,11 +190,17 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/{index}/_bulk", post(ingest::bulk).put(ingest::bulk))
         .route("/", get(ingest::es_info).head(ingest::es_info))
         .route("/api/v1/openapi.json", get(openapi))
+        .route("/metrics", get(metrics::scrape))
         .route("/api/v1/tenants", post(admin::create).get(admin::list))
         .route(
             "/api/v1/tenants/{name}",
             get(admin::show).delete(admin::delete),
         )
+        // Latency per matched route (after routing, so the route template is known).
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            metrics::observe,
+        ))
         .layer(DefaultBodyLimit::max(body_limit))
         // One span per request, its method, path, status and latency logged at debug
         // (RUST_LOG=tower_http=debug).
@@ -225,6 +233,7 @@ pub(crate) struct AppState {
     tenants: RwLock<BTreeMap<String, Arc<Tenant>>>,
     /// Held while the registry and the open tenants change (create, delete).
     registry: Mutex<()>,
+    metrics: metrics::Metrics,
 }
 
 /// An error answer: a status and `{"error": ..., "position": ...}`.

@@ -277,6 +277,27 @@ pub struct LiveIndex {
     seal_rounds: SealRounds,
     /// Shared by every snapshot: the newest chunks, which tails fetch again and again.
     chunk_cache: Option<Arc<ChunkCache>>,
+    wal_dir: PathBuf,
+    stats: BackgroundStats,
+}
+
+/// Counts and total durations of the background work, for metrics.
+#[derive(Debug, Default)]
+pub struct BackgroundStats {
+    pub flushes: AtomicU64,
+    pub flush_nanos: AtomicU64,
+    pub compactions: AtomicU64,
+    pub compaction_nanos: AtomicU64,
+    pub merges: AtomicU64,
+    pub merge_nanos: AtomicU64,
+    pub seal_rounds: AtomicU64,
+}
+
+impl BackgroundStats {
+    fn record(count: &AtomicU64, nanos: &AtomicU64, started: Instant) {
+        count.fetch_add(1, Ordering::Relaxed);
+        nanos.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
 }
 
 /// Seal rounds: numbered, requested by ingests, awaited by their replies.
@@ -371,6 +392,8 @@ impl LiveIndex {
             .then(|| Arc::new(ChunkCache::new(config.chunk_cache_bytes)));
         let live = LiveIndex {
             chunk_cache,
+            wal_dir: wal_dir.to_path_buf(),
+            stats: BackgroundStats::default(),
             tenant: tenant.to_owned(),
             analyzer,
             config,
@@ -514,6 +537,27 @@ impl LiveIndex {
         searcher
     }
 
+    pub fn stats(&self) -> &BackgroundStats {
+        &self.stats
+    }
+
+    /// WAL records queued for the writer and not yet written.
+    pub fn wal_queued(&self) -> u64 {
+        self.wal.queued()
+    }
+
+    /// Bytes of the WAL segments on disk.
+    pub fn wal_bytes(&self) -> u64 {
+        std::fs::read_dir(&self.wal_dir)
+            .map(|entries| {
+                entries
+                    .filter_map(|e| e.ok()?.metadata().ok())
+                    .map(|m| m.len())
+                    .sum()
+            })
+            .unwrap_or(0)
+    }
+
     /// Bytes of the tenant's block files and memory blocks (what a stored-bytes quota counts).
     pub fn stored_bytes(&self) -> u64 {
         let state = self.state();
@@ -587,6 +631,7 @@ impl LiveIndex {
     /// a round that began after an ingest finished adding.
     pub fn seal_round(&self) -> Result<()> {
         let round = self.seal_rounds.begun.fetch_add(1, Ordering::SeqCst) + 1;
+        self.stats.seal_rounds.fetch_add(1, Ordering::Relaxed);
         for active in &self.actives {
             let mut active = lock(active);
             if let Some(segment) = self.take(&mut active) {
@@ -677,6 +722,7 @@ impl LiveIndex {
             state.snapshot = None;
         }
         tracing::debug!(tenant = %self.tenant, blocks = entries.len(), through, took = ?started.elapsed(), "flushed");
+        BackgroundStats::record(&self.stats.flushes, &self.stats.flush_nanos, started);
         self.wal.committed(through);
         Ok(())
     }
@@ -749,6 +795,11 @@ impl LiveIndex {
         state.snapshot = None;
         let docs: u64 = sizes.iter().map(|(_, docs)| docs).sum();
         tracing::debug!(inputs, outputs, docs, took = ?started.elapsed(), "compacted memory blocks");
+        BackgroundStats::record(
+            &self.stats.compactions,
+            &self.stats.compaction_nanos,
+            started,
+        );
         Ok(())
     }
 
@@ -808,6 +859,7 @@ impl LiveIndex {
         state.snapshot = None;
         let docs: u64 = merged.iter().map(|entry| entry.docs).sum();
         tracing::debug!(inputs = ids.len(), outputs = merged.len(), docs, took = ?started.elapsed(), "merged");
+        BackgroundStats::record(&self.stats.merges, &self.stats.merge_nanos, started);
         Ok(true)
     }
 

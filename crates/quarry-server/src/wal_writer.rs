@@ -12,6 +12,7 @@
 //! durable), and the server reports itself not ready.
 
 use quarry_store::Wal;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -39,21 +40,25 @@ pub struct WalHandle {
     sender: Mutex<Sender<Command>>,
     thread: Mutex<Option<JoinHandle<()>>>,
     failed: Arc<Mutex<Option<String>>>,
+    /// Records queued and not yet written (a metric: the group commit's queue).
+    queued: Arc<AtomicU64>,
 }
 
 impl WalHandle {
     pub fn start(wal: Wal) -> WalHandle {
         let (sender, receiver) = channel();
         let failed = Arc::new(Mutex::new(None));
-        let thread_failed = failed.clone();
+        let queued = Arc::new(AtomicU64::new(0));
+        let (thread_failed, thread_queued) = (failed.clone(), queued.clone());
         let thread = std::thread::Builder::new()
             .name("quarry-wal".into())
-            .spawn(move || run(wal, receiver, thread_failed))
+            .spawn(move || run(wal, receiver, thread_failed, thread_queued))
             .expect("spawning the WAL thread");
         WalHandle {
             sender: Mutex::new(sender),
             thread: Mutex::new(Some(thread)),
             failed,
+            queued,
         }
     }
 
@@ -65,8 +70,14 @@ impl WalHandle {
         } else {
             (None, None)
         };
+        self.queued.fetch_add(1, Ordering::Relaxed);
         self.send(Command::Append { seq, payload, done });
         wait
+    }
+
+    /// Records queued and not yet written.
+    pub fn queued(&self) -> u64 {
+        self.queued.load(Ordering::Relaxed)
     }
 
     pub fn committed(&self, seq: u64) {
@@ -104,6 +115,7 @@ fn run(
     mut wal: Wal,
     receiver: std::sync::mpsc::Receiver<Command>,
     failed: Arc<Mutex<Option<String>>>,
+    queued: Arc<AtomicU64>,
 ) {
     let mut unsynced_since: Option<Instant> = None;
     let mut broken: Option<String> = None;
@@ -129,9 +141,11 @@ fn run(
         }
         let mut waiters = Vec::new();
         let mut committed = None;
+        let mut appended = 0;
         for command in round.drain(..) {
             match command {
                 Command::Append { seq, payload, done } => {
+                    appended += 1;
                     if broken.is_none() {
                         if let Err(error) = wal.append(seq, &payload) {
                             broken = Some(error.to_string());
@@ -163,6 +177,7 @@ fn run(
         for waiter in waiters {
             let _ = waiter.send(answer.clone());
         }
+        queued.fetch_sub(appended, Ordering::Relaxed);
         if let Some(error) = &broken {
             let mut failed = failed.lock().unwrap_or_else(|p| p.into_inner());
             if failed.is_none() {

@@ -468,3 +468,105 @@ fn retention_deletes_blocks_past_their_age() {
         .count();
     assert_eq!(blocks, 1);
 }
+
+/// `GET /metrics` read by a Prometheus text-format parser: per-tenant ingest counts, refusals,
+/// request latency histograms per endpoint, background work and WAL figures.
+#[test]
+fn metrics_parse_and_count_what_happened() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    let server = start(&data);
+    let key = create(
+        &server,
+        json!({"name": "m1", "quotas": {"events_per_request": 50}}),
+    );
+    for _ in 0..3 {
+        let (status, _) = call(
+            &server,
+            "POST",
+            "/api/v1/m1/ingest",
+            Some(&key),
+            &events("metricword", 40),
+        );
+        assert_eq!(status, 200);
+    }
+    let (status, _) = call(
+        &server,
+        "POST",
+        "/api/v1/m1/ingest",
+        Some(&key),
+        &events("metricword", 60),
+    );
+    assert_eq!(status, 429);
+    assert_eq!(count(&server, "m1", &key, "metricword"), 120);
+    // Only the admin token reads metrics (the series name tenants).
+    let (status, _) = call(&server, "GET", "/metrics", Some(&key), "");
+    assert_eq!(status, 401);
+    let answer = server.send(
+        "GET",
+        "/metrics",
+        &[("Authorization", &format!("Bearer {ADMIN}"))],
+        b"",
+    );
+    assert_eq!(answer.status, 200);
+    let text = String::from_utf8(answer.body).unwrap();
+    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).unwrap();
+    let value = |name: &str, labels: &[(&str, &str)]| -> Option<f64> {
+        scrape
+            .samples
+            .iter()
+            .find(|s| s.metric == name && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v)))
+            .map(|s| match &s.value {
+                prometheus_parse::Value::Counter(v)
+                | prometheus_parse::Value::Gauge(v)
+                | prometheus_parse::Value::Untyped(v) => *v,
+                other => panic!("{name}: {other:?}"),
+            })
+    };
+    let m1 = [("tenant", "m1")];
+    assert_eq!(
+        value("quarry_ingested_events_total", &m1),
+        Some(120.0),
+        "{text}"
+    );
+    assert!(value("quarry_ingested_bytes_total", &m1).unwrap() > 120.0 * 20.0);
+    assert_eq!(
+        value(
+            "quarry_refused_requests_total",
+            &[("tenant", "m1"), ("reason", "quota")]
+        ),
+        Some(1.0)
+    );
+    assert_eq!(value("quarry_events", &m1), Some(120.0));
+    assert!(value("quarry_memory_events", &m1).is_some());
+    assert!(value("quarry_wal_bytes", &m1).unwrap() > 0.0);
+    assert!(value("quarry_seal_rounds_total", &m1).unwrap() >= 3.0);
+    assert!(value("quarry_flushes_total", &m1).is_some());
+    assert!(value("quarry_merge_seconds_total", &m1).is_some());
+    // The latency histogram of the ingest endpoint counted all four requests, by status.
+    let ingest_count = |status: &str| {
+        scrape.samples.iter().find_map(|s| match &s.value {
+            prometheus_parse::Value::Histogram(buckets)
+                if s.metric == "quarry_http_request_duration_seconds"
+                    && s.labels.get("endpoint") == Some("/api/v1/:tenant/ingest")
+                    && s.labels.get("status") == Some(status) =>
+            {
+                Some(buckets.last().unwrap().count)
+            }
+            _ => None,
+        })
+    };
+    assert_eq!(ingest_count("200"), Some(3.0), "{text}");
+    assert_eq!(ingest_count("429"), Some(1.0), "{text}");
+    // A deleted tenant's series go.
+    let (status, _) = server.request("DELETE", "/api/v1/tenants/m1", None);
+    assert_eq!(status, 200);
+    let answer = server.send(
+        "GET",
+        "/metrics",
+        &[("Authorization", &format!("Bearer {ADMIN}"))],
+        b"",
+    );
+    let text = String::from_utf8(answer.body).unwrap();
+    assert!(!text.contains("tenant=\"m1\""), "{text}");
+}

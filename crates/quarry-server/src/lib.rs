@@ -16,6 +16,7 @@
 
 mod admin;
 mod ingest;
+pub mod listener;
 pub mod live;
 mod metrics;
 pub mod tenants;
@@ -41,7 +42,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tenants::TenantSpec;
 
 pub use tenants::DEFAULT_TENANT;
@@ -57,10 +58,16 @@ pub struct ServerConfig {
     /// With an admin token, tenants are managed through `/api/v1/tenants` and requests need
     /// keys; without, one keyless tenant `default`, on loopback only.
     pub admin_token: Option<String>,
+    /// HTTPS with this certificate chain and private key (PEM files).
+    pub tls: Option<(PathBuf, PathBuf)>,
+    /// Longest a request may take, its body included (408 beyond): a body trickled a byte at
+    /// a time does not hold a connection longer.
+    pub request_timeout: Duration,
 }
 
 impl ServerConfig {
     pub const DEFAULT_MAX_BODY_BYTES: usize = 64 << 20;
+    pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 
     pub fn new(data: PathBuf, listen: SocketAddr) -> ServerConfig {
         ServerConfig {
@@ -69,6 +76,8 @@ impl ServerConfig {
             max_body_bytes: Self::DEFAULT_MAX_BODY_BYTES,
             ingest: IngestConfig::default(),
             admin_token: None,
+            tls: None,
+            request_timeout: Self::DEFAULT_REQUEST_TIMEOUT,
         }
     }
 }
@@ -96,6 +105,8 @@ pub enum ServerError {
     Insecure { addr: SocketAddr },
     #[error("the admin token is empty")]
     EmptyAdminToken,
+    #[error("{0}")]
+    Tls(String),
 }
 
 /// Serves until `shutdown` completes, then stops accepting, finishes the requests under way,
@@ -114,6 +125,10 @@ pub async fn serve(
                 addr: config.listen,
             })
         }
+        None => None,
+    };
+    let tls = match &config.tls {
+        Some((cert, key)) => Some(listener::tls_acceptor(cert, key).map_err(ServerError::Tls)?),
         None => None,
     };
     // The default tenant's catalog is the data directory's own: opening it creates the
@@ -143,22 +158,20 @@ pub async fn serve(
         registry: Mutex::new(()),
         metrics: metrics::Metrics::new(),
     });
-    let listener = tokio::net::TcpListener::bind(config.listen)
+    let socket = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|source| ServerError::Listen {
             addr: config.listen,
             source,
         })?;
-    let addr = listener
-        .local_addr()
-        .map_err(|source| ServerError::Listen {
-            addr: config.listen,
-            source,
-        })?;
+    let addr = socket.local_addr().map_err(|source| ServerError::Listen {
+        addr: config.listen,
+        source,
+    })?;
     on_listening(addr);
-    tracing::info!(%addr, data = %config.data.display(), tenants = state.all_tenants().len(), keys = state.admin.is_some(), "listening");
-    let served = axum::serve(listener, router(state.clone()))
-        .with_graceful_shutdown(shutdown)
+    tracing::info!(%addr, data = %config.data.display(), tenants = state.all_tenants().len(), keys = state.admin.is_some(), tls = config.tls.is_some(), "listening");
+    let app = router(state.clone(), config.request_timeout);
+    let served = listener::run(socket, app, tls, config.request_timeout, shutdown)
         .await
         .map_err(ServerError::Serve);
     let mut flushed = Ok(());
@@ -173,7 +186,7 @@ pub async fn serve(
 }
 
 /// The API's routes.
-fn router(state: Arc<AppState>) -> Router {
+fn router(state: Arc<AppState>, request_timeout: Duration) -> Router {
     let body_limit = state.max_body_bytes;
     Router::new()
         .route(
@@ -202,6 +215,10 @@ fn router(state: Arc<AppState>) -> Router {
             metrics::observe,
         ))
         .layer(DefaultBodyLimit::max(body_limit))
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            request_timeout,
+        ))
         // One span per request, its method, path, status and latency logged at debug
         // (RUST_LOG=tower_http=debug).
         .layer(tower_http::trace::TraceLayer::new_for_http())

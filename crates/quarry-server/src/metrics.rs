@@ -113,6 +113,9 @@ const SECONDS: &[(&str, &str, fn(&crate::live::LiveIndex) -> &AtomicU64)] = &[
     ),
 ];
 
+/// A counter of seconds.
+type Seconds = Counter<f64, AtomicU64>;
+
 pub(crate) struct Metrics {
     registry: Registry,
     pub(crate) ingested_events: Family<TenantLabel, Counter>,
@@ -124,7 +127,7 @@ pub(crate) struct Metrics {
     blocks: Family<TenantLabel, Gauge>,
     gauges: Vec<Family<TenantLabel, Gauge>>,
     counts: Vec<Family<TenantLabel, Counter>>,
-    seconds: Vec<Family<TenantLabel, Counter<f64, std::sync::atomic::AtomicU64>>>,
+    seconds: Vec<Family<TenantLabel, Seconds>>,
 }
 
 impl Metrics {
@@ -184,7 +187,7 @@ impl Metrics {
         let seconds = SECONDS
             .iter()
             .map(|(name, help, _)| {
-                let family = Family::<TenantLabel, Counter<f64, AtomicU64>>::default();
+                let family = Family::<TenantLabel, Seconds>::default();
                 registry.register(*name, *help, family.clone());
                 family
             })

@@ -52,6 +52,25 @@ pub struct ServeArgs {
         hide_env_values = true
     )]
     admin_token: Option<String>,
+    /// Serve HTTPS with this certificate chain (PEM); needs --tls-key
+    #[arg(
+        long,
+        env = "QUARRY_TLS_CERT",
+        value_name = "FILE",
+        requires = "tls_key"
+    )]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM)
+    #[arg(
+        long,
+        env = "QUARRY_TLS_KEY",
+        value_name = "FILE",
+        requires = "tls_cert"
+    )]
+    tls_key: Option<PathBuf>,
+    /// Longest a request may take, body included, in seconds (408 beyond) [default: 120]
+    #[arg(long, env = "QUARRY_REQUEST_TIMEOUT", value_name = "SECONDS")]
+    request_timeout: Option<f64>,
 }
 
 /// The config file: every key optional, unknown keys refused (a typo must not be ignored).
@@ -66,6 +85,9 @@ struct ConfigFile {
     memory_limit: Option<String>,
     cache_size: Option<String>,
     admin_token: Option<String>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
+    request_timeout: Option<f64>,
 }
 
 /// Flags and environment variables, then the config file, then the defaults.
@@ -126,6 +148,21 @@ fn settings(args: ServeArgs) -> Result<ServerConfig> {
         config.ingest.chunk_cache_bytes = bytes as u64;
     }
     config.admin_token = args.admin_token.or(file.admin_token);
+    config.tls = match (
+        args.tls_cert.or(file.tls_cert),
+        args.tls_key.or(file.tls_key),
+    ) {
+        (Some(cert), Some(key)) => Some((cert, key)),
+        (None, None) => None,
+        _ => anyhow::bail!("TLS needs both a certificate (tls_cert) and its key (tls_key)"),
+    };
+    if let Some(seconds) = args.request_timeout.or(file.request_timeout) {
+        anyhow::ensure!(
+            seconds.is_finite() && seconds > 0.0,
+            "request timeout must be a positive number of seconds, not {seconds}"
+        );
+        config.request_timeout = Duration::from_secs_f64(seconds);
+    }
     Ok(config)
 }
 
@@ -149,13 +186,18 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode> {
         .context("starting the async runtime")?;
     let config = settings(args)?;
     let data = config.data.clone();
+    let scheme = if config.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
     runtime.block_on(async move {
         quarry_server::serve(
             config,
             |addr| {
                 // Printed on stdout (and flushed) so scripts and tests can read the port.
                 println!(
-                    "quarry listening on http://{addr} (data: {})",
+                    "quarry listening on {scheme}://{addr} (data: {})",
                     data.display()
                 );
                 use std::io::Write;

@@ -95,7 +95,7 @@ impl Server {
             .read_line(&mut line)
             .unwrap();
         let addr = line
-            .split("http://")
+            .split("://")
             .nth(1)
             .and_then(|rest| rest.split_whitespace().next())
             .unwrap_or_else(|| panic!("no address in {line:?}"))

@@ -8,6 +8,7 @@
 //! work's counts and total seconds (flushes, compactions of memory blocks, merges, seal rounds).
 
 use crate::admin::Tenant;
+use crate::live::LiveIndex;
 use crate::{ApiError, AppState};
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -97,7 +98,10 @@ const COUNTS: &[Reading] = &[
     ),
 ];
 
-const SECONDS: &[(&str, &str, fn(&crate::live::LiveIndex) -> &AtomicU64)] = &[
+/// Per-tenant totals of nanoseconds read at scrape time: (name, help, read).
+type NanosReading = (&'static str, &'static str, fn(&LiveIndex) -> &AtomicU64);
+
+const SECONDS: &[NanosReading] = &[
     ("quarry_flush_seconds", "Time spent flushing", |l| {
         &l.stats().flush_nanos
     }),

@@ -19,6 +19,7 @@ mod ingest;
 pub mod listener;
 pub mod live;
 mod metrics;
+mod tail;
 pub mod tenants;
 pub mod wal_writer;
 
@@ -196,6 +197,7 @@ fn router(state: Arc<AppState>, request_timeout: Duration) -> Router {
         .route("/health/ready", get(ready))
         .route("/api/v1/{tenant}/search", get(search_get).post(search_post))
         .route("/api/v1/{tenant}/fields", get(fields))
+        .route("/api/v1/{tenant}/tail", get(tail::tail))
         .route("/api/v1/{tenant}/ingest", post(ingest::ingest))
         // Elasticsearch takes PUT as well as POST (its Python client sends PUT).
         .route("/api/v1/{tenant}/_bulk", post(tenant_bulk).put(tenant_bulk))

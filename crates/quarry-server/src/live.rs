@@ -279,7 +279,13 @@ pub struct LiveIndex {
     chunk_cache: Option<Arc<ChunkCache>>,
     wal_dir: PathBuf,
     stats: BackgroundStats,
+    /// Live tails: every memory block a seal makes, i.e. the events it makes searchable, once.
+    sealed: tokio::sync::broadcast::Sender<Arc<BlockReader>>,
 }
+
+/// Sealed blocks a live tail may fall behind by before it is dropped (the blocks it has not
+/// read stay in memory for it until then).
+const TAIL_BACKLOG_BLOCKS: usize = 64;
 
 /// Counts and total durations of the background work, for metrics.
 #[derive(Debug, Default)]
@@ -394,6 +400,7 @@ impl LiveIndex {
             chunk_cache,
             wal_dir: wal_dir.to_path_buf(),
             stats: BackgroundStats::default(),
+            sealed: tokio::sync::broadcast::channel(TAIL_BACKLOG_BLOCKS).0,
             tenant: tenant.to_owned(),
             analyzer,
             config,
@@ -518,6 +525,28 @@ impl LiveIndex {
     /// [`LiveIndex::visible`]). What a server's searches use: they do no indexing work.
     pub fn published_snapshot(&self) -> Arc<Searcher> {
         let mut state = self.state();
+        self.snapshot_of(&mut state)
+    }
+
+    /// For a live tail: the snapshot of what is searchable now, and a receiver of every memory
+    /// block sealed after it. Both are taken under the state lock, which seals also hold
+    /// while they publish, so each event is in exactly one of the two: no gap, no repeat.
+    pub fn subscribe(
+        &self,
+    ) -> (
+        Arc<Searcher>,
+        tokio::sync::broadcast::Receiver<Arc<BlockReader>>,
+    ) {
+        let mut state = self.state();
+        let receiver = self.sealed.subscribe();
+        (self.snapshot_of(&mut state), receiver)
+    }
+
+    pub fn analyzer(&self) -> &Arc<Analyzer> {
+        &self.analyzer
+    }
+
+    fn snapshot_of(&self, state: &mut State) -> Arc<Searcher> {
         if let Some(snapshot) = &state.snapshot {
             return snapshot.clone();
         }
@@ -928,6 +957,10 @@ impl LiveIndex {
             .map(|(segment, id)| encode_memory_block(segment, &self.tenant, id))
             .collect::<Result<Vec<_>, _>>()?;
         let mut state = self.state();
+        for block in &blocks {
+            // No receiver (no live tail) is not an error.
+            let _ = self.sealed.send(block.reader.clone());
+        }
         state.memory.extend(blocks);
         state.snapshot = None;
         Ok(())

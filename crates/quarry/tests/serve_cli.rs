@@ -329,6 +329,12 @@ fn every_operation_of_the_openapi_document_answers_as_it_says() {
     let mut operations = 0;
     for (path, item) in doc["paths"].as_object().unwrap() {
         for (method, operation) in item.as_object().unwrap() {
+            if operation["responses"]["200"]["content"]
+                .get("text/event-stream")
+                .is_some()
+            {
+                continue; // a stream, tested in tail.rs
+            }
             let target = path
                 .replace("{tenant}", "default")
                 .replace("{name}", "openapi-test");

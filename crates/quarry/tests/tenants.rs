@@ -119,6 +119,7 @@ fn a_tenants_key_reaches_its_own_data_and_nothing_else() {
             json!({"query": "*"}).to_string(),
         ),
         ("GET", "/api/v1/team-b/fields".into(), String::new()),
+        ("GET", "/api/v1/team-b/tail?query=*".into(), String::new()),
         (
             "POST",
             "/api/v1/team-b/ingest".into(),

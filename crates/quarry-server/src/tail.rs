@@ -1,0 +1,192 @@
+//! Live tail: `GET /api/v1/{tenant}/tail?query=...&history=N` as Server-Sent Events.
+//!
+//! First the newest `history` matches already searchable (oldest of them first), then every
+//! new match as it becomes searchable. The two parts meet without a gap or a repeat:
+//! `LiveIndex::subscribe` takes the snapshot for the history and the receiver of newly sealed
+//! memory blocks under one lock, so every event is either in the snapshot or in a block the
+//! receiver gets (a seal makes a memory block of exactly the events it makes searchable).
+//!
+//! Each SSE event is `event: hit`, `id: <_time in ns>`, `data: {"_time", "event"}`. A client
+//! that reconnects with `Last-Event-ID` gets the matches after that time as its history
+//! (events of that very nanosecond are not sent again; an event that arrived meanwhile with
+//! an older `_time` is not in it). A client that reads slower than events come is dropped
+//! with a final `event: dropped` saying so: it is sent events at its own pace, and when the
+//! blocks sealed meanwhile pass `TAIL_BACKLOG_BLOCKS` (live.rs) it is dropped; memory does not
+//! grow with a slow reader.
+
+use crate::{blocking, ApiError, AppState};
+use axum::extract::{Path as UrlPath, RawQuery, State};
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use quarry_format::BlockReader;
+use quarry_index::event::format_time;
+use quarry_query::{value_to_json, SearchRequest, Searcher, SortOrder};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::mpsc;
+
+/// History sent when the request does not say.
+const DEFAULT_HISTORY: usize = 100;
+const MAX_HISTORY: usize = 10_000;
+/// SSE events queued for one client (then sending waits for the client).
+const CLIENT_QUEUE: usize = 256;
+/// Matches sent per newly sealed block at most (a block holds at most what one seal took).
+const MAX_MATCHES_PER_BLOCK: usize = 1 << 20;
+
+/// `GET /api/v1/{tenant}/tail`.
+pub(crate) async fn tail(
+    State(state): State<Arc<AppState>>,
+    UrlPath(tenant): UrlPath<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let tenant = state.authorize(&tenant, &headers)?;
+    let mut text = "*".to_owned();
+    let mut history = DEFAULT_HISTORY;
+    for (key, value) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
+        match &*key {
+            "query" | "q" => text = value.into_owned(),
+            "history" => {
+                history = value
+                    .parse()
+                    .ok()
+                    .filter(|&n| n <= MAX_HISTORY)
+                    .ok_or_else(|| {
+                        ApiError::bad_request(format!(
+                            "history: {value:?} is not a count up to {MAX_HISTORY}"
+                        ))
+                    })?
+            }
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "unknown parameter {other:?} (query, history)"
+                )))
+            }
+        }
+    }
+    // Resuming: only what came after the last event the client saw.
+    let after: Option<i64> = match headers.get("last-event-id") {
+        Some(value) => Some(
+            value
+                .to_str()
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .ok_or_else(|| ApiError::bad_request("Last-Event-ID is not an event id"))?,
+        ),
+        None => None,
+    };
+    let live = tenant.live.clone();
+    let (snapshot, mut sealed) = live.subscribe();
+    // A bad query answers 400 now, not as an event.
+    let request = SearchRequest {
+        query: text.clone(),
+        start: after.map_or(i64::MIN, |t| t.saturating_add(1)),
+        sort: SortOrder::TimeDesc,
+        limit: history,
+        ..SearchRequest::default()
+    };
+    let first = blocking(move || snapshot.execute(&request).map_err(ApiError::from_query)).await?;
+    let (sender, receiver) = mpsc::channel::<Event>(CLIENT_QUEUE);
+    let analyzer = live.analyzer().clone();
+    tokio::spawn(async move {
+        for hit in first.hits.iter().rev() {
+            if sender.send(hit_event(hit.time, &hit.event)).await.is_err() {
+                return;
+            }
+        }
+        loop {
+            let received = tokio::select! {
+                () = sender.closed() => return,
+                received = sealed.recv() => received,
+            };
+            let block = match received {
+                Ok(block) => block,
+                Err(RecvError::Lagged(missed)) => {
+                    // Nothing more is kept for this client: only what is queued, then the
+                    // final event.
+                    drop(sealed);
+                    let reason = format!(
+                        "the client read slower than events came: {missed} sealed blocks were missed"
+                    );
+                    drop_client(&sender, reason).await;
+                    return;
+                }
+                Err(RecvError::Closed) => return,
+            };
+            let events = match matches_in(block, &analyzer, &text).await {
+                Ok(events) => events,
+                Err(message) => {
+                    let _ = sender.try_send(Event::default().event("error").data(message));
+                    return;
+                }
+            };
+            for event in events {
+                if sender.send(event).await.is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    let stream = futures_util::stream::unfold(receiver, |mut receiver| async move {
+        receiver
+            .recv()
+            .await
+            .map(|event| (Ok::<_, std::convert::Infallible>(event), receiver))
+    });
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response())
+}
+
+/// How long the final event waits for a dropped client to read what was queued before it.
+const FINAL_EVENT_WAIT: Duration = Duration::from_secs(300);
+
+/// The final event to a client that is dropped, after what is queued, once the client has
+/// read enough for it (at most `FINAL_EVENT_WAIT`; then the stream just ends).
+async fn drop_client(sender: &mpsc::Sender<Event>, reason: String) {
+    let event = Event::default()
+        .event("dropped")
+        .data(json!({ "reason": reason }).to_string());
+    let _ = tokio::time::timeout(FINAL_EVENT_WAIT, sender.send(event)).await;
+}
+
+/// The matches of `text` in a newly sealed block, oldest first, as SSE events.
+async fn matches_in(
+    block: Arc<BlockReader>,
+    analyzer: &Arc<quarry_index::analysis::Analyzer>,
+    text: &str,
+) -> Result<Vec<Event>, String> {
+    let analyzer = (**analyzer).clone();
+    let text = text.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let searcher = Searcher::from_shared(vec![block], analyzer);
+        let request = SearchRequest {
+            query: text,
+            sort: SortOrder::TimeAsc,
+            limit: MAX_MATCHES_PER_BLOCK,
+            ..SearchRequest::default()
+        };
+        let response = searcher.execute(&request).map_err(|e| e.to_string())?;
+        Ok(response
+            .hits
+            .iter()
+            .map(|hit| hit_event(hit.time, &hit.event))
+            .collect())
+    })
+    .await
+    .map_err(|e| e.to_string())?
+}
+
+fn hit_event(time: i64, fields: &[(String, quarry_format::Value)]) -> Event {
+    let event: serde_json::Map<String, serde_json::Value> = fields
+        .iter()
+        .map(|(name, value)| (name.clone(), value_to_json(value)))
+        .collect();
+    Event::default()
+        .event("hit")
+        .id(time.to_string())
+        .data(json!({"_time": format_time(time), "event": event}).to_string())
+}

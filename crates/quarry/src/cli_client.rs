@@ -707,3 +707,46 @@ fn send_with_retries(
         std::thread::sleep(wait);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retention_reads_in_its_largest_whole_unit() {
+        for (seconds, text) in [
+            (0, "0s"),
+            (59, "59s"),
+            (90, "90s"),
+            (120, "2m"),
+            (7_200, "2h"),
+            (30 * 86_400, "30d"),
+            (86_400 + 3_600, "25h"),
+        ] {
+            assert_eq!(format_seconds(seconds), text, "{seconds}");
+        }
+    }
+
+    #[test]
+    fn reply_line_numbers_map_to_input_lines() {
+        let batch = Batch {
+            first_line: 501,
+            lines: 500,
+            events: 499,
+            body: b"{}\n".repeat(500),
+        };
+        let reply = json!({"ingested": 498, "failed": 2, "errors": [
+            {"line": 1, "reason": "first"}, {"line": 500, "reason": "last"}]});
+        let mut tally = IngestTally::default();
+        tally.add("f.json", &batch, &reply);
+        assert_eq!(tally.errors, ["f.json:501: first", "f.json:1000: last"]);
+        assert_eq!((tally.ingested, tally.failed, tally.unlisted), (498, 2, 0));
+        // A reply that lists fewer errors than it counts (the server lists 1000 at most).
+        tally.add(
+            "f.json",
+            &batch,
+            &json!({"ingested": 0, "failed": 5, "errors": []}),
+        );
+        assert_eq!((tally.failed, tally.unlisted), (7, 5));
+    }
+}

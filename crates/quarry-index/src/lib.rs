@@ -15,5 +15,6 @@ pub mod textline;
 
 pub use error::IndexError;
 pub use pipeline::{
-    index_inputs, Change, IndexOptions, Input, LineError, Progress, SourceOutcome, SourceReport,
+    decompressed, index_inputs, Change, IndexOptions, Input, LineError, Progress, SourceOutcome,
+    SourceReport,
 };

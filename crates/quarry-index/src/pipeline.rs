@@ -317,6 +317,22 @@ fn is_compressed(path: &Path) -> bool {
     )
 }
 
+/// The decompressed bytes of `raw`, the stored bytes of `path`, by its extension: `.gz`
+/// (gzip, concatenated members too), `.zst`/`.zstd`, anything else as it is.
+pub fn decompressed<'a>(
+    path: &Path,
+    raw: impl std::io::BufRead + 'a,
+) -> std::io::Result<Box<dyn Read + 'a>> {
+    if !is_compressed(path) {
+        return Ok(Box::new(raw));
+    }
+    Ok(if path.extension().is_some_and(|e| e == "gz") {
+        Box::new(flate2::read::MultiGzDecoder::new(raw))
+    } else {
+        Box::new(zstd::Decoder::with_buffer(raw)?)
+    })
+}
+
 /// Opens an input at its start; `counter` counts the bytes read as stored.
 fn open_stream<'a>(
     input: &Input,
@@ -338,11 +354,7 @@ fn open_stream<'a>(
                         counter,
                     },
                 );
-                if path.extension().is_some_and(|e| e == "gz") {
-                    Reader::Decoded(Box::new(flate2::read::MultiGzDecoder::new(raw)))
-                } else {
-                    Reader::Decoded(Box::new(zstd::Decoder::with_buffer(raw)?))
-                }
+                Reader::Decoded(decompressed(path, raw)?)
             } else {
                 Reader::Plain { file, counter }
             }

@@ -56,9 +56,9 @@ pub struct MergeArgs {
 }
 
 /// Line errors printed before they are only counted.
-const MAX_PRINTED_LINE_ERRORS: u64 = 100;
+pub(crate) const MAX_PRINTED_LINE_ERRORS: u64 = 100;
 
-fn progress_bar(total: Option<u64>) -> ProgressBar {
+pub(crate) fn progress_bar(total: Option<u64>) -> ProgressBar {
     let bar = match total {
         Some(total) => ProgressBar::new(total),
         None => ProgressBar::new_spinner(),
@@ -73,7 +73,7 @@ fn progress_bar(total: Option<u64>) -> ProgressBar {
     bar
 }
 
-fn rate(amount: f64, seconds: f64) -> f64 {
+pub(crate) fn rate(amount: f64, seconds: f64) -> f64 {
     if seconds > 0.0 {
         amount / seconds
     } else {

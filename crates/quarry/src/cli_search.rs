@@ -1,3 +1,4 @@
+use crate::cli_client::TenantArgs;
 use crate::size::parse_size;
 use crate::DataArgs;
 use anyhow::{Context, Result};
@@ -7,12 +8,9 @@ use quarry_index::event::format_time;
 use quarry_query::aggregation::AggSpec;
 use quarry_query::cursor::Cursor;
 use quarry_query::filter::Optimizations;
-use quarry_query::parser::ParseError;
 use quarry_query::time::{now_nanos, parse_interval, parse_time};
-use quarry_query::{
-    value_to_json, HistogramInterval, QueryError, SearchRequest, SearchResponse, Searcher,
-    SortOrder, Warning,
-};
+use quarry_query::{HistogramInterval, QueryError, SearchRequest, Searcher, SortOrder};
+use quarry_server::response_json;
 use quarry_store::{BlockEntry, Catalog, Settings};
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
@@ -69,6 +67,12 @@ pub struct SearchArgs {
     /// reverse-search, endpoint-histogram, skipping, range-index or all. Repeatable
     #[arg(long, value_name = "OPTIMIZATION")]
     disable: Vec<String>,
+    /// Ask this server (`quarry serve`) instead of reading --data:
+    /// `GET /api/v1/{tenant}/search`, printed the same way
+    #[arg(long, env = "QUARRY_SERVER", value_name = "URL")]
+    server: Option<String>,
+    #[command(flatten)]
+    tenant: TenantArgs,
     /// The query
     query: String,
 }
@@ -113,11 +117,16 @@ fn open(data: &DataArgs) -> Result<Searcher> {
     Searcher::open(&data.data).with_context(|| data_dir_context(&data.data))
 }
 
-/// Prints a query error with a caret under its position; exit status 2.
-fn report_bad_query(text: &str, error: &ParseError) -> ExitCode {
-    eprintln!("error: bad query: {error}");
+/// Prints a query error with a caret under its position (a byte offset in `text`); exit
+/// status 2.
+fn report_bad_query(text: &str, message: impl std::fmt::Display, position: usize) -> ExitCode {
+    eprintln!("error: {message}");
     eprintln!("  {text}");
-    let column = text[..error.position.min(text.len())].chars().count();
+    // A position inside a character (from a server) counts that character.
+    let column = text
+        .char_indices()
+        .take_while(|(i, _)| *i < position)
+        .count();
     eprintln!("  {}^", " ".repeat(column));
     ExitCode::from(2)
 }
@@ -128,6 +137,9 @@ fn usage_error(message: impl std::fmt::Display) -> ExitCode {
 }
 
 pub fn search(args: SearchArgs) -> Result<ExitCode> {
+    if let Some(server) = &args.server {
+        return search_server(server, &args);
+    }
     let mut searcher = open(&args.data)?;
     let optimizations = match Optimizations::without(&args.disable) {
         Ok(optimizations) => optimizations,
@@ -151,7 +163,13 @@ pub fn search(args: SearchArgs) -> Result<ExitCode> {
     // damaged block can change the fields bare words search.
     match searcher.parse(&args.query) {
         Ok(_) => {}
-        Err(QueryError::Parse(error)) => return Ok(report_bad_query(&args.query, &error)),
+        Err(QueryError::Parse(error)) => {
+            return Ok(report_bad_query(
+                &args.query,
+                format_args!("bad query: {error}"),
+                error.position,
+            ))
+        }
         Err(other) => return Err(other.into()),
     }
     let mut specs = Vec::new();
@@ -196,71 +214,92 @@ pub fn search(args: SearchArgs) -> Result<ExitCode> {
         aggregations: specs,
     };
     let response = searcher.execute(&request)?;
+    print_answer(&response_json(&response))
+}
+
+/// `search --server`: the same request as parameters of `GET /api/v1/{tenant}/search`, the
+/// answer printed as a local one. The server checks the parameters (400, exit status 2).
+fn search_server(server: &str, args: &SearchArgs) -> Result<ExitCode> {
+    if !args.disable.is_empty() {
+        return Ok(usage_error(
+            "--disable works on a local data directory, not with --server",
+        ));
+    }
+    let sort = match args.sort {
+        Sort::Relevance => "relevance",
+        Sort::TimeDesc => "time_desc",
+        Sort::TimeAsc => "time_asc",
+    };
+    let mut params = vec![
+        ("query", args.query.clone()),
+        ("limit", args.limit.to_string()),
+        ("sort", sort.to_owned()),
+    ];
+    if args.count {
+        params.push(("count", "true".to_owned()));
+    }
+    let optional = [
+        ("start", &args.start),
+        ("end", &args.end),
+        ("search_after", &args.after),
+        ("histogram", &args.histogram),
+    ];
+    for (key, value) in optional {
+        if let Some(value) = value {
+            params.push((key, value.clone()));
+        }
+    }
+    for agg in &args.aggs {
+        params.push(("aggs", agg.clone()));
+    }
+    let client = args.tenant.client(server);
+    let answer = client.get(&args.tenant.path("search"), &params)?;
+    if answer.status == 400 {
+        let position = answer
+            .json()
+            .ok()
+            .and_then(|body| body["position"].as_u64());
+        return Ok(match position {
+            Some(position) => report_bad_query(&args.query, answer.message(), position as usize),
+            None => usage_error(answer.message()),
+        });
+    }
+    print_answer(&client.success_json(answer)?)
+}
+
+/// Prints a search answer, the HTTP API's body (`quarry_server::response_json`), as the CLI's
+/// JSON lines: one per hit, then the count, then the histogram or aggregations; its warnings on
+/// stderr. Exit status 3 when it is partial (damaged blocks left out).
+fn print_answer(body: &serde_json::Value) -> Result<ExitCode> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    for line in response_lines(&response) {
-        writeln!(out, "{line}")?;
+    for hit in body["hits"].as_array().into_iter().flatten() {
+        writeln!(out, "{hit}")?;
+    }
+    for key in ["count", "histogram", "aggregations"] {
+        if let Some(value) = body.get(key) {
+            writeln!(out, "{}", serde_json::json!({ key: value }))?;
+        }
     }
     out.flush()?;
-    for warning in &response.warnings {
-        eprintln!("warning: {warning}");
+    let warnings = body["warnings"].as_array().map_or(&[][..], Vec::as_slice);
+    for warning in warnings {
+        eprintln!(
+            "warning: {}",
+            warning["message"].as_str().unwrap_or_default()
+        );
     }
-    if !response.is_partial() {
+    if body["partial"] != true {
         return Ok(ExitCode::SUCCESS);
     }
-    let left_out = response
-        .warnings
+    let left_out = warnings
         .iter()
-        .filter(|w| matches!(w, Warning::DamagedBlock { .. }))
+        .filter(|warning| warning["kind"] == "damaged_block")
         .count();
     eprintln!(
         "warning: the answer is partial: {left_out} damaged block(s) left out (`quarry check` lists them, `quarry check --repair` moves them aside)"
     );
     Ok(ExitCode::from(3))
-}
-
-/// The CLI's JSON lines: one per hit, then the count, then the histogram or aggregations.
-fn response_lines(response: &SearchResponse) -> Vec<serde_json::Value> {
-    let mut lines = Vec::with_capacity(response.hits.len() + 2);
-    for hit in &response.hits {
-        let event: serde_json::Map<String, serde_json::Value> = hit
-            .event
-            .iter()
-            .map(|(name, value)| (name.clone(), value_to_json(value)))
-            .collect();
-        let mut line = serde_json::json!({
-            "score": hit.score.map(f64::from),
-            "_time": format_time(hit.time),
-            "event": event,
-        });
-        if let Some(cursor) = hit.cursor {
-            line["_cursor"] = cursor.to_string().into();
-        }
-        lines.push(line);
-    }
-    if let Some(count) = response.count {
-        lines.push(serde_json::json!({ "count": count }));
-    }
-    if let Some(buckets) = &response.histogram {
-        let buckets: Vec<serde_json::Value> = buckets
-            .iter()
-            .map(|bucket| {
-                let mut json = serde_json::json!({
-                    "start": format_time(bucket.start),
-                    "count": bucket.count,
-                });
-                if let Some(aggregations) = &bucket.aggregations {
-                    json["aggregations"] = aggregations.clone().into();
-                }
-                json
-            })
-            .collect();
-        lines.push(serde_json::json!({ "histogram": buckets }));
-    }
-    if let Some(aggregations) = &response.aggregations {
-        lines.push(serde_json::json!({ "aggregations": aggregations }));
-    }
-    lines
 }
 
 pub fn check(args: CheckArgs) -> Result<ExitCode> {

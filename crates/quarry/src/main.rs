@@ -1,7 +1,9 @@
 //! `quarry`: the one binary. Subcommands index files into a data directory, search it, merge
-//! its blocks, check it, and answer benchmark queries over a pipe.
+//! its blocks, check it, and answer benchmark queries over a pipe; `serve` answers HTTP, and
+//! `tenants`, `ingest` and `search --server` are its clients.
 
 mod bench_logs;
+mod cli_client;
 mod cli_gen;
 mod cli_index;
 mod cli_search;
@@ -42,6 +44,15 @@ enum Command {
     /// durable (WAL) and searchable at once. While it runs, the server holds the data
     /// directory: `quarry index` refuses it.
     Serve(cli_serve::ServeArgs),
+    /// Send files to a server (`quarry serve`): NDJSON, or text lines with --text; `.gz` and
+    /// `.zst` are decompressed, `-` is stdin.
+    ///
+    /// Lines go in batches to `POST /api/v1/{tenant}/ingest`; a batch answered 429 or 503 is
+    /// sent again after the server's Retry-After (10 times at most). Lines the server
+    /// rejects are reported as `file:line: reason`; the exit status is 3 when any was.
+    Ingest(cli_client::IngestArgs),
+    /// Manage a server's tenants and their API keys (needs the server's admin token).
+    Tenants(cli_client::TenantsArgs),
     /// Index JSON-lines files (plain, .gz, .zst; `-` for stdin) into a data directory.
     ///
     /// Re-running on the same files adds nothing; an interrupted run resumes where it stopped.
@@ -50,7 +61,7 @@ enum Command {
     Index(cli_index::IndexArgs),
     /// Merge the blocks of a data directory into fewer, larger ones (n-way, by `_time`).
     Merge(cli_index::MergeArgs),
-    /// Search a data directory; prints one JSON line per hit.
+    /// Search a data directory, or a server with --server; prints one JSON line per hit.
     ///
     /// Query syntax (Lucene-like): `error AND service:api -status:200 "connection reset"
     /// level:(warn OR error) +must -must_not host:="exact value"`. Bare words search every
@@ -70,6 +81,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Serve(args) => cli_serve::serve(args),
+        Command::Ingest(args) => cli_client::ingest(args),
+        Command::Tenants(args) => cli_client::tenants(args),
         Command::Index(args) => cli_index::index(args),
         Command::Merge(args) => cli_index::merge(args),
         Command::Search(args) => cli_search::search(args),

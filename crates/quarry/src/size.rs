@@ -1,4 +1,5 @@
-//! Human sizes on the command line: `512MB`, `1GiB`, `2g`, `1048576`.
+//! Human sizes on the command line: `512MB`, `1GiB`, `2g`, `1048576`, in binary units (a
+//! KB is 1024 bytes), read by `parse_size` and written by `format_size`.
 
 pub fn parse_size(text: &str) -> Result<usize, String> {
     let text = text.trim();
@@ -19,6 +20,22 @@ pub fn parse_size(text: &str) -> Result<usize, String> {
     Ok((number * scale) as usize)
 }
 
+/// `bytes` in the largest unit `parse_size` reads that keeps a digit before the point:
+/// `512 B`, `1.5 KB`, `10.0 MB`, `2.0 GB`.
+pub fn format_size(bytes: u64) -> String {
+    let mut value = bytes as f64;
+    for unit in ["KB", "MB", "GB"] {
+        if value < 1024.0 {
+            break;
+        }
+        value /= 1024.0;
+        if value < 1024.0 || unit == "GB" {
+            return format!("{value:.1} {unit}");
+        }
+    }
+    format!("{bytes} B")
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -28,5 +45,19 @@ mod tests {
         assert_eq!(super::parse_size("100"), Ok(100));
         assert!(super::parse_size("lots").is_err());
         assert!(super::parse_size("3TB").is_err());
+    }
+
+    #[test]
+    fn formatted_sizes() {
+        for (bytes, text) in [
+            (0, "0 B"),
+            (1023, "1023 B"),
+            (1536, "1.5 KB"),
+            (10 << 20, "10.0 MB"),
+            (3 << 29, "1.5 GB"),
+            (5000 << 30, "5000.0 GB"),
+        ] {
+            assert_eq!(super::format_size(bytes), text, "{bytes}");
+        }
     }
 }

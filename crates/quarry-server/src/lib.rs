@@ -59,6 +59,10 @@ pub struct ServerConfig {
     /// With an admin token, tenants are managed through `/api/v1/tenants` and requests need
     /// keys; without, one keyless tenant `default`, on loopback only.
     pub admin_token: Option<String>,
+    /// Memory for ingest requests under way (their bodies read, parsed, waiting for their
+    /// acknowledgement: about 8× the body, see ingest.rs); beyond it ingest answers 429. With `ingest.max_memory_bytes` (events not yet in block
+    /// files) and the chunk cache, what bounds the server's memory under any load.
+    pub max_inflight_bytes: usize,
     /// HTTPS with this certificate chain and private key (PEM files).
     pub tls: Option<(PathBuf, PathBuf)>,
     /// Longest a request may take, its body included (408 beyond): a body trickled a byte at
@@ -69,6 +73,7 @@ pub struct ServerConfig {
 impl ServerConfig {
     pub const DEFAULT_MAX_BODY_BYTES: usize = 64 << 20;
     pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+    pub const DEFAULT_MAX_INFLIGHT_BYTES: usize = 256 << 20;
 
     pub fn new(data: PathBuf, listen: SocketAddr) -> ServerConfig {
         ServerConfig {
@@ -77,6 +82,7 @@ impl ServerConfig {
             max_body_bytes: Self::DEFAULT_MAX_BODY_BYTES,
             ingest: IngestConfig::default(),
             admin_token: None,
+            max_inflight_bytes: Self::DEFAULT_MAX_INFLIGHT_BYTES,
             tls: None,
             request_timeout: Self::DEFAULT_REQUEST_TIMEOUT,
         }
@@ -150,6 +156,9 @@ pub async fn serve(
         let tenant = Tenant::open(&config.data, spec, &config.ingest)?;
         open.insert(name, Arc::new(tenant));
     }
+    // In KiB, so that a u32 (what a semaphore acquires at once) counts up to 4 TiB.
+    let inflight_kib =
+        u32::try_from(config.max_inflight_bytes.div_ceil(1024).max(1)).unwrap_or(u32::MAX);
     let state = Arc::new(AppState {
         data: config.data.clone(),
         ingest_config: config.ingest.clone(),
@@ -158,6 +167,8 @@ pub async fn serve(
         tenants: RwLock::new(open),
         registry: Mutex::new(()),
         metrics: metrics::Metrics::new(),
+        inflight: tokio::sync::Semaphore::new(inflight_kib as usize),
+        inflight_kib,
     });
     let socket = tokio::net::TcpListener::bind(config.listen)
         .await
@@ -189,6 +200,18 @@ pub async fn serve(
 /// The API's routes.
 fn router(state: Arc<AppState>, request_timeout: Duration) -> Router {
     let body_limit = state.max_body_bytes;
+    // Ingest bodies are held from reading to acknowledgement: their bytes are reserved from
+    // `max_inflight_bytes` first (429 when it is spent).
+    let ingest_routes = Router::new()
+        .route("/api/v1/{tenant}/ingest", post(ingest::ingest))
+        // Elasticsearch takes PUT as well as POST (its Python client sends PUT).
+        .route("/api/v1/{tenant}/_bulk", post(tenant_bulk).put(tenant_bulk))
+        .route("/_bulk", post(ingest::bulk).put(ingest::bulk))
+        .route("/{index}/_bulk", post(ingest::bulk).put(ingest::bulk))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            ingest::reserve_body,
+        ));
     Router::new()
         .route(
             "/health/live",
@@ -198,11 +221,7 @@ fn router(state: Arc<AppState>, request_timeout: Duration) -> Router {
         .route("/api/v1/{tenant}/search", get(search_get).post(search_post))
         .route("/api/v1/{tenant}/fields", get(fields))
         .route("/api/v1/{tenant}/tail", get(tail::tail))
-        .route("/api/v1/{tenant}/ingest", post(ingest::ingest))
-        // Elasticsearch takes PUT as well as POST (its Python client sends PUT).
-        .route("/api/v1/{tenant}/_bulk", post(tenant_bulk).put(tenant_bulk))
-        .route("/_bulk", post(ingest::bulk).put(ingest::bulk))
-        .route("/{index}/_bulk", post(ingest::bulk).put(ingest::bulk))
+        .merge(ingest_routes)
         .route("/", get(ingest::es_info).head(ingest::es_info))
         .route("/api/v1/openapi.json", get(openapi))
         .route("/metrics", get(metrics::scrape))
@@ -253,6 +272,10 @@ pub(crate) struct AppState {
     /// Held while the registry and the open tenants change (create, delete).
     registry: Mutex<()>,
     metrics: metrics::Metrics,
+    /// Ingest request bodies being read, parsed or waiting for their acknowledgement, in KiB.
+    inflight: tokio::sync::Semaphore,
+    /// The whole of `inflight`.
+    inflight_kib: u32,
 }
 
 /// An error answer: a status and `{"error": ..., "position": ...}`.

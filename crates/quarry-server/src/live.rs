@@ -73,7 +73,9 @@ pub struct IngestConfig {
     pub max_memory_bytes: usize,
     /// Small memory blocks beyond which they are merged into one.
     pub max_memory_blocks: usize,
-    /// The size-tiered merge of block files (`quarry index`'s).
+    /// The size-tiered merge of block files (`quarry index`'s). Its target is cut to a
+    /// quarter of `max_memory_bytes` at open: a merge builds its output in memory, about 4×
+    /// its input (merge.rs), so merging stays within the memory configured for events.
     pub merge: MergePolicy,
     /// Decoded column chunks kept across searches for fetching events (0: none kept).
     pub chunk_cache_bytes: u64,
@@ -342,6 +344,11 @@ impl LiveIndex {
         wal_dir: &Path,
         config: IngestConfig,
     ) -> Result<(LiveIndex, Recovery)> {
+        let mut config = config;
+        config.merge.target_block_bytes = config
+            .merge
+            .target_block_bytes
+            .min((config.max_memory_bytes as u64 / 4).max(1 << 20));
         let analyzer = Arc::new(Analyzer::new(catalog.settings().stop_words.clone()));
         let mut disk = Vec::with_capacity(catalog.blocks().len());
         let mut damaged = Vec::new();

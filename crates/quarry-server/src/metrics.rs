@@ -126,6 +126,7 @@ pub(crate) struct Metrics {
     pub(crate) ingested_bytes: Family<TenantLabel, Counter>,
     pub(crate) failed_lines: Family<TenantLabel, Counter>,
     pub(crate) refused: Family<RefusedLabels, Counter>,
+    overloaded: Counter,
     requests: Family<RequestLabels, Histogram, fn() -> Histogram>,
     events: Family<TenantLabel, Gauge>,
     blocks: Family<TenantLabel, Gauge>,
@@ -160,6 +161,12 @@ impl Metrics {
             "quarry_refused_requests",
             "Ingest requests answered 429 (reason: quota or memory)",
             refused.clone(),
+        );
+        let overloaded = Counter::default();
+        registry.register(
+            "quarry_overloaded_requests",
+            "Ingest requests answered 429 because in-flight bodies reached --max-inflight",
+            overloaded.clone(),
         );
         let requests: Family<RequestLabels, Histogram, fn() -> Histogram> =
             Family::new_with_constructor(latency_histogram);
@@ -202,6 +209,7 @@ impl Metrics {
             ingested_bytes,
             failed_lines,
             refused,
+            overloaded,
             requests,
             events,
             blocks,
@@ -209,6 +217,10 @@ impl Metrics {
             counts,
             seconds,
         }
+    }
+
+    pub(crate) fn count_overloaded(&self) {
+        self.overloaded.inc();
     }
 
     pub(crate) fn tenant(name: &str) -> TenantLabel {

@@ -52,6 +52,10 @@ pub struct ServeArgs {
         hide_env_values = true
     )]
     admin_token: Option<String>,
+    /// Memory for ingest requests under way, from reading to acknowledgement (about 8× their
+    /// bodies); beyond it ingest answers 429 [default: 256MB]
+    #[arg(long, env = "QUARRY_MAX_INFLIGHT", value_name = "SIZE", value_parser = parse_size)]
+    max_inflight: Option<usize>,
     /// Serve HTTPS with this certificate chain (PEM); needs --tls-key
     #[arg(
         long,
@@ -85,6 +89,7 @@ struct ConfigFile {
     memory_limit: Option<String>,
     cache_size: Option<String>,
     admin_token: Option<String>,
+    max_inflight: Option<String>,
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
     request_timeout: Option<f64>,
@@ -148,6 +153,12 @@ fn settings(args: ServeArgs) -> Result<ServerConfig> {
         config.ingest.chunk_cache_bytes = bytes as u64;
     }
     config.admin_token = args.admin_token.or(file.admin_token);
+    if let Some(bytes) = args
+        .max_inflight
+        .or(file_size("max_inflight", &file.max_inflight)?)
+    {
+        config.max_inflight_bytes = bytes;
+    }
     config.tls = match (
         args.tls_cert.or(file.tls_cert),
         args.tls_key.or(file.tls_key),
@@ -169,7 +180,22 @@ fn settings(args: ServeArgs) -> Result<ServerConfig> {
 /// Loopback by default; any other address needs an admin token (keys guard the API).
 const DEFAULT_LISTEN: &str = "127.0.0.1:7380";
 
+/// mimalloc's `mi_option_purge_delay` (mimalloc.h, v3: the 16th option).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// A server's memory is bounded by its configuration (`--memory-limit`, `--max-inflight`,
+/// `--cache-size`) only if the allocator gives freed memory back: by default mimalloc keeps
+/// freed pages in each thread's heap for a while, and with tokio's many blocking threads the
+/// overload test saw 2–4× the configured memory resident (crates/quarry/tests/overload.rs).
+/// Purging at once returns them. Indexing (`quarry index`) keeps mimalloc's default.
+fn purge_freed_memory_at_once() {
+    // SAFETY: sets a process-wide option before the server starts its threads; mimalloc
+    // reads options atomically.
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+}
+
 pub fn serve(args: ServeArgs) -> Result<ExitCode> {
+    purge_freed_memory_at_once();
     // Logs on stderr, `info` and up unless RUST_LOG says otherwise (e.g. RUST_LOG=quarry=debug).
     // Colours only on a terminal: a log file gets plain text.
     tracing_subscriber::fmt()

@@ -21,7 +21,8 @@ use std::time::{Duration, Instant};
 
 /// An open tenant.
 pub(crate) struct Tenant {
-    pub(crate) spec: RwLock<TenantSpec>,
+    /// Shared with the background thread, which reads the retention from it.
+    pub(crate) spec: Arc<RwLock<TenantSpec>>,
     pub(crate) live: Arc<LiveIndex>,
     stop: Arc<AtomicBool>,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -57,16 +58,14 @@ impl Tenant {
         }
         let live = Arc::new(live);
         let stop = Arc::new(AtomicBool::new(false));
+        let bucket = bucket_of(&spec.quotas);
+        let spec = Arc::new(RwLock::new(spec));
         let threads = vec![
-            spawn_background(live.clone(), stop.clone(), spec.retention_seconds),
+            spawn_background(live.clone(), stop.clone(), spec.clone()),
             spawn_sealer(live.clone(), stop.clone()),
         ];
-        let bucket = spec
-            .quotas
-            .ingest_bytes_per_second
-            .map(|rate| TokenBucket::new(rate, spec.quotas.ingest_burst_bytes));
         Ok(Tenant {
-            spec: RwLock::new(spec),
+            spec,
             live,
             stop,
             threads: Mutex::new(threads),
@@ -76,6 +75,14 @@ impl Tenant {
 
     pub(crate) fn name(&self) -> String {
         self.spec().name
+    }
+
+    /// Changes the retention and quotas (the registry is the caller's).
+    fn reconfigure(&self, retention_seconds: Option<u64>, quotas: Quotas) {
+        *self.bucket.lock().unwrap_or_else(PoisonError::into_inner) = bucket_of(&quotas);
+        let mut spec = self.spec.write().unwrap_or_else(PoisonError::into_inner);
+        spec.retention_seconds = retention_seconds;
+        spec.quotas = quotas;
     }
 
     pub(crate) fn spec(&self) -> TenantSpec {
@@ -137,6 +144,12 @@ impl Tenant {
     }
 }
 
+fn bucket_of(quotas: &Quotas) -> Option<TokenBucket> {
+    quotas
+        .ingest_bytes_per_second
+        .map(|rate| TokenBucket::new(rate, quotas.ingest_burst_bytes))
+}
+
 fn quota_error(message: String, retry_after: Option<u64>) -> ApiError {
     ApiError {
         status: StatusCode::TOO_MANY_REQUESTS,
@@ -151,7 +164,7 @@ fn quota_error(message: String, retry_after: Option<u64>) -> ApiError {
 fn spawn_background(
     live: Arc<LiveIndex>,
     stop: Arc<AtomicBool>,
-    retention_seconds: Option<u64>,
+    spec: Arc<RwLock<TenantSpec>>,
 ) -> JoinHandle<()> {
     std::thread::Builder::new()
         .name("quarry-background".into())
@@ -159,6 +172,10 @@ fn spawn_background(
             // Retention is checked once a minute (and at start).
             let mut next_retention = Instant::now();
             while !stop.load(Ordering::Relaxed) {
+                let retention_seconds = spec
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .retention_seconds;
                 if let Some(seconds) = retention_seconds {
                     if Instant::now() >= next_retention {
                         next_retention = Instant::now() + RETENTION_PERIOD;
@@ -352,19 +369,8 @@ pub(crate) async fn create(
             "\"default\" is the keyless tenant (the admin token reaches it); choose another name",
         ));
     }
-    let retention_seconds = match &request.retention {
-        None => None,
-        Some(text) => Some(
-            parse_interval(text)
-                .map(|nanos| (nanos / 1_000_000_000).max(1) as u64)
-                .map_err(|m| ApiError::bad_request(format!("retention: {m}")))?,
-        ),
-    };
-    if request.quotas.ingest_bytes_per_second == Some(0) {
-        return Err(ApiError::bad_request(
-            "quotas.ingest_bytes_per_second must be above 0",
-        ));
-    }
+    let retention_seconds = retention_of(request.retention.as_deref())?;
+    check_quotas(&request.quotas)?;
     let key = tenants::new_key().map_err(ApiError::internal)?;
     let spec = TenantSpec {
         name: request.name.clone(),
@@ -406,6 +412,92 @@ pub(crate) async fn create(
     let mut body = describe(&tenant);
     body["api_key"] = key.into();
     Ok((StatusCode::CREATED, Json(body)))
+}
+
+fn retention_of(text: Option<&str>) -> Result<Option<u64>, ApiError> {
+    text.map(|text| {
+        parse_interval(text)
+            .map(|nanos| (nanos / 1_000_000_000).max(1) as u64)
+            .map_err(|m| ApiError::bad_request(format!("retention: {m}")))
+    })
+    .transpose()
+}
+
+fn check_quotas(quotas: &Quotas) -> Result<(), ApiError> {
+    if quotas.ingest_bytes_per_second == Some(0) {
+        return Err(ApiError::bad_request(
+            "quotas.ingest_bytes_per_second must be above 0",
+        ));
+    }
+    Ok(())
+}
+
+/// `PATCH /api/v1/tenants/{name}` `{"retention": "7d" | null, "quotas": {...}}`: changes a
+/// tenant's retention and quotas at once, without a restart (a key given replaces that
+/// setting; `quotas` replaces all quotas; `null` removes). Durable in the registry first.
+pub(crate) async fn update(
+    State(state): State<Arc<AppState>>,
+    UrlPath(name): UrlPath<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<JsonValue>, ApiError> {
+    state.require_admin(&headers)?;
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct UpdateRequest {
+        #[serde(default, with = "serde_with_null")]
+        retention: Option<Option<String>>,
+        #[serde(default, with = "serde_with_null")]
+        quotas: Option<Option<Quotas>>,
+    }
+    let request: UpdateRequest =
+        serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(format!("body: {e}")))?;
+    let tenant = state.open_tenant(&name).ok_or_else(|| not_found(&name))?;
+    if name == DEFAULT_TENANT {
+        return Err(ApiError::bad_request(
+            "the default tenant has no retention or quotas",
+        ));
+    }
+    let current = tenant.spec();
+    let retention_seconds = match request.retention {
+        None => current.retention_seconds,
+        Some(text) => retention_of(text.as_deref())?,
+    };
+    let quotas = match request.quotas {
+        None => current.quotas,
+        Some(quotas) => quotas.unwrap_or_default(),
+    };
+    check_quotas(&quotas)?;
+    let work = state.clone();
+    let (tenant_name, new_quotas) = (name.clone(), quotas.clone());
+    blocking(move || {
+        let _registry = work.registry.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut specs = tenants::load(&work.data).map_err(ApiError::internal)?;
+        let spec = specs
+            .iter_mut()
+            .find(|spec| spec.name == tenant_name)
+            .ok_or_else(|| not_found(&tenant_name))?;
+        spec.retention_seconds = retention_seconds;
+        spec.quotas = new_quotas;
+        tenants::store(&work.data, &specs).map_err(ApiError::internal)
+    })
+    .await?;
+    tenant.reconfigure(retention_seconds, quotas);
+    tracing::info!(tenant = %name, "tenant reconfigured");
+    Ok(Json(describe(&tenant)))
+}
+
+/// A field that may be absent (keep), `null` (remove) or a value (set).
+mod serde_with_null {
+    use serde::{Deserialize, Deserializer};
+
+    pub fn deserialize<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+    where
+        D: Deserializer<'de>,
+        T: Deserialize<'de>,
+    {
+        Option::<T>::deserialize(deserializer).map(Some)
+    }
 }
 
 /// `GET /api/v1/tenants`.

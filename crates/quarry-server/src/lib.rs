@@ -228,7 +228,7 @@ fn router(state: Arc<AppState>, request_timeout: Duration) -> Router {
         .route("/api/v1/tenants", post(admin::create).get(admin::list))
         .route(
             "/api/v1/tenants/{name}",
-            get(admin::show).delete(admin::delete),
+            get(admin::show).patch(admin::update).delete(admin::delete),
         )
         // Latency per matched route (after routing, so the route template is known).
         .route_layer(axum::middleware::from_fn_with_state(

@@ -345,6 +345,9 @@ fn every_operation_of_the_openapi_document_answers_as_it_says() {
                     None => server.get(&target),
                 },
                 "post" => server.request("POST", &target, Some(example.expect("a POST example"))),
+                "patch" => {
+                    server.request("PATCH", &target, Some(example.expect("a PATCH example")))
+                }
                 "delete" => server.request("DELETE", &target, None),
                 other => panic!("method {other}"),
             };
@@ -374,7 +377,7 @@ fn every_operation_of_the_openapi_document_answers_as_it_says() {
             operations += 1;
         }
     }
-    assert_eq!(operations, 13);
+    assert_eq!(operations, 14);
     // The documented search parameters are exactly the ones the server takes.
     let documented: Vec<&str> = doc["paths"]["/api/v1/{tenant}/search"]["get"]["parameters"]
         .as_array()

@@ -571,3 +571,64 @@ fn metrics_parse_and_count_what_happened() {
     let text = String::from_utf8(answer.body).unwrap();
     assert!(!text.contains("tenant=\"m1\""), "{text}");
 }
+
+/// Quotas and retention change without a restart (`PATCH`), durably, for the admin only.
+#[test]
+fn quotas_change_without_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    let server = start(&data);
+    let key = create(
+        &server,
+        json!({"name": "live", "quotas": {"events_per_request": 5}}),
+    );
+    let ingest = |server: &Server, n: usize| {
+        call(
+            server,
+            "POST",
+            "/api/v1/live/ingest",
+            Some(&key),
+            &events("patchword", n),
+        )
+        .0
+    };
+    assert_eq!(ingest(&server, 6), 429);
+    let (status, _) = call(
+        &server,
+        "PATCH",
+        "/api/v1/tenants/live",
+        Some(&key),
+        &json!({"quotas": {}}).to_string(),
+    );
+    assert_eq!(status, 401, "a tenant's key does not change its quotas");
+    let (status, answer) = server.request(
+        "PATCH",
+        "/api/v1/tenants/live",
+        Some(&json!({"quotas": {"events_per_request": 10}, "retention": "2d"}).to_string()),
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["quotas"]["events_per_request"], 10);
+    assert_eq!(answer["retention_seconds"], 2 * 86_400);
+    assert_eq!(ingest(&server, 6), 200);
+    assert_eq!(ingest(&server, 11), 429);
+    // Persisted: after a restart the new quota holds; then null removes it.
+    assert!(server.terminate());
+    let server = start(&data);
+    assert_eq!(ingest(&server, 11), 429);
+    let (status, answer) = server.request(
+        "PATCH",
+        "/api/v1/tenants/live",
+        Some(&json!({"quotas": null, "retention": null}).to_string()),
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["retention_seconds"], Value::Null);
+    assert_eq!(ingest(&server, 11), 200);
+    let (status, _) = server.request(
+        "PATCH",
+        "/api/v1/tenants/live",
+        Some(&json!({"quotas": {"ingest_bytes_per_second": 0}}).to_string()),
+    );
+    assert_eq!(status, 400);
+    let (status, _) = server.request("PATCH", "/api/v1/tenants/nobody", Some("{}"));
+    assert_eq!(status, 404);
+}

@@ -486,7 +486,9 @@ impl LiveIndex {
         if let Some(error) = self.wal.failure() {
             return Err(LiveError::Wal(error));
         }
-        let bytes = self.memory_bytes(&self.state());
+        // What `max_memory_bytes` bounds: events in memory and WAL records not yet written
+        // (under `durability=async` a slow disk would otherwise let that queue grow).
+        let bytes = self.memory_bytes(&self.state()) + self.wal.queued_bytes() as usize;
         if bytes > self.config.max_memory_bytes {
             return Err(LiveError::Full {
                 bytes,

@@ -42,6 +42,9 @@ pub struct WalHandle {
     failed: Arc<Mutex<Option<String>>>,
     /// Records queued and not yet written (a metric: the group commit's queue).
     queued: Arc<AtomicU64>,
+    /// Their payload bytes (counted in the live index's memory, so a slow disk under
+    /// `durability=async` ingest cannot grow the queue without bound).
+    queued_bytes: Arc<AtomicU64>,
 }
 
 impl WalHandle {
@@ -49,16 +52,19 @@ impl WalHandle {
         let (sender, receiver) = channel();
         let failed = Arc::new(Mutex::new(None));
         let queued = Arc::new(AtomicU64::new(0));
-        let (thread_failed, thread_queued) = (failed.clone(), queued.clone());
+        let queued_bytes = Arc::new(AtomicU64::new(0));
+        let (thread_failed, thread_queued, thread_bytes) =
+            (failed.clone(), queued.clone(), queued_bytes.clone());
         let thread = std::thread::Builder::new()
             .name("quarry-wal".into())
-            .spawn(move || run(wal, receiver, thread_failed, thread_queued))
+            .spawn(move || run(wal, receiver, thread_failed, thread_queued, thread_bytes))
             .expect("spawning the WAL thread");
         WalHandle {
             sender: Mutex::new(sender),
             thread: Mutex::new(Some(thread)),
             failed,
             queued,
+            queued_bytes,
         }
     }
 
@@ -71,6 +77,8 @@ impl WalHandle {
             (None, None)
         };
         self.queued.fetch_add(1, Ordering::Relaxed);
+        self.queued_bytes
+            .fetch_add(payload.len() as u64, Ordering::Relaxed);
         self.send(Command::Append { seq, payload, done });
         wait
     }
@@ -78,6 +86,11 @@ impl WalHandle {
     /// Records queued and not yet written.
     pub fn queued(&self) -> u64 {
         self.queued.load(Ordering::Relaxed)
+    }
+
+    /// Payload bytes of those records.
+    pub fn queued_bytes(&self) -> u64 {
+        self.queued_bytes.load(Ordering::Relaxed)
     }
 
     pub fn committed(&self, seq: u64) {
@@ -116,6 +129,7 @@ fn run(
     receiver: std::sync::mpsc::Receiver<Command>,
     failed: Arc<Mutex<Option<String>>>,
     queued: Arc<AtomicU64>,
+    queued_bytes: Arc<AtomicU64>,
 ) {
     let mut unsynced_since: Option<Instant> = None;
     let mut broken: Option<String> = None;
@@ -141,11 +155,12 @@ fn run(
         }
         let mut waiters = Vec::new();
         let mut committed = None;
-        let mut appended = 0;
+        let (mut appended, mut appended_bytes) = (0, 0);
         for command in round.drain(..) {
             match command {
                 Command::Append { seq, payload, done } => {
                     appended += 1;
+                    appended_bytes += payload.len() as u64;
                     if broken.is_none() {
                         if let Err(error) = wal.append(seq, &payload) {
                             broken = Some(error.to_string());
@@ -178,6 +193,7 @@ fn run(
             let _ = waiter.send(answer.clone());
         }
         queued.fetch_sub(appended, Ordering::Relaxed);
+        queued_bytes.fetch_sub(appended_bytes, Ordering::Relaxed);
         if let Some(error) = &broken {
             let mut failed = failed.lock().unwrap_or_else(|p| p.into_inner());
             if failed.is_none() {

@@ -306,6 +306,17 @@ fn write(catalog: &mut dyn Metastore, segment: SegmentBuilder) -> Result<BlockEn
     })
 }
 
+/// `pick_merge` over the blocks not in `skip` (blocks that failed to read while merging: left
+/// as they are, out of later merges, so one damaged block does not stop merging).
+pub fn pick_merge_skipping(blocks: &[BlockEntry], skip: &[u64], policy: &MergePolicy) -> Vec<u64> {
+    let candidates: Vec<BlockEntry> = blocks
+        .iter()
+        .filter(|b| !skip.contains(&b.id))
+        .cloned()
+        .collect();
+    pick_merge(&candidates, policy)
+}
+
 /// Picks blocks for one size-tiered merge, or none: when there are more than
 /// `merge_factor` blocks, the (up to) `merge_factor` smallest blocks that are not yet full,
 /// if merging them writes fewer blocks than it reads (module doc, 2 and 3). Returns sorted ids.

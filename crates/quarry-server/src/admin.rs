@@ -74,7 +74,19 @@ impl Tenant {
     }
 
     pub(crate) fn name(&self) -> String {
-        self.spec().name
+        self.read_spec().name.clone()
+    }
+
+    /// The SHA-256 of the tenant's key (None: keyless, or a malformed registry entry).
+    fn key_hash(&self) -> Option<[u8; 32]> {
+        self.read_spec()
+            .key_sha256
+            .as_deref()
+            .and_then(tenants::parse_hash)
+    }
+
+    fn read_spec(&self) -> std::sync::RwLockReadGuard<'_, TenantSpec> {
+        self.spec.read().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Changes the retention and quotas (the registry is the caller's).
@@ -86,10 +98,7 @@ impl Tenant {
     }
 
     pub(crate) fn spec(&self) -> TenantSpec {
-        self.spec
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.read_spec().clone()
     }
 
     /// Stops the threads; with `flush`, writes what is in memory to block files first (a
@@ -110,7 +119,7 @@ impl Tenant {
     /// request, stored bytes, then the ingest rate (checked last, so a refused request
     /// takes no tokens). 429 with the reason and when to retry.
     pub(crate) fn admit(&self, events: usize, bytes: usize) -> Result<(), ApiError> {
-        let quotas = self.spec().quotas;
+        let quotas = self.read_spec().quotas.clone();
         if let Some(limit) = quotas.events_per_request {
             if events as u64 > limit {
                 return Err(quota_error(
@@ -231,21 +240,11 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 const NO_KEY: [u8; 32] = [0xff; 32];
 
 fn unauthorized(message: &str) -> ApiError {
-    ApiError {
-        status: StatusCode::UNAUTHORIZED,
-        message: message.to_owned(),
-        position: None,
-        retry_after: None,
-    }
+    ApiError::new(StatusCode::UNAUTHORIZED, message)
 }
 
 fn not_found(tenant: &str) -> ApiError {
-    ApiError {
-        status: StatusCode::NOT_FOUND,
-        message: format!("unknown tenant {tenant:?}"),
-        position: None,
-        retry_after: None,
-    }
+    ApiError::new(StatusCode::NOT_FOUND, format!("unknown tenant {tenant:?}"))
 }
 
 impl AppState {
@@ -270,10 +269,7 @@ impl AppState {
         };
         let presented = tenants::secret_hash(token);
         let is_admin = tenants::hashes_equal(&presented, admin);
-        let expected = found
-            .as_ref()
-            .and_then(|t| t.spec().key_sha256.as_deref().and_then(tenants::parse_hash))
-            .unwrap_or(NO_KEY);
+        let expected = found.as_ref().and_then(|t| t.key_hash()).unwrap_or(NO_KEY);
         let is_tenant = tenants::hashes_equal(&presented, &expected);
         match found {
             Some(found) if is_admin || is_tenant => Ok(found),
@@ -313,12 +309,10 @@ impl AppState {
     /// 401/403 unless the request carries the admin token.
     pub(crate) fn require_admin(&self, headers: &HeaderMap) -> Result<(), ApiError> {
         let Some(admin) = &self.admin else {
-            return Err(ApiError {
-                status: StatusCode::FORBIDDEN,
-                message: "tenants need an admin token: start quarry serve with --admin-token (or QUARRY_ADMIN_TOKEN)".into(),
-                position: None,
-                retry_after: None,
-            });
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "tenants need an admin token: start quarry serve with --admin-token (or QUARRY_ADMIN_TOKEN)",
+            ));
         };
         let presented = bearer(headers).map(tenants::secret_hash).unwrap_or(NO_KEY);
         if tenants::hashes_equal(&presented, admin) {
@@ -383,12 +377,10 @@ pub(crate) async fn create(
     let tenant = blocking(move || {
         let _registry = work.registry.lock().unwrap_or_else(PoisonError::into_inner);
         if work.open_tenant(&spec.name).is_some() {
-            return Err(ApiError {
-                status: StatusCode::CONFLICT,
-                message: format!("tenant {:?} exists", spec.name),
-                position: None,
-                retry_after: None,
-            });
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                format!("tenant {:?} exists", spec.name),
+            ));
         }
         let mut specs = tenants::load(&work.data).map_err(ApiError::internal)?;
         // Open first: a tenant the registry lists always opens.

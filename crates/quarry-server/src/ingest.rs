@@ -59,12 +59,10 @@ pub(crate) async fn reserve_body(
         .unwrap_or(u32::MAX)
         .min(state.inflight_kib);
     let Ok(_permit) = state.inflight.try_acquire_many(kib) else {
-        let error = ApiError {
-            status: StatusCode::TOO_MANY_REQUESTS,
-            message: "the server is taking in as much as it can hold: retry shortly".to_owned(),
-            position: None,
-            retry_after: None,
-        };
+        let error = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "the server is taking in as much as it can hold: retry shortly",
+        );
         state.metrics.count_overloaded();
         return error.into_response();
     };
@@ -138,12 +136,7 @@ async fn acknowledge((live, ingested): (Arc<LiveIndex>, Ingested)) -> Result<(),
 
 fn from_live(error: LiveError) -> ApiError {
     match error {
-        LiveError::Full { .. } => ApiError {
-            status: StatusCode::TOO_MANY_REQUESTS,
-            message: error.to_string(),
-            position: None,
-            retry_after: None,
-        },
+        LiveError::Full { .. } => ApiError::new(StatusCode::TOO_MANY_REQUESTS, error.to_string()),
         LiveError::Wal(_) => ApiError::unavailable(error.to_string()),
         other => ApiError::internal(other),
     }
@@ -194,14 +187,10 @@ fn decode_body(headers: &HeaderMap, body: Bytes, limit: usize) -> Result<Bytes, 
                 .map_err(|e| ApiError::bad_request(format!("body is not valid zstd: {e}")))?,
         ),
         other => {
-            return Err(ApiError {
-                status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                message: format!(
-                    "Content-Encoding {other:?} is not supported (gzip, zstd, deflate)"
-                ),
-                position: None,
-                retry_after: None,
-            })
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                format!("Content-Encoding {other:?} is not supported (gzip, zstd, deflate)"),
+            ))
         }
     };
     let mut out = Vec::new();
@@ -210,12 +199,10 @@ fn decode_body(headers: &HeaderMap, body: Bytes, limit: usize) -> Result<Bytes, 
         .read_to_end(&mut out)
         .map_err(|e| ApiError::bad_request(format!("body is not valid {encoding}: {e}")))?;
     if out.len() > limit {
-        return Err(ApiError {
-            status: StatusCode::PAYLOAD_TOO_LARGE,
-            message: format!("decompressed body is over the limit of {limit} bytes"),
-            position: None,
-            retry_after: None,
-        });
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("decompressed body is over the limit of {limit} bytes"),
+        ));
     }
     Ok(Bytes::from(out))
 }

@@ -289,32 +289,26 @@ pub(crate) struct ApiError {
 }
 
 impl ApiError {
-    fn bad_request(message: impl Into<String>) -> ApiError {
+    fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
         ApiError {
-            status: StatusCode::BAD_REQUEST,
+            status,
             message: message.into(),
             position: None,
             retry_after: None,
         }
     }
 
+    fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, message)
+    }
+
     fn unavailable(message: impl Into<String>) -> ApiError {
-        ApiError {
-            status: StatusCode::SERVICE_UNAVAILABLE,
-            message: message.into(),
-            position: None,
-            retry_after: None,
-        }
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message)
     }
 
     fn internal(error: impl std::fmt::Display) -> ApiError {
         tracing::error!(%error, "request failed");
-        ApiError {
-            status: StatusCode::INTERNAL_SERVER_ERROR,
-            message: error.to_string(),
-            position: None,
-            retry_after: None,
-        }
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, error.to_string())
     }
 
     /// The one mapping from a query error to a status.
@@ -543,21 +537,26 @@ fn search_request(params: &[(String, String)]) -> Result<SearchRequest, ApiError
     Ok(request)
 }
 
+/// An event's fields as a JSON object.
+pub(crate) fn event_json(
+    fields: &[(String, quarry_format::Value)],
+) -> serde_json::Map<String, JsonValue> {
+    fields
+        .iter()
+        .map(|(name, value)| (name.clone(), value_to_json(value)))
+        .collect()
+}
+
 /// The response body: the fields the CLI prints as lines, in one object.
 pub fn response_json(response: &SearchResponse) -> JsonValue {
     let hits: Vec<JsonValue> = response
         .hits
         .iter()
         .map(|hit| {
-            let event: serde_json::Map<String, JsonValue> = hit
-                .event
-                .iter()
-                .map(|(name, value)| (name.clone(), value_to_json(value)))
-                .collect();
             let mut json = json!({
                 "_time": format_time(hit.time),
                 "score": hit.score.map(f64::from),
-                "event": event,
+                "event": event_json(&hit.event),
             });
             if let Some(cursor) = hit.cursor {
                 json["_cursor"] = cursor.to_string().into();

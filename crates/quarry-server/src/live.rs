@@ -47,7 +47,7 @@ use quarry_format::column::ChunkCache;
 use quarry_format::BlockReader;
 use quarry_index::analysis::Analyzer;
 use quarry_index::event::{parse_event, Event};
-use quarry_index::merge::{merge_blocks, merge_readers, pick_merge, MergePolicy};
+use quarry_index::merge::{merge_blocks, merge_readers, pick_merge_skipping, MergePolicy};
 use quarry_index::pipeline::Progress;
 use quarry_index::segment::SegmentBuilder;
 use quarry_query::{DamagedBlock, Searcher};
@@ -845,13 +845,7 @@ impl LiveIndex {
     fn merge_step(&self) -> Result<bool> {
         let mut catalog = self.catalog();
         let damaged: Vec<u64> = self.state().damaged.iter().map(|(id, _)| *id).collect();
-        let candidates: Vec<BlockEntry> = catalog
-            .blocks()
-            .iter()
-            .filter(|b| !damaged.contains(&b.id))
-            .cloned()
-            .collect();
-        let ids = pick_merge(&candidates, &self.config.merge);
+        let ids = pick_merge_skipping(catalog.blocks(), &damaged, &self.config.merge);
         if ids.is_empty() {
             return Ok(false);
         }

@@ -21,7 +21,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use quarry_format::BlockReader;
 use quarry_index::event::format_time;
-use quarry_query::{value_to_json, SearchRequest, Searcher, SortOrder};
+use quarry_query::{SearchRequest, Searcher, SortOrder};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
@@ -181,12 +181,8 @@ async fn matches_in(
 }
 
 fn hit_event(time: i64, fields: &[(String, quarry_format::Value)]) -> Event {
-    let event: serde_json::Map<String, serde_json::Value> = fields
-        .iter()
-        .map(|(name, value)| (name.clone(), value_to_json(value)))
-        .collect();
     Event::default()
         .event("hit")
         .id(time.to_string())
-        .data(json!({"_time": format_time(time), "event": event}).to_string())
+        .data(json!({"_time": format_time(time), "event": crate::event_json(fields)}).to_string())
 }

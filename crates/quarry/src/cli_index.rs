@@ -2,12 +2,12 @@ use crate::size::parse_size;
 use crate::DataArgs;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use quarry_index::merge::{merge_blocks, pick_merge, MergePolicy};
+use quarry_index::merge::{merge_blocks, pick_merge_skipping, MergePolicy};
 use quarry_index::{
     index_inputs, Analyzer, IndexError, IndexOptions, Input, LineError, Progress, SourceOutcome,
     SourceReport,
 };
-use quarry_store::{BlockEntry, Catalog, Settings};
+use quarry_store::{Catalog, Settings};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -260,13 +260,7 @@ fn merge_small_blocks(
     // check` lists them) and out of later merges, so one damaged block does not fail the run.
     let mut damaged: Vec<u64> = Vec::new();
     loop {
-        let candidates: Vec<BlockEntry> = catalog
-            .blocks()
-            .iter()
-            .filter(|b| !damaged.contains(&b.id))
-            .cloned()
-            .collect();
-        let ids = pick_merge(&candidates, policy);
+        let ids = pick_merge_skipping(catalog.blocks(), &damaged, policy);
         if ids.is_empty() {
             return Ok(());
         }

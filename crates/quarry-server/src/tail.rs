@@ -6,10 +6,12 @@
 //! memory blocks under one lock, so every event is either in the snapshot or in a block the
 //! receiver gets (a seal makes a memory block of exactly the events it makes searchable).
 //!
-//! Each SSE event is `event: hit`, `id: <_time in ns>`, `data: {"_time", "event"}`. A client
-//! that reconnects with `Last-Event-ID` gets the matches after that time as its history
-//! (events of that very nanosecond are not sent again; an event that arrived meanwhile with
-//! an older `_time` is not in it). A client that reads slower than events come is dropped
+//! Each SSE event is `event: hit`, `id: <_time in ns>:<k>`, `data: {"_time", "event"}`, `k`
+//! counting the events of that same time sent just before it (a request's events share their
+//! ingest time). A client that reconnects with `Last-Event-ID` gets, as its history, the
+//! oldest `history` matches after that event: those of later times and those of the same time
+//! past the first `k + 1`. (An event that arrived meanwhile with an older `_time` is not in
+//! it, and equal-time events keep their order only while their block is not merged.) A client that reads slower than events come is dropped
 //! with a final `event: dropped` saying so: it is sent events at its own pace, and when the
 //! blocks sealed meanwhile pass `TAIL_BACKLOG_BLOCKS` (live.rs) it is dropped; memory does not
 //! grow with a slow reader.
@@ -21,7 +23,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use quarry_format::BlockReader;
 use quarry_index::event::format_time;
-use quarry_query::{SearchRequest, Searcher, SortOrder};
+use quarry_query::{HitEvent, SearchRequest, Searcher, SortOrder};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
@@ -68,12 +70,12 @@ pub(crate) async fn tail(
         }
     }
     // Resuming: only what came after the last event the client saw.
-    let after: Option<i64> = match headers.get("last-event-id") {
+    let after = match headers.get("last-event-id") {
         Some(value) => Some(
             value
                 .to_str()
                 .ok()
-                .and_then(|v| v.trim().parse().ok())
+                .and_then(EventId::parse)
                 .ok_or_else(|| ApiError::bad_request("Last-Event-ID is not an event id"))?,
         ),
         None => None,
@@ -81,19 +83,48 @@ pub(crate) async fn tail(
     let live = tenant.live.clone();
     let (snapshot, mut sealed) = live.subscribe();
     // A bad query answers 400 now, not as an event.
-    let request = SearchRequest {
-        query: text.clone(),
-        start: after.map_or(i64::MIN, |t| t.saturating_add(1)),
-        sort: SortOrder::TimeDesc,
-        limit: history,
-        ..SearchRequest::default()
+    let request = match after {
+        // The newest `history`, sent oldest first.
+        None => SearchRequest {
+            query: text.clone(),
+            sort: SortOrder::TimeDesc,
+            limit: history,
+            ..SearchRequest::default()
+        },
+        // The oldest `history` after the event seen last: its time on, past those of its
+        // time already sent.
+        Some(seen) => SearchRequest {
+            query: text.clone(),
+            start: seen.time,
+            sort: SortOrder::TimeAsc,
+            limit: history.saturating_add(seen.same_time_sent),
+            ..SearchRequest::default()
+        },
     };
     let first = blocking(move || snapshot.execute(&request).map_err(ApiError::from_query)).await?;
+    let mut history_hits: Vec<&HitEvent> = first.hits.iter().collect();
+    match after {
+        None => history_hits.reverse(),
+        Some(seen) => {
+            let already_sent = history_hits
+                .iter()
+                .take_while(|hit| hit.time == seen.time)
+                .count()
+                .min(seen.same_time_sent);
+            history_hits.drain(..already_sent);
+            history_hits.truncate(history);
+        }
+    }
+    let mut ids = EventIds::default();
+    let history_events: Vec<Event> = history_hits
+        .into_iter()
+        .map(|hit| hit_event(&mut ids, hit))
+        .collect();
     let (sender, receiver) = mpsc::channel::<Event>(CLIENT_QUEUE);
     let analyzer = live.analyzer().clone();
     tokio::spawn(async move {
-        for hit in first.hits.iter().rev() {
-            if sender.send(hit_event(hit.time, &hit.event)).await.is_err() {
+        for event in history_events {
+            if sender.send(event).await.is_err() {
                 return;
             }
         }
@@ -116,15 +147,15 @@ pub(crate) async fn tail(
                 }
                 Err(RecvError::Closed) => return,
             };
-            let events = match matches_in(block, &analyzer, &text).await {
-                Ok(events) => events,
+            let hits = match matches_in(block, &analyzer, &text).await {
+                Ok(hits) => hits,
                 Err(message) => {
                     let _ = sender.try_send(Event::default().event("error").data(message));
                     return;
                 }
             };
-            for event in events {
-                if sender.send(event).await.is_err() {
+            for hit in hits {
+                if sender.send(hit_event(&mut ids, &hit)).await.is_err() {
                     return;
                 }
             }
@@ -153,12 +184,12 @@ async fn drop_client(sender: &mpsc::Sender<Event>, reason: String) {
     let _ = tokio::time::timeout(FINAL_EVENT_WAIT, sender.send(event)).await;
 }
 
-/// The matches of `text` in a newly sealed block, oldest first, as SSE events.
+/// The matches of `text` in a newly sealed block, oldest first.
 async fn matches_in(
     block: Arc<BlockReader>,
     analyzer: &Arc<quarry_index::analysis::Analyzer>,
     text: &str,
-) -> Result<Vec<Event>, String> {
+) -> Result<Vec<HitEvent>, String> {
     let analyzer = (**analyzer).clone();
     let text = text.to_owned();
     tokio::task::spawn_blocking(move || {
@@ -170,19 +201,88 @@ async fn matches_in(
             ..SearchRequest::default()
         };
         let response = searcher.execute(&request).map_err(|e| e.to_string())?;
-        Ok(response
-            .hits
-            .iter()
-            .map(|hit| hit_event(hit.time, &hit.event))
-            .collect())
+        Ok(response.hits)
     })
     .await
     .map_err(|e| e.to_string())?
 }
 
-fn hit_event(time: i64, fields: &[(String, quarry_format::Value)]) -> Event {
+/// An event's SSE id: its time, and how many events of that time the stream sent just
+/// before it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct EventId {
+    time: i64,
+    /// Events of `time` sent up to and including this one.
+    same_time_sent: usize,
+}
+
+impl EventId {
+    /// `T:k`, or a bare `T` (then every event of time `T` counts as sent).
+    fn parse(text: &str) -> Option<EventId> {
+        let text = text.trim();
+        Some(match text.split_once(':') {
+            Some((time, k)) => EventId {
+                time: time.parse().ok()?,
+                same_time_sent: k.parse::<usize>().ok()?.checked_add(1)?,
+            },
+            None => EventId {
+                time: text.parse().ok()?,
+                same_time_sent: usize::MAX,
+            },
+        })
+    }
+}
+
+/// Numbers the events of a stream (`EventId`).
+#[derive(Default)]
+struct EventIds {
+    last: Option<(i64, usize)>,
+}
+
+impl EventIds {
+    fn next(&mut self, time: i64) -> String {
+        let k = match self.last {
+            Some((last, k)) if last == time => k + 1,
+            _ => 0,
+        };
+        self.last = Some((time, k));
+        format!("{time}:{k}")
+    }
+}
+
+fn hit_event(ids: &mut EventIds, hit: &HitEvent) -> Event {
+    let (time, fields) = (hit.time, &hit.event);
     Event::default()
         .event("hit")
-        .id(time.to_string())
+        .id(ids.next(time))
         .data(json!({"_time": format_time(time), "event": crate::event_json(fields)}).to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_ids_count_events_of_the_same_time_and_parse_back() {
+        let mut ids = EventIds::default();
+        let made: Vec<String> = [5, 5, 5, 7, 5].into_iter().map(|t| ids.next(t)).collect();
+        assert_eq!(made, ["5:0", "5:1", "5:2", "7:0", "5:0"]);
+        assert_eq!(
+            EventId::parse("5:2"),
+            Some(EventId {
+                time: 5,
+                same_time_sent: 3
+            })
+        );
+        assert_eq!(
+            EventId::parse(" -9 "),
+            Some(EventId {
+                time: -9,
+                same_time_sent: usize::MAX
+            })
+        );
+        for bad in ["", "x", "5:", "5:x", ":1", "5:-1"] {
+            assert_eq!(EventId::parse(bad), None, "{bad:?}");
+        }
+    }
 }

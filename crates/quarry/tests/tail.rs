@@ -204,6 +204,32 @@ fn last_event_id_resumes_after_the_last_event_seen() {
         seen.keys().copied().collect::<Vec<_>>(),
         (100..150).collect::<Vec<_>>()
     );
+    // Events of one request share their ingest time: resuming in the middle of them sends
+    // the rest, once.
+    let same_time: String = (0..10)
+        .map(|n| format!("{}\n", json!({"message": "sametimeword", "n": 1000 + n})))
+        .collect();
+    ingest(&server.addr, &same_time);
+    let mut tail = Tail::open(&server.addr, "query=sametimeword&history=10", None);
+    let mut last = None;
+    let mut first_four = Vec::new();
+    for _ in 0..4 {
+        let event = tail.next().unwrap();
+        let data: Value = serde_json::from_str(&event.data).unwrap();
+        first_four.push(data["event"]["n"].as_u64().unwrap());
+        last = event.id;
+    }
+    drop(tail);
+    let mut tail = Tail::open(
+        &server.addr,
+        "query=sametimeword&history=100",
+        last.as_deref(),
+    );
+    let rest = tail.collect(6);
+    let mut all: Vec<u64> = first_four.into_iter().chain(rest.keys().copied()).collect();
+    all.sort_unstable();
+    assert_eq!(all, (1000..1010).collect::<Vec<_>>());
+    assert!(rest.values().all(|&count| count == 1), "{rest:?}");
     // A bad query is a 400 before any stream.
     let answer = server.send("GET", "/api/v1/default/tail?query=%22open", &[], b"");
     assert_eq!(answer.status, 400);

@@ -24,10 +24,19 @@ pub const MAX_FIELDS: usize = u16::MAX as usize;
 /// manifest and in the term dictionary, not a place for data.
 pub const MAX_FIELD_NAME_LEN: usize = 512;
 
-/// A whole string value is indexed as one exact term only up to this length, like
-/// Elasticsearch's `ignore_above: 256` for dynamically mapped keyword fields: long texts are
-/// searched by their tokens, and an exact term of a 10 KB body only bloats the dictionary.
+/// The longest string value a string doc-values dictionary holds (like Elasticsearch's
+/// `ignore_above: 256` for dynamically mapped keyword fields): a column with a longer value
+/// keeps no dictionary. Blocks written before `EXACT_TERM_LEN` existed also hold exact terms up
+/// to this length.
 pub const MAX_EXACT_TERM_LEN: usize = 256;
+
+/// A whole string value is indexed as one exact term (`TermKind::Exact`) only up to this
+/// many bytes: keyword-like values (levels, hosts, ids, codes). A longer value, free text
+/// whose exact term is nearly always unique, is found by `field:="..."` through its tokens
+/// and checked against the column. Exact terms of whole messages were 82% of the term
+/// dictionary's key bytes on generated logs, and building their FST the largest cost of the
+/// server's ingest (BENCHMARKS.md): without them ingest went from 14.8 to 22.1 MB/s.
+pub const EXACT_TERM_LEN: usize = 32;
 
 /// Tokens longer than this are dropped by the analyzer (Lucene's StandardTokenizer splits at
 /// 255 chars; tantivy drops above 40). Such tokens are base64 blobs or hashes that nobody types.

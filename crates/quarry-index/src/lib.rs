@@ -10,6 +10,7 @@ pub use event::{parse_event, Event};
 pub use segment::SegmentBuilder;
 pub mod error;
 pub mod merge;
+mod merge_postings;
 pub mod pipeline;
 pub mod textline;
 

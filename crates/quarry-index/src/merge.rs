@@ -2,11 +2,12 @@
 //!
 //! Every input block is read in doc order (already `_time` order); a heap picks the oldest
 //! head, ties going to the block that was listed first (so equal times keep their relative
-//! order). Events are rebuilt from the columns and re-indexed into a fresh in-memory segment,
-//! which is written out whenever it is full by the [`MergePolicy`]: outputs are consecutive,
-//! non-overlapping time ranges. The new blocks replace the old ones in one catalog commit.
-//! Rebuilding re-runs analysis (CPU), but it keeps one code path for building blocks; merging
-//! postings directly is the faster alternative once merge cost matters.
+//! order). Each output block takes the docs in that order until the [`MergePolicy`] cuts it:
+//! outputs are consecutive, non-overlapping time ranges. The new blocks replace the old ones
+//! in one catalog commit. An output is built by copying its inputs' columns, norms and
+//! postings (`merge_postings`), with no analysis; inputs older than format version 3 are
+//! instead rebuilt into events and indexed again (`merge_by_reindexing`), which is also the
+//! model the copy is tested against, byte for byte.
 //!
 //! ## Why the size-tiered loop terminates (issue 9, defect 1)
 //!
@@ -35,15 +36,17 @@
 
 use crate::analysis::Analyzer;
 use crate::error::Result;
+use crate::merge_postings;
 use crate::pipeline::Progress;
 use crate::segment::SegmentBuilder;
-use quarry_format::block::DocumentFetcher;
-use quarry_format::limits::MAX_DOCS_PER_BLOCK;
+use quarry_format::block::{BlockInput, DocumentFetcher};
+use quarry_format::column::{ColumnReader, DecodedChunk};
+use quarry_format::limits::{MAX_DOCS_PER_BLOCK, MAX_FIELDS};
 use quarry_format::BlockReader;
 use quarry_store::{BlockEntry, Metastore};
 use std::borrow::Borrow;
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -190,60 +193,184 @@ pub fn merge_blocks(
 }
 
 /// The merge itself, over open blocks of any origin (files, or a server's in-memory blocks):
-/// events in `_time` order into segments cut by `policy`, each handed to `emit`, which writes
-/// it and returns what it wrote. `sizes` are the inputs' (bytes, docs) the cut is computed
-/// from (module doc, 1).
+/// events in `_time` order into blocks cut by `policy`, each handed to `emit`, which writes it
+/// and returns what it wrote. `sizes` are the inputs' (bytes, docs) the cut is computed from
+/// (module doc, 1). Blocks of format version 3 on are merged by copying their columns and
+/// postings (`merge_postings`); a merge with an older input re-indexes its events.
 pub fn merge_readers<R: Borrow<BlockReader>, T>(
     readers: &[R],
     sizes: &[(u64, u64)],
     analyzer: Arc<Analyzer>,
     policy: &MergePolicy,
     progress: &Progress,
-    mut emit: impl FnMut(SegmentBuilder) -> Result<T>,
+    mut emit: impl FnMut(BlockInput) -> Result<T>,
 ) -> Result<Vec<T>> {
     let readers: Vec<&BlockReader> = readers.iter().map(|r| r.borrow()).collect();
-    let mut fetchers: Vec<DocumentFetcher> =
-        readers.iter().map(|r| DocumentFetcher::new(r)).collect();
-    let mut times = Vec::with_capacity(readers.len());
-    for reader in &readers {
-        let column = reader.time_column().ok_or_else(|| {
-            reader.corrupt(
-                "manifest",
-                quarry_format::DecodeError::new("no _time column"),
-            )
-        })?;
-        times.push(column);
+    if readers
+        .iter()
+        .all(|r| r.format_version() >= merge_postings::MIN_COPY_VERSION)
+    {
+        merge_by_copying(&readers, sizes, policy, progress, emit)
+    } else {
+        merge_by_reindexing(&readers, sizes, analyzer, policy, progress, |segment| {
+            emit(segment.into_block_input()?)
+        })
     }
-    // Heap of (time, block index, doc), smallest first.
-    let mut heap = BinaryHeap::new();
-    let mut time_chunks: Vec<Option<(usize, quarry_format::column::DecodedChunk)>> =
-        vec![None; readers.len()];
-    let mut time_of = |block: usize, doc: u32| -> Result<i64> {
-        let column = &times[block];
-        let corrupt = |e| readers[block].corrupt("_time column", e);
+}
+
+/// The inputs' docs in merge order: oldest `_time` first, ties to the input listed first (so
+/// equal times keep their relative order), each input's docs in their own order.
+struct TimeHeap<'a> {
+    readers: &'a [&'a BlockReader],
+    times: Vec<ColumnReader<'a>>,
+    /// Each input's last decoded `_time` chunk (index, values).
+    chunks: Vec<Option<(usize, DecodedChunk)>>,
+    /// (time, input, doc), smallest first.
+    heap: BinaryHeap<Reverse<(i64, usize, u32)>>,
+}
+
+impl<'a> TimeHeap<'a> {
+    fn new(readers: &'a [&'a BlockReader]) -> Result<Self> {
+        let mut times = Vec::with_capacity(readers.len());
+        for reader in readers {
+            let column = reader.time_column().ok_or_else(|| {
+                reader.corrupt(
+                    "manifest",
+                    quarry_format::DecodeError::new("no _time column"),
+                )
+            })?;
+            times.push(column);
+        }
+        let mut heap = TimeHeap {
+            readers,
+            times,
+            chunks: vec![None; readers.len()],
+            heap: BinaryHeap::new(),
+        };
+        for (input, reader) in readers.iter().enumerate() {
+            if reader.doc_count() > 0 {
+                let time = heap.time_of(input, 0)?;
+                heap.heap.push(Reverse((time, input, 0)));
+            }
+        }
+        Ok(heap)
+    }
+
+    fn time_of(&mut self, input: usize, doc: u32) -> Result<i64> {
+        let column = &self.times[input];
+        let reader = self.readers[input];
+        let corrupt = |e| reader.corrupt("_time column", e);
         let index = column
             .chunk_of(doc)
             .map_err(corrupt)?
             .ok_or_else(|| corrupt(quarry_format::DecodeError::new("doc without _time")))?;
-        if time_chunks[block].as_ref().map(|(i, _)| *i) != Some(index) {
-            time_chunks[block] = Some((index, column.decode_chunk(index).map_err(corrupt)?));
+        let chunk = &mut self.chunks[input];
+        if chunk.as_ref().map(|(i, _)| *i) != Some(index) {
+            *chunk = Some((index, column.decode_chunk(index).map_err(corrupt)?));
         }
-        let (_, chunk) = time_chunks[block].as_ref().expect("set just above");
+        let (_, chunk) = chunk.as_ref().expect("set just above");
         let raw = chunk.position(doc).and_then(|p| chunk.raw(p));
         Ok(
             raw.ok_or_else(|| corrupt(quarry_format::DecodeError::new("doc without _time")))?
                 as i64,
         )
+    }
+
+    /// The next doc in merge order: (time, input, doc).
+    fn pop(&mut self) -> Result<Option<(i64, usize, u32)>> {
+        let Some(Reverse((time, input, doc))) = self.heap.pop() else {
+            return Ok(None);
+        };
+        if doc + 1 < self.readers[input].doc_count() {
+            let next = self.time_of(input, doc + 1)?;
+            self.heap.push(Reverse((next, input, doc + 1)));
+        }
+        Ok(Some((time, input, doc)))
+    }
+}
+
+/// `merge_readers` for inputs whose columns and postings can be copied (`merge_postings`).
+fn merge_by_copying<T>(
+    readers: &[&BlockReader],
+    sizes: &[(u64, u64)],
+    policy: &MergePolicy,
+    progress: &Progress,
+    mut emit: impl FnMut(BlockInput) -> Result<T>,
+) -> Result<Vec<T>> {
+    let mut heap = TimeHeap::new(readers)?;
+    let mut outputs = Vec::new();
+    let mut cut = OutputCut::new(policy);
+    // The output being gathered: (input, doc) and times in order, the field names its inputs
+    // hold (an output holds at most MAX_FIELDS, `_time` included) and which inputs those
+    // names came from.
+    let mut order: Vec<(u32, u32)> = Vec::new();
+    let mut times: Vec<i64> = Vec::new();
+    let mut names: HashSet<&str> = HashSet::new();
+    let mut named = vec![false; readers.len()];
+    let mut finish = |order: &mut Vec<(u32, u32)>,
+                      times: &mut Vec<i64>,
+                      names: &mut HashSet<&str>,
+                      named: &mut Vec<bool>|
+     -> Result<()> {
+        let input = merge_postings::build_output(readers, order, times)?;
+        progress
+            .events
+            .fetch_add(order.len() as u64, Ordering::Relaxed);
+        outputs.push(emit(input)?);
+        order.clear();
+        times.clear();
+        names.clear();
+        named.fill(false);
+        Ok(())
     };
-    for (block, reader) in readers.iter().enumerate() {
-        if reader.doc_count() > 0 {
-            heap.push(Reverse((time_of(block, 0)?, block, 0u32)));
+    while let Some((time, input, doc)) = heap.pop()? {
+        if !named[input] {
+            let fields = &readers[input].manifest().fields;
+            let new = fields
+                .iter()
+                .filter(|f| !names.contains(f.name.as_str()))
+                .count();
+            if names.len() + new > MAX_FIELDS && !order.is_empty() {
+                // This input's names would pass a block's limit (counted per input, so
+                // perhaps early): cut the output here, as the re-index merge does.
+                finish(&mut order, &mut times, &mut names, &mut named)?;
+                cut.reset();
+            }
+            names.extend(fields.iter().map(|f| f.name.as_str()));
+            named[input] = true;
+        }
+        order.push((input as u32, doc));
+        times.push(time);
+        let (bytes, docs) = sizes[input];
+        let full = order.len() as u32 >= MAX_DOCS_PER_BLOCK - 1;
+        if cut.add(policy.doc_fill(bytes, docs, u64::from(doc))) || full {
+            finish(&mut order, &mut times, &mut names, &mut named)?;
+            cut.reset();
         }
     }
+    if !order.is_empty() {
+        finish(&mut order, &mut times, &mut names, &mut named)?;
+    }
+    Ok(outputs)
+}
+
+/// `merge_readers` by rebuilding every event and indexing it again: for blocks older than
+/// format version 3, and the model the copying merge is tested against.
+pub(crate) fn merge_by_reindexing<T>(
+    readers: &[&BlockReader],
+    sizes: &[(u64, u64)],
+    analyzer: Arc<Analyzer>,
+    policy: &MergePolicy,
+    progress: &Progress,
+    mut emit: impl FnMut(SegmentBuilder) -> Result<T>,
+) -> Result<Vec<T>> {
+    let mut fetchers: Vec<DocumentFetcher> =
+        readers.iter().map(|r| DocumentFetcher::new(r)).collect();
+    let mut heap = TimeHeap::new(readers)?;
     let mut outputs = Vec::new();
     let mut segment = SegmentBuilder::new(analyzer.clone());
     let mut cut = OutputCut::new(policy);
-    while let Some(Reverse((time, block, doc))) = heap.pop() {
+    while let Some((time, block, doc)) = heap.pop()? {
         let fields = fetchers[block].fetch(doc)?;
         // Fields come in manifest order, a name's columns together. The builder writes one
         // value per field per doc and can rebuild no more: two would be a damaged block, to
@@ -270,9 +397,6 @@ pub fn merge_readers<R: Borrow<BlockReader>, T>(
         }
         segment.add_event(time, event());
         progress.events.fetch_add(1, Ordering::Relaxed);
-        if doc + 1 < readers[block].doc_count() {
-            heap.push(Reverse((time_of(block, doc + 1)?, block, doc + 1)));
-        }
         let (bytes, docs) = sizes[block];
         if cut.add(policy.doc_fill(bytes, docs, u64::from(doc))) || segment.is_full() {
             let full = std::mem::replace(&mut segment, SegmentBuilder::new(analyzer.clone()));
@@ -287,10 +411,10 @@ pub fn merge_readers<R: Borrow<BlockReader>, T>(
     Ok(outputs)
 }
 
-fn write(catalog: &mut dyn Metastore, segment: SegmentBuilder) -> Result<BlockEntry> {
+fn write(catalog: &mut dyn Metastore, input: BlockInput) -> Result<BlockEntry> {
     let id = catalog.allocate_block_id();
     let path = catalog.block_location(id);
-    let manifest = segment.write_block(&path)?;
+    let manifest = quarry_store::write_block_file(&path, input)?;
     let bytes = std::fs::metadata(&path)
         .map_err(|source| crate::error::IndexError::Io {
             path: path.clone(),
@@ -544,6 +668,117 @@ mod tests {
         }
     }
 
+    /// One random event as a JSON line: a few fields from a small pool, each with a value of
+    /// a type that varies between events (one field then has several columns), strings from a
+    /// small vocabulary (shared terms across blocks) and some too long for an exact term.
+    fn random_event(rng: &mut u64, time: i64) -> String {
+        let mut next = || {
+            *rng = rng
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (*rng >> 33) as usize
+        };
+        const WORDS: [&str; 12] = [
+            "error", "warn", "disk", "full", "user", "login", "GET", "/api/v1", "timeout", "db",
+            "ok", "retry",
+        ];
+        let mut fields = vec![format!(r#""time": {time}"#)];
+        for (i, name) in [
+            "message", "level", "status", "host", "took", "tags", "ok", "a.b",
+        ]
+        .iter()
+        .enumerate()
+        {
+            if next() % 3 == 0 && i != 0 {
+                continue;
+            }
+            let value = match next() % 7 {
+                0 => format!("{}", next() % 600),
+                1 => format!("{}.{}", next() % 50, next() % 100),
+                2 => "true".to_owned(),
+                3 => format!("[\"{}\", {}]", WORDS[next() % 12], next() % 9),
+                4 => format!("{}", u64::MAX - (next() as u64 % 3)),
+                _ => {
+                    let words = 1 + next() % if next() % 9 == 0 { 80 } else { 6 };
+                    let text: Vec<&str> = (0..words).map(|_| WORDS[next() % 12]).collect();
+                    format!("\"{}\"", text.join(" "))
+                }
+            };
+            fields.push(format!(r#""{name}": {value}"#));
+        }
+        format!("{{{}}}", fields.join(", "))
+    }
+
+    /// Encoded blocks of every output, for comparing two merges byte for byte.
+    fn encoded(inputs: Vec<BlockInput>) -> Vec<Vec<u8>> {
+        inputs
+            .into_iter()
+            .map(|input| {
+                let mut bytes = Vec::new();
+                quarry_format::block::encode_block(std::path::Path::new("m"), input, &mut bytes)
+                    .unwrap();
+                bytes
+            })
+            .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// The copying merge writes exactly the blocks the re-index merge writes: the same
+        /// docs in the same order, columns, norms, statistics, terms, postings and positions,
+        /// byte for byte, whatever the inputs' overlap in time, their fields and types, and
+        /// however the policy cuts the outputs.
+        #[test]
+        fn copying_merge_writes_the_reindexed_blocks(
+            seed in any::<u64>(),
+            blocks in 1usize..6,
+            max_events in 1usize..120,
+            spread in prop_oneof![Just(1i64), Just(5), Just(1000)],
+            target_divisor in prop_oneof![Just(1u64), Just(2), Just(5)],
+        ) {
+            let analyzer = Arc::new(Analyzer::default());
+            let mut rng = seed;
+            let mut readers = Vec::new();
+            for block in 0..blocks {
+                let mut segment = SegmentBuilder::new(analyzer.clone());
+                rng = rng.wrapping_mul(6364136223846793005).wrapping_add(block as u64 + 1);
+                let events = 1 + (rng >> 33) as usize % max_events;
+                for _ in 0..events {
+                    rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1);
+                    let time = 1_700_000_000_000 + ((rng >> 33) as i64 % spread);
+                    let line = random_event(&mut rng, time);
+                    let event = crate::event::parse_event(line.as_bytes(), 0).unwrap();
+                    segment.add_event(event.time, event.fields.iter().map(|(k, v)| (k.as_str(), v)));
+                }
+                let (_, bytes) = segment.encode_block(std::path::Path::new("in")).unwrap();
+                let reader = BlockReader::from_bytes(
+                    std::path::Path::new("in"),
+                    Arc::new(bytes),
+                ).unwrap();
+                readers.push(reader);
+            }
+            let readers: Vec<&BlockReader> = readers.iter().collect();
+            let sizes: Vec<(u64, u64)> = readers
+                .iter()
+                .map(|r| (r.file_len(), u64::from(r.doc_count())))
+                .collect();
+            let total: u64 = sizes.iter().map(|s| s.0).sum();
+            let policy = policy(10, (total / target_divisor).max(1), u64::MAX);
+            let progress = Progress::default();
+            let copied = merge_by_copying(&readers, &sizes, &policy, &progress, Ok).unwrap();
+            let reindexed = merge_by_reindexing(
+                &readers, &sizes, analyzer, &policy, &progress,
+                |segment| Ok(segment.into_block_input()?),
+            ).unwrap();
+            prop_assert_eq!(copied.len(), reindexed.len());
+            let (copied, reindexed) = (encoded(copied), encoded(reindexed));
+            for (i, (a, b)) in copied.iter().zip(&reindexed).enumerate() {
+                prop_assert!(a == b, "output {} of {} differs ({} and {} bytes)", i, copied.len(), a.len(), b.len());
+            }
+        }
+    }
+
     /// The real merge keeps the model's promise: blocks written from events, merged by the
     /// loop `quarry index` runs, with a target small enough to write several blocks per merge.
     #[test]
@@ -567,7 +802,7 @@ mod tests {
                     event.fields.iter().map(|(k, v)| (k.as_str(), v)),
                 );
             }
-            let entry = write(&mut catalog, segment).unwrap();
+            let entry = write(&mut catalog, segment.into_block_input().unwrap()).unwrap();
             catalog.commit_block(entry, &[]).unwrap();
         }
         let docs: u64 = catalog.blocks().iter().map(|b| b.docs).sum();

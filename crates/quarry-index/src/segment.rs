@@ -13,7 +13,7 @@ use quarry_format::block::{BlockInput, FieldInput, InvertedIndexWriter, Manifest
 use quarry_format::codec::ByteReader;
 use quarry_format::column::{ColumnData, ColumnWriter};
 use quarry_format::fieldnorm::length_to_id;
-use quarry_format::limits::{MAX_DOCS_PER_BLOCK, MAX_EXACT_TERM_LEN, MAX_FIELDS};
+use quarry_format::limits::{EXACT_TERM_LEN, MAX_DOCS_PER_BLOCK, MAX_FIELDS};
 use quarry_format::{f64_term, i64_term, ColumnType, FormatError, TermKind, Value, TIME_FIELD};
 use smallvec::SmallVec;
 use std::path::Path;
@@ -317,7 +317,7 @@ impl SegmentBuilder {
             match value {
                 Value::Str(text) => {
                     self.index_text(field, doc, text);
-                    if text.len() <= MAX_EXACT_TERM_LEN {
+                    if text.len() <= EXACT_TERM_LEN {
                         self.add_exact(field, doc, TermKind::Exact, text.as_bytes());
                     }
                 }

@@ -12,7 +12,7 @@
 //!   each one buys and the tests can check that answers do not change.
 
 use crate::range::NumericRange;
-use crate::scorer::{BoxScorer, ConstScorer, Scorer};
+use crate::scorer::{BoxScorer, ConjunctionScorer, ConstScorer, Scorer};
 use quarry_format::block::ColumnMeta;
 use quarry_format::column::{ChunkValues, ColumnReader, DecodedChunk};
 use quarry_format::docvalues::DocValuesCursor;
@@ -809,6 +809,123 @@ fn scan_columns<'a>(
     }
     let scorer = BitSetScorer::new(words);
     Ok((scorer.doc() != TERMINATED).then(|| Box::new(scorer) as BoxScorer))
+}
+
+/// The scorer of `field:="value"` for a value longer than `EXACT_TERM_LEN`, which has no exact
+/// term: the docs holding every one of the value's `tokens` (all docs with a string value
+/// when it has none), each checked against the field's string column.
+pub fn long_exact_scorer<'a>(
+    block: &'a BlockReader,
+    field: &str,
+    value: &'a str,
+    tokens: &[String],
+) -> Result<Option<BoxScorer<'a>>> {
+    let Some(ordinal) = block.field_ordinal(field) else {
+        return Ok(None);
+    };
+    let Some(column) = block.column(ordinal, ColumnType::Str) else {
+        return Ok(None);
+    };
+    let mut candidates: Vec<BoxScorer<'a>> = Vec::with_capacity(tokens.len());
+    for token in tokens {
+        let Some(info) = block.term_info(ordinal, TermKind::Token, token.as_bytes())? else {
+            return Ok(None);
+        };
+        candidates.push(Box::new(ConstScorer {
+            cursor: block.postings(&info)?,
+        }));
+    }
+    let candidates: BoxScorer<'a> = match candidates.len() {
+        0 => Box::new(DocRangeScorer::new(0, block.doc_count())),
+        1 => candidates.pop().expect("one candidate scorer"),
+        _ => Box::new(ConjunctionScorer::new(candidates)),
+    };
+    let mut scorer = CheckedExactScorer {
+        candidates,
+        column,
+        value,
+        chunk: None,
+        doc: TERMINATED,
+        error: None,
+    };
+    let first = scorer.candidates.doc();
+    scorer.doc = scorer.first_match(first);
+    Ok((scorer.doc != TERMINATED).then(|| Box::new(scorer) as BoxScorer))
+}
+
+/// Candidate docs whose string value is checked to equal `value` (`long_exact_scorer`).
+struct CheckedExactScorer<'a> {
+    candidates: BoxScorer<'a>,
+    column: ColumnReader<'a>,
+    value: &'a str,
+    /// The chunk of the last doc checked, and the doc after its last (docs only increase).
+    chunk: Option<(DecodedChunk, u32)>,
+    doc: u32,
+    error: Option<DecodeError>,
+}
+
+impl CheckedExactScorer<'_> {
+    fn holds(&mut self, doc: u32) -> std::result::Result<bool, DecodeError> {
+        if !self.chunk.as_ref().is_some_and(|(_, end)| doc < *end) {
+            let Some(index) = self.column.chunk_of(doc)? else {
+                return Ok(false);
+            };
+            let chunk = self.column.decode_chunk(index)?;
+            self.chunk = Some((chunk, self.column.chunk_end(index)?));
+        }
+        let (chunk, _) = self.chunk.as_ref().expect("decoded just above");
+        Ok(chunk
+            .position(doc)
+            .and_then(|position| chunk.str_at(position))
+            == Some(self.value))
+    }
+
+    /// The first candidate from `doc` (the candidates' current doc) on whose value matches.
+    fn first_match(&mut self, mut doc: u32) -> u32 {
+        while doc != TERMINATED {
+            match self.holds(doc) {
+                Ok(true) => return doc,
+                Ok(false) => doc = self.candidates.advance(),
+                Err(error) => {
+                    self.error = Some(error);
+                    return TERMINATED;
+                }
+            }
+        }
+        TERMINATED
+    }
+}
+
+impl Scorer for CheckedExactScorer<'_> {
+    fn doc(&self) -> u32 {
+        self.doc
+    }
+    fn advance(&mut self) -> u32 {
+        if self.doc != TERMINATED {
+            let next = self.candidates.advance();
+            self.doc = self.first_match(next);
+        }
+        self.doc
+    }
+    fn seek(&mut self, target: u32) -> u32 {
+        if self.doc < target {
+            let next = self.candidates.seek(target);
+            self.doc = self.first_match(next);
+        }
+        self.doc
+    }
+    fn score(&mut self) -> f32 {
+        0.0
+    }
+    fn max_score(&self) -> f32 {
+        0.0
+    }
+    fn cost(&self) -> u64 {
+        self.candidates.cost()
+    }
+    fn error(&self) -> Option<DecodeError> {
+        self.error.or_else(|| self.candidates.error())
+    }
 }
 
 /// The scorer of `_exists_:field` in one block.

@@ -3,6 +3,7 @@
 
 use crate::parser::{Ast, Occur, TIME_FIELD};
 use crate::range::NumericRange;
+use quarry_format::limits::EXACT_TERM_LEN;
 use quarry_index::Analyzer;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -17,10 +18,12 @@ pub enum Query {
         field: String,
         terms: Vec<(u32, String)>,
     },
-    /// A whole string value, byte for byte.
+    /// A whole string value, byte for byte. `tokens`: the value's distinct tokens when it is
+    /// longer than `EXACT_TERM_LEN` (it has no exact term then, and is found through them).
     Exact {
         field: String,
         value: String,
+        tokens: Vec<String>,
     },
     /// Matches when any clause matches; the score is the sum of the matching clauses' scores
     /// (a bare word over several fields, as Lucene's MultiFieldQueryParser builds it).
@@ -79,10 +82,19 @@ pub fn plan(ast: &Ast, analyzer: &Analyzer, text_fields: &[String]) -> Query {
                 },
             }
         }
-        Ast::Exact { field, value } => Query::Exact {
-            field: field.clone(),
-            value: value.clone(),
-        },
+        Ast::Exact { field, value } => {
+            let mut tokens = Vec::new();
+            if value.len() > EXACT_TERM_LEN {
+                tokens = analyzer.tokens(value).into_iter().map(|(_, t)| t).collect();
+                tokens.sort_unstable();
+                tokens.dedup();
+            }
+            Query::Exact {
+                field: field.clone(),
+                value: value.clone(),
+                tokens,
+            }
+        }
         Ast::Range { field, range } if field == TIME_FIELD => match range.half_open_i64() {
             Some((start, end)) => Query::TimeRange { start, end },
             // An empty range, not `Nothing`: a `Bool` drops `Nothing` clauses.

@@ -6,6 +6,7 @@ use crate::filter::{self, DocRangeScorer, Optimizations, TimeLookup};
 use crate::query::Query;
 use crate::range::NumericRange;
 use crate::scorer::*;
+use quarry_format::limits::EXACT_TERM_LEN;
 use quarry_format::{BlockReader, Result, TermInfo, TermKind};
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -30,6 +31,8 @@ pub enum Weight {
     Exact {
         field: String,
         value: String,
+        /// See `Query::Exact`: non-empty only for values without an exact term.
+        tokens: Vec<String>,
     },
     Any(Vec<Weight>),
     /// Filters (score 0); they carry the optimizations their scorers may use.
@@ -232,9 +235,14 @@ impl Weight {
                 weight: terms.iter().map(|(_, t)| idf(field, t)).sum(),
                 cache: cache_of(field),
             },
-            Query::Exact { field, value } => Weight::Exact {
+            Query::Exact {
+                field,
+                value,
+                tokens,
+            } => Weight::Exact {
                 field: field.clone(),
                 value: value.clone(),
+                tokens: tokens.clone(),
             },
             Query::Any(clauses) => Weight::Any(all(clauses, caches)),
             Query::TimeRange { start, end } => Weight::TimeRange {
@@ -312,7 +320,8 @@ impl Weight {
                 Some((_, info)) => Ok(Some(Some(block.postings(&info)?))),
                 None => Ok(Some(None)),
             },
-            Weight::Exact { field, value } => {
+            Weight::Exact { value, .. } if value.len() > EXACT_TERM_LEN => Ok(None),
+            Weight::Exact { field, value, .. } => {
                 let info = match block.field_ordinal(field) {
                     Some(ordinal) => block.term_info(ordinal, TermKind::Exact, value.as_bytes())?,
                     None => None,
@@ -372,7 +381,14 @@ impl Weight {
                     cursors, norms, *weight, cache, max_tf,
                 )))
             }
-            Weight::Exact { field, value } => {
+            Weight::Exact {
+                field,
+                value,
+                tokens,
+            } if value.len() > EXACT_TERM_LEN => {
+                filter::long_exact_scorer(block, field, value, tokens)?
+            }
+            Weight::Exact { field, value, .. } => {
                 let Some(ordinal) = block.field_ordinal(field) else {
                     return Ok(None);
                 };

@@ -27,6 +27,22 @@ use std::sync::Arc;
 
 const WORDS: &[&str] = &["alpha", "beta", "gamma", "delta", "error", "timeout"];
 const LEVELS: &[&str] = &["info", "warn", "error"];
+/// Messages longer than `EXACT_TERM_LEN` (no exact term: `msg:="..."` finds them through their
+/// tokens and checks the column), then queries that share all their tokens but are not equal
+/// (case, order, spacing), which that check must reject.
+const LONG_MESSAGES: &[&str] = &[
+    "disk full on volume data while writing alpha segment",
+    "connection reset by peer after a timeout of 30 seconds",
+    "delta",
+];
+const LONG_DECOYS: &[&str] = &[
+    "Disk full on volume data while writing alpha segment",
+    "writing alpha segment while disk full on volume data",
+    "disk full on volume data while writing alpha segment ",
+    "connection reset by peer after a timeout of 30 seconds!",
+    "connection reset by peer after a timeout of 30 seconds",
+    "disk full on volume data while writing alpha segment",
+];
 /// Latencies far from the usual ones, only in some corpora (they void DDSketch's guarantee
 /// for low quantiles, see `check_percentiles`).
 const EXTREME_I64: &[i64] = &[
@@ -269,6 +285,7 @@ fn event_strategy(base: i64, extremes: bool, dense: bool) -> impl Strategy<Value
         1 => Just(Some(String::new())),
         8 => prop::collection::vec(prop::sample::select(WORDS), 1..5)
             .prop_map(|words| Some(words.join(" "))),
+        2 => prop::sample::select(LONG_MESSAGES).prop_map(|m| Some(m.to_owned())),
     ];
     // Dense corpora have few distinct latencies, so that ranges take the numeric terms
     // (few terms, many docs each) rather than the column scan.
@@ -650,6 +667,7 @@ fn query_strategy(base: i64) -> impl Strategy<Value = Q> {
         2 => prop::sample::select(&["info", "warn", "error", "debug"][..])
             .prop_map(|l| Q::FieldWord("level", l)),
         1 => (0u8..14).prop_map(|n| Q::Exact("ip", ip_text(n))),
+        1 => prop::sample::select(LONG_DECOYS).prop_map(|m| Q::Exact("msg", m.to_owned())),
         6 => range_strategy(),
         2 => prop::sample::select(&["ratio", "latency", "bytes", "msg", "nosuch", "_time"][..])
             .prop_map(Q::Exists),

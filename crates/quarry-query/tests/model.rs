@@ -170,7 +170,7 @@ impl Model {
                 let idf: f64 = terms.iter().map(|(_, t)| self.idf(field, t)).sum();
                 (freq > 0).then(|| self.bm25(field, idf, freq, doc))
             }
-            Query::Exact { field, value } => {
+            Query::Exact { field, value, .. } => {
                 (self.strings[doc].get(field) == Some(value)).then_some(0.0)
             }
             Query::Any(clauses) => {

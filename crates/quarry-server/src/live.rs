@@ -42,7 +42,7 @@
 //! committed block is added twice.
 
 use crate::wal_writer::{WalHandle, WalWait};
-use quarry_format::block::Manifest;
+use quarry_format::block::{BlockInput, Manifest};
 use quarry_format::column::ChunkCache;
 use quarry_format::BlockReader;
 use quarry_index::analysis::Analyzer;
@@ -815,8 +815,8 @@ impl LiveIndex {
             self.analyzer.clone(),
             &self.config.merge,
             &Progress::default(),
-            |segment| {
-                let block = encode_memory_block(segment, &self.tenant, next_id)?;
+            |input| {
+                let block = encode_memory_block(input, &self.tenant, next_id)?;
                 next_id += 1;
                 Ok(block)
             },
@@ -957,7 +957,7 @@ impl LiveIndex {
         let blocks = segments
             .into_iter()
             .zip(first_id..)
-            .map(|(segment, id)| encode_memory_block(segment, &self.tenant, id))
+            .map(|(segment, id)| encode_memory_block(segment.into_block_input()?, &self.tenant, id))
             .collect::<Result<Vec<_>, _>>()?;
         let mut state = self.state();
         for block in &blocks {
@@ -985,12 +985,13 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 fn encode_memory_block(
-    segment: SegmentBuilder,
+    input: BlockInput,
     tenant: &str,
     id: u64,
 ) -> Result<MemoryBlock, quarry_index::error::IndexError> {
     let name = PathBuf::from(format!("memory/{tenant}/{id}.qblk"));
-    let (_, bytes) = segment.encode_block(&name)?;
+    let mut bytes = Vec::new();
+    quarry_format::block::encode_block(&name, input, &mut bytes)?;
     let bytes = Arc::new(bytes);
     let reader = BlockReader::from_bytes(&name, bytes.clone())?;
     Ok(MemoryBlock {

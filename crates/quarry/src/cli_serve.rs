@@ -188,7 +188,11 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// freed pages in each thread's heap for a while, and with tokio's many blocking threads the
 /// overload test saw 2–4× the configured memory resident (crates/quarry/tests/overload.rs).
 /// Purging at once returns them. Indexing (`quarry index`) keeps mimalloc's default.
+/// `MIMALLOC_PURGE_DELAY` in the environment (milliseconds) still wins, for measuring.
 fn purge_freed_memory_at_once() {
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
+        return;
+    }
     // SAFETY: sets a process-wide option before the server starts its threads; mimalloc
     // reads options atomically.
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };

@@ -54,6 +54,8 @@ pub struct BlockReader {
     manifest: Manifest,
     terms: fst::Map<MappedBytes>,
     pages: PageChecksums,
+    /// The format version the block was written in (footer).
+    version: u32,
     /// Unique among the readers this process opened: names the block in a `ChunkCache`, so
     /// a cached chunk is never served for another block (or a later block with the same path).
     uid: u64,
@@ -231,6 +233,7 @@ impl BlockReader {
             manifest,
             terms,
             pages,
+            version,
             uid: NEXT_READER_UID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         };
         if reader.time_column().is_none() {
@@ -249,6 +252,11 @@ impl BlockReader {
 
     pub fn doc_count(&self) -> u32 {
         self.manifest.doc_count
+    }
+
+    /// The format version the block was written in (FORMAT.md, "Versions").
+    pub fn format_version(&self) -> u32 {
+        self.version
     }
 
     pub fn file_len(&self) -> u64 {

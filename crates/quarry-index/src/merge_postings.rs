@@ -1,0 +1,463 @@
+//! The merge's fast path: an output block built from its inputs' columns, norms and postings,
+//! without rebuilding events or running the analyzer again.
+//!
+//! The re-index merge fetched every event, rebuilt its values and tokenized them again: about
+//! 16 µs per event on generated logs, the biggest share of a server's ingest CPU (BENCHMARKS.md,
+//! "Where the server's ingest CPU goes"). Here, for the docs one output block takes:
+//!
+//! - The doc order is the merge's (the time heap in `merge.rs`), and an output takes a
+//!   contiguous run of each input's docs, so each input's docs map to new ids through one
+//!   table ([`InputRun`]).
+//! - Columns are copied value by value in the new order, each input's chunks decoded once.
+//! - Norms are copied per doc. A field's `docs_with_field` is its count of non-zero norms (a doc
+//!   with tokens has a length id of at least 1) and its `total_tokens` the sum of the
+//!   frequencies of its token terms: exactly what the segment counts.
+//! - The term dictionaries are walked together in key order. A field's ordinal differs between
+//!   inputs, but names sort the same everywhere, so rewriting each key's ordinal to the output's
+//!   keeps every stream sorted; a term's postings (and positions) from each input are remapped
+//!   to new ids and merged by doc.
+//!
+//! The result is the block the re-index merge writes, byte for byte (tested in `merge.rs`), for
+//! inputs of format version 3 on. Older blocks may lack numeric terms (FORMAT.md, "Versions"),
+//! and a copy would carry the gap into a block whose other docs have them, where a range query
+//! trusts the terms: those merges re-index.
+
+use crate::error::Result;
+use quarry_format::block::{BlockInput, FieldInput, InvertedIndexWriter, TextInput};
+use quarry_format::column::{ColumnReader, ColumnWriter, DecodedChunk};
+use quarry_format::limits::TIME_CHUNK_MAX_DOCS;
+use quarry_format::{BlockReader, ColumnType, DecodeError, TermKind, TERMINATED, TIME_FIELD};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// The first format version whose blocks all hold numeric terms (FORMAT.md, "Versions").
+pub(crate) const MIN_COPY_VERSION: u32 = 3;
+
+/// Where one input's docs go in an output: docs `first..first + new_ids.len()` become
+/// `new_ids` (increasing).
+struct InputRun {
+    first: u32,
+    new_ids: Vec<u32>,
+}
+
+impl InputRun {
+    fn end(&self) -> u32 {
+        self.first + self.new_ids.len() as u32
+    }
+
+    fn is_empty(&self) -> bool {
+        self.new_ids.is_empty()
+    }
+}
+
+/// The runs of every input in `order` ((input, doc) in output order; each input's docs
+/// consecutive and increasing, as the time heap pops them).
+fn runs(inputs: usize, order: &[(u32, u32)]) -> Vec<InputRun> {
+    let mut runs: Vec<InputRun> = (0..inputs)
+        .map(|_| InputRun {
+            first: 0,
+            new_ids: Vec::new(),
+        })
+        .collect();
+    for (new, &(input, doc)) in order.iter().enumerate() {
+        let run = &mut runs[input as usize];
+        if run.new_ids.is_empty() {
+            run.first = doc;
+        }
+        debug_assert_eq!(doc, run.end(), "an input's docs are consecutive");
+        run.new_ids.push(new as u32);
+    }
+    runs
+}
+
+/// Builds the output block of the docs `order` (with `times`, ascending) from `readers`.
+pub(crate) fn build_output(
+    readers: &[&BlockReader],
+    order: &[(u32, u32)],
+    times: &[i64],
+) -> Result<BlockInput> {
+    let runs = runs(readers.len(), order);
+    let doc_count = order.len() as u32;
+    let present = |input: usize| !runs[input].is_empty();
+
+    // Every name of an input with docs here, sorted; a name with no value in these docs is
+    // dropped below (the re-index merge would never have seen it).
+    let mut names: Vec<&str> = readers
+        .iter()
+        .enumerate()
+        .filter(|&(input, _)| present(input))
+        .flat_map(|(_, reader)| reader.manifest().fields.iter().map(|f| f.name.as_str()))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+
+    let mut fields: Vec<FieldInput> = Vec::with_capacity(names.len());
+    for name in names {
+        // The field's ordinal in each input that has docs here.
+        let ordinals: Vec<Option<u16>> = readers
+            .iter()
+            .enumerate()
+            .map(|(input, reader)| present(input).then(|| reader.field_ordinal(name)).flatten())
+            .collect();
+        let columns = if name == TIME_FIELD {
+            let mut writer =
+                ColumnWriter::with_chunk_max_docs(ColumnType::Timestamp, TIME_CHUNK_MAX_DOCS);
+            for (doc, &time) in times.iter().enumerate() {
+                writer.push_raw(doc as u32, time as u64)?;
+            }
+            vec![writer.finish(doc_count)?]
+        } else {
+            let mut types: Vec<ColumnType> = ordinals
+                .iter()
+                .enumerate()
+                .filter_map(|(input, ordinal)| Some((input, (*ordinal)?)))
+                .flat_map(|(input, ordinal)| {
+                    readers[input].manifest().fields[ordinal as usize]
+                        .columns
+                        .iter()
+                        .map(|c| c.ty)
+                })
+                .collect();
+            types.sort_unstable();
+            types.dedup();
+            let mut columns = Vec::with_capacity(types.len());
+            for ty in types {
+                let column = copy_column(readers, &ordinals, order, name, ty)?;
+                if column.present_count > 0 {
+                    columns.push(column);
+                }
+            }
+            columns
+        };
+        if columns.is_empty() {
+            continue;
+        }
+        let text = copy_norms(readers, &ordinals, order).map(|norms| TextInput {
+            docs_with_field: norms.iter().filter(|&&n| n != 0).count() as u32,
+            norms,
+            // Summed from the token terms below.
+            total_tokens: 0,
+        });
+        let text = text.filter(|t| t.docs_with_field > 0);
+        fields.push(FieldInput {
+            name: name.to_owned(),
+            columns,
+            text,
+        });
+    }
+
+    // Input ordinal to output ordinal, per input: names sort the same in both, so this map
+    // is increasing and rewriting term keys keeps each dictionary in key order.
+    let ordinal_maps: Vec<Vec<Option<u16>>> = readers
+        .iter()
+        .enumerate()
+        .map(|(input, reader)| {
+            if !present(input) {
+                return Vec::new();
+            }
+            reader
+                .manifest()
+                .fields
+                .iter()
+                .map(|f| {
+                    fields
+                        .binary_search_by(|out| out.name.as_str().cmp(&f.name))
+                        .ok()
+                        .map(|i| i as u16)
+                })
+                .collect()
+        })
+        .collect();
+    let mut total_tokens = vec![0u64; fields.len()];
+    let inverted = merge_terms(readers, &runs, &ordinal_maps, &fields, &mut total_tokens)?;
+    for (field, tokens) in fields.iter_mut().zip(total_tokens) {
+        if let Some(text) = &mut field.text {
+            text.total_tokens = tokens;
+        }
+    }
+    Ok(BlockInput {
+        times: times.to_vec(),
+        fields,
+        inverted,
+    })
+}
+
+/// One input's column, read in doc order a chunk at a time.
+struct ChunkCursor<'a> {
+    column: ColumnReader<'a>,
+    /// The decoded chunk and the doc after its last.
+    chunk: Option<(DecodedChunk, u32)>,
+}
+
+impl ChunkCursor<'_> {
+    /// The chunk holding `doc`'s value and its position there, if `doc` has one. Docs must
+    /// come in increasing order: each chunk is decoded once.
+    fn find(&mut self, doc: u32) -> Result<Option<(&DecodedChunk, usize)>, DecodeError> {
+        // The chunk decoded for an earlier doc holds this one too if it ends after it.
+        let current = self.chunk.as_ref().is_some_and(|(_, end)| doc < *end);
+        if !current {
+            let Some(index) = self.column.chunk_of(doc)? else {
+                return Ok(None);
+            };
+            let chunk = self.column.decode_chunk(index)?;
+            let end = self.column.chunk_end(index)?;
+            self.chunk = Some((chunk, end));
+        }
+        let (chunk, _) = self.chunk.as_ref().expect("decoded just above");
+        Ok(chunk.position(doc).map(|position| (chunk, position)))
+    }
+}
+
+/// The column (`name`, `ty`) of the output, copied from the inputs that have it.
+fn copy_column(
+    readers: &[&BlockReader],
+    ordinals: &[Option<u16>],
+    order: &[(u32, u32)],
+    name: &str,
+    ty: ColumnType,
+) -> Result<quarry_format::column::ColumnData> {
+    let mut cursors: Vec<Option<ChunkCursor>> = readers
+        .iter()
+        .zip(ordinals)
+        .map(|(reader, ordinal)| {
+            let column = reader.column((*ordinal)?, ty)?;
+            Some(ChunkCursor {
+                column,
+                chunk: None,
+            })
+        })
+        .collect();
+    let mut writer = ColumnWriter::new(ty);
+    let is_bytes = matches!(ty, ColumnType::Str | ColumnType::Json);
+    for (new, &(input, doc)) in order.iter().enumerate() {
+        let Some(cursor) = &mut cursors[input as usize] else {
+            continue;
+        };
+        let reader = readers[input as usize];
+        let corrupt = |e| reader.corrupt(format!("column {name}:{}", ty.name()), e);
+        let Some((chunk, position)) = cursor.find(doc).map_err(corrupt)? else {
+            continue;
+        };
+        if is_bytes {
+            let value = chunk
+                .str_at(position)
+                .ok_or_else(|| corrupt(DecodeError::new("value outside its chunk")))?;
+            writer.push_str(new as u32, value)?;
+        } else {
+            let raw = chunk
+                .raw(position)
+                .ok_or_else(|| corrupt(DecodeError::new("value outside its chunk")))?;
+            writer.push_raw(new as u32, raw)?;
+        }
+    }
+    Ok(writer.finish(order.len() as u32)?)
+}
+
+/// The output's norms of a field: each doc's length id from its input (0 where the input has
+/// no tokens in the field), or `None` when no input has the field tokenized.
+fn copy_norms(
+    readers: &[&BlockReader],
+    ordinals: &[Option<u16>],
+    order: &[(u32, u32)],
+) -> Option<Vec<u8>> {
+    let norms: Vec<Option<&[u8]>> = readers
+        .iter()
+        .zip(ordinals)
+        .map(|(reader, ordinal)| reader.norms((*ordinal)?))
+        .collect();
+    if norms.iter().all(Option::is_none) {
+        return None;
+    }
+    // In bounds: the reader checked at open that norms hold one byte per doc.
+    Some(
+        order
+            .iter()
+            .map(|&(input, doc)| norms[input as usize].map_or(0, |n| n[doc as usize]))
+            .collect(),
+    )
+}
+
+/// A term key read from an input's dictionary with its field ordinal rewritten to the
+/// output's: (key, input, term ordinal in the input). Smallest key first; on equal keys, the
+/// input order (irrelevant to the result: each term's docs are sorted by new id).
+type HeapEntry = Reverse<(Vec<u8>, usize, u64)>;
+
+/// Pushes `input`'s next term whose field is in the output, reusing `key`'s buffer.
+fn push_next(
+    heap: &mut BinaryHeap<HeapEntry>,
+    stream: &mut fst::map::Stream<'_>,
+    ordinal_map: &[Option<u16>],
+    reader: &BlockReader,
+    input: usize,
+    mut key: Vec<u8>,
+) -> Result<()> {
+    use fst::Streamer;
+    while let Some((raw, ordinal)) = stream.next() {
+        if raw.len() < 3 {
+            let error = DecodeError::new("term key shorter than its field and kind");
+            return Err(reader.corrupt("term dictionary", error).into());
+        }
+        let field = u16::from_be_bytes([raw[0], raw[1]]);
+        let Some(&Some(out)) = ordinal_map.get(field as usize) else {
+            // A field with no value in these docs: none of its terms has a doc here.
+            continue;
+        };
+        key.clear();
+        key.extend_from_slice(&out.to_be_bytes());
+        key.extend_from_slice(&raw[2..]);
+        heap.push(Reverse((key, input, ordinal)));
+        return Ok(());
+    }
+    Ok(())
+}
+
+/// The output's term dictionary and postings: every term of the inputs that has a doc here,
+/// its docs remapped. Adds each token term's frequencies to its field's `total_tokens`.
+fn merge_terms(
+    readers: &[&BlockReader],
+    runs: &[InputRun],
+    ordinal_maps: &[Vec<Option<u16>>],
+    fields: &[FieldInput],
+    total_tokens: &mut [u64],
+) -> Result<InvertedIndexWriter> {
+    let mut streams: Vec<Option<fst::map::Stream>> = readers
+        .iter()
+        .zip(runs)
+        .map(|(reader, run)| (!run.is_empty()).then(|| reader.term_dictionary().stream()))
+        .collect();
+    let mut heap = BinaryHeap::new();
+    for (input, stream) in streams.iter_mut().enumerate() {
+        if let Some(stream) = stream {
+            push_next(
+                &mut heap,
+                stream,
+                &ordinal_maps[input],
+                readers[input],
+                input,
+                Vec::new(),
+            )?;
+        }
+    }
+    let mut writer = InvertedIndexWriter::default();
+    let mut key = Vec::new();
+    let mut sources: Vec<(usize, u64, Vec<u8>)> = Vec::new();
+    // (new doc, tf, start of its positions in `positions`)
+    let mut entries: Vec<(u32, u32, u32)> = Vec::new();
+    let mut positions: Vec<u32> = Vec::new();
+    let mut doc_positions: Vec<u32> = Vec::new();
+    let (mut docs, mut tfs, mut sorted_positions) = (Vec::new(), Vec::new(), Vec::new());
+    while let Some(Reverse((first_key, input, ordinal))) = heap.pop() {
+        key.clear();
+        key.extend_from_slice(&first_key);
+        sources.clear();
+        sources.push((input, ordinal, first_key));
+        while heap
+            .peek()
+            .is_some_and(|Reverse((next, _, _))| *next == key)
+        {
+            let Reverse((next, input, ordinal)) = heap.pop().expect("peeked");
+            sources.push((input, ordinal, next));
+        }
+        let out_field = u16::from_be_bytes([key[0], key[1]]);
+        let kind = TermKind::from_u8(key[2]);
+
+        entries.clear();
+        positions.clear();
+        for &(input, ordinal, _) in &sources {
+            let reader = readers[input];
+            let Some(kind) = kind else {
+                let error = DecodeError::new("unknown term kind");
+                return Err(reader.corrupt("term dictionary", error).into());
+            };
+            let run = &runs[input];
+            let info = reader.term_info_by_ordinal(ordinal)?;
+            let with_positions = kind.has_positions();
+            if with_positions && !info.has_positions {
+                let error = DecodeError::new("token term without positions");
+                return Err(reader.corrupt("term infos", error).into());
+            }
+            let mut cursor = if with_positions {
+                reader.postings_with_positions(&info)?
+            } else {
+                reader.postings(&info)?
+            };
+            let mut doc = cursor.seek(run.first);
+            while doc != TERMINATED && doc < run.end() {
+                let new = run.new_ids[(doc - run.first) as usize];
+                if with_positions {
+                    let tf = cursor.term_freq();
+                    cursor
+                        .positions(&mut doc_positions)
+                        .map_err(|e| reader.corrupt("positions", e))?;
+                    if doc_positions.len() != tf as usize {
+                        let error = DecodeError::new("positions do not match the frequency");
+                        return Err(reader.corrupt("positions", error).into());
+                    }
+                    entries.push((new, tf, positions.len() as u32));
+                    positions.extend_from_slice(&doc_positions);
+                } else {
+                    entries.push((new, 1, 0));
+                }
+                doc = cursor.advance();
+            }
+            if let Some(error) = cursor.error() {
+                return Err(reader.corrupt("postings", error).into());
+            }
+        }
+        // Advance the streams this term came from before anything can `continue`.
+        for (input, _, buffer) in sources.drain(..) {
+            if let Some(stream) = &mut streams[input] {
+                push_next(
+                    &mut heap,
+                    stream,
+                    &ordinal_maps[input],
+                    readers[input],
+                    input,
+                    buffer,
+                )?;
+            }
+        }
+        let Some(kind) = kind else { continue };
+        if entries.is_empty() {
+            continue;
+        }
+        // Several inputs' docs interleave in the output; one input's are already in order.
+        let interleaved = entries.windows(2).any(|w| w[0].0 > w[1].0);
+        if interleaved {
+            entries.sort_unstable_by_key(|e| e.0);
+        }
+        docs.clear();
+        tfs.clear();
+        sorted_positions.clear();
+        for &(doc, tf, start) in &entries {
+            docs.push(doc);
+            tfs.push(tf);
+            if kind.has_positions() {
+                sorted_positions
+                    .extend_from_slice(&positions[start as usize..(start + tf) as usize]);
+            }
+        }
+        let field = &fields[out_field as usize];
+        if kind == TermKind::Token {
+            total_tokens[out_field as usize] += tfs.iter().map(|&tf| u64::from(tf)).sum::<u64>();
+        }
+        let norms = field.text.as_ref().map(|t| t.norms.as_slice());
+        let norm_of = |doc: u32| {
+            norms
+                .and_then(|n| n.get(doc as usize))
+                .copied()
+                .unwrap_or(0)
+        };
+        let term_positions = kind.has_positions().then_some(sorted_positions.as_slice());
+        writer.add_term(
+            out_field,
+            kind,
+            &key[3..],
+            &docs,
+            &tfs,
+            norm_of,
+            term_positions,
+        )?;
+    }
+    Ok(writer)
+}

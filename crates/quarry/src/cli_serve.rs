@@ -184,22 +184,28 @@ const DEFAULT_LISTEN: &str = "127.0.0.1:7380";
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 /// A server's memory is bounded by its configuration (`--memory-limit`, `--max-inflight`,
-/// `--cache-size`) only if the allocator gives freed memory back: by default mimalloc keeps
-/// freed pages in each thread's heap for a while, and with tokio's many blocking threads the
-/// overload test saw 2–4× the configured memory resident (crates/quarry/tests/overload.rs).
-/// Purging at once returns them. Indexing (`quarry index`) keeps mimalloc's default.
+/// `--cache-size`) only if the allocator gives freed memory back soon: by default mimalloc
+/// keeps freed pages in each thread's heap for a while, and with tokio's many blocking threads
+/// the overload test saw 2–4× the configured memory resident (crates/quarry/tests/overload.rs).
+/// Purging at once (a delay of 0) kept it in bounds but made every seal and merge fault its
+/// buffers in again: a tenth of the ingest CPU was page faults and TLB shootdowns, and ingest
+/// ran at 20–22 MB/s against 24–29 at 100 ms and 29–30 at 1 s (`bench/run-ingest.sh`, quarry
+/// bulk, 2026-11-23). At 1 s the overload test's peak went 8% over its budget; at 100 ms it
+/// stayed at 178 of 216 MB. Indexing (`quarry index`) keeps mimalloc's default.
 /// `MIMALLOC_PURGE_DELAY` in the environment (milliseconds) still wins, for measuring.
-fn purge_freed_memory_at_once() {
+const PURGE_DELAY_MS: std::ffi::c_long = 100;
+
+fn purge_freed_memory_soon() {
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
         return;
     }
     // SAFETY: sets a process-wide option before the server starts its threads; mimalloc
     // reads options atomically.
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) };
 }
 
 pub fn serve(args: ServeArgs) -> Result<ExitCode> {
-    purge_freed_memory_at_once();
+    purge_freed_memory_soon();
     // Logs on stderr, `info` and up unless RUST_LOG says otherwise (e.g. RUST_LOG=quarry=debug).
     // Colours only on a terminal: a log file gets plain text.
     tracing_subscriber::fmt()

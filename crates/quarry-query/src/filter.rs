@@ -737,7 +737,7 @@ fn in_range(range: &NumericRange, bounds: Option<(i64, i64)>, ty: ColumnType, ra
     }
 }
 
-fn postings_union<'a>(
+pub(crate) fn postings_union<'a>(
     block: &'a BlockReader,
     infos: &[quarry_format::TermInfo],
 ) -> Result<Option<BoxScorer<'a>>> {

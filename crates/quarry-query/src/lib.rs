@@ -11,6 +11,7 @@ pub mod cursor;
 pub mod error;
 pub mod filter;
 pub mod parser;
+pub mod pattern;
 pub mod query;
 pub mod range;
 pub mod request;

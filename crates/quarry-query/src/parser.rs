@@ -13,7 +13,10 @@
 //!           | "_exists_:" FIELD | FIELD ":*"              the field has a value
 //!           | value
 //! BOUND    := a number, or `*` for none; for `_time`, a time (RFC 3339, a date, epoch, now-15m)
-//! value    := PHRASE | WORD
+//! value    := PHRASE | PATTERN | WORD
+//! PATTERN  := WORD with an unescaped `*` (any run) or `?` (one char)    prefix / wildcard
+//!           | WORD "~" [0-2]?                                          fuzzy, `~` alone is 2
+//!           | "/" regex "/"         a leading slash; `\/` is a slash inside (pattern.rs)
 //! PHRASE   := '"' chars '"'       `\"` is a quote inside the phrase
 //! WORD     := chars up to whitespace or ( ) " ; `\` escapes the next char
 //! ```
@@ -21,20 +24,22 @@
 //! stray `)` are all errors, naming the position of that quote or parenthesis. Guessing where
 //! the user meant a group or phrase to end gives an answer to a query nobody wrote.
 //!
-//! Lucene's other operators are refused until Step 5 implements them, each naming the
-//! position of the operator: an unescaped `*` or `?` in a word (prefix/wildcard; a lone `*`,
-//! `*:*` still matches everything and `field:*` every event that has the field), `~` (fuzzy, or slop right after a phrase), `^`
-//! (boost) and a word starting with `/` (a regular expression). Read as plain words they
-//! would be analyzed away (`err*` searched `err`, `error~2` the phrase "error 2") and answer
-//! a different query without a word of warning. Where a value is literal they mean nothing
-//! special: in phrases, exact values (`host:=web-*`), range bounds and after a `\`.
+//! A lone `*` and `*:*` match everything and `field:*` every event that has the field; other
+//! unescaped `*` and `?` make a word a wildcard pattern, a `~` a fuzzy term (pattern.rs).
+//! Lucene's remaining operators are refused until Step 5 implements them, each naming the
+//! position of the operator: `~` right after a phrase (slop), `^` (boost) and wildcards in
+//! field names. Read as plain words they would be analyzed away and answer a different
+//! query without a word of warning. Where a value is literal they mean nothing special: in
+//! phrases, exact values (`host:=web-*`), range bounds and after a `\`.
 //! The grammar is a plain recursive-descent parser over a token list, so later steps can add
 //! wildcards, fuzzy and regex values in `primary` alone.
 
+use crate::pattern::{Pattern, PatternKind, WildcardPart};
 use crate::range::{Number, NumericRange};
 use crate::time::{now_nanos, parse_time};
 use std::fmt;
 use std::ops::Bound;
+use std::sync::Arc;
 
 /// The field that holds each event's time; its range bounds are times, not numbers.
 pub const TIME_FIELD: &str = quarry_format::TIME_FIELD;
@@ -94,6 +99,13 @@ pub enum ParseErrorKind {
     /// and `--end` print the same one).
     #[error("{message}")]
     BadTime { message: String },
+    /// A pattern that does not compile (a bad regular expression, a fuzzy distance above 2);
+    /// the position is the pattern's.
+    #[error("{reason}")]
+    BadPattern { reason: String },
+    /// The position is the opening slash's.
+    #[error("unterminated regular expression")]
+    UnterminatedRegex,
 }
 
 impl ParseErrorKind {
@@ -171,6 +183,11 @@ pub enum Ast {
     Exists {
         field: String,
     },
+    /// `err*`, `w?ld*`, `/re/`, `eror~1` or `field:` with one: terms matched by a pattern.
+    Pattern {
+        field: Option<String>,
+        pattern: Arc<Pattern>,
+    },
     /// `*`: every event.
     All,
     Bool(Vec<(Occur, Ast)>),
@@ -190,6 +207,13 @@ impl fmt::Display for Ast {
             Ast::Phrase { field: name, text } => {
                 field(f, name)?;
                 write!(f, "\"{text}\"")
+            }
+            Ast::Pattern {
+                field: name,
+                pattern,
+            } => {
+                field(f, name)?;
+                write!(f, "{pattern}")
             }
             Ast::Exact { field, value } => write!(f, "{field}:=\"{value}\""),
             Ast::Range { field, range } => write!(f, "{field}:{range}"),
@@ -217,6 +241,8 @@ impl fmt::Display for Ast {
 #[derive(Debug, Clone, PartialEq)]
 enum Token {
     Word(String),
+    /// A word with an unescaped `*` or `?` or a `~`, or a `/regex/`: not yet compiled.
+    Pattern(PatternKind),
     Phrase(String),
     Field(String),
     ExactField(String),
@@ -350,8 +376,44 @@ fn lex(input: &str) -> Result<Vec<(usize, Token)>, ParseError> {
                     ));
                 }
             }
+            // Only a leading slash opens a regex: `url:http://x` and `and/or` are words, and an
+            // exact value is literal (`path:=/var/log`).
+            '/' if !matches!(tokens.last(), Some((_, Token::ExactField(_)))) => {
+                chars.next();
+                let mut regex = String::new();
+                let mut closed = false;
+                while let Some((_, c)) = chars.next() {
+                    match c {
+                        '/' => {
+                            closed = true;
+                            break;
+                        }
+                        // `\/` is a slash inside the regex; other escapes are the regex's.
+                        '\\' if chars.peek().is_some_and(|&(_, n)| n == '/') => {
+                            chars.next();
+                            regex.push('/');
+                        }
+                        '\\' => {
+                            regex.push('\\');
+                            if let Some((_, escaped)) = chars.next() {
+                                regex.push(escaped);
+                            }
+                        }
+                        c => regex.push(c),
+                    }
+                }
+                if !closed {
+                    return Err(ParseError {
+                        position: start,
+                        kind: ParseErrorKind::UnterminatedRegex,
+                    });
+                }
+                tokens.push((start, Token::Pattern(PatternKind::Regex(regex))));
+            }
             _ => {
                 let mut text = String::new();
+                // Each char of `text` with whether it is an unescaped `*`, `?` or `~`.
+                let mut special: Vec<bool> = Vec::new();
                 let mut field = None;
                 // An escaped word is text: `\*` is not match-all, `\AND` not the operator.
                 let mut escaped_any = false;
@@ -368,12 +430,8 @@ fn lex(input: &str) -> Result<Vec<(usize, Token)>, ParseError> {
                     }
                     chars.next();
                     let feature = match c {
-                        '*' | '?' => Some(Feature::Wildcard),
                         '~' if after_phrase && at == start => Some(Feature::PhraseSlop),
-                        '~' => Some(Feature::Fuzzy),
                         '^' => Some(Feature::Boost),
-                        // Only a leading slash opens a regex: `url:http://x` and `and/or` are words.
-                        '/' if at == start => Some(Feature::Regex),
                         _ => None,
                     };
                     if let (None, Some(feature)) = (unsupported, feature) {
@@ -384,6 +442,7 @@ fn lex(input: &str) -> Result<Vec<(usize, Token)>, ParseError> {
                             escaped_any = true;
                             if let Some((_, escaped)) = chars.next() {
                                 text.push(escaped);
+                                special.push(false);
                             }
                         }
                         ':' if may_be_field && !text.is_empty() && field.is_none() => {
@@ -391,10 +450,23 @@ fn lex(input: &str) -> Result<Vec<(usize, Token)>, ParseError> {
                             if exact {
                                 chars.next();
                             }
+                            if let Some(i) = special.iter().position(|&s| s) {
+                                // `f*:x`: field names are literal; `*:*` is handled below.
+                                // `*:*` clears this below, as match-all.
+                                if unsupported.is_none() {
+                                    let at =
+                                        start + text.char_indices().nth(i).map_or(0, |(b, _)| b);
+                                    unsupported = Some((at, Feature::Wildcard));
+                                }
+                            }
                             field = Some((std::mem::take(&mut text), exact));
+                            special.clear();
                             break;
                         }
-                        c => text.push(c),
+                        c => {
+                            text.push(c);
+                            special.push(matches!(c, '*' | '?' | '~'));
+                        }
                     }
                 }
                 let match_all = match &field {
@@ -423,8 +495,14 @@ fn lex(input: &str) -> Result<Vec<(usize, Token)>, ParseError> {
                         kind: ParseErrorKind::NotSupportedYet { feature },
                     });
                 }
+                let pattern = if field.is_none() && !match_all && !literal {
+                    pattern_of(&text, &special, start)?
+                } else {
+                    None
+                };
                 let token = match (field, text.as_str()) {
                     _ if match_all => Token::Star,
+                    _ if pattern.is_some() => Token::Pattern(pattern.expect("checked")),
                     (Some((name, true)), _) => Token::ExactField(name),
                     (Some((name, false)), _) => Token::Field(name),
                     (None, _) if escaped_any => Token::Word(text),
@@ -438,6 +516,60 @@ fn lex(input: &str) -> Result<Vec<(usize, Token)>, ParseError> {
         }
     }
     Ok(tokens)
+}
+
+/// The pattern a word stands for, if it has an unescaped `*`, `?` or `~` (`special[i]` says
+/// whether char `i` of `text` is one). `start` is the word's position, for errors.
+fn pattern_of(
+    text: &str,
+    special: &[bool],
+    start: usize,
+) -> Result<Option<PatternKind>, ParseError> {
+    let chars: Vec<char> = text.chars().collect();
+    if !special.iter().any(|&s| s) {
+        return Ok(None);
+    }
+    let bad = |reason: String| ParseError {
+        position: start,
+        kind: ParseErrorKind::BadPattern { reason },
+    };
+    if let Some(tilde) = (0..chars.len()).find(|&i| special[i] && chars[i] == '~') {
+        // `term~` or `term~N`: a fuzzy term, nothing special before the `~`.
+        let term: String = chars[..tilde].iter().collect::<String>().to_lowercase();
+        let rest: String = chars[tilde + 1..].iter().collect();
+        if term.is_empty() || special[..tilde].iter().any(|&s| s) {
+            return Err(bad(format!(
+                "a fuzzy term is a word then `~` or `~N` (N up to 2), not {text:?}"
+            )));
+        }
+        let distance = match rest.as_str() {
+            "" => 2,
+            digits => digits.parse::<u8>().map_err(|_| {
+                bad(format!(
+                    "expected an edit distance (0, 1 or 2) after `~`, got {digits:?}"
+                ))
+            })?,
+        };
+        return Ok(Some(PatternKind::Fuzzy { term, distance }));
+    }
+    // Wildcards: `err*` is a prefix, anything else a wildcard pattern.
+    let mut parts: Vec<WildcardPart> = Vec::new();
+    for (c, &is_special) in chars.iter().zip(special) {
+        match (c, is_special) {
+            ('*', true) => parts.push(WildcardPart::AnyRun),
+            ('?', true) => parts.push(WildcardPart::AnyChar),
+            (c, _) => match parts.last_mut() {
+                Some(WildcardPart::Literal(literal)) => literal.extend(c.to_lowercase()),
+                _ => parts.push(WildcardPart::Literal(c.to_lowercase().collect())),
+            },
+        }
+    }
+    Ok(Some(match parts.as_slice() {
+        [WildcardPart::Literal(prefix), WildcardPart::AnyRun] => {
+            PatternKind::Prefix(prefix.clone())
+        }
+        _ => PatternKind::Wildcard(parts),
+    }))
 }
 
 struct Parser<'a> {
@@ -610,6 +742,16 @@ impl Parser<'_> {
                 Ok(inner)
             }
             Token::Star => Ok(Ast::All),
+            Token::Pattern(kind) => {
+                let pattern = Pattern::new(kind).map_err(|e| ParseError {
+                    position,
+                    kind: ParseErrorKind::BadPattern { reason: e.0 },
+                })?;
+                Ok(Ast::Pattern {
+                    field: field.map(str::to_owned),
+                    pattern: Arc::new(pattern),
+                })
+            }
             Token::Word(text) => Ok(Ast::Word {
                 field: field.map(str::to_owned),
                 text,
@@ -667,7 +809,9 @@ impl Parser<'_> {
                         Ast::Exists { field: name }
                     })
                 }
-                Some(Token::Word(_)) | Some(Token::Phrase(_)) => self.primary(Some(&name)),
+                Some(Token::Word(_)) | Some(Token::Phrase(_)) | Some(Token::Pattern(_)) => {
+                    self.primary(Some(&name))
+                }
                 // `field:AND` and the like: the keyword is the value.
                 Some(Token::And) | Some(Token::Or) | Some(Token::Not) => {
                     let text = self.input[self.position()..]
@@ -885,52 +1029,64 @@ mod tests {
 
     #[test]
     fn operators_not_supported_yet() {
-        use Feature::{Boost, Fuzzy, PhraseSlop, Regex, Wildcard};
-        check_not_supported("err*", 3, Wildcard);
-        check_not_supported("wild*ca?d", 4, Wildcard);
-        check_not_supported("wildca?d", 6, Wildcard);
-        check_not_supported("*err", 0, Wildcard);
-        check_not_supported("**", 0, Wildcard);
-        check_not_supported("what?", 4, Wildcard);
-        check_not_supported("msg:err*", 7, Wildcard);
-        check_not_supported("+err*", 4, Wildcard);
-        check_not_supported("a (b c*)", 6, Wildcard);
+        use Feature::{Boost, PhraseSlop, Wildcard};
         check_not_supported("f*:x", 1, Wildcard);
         check_not_supported("*:x", 0, Wildcard);
         check_not_supported("*:**", 0, Wildcard);
-        check_not_supported("_exists_:f*", 10, Wildcard);
-        check_not_supported("/err.*/", 0, Regex);
-        check_not_supported("msg:/err/", 4, Regex);
-        check_not_supported("-/err/", 1, Regex);
-        check_not_supported("error~", 5, Fuzzy);
-        check_not_supported("error~2", 5, Fuzzy);
-        check_not_supported("msg:error~1", 9, Fuzzy);
         check_not_supported("\"a b\"~2", 5, PhraseSlop);
         check_not_supported("msg:\"a b\"~2", 9, PhraseSlop);
         check_not_supported("error^2", 5, Boost);
         check_not_supported("\"a b\"^2", 5, Boost);
         check_not_supported("(a b)^2", 5, Boost);
-        check_not_supported("a AND err* )", 9, Wildcard);
-        check(
-            "err*",
-            "error: prefix/wildcard queries (`*`, `?`) are not supported yet at position 3",
-        );
-        check(
-            "error~2",
-            "error: fuzzy queries (`~`) are not supported yet at position 5",
-        );
         check(
             "\"a b\"~2",
             "error: phrase slops (`\"a b\"~2`) are not supported yet at position 5",
         );
         check(
-            "/err.*/",
-            "error: regular expressions (`/.../`) are not supported yet at position 0",
-        );
-        check(
             "error^2",
             "error: boosts (`^`) are not supported yet at position 5",
         );
+    }
+
+    /// Prefix, wildcard, regex and fuzzy terms: what they parse to (lowercased where tokens
+    /// are), and their errors with positions.
+    #[test]
+    fn patterns() {
+        check("err*", "err*");
+        check("ERR*", "err*");
+        check("msg:err*", "msg:err*");
+        check("+err*", "(+err*)");
+        check("a (b c*)", "(a (b c*))");
+        check("wild*ca?d", "wild*ca?d");
+        check("*err", "*err");
+        check("**", "**");
+        check("what?", "what?");
+        check("/err.*/", "/err.*/");
+        check("msg:/err/", "msg:/err/");
+        check("-/err/", "(-/err/)");
+        check("/a b/", "/a b/");
+        check("/a\\/b/", "/a/b/");
+        check("error~", "error~2");
+        check("error~1", "error~1");
+        check("msg:Error~0", "msg:error~0");
+        check("\\*err", "*err");
+        check("host:=web-*", "host:=\"web-*\"");
+        check("path:=/var/log", "path:=\"/var/log\"");
+        check_error("a AND err* )", 11, ParseErrorKind::UnbalancedClose);
+        check_error("x /err", 2, ParseErrorKind::UnterminatedRegex);
+        check(
+            "error~3",
+            "error: fuzzy distance 3 is above the maximum, 2 at position 0",
+        );
+        check(
+            "a error~x",
+            "error: expected an edit distance (0, 1 or 2) after `~`, got \"x\" at position 2",
+        );
+        check(
+            "msg:/a(b/",
+            "error: invalid regular expression: unclosed group at position 4",
+        );
+        check_error("_exists_:f*", 9, ParseErrorKind::ExpectedExistsField);
     }
 
     /// Where an operator character is literal: match-all, range bounds, exact values,

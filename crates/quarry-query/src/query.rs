@@ -2,9 +2,11 @@
 //! expanded over the text fields.
 
 use crate::parser::{Ast, Occur, TIME_FIELD};
+use crate::pattern::Pattern;
 use crate::range::NumericRange;
 use quarry_format::limits::EXACT_TERM_LEN;
 use quarry_index::Analyzer;
+use std::sync::Arc;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Query {
@@ -24,6 +26,12 @@ pub enum Query {
         field: String,
         value: String,
         tokens: Vec<String>,
+    },
+    /// Token terms of one field matched by a pattern (prefix, wildcard, regex, fuzzy); a
+    /// filter: it scores nothing.
+    Pattern {
+        field: String,
+        pattern: Arc<Pattern>,
     },
     /// Matches when any clause matches; the score is the sum of the matching clauses' scores
     /// (a bare word over several fields, as Lucene's MultiFieldQueryParser builds it).
@@ -72,6 +80,20 @@ pub fn plan(ast: &Ast, analyzer: &Analyzer, text_fields: &[String]) -> Query {
                         terms: tokens.clone(),
                     }
                 }
+            };
+            match field {
+                Some(field) => per_field(field),
+                None => match text_fields {
+                    [] => Query::Nothing,
+                    [only] => per_field(only),
+                    many => Query::Any(many.iter().map(|f| per_field(f)).collect()),
+                },
+            }
+        }
+        Ast::Pattern { field, pattern } => {
+            let per_field = |field: &str| Query::Pattern {
+                field: field.to_owned(),
+                pattern: pattern.clone(),
             };
             match field {
                 Some(field) => per_field(field),
@@ -181,6 +203,7 @@ impl Query {
             Query::Term { field, .. }
             | Query::Phrase { field, .. }
             | Query::Exact { field, .. }
+            | Query::Pattern { field, .. }
             | Query::Range { field, .. }
             | Query::Exists { field } => {
                 names.insert(field);

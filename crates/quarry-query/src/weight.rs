@@ -34,6 +34,10 @@ pub enum Weight {
         /// See `Query::Exact`: non-empty only for values without an exact term.
         tokens: Vec<String>,
     },
+    Pattern {
+        field: String,
+        pattern: Arc<crate::pattern::Pattern>,
+    },
     Any(Vec<Weight>),
     /// Filters (score 0); they carry the optimizations their scorers may use.
     TimeRange {
@@ -244,6 +248,10 @@ impl Weight {
                 value: value.clone(),
                 tokens: tokens.clone(),
             },
+            Query::Pattern { field, pattern } => Weight::Pattern {
+                field: field.clone(),
+                pattern: pattern.clone(),
+            },
             Query::Any(clauses) => Weight::Any(all(clauses, caches)),
             Query::TimeRange { start, end } => Weight::TimeRange {
                 start: *start,
@@ -400,6 +408,7 @@ impl Weight {
                     cursor: block.postings(&info)?,
                 }))
             }
+            Weight::Pattern { field, pattern } => pattern.scorer(block, field)?,
             Weight::TimeRange {
                 start,
                 end,

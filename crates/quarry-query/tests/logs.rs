@@ -35,6 +35,86 @@ const LONG_MESSAGES: &[&str] = &[
     "connection reset by peer after a timeout of 30 seconds",
     "delta",
 ];
+/// Prefix, wildcard, regex and fuzzy terms over WORDS, LEVELS and the long messages' words.
+const PATTERNS: &[&str] = &[
+    "al*",
+    "t*",
+    "DEL*",
+    "*a",
+    "*e*",
+    "?eta",
+    "gam?a",
+    "er*or",
+    "**",
+    "x*",
+    "*ou*",
+    "/(al|be)[a-z]+/",
+    "/.*ou.*/",
+    "/e.*/",
+    "/[0-9]+/",
+    "/warn|info/",
+    "/zzz/",
+    "alpah~1",
+    "beta~0",
+    "gama~1",
+    "timeuot~2",
+    "errr~1",
+    "eror~",
+    "wran~1",
+    "sgment~1",
+];
+/// The model of a pattern over one token: wildcards by recursion, fuzzy by the optimal string
+/// alignment distance (a transposition is one edit), regexes by the `regex` crate.
+fn pattern_matches(pattern: &str, token: &str) -> bool {
+    if let Some(regex) = pattern.strip_prefix('/').and_then(|p| p.strip_suffix('/')) {
+        return regex::Regex::new(&format!("^(?:{regex})$"))
+            .unwrap()
+            .is_match(token);
+    }
+    if let Some((term, distance)) = pattern.split_once('~') {
+        let distance: usize = if distance.is_empty() {
+            2
+        } else {
+            distance.parse().unwrap()
+        };
+        return osa_distance(&term.to_lowercase(), token) <= distance;
+    }
+    fn glob(p: &[char], t: &[char]) -> bool {
+        match p.split_first() {
+            None => t.is_empty(),
+            Some(('*', rest)) => (0..=t.len()).any(|i| glob(rest, &t[i..])),
+            Some(('?', rest)) => !t.is_empty() && glob(rest, &t[1..]),
+            Some((c, rest)) => t.first() == Some(c) && glob(rest, &t[1..]),
+        }
+    }
+    let p: Vec<char> = pattern.to_lowercase().chars().collect();
+    let t: Vec<char> = token.chars().collect();
+    glob(&p, &t)
+}
+
+fn osa_distance(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for j in 0..=b.len() {
+        d[0][j] = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            d[i][j] = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
+            }
+        }
+    }
+    d[a.len()][b.len()]
+}
+
 const LONG_DECOYS: &[&str] = &[
     "Disk full on volume data while writing alpha segment",
     "writing alpha segment while disk full on volume data",
@@ -361,6 +441,8 @@ enum Q {
     Word(&'static str),
     FieldWord(&'static str, &'static str),
     Exact(&'static str, String),
+    /// A prefix, wildcard, regex or fuzzy term (as written) over one field or every text field.
+    Pattern(Option<&'static str>, &'static str),
     /// `text` is how the range is written; bounds are number texts.
     Range {
         field: &'static str,
@@ -386,6 +468,8 @@ impl Q {
             Q::Word(w) => (*w).into(),
             Q::FieldWord(f, w) => format!("{f}:{w}"),
             Q::Exact(f, v) => format!("{f}:=\"{v}\""),
+            Q::Pattern(Some(f), p) => format!("{f}:{p}"),
+            Q::Pattern(None, p) => (*p).into(),
             Q::Range { text, .. } | Q::Time { text, .. } => text.clone(),
             Q::Exists(f) => format!("_exists_:{f}"),
             Q::And(qs) => format!(
@@ -408,6 +492,14 @@ impl Q {
             Q::Word(w) => event.tokens.values().any(|t| t.contains(*w)),
             Q::FieldWord(f, w) => event.tokens.get(f).is_some_and(|t| t.contains(*w)),
             Q::Exact(f, v) => matches!(event.value(f), Some(Value::Str(s)) if s == v),
+            Q::Pattern(field, pattern) => {
+                let hit =
+                    |tokens: &HashSet<String>| tokens.iter().any(|t| pattern_matches(pattern, t));
+                match field {
+                    Some(f) => event.tokens.get(f).is_some_and(hit),
+                    None => event.tokens.values().any(hit),
+                }
+            }
             Q::Range {
                 field,
                 lower,
@@ -668,6 +760,8 @@ fn query_strategy(base: i64) -> impl Strategy<Value = Q> {
             .prop_map(|l| Q::FieldWord("level", l)),
         1 => (0u8..14).prop_map(|n| Q::Exact("ip", ip_text(n))),
         1 => prop::sample::select(LONG_DECOYS).prop_map(|m| Q::Exact("msg", m.to_owned())),
+        3 => (prop::option::of(prop::sample::select(&["msg", "level"][..])), prop::sample::select(PATTERNS))
+            .prop_map(|(f, p)| Q::Pattern(f, p)),
         6 => range_strategy(),
         2 => prop::sample::select(&["ratio", "latency", "bytes", "msg", "nosuch", "_time"][..])
             .prop_map(Q::Exists),

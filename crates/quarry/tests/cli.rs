@@ -306,7 +306,11 @@ fn bad_queries_name_the_position() {
             "(hello world",
             "unclosed parenthesis starting at position 0",
         ),
-        ("hell*", "are not supported yet at position 4"),
+        ("hell^2", "are not supported yet at position 4"),
+        (
+            "msg:/a(b/",
+            "invalid regular expression: unclosed group at position 4",
+        ),
     ] {
         let output = quarry(&["search", "--data", data.to_str().unwrap(), query]);
         assert_eq!(output.status.code(), Some(2), "{query}");

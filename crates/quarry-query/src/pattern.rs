@@ -1,0 +1,453 @@
+//! Multi-term queries: prefix (`err*`), wildcard (`*err`, `w?ld*card`), regular expression
+//! (`/err(or|no)/`) and fuzzy (`eror~1`) terms, each an automaton run over a block's term
+//! dictionary (seed 002: an FST walked with an automaton visits only the keys the automaton
+//! can still accept).
+//!
+//! A pattern is compiled once per query (`Pattern::new`, at parse time, so a bad regular
+//! expression is a parse error with its position) and shared by every block. In a block, the
+//! token terms of the field it accepts are found by walking the FST restricted to the field's
+//! key range; their postings are ORed into one bit set as they are found. So whatever a
+//! pattern matches, a block costs at most one walk of its dictionary, one read of the matched
+//! postings and one bit per doc: `*` over ten million distinct tokens is slow, never an
+//! explosion of memory. Matches score as filters (constant, nothing added to BM25), as
+//! Elasticsearch's default `constant_score` rewrite of multi-term queries does.
+//!
+//! Tokens are lowercase, so prefix, wildcard and fuzzy terms are lowercased as the analyzer
+//! would; a regular expression is matched against the tokens as written (`/Err.*/` matches
+//! nothing: write `/err.*/`). Fuzzy distance counts a transposition as one edit (Lucene's
+//! `FuzzyQuery` default); `~` alone means 2, the most allowed.
+
+use crate::scorer::BoxScorer;
+use fst::{Automaton, IntoStreamer, Streamer};
+use levenshtein_automata::{Distance, LevenshteinAutomatonBuilder, SINK_STATE};
+use quarry_format::termdict::term_key;
+use quarry_format::{BlockReader, Result, TermKind};
+use regex_automata::dfa::{dense, Automaton as _};
+use regex_automata::util::primitives::StateID;
+use regex_automata::util::start;
+use regex_automata::Anchored;
+use std::fmt;
+use std::sync::OnceLock;
+
+/// The largest fuzzy distance (Lucene's `LevenshteinAutomata.MAXIMUM_SUPPORTED_DISTANCE`).
+pub const MAX_FUZZY_DISTANCE: u8 = 2;
+
+/// A regular expression whose DFA would need more than this many bytes is refused.
+const REGEX_DFA_LIMIT: usize = 8 << 20;
+
+/// What a pattern matches, as written (lowercased where tokens are).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PatternKind {
+    /// Terms starting with these bytes (`err*`).
+    Prefix(String),
+    /// `*` any run of characters, `?` one character; the parts between them literal.
+    Wildcard(Vec<WildcardPart>),
+    /// A regular expression matching whole terms (Rust `regex` syntax).
+    Regex(String),
+    /// Terms within `distance` edits of `term`.
+    Fuzzy { term: String, distance: u8 },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WildcardPart {
+    Literal(String),
+    AnyRun,
+    AnyChar,
+}
+
+/// A compiled pattern, shared by every block a query searches.
+pub struct Pattern {
+    kind: PatternKind,
+    matcher: Matcher,
+}
+
+enum Matcher {
+    Prefix,
+    Regex(RegexAutomaton),
+    Fuzzy(levenshtein_automata::DFA),
+}
+
+impl fmt::Debug for Pattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Pattern({self})")
+    }
+}
+
+impl PartialEq for Pattern {
+    fn eq(&self, other: &Self) -> bool {
+        self.kind == other.kind
+    }
+}
+
+impl fmt::Display for Pattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            PatternKind::Prefix(prefix) => write!(f, "{}*", escape_wildcard(prefix)),
+            PatternKind::Wildcard(parts) => {
+                for part in parts {
+                    match part {
+                        WildcardPart::Literal(text) => write!(f, "{}", escape_wildcard(text))?,
+                        WildcardPart::AnyRun => f.write_str("*")?,
+                        WildcardPart::AnyChar => f.write_str("?")?,
+                    }
+                }
+                Ok(())
+            }
+            PatternKind::Regex(regex) => write!(f, "/{regex}/"),
+            PatternKind::Fuzzy { term, distance } => {
+                write!(f, "{}~{distance}", escape_wildcard(term))
+            }
+        }
+    }
+}
+
+fn escape_wildcard(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(
+            c,
+            '*' | '?' | '\\' | '~' | '/' | ':' | '(' | ')' | '"' | ' '
+        ) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Why a pattern does not compile.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct PatternError(pub String);
+
+impl Pattern {
+    pub fn new(kind: PatternKind) -> Result<Pattern, PatternError> {
+        let matcher = match &kind {
+            PatternKind::Prefix(_) => Matcher::Prefix,
+            PatternKind::Wildcard(parts) => {
+                let mut regex = String::from("(?s:");
+                for part in parts {
+                    match part {
+                        WildcardPart::Literal(text) => {
+                            regex.push_str(&regex_syntax::escape(text));
+                        }
+                        WildcardPart::AnyRun => regex.push_str(".*"),
+                        WildcardPart::AnyChar => regex.push('.'),
+                    }
+                }
+                regex.push(')');
+                Matcher::Regex(RegexAutomaton::new(&regex)?)
+            }
+            PatternKind::Regex(regex) => Matcher::Regex(RegexAutomaton::new(regex)?),
+            PatternKind::Fuzzy { term, distance } => {
+                if *distance > MAX_FUZZY_DISTANCE {
+                    return Err(PatternError(format!(
+                        "fuzzy distance {distance} is above the maximum, {MAX_FUZZY_DISTANCE}"
+                    )));
+                }
+                Matcher::Fuzzy(levenshtein_builder(*distance).build_dfa(term))
+            }
+        };
+        Ok(Pattern { kind, matcher })
+    }
+
+    pub fn kind(&self) -> &PatternKind {
+        &self.kind
+    }
+
+    /// Whether `term` matches (the model tests' and anyone's check of one term).
+    pub fn matches(&self, term: &str) -> bool {
+        match &self.matcher {
+            Matcher::Prefix => match &self.kind {
+                PatternKind::Prefix(prefix) => term.starts_with(prefix.as_str()),
+                _ => false,
+            },
+            Matcher::Regex(automaton) => accepts(automaton, term.as_bytes()),
+            Matcher::Fuzzy(dfa) => accepts(&FuzzyAutomaton(dfa), term.as_bytes()),
+        }
+    }
+
+    /// The docs of `block` whose `field` holds a token this pattern matches.
+    pub fn scorer<'a>(&self, block: &'a BlockReader, field: &str) -> Result<Option<BoxScorer<'a>>> {
+        let Some(ordinal) = block.field_ordinal(field) else {
+            return Ok(None);
+        };
+        let mut start = Vec::new();
+        term_key(&mut start, ordinal, TermKind::Token, &[]);
+        let mut end = start.clone();
+        // The last byte is the kind (< 255): incrementing it bounds the field's tokens.
+        *end.last_mut().expect("term keys have a kind byte") += 1;
+        let dictionary = block.term_dictionary();
+        let mut ordinals = Vec::new();
+        match &self.matcher {
+            Matcher::Prefix => {
+                let PatternKind::Prefix(prefix) = &self.kind else {
+                    unreachable!("a prefix matcher is built from a prefix")
+                };
+                let mut lower = start.clone();
+                lower.extend_from_slice(prefix.as_bytes());
+                let mut stream = dictionary.range().ge(&lower).lt(&end).into_stream();
+                while let Some((key, ordinal)) = stream.next() {
+                    if !key[start.len()..].starts_with(prefix.as_bytes()) {
+                        break;
+                    }
+                    ordinals.push(ordinal);
+                }
+            }
+            Matcher::Regex(automaton) => {
+                collect(dictionary, &start, &end, automaton, &mut ordinals);
+            }
+            Matcher::Fuzzy(dfa) => {
+                collect(
+                    dictionary,
+                    &start,
+                    &end,
+                    &FuzzyAutomaton(dfa),
+                    &mut ordinals,
+                );
+            }
+        }
+        let infos = ordinals
+            .into_iter()
+            .map(|ordinal| block.term_info_by_ordinal(ordinal))
+            .collect::<Result<Vec<_>>>()?;
+        crate::filter::postings_union(block, &infos)
+    }
+}
+
+/// The ordinals of the keys in `start..end` whose bytes after `start` `automaton` accepts.
+fn collect<A: Automaton, D: AsRef<[u8]>>(
+    dictionary: &fst::Map<D>,
+    start: &[u8],
+    end: &[u8],
+    automaton: &A,
+    out: &mut Vec<u64>,
+) {
+    let keyed = AfterPrefix {
+        prefix: start,
+        inner: automaton,
+    };
+    let mut stream = dictionary.search(keyed).ge(start).lt(end).into_stream();
+    while let Some((_, ordinal)) = stream.next() {
+        out.push(ordinal);
+    }
+}
+
+fn accepts<A: Automaton>(automaton: &A, bytes: &[u8]) -> bool {
+    let mut state = automaton.start();
+    for &byte in bytes {
+        if !automaton.can_match(&state) {
+            return false;
+        }
+        state = automaton.accept(&state, byte);
+    }
+    automaton.is_match(&state)
+}
+
+/// One shared builder per distance: building one takes milliseconds, a DFA from it microseconds.
+fn levenshtein_builder(distance: u8) -> &'static LevenshteinAutomatonBuilder {
+    static BUILDERS: [OnceLock<LevenshteinAutomatonBuilder>; 3] =
+        [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    BUILDERS[distance as usize].get_or_init(|| LevenshteinAutomatonBuilder::new(distance, true))
+}
+
+/// `inner` run over what follows `prefix` (a term key's field ordinal and kind).
+struct AfterPrefix<'a, A> {
+    prefix: &'a [u8],
+    inner: &'a A,
+}
+
+#[derive(Clone)]
+enum AfterPrefixState<S> {
+    /// This many prefix bytes read.
+    Prefix(usize),
+    Inner(S),
+    Dead,
+}
+
+impl<A: Automaton> Automaton for AfterPrefix<'_, A> {
+    type State = AfterPrefixState<A::State>;
+
+    fn start(&self) -> Self::State {
+        if self.prefix.is_empty() {
+            AfterPrefixState::Inner(self.inner.start())
+        } else {
+            AfterPrefixState::Prefix(0)
+        }
+    }
+
+    fn is_match(&self, state: &Self::State) -> bool {
+        matches!(state, AfterPrefixState::Inner(s) if self.inner.is_match(s))
+    }
+
+    fn can_match(&self, state: &Self::State) -> bool {
+        match state {
+            AfterPrefixState::Prefix(_) => true,
+            AfterPrefixState::Inner(s) => self.inner.can_match(s),
+            AfterPrefixState::Dead => false,
+        }
+    }
+
+    fn accept(&self, state: &Self::State, byte: u8) -> Self::State {
+        match state {
+            AfterPrefixState::Prefix(read) if self.prefix[*read] == byte => {
+                if read + 1 == self.prefix.len() {
+                    AfterPrefixState::Inner(self.inner.start())
+                } else {
+                    AfterPrefixState::Prefix(read + 1)
+                }
+            }
+            AfterPrefixState::Inner(s) => AfterPrefixState::Inner(self.inner.accept(s, byte)),
+            _ => AfterPrefixState::Dead,
+        }
+    }
+}
+
+/// A regular expression as a dense DFA that matches whole terms: anchored at the start, and
+/// `$` at the end (a DFA reports a match one byte late, so without it `err` would accept
+/// `errors` from the match it saw after `err`).
+struct RegexAutomaton {
+    dfa: dense::DFA<Vec<u32>>,
+    start: StateID,
+}
+
+impl RegexAutomaton {
+    fn new(regex: &str) -> Result<RegexAutomaton, PatternError> {
+        if let Some(reason) = syntax_error(regex) {
+            return Err(PatternError(reason));
+        }
+        let whole = format!("(?:{regex})$");
+        let dfa = dense::Builder::new()
+            .configure(
+                dense::Config::new()
+                    .start_kind(regex_automata::dfa::StartKind::Anchored)
+                    .dfa_size_limit(Some(REGEX_DFA_LIMIT))
+                    .determinize_size_limit(Some(REGEX_DFA_LIMIT)),
+            )
+            .build(&whole)
+            .map_err(|e| {
+                PatternError(format!("regular expression too large or unsupported: {e}"))
+            })?;
+        let config = start::Config::new().anchored(Anchored::Yes);
+        let start = dfa
+            .start_state(&config)
+            .map_err(|e| PatternError(format!("regular expression: {e}")))?;
+        Ok(RegexAutomaton { dfa, start })
+    }
+}
+
+/// A regular expression's syntax error as regex-syntax names it ("unclosed group"), without
+/// its multi-line rendering of the pattern, whose caret would point into the wrapped pattern.
+fn syntax_error(regex: &str) -> Option<String> {
+    let error = regex_syntax::Parser::new().parse(regex).err()?;
+    let reason = match &error {
+        regex_syntax::Error::Parse(e) => e.kind().to_string(),
+        regex_syntax::Error::Translate(e) => e.kind().to_string(),
+        other => other.to_string(),
+    };
+    Some(format!("invalid regular expression: {reason}"))
+}
+
+impl Automaton for RegexAutomaton {
+    type State = StateID;
+
+    fn start(&self) -> StateID {
+        self.start
+    }
+
+    fn is_match(&self, state: &StateID) -> bool {
+        self.dfa.is_match_state(self.dfa.next_eoi_state(*state))
+    }
+
+    fn can_match(&self, state: &StateID) -> bool {
+        !self.dfa.is_dead_state(*state)
+    }
+
+    fn accept(&self, state: &StateID, byte: u8) -> StateID {
+        self.dfa.next_state(*state, byte)
+    }
+}
+
+struct FuzzyAutomaton<'a>(&'a levenshtein_automata::DFA);
+
+impl Automaton for FuzzyAutomaton<'_> {
+    type State = u32;
+
+    fn start(&self) -> u32 {
+        self.0.initial_state()
+    }
+
+    fn is_match(&self, state: &u32) -> bool {
+        matches!(self.0.distance(*state), Distance::Exact(_))
+    }
+
+    fn can_match(&self, state: &u32) -> bool {
+        *state != SINK_STATE
+    }
+
+    fn accept(&self, state: &u32, byte: u8) -> u32 {
+        self.0.transition(*state, byte)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wildcard(text: &str) -> Pattern {
+        let mut parts = Vec::new();
+        for c in text.chars() {
+            parts.push(match c {
+                '*' => WildcardPart::AnyRun,
+                '?' => WildcardPart::AnyChar,
+                c => WildcardPart::Literal(c.to_string()),
+            });
+        }
+        Pattern::new(PatternKind::Wildcard(parts)).unwrap()
+    }
+
+    #[test]
+    fn whole_terms_only() {
+        let regex = Pattern::new(PatternKind::Regex("err".into())).unwrap();
+        assert!(regex.matches("err"));
+        assert!(!regex.matches("errors"));
+        assert!(!regex.matches("xerr"));
+        let any = wildcard("e*r?");
+        assert!(
+            any.matches("errs")
+                && any.matches("err")
+                && !any.matches("er")
+                && !any.matches("error")
+        );
+        assert!(wildcard("*ö*").matches("schön"));
+        assert!(
+            wildcard("sch?n").matches("schön"),
+            "? is one character, not one byte"
+        );
+        let fuzzy = Pattern::new(PatternKind::Fuzzy {
+            term: "error".into(),
+            distance: 1,
+        })
+        .unwrap();
+        assert!(fuzzy.matches("eror") && fuzzy.matches("erorr") && fuzzy.matches("rerror"));
+        assert!(fuzzy.matches("rerro") == false && !fuzzy.matches("errors!!"));
+        assert!(fuzzy.matches("erorr"), "a transposition is one edit");
+    }
+
+    #[test]
+    fn bad_patterns_are_errors() {
+        let error = Pattern::new(PatternKind::Regex("a(b".into()))
+            .err()
+            .unwrap();
+        assert!(
+            error.0.starts_with("invalid regular expression"),
+            "{}",
+            error.0
+        );
+        assert!(Pattern::new(PatternKind::Fuzzy {
+            term: "a".into(),
+            distance: 3
+        })
+        .is_err());
+    }
+}

@@ -8,6 +8,7 @@ pub mod aggregation;
 pub mod bm25;
 pub mod collector;
 pub mod cursor;
+pub mod dsl;
 pub mod error;
 pub mod filter;
 pub mod parser;

@@ -27,6 +27,9 @@ const AUTO_BUCKETS: i64 = 100;
 pub struct SearchRequest {
     /// The query text (parser.rs).
     pub query: String,
+    /// The query as a tree already (from Elasticsearch's DSL, dsl.rs); used instead of
+    /// `query` when set.
+    pub ast: Option<crate::parser::Ast>,
     /// Only events with `start <= _time < end` (ns; `i64::MIN` / `i64::MAX` for no bound).
     pub start: i64,
     pub end: i64,
@@ -46,6 +49,7 @@ impl Default for SearchRequest {
     fn default() -> Self {
         SearchRequest {
             query: "*".to_owned(),
+            ast: None,
             start: i64::MIN,
             end: i64::MAX,
             sort: SortOrder::default(),
@@ -152,9 +156,11 @@ impl Searcher {
     }
 
     fn answer(&self, request: &SearchRequest) -> Result<SearchResponse> {
-        let query = self
-            .parse(&request.query)?
-            .within(request.start, request.end);
+        let query = match &request.ast {
+            Some(ast) => self.plan(ast),
+            None => self.parse(&request.query)?,
+        };
+        let query = query.within(request.start, request.end);
         let mut response = SearchResponse::default();
         let unknown = self.unknown_fields(&query);
         if !unknown.is_empty() {

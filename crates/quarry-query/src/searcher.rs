@@ -223,7 +223,12 @@ impl Searcher {
 
     pub fn parse(&self, text: &str) -> Result<Query> {
         let ast = parser::parse(text)?;
-        Ok(plan(&ast, &self.analyzer, &self.text_fields))
+        Ok(self.plan(&ast))
+    }
+
+    /// A parsed query (or one compiled from Elasticsearch's DSL) analyzed for these blocks.
+    pub fn plan(&self, ast: &parser::Ast) -> Query {
+        plan(ast, &self.analyzer, &self.text_fields)
     }
 
     /// The weight of a scored search: statistics (idf, norms) over every block.

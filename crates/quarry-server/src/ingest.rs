@@ -268,15 +268,7 @@ pub(crate) async fn bulk(
         Ok(()) => bulk_inner(state, default_index, query, headers, body, started).await,
         Err(error) => Err(error),
     };
-    let mut response = match answer {
-        Ok(text) => ([(header::CONTENT_TYPE, "application/json")], text).into_response(),
-        Err(error) => es_error(error).into_response(),
-    };
-    response.headers_mut().insert(
-        "x-elastic-product",
-        HeaderValue::from_static("Elasticsearch"),
-    );
-    response
+    crate::es_search::es_response(answer)
 }
 
 /// An error in Elasticsearch's shape: `{"error": {"type", "reason"}, "status"}`.

@@ -15,6 +15,7 @@
 //! and `quarry search` reads what is in block files.
 
 mod admin;
+mod es_search;
 mod ingest;
 pub mod listener;
 pub mod live;
@@ -223,6 +224,19 @@ fn router(state: Arc<AppState>, request_timeout: Duration) -> Router {
         .route("/api/v1/{tenant}/tail", get(tail::tail))
         .merge(ingest_routes)
         .route("/", get(ingest::es_info).head(ingest::es_info))
+        .route("/_search", get(es_search::search).post(es_search::search))
+        .route(
+            "/{index}/_search",
+            get(es_search::search).post(es_search::search),
+        )
+        .route(
+            "/_msearch",
+            get(es_search::msearch).post(es_search::msearch),
+        )
+        .route(
+            "/{index}/_msearch",
+            get(es_search::msearch).post(es_search::msearch),
+        )
         .route("/api/v1/openapi.json", get(openapi))
         .route("/metrics", get(metrics::scrape))
         .route("/api/v1/tenants", post(admin::create).get(admin::list))

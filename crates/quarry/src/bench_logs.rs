@@ -118,6 +118,7 @@ fn tail_events(searcher: &Searcher, filter: &str, k: usize) -> Option<String> {
     }
     let request = SearchRequest {
         query: translate(filter),
+        ast: None,
         sort: SortOrder::TimeDesc,
         limit: k,
         ..Default::default()

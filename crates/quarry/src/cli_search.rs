@@ -204,6 +204,7 @@ pub fn search(args: SearchArgs) -> Result<ExitCode> {
     };
     let request = SearchRequest {
         query: args.query.clone(),
+        ast: None,
         start: bounds.0,
         end: bounds.1,
         sort,

@@ -1,5 +1,6 @@
-"""Quarry's bulk API through the official Elasticsearch Python client, and raw requests shaped
-like Filebeat's and Vector's. Run by es_client.rs: python3 es_client.py URL. Exits non-zero,
+"""Quarry's bulk and search APIs through the official Elasticsearch Python client, and raw
+requests shaped like Filebeat's and Vector's. Search answers are checked against Quarry's own
+query language on the same data. Run by es_client.rs: python3 es_client.py URL. Exits non-zero,
 with the reason, on any mismatch."""
 
 import gzip
@@ -73,5 +74,55 @@ status, reply = post("/_bulk", ("\n".join(lines) + "\n").encode(), {"Content-Typ
 assert status == 200 and reply["errors"] is False, reply
 assert len(reply["items"]) == 50 and all(item["index"]["status"] == 201 for item in reply["items"])
 assert count("vector AND host:web-1") == 50
+
+# Search with the DSL: counts equal the query language's for the same question.
+query = {"bool": {"must": [{"match": {"message": "python client"}}],
+                  "filter": [{"range": {"client.seq": {"gte": 2000}}}]}}
+first = es.search(index="default", query=query, size=5, sort=[{"@timestamp": {"order": "desc"}}])
+assert first["hits"]["total"]["value"] == count("(message:python OR message:client) AND client.seq:>=2000") == 500, first["hits"]["total"]
+hits = first["hits"]["hits"]
+assert len(hits) == 5 and all(h["_index"] == "default" for h in hits), hits
+assert [h["_source"]["client"]["seq"] for h in hits] == [2499, 2498, 2497, 2496, 2495], hits
+# The next page from the last hit's sort values: no hit twice, still newest first.
+second = es.search(index="default", query=query, size=5, sort=[{"@timestamp": {"order": "desc"}}],
+                   search_after=hits[-1]["sort"])
+assert [h["_source"]["client"]["seq"] for h in second["hits"]["hits"]] == [2494, 2493, 2492, 2491, 2490]
+# from/size pages the same way.
+paged = es.search(index="default", query=query, size=5, from_=5, sort=[{"@timestamp": "desc"}])
+assert [h["_id"] for h in paged["hits"]["hits"]] == [h["_id"] for h in second["hits"]["hits"]]
+
+# term on a .keyword name, terms and metric aggregations.
+reply = es.search(index="default", size=0, query={"term": {"host.keyword": "web-1"}},
+                  aggs={"hosts": {"terms": {"field": "host", "size": 5}},
+                        "seq": {"stats": {"field": "client.seq"}}})
+assert reply["hits"]["total"]["value"] == count('host:="web-1"') == 50, reply["hits"]
+assert reply["aggregations"]["hosts"]["buckets"] == [{"key": "web-1", "doc_count": 50}], reply
+assert reply["aggregations"]["seq"]["count"] == 0, reply
+seq = es.search(index="default", size=0, query={"prefix": {"message": "pyth"}},
+                aggs={"seq": {"stats": {"field": "client.seq"}}, "n": {"cardinality": {"field": "client.seq"}}})
+stats = seq["aggregations"]["seq"]
+assert (stats["count"], stats["min"], stats["max"], stats["sum"]) == (2500, 0, 2499, 2499 * 2500 / 2), stats
+assert abs(seq["aggregations"]["n"]["value"] - 2500) <= 2500 * 0.02, seq["aggregations"]
+
+# A date_histogram as Grafana's logs and metrics panels ask for it: epoch-millisecond bounds.
+start = 1795428000000  # 2026-11-23T10:00:00Z
+reply = es.search(index="default", size=0, query={"bool": {"filter": [
+    {"range": {"@timestamp": {"gte": start, "lte": start + 3 * 3600 * 1000, "format": "epoch_millis"}}},
+    {"query_string": {"analyze_wildcard": True, "query": "*"}}]}},
+    aggs={"2": {"date_histogram": {"field": "@timestamp", "fixed_interval": "1h", "min_doc_count": 1,
+                                   "extended_bounds": {"min": start, "max": start + 3 * 3600 * 1000},
+                                   "format": "epoch_millis"}}})
+buckets = [(b["key"], b["doc_count"]) for b in reply["aggregations"]["2"]["buckets"]]
+assert buckets == [(start, 2500), (start + 3600000, 100), (start + 7200000, 50)], buckets
+
+# _msearch, and an unknown query type refused with its path.
+replies = es.msearch(searches=[{"index": "default"}, {"query": {"match": {"message": "vector"}}, "size": 0},
+                               {"index": "default"}, {"query": {"regexp": {"message": "filebe.t"}}, "size": 0}])
+assert [r["hits"]["total"]["value"] for r in replies["responses"]] == [50, 100], replies
+try:
+    es.search(index="default", query={"nope": {}})
+    raise AssertionError("expected a BadRequestError")
+except Exception as error:  # elasticsearch.BadRequestError
+    assert "query.nope" in str(error), error
 
 print("ok: elasticsearch-py", ".".join(map(str, __import__("elasticsearch").__version__)))

@@ -126,6 +126,12 @@ fn a_tenants_key_reaches_its_own_data_and_nothing_else() {
             events("intruder", 1),
         ),
         ("POST", "/api/v1/team-b/_bulk".into(), bulk_b.clone()),
+        ("GET", "/team-b/_search".into(), String::new()),
+        (
+            "POST",
+            "/team-b/_search".into(),
+            json!({"query": {"match_all": {}}}).to_string(),
+        ),
     ];
     for (method, target, body) in &endpoints {
         for key in [Some(key_a.as_str()), None, Some("qk_wrong"), Some("")] {

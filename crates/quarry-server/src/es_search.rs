@@ -1,0 +1,679 @@
+//! Elasticsearch's search API, enough for its clients and Grafana to read from Quarry:
+//! `GET|POST /{index}/_search` and `/{index}/_msearch` (`_index` is the tenant; `/_search`
+//! is the `default` tenant's).
+//!
+//! The request's `query` is compiled by `quarry_query::dsl` into the query language's tree;
+//! `size`, `from` (from + size ≤ 10,000, Elasticsearch's `max_result_window`), `sort` on
+//! `@timestamp` (or `_score`; `_doc` tie-breakers are accepted and ignored), `search_after`
+//! (the `sort` values of a hit: its time in milliseconds and Quarry's cursor), and
+//! `track_total_hits` (counts are always exact). Aggregations, answered in Elasticsearch's
+//! shape: `date_histogram` on `@timestamp` (fixed intervals; the metrics below nested under
+//! it), `terms`, `avg`, `min`, `max`, `sum`, `stats`, `percentiles`, `cardinality`,
+//! `value_count`. Not yet: `terms` or `histogram` or `range` with sub-aggregations, calendar
+//! months and years, several `date_histogram`s in one request: each is refused by name.
+
+use crate::ingest::es_error;
+use crate::{blocking, event_json, ApiError, AppState};
+use axum::body::Bytes;
+use axum::extract::{Path as UrlPath, RawQuery, State};
+use axum::http::{header, HeaderMap, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use quarry_format::Value as EventValue;
+use quarry_query::aggregation::AggSpec;
+use quarry_query::dsl::{self, DslError};
+use quarry_query::time::{now_nanos, parse_interval};
+use quarry_query::Cursor;
+use quarry_query::{HistogramInterval, SearchRequest, SearchResponse, SortOrder};
+use serde_json::{json, Map, Value as JsonValue};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Elasticsearch's `index.max_result_window`.
+const MAX_RESULT_WINDOW: usize = 10_000;
+
+pub(crate) async fn search(
+    State(state): State<Arc<AppState>>,
+    path_index: Option<UrlPath<String>>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let started = Instant::now();
+    let index = path_index
+        .map(|UrlPath(index)| index)
+        .unwrap_or_else(|| crate::DEFAULT_TENANT.to_owned());
+    let params: Vec<(String, String)> =
+        form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+            .into_owned()
+            .collect();
+    let answer = async {
+        let body: JsonValue = if body.iter().all(u8::is_ascii_whitespace) {
+            json!({})
+        } else {
+            serde_json::from_slice(&body)
+                .map_err(|e| ApiError::bad_request(format!("request body is not JSON: {e}")))?
+        };
+        search_one(&state, &index, &params, &body, &headers, started).await
+    }
+    .await;
+    es_response(answer.map(|body| body.to_string()))
+}
+
+/// `_msearch`: NDJSON pairs of a header (`{"index": ...}`, may be empty) and a search body;
+/// each answered in `responses`, a failed one as its error with its status.
+pub(crate) async fn msearch(
+    State(state): State<Arc<AppState>>,
+    path_index: Option<UrlPath<String>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let started = Instant::now();
+    let default_index = path_index
+        .map(|UrlPath(index)| index)
+        .unwrap_or_else(|| crate::DEFAULT_TENANT.to_owned());
+    let answer = async {
+        let text = std::str::from_utf8(&body)
+            .map_err(|_| ApiError::bad_request("the _msearch body is not UTF-8"))?;
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        if lines.len() % 2 != 0 {
+            return Err(ApiError::bad_request(
+                "the _msearch body must hold pairs of lines: a header, then a search",
+            ));
+        }
+        let mut responses = Vec::new();
+        for (pair, lines) in lines.chunks(2).enumerate() {
+            let parsed = serde_json::from_str::<JsonValue>(lines[0]).and_then(|header| {
+                serde_json::from_str::<JsonValue>(lines[1]).map(|body| (header, body))
+            });
+            let result = match parsed {
+                Err(e) => Err(ApiError::bad_request(format!(
+                    "search {pair} (lines {} and {}): not JSON: {e}",
+                    2 * pair + 1,
+                    2 * pair + 2
+                ))),
+                Ok((header, body)) => {
+                    let index = match header.get("index") {
+                        Some(JsonValue::String(index)) => index.clone(),
+                        Some(JsonValue::Array(names)) if names.len() == 1 => {
+                            names[0].as_str().unwrap_or(&default_index).to_owned()
+                        }
+                        _ => default_index.clone(),
+                    };
+                    search_one(&state, &index, &[], &body, &headers, started).await
+                }
+            };
+            responses.push(match result {
+                Ok(mut body) => {
+                    body["status"] = 200.into();
+                    body
+                }
+                Err(error) => {
+                    let status = error.status.as_u16();
+                    let (_, axum::Json(mut body)) = es_error(error);
+                    body["status"] = status.into();
+                    body
+                }
+            });
+        }
+        let took = started.elapsed().as_millis() as u64;
+        Ok(json!({"took": took, "responses": responses}).to_string())
+    }
+    .await;
+    es_response(answer)
+}
+
+/// An Elasticsearch API's answer: its JSON text, or its error in Elasticsearch's shape, with
+/// the product header the official clients check.
+pub(crate) fn es_response(answer: Result<String, ApiError>) -> Response {
+    let mut response = match answer {
+        Ok(text) => ([(header::CONTENT_TYPE, "application/json")], text).into_response(),
+        Err(error) => es_error(error).into_response(),
+    };
+    response.headers_mut().insert(
+        "x-elastic-product",
+        HeaderValue::from_static("Elasticsearch"),
+    );
+    response
+}
+
+fn dsl_error(error: DslError) -> ApiError {
+    ApiError::bad_request(format!("[{}] {}", error.path, error.reason))
+}
+
+/// One search: the request from `body` (and URL `params`: `q`, `size`, `from`), run on
+/// `index`'s snapshot, answered in Elasticsearch's shape.
+async fn search_one(
+    state: &Arc<AppState>,
+    index: &str,
+    params: &[(String, String)],
+    body: &JsonValue,
+    headers: &HeaderMap,
+    started: Instant,
+) -> Result<JsonValue, ApiError> {
+    let live = state.authorize(index, headers)?.live.clone();
+    let object = match body {
+        JsonValue::Object(object) => object.clone(),
+        _ => {
+            return Err(ApiError::bad_request(
+                "the search body must be a JSON object",
+            ))
+        }
+    };
+    let plan = SearchPlan::new(&object, params)?;
+    let request = plan.request.clone();
+    let response = blocking(move || {
+        let searcher = live.published_snapshot();
+        searcher.execute(&request).map_err(ApiError::from_query)
+    })
+    .await?;
+    Ok(plan.answer(index, &response, started))
+}
+
+/// What one `_search` body asks for, as Quarry's request plus what the answer's shape needs.
+struct SearchPlan {
+    request: SearchRequest,
+    from: usize,
+    track_total_hits: bool,
+    aggs: Vec<EsAgg>,
+    /// The `date_histogram`'s name, `min_doc_count` and its metric sub-aggregations.
+    histogram: Option<(String, u64, Vec<EsAgg>)>,
+}
+
+/// One metric or terms aggregation: its name in the request, its kind, and Quarry's spec.
+#[derive(Clone)]
+struct EsAgg {
+    name: String,
+    kind: String,
+    spec: AggSpec,
+}
+
+impl SearchPlan {
+    fn new(
+        body: &Map<String, JsonValue>,
+        params: &[(String, String)],
+    ) -> Result<SearchPlan, ApiError> {
+        let now = now_nanos();
+        let mut request = SearchRequest {
+            sort: SortOrder::Relevance,
+            count: true,
+            ..SearchRequest::default()
+        };
+        let mut size = 10usize;
+        let mut from = 0usize;
+        let mut track_total_hits = true;
+        let mut aggs = Vec::new();
+        let mut histogram = None;
+        for (key, value) in params {
+            match key.as_str() {
+                "q" => {
+                    request.ast = Some(
+                        quarry_query::parser::parse_at(value, now)
+                            .map_err(|e| ApiError::bad_request(format!("q: {e}")))?,
+                    )
+                }
+                "size" => size = number_param(key, value)?,
+                "from" => from = number_param(key, value)?,
+                _ => {}
+            }
+        }
+        for (key, value) in body {
+            match key.as_str() {
+                "query" => {
+                    request.ast = Some(dsl::compile(value, "query", now).map_err(dsl_error)?)
+                }
+                "size" => size = as_usize(key, value)?,
+                "from" => from = as_usize(key, value)?,
+                "sort" => request.sort = sort_of(value)?,
+                "search_after" => {
+                    let cursor = value
+                        .as_array()
+                        .and_then(|values| values.get(1))
+                        .and_then(JsonValue::as_str)
+                        .and_then(Cursor::parse)
+                        .ok_or_else(|| {
+                            ApiError::bad_request(
+                                "search_after: expected the `sort` values of a hit ([time, cursor])",
+                            )
+                        })?;
+                    request.after = Some(cursor);
+                }
+                "track_total_hits" => track_total_hits = value.as_bool() != Some(false),
+                "aggs" | "aggregations" => {
+                    let object = value.as_object().ok_or_else(|| {
+                        ApiError::bad_request(format!("{key}: expected an object of aggregations"))
+                    })?;
+                    for (name, definition) in object {
+                        let path = format!("{key}.{name}");
+                        let (kind, body, sub) = agg_parts(definition, &path)?;
+                        if kind == "date_histogram" {
+                            if histogram.is_some() {
+                                return Err(ApiError::bad_request(format!(
+                                    "{path}: one date_histogram per request is supported"
+                                )));
+                            }
+                            let (interval, min_doc_count) = date_histogram(body, &path)?;
+                            request.histogram = Some(HistogramInterval::Fixed(interval));
+                            let mut metrics = Vec::new();
+                            if let Some(sub) = sub {
+                                for (sub_name, sub_definition) in sub {
+                                    let sub_path = format!("{path}.aggs.{sub_name}");
+                                    let (sub_kind, sub_body, nested) =
+                                        agg_parts(sub_definition, &sub_path)?;
+                                    if nested.is_some() || sub_kind == "terms" {
+                                        return Err(ApiError::bad_request(format!(
+                                            "{sub_path}: only metric aggregations (avg, min, max, sum, stats, percentiles, cardinality, value_count) can be nested under a date_histogram yet"
+                                        )));
+                                    }
+                                    metrics.push(es_agg(sub_name, sub_kind, sub_body, &sub_path)?);
+                                }
+                            }
+                            histogram = Some((name.clone(), min_doc_count, metrics));
+                        } else {
+                            if sub.is_some() {
+                                return Err(ApiError::bad_request(format!(
+                                    "{path}: sub-aggregations under [{kind}] are not supported yet"
+                                )));
+                            }
+                            aggs.push(es_agg(name, kind, body, &path)?);
+                        }
+                    }
+                }
+                // Accepted and ignored: every field of an event is returned, and highlighting,
+                // scripts and the rest are not implemented.
+                "_source"
+                | "timeout"
+                | "stored_fields"
+                | "docvalue_fields"
+                | "script_fields"
+                | "highlight"
+                | "version"
+                | "seq_no_primary_term"
+                | "fields"
+                | "explain"
+                | "profile"
+                | "track_scores"
+                | "min_score"
+                | "runtime_mappings" => {}
+                other => {
+                    return Err(ApiError::bad_request(format!(
+                        "unknown key [{other}] in the search body"
+                    )))
+                }
+            }
+        }
+        if histogram.is_some() && !aggs.is_empty() {
+            return Err(ApiError::bad_request(
+                "aggregations beside a date_histogram are not supported yet: nest them under it",
+            ));
+        }
+        if from + size > MAX_RESULT_WINDOW {
+            return Err(ApiError::bad_request(format!(
+                "Result window is too large, from + size must be less than or equal to: [{MAX_RESULT_WINDOW}] but was [{}]",
+                from + size
+            )));
+        }
+        request.limit = from + size;
+        let metrics = histogram.as_ref().map_or(&aggs, |(_, _, metrics)| metrics);
+        request.aggregations = metrics.iter().map(|a| a.spec.clone()).collect();
+        Ok(SearchPlan {
+            request,
+            from,
+            track_total_hits,
+            aggs,
+            histogram,
+        })
+    }
+
+    fn answer(&self, index: &str, response: &SearchResponse, started: Instant) -> JsonValue {
+        let hits: Vec<JsonValue> = response
+            .hits
+            .iter()
+            .skip(self.from)
+            .map(|hit| {
+                let mut source = nested(event_json(&hit.event));
+                let time = crate::format_time(hit.time);
+                source.insert("@timestamp".into(), time.into());
+                let id = match hit.event.iter().find(|(name, _)| name == "_id") {
+                    Some((_, EventValue::Str(id))) => id.clone(),
+                    _ => hit
+                        .cursor
+                        .map_or_else(|| format!("{}", hit.time), |cursor| cursor.to_string()),
+                };
+                let mut json = json!({
+                    "_index": index,
+                    "_id": id,
+                    "_score": hit.score.map(f64::from),
+                    "_source": source,
+                });
+                if let Some(cursor) = hit.cursor {
+                    json["sort"] = json!([hit.time.div_euclid(1_000_000), cursor.to_string()]);
+                }
+                json
+            })
+            .collect();
+        let max_score = response
+            .hits
+            .iter()
+            .filter_map(|h| h.score)
+            .fold(None, |max: Option<f32>, s| {
+                Some(max.map_or(s, |m| m.max(s)))
+            });
+        let mut hits_json = json!({
+            "max_score": max_score.map(f64::from),
+            "hits": hits,
+        });
+        if self.track_total_hits {
+            hits_json["total"] = json!({"value": response.count.unwrap_or(0), "relation": "eq"});
+        }
+        let mut body = json!({
+            "took": started.elapsed().as_millis() as u64,
+            "timed_out": false,
+            "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0},
+            "hits": hits_json,
+        });
+        let mut aggregations = Map::new();
+        if let (Some((name, min_doc_count, metrics)), Some(buckets)) =
+            (&self.histogram, &response.histogram)
+        {
+            let buckets: Vec<JsonValue> = buckets
+                .iter()
+                .filter(|b| b.count >= *min_doc_count)
+                .map(|bucket| {
+                    let mut json = json!({
+                        "key_as_string": crate::format_time(bucket.start),
+                        "key": bucket.start.div_euclid(1_000_000),
+                        "doc_count": bucket.count,
+                    });
+                    for metric in metrics {
+                        let value = bucket
+                            .aggregations
+                            .as_ref()
+                            .and_then(|a| a.get(&metric.spec.name));
+                        json[&metric.name] = es_agg_value(metric, value);
+                    }
+                    json
+                })
+                .collect();
+            aggregations.insert(name.clone(), json!({ "buckets": buckets }));
+        } else if let Some((name, _, _)) = &self.histogram {
+            aggregations.insert(name.clone(), json!({"buckets": []}));
+        }
+        for agg in &self.aggs {
+            let value = response
+                .aggregations
+                .as_ref()
+                .and_then(|a| a.get(&agg.spec.name));
+            aggregations.insert(agg.name.clone(), es_agg_value(agg, value));
+        }
+        if !aggregations.is_empty() {
+            body["aggregations"] = aggregations.into();
+        }
+        body
+    }
+}
+
+/// An event's flattened fields (`client.seq`) as the nested objects a client sent
+/// (`{"client": {"seq": ...}}`), as Elasticsearch returns `_source`. A name that is both a
+/// value and an object's prefix (`a` and `a.b`) keeps its dotted form.
+fn nested(flat: Map<String, JsonValue>) -> Map<String, JsonValue> {
+    let mut out = Map::new();
+    let mut dotted = Vec::new();
+    for (name, value) in flat {
+        if name.contains('.') {
+            dotted.push((name, value));
+        } else {
+            out.insert(name, value);
+        }
+    }
+    for (name, value) in dotted {
+        let parts: Vec<&str> = name.split('.').collect();
+        if parts.iter().any(|p| p.is_empty()) || !insert_path(&mut out, &parts, value.clone()) {
+            out.insert(name, value);
+        }
+    }
+    out
+}
+
+/// Inserts `value` at `path` in nested objects; false (and nothing changed) when a part of
+/// the path is already a non-object value or the leaf already exists.
+fn insert_path(object: &mut Map<String, JsonValue>, path: &[&str], value: JsonValue) -> bool {
+    match path {
+        [] => false,
+        [leaf] => {
+            if object.contains_key(*leaf) {
+                return false;
+            }
+            object.insert((*leaf).to_owned(), value);
+            true
+        }
+        [head, rest @ ..] => {
+            let child = object
+                .entry((*head).to_owned())
+                .or_insert_with(|| JsonValue::Object(Map::new()));
+            match child {
+                JsonValue::Object(child) => insert_path(child, rest, value),
+                _ => false,
+            }
+        }
+    }
+}
+
+fn number_param(key: &str, value: &str) -> Result<usize, ApiError> {
+    value
+        .parse()
+        .map_err(|_| ApiError::bad_request(format!("{key}: expected a number, got {value:?}")))
+}
+
+fn as_usize(key: &str, value: &JsonValue) -> Result<usize, ApiError> {
+    value
+        .as_u64()
+        .map(|v| v as usize)
+        .ok_or_else(|| ApiError::bad_request(format!("{key}: expected a non-negative integer")))
+}
+
+/// `"@timestamp"`, `["_score"]`, `[{"@timestamp": "desc"}]`,
+/// `[{"@timestamp": {"order": "asc"}}, {"_doc": ...}]`.
+fn sort_of(value: &JsonValue) -> Result<SortOrder, ApiError> {
+    let items: Vec<&JsonValue> = match value {
+        JsonValue::Array(items) => items.iter().collect(),
+        single => vec![single],
+    };
+    let mut sort = None;
+    for item in items {
+        let (field, order) = match item {
+            JsonValue::String(field) => {
+                let (field, order) = field.split_once(':').unwrap_or((field, ""));
+                (field.to_owned(), order.to_owned())
+            }
+            JsonValue::Object(object) if object.len() == 1 => {
+                let (field, spec) = object.iter().next().expect("one entry");
+                let order = match spec {
+                    JsonValue::String(order) => order.clone(),
+                    JsonValue::Object(spec) => spec
+                        .get("order")
+                        .and_then(JsonValue::as_str)
+                        .unwrap_or("")
+                        .to_owned(),
+                    _ => String::new(),
+                };
+                (field.clone(), order)
+            }
+            _ => {
+                return Err(ApiError::bad_request(
+                    "sort: expected a field or {field: order}",
+                ))
+            }
+        };
+        let this = match (dsl::field_name(&field), order.as_str()) {
+            ("_doc", _) => continue,
+            ("_score", _) => SortOrder::Relevance,
+            ("_time", "asc") => SortOrder::TimeAsc,
+            // Elasticsearch sorts dates ascending by default; logs want the newest first,
+            // and every client that sorts on time names the order.
+            ("_time", "desc") | ("_time", "") => SortOrder::TimeDesc,
+            ("_time", other) => {
+                return Err(ApiError::bad_request(format!(
+                    "sort: unknown order {other:?}"
+                )))
+            }
+            (other, _) => {
+                return Err(ApiError::bad_request(format!(
+                    "sort: only @timestamp and _score are supported yet, not [{other}]"
+                )))
+            }
+        };
+        sort.get_or_insert(this);
+    }
+    Ok(sort.unwrap_or(SortOrder::Relevance))
+}
+
+/// An aggregation's type, its body and its sub-aggregations.
+#[allow(clippy::type_complexity)]
+fn agg_parts<'a>(
+    definition: &'a JsonValue,
+    path: &str,
+) -> Result<(&'a str, &'a JsonValue, Option<&'a Map<String, JsonValue>>), ApiError> {
+    let object = definition
+        .as_object()
+        .ok_or_else(|| ApiError::bad_request(format!("{path}: expected an aggregation object")))?;
+    let mut kind = None;
+    let mut sub = None;
+    for (key, value) in object {
+        match key.as_str() {
+            "aggs" | "aggregations" => {
+                sub = Some(value.as_object().ok_or_else(|| {
+                    ApiError::bad_request(format!("{path}.{key}: expected an object"))
+                })?)
+            }
+            "meta" => {}
+            other if kind.is_none() => kind = Some((other, value)),
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "{path}: two aggregation types ([{}] and [{other}])",
+                    kind.map_or("", |(k, _)| k)
+                )))
+            }
+        }
+    }
+    let (kind, body) =
+        kind.ok_or_else(|| ApiError::bad_request(format!("{path}: no aggregation type")))?;
+    Ok((kind, body, sub))
+}
+
+/// A date_histogram's interval (ns) and min_doc_count.
+fn date_histogram(body: &JsonValue, path: &str) -> Result<(i64, u64), ApiError> {
+    let field = body
+        .get("field")
+        .and_then(JsonValue::as_str)
+        .unwrap_or("@timestamp");
+    if dsl::field_name(field) != quarry_format::TIME_FIELD {
+        return Err(ApiError::bad_request(format!(
+            "{path}: date_histogram is supported on @timestamp only, not [{field}]"
+        )));
+    }
+    let interval = ["fixed_interval", "calendar_interval", "interval"]
+        .iter()
+        .find_map(|key| body.get(*key).and_then(JsonValue::as_str))
+        .ok_or_else(|| ApiError::bad_request(format!("{path}: expected fixed_interval")))?;
+    // Calendar units of a fixed length; months, quarters and years vary and are refused.
+    let interval = match interval {
+        "minute" | "1m" => "1m".to_owned(),
+        "hour" | "1h" => "1h".to_owned(),
+        "day" | "1d" => "1d".to_owned(),
+        "week" | "1w" => "1w".to_owned(),
+        "second" | "1s" => "1s".to_owned(),
+        other => other.to_owned(),
+    };
+    let nanos =
+        parse_interval(&interval).map_err(|e| ApiError::bad_request(format!("{path}: {e}")))?;
+    let min_doc_count = body
+        .get("min_doc_count")
+        .and_then(JsonValue::as_u64)
+        .unwrap_or(0);
+    Ok((nanos, min_doc_count))
+}
+
+fn es_agg(name: &str, kind: &str, body: &JsonValue, path: &str) -> Result<EsAgg, ApiError> {
+    let field = body
+        .get("field")
+        .and_then(JsonValue::as_str)
+        .map(|f| dsl::field_name(f.strip_suffix(".keyword").unwrap_or(f)).to_owned())
+        .ok_or_else(|| ApiError::bad_request(format!("{path}: expected a field")))?;
+    let text = match kind {
+        "avg" | "min" | "max" | "sum" | "stats" | "cardinality" => format!("{kind}({field})"),
+        "value_count" => format!("stats({field})"),
+        "terms" => {
+            let size = body.get("size").and_then(JsonValue::as_u64).unwrap_or(10);
+            format!("terms({field}, {size})")
+        }
+        "percentiles" => {
+            let percents: Vec<String> = match body.get("percents") {
+                Some(JsonValue::Array(values)) => values.iter().map(|v| v.to_string()).collect(),
+                _ => ["1", "5", "25", "50", "75", "95", "99"]
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect(),
+            };
+            format!("percentiles({field}, {})", percents.join(", "))
+        }
+        other => {
+            return Err(ApiError::bad_request(format!(
+                "{path}: aggregation type [{other}] is not supported yet"
+            )))
+        }
+    };
+    let spec = AggSpec::parse(&text).map_err(|e| ApiError::bad_request(format!("{path}: {e}")))?;
+    Ok(EsAgg {
+        name: name.to_owned(),
+        kind: kind.to_owned(),
+        spec,
+    })
+}
+
+/// Quarry's result of `agg` in Elasticsearch's shape.
+fn es_agg_value(agg: &EsAgg, value: Option<&JsonValue>) -> JsonValue {
+    let null = JsonValue::Null;
+    let value = value.unwrap_or(&null);
+    match agg.kind.as_str() {
+        "avg" | "min" | "max" | "sum" | "cardinality" => json!({ "value": value }),
+        "value_count" => json!({ "value": value.get("count").cloned().unwrap_or(0.into()) }),
+        "stats" => {
+            let get = |k: &str| value.get(k).cloned().unwrap_or(JsonValue::Null);
+            json!({"count": value.get("count").cloned().unwrap_or(0.into()), "min": get("min"), "max": get("max"), "avg": get("avg"), "sum": value.get("sum").cloned().unwrap_or(0.into())})
+        }
+        "percentiles" => {
+            let values: Map<String, JsonValue> = value
+                .as_object()
+                .map(|m| {
+                    m.iter()
+                        .map(|(p, v)| {
+                            let key = p
+                                .parse::<f64>()
+                                .map_or_else(|_| p.clone(), |p| format!("{p:?}"));
+                            (key, v.clone())
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            json!({ "values": values })
+        }
+        "terms" => {
+            let buckets: Vec<JsonValue> = value
+                .get("buckets")
+                .and_then(JsonValue::as_array)
+                .map(|buckets| {
+                    buckets
+                        .iter()
+                        .map(|b| json!({"key": b.get("key"), "doc_count": b.get("count")}))
+                        .collect()
+                })
+                .unwrap_or_default();
+            json!({
+                "doc_count_error_upper_bound": 0,
+                "sum_other_doc_count": value.get("other_count").cloned().unwrap_or(0.into()),
+                "buckets": buckets,
+            })
+        }
+        _ => value.clone(),
+    }
+}

@@ -21,6 +21,7 @@ use axum::response::{IntoResponse, Response};
 use quarry_format::Value as EventValue;
 use quarry_query::aggregation::AggSpec;
 use quarry_query::dsl::{self, DslError};
+use quarry_query::parser::{Ast, Occur};
 use quarry_query::time::{now_nanos, parse_interval};
 use quarry_query::Cursor;
 use quarry_query::{HistogramInterval, SearchRequest, SearchResponse, SortOrder};
@@ -122,6 +123,85 @@ pub(crate) async fn msearch(
     es_response(answer)
 }
 
+/// `GET /{index}/_mapping`: the tenant's fields as Elasticsearch's dynamic mapping would type
+/// them (strings as `text` with a `keyword` sub-field, as Quarry indexes both), dotted names
+/// as nested `properties`, `_time` as `@timestamp`. Enough for clients and Grafana's field
+/// lists.
+pub(crate) async fn mapping(
+    State(state): State<Arc<AppState>>,
+    UrlPath(index): UrlPath<String>,
+    headers: HeaderMap,
+) -> Response {
+    let answer = (|| {
+        let live = state.authorize(&index, &headers)?.live.clone();
+        let searcher = live.published_snapshot();
+        let mut properties = Map::new();
+        for (name, (types, _)) in crate::field_summary(&searcher) {
+            let has = |ty: &str| types.get(ty).is_some_and(|&n| n > 0);
+            let mapping = if name == quarry_format::TIME_FIELD
+                || has("timestamp") && types.len() == 1
+            {
+                json!({"type": "date"})
+            } else if has("string") || has("json") {
+                json!({"type": "text", "fields": {"keyword": {"type": "keyword", "ignore_above": quarry_format::limits::MAX_EXACT_TERM_LEN}}})
+            } else if has("f64") {
+                json!({"type": "double"})
+            } else if has("i64") || has("u64") {
+                json!({"type": "long"})
+            } else if has("bool") {
+                json!({"type": "boolean"})
+            } else {
+                continue;
+            };
+            let name = if name == quarry_format::TIME_FIELD {
+                "@timestamp".to_owned()
+            } else {
+                name
+            };
+            let parts: Vec<&str> = name.split('.').collect();
+            if parts.iter().any(|p| p.is_empty())
+                || !insert_mapping(&mut properties, &parts, mapping.clone())
+            {
+                properties.insert(name, mapping);
+            }
+        }
+        Ok::<_, ApiError>(
+            json!({ index.clone(): {"mappings": {"properties": properties}} }).to_string(),
+        )
+    })();
+    es_response(answer)
+}
+
+/// Inserts a field's mapping under nested `properties` objects.
+fn insert_mapping(
+    properties: &mut Map<String, JsonValue>,
+    path: &[&str],
+    mapping: JsonValue,
+) -> bool {
+    match path {
+        [] => false,
+        [leaf] => {
+            if properties.contains_key(*leaf) {
+                return false;
+            }
+            properties.insert((*leaf).to_owned(), mapping);
+            true
+        }
+        [head, rest @ ..] => {
+            let child = properties
+                .entry((*head).to_owned())
+                .or_insert_with(|| json!({"properties": {}}));
+            match child
+                .get_mut("properties")
+                .and_then(JsonValue::as_object_mut)
+            {
+                Some(child) => insert_mapping(child, rest, mapping),
+                None => false,
+            }
+        }
+    }
+}
+
 /// An Elasticsearch API's answer: its JSON text, or its error in Elasticsearch's shape, with
 /// the product header the official clients check.
 pub(crate) fn es_response(answer: Result<String, ApiError>) -> Response {
@@ -160,23 +240,76 @@ async fn search_one(
         }
     };
     let plan = SearchPlan::new(&object, params)?;
-    let request = plan.request.clone();
-    let response = blocking(move || {
+    let run = plan.clone();
+    let (response, groups) = blocking(move || {
+        // One snapshot for the main search and every bucket's: their counts agree.
         let searcher = live.published_snapshot();
-        searcher.execute(&request).map_err(ApiError::from_query)
+        let response = searcher
+            .execute(&run.request)
+            .map_err(ApiError::from_query)?;
+        let mut groups = Vec::new();
+        if let Some(grouped) = &run.aggs.grouped {
+            let keys: Vec<JsonValue> = response
+                .aggregations
+                .as_ref()
+                .and_then(|a| a.get(&grouped.terms.spec.name))
+                .and_then(|t| t.get("buckets"))
+                .and_then(JsonValue::as_array)
+                .map(|buckets| {
+                    buckets
+                        .iter()
+                        .filter_map(|b| b.get("key").cloned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            for key in keys {
+                let Some(request) = run.bucket_request(grouped, &key) else {
+                    continue;
+                };
+                let bucket = searcher.execute(&request).map_err(ApiError::from_query)?;
+                groups.push((key, bucket));
+            }
+        }
+        Ok::<_, ApiError>((response, groups))
     })
     .await?;
-    Ok(plan.answer(index, &response, started))
+    Ok(plan.answer(index, &response, &groups, started))
 }
 
 /// What one `_search` body asks for, as Quarry's request plus what the answer's shape needs.
+#[derive(Clone)]
 struct SearchPlan {
     request: SearchRequest,
     from: usize,
     track_total_hits: bool,
-    aggs: Vec<EsAgg>,
-    /// The `date_histogram`'s name, `min_doc_count` and its metric sub-aggregations.
-    histogram: Option<(String, u64, Vec<EsAgg>)>,
+    aggs: Aggs,
+}
+
+/// The aggregations of one level: metrics and `terms` without sub-aggregations, at most one
+/// `date_histogram` (with metrics under it), or one `terms` with sub-aggregations (answered
+/// by one more search per bucket, over the same snapshot).
+#[derive(Clone, Default)]
+struct Aggs {
+    metrics: Vec<EsAgg>,
+    histogram: Option<Histogram>,
+    grouped: Option<Box<Grouped>>,
+}
+
+#[derive(Clone)]
+struct Histogram {
+    name: String,
+    interval: i64,
+    min_doc_count: u64,
+    /// `extended_bounds` (ns): with `min_doc_count` 0, empty buckets fill them.
+    bounds: Option<(i64, i64)>,
+    metrics: Vec<EsAgg>,
+}
+
+#[derive(Clone)]
+struct Grouped {
+    terms: EsAgg,
+    field: String,
+    sub: Aggs,
 }
 
 /// One metric or terms aggregation: its name in the request, its kind, and Quarry's spec.
@@ -201,8 +334,7 @@ impl SearchPlan {
         let mut size = 10usize;
         let mut from = 0usize;
         let mut track_total_hits = true;
-        let mut aggs = Vec::new();
-        let mut histogram = None;
+        let mut aggs = Aggs::default();
         for (key, value) in params {
             match key.as_str() {
                 "q" => {
@@ -242,41 +374,7 @@ impl SearchPlan {
                     let object = value.as_object().ok_or_else(|| {
                         ApiError::bad_request(format!("{key}: expected an object of aggregations"))
                     })?;
-                    for (name, definition) in object {
-                        let path = format!("{key}.{name}");
-                        let (kind, body, sub) = agg_parts(definition, &path)?;
-                        if kind == "date_histogram" {
-                            if histogram.is_some() {
-                                return Err(ApiError::bad_request(format!(
-                                    "{path}: one date_histogram per request is supported"
-                                )));
-                            }
-                            let (interval, min_doc_count) = date_histogram(body, &path)?;
-                            request.histogram = Some(HistogramInterval::Fixed(interval));
-                            let mut metrics = Vec::new();
-                            if let Some(sub) = sub {
-                                for (sub_name, sub_definition) in sub {
-                                    let sub_path = format!("{path}.aggs.{sub_name}");
-                                    let (sub_kind, sub_body, nested) =
-                                        agg_parts(sub_definition, &sub_path)?;
-                                    if nested.is_some() || sub_kind == "terms" {
-                                        return Err(ApiError::bad_request(format!(
-                                            "{sub_path}: only metric aggregations (avg, min, max, sum, stats, percentiles, cardinality, value_count) can be nested under a date_histogram yet"
-                                        )));
-                                    }
-                                    metrics.push(es_agg(sub_name, sub_kind, sub_body, &sub_path)?);
-                                }
-                            }
-                            histogram = Some((name.clone(), min_doc_count, metrics));
-                        } else {
-                            if sub.is_some() {
-                                return Err(ApiError::bad_request(format!(
-                                    "{path}: sub-aggregations under [{kind}] are not supported yet"
-                                )));
-                            }
-                            aggs.push(es_agg(name, kind, body, &path)?);
-                        }
-                    }
+                    aggs = parse_aggs(object, key, true)?;
                 }
                 // Accepted and ignored: every field of an event is returned, and highlighting,
                 // scripts and the rest are not implemented.
@@ -301,11 +399,6 @@ impl SearchPlan {
                 }
             }
         }
-        if histogram.is_some() && !aggs.is_empty() {
-            return Err(ApiError::bad_request(
-                "aggregations beside a date_histogram are not supported yet: nest them under it",
-            ));
-        }
         if from + size > MAX_RESULT_WINDOW {
             return Err(ApiError::bad_request(format!(
                 "Result window is too large, from + size must be less than or equal to: [{MAX_RESULT_WINDOW}] but was [{}]",
@@ -313,18 +406,43 @@ impl SearchPlan {
             )));
         }
         request.limit = from + size;
-        let metrics = histogram.as_ref().map_or(&aggs, |(_, _, metrics)| metrics);
-        request.aggregations = metrics.iter().map(|a| a.spec.clone()).collect();
+        aggs.apply(&mut request);
         Ok(SearchPlan {
             request,
             from,
             track_total_hits,
             aggs,
-            histogram,
         })
     }
 
-    fn answer(&self, index: &str, response: &SearchResponse, started: Instant) -> JsonValue {
+    /// The request of one bucket of a grouped `terms`: the query ANDed with the bucket's key,
+    /// with the sub-aggregations and no hits.
+    fn bucket_request(&self, grouped: &Grouped, key: &JsonValue) -> Option<SearchRequest> {
+        let filter = key_filter(&grouped.field, key)?;
+        let base = self.request.ast.clone().unwrap_or(Ast::All);
+        let mut request = SearchRequest {
+            ast: Some(Ast::Bool(vec![(Occur::Must, base), (Occur::Must, filter)])),
+            limit: 0,
+            count: true,
+            sort: SortOrder::TimeDesc,
+            after: None,
+            histogram: None,
+            aggregations: Vec::new(),
+            ..self.request.clone()
+        };
+        grouped.sub.apply(&mut request);
+        Some(request)
+    }
+
+    /// The answer in Elasticsearch's shape; `groups` are the per-bucket responses of a
+    /// grouped `terms` (key, response), in bucket order.
+    fn answer(
+        &self,
+        index: &str,
+        response: &SearchResponse,
+        groups: &[(JsonValue, SearchResponse)],
+        started: Instant,
+    ) -> JsonValue {
         let hits: Vec<JsonValue> = response
             .hits
             .iter()
@@ -371,40 +489,7 @@ impl SearchPlan {
             "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0},
             "hits": hits_json,
         });
-        let mut aggregations = Map::new();
-        if let (Some((name, min_doc_count, metrics)), Some(buckets)) =
-            (&self.histogram, &response.histogram)
-        {
-            let buckets: Vec<JsonValue> = buckets
-                .iter()
-                .filter(|b| b.count >= *min_doc_count)
-                .map(|bucket| {
-                    let mut json = json!({
-                        "key_as_string": crate::format_time(bucket.start),
-                        "key": bucket.start.div_euclid(1_000_000),
-                        "doc_count": bucket.count,
-                    });
-                    for metric in metrics {
-                        let value = bucket
-                            .aggregations
-                            .as_ref()
-                            .and_then(|a| a.get(&metric.spec.name));
-                        json[&metric.name] = es_agg_value(metric, value);
-                    }
-                    json
-                })
-                .collect();
-            aggregations.insert(name.clone(), json!({ "buckets": buckets }));
-        } else if let Some((name, _, _)) = &self.histogram {
-            aggregations.insert(name.clone(), json!({"buckets": []}));
-        }
-        for agg in &self.aggs {
-            let value = response
-                .aggregations
-                .as_ref()
-                .and_then(|a| a.get(&agg.spec.name));
-            aggregations.insert(agg.name.clone(), es_agg_value(agg, value));
-        }
+        let aggregations = self.aggs.render(response, groups);
         if !aggregations.is_empty() {
             body["aggregations"] = aggregations.into();
         }
@@ -458,6 +543,195 @@ fn insert_path(object: &mut Map<String, JsonValue>, path: &[&str], value: JsonVa
     }
 }
 
+/// The aggregations of one level (`top`: the request's own, where a `terms` may group).
+fn parse_aggs(object: &Map<String, JsonValue>, path: &str, top: bool) -> Result<Aggs, ApiError> {
+    let mut aggs = Aggs::default();
+    for (name, definition) in object {
+        let path = format!("{path}.{name}");
+        let (kind, body, sub) = agg_parts(definition, &path)?;
+        match (kind, sub) {
+            ("date_histogram", sub) => {
+                if aggs.histogram.is_some() {
+                    return Err(ApiError::bad_request(format!(
+                        "{path}: one date_histogram per level is supported"
+                    )));
+                }
+                let (interval, min_doc_count, bounds) = date_histogram(body, &path)?;
+                let metrics = match sub {
+                    Some(sub) => {
+                        let sub = parse_aggs(sub, &format!("{path}.aggs"), false)?;
+                        if sub.histogram.is_some() || sub.grouped.is_some() {
+                            return Err(ApiError::bad_request(format!(
+                                "{path}: only metric aggregations can be nested under a date_histogram yet"
+                            )));
+                        }
+                        sub.metrics
+                    }
+                    None => Vec::new(),
+                };
+                aggs.histogram = Some(Histogram {
+                    name: name.clone(),
+                    interval,
+                    min_doc_count,
+                    bounds,
+                    metrics,
+                });
+            }
+            ("terms", Some(sub)) if top => {
+                if aggs.grouped.is_some() {
+                    return Err(ApiError::bad_request(format!(
+                        "{path}: one terms aggregation with sub-aggregations per request is supported"
+                    )));
+                }
+                let terms = es_agg(name, kind, body, &path)?;
+                let field = terms.spec.field.clone().unwrap_or_default();
+                let sub = parse_aggs(sub, &format!("{path}.aggs"), false)?;
+                aggs.grouped = Some(Box::new(Grouped { terms, field, sub }));
+            }
+            (_, Some(_)) => {
+                return Err(ApiError::bad_request(format!(
+                    "{path}: sub-aggregations under [{kind}] are not supported here yet"
+                )))
+            }
+            (_, None) => {
+                let agg = es_agg(name, kind, body, &path)?;
+                if agg.kind == "terms" && !top {
+                    return Err(ApiError::bad_request(format!(
+                        "{path}: terms nested under a bucket aggregation is not supported yet"
+                    )));
+                }
+                aggs.metrics.push(agg);
+            }
+        }
+    }
+    let kinds = usize::from(aggs.histogram.is_some())
+        + usize::from(aggs.grouped.is_some())
+        + usize::from(!aggs.metrics.is_empty());
+    if kinds > 1 {
+        return Err(ApiError::bad_request(format!(
+            "{path}: a date_histogram or a grouping terms beside other aggregations is not supported yet: nest them under it"
+        )));
+    }
+    Ok(aggs)
+}
+
+impl Aggs {
+    /// Sets what `request` must compute for these aggregations.
+    fn apply(&self, request: &mut SearchRequest) {
+        if let Some(histogram) = &self.histogram {
+            request.histogram = Some(HistogramInterval::Fixed(histogram.interval));
+            request.aggregations = histogram.metrics.iter().map(|a| a.spec.clone()).collect();
+        } else if let Some(grouped) = &self.grouped {
+            request.aggregations = vec![grouped.terms.spec.clone()];
+        } else {
+            request.aggregations = self.metrics.iter().map(|a| a.spec.clone()).collect();
+        }
+    }
+
+    fn render(
+        &self,
+        response: &SearchResponse,
+        groups: &[(JsonValue, SearchResponse)],
+    ) -> Map<String, JsonValue> {
+        let mut out = Map::new();
+        if let Some(histogram) = &self.histogram {
+            out.insert(histogram.name.clone(), histogram.render(response));
+        }
+        for agg in &self.metrics {
+            let value = response
+                .aggregations
+                .as_ref()
+                .and_then(|a| a.get(&agg.spec.name));
+            out.insert(agg.name.clone(), es_agg_value(agg, value));
+        }
+        if let Some(grouped) = &self.grouped {
+            let terms = response
+                .aggregations
+                .as_ref()
+                .and_then(|a| a.get(&grouped.terms.spec.name));
+            let mut rendered = es_agg_value(&grouped.terms, terms);
+            let buckets: Vec<JsonValue> = groups
+                .iter()
+                .map(|(key, bucket)| {
+                    let doc_count = bucket.count.unwrap_or(0);
+                    let mut json = json!({"key": key, "doc_count": doc_count});
+                    for (name, value) in grouped.sub.render(bucket, &[]) {
+                        json[&name] = value;
+                    }
+                    json
+                })
+                .collect();
+            rendered["buckets"] = buckets.into();
+            out.insert(grouped.terms.name.clone(), rendered);
+        }
+        out
+    }
+}
+
+impl Histogram {
+    fn render(&self, response: &SearchResponse) -> JsonValue {
+        let mut counts: std::collections::BTreeMap<i64, (u64, Option<&Map<String, JsonValue>>)> =
+            response
+                .histogram
+                .iter()
+                .flatten()
+                .map(|b| (b.start, (b.count, b.aggregations.as_ref())))
+                .collect();
+        if let (0, Some((min, max))) = (self.min_doc_count, self.bounds) {
+            let mut start = min.div_euclid(self.interval) * self.interval;
+            // Bounded: at most 10,000 empty buckets are added (Elasticsearch refuses more).
+            let mut added = 0;
+            while start <= max && added < MAX_RESULT_WINDOW {
+                counts.entry(start).or_insert((0, None));
+                start = start.saturating_add(self.interval);
+                added += 1;
+            }
+        }
+        let buckets: Vec<JsonValue> = counts
+            .into_iter()
+            .filter(|(_, (count, _))| *count >= self.min_doc_count)
+            .map(|(start, (count, aggregations))| {
+                let mut json = json!({
+                    "key_as_string": crate::format_time(start),
+                    "key": start.div_euclid(1_000_000),
+                    "doc_count": count,
+                });
+                for metric in &self.metrics {
+                    let value = aggregations.and_then(|a| a.get(&metric.spec.name));
+                    json[&metric.name] = es_agg_value(metric, value);
+                }
+                json
+            })
+            .collect();
+        json!({ "buckets": buckets })
+    }
+}
+
+/// The filter for one `terms` bucket: the exact string, the number, or the bool.
+fn key_filter(field: &str, key: &JsonValue) -> Option<Ast> {
+    Some(match key {
+        JsonValue::String(text) => Ast::Exact {
+            field: field.to_owned(),
+            value: text.clone(),
+        },
+        JsonValue::Number(n) => {
+            let number = quarry_query::range::Number::parse(&n.to_string())?;
+            Ast::Range {
+                field: field.to_owned(),
+                range: quarry_query::range::NumericRange {
+                    lower: std::ops::Bound::Included(number),
+                    upper: std::ops::Bound::Included(number),
+                },
+            }
+        }
+        JsonValue::Bool(b) => Ast::Word {
+            field: Some(field.to_owned()),
+            text: b.to_string(),
+        },
+        _ => return None,
+    })
+}
+
 fn number_param(key: &str, value: &str) -> Result<usize, ApiError> {
     value
         .parse()
@@ -474,36 +748,42 @@ fn as_usize(key: &str, value: &JsonValue) -> Result<usize, ApiError> {
 /// `"@timestamp"`, `["_score"]`, `[{"@timestamp": "desc"}]`,
 /// `[{"@timestamp": {"order": "asc"}}, {"_doc": ...}]`.
 fn sort_of(value: &JsonValue) -> Result<SortOrder, ApiError> {
+    // A list of sorts, or one; an object may hold several fields in order (Grafana sends
+    // `{"@timestamp": {...}, "_doc": {...}}`).
+    let mut keys: Vec<(String, String)> = Vec::new();
     let items: Vec<&JsonValue> = match value {
         JsonValue::Array(items) => items.iter().collect(),
         single => vec![single],
     };
-    let mut sort = None;
     for item in items {
-        let (field, order) = match item {
+        match item {
             JsonValue::String(field) => {
                 let (field, order) = field.split_once(':').unwrap_or((field, ""));
-                (field.to_owned(), order.to_owned())
+                keys.push((field.to_owned(), order.to_owned()));
             }
-            JsonValue::Object(object) if object.len() == 1 => {
-                let (field, spec) = object.iter().next().expect("one entry");
-                let order = match spec {
-                    JsonValue::String(order) => order.clone(),
-                    JsonValue::Object(spec) => spec
-                        .get("order")
-                        .and_then(JsonValue::as_str)
-                        .unwrap_or("")
-                        .to_owned(),
-                    _ => String::new(),
-                };
-                (field.clone(), order)
+            JsonValue::Object(object) => {
+                for (field, spec) in object {
+                    let order = match spec {
+                        JsonValue::String(order) => order.clone(),
+                        JsonValue::Object(spec) => spec
+                            .get("order")
+                            .and_then(JsonValue::as_str)
+                            .unwrap_or("")
+                            .to_owned(),
+                        _ => String::new(),
+                    };
+                    keys.push((field.clone(), order));
+                }
             }
             _ => {
                 return Err(ApiError::bad_request(
                     "sort: expected a field or {field: order}",
                 ))
             }
-        };
+        }
+    }
+    let mut sort = None;
+    for (field, order) in keys {
         let this = match (dsl::field_name(&field), order.as_str()) {
             ("_doc", _) => continue,
             ("_score", _) => SortOrder::Relevance,
@@ -560,8 +840,12 @@ fn agg_parts<'a>(
     Ok((kind, body, sub))
 }
 
-/// A date_histogram's interval (ns) and min_doc_count.
-fn date_histogram(body: &JsonValue, path: &str) -> Result<(i64, u64), ApiError> {
+/// A date_histogram's interval (ns), min_doc_count and extended_bounds (ns).
+#[allow(clippy::type_complexity)]
+fn date_histogram(
+    body: &JsonValue,
+    path: &str,
+) -> Result<(i64, u64, Option<(i64, i64)>), ApiError> {
     let field = body
         .get("field")
         .and_then(JsonValue::as_str)
@@ -590,7 +874,21 @@ fn date_histogram(body: &JsonValue, path: &str) -> Result<(i64, u64), ApiError> 
         .get("min_doc_count")
         .and_then(JsonValue::as_u64)
         .unwrap_or(0);
-    Ok((nanos, min_doc_count))
+    // Epoch milliseconds (Grafana's), or times.
+    let bound = |key: &str| -> Option<i64> {
+        let value = body.get("extended_bounds")?.get(key)?;
+        match value {
+            JsonValue::Number(n) => n.as_i64().map(|ms| ms.saturating_mul(1_000_000)),
+            JsonValue::String(text) => text
+                .parse::<i64>()
+                .map(|ms| ms.saturating_mul(1_000_000))
+                .ok()
+                .or_else(|| dsl::date_math(text, now_nanos()).ok()),
+            _ => None,
+        }
+    };
+    let bounds = bound("min").zip(bound("max"));
+    Ok((nanos, min_doc_count, bounds))
 }
 
 fn es_agg(name: &str, kind: &str, body: &JsonValue, path: &str) -> Result<EsAgg, ApiError> {

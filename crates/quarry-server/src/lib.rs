@@ -37,7 +37,8 @@ use quarry_query::aggregation::AggSpec;
 use quarry_query::cursor::Cursor;
 use quarry_query::time::{now_nanos, parse_interval, parse_time};
 use quarry_query::{
-    value_to_json, HistogramInterval, QueryError, SearchRequest, SearchResponse, SortOrder, Warning,
+    value_to_json, HistogramInterval, QueryError, SearchRequest, SearchResponse, Searcher,
+    SortOrder, Warning,
 };
 use serde_json::{json, Value as JsonValue};
 use std::collections::BTreeMap;
@@ -237,6 +238,7 @@ fn router(state: Arc<AppState>, request_timeout: Duration) -> Router {
             "/{index}/_msearch",
             get(es_search::msearch).post(es_search::msearch),
         )
+        .route("/{index}/_mapping", get(es_search::mapping))
         .route("/api/v1/openapi.json", get(openapi))
         .route("/metrics", get(metrics::scrape))
         .route("/api/v1/tenants", post(admin::create).get(admin::list))
@@ -627,17 +629,7 @@ async fn fields(
 ) -> Result<Json<JsonValue>, ApiError> {
     let live = state.authorize(&tenant, &headers)?.live.clone();
     let searcher = live.published_snapshot();
-    let mut fields: BTreeMap<&str, (BTreeMap<&'static str, u64>, bool)> = BTreeMap::new();
-    for block in searcher.blocks() {
-        for field in &block.manifest().fields {
-            let entry = fields.entry(field.name.as_str()).or_default();
-            for column in &field.columns {
-                *entry.0.entry(column.ty.name()).or_default() += column.present_count;
-            }
-            entry.1 |= field.text.is_some();
-        }
-    }
-    let fields: Vec<JsonValue> = fields
+    let fields: Vec<JsonValue> = field_summary(&searcher)
         .into_iter()
         .map(|(name, (types, text))| {
             json!({
@@ -649,6 +641,23 @@ async fn fields(
         })
         .collect();
     Ok(Json(json!({ "fields": fields })))
+}
+
+/// Every field of a snapshot: its values per column type, and whether it is tokenized.
+pub(crate) fn field_summary(
+    searcher: &Searcher,
+) -> BTreeMap<String, (BTreeMap<&'static str, u64>, bool)> {
+    let mut fields: BTreeMap<String, (BTreeMap<&'static str, u64>, bool)> = BTreeMap::new();
+    for block in searcher.blocks() {
+        for field in &block.manifest().fields {
+            let entry = fields.entry(field.name.clone()).or_default();
+            for column in &field.columns {
+                *entry.0.entry(column.ty.name()).or_default() += column.present_count;
+            }
+            entry.1 |= field.text.is_some();
+        }
+    }
+    fields
 }
 
 /// The API, as an OpenAPI 3 document (`openapi.json` beside this crate's manifest; a test

@@ -106,6 +106,11 @@ pub enum ParseErrorKind {
     /// The position is the opening slash's.
     #[error("unterminated regular expression")]
     UnterminatedRegex,
+    /// The position is the `^`'s.
+    #[error("expected a positive number after '^', got {text:?}")]
+    BadBoost { text: String },
+    #[error("'^' needs a clause before it")]
+    BoostWithoutClause,
 }
 
 impl ParseErrorKind {
@@ -188,6 +193,11 @@ pub enum Ast {
         field: Option<String>,
         pattern: Arc<Pattern>,
     },
+    /// `clause^2`: the clause's scores times the boost.
+    Boost {
+        inner: Box<Ast>,
+        boost: f32,
+    },
     /// `*`: every event.
     All,
     Bool(Vec<(Occur, Ast)>),
@@ -208,6 +218,7 @@ impl fmt::Display for Ast {
                 field(f, name)?;
                 write!(f, "\"{text}\"")
             }
+            Ast::Boost { inner, boost } => write!(f, "{inner}^{boost}"),
             Ast::Pattern {
                 field: name,
                 pattern,
@@ -243,6 +254,8 @@ enum Token {
     Word(String),
     /// A word with an unescaped `*` or `?` or a `~`, or a `/regex/`: not yet compiled.
     Pattern(PatternKind),
+    /// `^2` after a clause.
+    Boost(f32),
     Phrase(String),
     Field(String),
     ExactField(String),
@@ -376,6 +389,36 @@ fn lex(input: &str) -> Result<Vec<(usize, Token)>, ParseError> {
                     ));
                 }
             }
+            // `^2` after a word, phrase or group: a boost.
+            '^' if !matches!(tokens.last(), Some((_, Token::ExactField(_)))) => {
+                // A boost is glued to its clause: `a ^2` boosts nothing.
+                if start == 0 || input[..start].ends_with(char::is_whitespace) {
+                    return Err(ParseError {
+                        position: start,
+                        kind: ParseErrorKind::BoostWithoutClause,
+                    });
+                }
+                chars.next();
+                let mut text = String::new();
+                while let Some(&(_, c)) = chars.peek() {
+                    if !(c.is_ascii_digit() || c == '.') {
+                        break;
+                    }
+                    text.push(c);
+                    chars.next();
+                }
+                match text.parse::<f32>() {
+                    Ok(boost) if boost.is_finite() && boost > 0.0 => {
+                        tokens.push((start, Token::Boost(boost)))
+                    }
+                    _ => {
+                        return Err(ParseError {
+                            position: start,
+                            kind: ParseErrorKind::BadBoost { text },
+                        })
+                    }
+                }
+            }
             // Only a leading slash opens a regex: `url:http://x` and `and/or` are words, and an
             // exact value is literal (`path:=/var/log`).
             '/' if !matches!(tokens.last(), Some((_, Token::ExactField(_)))) => {
@@ -424,14 +467,18 @@ fn lex(input: &str) -> Result<Vec<(usize, Token)>, ParseError> {
                 // `~2` glued to a closing quote is a phrase's slop, not a fuzzy word.
                 let after_phrase = matches!(tokens.last(), Some((_, Token::Phrase(_))))
                     && input[..start].ends_with('"');
+                // An exact value is literal (`host:=a^b`); elsewhere `^` ends the word, a boost.
+                let literal_value = matches!(tokens.last(), Some((_, Token::ExactField(_))));
                 while let Some(&(at, c)) = chars.peek() {
                     if c.is_whitespace() || matches!(c, '(' | ')' | '"') {
+                        break;
+                    }
+                    if c == '^' && !literal_value && !text.is_empty() {
                         break;
                     }
                     chars.next();
                     let feature = match c {
                         '~' if after_phrase && at == start => Some(Feature::PhraseSlop),
-                        '^' => Some(Feature::Boost),
                         _ => None,
                     };
                     if let (None, Some(feature)) = (unsupported, feature) {
@@ -715,7 +762,20 @@ impl Parser<'_> {
         Ok((occur, ast))
     }
 
+    /// A primary with its boost, if `^N` follows it.
     fn primary(&mut self, field: Option<&str>) -> Result<Ast, ParseError> {
+        let ast = self.unboosted(field)?;
+        if let Some(&Token::Boost(boost)) = self.peek() {
+            self.next += 1;
+            return Ok(Ast::Boost {
+                inner: Box::new(ast),
+                boost,
+            });
+        }
+        Ok(ast)
+    }
+
+    fn unboosted(&mut self, field: Option<&str>) -> Result<Ast, ParseError> {
         let Some((position, token)) = self.tokens.get(self.next).cloned() else {
             return Err(self.error(ParseErrorKind::ExpectedClause));
         };
@@ -742,6 +802,10 @@ impl Parser<'_> {
                 Ok(inner)
             }
             Token::Star => Ok(Ast::All),
+            Token::Boost(_) => Err(ParseError {
+                position,
+                kind: ParseErrorKind::BoostWithoutClause,
+            }),
             Token::Pattern(kind) => {
                 let pattern = Pattern::new(kind).map_err(|e| ParseError {
                     position,
@@ -929,6 +993,7 @@ mod tests {
         check("+a +b", "(+a +b)");
         check("a AND b", "(+a +b)");
         check("a AND b c", "((+a +b) c)");
+        check("a OR b AND c", "(a (+b +c))");
         check("a OR b", "(a b)");
         check("a -b", "(a -b)");
         check("NOT a", "(-a)");
@@ -1029,22 +1094,42 @@ mod tests {
 
     #[test]
     fn operators_not_supported_yet() {
-        use Feature::{Boost, PhraseSlop, Wildcard};
+        use Feature::{PhraseSlop, Wildcard};
         check_not_supported("f*:x", 1, Wildcard);
         check_not_supported("*:x", 0, Wildcard);
         check_not_supported("*:**", 0, Wildcard);
         check_not_supported("\"a b\"~2", 5, PhraseSlop);
         check_not_supported("msg:\"a b\"~2", 9, PhraseSlop);
-        check_not_supported("error^2", 5, Boost);
-        check_not_supported("\"a b\"^2", 5, Boost);
-        check_not_supported("(a b)^2", 5, Boost);
         check(
             "\"a b\"~2",
             "error: phrase slops (`\"a b\"~2`) are not supported yet at position 5",
         );
-        check(
-            "error^2",
-            "error: boosts (`^`) are not supported yet at position 5",
+    }
+
+    #[test]
+    fn boosts() {
+        check("error^2", "error^2");
+        check("msg:error^0.5", "msg:error^0.5");
+        check("\"a b\"^3", "\"a b\"^3");
+        check("(a b)^2 c", "((a b)^2 c)");
+        check("+err*^2", "(+err*^2)");
+        check("host:=a^b", "host:=\"a^b\"");
+        check("a\\^2", "a^2");
+        check_error("a ^2", 2, ParseErrorKind::BoostWithoutClause);
+        check_error(
+            "a^",
+            1,
+            ParseErrorKind::BadBoost {
+                text: String::new(),
+            },
+        );
+        check_error("a^0", 1, ParseErrorKind::BadBoost { text: "0".into() });
+        check_error(
+            "a^x",
+            1,
+            ParseErrorKind::BadBoost {
+                text: String::new(),
+            },
         );
     }
 

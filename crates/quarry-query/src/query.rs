@@ -33,6 +33,11 @@ pub enum Query {
         field: String,
         pattern: Arc<Pattern>,
     },
+    /// The clause's scores times `boost` (`clause^2`).
+    Boost {
+        inner: Box<Query>,
+        boost: f32,
+    },
     /// Matches when any clause matches; the score is the sum of the matching clauses' scores
     /// (a bare word over several fields, as Lucene's MultiFieldQueryParser builds it).
     Any(Vec<Query>),
@@ -90,6 +95,13 @@ pub fn plan(ast: &Ast, analyzer: &Analyzer, text_fields: &[String]) -> Query {
                 },
             }
         }
+        Ast::Boost { inner, boost } => match plan(inner, analyzer, text_fields) {
+            Query::Nothing => Query::Nothing,
+            inner => Query::Boost {
+                inner: Box::new(inner),
+                boost: *boost,
+            },
+        },
         Ast::Pattern { field, pattern } => {
             let per_field = |field: &str| Query::Pattern {
                 field: field.to_owned(),
@@ -179,6 +191,7 @@ impl Query {
     fn clauses(&self) -> impl Iterator<Item = &Query> {
         let (first, second, third): (&[Query], &[Query], &[Query]) = match self {
             Query::Any(clauses) => (clauses, &[], &[]),
+            Query::Boost { inner, .. } => (std::slice::from_ref(&**inner), &[], &[]),
             Query::Bool {
                 must,
                 should,

@@ -176,6 +176,24 @@ impl CollectionStats {
 }
 
 impl Weight {
+    /// Multiplies every score under this weight by `boost` (BM25 is linear in a term's
+    /// weight, so scaling the leaves scales the sums and the score bounds alike).
+    fn boost(&mut self, boost: f32) {
+        match self {
+            Weight::Term { weight, .. } | Weight::Phrase { weight, .. } => *weight *= boost,
+            Weight::Any(clauses) => clauses.iter_mut().for_each(|c| c.boost(boost)),
+            Weight::Bool {
+                must,
+                should,
+                must_not: _,
+            } => must
+                .iter_mut()
+                .chain(should.iter_mut())
+                .for_each(|c| c.boost(boost)),
+            _ => {}
+        }
+    }
+
     pub fn new(
         query: &Query,
         stats: &CollectionStats,
@@ -253,6 +271,11 @@ impl Weight {
                 pattern: pattern.clone(),
             },
             Query::Any(clauses) => Weight::Any(all(clauses, caches)),
+            Query::Boost { inner, boost } => {
+                let mut weight = Self::build(inner, stats, params, optimizations, caches);
+                weight.boost(*boost);
+                weight
+            }
             Query::TimeRange { start, end } => Weight::TimeRange {
                 start: *start,
                 end: *end,

@@ -55,13 +55,21 @@ fn query_strategy() -> impl Strategy<Value = String> {
         1 => (0..4i64).prop_map(|n| format!("n:{n}")),
         1 => prop::sample::select(&["web-1", "db", "web-2"][..]).prop_map(|h| format!("host:=\"{h}\"")),
         1 => prop::sample::select(&["host:web", "host:\"web 1\""][..]).prop_map(str::to_owned),
+        1 => (word.clone(), prop::sample::select(&["2", "0.5", "3.25"][..])).prop_map(|(w, b)| format!("{w}^{b}")),
     ];
     leaf.prop_recursive(3, 12, 4, |inner| {
         prop::collection::vec((prop::sample::select(&["", "+", "-"][..]), inner), 1..4).prop_map(
             |clauses| {
                 let parts: Vec<String> = clauses
                     .into_iter()
-                    .map(|(op, q)| format!("{op}({q})"))
+                    .map(|(op, q)| {
+                        // Sometimes a boosted group.
+                        if q.len() % 5 == 0 {
+                            format!("{op}({q})^2")
+                        } else {
+                            format!("{op}({q})")
+                        }
+                    })
                     .collect();
                 parts.join(" ")
             },
@@ -173,6 +181,7 @@ impl Model {
             Query::Exact { field, value, .. } => {
                 (self.strings[doc].get(field) == Some(value)).then_some(0.0)
             }
+            Query::Boost { inner, boost } => self.eval(inner, doc).map(|s| s * f64::from(*boost)),
             Query::Any(clauses) => {
                 let scores: Vec<f64> = clauses.iter().filter_map(|c| self.eval(c, doc)).collect();
                 (!scores.is_empty()).then(|| scores.iter().sum())

@@ -306,7 +306,7 @@ fn bad_queries_name_the_position() {
             "(hello world",
             "unclosed parenthesis starting at position 0",
         ),
-        ("hell^2", "are not supported yet at position 4"),
+        ("\"hello world\"~2", "are not supported yet at position 13"),
         (
             "msg:/a(b/",
             "invalid regular expression: unclosed group at position 4",

@@ -249,18 +249,15 @@ async fn search_one(
             .map_err(ApiError::from_query)?;
         let mut groups = Vec::new();
         if let Some(grouped) = &run.aggs.grouped {
-            let keys: Vec<JsonValue> = response
+            // The buckets as answered (ordered and cut as asked), then one search each.
+            let terms = response
                 .aggregations
                 .as_ref()
-                .and_then(|a| a.get(&grouped.terms.spec.name))
-                .and_then(|t| t.get("buckets"))
-                .and_then(JsonValue::as_array)
-                .map(|buckets| {
-                    buckets
-                        .iter()
-                        .filter_map(|b| b.get("key").cloned())
-                        .collect()
-                })
+                .and_then(|a| a.get(&grouped.terms.spec.name));
+            let rendered = es_agg_value(&grouped.terms, terms);
+            let keys: Vec<JsonValue> = rendered["buckets"]
+                .as_array()
+                .map(|buckets| buckets.iter().map(|b| b["key"].clone()).collect())
                 .unwrap_or_default();
             for key in keys {
                 let Some(request) = run.bucket_request(grouped, &key) else {
@@ -318,7 +315,15 @@ struct EsAgg {
     name: String,
     kind: String,
     spec: AggSpec,
+    /// `terms` ordered by key (`Some(descending)`), and the buckets asked for: all keys (up
+    /// to `KEY_ORDER_LIMIT`) are counted, sorted by key and cut to `size`, as Elasticsearch
+    /// picks them.
+    key_order: Option<bool>,
+    size: usize,
 }
+
+/// The most distinct keys a `terms` ordered by `_key` reads before sorting.
+const KEY_ORDER_LIMIT: u64 = 10_000;
 
 impl SearchPlan {
     fn new(
@@ -707,6 +712,14 @@ impl Histogram {
     }
 }
 
+/// Numbers by value, strings by their bytes (Elasticsearch's key order).
+fn compare_keys(a: &JsonValue, b: &JsonValue) -> std::cmp::Ordering {
+    match (a.as_f64(), b.as_f64()) {
+        (Some(x), Some(y)) => x.total_cmp(&y),
+        _ => a.as_str().unwrap_or("").cmp(b.as_str().unwrap_or("")),
+    }
+}
+
 /// The filter for one `terms` bucket: the exact string, the number, or the bool.
 fn key_filter(field: &str, key: &JsonValue) -> Option<Ast> {
     Some(match key {
@@ -897,12 +910,45 @@ fn es_agg(name: &str, kind: &str, body: &JsonValue, path: &str) -> Result<EsAgg,
         .and_then(JsonValue::as_str)
         .map(|f| dsl::field_name(f.strip_suffix(".keyword").unwrap_or(f)).to_owned())
         .ok_or_else(|| ApiError::bad_request(format!("{path}: expected a field")))?;
+    let mut key_order = None;
+    let mut requested = 0;
     let text = match kind {
         "avg" | "min" | "max" | "sum" | "stats" | "cardinality" => format!("{kind}({field})"),
         "value_count" => format!("stats({field})"),
         "terms" => {
             let size = body.get("size").and_then(JsonValue::as_u64).unwrap_or(10);
-            format!("terms({field}, {size})")
+            requested = size as usize;
+            let order = body.get("order").and_then(JsonValue::as_object);
+            match order.and_then(|o| o.iter().next()) {
+                None => {}
+                Some((by, direction)) => {
+                    let descending = match direction.as_str() {
+                        Some("desc") => true,
+                        Some("asc") => false,
+                        _ => {
+                            return Err(ApiError::bad_request(format!(
+                                "{path}: order must be asc or desc"
+                            )))
+                        }
+                    };
+                    match (by.as_str(), descending) {
+                        ("_count", true) => {}
+                        ("_key", _) => key_order = Some(descending),
+                        _ => {
+                            return Err(ApiError::bad_request(format!(
+                                "{path}: terms order by [{by}] {} is not supported yet (_count desc, _key asc or desc)",
+                                if descending { "desc" } else { "asc" }
+                            )))
+                        }
+                    }
+                }
+            }
+            let read = if key_order.is_some() {
+                KEY_ORDER_LIMIT
+            } else {
+                size
+            };
+            format!("terms({field}, {read})")
         }
         "percentiles" => {
             let percents: Vec<String> = match body.get("percents") {
@@ -925,6 +971,8 @@ fn es_agg(name: &str, kind: &str, body: &JsonValue, path: &str) -> Result<EsAgg,
         name: name.to_owned(),
         kind: kind.to_owned(),
         spec,
+        key_order,
+        size: requested,
     })
 }
 
@@ -956,7 +1004,7 @@ fn es_agg_value(agg: &EsAgg, value: Option<&JsonValue>) -> JsonValue {
             json!({ "values": values })
         }
         "terms" => {
-            let buckets: Vec<JsonValue> = value
+            let mut buckets: Vec<JsonValue> = value
                 .get("buckets")
                 .and_then(JsonValue::as_array)
                 .map(|buckets| {
@@ -966,9 +1014,26 @@ fn es_agg_value(agg: &EsAgg, value: Option<&JsonValue>) -> JsonValue {
                         .collect()
                 })
                 .unwrap_or_default();
+            let mut other = value
+                .get("other_count")
+                .and_then(JsonValue::as_u64)
+                .unwrap_or(0);
+            if let Some(descending) = agg.key_order {
+                buckets.sort_by(|a, b| {
+                    let order = compare_keys(&a["key"], &b["key"]);
+                    if descending {
+                        order.reverse()
+                    } else {
+                        order
+                    }
+                });
+                for dropped in buckets.drain(agg.size.min(buckets.len())..) {
+                    other += dropped["doc_count"].as_u64().unwrap_or(0);
+                }
+            }
             json!({
                 "doc_count_error_upper_bound": 0,
-                "sum_other_doc_count": value.get("other_count").cloned().unwrap_or(0.into()),
+                "sum_other_doc_count": other,
                 "buckets": buckets,
             })
         }

@@ -129,6 +129,8 @@ fn grafana_panels_get_elasticsearch_shaped_answers() {
     let grouped = msearch(&server, &fixture("metric_simple", from, to));
     let hosts = grouped["aggregations"]["3"]["buckets"].as_array().unwrap();
     assert_eq!(hosts.len(), 3, "{grouped}");
+    let keys: Vec<&str> = hosts.iter().map(|h| h["key"].as_str().unwrap()).collect();
+    assert_eq!(keys, ["web-2", "web-1", "web-0"], "ordered by _key desc");
     for host in hosts {
         let name = host["key"].as_str().unwrap();
         let events: Vec<_> = in_range.iter().filter(|e| e.1 == name).collect();
@@ -142,6 +144,21 @@ fn grafana_panels_get_elasticsearch_shaped_answers() {
             assert_eq!(minute["doc_count"], expected as u64, "{name} at {start}");
         }
     }
+
+    // Ordered by key and cut to size: the first keys, the rest counted as others.
+    let (status, answer) = server.request(
+        "POST",
+        "/default/_search",
+        Some(&json!({"size": 0, "aggs": {"h": {"terms": {"field": "host", "size": 2, "order": {"_key": "asc"}}}}}).to_string()),
+    );
+    assert_eq!(status, 200, "{answer}");
+    let terms = &answer["aggregations"]["h"];
+    let count = |host: &str| (0..EVENTS).filter(|&i| event(i).1 == host).count() as u64;
+    assert_eq!(
+        terms["buckets"],
+        json!([{"key": "web-0", "doc_count": count("web-0")}, {"key": "web-1", "doc_count": count("web-1")}])
+    );
+    assert_eq!(terms["sum_other_doc_count"], count("web-2"));
 
     // Max latency per second.
     let metric = msearch(&server, &fixture("metric_multi", from, to));

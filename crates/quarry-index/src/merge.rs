@@ -40,7 +40,7 @@ use crate::merge_postings;
 use crate::pipeline::Progress;
 use crate::segment::SegmentBuilder;
 use quarry_format::block::{BlockInput, DocumentFetcher};
-use quarry_format::column::{ColumnReader, DecodedChunk};
+use quarry_format::column::ChunkCursor;
 use quarry_format::limits::{MAX_DOCS_PER_BLOCK, MAX_FIELDS};
 use quarry_format::BlockReader;
 use quarry_store::{BlockEntry, Metastore};
@@ -222,9 +222,8 @@ pub fn merge_readers<R: Borrow<BlockReader>, T>(
 /// equal times keep their relative order), each input's docs in their own order.
 struct TimeHeap<'a> {
     readers: &'a [&'a BlockReader],
-    times: Vec<ColumnReader<'a>>,
-    /// Each input's last decoded `_time` chunk (index, values).
-    chunks: Vec<Option<(usize, DecodedChunk)>>,
+    /// Each input's `_time` column.
+    times: Vec<ChunkCursor<'a>>,
     /// (time, input, doc), smallest first.
     heap: BinaryHeap<Reverse<(i64, usize, u32)>>,
 }
@@ -239,12 +238,11 @@ impl<'a> TimeHeap<'a> {
                     quarry_format::DecodeError::new("no _time column"),
                 )
             })?;
-            times.push(column);
+            times.push(ChunkCursor::new(column));
         }
         let mut heap = TimeHeap {
             readers,
             times,
-            chunks: vec![None; readers.len()],
             heap: BinaryHeap::new(),
         };
         for (input, reader) in readers.iter().enumerate() {
@@ -257,19 +255,12 @@ impl<'a> TimeHeap<'a> {
     }
 
     fn time_of(&mut self, input: usize, doc: u32) -> Result<i64> {
-        let column = &self.times[input];
         let reader = self.readers[input];
         let corrupt = |e| reader.corrupt("_time column", e);
-        let index = column
-            .chunk_of(doc)
+        let raw = self.times[input]
+            .find(doc)
             .map_err(corrupt)?
-            .ok_or_else(|| corrupt(quarry_format::DecodeError::new("doc without _time")))?;
-        let chunk = &mut self.chunks[input];
-        if chunk.as_ref().map(|(i, _)| *i) != Some(index) {
-            *chunk = Some((index, column.decode_chunk(index).map_err(corrupt)?));
-        }
-        let (_, chunk) = chunk.as_ref().expect("set just above");
-        let raw = chunk.position(doc).and_then(|p| chunk.raw(p));
+            .and_then(|(chunk, position)| chunk.raw(position));
         Ok(
             raw.ok_or_else(|| corrupt(quarry_format::DecodeError::new("doc without _time")))?
                 as i64,

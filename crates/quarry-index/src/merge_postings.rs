@@ -24,7 +24,7 @@
 
 use crate::error::Result;
 use quarry_format::block::{BlockInput, FieldInput, InvertedIndexWriter, TextInput};
-use quarry_format::column::{ColumnReader, ColumnWriter, DecodedChunk};
+use quarry_format::column::{ChunkCursor, ColumnWriter};
 use quarry_format::limits::TIME_CHUNK_MAX_DOCS;
 use quarry_format::{BlockReader, ColumnType, DecodeError, TermKind, TERMINATED, TIME_FIELD};
 use std::cmp::Reverse;
@@ -182,32 +182,6 @@ pub(crate) fn build_output(
     })
 }
 
-/// One input's column, read in doc order a chunk at a time.
-struct ChunkCursor<'a> {
-    column: ColumnReader<'a>,
-    /// The decoded chunk and the doc after its last.
-    chunk: Option<(DecodedChunk, u32)>,
-}
-
-impl ChunkCursor<'_> {
-    /// The chunk holding `doc`'s value and its position there, if `doc` has one. Docs must
-    /// come in increasing order: each chunk is decoded once.
-    fn find(&mut self, doc: u32) -> Result<Option<(&DecodedChunk, usize)>, DecodeError> {
-        // The chunk decoded for an earlier doc holds this one too if it ends after it.
-        let current = self.chunk.as_ref().is_some_and(|(_, end)| doc < *end);
-        if !current {
-            let Some(index) = self.column.chunk_of(doc)? else {
-                return Ok(None);
-            };
-            let chunk = self.column.decode_chunk(index)?;
-            let end = self.column.chunk_end(index)?;
-            self.chunk = Some((chunk, end));
-        }
-        let (chunk, _) = self.chunk.as_ref().expect("decoded just above");
-        Ok(chunk.position(doc).map(|position| (chunk, position)))
-    }
-}
-
 /// The column (`name`, `ty`) of the output, copied from the inputs that have it.
 fn copy_column(
     readers: &[&BlockReader],
@@ -219,13 +193,7 @@ fn copy_column(
     let mut cursors: Vec<Option<ChunkCursor>> = readers
         .iter()
         .zip(ordinals)
-        .map(|(reader, ordinal)| {
-            let column = reader.column((*ordinal)?, ty)?;
-            Some(ChunkCursor {
-                column,
-                chunk: None,
-            })
-        })
+        .map(|(reader, ordinal)| Some(ChunkCursor::new(reader.column((*ordinal)?, ty)?)))
         .collect();
     let mut writer = ColumnWriter::new(ty);
     let is_bytes = matches!(ty, ColumnType::Str | ColumnType::Json);

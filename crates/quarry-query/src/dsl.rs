@@ -19,7 +19,7 @@
 //! never a query silently read as something else.
 
 use crate::parser::{parse_at, Ast, Occur, TIME_FIELD};
-use crate::pattern::{Pattern, PatternKind, WildcardPart};
+use crate::pattern::{Pattern, PatternKind};
 use crate::range::{Number, NumericRange};
 use crate::time::parse_time;
 use serde_json::{Map, Value};
@@ -67,16 +67,12 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
     let path = path.as_str();
     match kind.as_str() {
         "match_all" => Ok(Ast::All),
-        "match_none" => Ok(Ast::Bool(vec![(Occur::MustNot, Ast::All)])),
+        "match_none" => Ok(nothing()),
         "bool" => compile_bool(body, path, now),
         "match" => {
             let (field, options) = field_and_options(body, path, "query")?;
             let text = text_of(options.get("query"), path)?;
-            let operator = match options.get("operator").and_then(Value::as_str) {
-                None | Some("or") | Some("OR") => Occur::Should,
-                Some("and") | Some("AND") => Occur::Must,
-                Some(other) => return Err(error(path, format!("unknown operator {other:?}"))),
-            };
+            let operator = operator_of(&options, path)?;
             check_keys(
                 &options,
                 &[
@@ -123,11 +119,7 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
                 Some("phrase") => true,
                 Some(other) => return Err(error(path, format!("type {other:?} is not supported"))),
             };
-            let operator = match options.get("operator").and_then(Value::as_str) {
-                None | Some("or") | Some("OR") => Occur::Should,
-                Some("and") | Some("AND") => Occur::Must,
-                Some(other) => return Err(error(path, format!("unknown operator {other:?}"))),
-            };
+            let operator = operator_of(&options, path)?;
             let fields: Vec<Option<String>> = match options.get("fields") {
                 None => vec![None],
                 Some(Value::Array(names)) => names
@@ -192,7 +184,7 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
                 }
             }
             if clauses.is_empty() {
-                return Ok(Ast::Bool(vec![(Occur::MustNot, Ast::All)]));
+                return Ok(nothing());
             }
             Ok(Ast::Bool(clauses))
         }
@@ -217,7 +209,7 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
             };
             let kind = match kind.as_str() {
                 "prefix" => PatternKind::Prefix(value.to_lowercase()),
-                "wildcard" => PatternKind::Wildcard(wildcard_parts(&value)),
+                "wildcard" => PatternKind::wildcard(wildcard_chars(&value)),
                 "regexp" => PatternKind::Regex(value),
                 _ => {
                     let distance = match options.get("fuzziness") {
@@ -359,6 +351,20 @@ fn check_keys(options: &Map<String, Value>, known: &[&str], path: &str) -> Resul
     }
 }
 
+/// `match`'s `operator`: how the words join.
+fn operator_of(options: &Map<String, Value>, path: &str) -> Result<Occur, DslError> {
+    match options.get("operator").and_then(Value::as_str) {
+        None | Some("or") | Some("OR") => Ok(Occur::Should),
+        Some("and") | Some("AND") => Ok(Occur::Must),
+        Some(other) => Err(error(path, format!("unknown operator {other:?}"))),
+    }
+}
+
+/// A query that matches no event.
+fn nothing() -> Ast {
+    Ast::Bool(vec![(Occur::MustNot, Ast::All)])
+}
+
 fn text_of(value: Option<&Value>, path: &str) -> Result<String, DslError> {
     match value {
         Some(Value::String(text)) => Ok(text.clone()),
@@ -385,7 +391,7 @@ fn words(field: Option<&str>, text: &str, occur: Occur) -> Ast {
         .collect();
     match clauses.len() {
         // Elasticsearch's zero_terms_query default: none.
-        0 => Ast::Bool(vec![(Occur::MustNot, Ast::All)]),
+        0 => nothing(),
         1 => clauses.pop().map(|(_, ast)| ast).unwrap_or(Ast::All),
         _ => Ast::Bool(clauses),
     }
@@ -550,28 +556,18 @@ pub fn date_math(text: &str, now: i64) -> Result<i64, String> {
     Ok(time.div_euclid(unit_nanos) * unit_nanos)
 }
 
-fn wildcard_parts(value: &str) -> Vec<WildcardPart> {
-    let mut parts: Vec<WildcardPart> = Vec::new();
+/// An Elasticsearch wildcard value's chars, each with whether it is an operator: `*` and `?`
+/// unless escaped with `\\`.
+fn wildcard_chars(value: &str) -> Vec<(char, bool)> {
+    let mut out = Vec::with_capacity(value.len());
     let mut chars = value.chars();
     while let Some(c) = chars.next() {
-        let literal = match c {
-            '*' => {
-                parts.push(WildcardPart::AnyRun);
-                continue;
-            }
-            '?' => {
-                parts.push(WildcardPart::AnyChar);
-                continue;
-            }
-            '\\' => chars.next().unwrap_or('\\'),
-            c => c,
-        };
-        match parts.last_mut() {
-            Some(WildcardPart::Literal(text)) => text.extend(literal.to_lowercase()),
-            _ => parts.push(WildcardPart::Literal(literal.to_lowercase().collect())),
+        match c {
+            '\\' => out.push((chars.next().unwrap_or('\\'), false)),
+            c => out.push((c, c == '*' || c == '?')),
         }
     }
-    parts
+    out
 }
 
 #[cfg(test)]

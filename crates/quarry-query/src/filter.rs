@@ -14,7 +14,7 @@
 use crate::range::NumericRange;
 use crate::scorer::{BoxScorer, ConjunctionScorer, ConstScorer, Scorer};
 use quarry_format::block::ColumnMeta;
-use quarry_format::column::{ChunkValues, ColumnReader, DecodedChunk};
+use quarry_format::column::{ChunkCursor, ChunkValues, ColumnReader, DecodedChunk};
 use quarry_format::docvalues::DocValuesCursor;
 use quarry_format::{
     BlockReader, ColumnType, DecodeError, FormatError, Result, TermKind, TERMINATED,
@@ -842,9 +842,8 @@ pub fn long_exact_scorer<'a>(
     };
     let mut scorer = CheckedExactScorer {
         candidates,
-        column,
+        column: ChunkCursor::new(column),
         value,
-        chunk: None,
         doc: TERMINATED,
         error: None,
     };
@@ -856,28 +855,16 @@ pub fn long_exact_scorer<'a>(
 /// Candidate docs whose string value is checked to equal `value` (`long_exact_scorer`).
 struct CheckedExactScorer<'a> {
     candidates: BoxScorer<'a>,
-    column: ColumnReader<'a>,
+    column: ChunkCursor<'a>,
     value: &'a str,
-    /// The chunk of the last doc checked, and the doc after its last (docs only increase).
-    chunk: Option<(DecodedChunk, u32)>,
     doc: u32,
     error: Option<DecodeError>,
 }
 
 impl CheckedExactScorer<'_> {
     fn holds(&mut self, doc: u32) -> std::result::Result<bool, DecodeError> {
-        if !self.chunk.as_ref().is_some_and(|(_, end)| doc < *end) {
-            let Some(index) = self.column.chunk_of(doc)? else {
-                return Ok(false);
-            };
-            let chunk = self.column.decode_chunk(index)?;
-            self.chunk = Some((chunk, self.column.chunk_end(index)?));
-        }
-        let (chunk, _) = self.chunk.as_ref().expect("decoded just above");
-        Ok(chunk
-            .position(doc)
-            .and_then(|position| chunk.str_at(position))
-            == Some(self.value))
+        let found = self.column.find(doc)?;
+        Ok(found.and_then(|(chunk, position)| chunk.str_at(position)) == Some(self.value))
     }
 
     /// The first candidate from `doc` (the candidates' current doc) on whose value matches.

@@ -34,7 +34,7 @@
 //! The grammar is a plain recursive-descent parser over a token list, so later steps can add
 //! wildcards, fuzzy and regex values in `primary` alone.
 
-use crate::pattern::{Pattern, PatternKind, WildcardPart};
+use crate::pattern::{Pattern, PatternKind};
 use crate::range::{Number, NumericRange};
 use crate::time::{now_nanos, parse_time};
 use std::fmt;
@@ -599,24 +599,9 @@ fn pattern_of(
         };
         return Ok(Some(PatternKind::Fuzzy { term, distance }));
     }
-    // Wildcards: `err*` is a prefix, anything else a wildcard pattern.
-    let mut parts: Vec<WildcardPart> = Vec::new();
-    for (c, &is_special) in chars.iter().zip(special) {
-        match (c, is_special) {
-            ('*', true) => parts.push(WildcardPart::AnyRun),
-            ('?', true) => parts.push(WildcardPart::AnyChar),
-            (c, _) => match parts.last_mut() {
-                Some(WildcardPart::Literal(literal)) => literal.extend(c.to_lowercase()),
-                _ => parts.push(WildcardPart::Literal(c.to_lowercase().collect())),
-            },
-        }
-    }
-    Ok(Some(match parts.as_slice() {
-        [WildcardPart::Literal(prefix), WildcardPart::AnyRun] => {
-            PatternKind::Prefix(prefix.clone())
-        }
-        _ => PatternKind::Wildcard(parts),
-    }))
+    Ok(Some(PatternKind::wildcard(
+        chars.iter().copied().zip(special.iter().copied()),
+    )))
 }
 
 struct Parser<'a> {

@@ -6,10 +6,10 @@
 //! A pattern is compiled once per query (`Pattern::new`, at parse time, so a bad regular
 //! expression is a parse error with its position) and shared by every block. In a block, the
 //! token terms of the field it accepts are found by walking the FST restricted to the field's
-//! key range; their postings are ORed into one bit set as they are found. So whatever a
-//! pattern matches, a block costs at most one walk of its dictionary, one read of the matched
-//! postings and one bit per doc: `*` over ten million distinct tokens is slow, never an
-//! explosion of memory. Matches score as filters (constant, nothing added to BM25), as
+//! key range, and their postings are ORed into one bit set. So whatever a pattern matches, a
+//! block costs at most one walk of its dictionary, one read of the matched postings, the
+//! matched terms' infos (bounded by the block's dictionary) and one bit per doc: `*` over ten
+//! million distinct tokens is slow, never an explosion of memory. Matches score as filters (constant, nothing added to BM25), as
 //! Elasticsearch's default `constant_score` rewrite of multi-term queries does.
 //!
 //! Tokens are lowercase, so prefix, wildcard and fuzzy terms are lowercased as the analyzer
@@ -48,6 +48,31 @@ pub enum PatternKind {
     Fuzzy { term: String, distance: u8 },
 }
 
+impl PatternKind {
+    /// A wildcard from its chars, each with whether it is an operator (an unescaped `*` or
+    /// `?`). Literals are lowercased, as tokens are; `lit*` is a prefix (a key range, no
+    /// automaton).
+    pub fn wildcard(chars: impl IntoIterator<Item = (char, bool)>) -> PatternKind {
+        let mut parts: Vec<WildcardPart> = Vec::new();
+        for (c, operator) in chars {
+            match (c, operator) {
+                ('*', true) => parts.push(WildcardPart::AnyRun),
+                ('?', true) => parts.push(WildcardPart::AnyChar),
+                (c, _) => match parts.last_mut() {
+                    Some(WildcardPart::Literal(literal)) => literal.extend(c.to_lowercase()),
+                    _ => parts.push(WildcardPart::Literal(c.to_lowercase().collect())),
+                },
+            }
+        }
+        match parts.as_slice() {
+            [WildcardPart::Literal(prefix), WildcardPart::AnyRun] => {
+                PatternKind::Prefix(prefix.clone())
+            }
+            _ => PatternKind::Wildcard(parts),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WildcardPart {
     Literal(String),
@@ -62,7 +87,7 @@ pub struct Pattern {
 }
 
 enum Matcher {
-    Prefix,
+    Prefix(String),
     Regex(RegexAutomaton),
     Fuzzy(levenshtein_automata::DFA),
 }
@@ -123,7 +148,7 @@ pub struct PatternError(pub String);
 impl Pattern {
     pub fn new(kind: PatternKind) -> Result<Pattern, PatternError> {
         let matcher = match &kind {
-            PatternKind::Prefix(_) => Matcher::Prefix,
+            PatternKind::Prefix(prefix) => Matcher::Prefix(prefix.clone()),
             PatternKind::Wildcard(parts) => {
                 let mut regex = String::from("(?s:");
                 for part in parts {
@@ -158,10 +183,7 @@ impl Pattern {
     /// Whether `term` matches (the model tests' and anyone's check of one term).
     pub fn matches(&self, term: &str) -> bool {
         match &self.matcher {
-            Matcher::Prefix => match &self.kind {
-                PatternKind::Prefix(prefix) => term.starts_with(prefix.as_str()),
-                _ => false,
-            },
+            Matcher::Prefix(prefix) => term.starts_with(prefix.as_str()),
             Matcher::Regex(automaton) => accepts(automaton, term.as_bytes()),
             Matcher::Fuzzy(dfa) => accepts(&FuzzyAutomaton(dfa), term.as_bytes()),
         }
@@ -180,10 +202,7 @@ impl Pattern {
         let dictionary = block.term_dictionary();
         let mut ordinals = Vec::new();
         match &self.matcher {
-            Matcher::Prefix => {
-                let PatternKind::Prefix(prefix) = &self.kind else {
-                    unreachable!("a prefix matcher is built from a prefix")
-                };
+            Matcher::Prefix(prefix) => {
                 let mut lower = start.clone();
                 lower.extend_from_slice(prefix.as_bytes());
                 let mut stream = dictionary.range().ge(&lower).lt(&end).into_stream();
@@ -395,15 +414,10 @@ mod tests {
     use super::*;
 
     fn wildcard(text: &str) -> Pattern {
-        let mut parts = Vec::new();
-        for c in text.chars() {
-            parts.push(match c {
-                '*' => WildcardPart::AnyRun,
-                '?' => WildcardPart::AnyChar,
-                c => WildcardPart::Literal(c.to_string()),
-            });
-        }
-        Pattern::new(PatternKind::Wildcard(parts)).unwrap()
+        Pattern::new(PatternKind::wildcard(
+            text.chars().map(|c| (c, c == '*' || c == '?')),
+        ))
+        .unwrap()
     }
 
     #[test]

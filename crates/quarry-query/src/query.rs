@@ -86,14 +86,7 @@ pub fn plan(ast: &Ast, analyzer: &Analyzer, text_fields: &[String]) -> Query {
                     }
                 }
             };
-            match field {
-                Some(field) => per_field(field),
-                None => match text_fields {
-                    [] => Query::Nothing,
-                    [only] => per_field(only),
-                    many => Query::Any(many.iter().map(|f| per_field(f)).collect()),
-                },
-            }
+            over_fields(field.as_deref(), text_fields, per_field)
         }
         Ast::Boost { inner, boost } => match plan(inner, analyzer, text_fields) {
             Query::Nothing => Query::Nothing,
@@ -107,14 +100,7 @@ pub fn plan(ast: &Ast, analyzer: &Analyzer, text_fields: &[String]) -> Query {
                 field: field.to_owned(),
                 pattern: pattern.clone(),
             };
-            match field {
-                Some(field) => per_field(field),
-                None => match text_fields {
-                    [] => Query::Nothing,
-                    [only] => per_field(only),
-                    many => Query::Any(many.iter().map(|f| per_field(f)).collect()),
-                },
-            }
+            over_fields(field.as_deref(), text_fields, per_field)
         }
         Ast::Exact { field, value } => {
             let mut tokens = Vec::new();
@@ -174,6 +160,22 @@ pub fn plan(ast: &Ast, analyzer: &Analyzer, text_fields: &[String]) -> Query {
                 must_not,
             }
         }
+    }
+}
+
+/// `per_field` of `field`, or of every text field (ORed) for a bare value.
+fn over_fields(
+    field: Option<&str>,
+    text_fields: &[String],
+    per_field: impl Fn(&str) -> Query,
+) -> Query {
+    match field {
+        Some(field) => per_field(field),
+        None => match text_fields {
+            [] => Query::Nothing,
+            [only] => per_field(only),
+            many => Query::Any(many.iter().map(|f| per_field(f)).collect()),
+        },
     }
 }
 

@@ -40,9 +40,7 @@ pub(crate) async fn search(
     body: Bytes,
 ) -> Response {
     let started = Instant::now();
-    let index = path_index
-        .map(|UrlPath(index)| index)
-        .unwrap_or_else(|| crate::DEFAULT_TENANT.to_owned());
+    let index = index_or_default(path_index);
     let params: Vec<(String, String)> =
         form_urlencoded::parse(query.unwrap_or_default().as_bytes())
             .into_owned()
@@ -69,9 +67,7 @@ pub(crate) async fn msearch(
     body: Bytes,
 ) -> Response {
     let started = Instant::now();
-    let default_index = path_index
-        .map(|UrlPath(index)| index)
-        .unwrap_or_else(|| crate::DEFAULT_TENANT.to_owned());
+    let default_index = index_or_default(path_index);
     let answer = async {
         let text = std::str::from_utf8(&body)
             .map_err(|_| ApiError::bad_request("the _msearch body is not UTF-8"))?;
@@ -158,12 +154,7 @@ pub(crate) async fn mapping(
             } else {
                 name
             };
-            let parts: Vec<&str> = name.split('.').collect();
-            if parts.iter().any(|p| p.is_empty())
-                || !insert_mapping(&mut properties, &parts, mapping.clone())
-            {
-                properties.insert(name, mapping);
-            }
+            insert_dotted(&mut properties, name, mapping, Some("properties"));
         }
         Ok::<_, ApiError>(
             json!({ index.clone(): {"mappings": {"properties": properties}} }).to_string(),
@@ -172,34 +163,11 @@ pub(crate) async fn mapping(
     es_response(answer)
 }
 
-/// Inserts a field's mapping under nested `properties` objects.
-fn insert_mapping(
-    properties: &mut Map<String, JsonValue>,
-    path: &[&str],
-    mapping: JsonValue,
-) -> bool {
-    match path {
-        [] => false,
-        [leaf] => {
-            if properties.contains_key(*leaf) {
-                return false;
-            }
-            properties.insert((*leaf).to_owned(), mapping);
-            true
-        }
-        [head, rest @ ..] => {
-            let child = properties
-                .entry((*head).to_owned())
-                .or_insert_with(|| json!({"properties": {}}));
-            match child
-                .get_mut("properties")
-                .and_then(JsonValue::as_object_mut)
-            {
-                Some(child) => insert_mapping(child, rest, mapping),
-                None => false,
-            }
-        }
-    }
+/// The `{index}` of an Elasticsearch path, or the `default` tenant's for a path without one.
+pub(crate) fn index_or_default(path_index: Option<UrlPath<String>>) -> String {
+    path_index
+        .map(|UrlPath(index)| index)
+        .unwrap_or_else(|| crate::DEFAULT_TENANT.to_owned())
 }
 
 /// An Elasticsearch API's answer: its JSON text, or its error in Elasticsearch's shape, with
@@ -516,17 +484,34 @@ fn nested(flat: Map<String, JsonValue>) -> Map<String, JsonValue> {
         }
     }
     for (name, value) in dotted {
-        let parts: Vec<&str> = name.split('.').collect();
-        if parts.iter().any(|p| p.is_empty()) || !insert_path(&mut out, &parts, value.clone()) {
-            out.insert(name, value);
-        }
+        insert_dotted(&mut out, name, value, None);
     }
     out
 }
 
+/// Inserts `value` under the dotted `name` as nested objects (each object's children under
+/// its `children` key, or in the object itself), or under `name` itself where a part of the
+/// path is already a value.
+fn insert_dotted(
+    object: &mut Map<String, JsonValue>,
+    name: String,
+    value: JsonValue,
+    children: Option<&str>,
+) {
+    let parts: Vec<&str> = name.split('.').collect();
+    if parts.iter().any(|p| p.is_empty()) || !insert_path(object, &parts, value.clone(), children) {
+        object.insert(name, value);
+    }
+}
+
 /// Inserts `value` at `path` in nested objects; false (and nothing changed) when a part of
 /// the path is already a non-object value or the leaf already exists.
-fn insert_path(object: &mut Map<String, JsonValue>, path: &[&str], value: JsonValue) -> bool {
+fn insert_path(
+    object: &mut Map<String, JsonValue>,
+    path: &[&str],
+    value: JsonValue,
+    children: Option<&str>,
+) -> bool {
     match path {
         [] => false,
         [leaf] => {
@@ -539,16 +524,22 @@ fn insert_path(object: &mut Map<String, JsonValue>, path: &[&str], value: JsonVa
         [head, rest @ ..] => {
             let child = object
                 .entry((*head).to_owned())
-                .or_insert_with(|| JsonValue::Object(Map::new()));
-            match child {
-                JsonValue::Object(child) => insert_path(child, rest, value),
-                _ => false,
+                .or_insert_with(|| match children {
+                    Some(key) => json!({ key: {} }),
+                    None => json!({}),
+                });
+            let child = match children {
+                Some(key) => child.get_mut(key),
+                None => Some(child),
+            };
+            match child.and_then(JsonValue::as_object_mut) {
+                Some(child) => insert_path(child, rest, value, children),
+                None => false,
             }
         }
     }
 }
 
-/// The aggregations of one level (`top`: the request's own, where a `terms` may group).
 fn parse_aggs(object: &Map<String, JsonValue>, path: &str, top: bool) -> Result<Aggs, ApiError> {
     let mut aggs = Aggs::default();
     for (name, definition) in object {

@@ -260,9 +260,7 @@ pub(crate) async fn bulk(
     body: Bytes,
 ) -> Response {
     let started = Instant::now();
-    let default_index = path_index
-        .map(|UrlPath(index)| index)
-        .unwrap_or_else(|| crate::DEFAULT_TENANT.to_owned());
+    let default_index = crate::es_search::index_or_default(path_index);
     // A request without any key is refused whole; a key is checked against each item's tenant.
     let answer = match state.require_some_key(&headers) {
         Ok(()) => bulk_inner(state, default_index, query, headers, body, started).await,

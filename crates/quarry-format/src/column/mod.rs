@@ -12,7 +12,7 @@ mod reader;
 mod writer;
 
 pub use cache::ChunkCache;
-pub use reader::{ChunkValues, ColumnReader, DecodedChunk};
+pub use reader::{ChunkCursor, ChunkValues, ColumnReader, DecodedChunk};
 pub use writer::{ColumnData, ColumnWriter};
 
 /// Size of one chunk directory entry.

@@ -274,6 +274,38 @@ fn decode_chunk_payload(
     })
 }
 
+/// A column read one decoded chunk at a time, for callers that visit docs in increasing order
+/// (merges, checks of candidate docs): each chunk is decoded once.
+pub struct ChunkCursor<'a> {
+    column: ColumnReader<'a>,
+    chunk: Option<DecodedChunk>,
+}
+
+impl<'a> ChunkCursor<'a> {
+    pub fn new(column: ColumnReader<'a>) -> Self {
+        ChunkCursor {
+            column,
+            chunk: None,
+        }
+    }
+
+    /// The chunk holding `doc`'s value and its position there, if `doc` has one.
+    pub fn find(&mut self, doc: u32) -> DecodeResult<Option<(&DecodedChunk, usize)>> {
+        let current = self
+            .chunk
+            .as_ref()
+            .is_some_and(|c| c.first_doc <= doc && doc < c.end_doc);
+        if !current {
+            let Some(index) = self.column.chunk_of(doc)? else {
+                return Ok(None);
+            };
+            self.chunk = Some(self.column.decode_chunk(index)?);
+        }
+        let chunk = self.chunk.as_ref().expect("decoded just above");
+        Ok(chunk.position(doc).map(|position| (chunk, position)))
+    }
+}
+
 impl DecodedChunk {
     /// Heap bytes this chunk holds (what a `ChunkCache` charges for it).
     pub fn heap_bytes(&self) -> usize {

@@ -54,7 +54,11 @@ pub fn norm_cache(params: Bm25Params, stats: FieldStats) -> [f32; 256] {
 
 #[inline]
 pub fn score(weight: f32, tf: u32, norm: f32) -> f32 {
-    let tf = tf as f32;
+    score_freq(weight, tf as f32, norm)
+}
+
+/// `score` with a fractional term frequency (a sloppy phrase's).
+pub fn score_freq(weight: f32, tf: f32, norm: f32) -> f32 {
     weight * (tf / (tf + norm))
 }
 

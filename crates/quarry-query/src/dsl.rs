@@ -92,16 +92,10 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
         "match_phrase" => {
             let (field, options) = field_and_options(body, path, "query")?;
             check_keys(&options, &["query", "boost", "analyzer", "slop"], path)?;
-            if options
-                .get("slop")
-                .and_then(Value::as_u64)
-                .is_some_and(|s| s > 0)
-            {
-                return Err(error(path, "phrase slop is not supported yet"));
-            }
             Ok(Ast::Phrase {
                 field: Some(field_name(field).to_owned()),
                 text: text_of(options.get("query"), path)?,
+                slop: slop_of(&options, path)?,
             })
         }
         "multi_match" => {
@@ -110,9 +104,12 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
                 .ok_or_else(|| error(path, "expected an object with query and fields"))?;
             check_keys(
                 options,
-                &["query", "fields", "type", "operator", "boost", "lenient"],
+                &[
+                    "query", "fields", "type", "operator", "boost", "lenient", "slop",
+                ],
                 path,
             )?;
+            let slop = slop_of(options, path)?;
             let text = text_of(options.get("query"), path)?;
             let phrase = match options.get("type").and_then(Value::as_str) {
                 None | Some("best_fields") | Some("most_fields") | Some("cross_fields") => false,
@@ -143,6 +140,7 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
                         Ast::Phrase {
                             field,
                             text: text.clone(),
+                            slop,
                         }
                     } else {
                         words(field.as_deref(), &text, operator)
@@ -360,6 +358,19 @@ fn operator_of(options: &Map<String, Value>, path: &str) -> Result<Occur, DslErr
     }
 }
 
+/// `match_phrase`'s and `multi_match`'s `slop`: a whole number (Elasticsearch also takes its
+/// string form).
+fn slop_of(options: &Map<String, Value>, path: &str) -> Result<u32, DslError> {
+    let slop = match options.get("slop") {
+        None => return Ok(0),
+        Some(Value::Number(n)) => n.as_u64(),
+        Some(Value::String(s)) => s.parse::<u64>().ok(),
+        Some(_) => None,
+    };
+    slop.and_then(|s| u32::try_from(s).ok())
+        .ok_or_else(|| error(path, "slop: expected a whole number of positions"))
+}
+
 /// A query that matches no event.
 fn nothing() -> Ast {
     Ast::Bool(vec![(Occur::MustNot, Ast::All)])
@@ -490,15 +501,21 @@ fn range(
             Value::Number(n) => Number::parse(&n.to_string())
                 .map(Some)
                 .ok_or_else(|| error(path, format!("{n} is not a finite number"))),
-            Value::String(text) => Number::parse(text).map(Some).ok_or_else(|| {
-                error(
-                    path,
-                    format!("{text:?} is not a number (ranges over strings are not supported yet)"),
-                )
-            }),
+            // Reached only when every bound is a number (strings make a term range below).
+            Value::String(text) => Number::parse(text)
+                .map(Some)
+                .ok_or_else(|| error(path, format!("{text:?} is not a number"))),
             _ => Err(error(path, "expected a number or a string bound")),
         }
     };
+    let bound_keys = ["gt", "gte", "lt", "lte", "from", "to"];
+    let string_bound = options.iter().any(|(key, value)| {
+        bound_keys.contains(&key.as_str())
+            && matches!(value, Value::String(text) if Number::parse(text).is_none())
+    });
+    if string_bound && !is_time {
+        return term_range(field, &options, path);
+    }
     let mut lower = Bound::Unbounded;
     let mut upper = Bound::Unbounded;
     let include_lower = options
@@ -515,20 +532,69 @@ fn range(
             _ => continue,
         };
         let Some(bound) = bound else { continue };
-        match key.as_str() {
-            "gt" => lower = Bound::Excluded(bound),
-            "gte" => lower = Bound::Included(bound),
-            "from" if include_lower => lower = Bound::Included(bound),
-            "from" => lower = Bound::Excluded(bound),
-            "lt" => upper = Bound::Excluded(bound),
-            "lte" => upper = Bound::Included(bound),
-            "to" if include_upper => upper = Bound::Included(bound),
-            _ => upper = Bound::Excluded(bound),
-        }
+        let (side, bound) = range_bound(key, bound, include_lower, include_upper);
+        *if side { &mut upper } else { &mut lower } = bound;
     }
     Ok(Ast::Range {
         field: field.to_owned(),
         range: NumericRange { lower, upper },
+    })
+}
+
+/// A `range` key (`gt`, `gte`, `lt`, `lte`, `from`, `to`) and its value: which side it
+/// bounds (true: the upper) and how.
+fn range_bound<T>(
+    key: &str,
+    value: T,
+    include_lower: bool,
+    include_upper: bool,
+) -> (bool, Bound<T>) {
+    match key {
+        "gt" => (false, Bound::Excluded(value)),
+        "gte" => (false, Bound::Included(value)),
+        "from" if include_lower => (false, Bound::Included(value)),
+        "from" => (false, Bound::Excluded(value)),
+        "lt" => (true, Bound::Excluded(value)),
+        "lte" => (true, Bound::Included(value)),
+        "to" if include_upper => (true, Bound::Included(value)),
+        _ => (true, Bound::Excluded(value)),
+    }
+}
+
+/// A `range` with a string bound on a field other than the time: a range of the field's
+/// tokens, as the query language's `field:[a TO m}` (bounds lowercased as tokens are).
+fn term_range(field: &str, options: &Map<String, Value>, path: &str) -> Result<Ast, DslError> {
+    let text = |value: &Value| match value {
+        Value::String(text) => Ok(Some(text.to_lowercase())),
+        Value::Number(n) => Ok(Some(n.to_string())),
+        Value::Null => Ok(None),
+        _ => Err(error(path, "expected a string or number bound")),
+    };
+    let include_lower = options
+        .get("include_lower")
+        .and_then(Value::as_bool)
+        .unwrap_or(true);
+    let include_upper = options
+        .get("include_upper")
+        .and_then(Value::as_bool)
+        .unwrap_or(true);
+    let mut lower = Bound::Unbounded;
+    let mut upper = Bound::Unbounded;
+    for (key, value) in options {
+        let Some(bound) = (match key.as_str() {
+            "gt" | "gte" | "lt" | "lte" | "from" | "to" => text(value)?,
+            _ => None,
+        }) else {
+            continue;
+        };
+        let (side, bound) = range_bound(key, bound, include_lower, include_upper);
+        *if side { &mut upper } else { &mut lower } = bound;
+    }
+    let pattern =
+        Pattern::new(PatternKind::TermRange { lower, upper }).map_err(|e| error(path, e.0))?;
+    Ok(Ast::Pattern {
+        field: Some(field.to_owned()),
+        pattern: Arc::new(pattern),
     })
 }
 
@@ -603,6 +669,24 @@ mod tests {
         same(
             json!({"match_phrase": {"message": "disk full"}}),
             "message:\"disk full\"",
+        );
+        same(
+            json!({"match_phrase": {"message": {"query": "disk full", "slop": 2}}}),
+            "message:\"disk full\"~2",
+        );
+        same(
+            json!({"multi_match": {"query": "disk full", "type": "phrase", "slop": "1", "fields": ["a", "b"]}}),
+            "a:\"disk full\"~1 b:\"disk full\"~1",
+        );
+        same(
+            json!({"range": {"host": {"gte": "Web", "lt": "x"}}}),
+            "host:[web TO x}",
+        );
+        same(json!({"range": {"host": {"gt": "m"}}}), "host:>m");
+        same(json!({"range": {"n": {"gt": "5"}}}), "n:>5");
+        fails(
+            json!({"match_phrase": {"message": {"query": "a b", "slop": -1}}}),
+            "query.match_phrase: slop: expected a whole number of positions",
         );
         same(
             json!({"term": {"host.keyword": "web-1"}}),

@@ -111,6 +111,9 @@ pub enum ParseErrorKind {
     BadBoost { text: String },
     #[error("'^' needs a clause before it")]
     BoostWithoutClause,
+    /// The position is the `~`'s.
+    #[error("expected a slop (a whole number of positions) after a phrase's '~', got {text:?}")]
+    BadSlop { text: String },
 }
 
 impl ParseErrorKind {
@@ -126,30 +129,18 @@ impl ParseErrorKind {
     }
 }
 
-/// Lucene operators the parser refuses until Step 5 implements them.
+/// Lucene operators the parser refuses, by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Feature {
-    /// `err*`, `*err`, `wild*ca?d`.
+    /// `f*:x`: a wildcard in a field name.
     Wildcard,
-    /// `error~`, `error~2`.
-    Fuzzy,
-    /// `"a b"~2`.
-    PhraseSlop,
-    /// `/err.*/`.
-    Regex,
-    /// `error^2`.
-    Boost,
 }
 
 impl fmt::Display for Feature {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Feature::Wildcard => "prefix/wildcard queries (`*`, `?`)",
-            Feature::Fuzzy => "fuzzy queries (`~`)",
-            Feature::PhraseSlop => "phrase slops (`\"a b\"~2`)",
-            Feature::Regex => "regular expressions (`/.../`)",
-            Feature::Boost => "boosts (`^`)",
+            Feature::Wildcard => "wildcards in field names (`f*:x`)",
         })
     }
 }
@@ -173,6 +164,8 @@ pub enum Ast {
     Phrase {
         field: Option<String>,
         text: String,
+        /// `"a b"~2`: how far the terms may move (Lucene's slop; 0 is an exact phrase).
+        slop: u32,
     },
     /// `field:="whole value"`.
     Exact {
@@ -214,9 +207,17 @@ impl fmt::Display for Ast {
                 field(f, name)?;
                 write!(f, "{text}")
             }
-            Ast::Phrase { field: name, text } => {
+            Ast::Phrase {
+                field: name,
+                text,
+                slop,
+            } => {
                 field(f, name)?;
-                write!(f, "\"{text}\"")
+                write!(f, "\"{text}\"")?;
+                match slop {
+                    0 => Ok(()),
+                    slop => write!(f, "~{slop}"),
+                }
             }
             Ast::Boost { inner, boost } => write!(f, "{inner}^{boost}"),
             Ast::Pattern {
@@ -256,7 +257,11 @@ enum Token {
     Pattern(PatternKind),
     /// `^2` after a clause.
     Boost(f32),
-    Phrase(String),
+    /// `"text"`, or `"text"~slop`.
+    Phrase {
+        text: String,
+        slop: u32,
+    },
     Field(String),
     ExactField(String),
     Open,
@@ -325,7 +330,8 @@ fn lex(input: &str) -> Result<Vec<(usize, Token)>, ParseError> {
                         kind: ParseErrorKind::UnterminatedQuote,
                     });
                 }
-                tokens.push((start, Token::Phrase(text)));
+                let slop = phrase_slop(input, &mut chars)?;
+                tokens.push((start, Token::Phrase { text, slop }));
             }
             '[' | '{' if matches!(tokens.last(), Some((_, Token::Field(_)))) => {
                 chars.next();
@@ -464,12 +470,9 @@ fn lex(input: &str) -> Result<Vec<(usize, Token)>, ParseError> {
                 let mut unsupported = None;
                 // The value right after `field:` may itself hold colons (`url:http://x`).
                 let may_be_field = !matches!(tokens.last(), Some((_, Token::Field(_))));
-                // `~2` glued to a closing quote is a phrase's slop, not a fuzzy word.
-                let after_phrase = matches!(tokens.last(), Some((_, Token::Phrase(_))))
-                    && input[..start].ends_with('"');
                 // An exact value is literal (`host:=a^b`); elsewhere `^` ends the word, a boost.
                 let literal_value = matches!(tokens.last(), Some((_, Token::ExactField(_))));
-                while let Some(&(at, c)) = chars.peek() {
+                while let Some(&(_, c)) = chars.peek() {
                     if c.is_whitespace() || matches!(c, '(' | ')' | '"') {
                         break;
                     }
@@ -477,13 +480,6 @@ fn lex(input: &str) -> Result<Vec<(usize, Token)>, ParseError> {
                         break;
                     }
                     chars.next();
-                    let feature = match c {
-                        '~' if after_phrase && at == start => Some(Feature::PhraseSlop),
-                        _ => None,
-                    };
-                    if let (None, Some(feature)) = (unsupported, feature) {
-                        unsupported = Some((at, feature));
-                    }
                     match c {
                         '\\' => {
                             escaped_any = true;
@@ -563,6 +559,37 @@ fn lex(input: &str) -> Result<Vec<(usize, Token)>, ParseError> {
         }
     }
     Ok(tokens)
+}
+
+/// The slop of the phrase whose closing quote `chars` just passed: `~N` glued to the quote,
+/// else 0. `"a b"~` alone and `~2.5` are errors (Lucene reads them as slop 0 and 2 without a
+/// word; a user who typed them meant something else).
+fn phrase_slop(
+    input: &str,
+    chars: &mut std::iter::Peekable<std::str::CharIndices<'_>>,
+) -> Result<u32, ParseError> {
+    let Some(&(tilde, '~')) = chars.peek() else {
+        return Ok(0);
+    };
+    chars.next();
+    let mut end = input.len();
+    while let Some(&(at, c)) = chars.peek() {
+        if c.is_whitespace() || matches!(c, '(' | ')' | '"' | '^') {
+            end = at;
+            break;
+        }
+        chars.next();
+    }
+    let text = &input[tilde + 1..end];
+    match text.parse::<u32>() {
+        Ok(slop) if text.bytes().all(|b| b.is_ascii_digit()) => Ok(slop),
+        _ => Err(ParseError {
+            position: tilde,
+            kind: ParseErrorKind::BadSlop {
+                text: text.to_owned(),
+            },
+        }),
+    }
 }
 
 /// The pattern a word stands for, if it has an unescaped `*`, `?` or `~` (`special[i]` says
@@ -805,12 +832,13 @@ impl Parser<'_> {
                 field: field.map(str::to_owned),
                 text,
             }),
-            Token::Phrase(text) => Ok(Ast::Phrase {
+            Token::Phrase { text, slop } => Ok(Ast::Phrase {
                 field: field.map(str::to_owned),
                 text,
+                slop,
             }),
             Token::Field(name) if name == "_exists_" => match self.peek().cloned() {
-                Some(Token::Word(field)) | Some(Token::Phrase(field)) => {
+                Some(Token::Word(field)) | Some(Token::Phrase { text: field, .. }) => {
                     self.next += 1;
                     Ok(Ast::Exists { field })
                 }
@@ -823,29 +851,20 @@ impl Parser<'_> {
                     upper,
                     upper_inclusive,
                 }) => {
-                    let lower = self.bound(&name, &lower, lower_inclusive)?;
-                    let upper = self.bound(&name, &upper, upper_inclusive)?;
+                    let ast =
+                        self.range(name, (&lower, lower_inclusive), (&upper, upper_inclusive))?;
                     self.next += 1;
-                    Ok(Ast::Range {
-                        field: name,
-                        range: NumericRange { lower, upper },
-                    })
+                    Ok(ast)
                 }
                 Some(Token::Compare { op, value }) => {
-                    let bound = self.bound(&name, &value, op.ends_with('='))?;
-                    self.next += 1;
-                    let range = if op.starts_with('>') {
-                        NumericRange {
-                            lower: bound,
-                            upper: Bound::Unbounded,
-                        }
+                    let bound = (value.as_str(), op.ends_with('='));
+                    let ast = if op.starts_with('>') {
+                        self.range(name, bound, ("*", true))?
                     } else {
-                        NumericRange {
-                            lower: Bound::Unbounded,
-                            upper: bound,
-                        }
+                        self.range(name, ("*", true), bound)?
                     };
-                    Ok(Ast::Range { field: name, range })
+                    self.next += 1;
+                    Ok(ast)
                 }
                 Some(Token::BadRange(kind)) => Err(self.error(kind)),
                 Some(Token::Open) => self.primary(Some(&name)),
@@ -858,7 +877,7 @@ impl Parser<'_> {
                         Ast::Exists { field: name }
                     })
                 }
-                Some(Token::Word(_)) | Some(Token::Phrase(_)) | Some(Token::Pattern(_)) => {
+                Some(Token::Word(_)) | Some(Token::Phrase { .. }) | Some(Token::Pattern(_)) => {
                     self.primary(Some(&name))
                 }
                 // `field:AND` and the like: the keyword is the value.
@@ -877,7 +896,7 @@ impl Parser<'_> {
                 _ => Err(self.error(ParseErrorKind::ExpectedValue { field: name })),
             },
             Token::ExactField(name) => match self.tokens.get(self.next).cloned() {
-                Some((_, Token::Word(value))) | Some((_, Token::Phrase(value))) => {
+                Some((_, Token::Word(value))) | Some((_, Token::Phrase { text: value, .. })) => {
                     self.next += 1;
                     Ok(Ast::Exact { field: name, value })
                 }
@@ -904,6 +923,41 @@ impl Parser<'_> {
 
     /// One bound of a range on `field`, the current token: a number, `*`, or a time for
     /// `_time`. Errors point at the range token.
+    /// `field:[lower TO upper]` (each bound's text and whether it is inclusive): a numeric
+    /// range where every bound is a number or `*`, a time range on `_time`, else a range of
+    /// terms (`host:[a TO m}`), whose bounds are lowercased as tokens are.
+    fn range(
+        &self,
+        field: String,
+        lower: (&str, bool),
+        upper: (&str, bool),
+    ) -> Result<Ast, ParseError> {
+        let numeric = |text: &str| text == "*" || Number::parse(text).is_some();
+        if field != TIME_FIELD && !(numeric(lower.0) && numeric(upper.0)) {
+            let bound = |(text, inclusive): (&str, bool)| match text {
+                "*" => Bound::Unbounded,
+                text if inclusive => Bound::Included(text.to_lowercase()),
+                text => Bound::Excluded(text.to_lowercase()),
+            };
+            let kind = PatternKind::TermRange {
+                lower: bound(lower),
+                upper: bound(upper),
+            };
+            let pattern = Pattern::new(kind)
+                .map_err(|e| self.error(ParseErrorKind::BadPattern { reason: e.0 }))?;
+            return Ok(Ast::Pattern {
+                field: Some(field),
+                pattern: Arc::new(pattern),
+            });
+        }
+        let lower = self.bound(&field, lower.0, lower.1)?;
+        let upper = self.bound(&field, upper.0, upper.1)?;
+        Ok(Ast::Range {
+            field,
+            range: NumericRange { lower, upper },
+        })
+    }
+
     fn bound(&self, field: &str, text: &str, inclusive: bool) -> Result<Bound<Number>, ParseError> {
         if text == "*" {
             return Ok(Bound::Unbounded);
@@ -1026,14 +1080,12 @@ mod tests {
             "error: expected a range like [a TO b] at position 2",
         );
         check("a:[1 TO 2", "error: unclosed range at position 2");
-        check(
-            "a:[x TO 2]",
-            "error: expected a number in the range, got \"x\" at position 2",
-        );
-        check(
-            "a:>nan",
-            "error: expected a number in the range, got \"nan\" at position 2",
-        );
+        // A bound that is not a number makes a range of terms.
+        check("a:[x TO 2]", "a:[x TO 2]");
+        check("a:>nan", "a:{nan TO *]");
+        check("host:[A TO M}", "host:[a TO m}");
+        check("host:<=Web", "host:[* TO web]");
+        check("n:[1 TO 5]", "n:[1 TO 5]");
         check(
             "_time:>yesterday",
             "error: expected a time (RFC 3339, a date, epoch seconds or ms, now-15m), got \"yesterday\" at position 6",
@@ -1079,15 +1131,35 @@ mod tests {
 
     #[test]
     fn operators_not_supported_yet() {
-        use Feature::{PhraseSlop, Wildcard};
+        use Feature::Wildcard;
         check_not_supported("f*:x", 1, Wildcard);
         check_not_supported("*:x", 0, Wildcard);
         check_not_supported("*:**", 0, Wildcard);
-        check_not_supported("\"a b\"~2", 5, PhraseSlop);
-        check_not_supported("msg:\"a b\"~2", 9, PhraseSlop);
+    }
+
+    #[test]
+    fn phrase_slop() {
+        check("\"a b\"~2", "\"a b\"~2");
+        check("msg:\"a b\"~10", "msg:\"a b\"~10");
+        check("\"a b\"~0", "\"a b\"");
+        check("\"a b\"~2^3", "\"a b\"~2^3");
+        check("(\"a b\"~1)", "\"a b\"~1");
+        check("\"a b\"~1 c", "(\"a b\"~1 c)");
         check(
-            "\"a b\"~2",
-            "error: phrase slops (`\"a b\"~2`) are not supported yet at position 5",
+            "\"a b\" ~2",
+            "error: a fuzzy term is a word then `~` or `~N` (N up to 2), not \"~2\" at position 6",
+        );
+        check(
+            "\"a b\"~",
+            "error: expected a slop (a whole number of positions) after a phrase's '~', got \"\" at position 5",
+        );
+        check(
+            "x \"a b\"~2.5",
+            "error: expected a slop (a whole number of positions) after a phrase's '~', got \"2.5\" at position 7",
+        );
+        check(
+            "\"a b\"~-1",
+            "error: expected a slop (a whole number of positions) after a phrase's '~', got \"-1\" at position 5",
         );
     }
 

@@ -27,6 +27,7 @@ use regex_automata::util::primitives::StateID;
 use regex_automata::util::start;
 use regex_automata::Anchored;
 use std::fmt;
+use std::ops::Bound;
 use std::sync::OnceLock;
 
 /// The largest fuzzy distance (Lucene's `LevenshteinAutomata.MAXIMUM_SUPPORTED_DISTANCE`).
@@ -46,6 +47,12 @@ pub enum PatternKind {
     Regex(String),
     /// Terms within `distance` edits of `term`.
     Fuzzy { term: String, distance: u8 },
+    /// Terms between two strings, byte-wise (`title:[a TO c}`, `host:>m`), Lucene's term
+    /// range over an analyzed field: the bounds are lowercased as tokens are.
+    TermRange {
+        lower: Bound<String>,
+        upper: Bound<String>,
+    },
 }
 
 impl PatternKind {
@@ -88,6 +95,7 @@ pub struct Pattern {
 
 enum Matcher {
     Prefix(String),
+    TermRange(Bound<String>, Bound<String>),
     Regex(RegexAutomaton),
     Fuzzy(levenshtein_automata::DFA),
 }
@@ -121,6 +129,23 @@ impl fmt::Display for Pattern {
             PatternKind::Regex(regex) => write!(f, "/{regex}/"),
             PatternKind::Fuzzy { term, distance } => {
                 write!(f, "{}~{distance}", escape_wildcard(term))
+            }
+            PatternKind::TermRange { lower, upper } => {
+                let text = |b: &Bound<String>| match b {
+                    Bound::Included(t) | Bound::Excluded(t) => escape_wildcard(t),
+                    Bound::Unbounded => "*".to_owned(),
+                };
+                let open = if matches!(lower, Bound::Excluded(_)) {
+                    '{'
+                } else {
+                    '['
+                };
+                let close = if matches!(upper, Bound::Excluded(_)) {
+                    '}'
+                } else {
+                    ']'
+                };
+                write!(f, "{open}{} TO {}{close}", text(lower), text(upper))
             }
         }
     }
@@ -172,6 +197,9 @@ impl Pattern {
                 }
                 Matcher::Fuzzy(levenshtein_builder(*distance).build_dfa(term))
             }
+            PatternKind::TermRange { lower, upper } => {
+                Matcher::TermRange(lower.clone(), upper.clone())
+            }
         };
         Ok(Pattern { kind, matcher })
     }
@@ -186,6 +214,19 @@ impl Pattern {
             Matcher::Prefix(prefix) => term.starts_with(prefix.as_str()),
             Matcher::Regex(automaton) => accepts(automaton, term.as_bytes()),
             Matcher::Fuzzy(dfa) => accepts(&FuzzyAutomaton(dfa), term.as_bytes()),
+            Matcher::TermRange(lower, upper) => {
+                let above = match lower {
+                    Bound::Included(b) => term >= b.as_str(),
+                    Bound::Excluded(b) => term > b.as_str(),
+                    Bound::Unbounded => true,
+                };
+                let below = match upper {
+                    Bound::Included(b) => term <= b.as_str(),
+                    Bound::Excluded(b) => term < b.as_str(),
+                    Bound::Unbounded => true,
+                };
+                above && below
+            }
         }
     }
 
@@ -210,6 +251,29 @@ impl Pattern {
                     if !key[start.len()..].starts_with(prefix.as_bytes()) {
                         break;
                     }
+                    ordinals.push(ordinal);
+                }
+            }
+            Matcher::TermRange(lower, upper) => {
+                let key = |text: &String| {
+                    let mut key = start.clone();
+                    key.extend_from_slice(text.as_bytes());
+                    key
+                };
+                let mut range = dictionary.range();
+                range = match lower {
+                    Bound::Included(text) => range.ge(key(text)),
+                    Bound::Excluded(text) => range.gt(key(text)),
+                    Bound::Unbounded => range.ge(&start),
+                };
+                // Past the field's tokens in any case.
+                range = match upper {
+                    Bound::Included(text) if key(text) < end => range.le(key(text)),
+                    Bound::Excluded(text) if key(text) < end => range.lt(key(text)),
+                    _ => range.lt(&end),
+                };
+                let mut stream = range.into_stream();
+                while let Some((_, ordinal)) = stream.next() {
                     ordinals.push(ordinal);
                 }
             }

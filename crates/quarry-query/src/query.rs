@@ -15,10 +15,12 @@ pub enum Query {
         field: String,
         term: String,
     },
-    /// Tokens at fixed relative positions in one field.
+    /// Tokens at their relative positions in one field, each moved by at most `slop`
+    /// positions in all (Lucene's sloppy phrase; scorer.rs, `PhraseScorer`).
     Phrase {
         field: String,
         terms: Vec<(u32, String)>,
+        slop: u32,
     },
     /// A whole string value, byte for byte. `tokens`: the value's distinct tokens when it is
     /// longer than `EXACT_TERM_LEN` (it has no exact term then, and is found through them).
@@ -68,7 +70,11 @@ pub enum Query {
 /// Analyzes `ast`; `text_fields` are the fields bare words search.
 pub fn plan(ast: &Ast, analyzer: &Analyzer, text_fields: &[String]) -> Query {
     match ast {
-        Ast::Word { field, text } | Ast::Phrase { field, text } => {
+        Ast::Word { field, text } | Ast::Phrase { field, text, .. } => {
+            let slop = match ast {
+                Ast::Phrase { slop, .. } => *slop,
+                _ => 0,
+            };
             let tokens = analyzer.tokens(text);
             if tokens.is_empty() {
                 return Query::Nothing;
@@ -83,6 +89,7 @@ pub fn plan(ast: &Ast, analyzer: &Analyzer, text_fields: &[String]) -> Query {
                     Query::Phrase {
                         field: field.to_owned(),
                         terms: tokens.clone(),
+                        slop,
                     }
                 }
             };
@@ -184,7 +191,7 @@ impl Query {
     pub fn for_each_term(&self, f: &mut impl FnMut(&str, &str)) {
         match self {
             Query::Term { field, term } => f(field, term),
-            Query::Phrase { field, terms } => terms.iter().for_each(|(_, t)| f(field, t)),
+            Query::Phrase { field, terms, .. } => terms.iter().for_each(|(_, t)| f(field, t)),
             other => other.clauses().for_each(|c| c.for_each_term(f)),
         }
     }

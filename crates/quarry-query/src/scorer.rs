@@ -437,54 +437,84 @@ impl Scorer for OptionalScorer<'_> {
     }
 }
 
-/// Docs where the terms occur at their relative positions; BM25 with the phrase frequency as
-/// tf and the sum of the terms' idf as weight (as Lucene's PhraseWeight).
+/// One term of a phrase in one block.
+pub struct PhraseTerm<'a> {
+    /// Its position relative to the phrase's first term.
+    pub offset: u32,
+    /// Terms with the same token share a group (the index of the token's first term): in a
+    /// sloppy phrase they must sit at different positions.
+    pub group: u32,
+    pub cursor: PostingsCursor<'a>,
+}
+
+/// Docs where the terms occur at their relative positions, or within `slop` of them; BM25 with
+/// the phrase frequency as tf and the sum of the terms' idf as weight (as Lucene's
+/// PhraseWeight).
+///
+/// An exact phrase's frequency is the number of positions where it starts. A sloppy phrase
+/// (Lucene's `"a b"~2`) matches where each term `i` can be given a position `p_i` (different
+/// positions for repeats of one token) so that the values `p_i - offset_i` lie within `slop` of
+/// each other: reordering two adjacent terms costs 2, a word between them 1. Each value `s`
+/// that is the smallest of such a match adds `1 / (1 + spread)` to the frequency, `spread`
+/// being the least `max - s` of the matches whose smallest value is `s` (Lucene's sloppy
+/// weight); an exact occurrence adds 1, as in an exact phrase.
 pub struct PhraseScorer<'a> {
-    /// (relative position, cursor), rarest first after construction.
-    terms: Vec<(u32, PostingsCursor<'a>)>,
+    /// Rarest first after construction.
+    terms: Vec<PhraseTerm<'a>>,
+    slop: u32,
     norms: &'a [u8],
     weight: f32,
     cache: &'a [f32; 256],
     max_score: f32,
     doc: u32,
-    freq: u32,
+    freq: f32,
     positions: Vec<Vec<u32>>,
     /// Scratch: candidate phrase start positions in the current doc.
     starts: Vec<u32>,
+    /// Scratch for sloppy phrases: every `p - offset` of the current doc, and the terms in
+    /// (group, offset) order.
+    anchors: Vec<i64>,
+    greedy_order: Vec<usize>,
     error: Option<DecodeError>,
 }
 
 impl<'a> PhraseScorer<'a> {
     pub fn new(
-        mut terms: Vec<(u32, PostingsCursor<'a>)>,
+        mut terms: Vec<PhraseTerm<'a>>,
+        slop: u32,
         norms: &'a [u8],
         weight: f32,
         cache: &'a [f32; 256],
-        max_tf: u32,
+        max_freq: u32,
     ) -> Self {
-        terms.sort_by_key(|(_, c)| c.doc_freq());
-        let max_score = inflate(bm25::score(weight, max_tf.max(1), cache[0]));
+        terms.sort_by_key(|t| t.cursor.doc_freq());
+        let max_score = inflate(bm25::score(weight, max_freq.max(1), cache[0]));
         let positions = vec![Vec::new(); terms.len()];
+        let mut greedy_order: Vec<usize> = (0..terms.len()).collect();
+        greedy_order.sort_by_key(|&i| (terms[i].group, terms[i].offset));
         let mut scorer = PhraseScorer {
             terms,
+            slop,
             norms,
             weight,
             cache,
             max_score,
             doc: 0,
-            freq: 0,
+            freq: 0.0,
             positions,
             starts: Vec::new(),
+            anchors: Vec::new(),
+            greedy_order,
             error: None,
         };
-        let first = scorer.terms[0].1.doc();
+        let first = scorer.terms[0].cursor.doc();
         scorer.doc = scorer.next_match(first);
         scorer
     }
 
     fn align(&mut self, target: u32) -> u32 {
-        leapfrog(&mut self.terms, target, |(_, cursor), target| {
-            cursor.seek(target)
+        leapfrog(&mut self.terms, target, |term, target| {
+            term.cursor.seek(target)
         })
     }
 
@@ -495,8 +525,13 @@ impl<'a> PhraseScorer<'a> {
             if doc == TERMINATED {
                 return TERMINATED;
             }
-            match self.phrase_freq() {
-                Ok(0) => target = doc + 1,
+            let freq = if self.slop == 0 {
+                self.phrase_freq().map(|f| f as f32)
+            } else {
+                self.sloppy_freq()
+            };
+            match freq {
+                Ok(freq) if freq == 0.0 => target = doc + 1,
                 Ok(freq) => {
                     self.freq = freq;
                     return doc;
@@ -513,9 +548,9 @@ impl<'a> PhraseScorer<'a> {
     fn phrase_freq(&mut self) -> Result<u32, DecodeError> {
         // Candidate phrase starts come from the first (rarest) term; each further term's
         // positions are decoded only while candidates remain, and filter them by a merge.
-        let (first_offset, first) = &mut self.terms[0];
-        let first_offset = *first_offset;
-        first.positions(&mut self.positions[0])?;
+        let first = &mut self.terms[0];
+        let first_offset = first.offset;
+        first.cursor.positions(&mut self.positions[0])?;
         let mut starts = std::mem::take(&mut self.starts);
         starts.clear();
         starts.extend(
@@ -523,15 +558,15 @@ impl<'a> PhraseScorer<'a> {
                 .iter()
                 .filter_map(|p| p.checked_sub(first_offset)),
         );
-        for (i, (offset, cursor)) in self.terms.iter_mut().enumerate().skip(1) {
+        for (i, term) in self.terms.iter_mut().enumerate().skip(1) {
             if starts.is_empty() {
                 break;
             }
-            cursor.positions(&mut self.positions[i])?;
+            term.cursor.positions(&mut self.positions[i])?;
             let positions = &self.positions[i];
             let mut next = 0;
             starts.retain(|&start| {
-                let Some(wanted) = start.checked_add(*offset) else {
+                let Some(wanted) = start.checked_add(term.offset) else {
                     return false;
                 };
                 while next < positions.len() && positions[next] < wanted {
@@ -543,6 +578,88 @@ impl<'a> PhraseScorer<'a> {
         let freq = starts.len() as u32;
         self.starts = starts;
         Ok(freq)
+    }
+
+    /// The sloppy frequency of the current doc (see the type's doc).
+    fn sloppy_freq(&mut self) -> Result<f32, DecodeError> {
+        for (i, term) in self.terms.iter_mut().enumerate() {
+            term.cursor.positions(&mut self.positions[i])?;
+        }
+        let mut anchors = std::mem::take(&mut self.anchors);
+        anchors.clear();
+        for (term, positions) in self.terms.iter().zip(&self.positions) {
+            anchors.extend(
+                positions
+                    .iter()
+                    .map(|&p| i64::from(p) - i64::from(term.offset)),
+            );
+        }
+        anchors.sort_unstable();
+        anchors.dedup();
+        let mut freq = 0.0;
+        for &anchor in &anchors {
+            if let Some(spread) = self.least_spread(anchor) {
+                freq += 1.0 / (1.0 + spread as f32);
+            }
+        }
+        self.anchors = anchors;
+        Ok(freq)
+    }
+
+    /// The least spread (`max - anchor`, at most the slop) of the matches whose smallest value
+    /// is `anchor`, if there is one. Such a match has some term at exactly `anchor + offset`;
+    /// with that term pinned there, every other term takes its first free position at or after
+    /// `anchor + offset`. Taken in (group, offset) order, that choice is optimal for each group
+    /// (same-length windows, earliest first), and groups do not interact.
+    fn least_spread(&self, anchor: i64) -> Option<i64> {
+        let limit = anchor + i64::from(self.slop);
+        let mut best: Option<i64> = None;
+        for (pinned, term) in self.terms.iter().enumerate() {
+            let wanted = anchor + i64::from(term.offset);
+            let positions = &self.positions[pinned];
+            let Ok(pinned_index) = positions.binary_search_by(|&p| i64::from(p).cmp(&wanted))
+            else {
+                continue;
+            };
+            let mut max = anchor;
+            let mut group = u32::MAX;
+            // The next index a term of the current group may take.
+            let mut next_free = 0usize;
+            let mut fits = true;
+            for &i in &self.greedy_order {
+                let term = &self.terms[i];
+                if term.group != group {
+                    group = term.group;
+                    next_free = 0;
+                }
+                if i == pinned {
+                    continue;
+                }
+                let positions = &self.positions[i];
+                let lower = anchor + i64::from(term.offset);
+                let mut index = positions
+                    .partition_point(|&p| i64::from(p) < lower)
+                    .max(next_free);
+                if term.group == self.terms[pinned].group && index == pinned_index {
+                    index += 1;
+                }
+                let Some(&position) = positions.get(index) else {
+                    fits = false;
+                    break;
+                };
+                let value = i64::from(position) - i64::from(term.offset);
+                if value > limit {
+                    fits = false;
+                    break;
+                }
+                max = max.max(value);
+                next_free = index + 1;
+            }
+            if fits {
+                best = Some(best.map_or(max - anchor, |b| b.min(max - anchor)));
+            }
+        }
+        best
     }
 }
 
@@ -566,16 +683,16 @@ impl Scorer for PhraseScorer<'_> {
     }
     fn score(&mut self) -> f32 {
         let norm = self.cache[self.norms.get(self.doc as usize).copied().unwrap_or(0) as usize];
-        bm25::score(self.weight, self.freq, norm)
+        bm25::score_freq(self.weight, self.freq, norm)
     }
     fn max_score(&self) -> f32 {
         self.max_score
     }
     fn cost(&self) -> u64 {
-        u64::from(self.terms[0].1.doc_freq())
+        u64::from(self.terms[0].cursor.doc_freq())
     }
     fn error(&self) -> Option<DecodeError> {
         self.error
-            .or_else(|| self.terms.iter().find_map(|(_, c)| c.error()))
+            .or_else(|| self.terms.iter().find_map(|t| t.cursor.error()))
     }
 }

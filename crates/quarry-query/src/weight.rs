@@ -25,6 +25,7 @@ pub enum Weight {
         field: String,
         /// (relative position, term, the term in each block)
         terms: Vec<(u32, String, BlockTermInfos)>,
+        slop: u32,
         weight: f32,
         cache: Arc<[f32; 256]>,
     },
@@ -248,12 +249,13 @@ impl Weight {
                 cache: cache_of(field),
                 infos: infos_of(field, term),
             },
-            Query::Phrase { field, terms } => Weight::Phrase {
+            Query::Phrase { field, terms, slop } => Weight::Phrase {
                 field: field.clone(),
                 terms: terms
                     .iter()
                     .map(|(o, t)| (*o, t.clone(), infos_of(field, t)))
                     .collect(),
+                slop: *slop,
                 weight: terms.iter().map(|(_, t)| idf(field, t)).sum(),
                 cache: cache_of(field),
             },
@@ -393,23 +395,39 @@ impl Weight {
             Weight::Phrase {
                 field,
                 terms,
+                slop,
                 weight,
                 cache,
             } => {
-                let mut cursors = Vec::with_capacity(terms.len());
+                let mut phrase_terms = Vec::with_capacity(terms.len());
                 let mut max_tf = u32::MAX;
+                let mut sum_tf = 0u32;
                 let mut field_ordinal = None;
-                for (offset, term, infos) in terms {
+                for (i, (offset, term, infos)) in terms.iter().enumerate() {
                     let Some((ordinal, info)) = infos.get(index, block, field, term)? else {
                         return Ok(None);
                     };
                     field_ordinal = Some(ordinal);
                     max_tf = max_tf.min(info.max_tf);
-                    cursors.push((*offset, block.postings_with_positions(&info)?));
+                    sum_tf = sum_tf.saturating_add(info.max_tf);
+                    // The same token twice in a phrase needs two positions (its first index).
+                    let group = terms.iter().position(|(_, t, _)| t == term).unwrap_or(i);
+                    phrase_terms.push(PhraseTerm {
+                        offset: *offset,
+                        group: group as u32,
+                        cursor: block.postings_with_positions(&info)?,
+                    });
                 }
                 let norms = field_ordinal.and_then(|o| block.norms(o)).unwrap_or(&[]);
+                // A sloppy match counts at most once per position of any of its terms.
+                let max_freq = if *slop == 0 { max_tf } else { sum_tf };
                 Some(Box::new(PhraseScorer::new(
-                    cursors, norms, *weight, cache, max_tf,
+                    phrase_terms,
+                    *slop,
+                    norms,
+                    *weight,
+                    cache,
+                    max_freq,
                 )))
             }
             Weight::Exact {

@@ -450,6 +450,13 @@ enum Q {
         upper: Bound<String>,
         text: String,
     },
+    /// A range of terms (string bounds, as written; tokens compare to them lowercased).
+    TermRange {
+        field: &'static str,
+        lower: Bound<&'static str>,
+        upper: Bound<&'static str>,
+        text: String,
+    },
     Exists(&'static str),
     Time {
         lower: Bound<i64>,
@@ -470,7 +477,9 @@ impl Q {
             Q::Exact(f, v) => format!("{f}:=\"{v}\""),
             Q::Pattern(Some(f), p) => format!("{f}:{p}"),
             Q::Pattern(None, p) => (*p).into(),
-            Q::Range { text, .. } | Q::Time { text, .. } => text.clone(),
+            Q::Range { text, .. } | Q::Time { text, .. } | Q::TermRange { text, .. } => {
+                text.clone()
+            }
             Q::Exists(f) => format!("_exists_:{f}"),
             Q::And(qs) => format!(
                 "({})",
@@ -527,6 +536,19 @@ impl Q {
                 };
                 // NaN compares as nothing: in no range, not even an unbounded one.
                 above && below && !matches!(value, Num::Float(v) if v.is_nan())
+            }
+            Q::TermRange {
+                field,
+                lower,
+                upper,
+                ..
+            } => {
+                let bounds = (lower.map(str::to_lowercase), upper.map(str::to_lowercase));
+                event.tokens.get(field).is_some_and(|tokens| {
+                    tokens
+                        .iter()
+                        .any(|t| std::ops::RangeBounds::contains(&bounds, t))
+                })
             }
             Q::Exists(f) => *f == "_time" || event.value(f).is_some(),
             Q::Time { lower, upper, .. } => {
@@ -726,6 +748,37 @@ fn range_strategy() -> impl Strategy<Value = Q> {
         })
 }
 
+fn term_range_strategy() -> impl Strategy<Value = Q> {
+    const BOUNDS: &[&str] = &[
+        "a", "d", "disk", "E", "err", "error", "errors", "info", "m", "t", "Timeout", "warn", "z",
+        "10",
+    ];
+    (
+        prop::sample::select(&["msg", "level", "nosuch"][..]),
+        bound(prop::sample::select(BOUNDS)),
+        bound(prop::sample::select(BOUNDS)),
+        any::<bool>(),
+        any::<(bool, bool)>(),
+    )
+        .prop_filter("not a numeric range", |(_, lower, upper, _, _)| {
+            let numeric = |b: &Bound<&str>| match b {
+                Bound::Included(t) | Bound::Excluded(t) => t.parse::<f64>().is_ok(),
+                Bound::Unbounded => true,
+            };
+            !(numeric(lower) && numeric(upper))
+        })
+        .prop_map(
+            |(field, lower, upper, compare_form, brackets)| Q::TermRange {
+                text: render_range(field, &lower, &upper, compare_form, brackets, |t| {
+                    (*t).to_owned()
+                }),
+                field,
+                lower,
+                upper,
+            },
+        )
+}
+
 fn time_strategy(base: i64) -> impl Strategy<Value = Q> {
     let time = (-10i64..210).prop_map(move |t| base + t);
     (
@@ -763,6 +816,7 @@ fn query_strategy(base: i64) -> impl Strategy<Value = Q> {
         3 => (prop::option::of(prop::sample::select(&["msg", "level"][..])), prop::sample::select(PATTERNS))
             .prop_map(|(f, p)| Q::Pattern(f, p)),
         6 => range_strategy(),
+        2 => term_range_strategy(),
         2 => prop::sample::select(&["ratio", "latency", "bytes", "msg", "nosuch", "_time"][..])
             .prop_map(Q::Exists),
         3 => time_strategy(base),
@@ -1440,6 +1494,40 @@ fn empty_and_fractional_ranges() {
         e.value("latency").is_some()
     });
     check_text(&mut corpus, "NOT latency:[5 TO 4]", |_| true);
+}
+
+#[test]
+fn term_ranges_at_their_bounds() {
+    let events: Vec<TestEvent> = ["alpha", "beta", "Beta gamma", "delta", "error", "timeout"]
+        .into_iter()
+        .enumerate()
+        .map(|(i, msg)| TestEvent {
+            time: i as i64 * 10,
+            fields: vec![("msg", Value::Str(msg.to_owned()))],
+        })
+        .collect();
+    let mut corpus = build_blocks(vec![(1, events[..3].to_vec()), (2, events[3..].to_vec())]);
+    let has = |tokens: &'static [&'static str]| {
+        move |e: &ModelEvent| tokens.iter().any(|t| e.tokens["msg"].contains(*t))
+    };
+    let cases: &[(&str, &'static [&'static str])] = &[
+        ("msg:[beta TO delta]", &["beta", "delta"]),
+        ("msg:{beta TO delta]", &["delta"]),
+        ("msg:[beta TO delta}", &["beta"]),
+        ("msg:{beta TO delta}", &[]),
+        ("msg:[BETA TO Delta]", &["beta", "delta"]),
+        ("msg:>error", &["gamma", "timeout"]),
+        ("msg:>=error", &["error", "gamma", "timeout"]),
+        ("msg:<beta", &["alpha"]),
+        ("msg:<=beta", &["alpha", "beta"]),
+        ("msg:[* TO b]", &["alpha"]),
+        ("msg:[t TO *]", &["timeout"]),
+        ("msg:[z TO a]", &[]),
+        ("nosuch:[a TO z]", &[]),
+    ];
+    for &(text, tokens) in cases {
+        check_text(&mut corpus, text, has(tokens));
+    }
 }
 
 #[test]

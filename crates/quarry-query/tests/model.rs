@@ -52,6 +52,10 @@ fn query_strategy() -> impl Strategy<Value = String> {
         4 => word.clone(),
         2 => (prop::sample::select(&["a", "b"][..]), word.clone()).prop_map(|(f, w)| format!("{f}:{w}")),
         2 => (word.clone(), word.clone()).prop_map(|(x, y)| format!("\"{x} {y}\"")),
+        2 => (word.clone(), word.clone(), prop::option::of(word.clone()), 1..5u32).prop_map(|(x, y, z, slop)| {
+            let z = z.map(|z| format!(" {z}")).unwrap_or_default();
+            format!("\"{x} {y}{z}\"~{slop}")
+        }),
         1 => (0..4i64).prop_map(|n| format!("n:{n}")),
         1 => prop::sample::select(&["web-1", "db", "web-2"][..]).prop_map(|h| format!("host:=\"{h}\"")),
         1 => prop::sample::select(&["host:web", "host:\"web 1\""][..]).prop_map(str::to_owned),
@@ -134,6 +138,10 @@ impl Model {
     }
 
     fn bm25(&self, field: &str, idf: f64, tf: u32, doc: usize) -> f64 {
+        self.bm25_freq(field, idf, f64::from(tf), doc)
+    }
+
+    fn bm25_freq(&self, field: &str, idf: f64, tf: f64, doc: usize) -> f64 {
         let (docs, total) = self.field_stats.get(field).copied().unwrap_or((0, 0));
         let avgdl = if docs == 0 {
             1.0
@@ -143,7 +151,7 @@ impl Model {
         let len = self.tokens[doc].get(field).map_or(0, |t| t.len()) as u32;
         let dl = id_to_length(length_to_id(len)) as f64;
         let norm = 1.2 * (1.0 - 0.75 + 0.75 * dl / avgdl);
-        idf * tf as f64 / (tf as f64 + norm)
+        idf * tf / (tf + norm)
     }
 
     fn idf(&self, field: &str, term: &str) -> f64 {
@@ -163,7 +171,13 @@ impl Model {
                     .count() as u32;
                 (tf > 0).then(|| self.bm25(field, self.idf(field, term), tf, doc))
             }
-            Query::Phrase { field, terms } => {
+            Query::Phrase { field, terms, slop } if *slop > 0 => {
+                let toks = self.tokens[doc].get(field)?;
+                let freq = sloppy_freq(toks, terms, *slop);
+                let idf: f64 = terms.iter().map(|(_, t)| self.idf(field, t)).sum();
+                (freq > 0.0).then(|| self.bm25_freq(field, idf, freq, doc))
+            }
+            Query::Phrase { field, terms, .. } => {
                 let toks = self.tokens[doc].get(field)?;
                 let at = |p: u32, term: &str| toks.iter().any(|(q, t)| *q == p && t == term);
                 let (first_offset, first) = &terms[0];
@@ -215,6 +229,58 @@ impl Model {
             }
         }
     }
+}
+
+/// A sloppy phrase's frequency by brute force: every way to give each phrase term one of its
+/// token's positions (repeats of a token at different positions), each scored by its values
+/// `position - offset`; for each value `s` that is the smallest of some assignment, the least
+/// spread `max - s` among those assignments adds `1 / (1 + spread)` when it is within the slop.
+fn sloppy_freq(tokens: &[(u32, String)], terms: &[(u32, String)], slop: u32) -> f64 {
+    let positions: Vec<Vec<u32>> = terms
+        .iter()
+        .map(|(_, term)| {
+            tokens
+                .iter()
+                .filter(|(_, t)| t == term)
+                .map(|(p, _)| *p)
+                .collect()
+        })
+        .collect();
+    let mut least: std::collections::BTreeMap<i64, i64> = std::collections::BTreeMap::new();
+    let mut chosen = vec![0u32; terms.len()];
+    fn walk(
+        i: usize,
+        terms: &[(u32, String)],
+        positions: &[Vec<u32>],
+        chosen: &mut Vec<u32>,
+        least: &mut std::collections::BTreeMap<i64, i64>,
+    ) {
+        if i == terms.len() {
+            let values: Vec<i64> = chosen
+                .iter()
+                .zip(terms)
+                .map(|(&p, (offset, _))| i64::from(p) - i64::from(*offset))
+                .collect();
+            let min = *values.iter().min().unwrap();
+            let spread = values.iter().max().unwrap() - min;
+            let entry = least.entry(min).or_insert(spread);
+            *entry = (*entry).min(spread);
+            return;
+        }
+        for &p in &positions[i] {
+            let taken = (0..i).any(|j| terms[j].1 == terms[i].1 && chosen[j] == p);
+            if !taken {
+                chosen[i] = p;
+                walk(i + 1, terms, positions, chosen, least);
+            }
+        }
+    }
+    walk(0, terms, &positions, &mut chosen, &mut least);
+    least
+        .values()
+        .filter(|&&spread| spread <= i64::from(slop))
+        .map(|&spread| 1.0 / (1.0 + spread as f64))
+        .sum()
 }
 
 fn build_searcher(

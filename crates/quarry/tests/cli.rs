@@ -306,7 +306,14 @@ fn bad_queries_name_the_position() {
             "(hello world",
             "unclosed parenthesis starting at position 0",
         ),
-        ("\"hello world\"~2", "are not supported yet at position 13"),
+        (
+            "\"hello world\"~x",
+            "after a phrase's '~', got \"x\" at position 13",
+        ),
+        (
+            "f*:x",
+            "wildcards in field names (`f*:x`) are not supported yet at position 1",
+        ),
         (
             "msg:/a(b/",
             "invalid regular expression: unclosed group at position 4",
@@ -318,6 +325,8 @@ fn bad_queries_name_the_position() {
         assert!(stderr.contains(message), "{query}: {stderr}");
     }
     assert_eq!(count(&data, "\"hello world\""), 1);
+    assert_eq!(count(&data, "\"world hello\"~1"), 0);
+    assert_eq!(count(&data, "\"world hello\"~2"), 1);
 }
 
 #[test]

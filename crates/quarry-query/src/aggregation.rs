@@ -565,7 +565,7 @@ fn format_number(v: f64) -> String {
 
 /// One value of a field: `'v` is the life of a decoded chunk, `'a` the block's.
 #[derive(Clone, Copy)]
-enum FieldValue<'v, 'a> {
+pub(crate) enum FieldValue<'v, 'a> {
     Str(&'v str),
     Number(f64),
     /// A string as its ordinal in the block's doc-values dictionary.
@@ -573,7 +573,7 @@ enum FieldValue<'v, 'a> {
 }
 
 /// One field's columns in one block, read in increasing doc order.
-struct FieldCursor<'a> {
+pub(crate) struct FieldCursor<'a> {
     /// Per column: its reader, the decoded chunk the last doc was in, and the position in
     /// that chunk's doc list to search on from (docs come in increasing order).
     columns: Vec<(ColumnReader<'a>, Option<DecodedChunk>, usize)>,
@@ -601,7 +601,7 @@ fn position_from(docs: &[u32], doc: u32, from: &mut usize) -> Option<usize> {
 }
 
 impl<'a> FieldCursor<'a> {
-    fn new(block: &'a BlockReader, field: &str) -> FieldCursor<'a> {
+    pub(crate) fn new(block: &'a BlockReader, field: &str) -> FieldCursor<'a> {
         let Some(ordinal) = block.field_ordinal(field) else {
             return FieldCursor {
                 columns: Vec::new(),
@@ -628,7 +628,11 @@ impl<'a> FieldCursor<'a> {
     }
 
     /// Calls `f` with the doc's value (at most one per field: a field holds one type per doc).
-    fn with_value(&mut self, doc: u32, f: &mut dyn FnMut(FieldValue<'_, 'a>)) -> Result<()> {
+    pub(crate) fn with_value(
+        &mut self,
+        doc: u32,
+        f: &mut dyn FnMut(FieldValue<'_, 'a>),
+    ) -> Result<()> {
         if let Some(doc_values) = &mut self.doc_values {
             for (ty, values) in doc_values {
                 let value = if *ty == ColumnType::Str {

@@ -494,7 +494,7 @@ fn range(
                 let nanos = if format.contains("epoch_millis") && text.parse::<i64>().is_ok() {
                     text.parse::<i64>().unwrap_or(0).saturating_mul(1_000_000)
                 } else {
-                    date_math(text, now).map_err(|e| error(path, e))?
+                    parse_time(text, now).map_err(|e| error(path, e))?
                 };
                 Ok(Some(Number::Int(nanos)))
             }
@@ -596,30 +596,6 @@ fn term_range(field: &str, options: &Map<String, Value>, path: &str) -> Result<A
         field: Some(field.to_owned()),
         pattern: Arc::new(pattern),
     })
-}
-
-/// Elasticsearch date math: a time (`parse_time`: RFC 3339, a date, epoch, `now-15m`), then
-/// optionally `/unit` rounding down to the unit (`now/d`, `now-1h/h`).
-pub fn date_math(text: &str, now: i64) -> Result<i64, String> {
-    let (base, round) = match text.rsplit_once('/') {
-        Some((base, unit)) if base.starts_with("now") => (base, Some(unit)),
-        _ => (text, None),
-    };
-    let time = parse_time(base, now)?;
-    let Some(unit) = round else { return Ok(time) };
-    let unit_nanos: i64 = match unit {
-        "s" => 1_000_000_000,
-        "m" => 60_000_000_000,
-        "h" | "H" => 3_600_000_000_000,
-        "d" => 86_400_000_000_000,
-        "w" => 7 * 86_400_000_000_000,
-        other => {
-            return Err(format!(
-                "rounding to {other:?} is not supported (s, m, h, d, w)"
-            ))
-        }
-    };
-    Ok(time.div_euclid(unit_nanos) * unit_nanos)
 }
 
 /// An Elasticsearch wildcard value's chars, each with whether it is an operator: `*` and `?`
@@ -738,9 +714,12 @@ mod tests {
     #[test]
     fn date_math_rounds_down() {
         let day = 86_400_000_000_000;
-        assert_eq!(date_math("now/d", NOW).unwrap(), NOW / day * day);
-        assert_eq!(date_math("now-1d/d", NOW).unwrap(), (NOW - day) / day * day);
-        assert!(date_math("now/q", NOW).is_err());
+        assert_eq!(parse_time("now/d", NOW).unwrap(), NOW / day * day);
+        assert_eq!(
+            parse_time("now-1d/d", NOW).unwrap(),
+            (NOW - day) / day * day
+        );
+        assert!(parse_time("now/q", NOW).is_err());
     }
 
     #[test]

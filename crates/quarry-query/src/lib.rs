@@ -10,6 +10,7 @@ pub mod collector;
 pub mod cursor;
 pub mod dsl;
 pub mod error;
+pub mod field_sort;
 pub mod filter;
 pub mod parser;
 pub mod pattern;

@@ -1086,9 +1086,15 @@ mod tests {
         check("host:[A TO M}", "host:[a TO m}");
         check("host:<=Web", "host:[* TO web]");
         check("n:[1 TO 5]", "n:[1 TO 5]");
+        // Date math and times without a zone (UTC) in time ranges.
+        check("_time:>=now-1d/d", "_time:[864000000000000 TO *]");
+        check(
+            "_time:[2026-11-01T08:00:00 TO 2026-11-01T08:00:00||+1h}",
+            "_time:[1793520000000000000 TO 1793523600000000000}",
+        );
         check(
             "_time:>yesterday",
-            "error: expected a time (RFC 3339, a date, epoch seconds or ms, now-15m), got \"yesterday\" at position 6",
+            "error: expected a time (RFC 3339, a date, epoch seconds or ms, now-15m, now/d), got \"yesterday\" at position 6",
         );
         check(
             "_exists_:",

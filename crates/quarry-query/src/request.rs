@@ -7,6 +7,7 @@
 use crate::aggregation::AggSpec;
 use crate::cursor::Cursor;
 use crate::error::Result;
+use crate::field_sort::{FieldSort, SortCursor};
 use crate::searcher::{HitsRequest, Searcher, SortOrder};
 use quarry_format::Value;
 use std::path::PathBuf;
@@ -34,6 +35,10 @@ pub struct SearchRequest {
     pub start: i64,
     pub end: i64,
     pub sort: SortOrder,
+    /// Sort by this field's value instead (`sort` is then not used).
+    pub sort_field: Option<FieldSort>,
+    /// With `sort_field`: continue after this hit (`search_after`).
+    pub sort_after: Option<SortCursor>,
     /// Hits to return, with their events.
     pub limit: usize,
     /// For time sorts: continue after this hit (`search_after`).
@@ -53,6 +58,8 @@ impl Default for SearchRequest {
             start: i64::MIN,
             end: i64::MAX,
             sort: SortOrder::default(),
+            sort_field: None,
+            sort_after: None,
             limit: 10,
             after: None,
             count: false,
@@ -70,6 +77,8 @@ pub struct HitEvent {
     pub score: Option<f32>,
     /// For time sorts: where the next page starts (`after`).
     pub cursor: Option<Cursor>,
+    /// For field sorts: the hit's value and where the next page starts (`sort_after`).
+    pub sort_cursor: Option<SortCursor>,
     pub event: Vec<(String, Value)>,
 }
 
@@ -168,28 +177,51 @@ impl Searcher {
                 .warnings
                 .push(Warning::UnknownFields { names: unknown });
         }
-        let hits = self.search(
-            &query,
-            &HitsRequest {
-                limit: request.limit,
-                count: request.count,
-                sort: request.sort,
-                after: request.after,
-            },
-        )?;
-        response.count = hits.count;
-        let events = self.events(&hits.hits)?;
-        response.hits = hits
-            .hits
-            .iter()
-            .zip(events)
-            .map(|(hit, event)| HitEvent {
-                time: hit.time,
-                score: hit.score,
-                cursor: (request.sort != SortOrder::Relevance).then(|| self.cursor_of(hit)),
-                event,
-            })
-            .collect();
+        if let Some(sort) = &request.sort_field {
+            let weight = self.filter_weight(&query).with_checked_ranges();
+            let hits = self.by_field(&weight, sort, request.limit, request.sort_after.as_ref())?;
+            if request.count {
+                response.count = Some(self.count(&query)?);
+            }
+            let (hits, cursors): (Vec<_>, Vec<_>) = hits.into_iter().unzip();
+            let events = self.events(&hits)?;
+            response.hits = hits
+                .iter()
+                .zip(cursors)
+                .zip(events)
+                .map(|((hit, cursor), event)| HitEvent {
+                    time: hit.time,
+                    score: None,
+                    cursor: None,
+                    sort_cursor: Some(cursor),
+                    event,
+                })
+                .collect();
+        } else {
+            let hits = self.search(
+                &query,
+                &HitsRequest {
+                    limit: request.limit,
+                    count: request.count,
+                    sort: request.sort,
+                    after: request.after,
+                },
+            )?;
+            response.count = hits.count;
+            let events = self.events(&hits.hits)?;
+            response.hits = hits
+                .hits
+                .iter()
+                .zip(events)
+                .map(|(hit, event)| HitEvent {
+                    time: hit.time,
+                    score: hit.score,
+                    cursor: (request.sort != SortOrder::Relevance).then(|| self.cursor_of(hit)),
+                    sort_cursor: None,
+                    event,
+                })
+                .collect();
+        }
         let interval = match request.histogram {
             None => None,
             Some(HistogramInterval::Fixed(interval)) => Some(interval),

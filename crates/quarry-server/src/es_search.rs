@@ -21,6 +21,7 @@ use axum::response::{IntoResponse, Response};
 use quarry_format::Value as EventValue;
 use quarry_query::aggregation::AggSpec;
 use quarry_query::dsl::{self, DslError};
+use quarry_query::field_sort::{FieldSort, SortCursor, SortSpec};
 use quarry_query::parser::{Ast, Occur};
 use quarry_query::time::{now_nanos, parse_interval};
 use quarry_query::Cursor;
@@ -308,6 +309,7 @@ impl SearchPlan {
         let mut from = 0usize;
         let mut track_total_hits = true;
         let mut aggs = Aggs::default();
+        let mut search_after = None;
         for (key, value) in params {
             match key.as_str() {
                 "q" => {
@@ -328,20 +330,11 @@ impl SearchPlan {
                 }
                 "size" => size = as_usize(key, value)?,
                 "from" => from = as_usize(key, value)?,
-                "sort" => request.sort = sort_of(value)?,
-                "search_after" => {
-                    let cursor = value
-                        .as_array()
-                        .and_then(|values| values.get(1))
-                        .and_then(JsonValue::as_str)
-                        .and_then(Cursor::parse)
-                        .ok_or_else(|| {
-                            ApiError::bad_request(
-                                "search_after: expected the `sort` values of a hit ([time, cursor])",
-                            )
-                        })?;
-                    request.after = Some(cursor);
-                }
+                "sort" => match sort_of(value)? {
+                    SortSpec::Order(order) => request.sort = order,
+                    SortSpec::Field(field) => request.sort_field = Some(field),
+                },
+                "search_after" => search_after = Some(value),
                 "track_total_hits" => track_total_hits = value.as_bool() != Some(false),
                 "aggs" | "aggregations" => {
                     let object = value.as_object().ok_or_else(|| {
@@ -372,6 +365,23 @@ impl SearchPlan {
                 }
             }
         }
+        if let Some(value) = search_after {
+            // A hit's `sort` values: [time in ms or the field's value, Quarry's cursor].
+            let text = value
+                .as_array()
+                .and_then(|values| values.get(1))
+                .and_then(JsonValue::as_str);
+            let bad = || {
+                ApiError::bad_request(
+                    "search_after: expected the `sort` values of a hit ([value, cursor])",
+                )
+            };
+            if request.sort_field.is_some() {
+                request.sort_after = Some(text.and_then(SortCursor::parse).ok_or_else(bad)?);
+            } else {
+                request.after = Some(text.and_then(Cursor::parse).ok_or_else(bad)?);
+            }
+        }
         if from + size > MAX_RESULT_WINDOW {
             return Err(ApiError::bad_request(format!(
                 "Result window is too large, from + size must be less than or equal to: [{MAX_RESULT_WINDOW}] but was [{}]",
@@ -398,6 +408,8 @@ impl SearchPlan {
             limit: 0,
             count: true,
             sort: SortOrder::TimeDesc,
+            sort_field: None,
+            sort_after: None,
             after: None,
             histogram: None,
             aggregations: Vec::new(),
@@ -426,9 +438,13 @@ impl SearchPlan {
                 source.insert("@timestamp".into(), time.into());
                 let id = match hit.event.iter().find(|(name, _)| name == "_id") {
                     Some((_, EventValue::Str(id))) => id.clone(),
-                    _ => hit
-                        .cursor
-                        .map_or_else(|| format!("{}", hit.time), |cursor| cursor.to_string()),
+                    _ => match (&hit.cursor, &hit.sort_cursor) {
+                        (Some(cursor), _) => cursor.to_string(),
+                        (None, Some(sorted)) => {
+                            format!("{}:{}:{}", sorted.time, sorted.block_id, sorted.doc)
+                        }
+                        (None, None) => format!("{}", hit.time),
+                    },
                 };
                 let mut json = json!({
                     "_index": index,
@@ -438,6 +454,9 @@ impl SearchPlan {
                 });
                 if let Some(cursor) = hit.cursor {
                     json["sort"] = json!([hit.time.div_euclid(1_000_000), cursor.to_string()]);
+                }
+                if let Some(cursor) = &hit.sort_cursor {
+                    json["sort"] = json!([cursor.value.to_json(), cursor.to_string()]);
                 }
                 json
             })
@@ -751,7 +770,7 @@ fn as_usize(key: &str, value: &JsonValue) -> Result<usize, ApiError> {
 
 /// `"@timestamp"`, `["_score"]`, `[{"@timestamp": "desc"}]`,
 /// `[{"@timestamp": {"order": "asc"}}, {"_doc": ...}]`.
-fn sort_of(value: &JsonValue) -> Result<SortOrder, ApiError> {
+fn sort_of(value: &JsonValue) -> Result<SortSpec, ApiError> {
     // A list of sorts, or one; an object may hold several fields in order (Grafana sends
     // `{"@timestamp": {...}, "_doc": {...}}`).
     let mut keys: Vec<(String, String)> = Vec::new();
@@ -786,29 +805,35 @@ fn sort_of(value: &JsonValue) -> Result<SortOrder, ApiError> {
             }
         }
     }
+    // The first key decides; later ones are tie-breaks, and Quarry's own tie-break (time
+    // order) is total.
     let mut sort = None;
     for (field, order) in keys {
-        let this = match (dsl::field_name(&field), order.as_str()) {
-            ("_doc", _) => continue,
-            ("_score", _) => SortOrder::Relevance,
-            ("_time", "asc") => SortOrder::TimeAsc,
+        let descending = match order.as_str() {
+            "desc" => true,
+            "asc" => false,
             // Elasticsearch sorts dates ascending by default; logs want the newest first,
             // and every client that sorts on time names the order.
-            ("_time", "desc") | ("_time", "") => SortOrder::TimeDesc,
-            ("_time", other) => {
+            "" => dsl::field_name(&field) == "_time",
+            other => {
                 return Err(ApiError::bad_request(format!(
                     "sort: unknown order {other:?}"
                 )))
             }
-            (other, _) => {
-                return Err(ApiError::bad_request(format!(
-                    "sort: only @timestamp and _score are supported yet, not [{other}]"
-                )))
-            }
+        };
+        let this = match dsl::field_name(&field) {
+            "_doc" => continue,
+            "_score" => SortSpec::Order(SortOrder::Relevance),
+            "_time" if descending => SortSpec::Order(SortOrder::TimeDesc),
+            "_time" => SortSpec::Order(SortOrder::TimeAsc),
+            other => SortSpec::Field(FieldSort {
+                field: other.to_owned(),
+                descending,
+            }),
         };
         sort.get_or_insert(this);
     }
-    Ok(sort.unwrap_or(SortOrder::Relevance))
+    Ok(sort.unwrap_or(SortSpec::Order(SortOrder::Relevance)))
 }
 
 /// An aggregation's type, its body and its sub-aggregations.
@@ -887,7 +912,7 @@ fn date_histogram(
                 .parse::<i64>()
                 .map(|ms| ms.saturating_mul(1_000_000))
                 .ok()
-                .or_else(|| dsl::date_math(text, now_nanos()).ok()),
+                .or_else(|| quarry_query::time::parse_time(text, now_nanos()).ok()),
             _ => None,
         }
     };

@@ -35,6 +35,7 @@ use live::{IngestConfig, LiveIndex};
 use quarry_index::event::format_time;
 use quarry_query::aggregation::AggSpec;
 use quarry_query::cursor::Cursor;
+use quarry_query::field_sort::{SortCursor, SortSpec};
 use quarry_query::time::{now_nanos, parse_interval, parse_time};
 use quarry_query::{
     value_to_json, HistogramInterval, QueryError, SearchRequest, SearchResponse, Searcher,
@@ -481,6 +482,7 @@ async fn run_search(
 fn search_request(params: &[(String, String)]) -> Result<SearchRequest, ApiError> {
     let now = now_nanos();
     let mut request = SearchRequest::default();
+    let mut after = None;
     for (key, value) in params {
         match key.as_str() {
             "query" | "q" => request.query = value.clone(),
@@ -492,28 +494,19 @@ fn search_request(params: &[(String, String)]) -> Result<SearchRequest, ApiError
                 request.end = parse_time(value, now)
                     .map_err(|message| ApiError::bad_request(format!("end: {message}")))?
             }
-            "sort" => {
-                request.sort = match value.as_str() {
-                    "relevance" => SortOrder::Relevance,
-                    "time_desc" | "time-desc" => SortOrder::TimeDesc,
-                    "time_asc" | "time-asc" => SortOrder::TimeAsc,
-                    other => {
-                        return Err(ApiError::bad_request(format!(
-                            "sort: {other:?} is not relevance, time_desc or time_asc"
-                        )))
-                    }
+            "sort" => match SortSpec::parse(value).map_err(ApiError::bad_request)? {
+                SortSpec::Order(order) => {
+                    request.sort = order;
+                    request.sort_field = None;
                 }
-            }
+                SortSpec::Field(field) => request.sort_field = Some(field),
+            },
             "limit" => {
                 request.limit = value.parse().map_err(|_| {
                     ApiError::bad_request(format!("limit: {value:?} is not a count"))
                 })?
             }
-            "search_after" => {
-                request.after = Some(Cursor::parse(value).ok_or_else(|| {
-                    ApiError::bad_request(format!("search_after: bad cursor {value:?}"))
-                })?)
-            }
+            "search_after" => after = Some(value),
             "count" => {
                 request.count = match value.as_str() {
                     "true" | "1" | "" => true,
@@ -545,10 +538,17 @@ fn search_request(params: &[(String, String)]) -> Result<SearchRequest, ApiError
             }
         }
     }
-    if request.after.is_some() && request.sort == SortOrder::Relevance {
-        return Err(ApiError::bad_request(
-            "search_after needs sort=time_desc or time_asc",
-        ));
+    if let Some(text) = after {
+        let bad = || ApiError::bad_request(format!("search_after: bad cursor {text:?}"));
+        if request.sort_field.is_some() {
+            request.sort_after = Some(SortCursor::parse(text).ok_or_else(bad)?);
+        } else if request.sort == SortOrder::Relevance {
+            return Err(ApiError::bad_request(
+                "search_after needs sort=time_desc, time_asc or FIELD:desc/asc",
+            ));
+        } else {
+            request.after = Some(Cursor::parse(text).ok_or_else(bad)?);
+        }
     }
     Ok(request)
 }
@@ -575,6 +575,10 @@ pub fn response_json(response: &SearchResponse) -> JsonValue {
                 "event": event_json(&hit.event),
             });
             if let Some(cursor) = hit.cursor {
+                json["_cursor"] = cursor.to_string().into();
+            }
+            if let Some(cursor) = &hit.sort_cursor {
+                json["sort"] = cursor.value.to_json();
                 json["_cursor"] = cursor.to_string().into();
             }
             json

@@ -7,6 +7,7 @@ use quarry_format::BlockReader;
 use quarry_index::event::format_time;
 use quarry_query::aggregation::AggSpec;
 use quarry_query::cursor::Cursor;
+use quarry_query::field_sort::{SortCursor, SortSpec};
 use quarry_query::filter::Optimizations;
 use quarry_query::time::{now_nanos, parse_interval, parse_time};
 use quarry_query::{HistogramInterval, QueryError, SearchRequest, Searcher, SortOrder};
@@ -16,19 +17,6 @@ use std::io::{BufRead, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
-
-#[derive(clap::ValueEnum, Clone, Copy, Debug, Default)]
-pub enum Sort {
-    /// BM25 score, best first
-    #[default]
-    Relevance,
-    /// Newest first (tail)
-    #[value(alias = "time_desc")]
-    TimeDesc,
-    /// Oldest first (head)
-    #[value(alias = "time_asc")]
-    TimeAsc,
-}
 
 #[derive(clap::Args, Debug)]
 pub struct SearchArgs {
@@ -40,9 +28,11 @@ pub struct SearchArgs {
     /// Also print the exact number of matches, as a line `{"count": N}`
     #[arg(long)]
     count: bool,
-    /// Order of hits; time-desc (alias time_desc) is a tail, time-asc a head
-    #[arg(long, value_enum, default_value_t = Sort::Relevance)]
-    sort: Sort,
+    /// Order of hits: relevance (BM25, best first), time-desc (alias time_desc: newest
+    /// first, a tail), time-asc (a head), or FIELD:desc / FIELD:asc (by a field's value:
+    /// numbers, then strings; events without the field last)
+    #[arg(long, default_value = "relevance", value_parser = sort_spec)]
+    sort: SortSpec,
     /// Only events at or after this time: RFC 3339, a date, epoch seconds or ms, or relative
     /// to now (now-15m, now-1d)
     #[arg(long)]
@@ -179,20 +169,25 @@ pub fn search(args: SearchArgs) -> Result<ExitCode> {
             Err(message) => return Ok(usage_error(message)),
         }
     }
-    let after = match &args.after {
-        None => None,
-        Some(text) => match Cursor::parse(text) {
-            Some(cursor) => Some(cursor),
-            None => return Ok(usage_error(format!("--after: bad cursor {text:?}"))),
-        },
+    let (sort, sort_field) = match &args.sort {
+        SortSpec::Order(order) => (*order, None),
+        SortSpec::Field(field) => (SortOrder::Relevance, Some(field.clone())),
     };
-    let sort = match args.sort {
-        Sort::Relevance => SortOrder::Relevance,
-        Sort::TimeDesc => SortOrder::TimeDesc,
-        Sort::TimeAsc => SortOrder::TimeAsc,
-    };
+    let (mut after, mut sort_after) = (None, None);
+    if let Some(text) = &args.after {
+        let parsed = if sort_field.is_some() {
+            SortCursor::parse(text).map(|c| sort_after = Some(c))
+        } else {
+            Cursor::parse(text).map(|c| after = Some(c))
+        };
+        if parsed.is_none() {
+            return Ok(usage_error(format!("--after: bad cursor {text:?}")));
+        }
+    }
     if after.is_some() && sort == SortOrder::Relevance {
-        return Ok(usage_error("--after needs --sort time-desc or time-asc"));
+        return Ok(usage_error(
+            "--after needs --sort time-desc, time-asc or FIELD:desc/asc",
+        ));
     }
     let histogram = match args.histogram.as_deref() {
         None => None,
@@ -208,6 +203,8 @@ pub fn search(args: SearchArgs) -> Result<ExitCode> {
         start: bounds.0,
         end: bounds.1,
         sort,
+        sort_field,
+        sort_after,
         limit: args.limit,
         after,
         count: args.count,
@@ -218,6 +215,10 @@ pub fn search(args: SearchArgs) -> Result<ExitCode> {
     print_answer(&response_json(&response))
 }
 
+fn sort_spec(text: &str) -> Result<SortSpec, String> {
+    SortSpec::parse(text)
+}
+
 /// `search --server`: the same request as parameters of `GET /api/v1/{tenant}/search`, the
 /// answer printed as a local one. The server checks the parameters (400, exit status 2).
 fn search_server(server: &str, args: &SearchArgs) -> Result<ExitCode> {
@@ -226,15 +227,19 @@ fn search_server(server: &str, args: &SearchArgs) -> Result<ExitCode> {
             "--disable works on a local data directory, not with --server",
         ));
     }
-    let sort = match args.sort {
-        Sort::Relevance => "relevance",
-        Sort::TimeDesc => "time_desc",
-        Sort::TimeAsc => "time_asc",
+    let sort = match &args.sort {
+        SortSpec::Order(SortOrder::Relevance) => "relevance".to_owned(),
+        SortSpec::Order(SortOrder::TimeDesc) => "time_desc".to_owned(),
+        SortSpec::Order(SortOrder::TimeAsc) => "time_asc".to_owned(),
+        SortSpec::Field(field) => {
+            let direction = if field.descending { "desc" } else { "asc" };
+            format!("{}:{direction}", field.field)
+        }
     };
     let mut params = vec![
         ("query", args.query.clone()),
         ("limit", args.limit.to_string()),
-        ("sort", sort.to_owned()),
+        ("sort", sort),
     ];
     if args.count {
         params.push(("count", "true".to_owned()));

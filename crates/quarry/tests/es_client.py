@@ -91,6 +91,21 @@ assert [h["_source"]["client"]["seq"] for h in second["hits"]["hits"]] == [2494,
 paged = es.search(index="default", query=query, size=5, from_=5, sort=[{"@timestamp": "desc"}])
 assert [h["_id"] for h in paged["hits"]["hits"]] == [h["_id"] for h in second["hits"]["hits"]]
 
+# Sort by a field, both ways, paged with search_after: every hit once, in order.
+for order, want in (("desc", list(range(2499, 2499 - 30, -1))), ("asc", list(range(30)))):
+    seen, after = [], None
+    while len(seen) < 30:
+        page = es.search(index="default", query={"match": {"message": "python"}}, size=7,
+                         sort=[{"client.seq": {"order": order}}], **({"search_after": after} if after else {}))
+        hits = page["hits"]["hits"]
+        seen += [h["_source"]["client"]["seq"] for h in hits]
+        assert all(h["sort"][0] == h["_source"]["client"]["seq"] for h in hits), hits
+        after = hits[-1]["sort"]
+    assert seen[:30] == want, (order, seen)
+# Events without the field come last either way (Elasticsearch's "missing": "_last").
+last = es.search(index="default", size=1, from_=2649, sort=[{"client.seq": "asc"}])["hits"]["hits"]
+assert "client" not in last[0]["_source"] and last[0]["sort"][0] is None, last
+
 # term on a .keyword name, terms and metric aggregations.
 reply = es.search(index="default", size=0, query={"term": {"host.keyword": "web-1"}},
                   aggs={"hosts": {"terms": {"field": "host", "size": 5}},

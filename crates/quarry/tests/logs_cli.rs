@@ -3,7 +3,7 @@
 //! checked against a brute-force scan of the generated JSON, with every optimization on and
 //! with all of them off.
 
-use serde_json::Value as Json;
+use serde_json::{json, Value as Json};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::process::{Command, Output};
@@ -391,7 +391,8 @@ fn bad_log_arguments_are_reported() {
         (vec!["--agg", "median(a)", "*"], "bad aggregation"),
         (vec!["--disable", "turbo", "*"], "unknown optimization"),
         (vec!["--after", "1:2:3", "*"], "--after needs --sort"),
-        (vec!["a:[1 TO x]"], "expected a number in the range"),
+        (vec!["_time:[1 TO x]"], "expected a time"),
+        (vec!["--sort", ":desc", "*"], "FIELD[:asc|:desc]"),
     ] {
         let output = Command::new(env!("CARGO_BIN_EXE_quarry"))
             .args(["search", "--data", data.to_str().unwrap()])
@@ -443,4 +444,64 @@ fn check_sizes_split_by_field_adds_up() {
     }
     assert_eq!(fields["_time"][0], 0, "no terms for _time");
     assert!(fields["client_ip"][5] > 0, "client_ip has doc values");
+}
+
+#[test]
+fn sorts_by_a_field_and_pages_with_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let file = dir.path().join("s.json");
+    // (second, a): equal values come newest first when descending, missing ones last.
+    let events = [
+        (1, Some(5)),
+        (2, None),
+        (3, Some(-1)),
+        (4, Some(5)),
+        (5, Some(12)),
+    ];
+    let text: String = events
+        .iter()
+        .map(|(second, a)| {
+            let mut event = json!({"_time": format!("2026-11-01T00:00:0{second}Z"), "n": second});
+            if let Some(a) = a {
+                event["a"] = json!(a);
+            }
+            format!("{event}\n")
+        })
+        .collect();
+    std::fs::write(&file, text).unwrap();
+    quarry(&[
+        "index",
+        "--data",
+        data.to_str().unwrap(),
+        file.to_str().unwrap(),
+    ]);
+    let mut order = Vec::new();
+    let mut after: Option<String> = None;
+    for _ in 0..3 {
+        let mut args = vec![
+            "search",
+            "--data",
+            data.to_str().unwrap(),
+            "--sort",
+            "a:desc",
+        ];
+        args.extend(["--limit", "2"]);
+        if let Some(cursor) = &after {
+            args.extend(["--after", cursor.as_str()]);
+        }
+        args.push("*");
+        let page = lines(&quarry(&args));
+        for hit in &page {
+            assert_eq!(
+                hit["sort"],
+                hit["event"].get("a").cloned().unwrap_or(Json::Null)
+            );
+            order.push(hit["event"]["n"].as_i64().unwrap());
+        }
+        after = page
+            .last()
+            .map(|h| h["_cursor"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(order, vec![5, 4, 1, 3, 2]);
 }

@@ -174,6 +174,79 @@ pub fn long_events() -> Vec<(i64, Vec<(String, Value)>)> {
         .collect()
 }
 
+/// What `now` is for the query targets (relative times are then reproducible).
+const QUERY_NOW: i64 = 1_700_000_000_000_000_000;
+
+/// A searcher over two blocks of `mixed_events` (one read from a file's bytes, one from
+/// memory), for the query targets.
+fn query_searcher() -> &'static Searcher {
+    static SEARCHER: OnceLock<Searcher> = OnceLock::new();
+    SEARCHER.get_or_init(|| {
+        let mut events = mixed_events();
+        let second = events.split_off(events.len() / 2);
+        let blocks = [events, second]
+            .into_iter()
+            .enumerate()
+            .map(|(i, events)| {
+                let path = Path::new("/fuzz").join(format!("{:08}.qblk", i + 1));
+                BlockReader::from_bytes(&path, Arc::new(write_block(events)))
+                    .expect("a block this build wrote opens")
+            })
+            .collect();
+        Searcher::new(blocks, Analyzer::default())
+    })
+}
+
+/// The query language never panics: a query either fails to parse, with an error inside the
+/// input, or is answered (over a small searcher, in every sort, with a histogram) without a
+/// panic; an answer may be an error, never a crash.
+pub fn check_query_text(text: &str) {
+    match quarry_query::parser::parse_at(text, QUERY_NOW) {
+        Err(error) => assert!(error.position <= text.len(), "{error:?} past {text:?}"),
+        Ok(ast) => answer(ast),
+    }
+}
+
+/// The same for Elasticsearch's query DSL: any JSON compiles or is refused, and what compiles
+/// is answered.
+pub fn check_dsl(data: &[u8]) {
+    let Ok(json) = serde_json::from_slice::<serde_json::Value>(data) else {
+        return;
+    };
+    if let Ok(ast) = quarry_query::dsl::compile(&json, "query", QUERY_NOW) {
+        answer(ast);
+    }
+}
+
+fn answer(ast: quarry_query::parser::Ast) {
+    use quarry_query::field_sort::FieldSort;
+    use quarry_query::{HistogramInterval, SearchRequest};
+    let searcher = query_searcher();
+    let sorts = [
+        (SortOrder::Relevance, None),
+        (SortOrder::TimeDesc, None),
+        (
+            SortOrder::Relevance,
+            Some(FieldSort {
+                field: "status".to_owned(),
+                descending: true,
+            }),
+        ),
+    ];
+    for (sort, sort_field) in sorts {
+        let request = SearchRequest {
+            ast: Some(ast.clone()),
+            sort,
+            sort_field,
+            limit: 5,
+            count: true,
+            histogram: Some(HistogramInterval::Auto),
+            ..SearchRequest::default()
+        };
+        let _ = searcher.execute(&request);
+    }
+}
+
 /// The bytes of a block holding `events`, as the indexing pipeline writes it.
 pub fn write_block(events: Vec<(i64, Vec<(String, Value)>)>) -> Vec<u8> {
     let mut segment = SegmentBuilder::new(Arc::new(Analyzer::default()));
@@ -694,6 +767,86 @@ pub fn exercise_searcher(reader: BlockReader, query: usize, optimizations: Optim
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// Every input of a committed corpus (`fuzz/corpus/TARGET`), through `check`: the short
+    /// run of the query targets that CI makes on the stable toolchain.
+    fn replay(target: &str, check: impl Fn(&[u8])) -> usize {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus").join(target);
+        let mut inputs = 0;
+        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{dir:?}: {e}")) {
+            let path = entry.unwrap().path();
+            check(&std::fs::read(&path).unwrap());
+            inputs += 1;
+        }
+        inputs
+    }
+
+    #[test]
+    fn query_corpora_replay_without_a_panic() {
+        let texts = replay("query_parse", |data| {
+            check_query_text(&String::from_utf8_lossy(data))
+        });
+        let dsl = replay("dsl_compile", check_dsl);
+        assert!(texts >= 40 && dsl >= 20, "{texts} query and {dsl} DSL inputs");
+    }
+
+    /// Query-shaped text: the language's operators and words, glued at random.
+    fn query_text() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            prop::sample::select(&[
+                "a", "error", "msg:", "status:", "_time:", "_exists_:", "\\", "\"", "(", ")",
+                "[", "]", "{", "}", " TO ", "*", "?", "~", "~2", "^2", "/", "AND", " OR ", "NOT",
+                "+", "-", "!", ":=", ">=", "<", "now-1d/d", "||+1M", "2026-11-01T00:00:00", " ",
+                "1.5", "-0", "é", "\u{0}",
+            ][..])
+            .prop_map(str::to_owned),
+            any::<char>().prop_map(String::from),
+        ];
+        prop::collection::vec(piece, 0..16).prop_map(|pieces| pieces.concat())
+    }
+
+    /// DSL-shaped JSON: query-type keys and option names with random values, nested.
+    fn dsl_json() -> impl Strategy<Value = serde_json::Value> {
+        let key = prop::sample::select(&[
+            "bool", "must", "should", "must_not", "filter", "match", "match_phrase", "term",
+            "terms", "range", "prefix", "wildcard", "regexp", "fuzzy", "exists", "query_string",
+            "multi_match", "match_all", "constant_score", "query", "field", "fields", "gte", "lt",
+            "slop", "fuzziness", "operator", "type", "value", "format", "message", "status",
+            "@timestamp",
+        ][..]);
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::from),
+            any::<i64>().prop_map(serde_json::Value::from),
+            any::<f64>().prop_map(serde_json::Value::from),
+            query_text().prop_map(serde_json::Value::from),
+        ];
+        leaf.prop_recursive(4, 32, 4, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..3).prop_map(serde_json::Value::from),
+                prop::collection::vec((key.clone(), inner), 0..3).prop_map(|pairs| {
+                    serde_json::Value::Object(
+                        pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
+                    )
+                }),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn random_queries_never_panic(text in query_text()) {
+            check_query_text(&text);
+        }
+
+        #[test]
+        fn random_dsl_never_panics(json in dsl_json()) {
+            check_dsl(json.to_string().as_bytes());
+        }
+    }
 
     fn open(bytes: Vec<u8>) -> quarry_format::Result<BlockReader> {
         BlockReader::from_bytes(Path::new("test.qblk"), Arc::new(bytes))

@@ -23,10 +23,12 @@ use quarry_query::aggregation::AggSpec;
 use quarry_query::dsl::{self, DslError};
 use quarry_query::field_sort::{FieldSort, SortCursor, SortSpec};
 use quarry_query::parser::{Ast, Occur};
+use quarry_query::range::{Number, NumericRange};
 use quarry_query::time::{now_nanos, parse_interval};
 use quarry_query::Cursor;
-use quarry_query::{HistogramInterval, SearchRequest, SearchResponse, SortOrder};
+use quarry_query::{HistogramInterval, SearchRequest, SearchResponse, Searcher, SortOrder};
 use serde_json::{json, Map, Value as JsonValue};
+use std::ops::Bound;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -210,36 +212,17 @@ async fn search_one(
     };
     let plan = SearchPlan::new(&object, params)?;
     let run = plan.clone();
-    let (response, groups) = blocking(move || {
+    let (response, aggregations) = blocking(move || {
         // One snapshot for the main search and every bucket's: their counts agree.
         let searcher = live.published_snapshot();
         let response = searcher
             .execute(&run.request)
             .map_err(ApiError::from_query)?;
-        let mut groups = Vec::new();
-        if let Some(grouped) = &run.aggs.grouped {
-            // The buckets as answered (ordered and cut as asked), then one search each.
-            let terms = response
-                .aggregations
-                .as_ref()
-                .and_then(|a| a.get(&grouped.terms.spec.name));
-            let rendered = es_agg_value(&grouped.terms, terms);
-            let keys: Vec<JsonValue> = rendered["buckets"]
-                .as_array()
-                .map(|buckets| buckets.iter().map(|b| b["key"].clone()).collect())
-                .unwrap_or_default();
-            for key in keys {
-                let Some(request) = run.bucket_request(grouped, &key) else {
-                    continue;
-                };
-                let bucket = searcher.execute(&request).map_err(ApiError::from_query)?;
-                groups.push((key, bucket));
-            }
-        }
-        Ok::<_, ApiError>((response, groups))
+        let aggregations = run.aggs.evaluate(&searcher, &run.request, &response)?;
+        Ok::<_, ApiError>((response, aggregations))
     })
     .await?;
-    Ok(plan.answer(index, &response, &groups, started))
+    Ok(plan.answer(index, &response, aggregations, started))
 }
 
 /// What one `_search` body asks for, as Quarry's request plus what the answer's shape needs.
@@ -251,14 +234,16 @@ struct SearchPlan {
     aggs: Aggs,
 }
 
-/// The aggregations of one level: metrics and `terms` without sub-aggregations, at most one
-/// `date_histogram` (with metrics under it), or one `terms` with sub-aggregations (answered
-/// by one more search per bucket, over the same snapshot).
+/// The aggregations of one level. Metrics (and `terms` without sub-aggregations) and one
+/// `date_histogram` with only metrics under it are answered by the level's own search (the
+/// main search at the top); every other bucket aggregation (`terms`, `histogram`, `range`,
+/// `date_histogram` with buckets under it) by one more search per bucket over the same
+/// snapshot, its query ANDed with the bucket's filter, recursively.
 #[derive(Clone, Default)]
 struct Aggs {
     metrics: Vec<EsAgg>,
     histogram: Option<Histogram>,
-    grouped: Option<Box<Grouped>>,
+    buckets: Vec<BucketAgg>,
 }
 
 #[derive(Clone)]
@@ -271,12 +256,47 @@ struct Histogram {
     metrics: Vec<EsAgg>,
 }
 
+/// A bucket aggregation answered bucket by bucket.
 #[derive(Clone)]
-struct Grouped {
-    terms: EsAgg,
-    field: String,
+struct BucketAgg {
+    name: String,
+    kind: BucketKind,
     sub: Aggs,
 }
+
+#[derive(Clone)]
+enum BucketKind {
+    /// The buckets of a `terms` (ordered and cut as asked).
+    Terms { terms: EsAgg, field: String },
+    /// A `date_histogram` (its `metrics` are in `sub`).
+    DateHistogram(Histogram),
+    /// Numeric buckets `[key, key + interval)`, keys `offset + n * interval`.
+    Histogram {
+        field: String,
+        interval: f64,
+        offset: f64,
+        min_doc_count: u64,
+        /// `extended_bounds`: buckets from min to max even when empty.
+        bounds: Option<(f64, f64)>,
+    },
+    /// `[from, to)` per range.
+    Range {
+        field: String,
+        ranges: Vec<RangeBucket>,
+        keyed: bool,
+    },
+}
+
+#[derive(Clone)]
+struct RangeBucket {
+    key: String,
+    from: Option<f64>,
+    to: Option<f64>,
+}
+
+/// The most buckets one `histogram` may make (Elasticsearch's `search.max_buckets` is 65,536;
+/// each bucket here is a search).
+const MAX_HISTOGRAM_BUCKETS: f64 = 10_000.0;
 
 /// One metric or terms aggregation: its name in the request, its kind, and Quarry's spec.
 #[derive(Clone)]
@@ -340,7 +360,7 @@ impl SearchPlan {
                     let object = value.as_object().ok_or_else(|| {
                         ApiError::bad_request(format!("{key}: expected an object of aggregations"))
                     })?;
-                    aggs = parse_aggs(object, key, true)?;
+                    aggs = parse_aggs(object, key)?;
                 }
                 // Accepted and ignored: every field of an event is returned, and highlighting,
                 // scripts and the rest are not implemented.
@@ -398,34 +418,12 @@ impl SearchPlan {
         })
     }
 
-    /// The request of one bucket of a grouped `terms`: the query ANDed with the bucket's key,
-    /// with the sub-aggregations and no hits.
-    fn bucket_request(&self, grouped: &Grouped, key: &JsonValue) -> Option<SearchRequest> {
-        let filter = key_filter(&grouped.field, key)?;
-        let base = self.request.ast.clone().unwrap_or(Ast::All);
-        let mut request = SearchRequest {
-            ast: Some(Ast::Bool(vec![(Occur::Must, base), (Occur::Must, filter)])),
-            limit: 0,
-            count: true,
-            sort: SortOrder::TimeDesc,
-            sort_field: None,
-            sort_after: None,
-            after: None,
-            histogram: None,
-            aggregations: Vec::new(),
-            ..self.request.clone()
-        };
-        grouped.sub.apply(&mut request);
-        Some(request)
-    }
-
-    /// The answer in Elasticsearch's shape; `groups` are the per-bucket responses of a
-    /// grouped `terms` (key, response), in bucket order.
+    /// The answer in Elasticsearch's shape, with the aggregations `Aggs::evaluate` rendered.
     fn answer(
         &self,
         index: &str,
         response: &SearchResponse,
-        groups: &[(JsonValue, SearchResponse)],
+        aggregations: Map<String, JsonValue>,
         started: Instant,
     ) -> JsonValue {
         let hits: Vec<JsonValue> = response
@@ -481,7 +479,6 @@ impl SearchPlan {
             "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0},
             "hits": hits_json,
         });
-        let aggregations = self.aggs.render(response, groups);
         if !aggregations.is_empty() {
             body["aggregations"] = aggregations.into();
         }
@@ -559,127 +556,384 @@ fn insert_path(
     }
 }
 
-fn parse_aggs(object: &Map<String, JsonValue>, path: &str, top: bool) -> Result<Aggs, ApiError> {
+fn parse_aggs(object: &Map<String, JsonValue>, path: &str) -> Result<Aggs, ApiError> {
     let mut aggs = Aggs::default();
     for (name, definition) in object {
         let path = format!("{path}.{name}");
         let (kind, body, sub) = agg_parts(definition, &path)?;
-        match (kind, sub) {
-            ("date_histogram", sub) => {
-                if aggs.histogram.is_some() {
-                    return Err(ApiError::bad_request(format!(
-                        "{path}: one date_histogram per level is supported"
-                    )));
-                }
+        let sub = match sub {
+            Some(sub) => Some(parse_aggs(sub, &format!("{path}.aggs"))?),
+            None => None,
+        };
+        let bucket = |kind: BucketKind, sub: Option<Aggs>| BucketAgg {
+            name: name.clone(),
+            kind,
+            sub: sub.unwrap_or_default(),
+        };
+        match kind {
+            "date_histogram" => {
                 let (interval, min_doc_count, bounds) = date_histogram(body, &path)?;
-                let metrics = match sub {
-                    Some(sub) => {
-                        let sub = parse_aggs(sub, &format!("{path}.aggs"), false)?;
-                        if sub.histogram.is_some() || sub.grouped.is_some() {
-                            return Err(ApiError::bad_request(format!(
-                                "{path}: only metric aggregations can be nested under a date_histogram yet"
-                            )));
-                        }
-                        sub.metrics
-                    }
-                    None => Vec::new(),
-                };
-                aggs.histogram = Some(Histogram {
+                let only_metrics = sub
+                    .as_ref()
+                    .is_none_or(|s| s.histogram.is_none() && s.buckets.is_empty());
+                let mut histogram = Histogram {
                     name: name.clone(),
                     interval,
                     min_doc_count,
                     bounds,
-                    metrics,
-                });
-            }
-            ("terms", Some(sub)) if top => {
-                if aggs.grouped.is_some() {
-                    return Err(ApiError::bad_request(format!(
-                        "{path}: one terms aggregation with sub-aggregations per request is supported"
-                    )));
+                    metrics: Vec::new(),
+                };
+                if only_metrics && aggs.histogram.is_none() {
+                    histogram.metrics = sub.map(|s| s.metrics).unwrap_or_default();
+                    aggs.histogram = Some(histogram);
+                } else {
+                    aggs.buckets
+                        .push(bucket(BucketKind::DateHistogram(histogram), sub));
                 }
+            }
+            "terms" if sub.is_some() => {
                 let terms = es_agg(name, kind, body, &path)?;
                 let field = terms.spec.field.clone().unwrap_or_default();
-                let sub = parse_aggs(sub, &format!("{path}.aggs"), false)?;
-                aggs.grouped = Some(Box::new(Grouped { terms, field, sub }));
+                aggs.buckets
+                    .push(bucket(BucketKind::Terms { terms, field }, sub));
             }
-            (_, Some(_)) => {
+            "histogram" => aggs
+                .buckets
+                .push(bucket(numeric_histogram(body, &path)?, sub)),
+            "range" => aggs.buckets.push(bucket(range_buckets(body, &path)?, sub)),
+            _ if sub.is_some() => {
                 return Err(ApiError::bad_request(format!(
-                    "{path}: sub-aggregations under [{kind}] are not supported here yet"
+                    "{path}: [{kind}] cannot have sub-aggregations"
                 )))
             }
-            (_, None) => {
-                let agg = es_agg(name, kind, body, &path)?;
-                if agg.kind == "terms" && !top {
-                    return Err(ApiError::bad_request(format!(
-                        "{path}: terms nested under a bucket aggregation is not supported yet"
-                    )));
-                }
-                aggs.metrics.push(agg);
-            }
+            _ => aggs.metrics.push(es_agg(name, kind, body, &path)?),
         }
-    }
-    let kinds = usize::from(aggs.histogram.is_some())
-        + usize::from(aggs.grouped.is_some())
-        + usize::from(!aggs.metrics.is_empty());
-    if kinds > 1 {
-        return Err(ApiError::bad_request(format!(
-            "{path}: a date_histogram or a grouping terms beside other aggregations is not supported yet: nest them under it"
-        )));
     }
     Ok(aggs)
 }
 
+fn field_of(body: &JsonValue, path: &str) -> Result<String, ApiError> {
+    body.get("field")
+        .and_then(JsonValue::as_str)
+        .map(|f| dsl::field_name(f.strip_suffix(".keyword").unwrap_or(f)).to_owned())
+        .ok_or_else(|| ApiError::bad_request(format!("{path}: expected a field")))
+}
+
+/// `histogram`: `field`, `interval` (> 0), `offset`, `min_doc_count` (0 by default, as
+/// Elasticsearch's) and `extended_bounds`.
+fn numeric_histogram(body: &JsonValue, path: &str) -> Result<BucketKind, ApiError> {
+    let number = |key: &str| body.get(key).and_then(JsonValue::as_f64);
+    let interval = number("interval")
+        .filter(|i| i.is_finite() && *i > 0.0)
+        .ok_or_else(|| ApiError::bad_request(format!("{path}: expected an interval > 0")))?;
+    let bounds = body
+        .get("extended_bounds")
+        .and_then(|b| Some((b.get("min")?.as_f64()?, b.get("max")?.as_f64()?)));
+    Ok(BucketKind::Histogram {
+        field: field_of(body, path)?,
+        interval,
+        offset: number("offset").unwrap_or(0.0),
+        min_doc_count: body
+            .get("min_doc_count")
+            .and_then(JsonValue::as_u64)
+            .unwrap_or(0),
+        bounds,
+    })
+}
+
+/// `range`: `field`, `ranges` of `{"from", "to", "key"}` (from inclusive, to exclusive),
+/// `keyed`.
+fn range_buckets(body: &JsonValue, path: &str) -> Result<BucketKind, ApiError> {
+    let items = body
+        .get("ranges")
+        .and_then(JsonValue::as_array)
+        .ok_or_else(|| ApiError::bad_request(format!("{path}: expected ranges")))?;
+    let mut ranges = Vec::with_capacity(items.len());
+    for item in items {
+        let bound = |key: &str| -> Result<Option<f64>, ApiError> {
+            match item.get(key) {
+                None | Some(JsonValue::Null) => Ok(None),
+                Some(value) => value
+                    .as_f64()
+                    .or_else(|| value.as_str().and_then(|s| s.parse().ok()))
+                    .map(Some)
+                    .ok_or_else(|| {
+                        ApiError::bad_request(format!("{path}: {key} must be a number"))
+                    }),
+            }
+        };
+        let (from, to) = (bound("from")?, bound("to")?);
+        let text = |v: Option<f64>| v.map_or("*".to_owned(), |v| format!("{v:?}"));
+        let key = match item.get("key").and_then(JsonValue::as_str) {
+            Some(key) => key.to_owned(),
+            None => format!("{}-{}", text(from), text(to)),
+        };
+        ranges.push(RangeBucket { key, from, to });
+    }
+    Ok(BucketKind::Range {
+        field: field_of(body, path)?,
+        ranges,
+        keyed: body
+            .get("keyed")
+            .and_then(JsonValue::as_bool)
+            .unwrap_or(false),
+    })
+}
+
 impl Aggs {
-    /// Sets what `request` must compute for these aggregations.
+    /// Sets what `request` must compute for this level in its own search: the histogram (with
+    /// its metrics), else the metrics.
     fn apply(&self, request: &mut SearchRequest) {
         if let Some(histogram) = &self.histogram {
             request.histogram = Some(HistogramInterval::Fixed(histogram.interval));
             request.aggregations = histogram.metrics.iter().map(|a| a.spec.clone()).collect();
-        } else if let Some(grouped) = &self.grouped {
-            request.aggregations = vec![grouped.terms.spec.clone()];
         } else {
             request.aggregations = self.metrics.iter().map(|a| a.spec.clone()).collect();
         }
     }
 
-    fn render(
+    /// This level's aggregations, rendered: `response` is the answer to `request` (made with
+    /// `apply`); what it does not hold is searched for, on `searcher`.
+    fn evaluate(
         &self,
+        searcher: &Searcher,
+        request: &SearchRequest,
         response: &SearchResponse,
-        groups: &[(JsonValue, SearchResponse)],
-    ) -> Map<String, JsonValue> {
+    ) -> Result<Map<String, JsonValue>, ApiError> {
         let mut out = Map::new();
         if let Some(histogram) = &self.histogram {
             out.insert(histogram.name.clone(), histogram.render(response));
         }
+        // Metrics beside a histogram were not in the level's search.
+        let metrics_answer;
+        let metrics_from = if self.histogram.is_some() && !self.metrics.is_empty() {
+            let mut metrics = within(request, None);
+            metrics.aggregations = self.metrics.iter().map(|a| a.spec.clone()).collect();
+            metrics_answer = execute(searcher, &metrics)?;
+            &metrics_answer
+        } else {
+            response
+        };
         for agg in &self.metrics {
-            let value = response
+            let value = metrics_from
                 .aggregations
                 .as_ref()
                 .and_then(|a| a.get(&agg.spec.name));
             out.insert(agg.name.clone(), es_agg_value(agg, value));
         }
-        if let Some(grouped) = &self.grouped {
-            let terms = response
-                .aggregations
-                .as_ref()
-                .and_then(|a| a.get(&grouped.terms.spec.name));
-            let mut rendered = es_agg_value(&grouped.terms, terms);
-            let buckets: Vec<JsonValue> = groups
-                .iter()
-                .map(|(key, bucket)| {
-                    let doc_count = bucket.count.unwrap_or(0);
-                    let mut json = json!({"key": key, "doc_count": doc_count});
-                    for (name, value) in grouped.sub.render(bucket, &[]) {
-                        json[&name] = value;
-                    }
-                    json
-                })
-                .collect();
-            rendered["buckets"] = buckets.into();
-            out.insert(grouped.terms.name.clone(), rendered);
+        for bucket in &self.buckets {
+            out.insert(bucket.name.clone(), bucket.evaluate(searcher, request)?);
         }
-        out
+        Ok(out)
+    }
+}
+
+/// `request` without hits, histogram or aggregations, its query ANDed with `filter`.
+fn within(request: &SearchRequest, filter: Option<Ast>) -> SearchRequest {
+    let ast = match filter {
+        Some(filter) => {
+            let base = request.ast.clone().unwrap_or(Ast::All);
+            Some(Ast::Bool(vec![(Occur::Must, base), (Occur::Must, filter)]))
+        }
+        None => request.ast.clone(),
+    };
+    SearchRequest {
+        ast,
+        limit: 0,
+        count: true,
+        sort: SortOrder::TimeDesc,
+        sort_field: None,
+        sort_after: None,
+        after: None,
+        histogram: None,
+        aggregations: Vec::new(),
+        ..request.clone()
+    }
+}
+
+fn execute(searcher: &Searcher, request: &SearchRequest) -> Result<SearchResponse, ApiError> {
+    searcher.execute(request).map_err(ApiError::from_query)
+}
+
+/// A numeric bound as the query tree takes it (whole numbers exactly).
+fn bound_number(value: f64) -> Number {
+    if value.fract() == 0.0 && value.abs() < 9.0e15 {
+        Number::Int(value as i64)
+    } else {
+        Number::Float(value)
+    }
+}
+
+/// `field` in `[from, to)`.
+fn range_filter(field: &str, from: Option<f64>, to: Option<f64>) -> Ast {
+    Ast::Range {
+        field: field.to_owned(),
+        range: NumericRange {
+            lower: from.map_or(Bound::Unbounded, |v| Bound::Included(bound_number(v))),
+            upper: to.map_or(Bound::Unbounded, |v| Bound::Excluded(bound_number(v))),
+        },
+    }
+}
+
+impl BucketAgg {
+    /// The bucket matching `filter` within `request`: its count and sub-aggregations.
+    fn bucket(
+        &self,
+        searcher: &Searcher,
+        request: &SearchRequest,
+        filter: Ast,
+    ) -> Result<(u64, Map<String, JsonValue>), ApiError> {
+        let mut bucket = within(request, Some(filter));
+        self.sub.apply(&mut bucket);
+        let answer = execute(searcher, &bucket)?;
+        let sub = self.sub.evaluate(searcher, &bucket, &answer)?;
+        Ok((answer.count.unwrap_or(0), sub))
+    }
+
+    fn evaluate(
+        &self,
+        searcher: &Searcher,
+        request: &SearchRequest,
+    ) -> Result<JsonValue, ApiError> {
+        let with_sub = |mut json: JsonValue, sub: Map<String, JsonValue>| {
+            for (name, value) in sub {
+                json[&name] = value;
+            }
+            json
+        };
+        match &self.kind {
+            BucketKind::Terms { terms, field } => {
+                let mut keys = within(request, None);
+                keys.aggregations = vec![terms.spec.clone()];
+                let answer = execute(searcher, &keys)?;
+                let value = answer
+                    .aggregations
+                    .as_ref()
+                    .and_then(|a| a.get(&terms.spec.name));
+                let mut rendered = es_agg_value(terms, value);
+                let mut buckets = Vec::new();
+                for key in rendered["buckets"].as_array().cloned().unwrap_or_default() {
+                    let Some(filter) = key_filter(field, &key["key"]) else {
+                        continue;
+                    };
+                    let (count, sub) = self.bucket(searcher, request, filter)?;
+                    buckets.push(with_sub(
+                        json!({"key": key["key"], "doc_count": count}),
+                        sub,
+                    ));
+                }
+                rendered["buckets"] = buckets.into();
+                Ok(rendered)
+            }
+            BucketKind::DateHistogram(histogram) => {
+                let mut counts = within(request, None);
+                counts.histogram = Some(HistogramInterval::Fixed(histogram.interval));
+                let mut rendered = histogram.render(&execute(searcher, &counts)?);
+                let mut buckets = Vec::new();
+                for bucket in rendered["buckets"].as_array().cloned().unwrap_or_default() {
+                    let start = bucket["key"]
+                        .as_i64()
+                        .unwrap_or(0)
+                        .saturating_mul(1_000_000);
+                    let filter = Ast::Range {
+                        field: quarry_format::TIME_FIELD.to_owned(),
+                        range: NumericRange {
+                            lower: Bound::Included(Number::Int(start)),
+                            upper: Bound::Excluded(Number::Int(
+                                start.saturating_add(histogram.interval),
+                            )),
+                        },
+                    };
+                    let (count, sub) = self.bucket(searcher, request, filter)?;
+                    let mut json = with_sub(bucket, sub);
+                    json["doc_count"] = count.into();
+                    buckets.push(json);
+                }
+                rendered["buckets"] = buckets.into();
+                Ok(rendered)
+            }
+            BucketKind::Histogram {
+                field,
+                interval,
+                offset,
+                min_doc_count,
+                bounds,
+            } => {
+                let mut span = within(request, None);
+                span.aggregations = vec![
+                    AggSpec::parse(&format!("min({field})")).map_err(ApiError::bad_request)?,
+                    AggSpec::parse(&format!("max({field})")).map_err(ApiError::bad_request)?,
+                ];
+                let answer = execute(searcher, &span)?;
+                let get = |name: &str| {
+                    answer
+                        .aggregations
+                        .as_ref()
+                        .and_then(|a| a.get(name))
+                        .and_then(JsonValue::as_f64)
+                };
+                let mut low = get(&format!("min({field})"));
+                let mut high = get(&format!("max({field})"));
+                if let (0, Some((min, max))) = (min_doc_count, bounds) {
+                    low = Some(low.map_or(*min, |l| l.min(*min)));
+                    high = Some(high.map_or(*max, |h| h.max(*max)));
+                }
+                let mut buckets = Vec::new();
+                if let (Some(low), Some(high)) = (low, high) {
+                    let first = ((low - offset) / interval).floor();
+                    let last = ((high - offset) / interval).floor();
+                    if !(last - first < MAX_HISTOGRAM_BUCKETS) {
+                        return Err(ApiError::bad_request(format!(
+                            "aggregation [{}]: more than {MAX_HISTOGRAM_BUCKETS} buckets; use a larger interval",
+                            self.name
+                        )));
+                    }
+                    let mut n = first;
+                    while n <= last {
+                        let key = offset + n * interval;
+                        let filter = range_filter(field, Some(key), Some(key + interval));
+                        let (count, sub) = self.bucket(searcher, request, filter)?;
+                        if count >= *min_doc_count {
+                            buckets.push(with_sub(json!({"key": key, "doc_count": count}), sub));
+                        }
+                        n += 1.0;
+                    }
+                }
+                Ok(json!({ "buckets": buckets }))
+            }
+            BucketKind::Range {
+                field,
+                ranges,
+                keyed,
+            } => {
+                let mut buckets = Vec::new();
+                for range in ranges {
+                    let filter = range_filter(field, range.from, range.to);
+                    let (count, sub) = self.bucket(searcher, request, filter)?;
+                    let mut json = json!({"key": range.key, "doc_count": count});
+                    if let Some(from) = range.from {
+                        json["from"] = from.into();
+                    }
+                    if let Some(to) = range.to {
+                        json["to"] = to.into();
+                    }
+                    buckets.push(with_sub(json, sub));
+                }
+                if *keyed {
+                    let object: Map<String, JsonValue> = buckets
+                        .into_iter()
+                        .map(|mut b| {
+                            let key = b["key"].as_str().unwrap_or_default().to_owned();
+                            b.as_object_mut().map(|o| o.remove("key"));
+                            (key, b)
+                        })
+                        .collect();
+                    Ok(json!({ "buckets": object }))
+                } else {
+                    Ok(json!({ "buckets": buckets }))
+                }
+            }
+        }
     }
 }
 

@@ -119,6 +119,31 @@ stats = seq["aggregations"]["seq"]
 assert (stats["count"], stats["min"], stats["max"], stats["sum"]) == (2500, 0, 2499, 2499 * 2500 / 2), stats
 assert abs(seq["aggregations"]["n"]["value"] - 2500) <= 2500 * 0.02, seq["aggregations"]
 
+# histogram, range and terms under terms, each with sub-aggregations: every bucket's count
+# equals the query language's count of the same question.
+reply = es.search(index="default", size=0, query={"match": {"message": "python"}}, aggs={
+    "seq": {"histogram": {"field": "client.seq", "interval": 700},
+            "aggs": {"top": {"max": {"field": "client.seq"}}}},
+    "parts": {"range": {"field": "client.seq", "ranges": [{"to": 100}, {"from": 100, "to": 1000.5}, {"from": 2400}]},
+              "aggs": {"s": {"stats": {"field": "client.seq"}}}}})
+histogram = [(b["key"], b["doc_count"], b["top"]["value"]) for b in reply["aggregations"]["seq"]["buckets"]]
+want = [(k, count(f"python AND client.seq:[{k} TO {k + 700}}}"), min(k + 699, 2499)) for k in (0, 700, 1400, 2100)]
+assert histogram == want, (histogram, want)
+parts = reply["aggregations"]["parts"]["buckets"]
+assert [(b["key"], b["doc_count"]) for b in parts] == [
+    ("*-100.0", count("client.seq:<100")), ("100.0-1000.5", count("client.seq:[100 TO 1000.5}")),
+    ("2400.0-*", count("client.seq:>=2400"))], parts
+assert (parts[1]["s"]["min"], parts[1]["s"]["max"]) == (100, 1000), parts[1]
+nested = es.search(index="default", size=0, aggs={
+    "agents": {"terms": {"field": "agent.type"},
+               "aggs": {"files": {"terms": {"field": "log.file.path"},
+                                  "aggs": {"per_hour": {"date_histogram": {"field": "@timestamp", "fixed_interval": "1h"}}}}}}})
+agents = nested["aggregations"]["agents"]["buckets"]
+assert [(a["key"], a["doc_count"]) for a in agents] == [("filebeat", count("agent.type:filebeat"))], agents
+files = agents[0]["files"]["buckets"]
+assert [(f["key"], f["doc_count"]) for f in files] == [("/var/log/app.log", 100)], files
+assert [(b["key"], b["doc_count"]) for b in files[0]["per_hour"]["buckets"]] == [(1795431600000, 100)], files
+
 # A date_histogram as Grafana's logs and metrics panels ask for it: epoch-millisecond bounds.
 start = 1795428000000  # 2026-11-23T10:00:00Z
 reply = es.search(index="default", size=0, query={"bool": {"filter": [

@@ -117,7 +117,10 @@ def main():
     # string term ranges over the lowercased tokens of title or body
     for i, w in enumerate(mid_words[55:75]):
         field = "title" if i % 2 == 0 else "body"
-        lo, hi = w[:3], w[:4]
+        # titles hold few terms: a title range spans every term of a 3-letter start
+        # (`[bea TO beb}`), a body range those between a 3- and a 4-letter start
+        lo = w[:3]
+        hi = w[:2] + chr(ord(w[2]) + 1) if field == "title" else w[:4]
         brackets = ["[%s TO %s]", "[%s TO %s}", "{%s TO %s]", "{%s TO %s}"][i % 4]
         add("range", field + ":" + brackets % (lo, hi))
     # combined with plain terms

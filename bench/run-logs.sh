@@ -196,7 +196,7 @@ regex_xception	COUNT	/.*xception.*/
 range_latency	COUNT	latency_ms:[100 TO 500]
 range_status	COUNT	status:[500 TO 599]
 range_bytes	COUNT	bytes:[0 TO 1000]
-pattern_and_range	COUNT	conn* AND latency_ms:[1000 TO 30000]
+pattern_and_range	COUNT	path:log* AND latency_ms:[1000 TO 30000]
 EOF
 }
 

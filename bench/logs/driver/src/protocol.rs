@@ -59,13 +59,11 @@ pub enum Pattern {
 impl Pattern {
     /// The pattern a value spells, `None` for a plain word.
     pub fn of(value: &str) -> Result<Option<Pattern>, QueryError> {
-        if let Some(inner) = value.strip_prefix('/') {
-            return match inner.strip_suffix('/') {
-                Some(regex) if !regex.is_empty() => Ok(Some(Pattern::Regex(regex.to_owned()))),
-                _ => Err(QueryError::BadPattern {
-                    value: value.to_owned(),
-                }),
-            };
+        // `/regex/`: slashes at both ends and none inside; a path (`/api/login`) is a word.
+        if let Some(regex) = value.strip_prefix('/').and_then(|v| v.strip_suffix('/')) {
+            if !regex.is_empty() && !regex.contains('/') {
+                return Ok(Some(Pattern::Regex(regex.to_owned())));
+            }
         }
         if let Some((term, distance)) = value.rsplit_once('~') {
             let distance = match distance {
@@ -262,8 +260,7 @@ pub enum QueryError {
     RangeOnNonNumeric {
         field: String,
     },
-    /// A malformed pattern (`/` unclosed, a fuzzy distance above 2), or a pattern on a field
-    /// that is not a text field.
+    /// A malformed pattern: a fuzzy distance above 2, or no word before the `~`.
     BadPattern {
         value: String,
     },
@@ -285,7 +282,7 @@ impl fmt::Display for QueryError {
                 write!(f, "range on {field}, which is not an integer field")
             }
             QueryError::BadPattern { value } => {
-                write!(f, "bad pattern {value:?} (patterns are for text fields)")
+                write!(f, "bad pattern {value:?}")
             }
         }
     }
@@ -652,7 +649,7 @@ mod tests {
                 ]),
             ),
             ("timout~3", None),
-            ("/open", None),
+            ("path:/api/login", Some(vec![word("path", "/api/login")])),
             ("~1", None),
             // Keyword values are taken as they are, patterns or not.
             ("service:ng*", Some(vec![keyword("service", "ng*")])),

@@ -237,10 +237,9 @@ final class Protocol {
 
     /** A value on a text field: a pattern (the Rust reading's {@code Pattern::of}) or a word. */
     private static Clause textClause(String field, String value) throws Malformed {
-        if (value.startsWith("/")) {
-            if (value.length() < 3 || !value.endsWith("/")) {
-                throw new Malformed("bad pattern " + value);
-            }
+        // /regex/: slashes at both ends and none inside; a path (/api/login) is a word.
+        if (value.length() >= 3 && value.startsWith("/") && value.endsWith("/")
+                && value.indexOf('/', 1) == value.length() - 1) {
             return new Clause.Regex(field, value.substring(1, value.length() - 1));
         }
         int tilde = value.lastIndexOf('~');

@@ -33,8 +33,9 @@ class ProtocolTest {
                 List.of(new Clause.Fuzzy("message", "timout", 1), new Clause.Fuzzy("message", "exceptoin", 2)),
                 Protocol.parseFilter("Timout~1 AND exceptoin~"));
         assertEquals(List.of(new Clause.Keyword("service", "ng*")), Protocol.parseFilter("service:ng*"));
+        assertEquals(List.of(new Clause.Word("path", "/api/login")), Protocol.parseFilter("path:/api/login"));
         for (String bad : new String[] {
-            "timout~3", "/open", "~1",
+            "timout~3", "~1",
             "", "error AND ", " AND error", "two words", "nope:1", "service:", "status:abc",
             "status:+5", "service:[a TO b]", "latency_ms:[1 TO 2", "latency_ms:[1 2]",
             "latency_ms:[1 TO x]", "* AND error", "status:99999999999999999999"

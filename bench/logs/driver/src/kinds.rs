@@ -101,7 +101,7 @@ pub fn build(records: &[RunRecord], subject: &str, baselines: &[String]) -> Kind
     let mut metrics = Vec::new();
     let mut text = String::new();
     for (title, engine_side) in [("round trip", false), ("engine time", true)] {
-        let _ = write!(text, "\n{title}, µs | queries |");
+        let _ = write!(text, "\n| {title}, µs | queries |");
         for record in &engines {
             let _ = write!(text, " {0} mean | {0} p50 | {0} p99 |", record.engine);
         }
@@ -302,7 +302,7 @@ mod tests {
     fn tables_kinds_with_ratios() {
         let records = [record("lucene", 400.0, true), record("quarry", 100.0, false)];
         let table = build(&records, "quarry", &["tantivy".into(), "lucene".into()]);
-        assert!(table.text.contains("| prefix | 2 | 100.0 | 100.0 | 200.0 | 400 | 400 | 800 | 0.25 | 0.25 | 0.25 |"), "{}", table.text);
+        assert!(table.text.contains("| prefix | 2 | 100 | 100 | 200 | 400 | 400 | 800 | 0.25 | 0.25 | 0.25 |"), "{}", table.text);
         // No engine time for quarry: its engine-time cells and the ratios are blank.
         assert!(table.text.contains("| prefix | 2 | - | - | - | 200 | 200 | 400 | - | - | - |"), "{}", table.text);
         assert!(table.metrics.iter().any(|m| m.engine == "lucene" && m.metric == "engine_p50_us" && m.value == 200.0));

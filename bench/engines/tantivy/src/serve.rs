@@ -307,6 +307,35 @@ mod tests {
         Ok(())
     }
 
+    #[test]
+    fn multiterm_reader_answers_patterns() -> anyhow::Result<()> {
+        let (searcher, _) = small_index()?;
+        let fields = Fields::of(searcher.schema())?;
+        let reader = Reader::Multiterm(fields, Analyzer::default());
+        let cases = [
+            ("COUNT\tqui*", "1"),
+            ("COUNT\t*ox", "2"),
+            ("COUNT\tf?x", "2"),
+            ("COUNT\t*az*", "1"),
+            ("COUNT\tfxo~1", "2"),
+            ("COUNT\tfxo~0", "0"),
+            ("COUNT\tlzay~1", "1"),
+            ("COUNT\tsleepz~2", "1"),
+            ("COUNT\t/sl(e+)ps/", "1"),
+            ("COUNT\t\"quick fox\"~1", "1"),
+            // Title terms: dog, fox, lazy, nothing, quick.
+            ("COUNT\ttitle:[lazy TO quick]", "3"),
+            ("COUNT\ttitle:{lazy TO quick}", "1"),
+            ("COUNT\t+fo* -lazy", "1"),
+            ("COUNT\tnope:x", "ERROR"),
+            ("COUNT\tx~3", "ERROR"),
+        ];
+        for (request, expected) in cases {
+            assert_eq!(answer(&searcher, &reader, request)?, expected, "{request:?}");
+        }
+        Ok(())
+    }
+
     /// Every request answered once, tagged with its line number, whatever the order.
     #[test]
     fn pool_tags_each_answer_with_its_request_line() -> anyhow::Result<()> {

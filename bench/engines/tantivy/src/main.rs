@@ -55,7 +55,8 @@ enum Command {
         /// phrase slop, string ranges; bench/multiterm/README.md) instead of tantivy's parser
         #[arg(long)]
         multiterm: bool,
-        /// End each answer with `<TAB>NANOS`, the engine's own time for the request
+        /// End each answer with `<TAB>NANOS`, the engine's own time for the request (with one
+        /// search thread; the pool's ID-tagged answers carry none)
         #[arg(long)]
         engine_time: bool,
     },

@@ -41,6 +41,7 @@ pub struct ServeOptions {
     pub multiterm: bool,
     /// End each answer with `<TAB>NANOS`, the time spent on the request from just after it was
     /// read to just after its answer was formatted (bench/logs/PROTOCOL.md, "Engine time").
+    /// One search thread only: the pool's `ID<TAB>answer` lines carry none.
     pub engine_time: bool,
 }
 

@@ -62,7 +62,8 @@ import org.apache.lucene.store.MMapDirectory;
  * instead of the classic parser's default of the 50 best terms); prefix, wildcard, regex and
  * range queries already rewrite to a constant score, so no expansion hits the clause limit.
  * With {@code --engine-time} every answer ends with {@code \tNANOS}, the time from just after
- * the request was read to just after its answer was formatted (bench/logs/PROTOCOL.md).
+ * the request was read to just after its answer was formatted (bench/logs/PROTOCOL.md); with
+ * one search thread only, the pool's answers carry none.
  */
 final class Server {
     /** Options of {@code serve}. */

@@ -12,9 +12,13 @@
 #   SIZES        space-separated event counts (default: "1000000 10000000")
 #   SEED         generator seed (default: 42)
 #   WORK_DIR     events, indexes, query sets, answers and records (default: /tmp/quarry-logs-bench)
-#   WARMUP       untimed passes over the query set per engine and size (default: 100; the JVM
-#                needs hundreds of requests before its JIT has compiled Lucene's paths)
-#   REPEAT       timed passes (default: 20)
+#   QUERY_SET    "logs" (default: tails, histograms, ranges, aggregations) or "patterns" (issue
+#                12: COUNTs of prefix, leading/inner/substring wildcard, fuzzy 1 and 2 and regex
+#                patterns on the message, and numeric ranges; bench/multiterm/README.md)
+#   WARMUP       untimed passes over the query set per engine and size (default: 100, 3 for the
+#                patterns; the JVM needs hundreds of requests before its JIT has compiled
+#                Lucene's paths, which the patterns' slow requests give it in a few passes)
+#   REPEAT       timed passes (default: 20, 10 for the patterns)
 #   QUERIES      space-separated query names to run (default: the whole set), e.g.
 #                QUERIES="tail100_failed tailev100_failed tailev1000_failed"
 #   SKIP_INDEX   1 to reuse the indexes and index records a previous run left in WORK_DIR, or
@@ -43,8 +47,14 @@ REPO_DIR=$(dirname "$BENCH_DIR")
 SIZES=${SIZES:-"1000000 10000000"}
 SEED=${SEED:-42}
 WORK_DIR=${WORK_DIR:-/tmp/quarry-logs-bench}
-WARMUP=${WARMUP:-100}
-REPEAT=${REPEAT:-20}
+QUERY_SET=${QUERY_SET:-logs}
+if [[ $QUERY_SET == patterns ]]; then
+    WARMUP=${WARMUP:-3}
+    REPEAT=${REPEAT:-10}
+else
+    WARMUP=${WARMUP:-100}
+    REPEAT=${REPEAT:-20}
+fi
 QUERIES=${QUERIES:-}
 SKIP_INDEX=${SKIP_INDEX:-0}
 # Whether to index with engine $1 (not when SKIP_INDEX is 1 or names it).
@@ -123,7 +133,10 @@ lucene_java=("$JAVA" "${lucene_java[@]}" -jar "$LUCENE_JAR")
 write_queries() {
     local file=$1 max=$3
     local hour_ago=$((max - 3600000))
-    cat >"$file" <<EOF
+    if [[ $QUERY_SET == patterns ]]; then
+        write_pattern_queries "$@"
+    else
+        cat >"$file" <<EOF
 # NAME<TAB>REQUEST (bench/logs/README.md); data from $2 to $3 ms since the epoch
 count_failed	COUNT	failed
 tail100_failed	TAIL	100	failed
@@ -144,6 +157,7 @@ terms_client_ip_login	TERMS	client_ip	10	path:login
 percentiles_latency_nginx	PERCENTILES	latency_ms	service:nginx
 stats_latency	STATS	latency_ms	*
 EOF
+    fi
     if [[ -n $QUERIES ]]; then
         # Keep the comment and the named requests only.
         awk -F '\t' -v names=" $QUERIES " '/^#/ || index(names, " " $1 " ")' "$file" >"$file.tmp"
@@ -153,6 +167,37 @@ EOF
             exit 1
         fi
     fi
+}
+
+# write_pattern_queries FILE MIN_MS MAX_MS: issue 12's multi-term patterns over the message
+# (bench/multiterm/README.md), COUNTs only, and numeric ranges. Words that every tokenizer keeps
+# whole (tantivy's default tokenizer splits at `_` and `.`, Lucene's and Quarry's do not).
+write_pattern_queries() {
+    cat >"$1" <<EOF
+# NAME<TAB>REQUEST (bench/multiterm/README.md); data from $2 to $3 ms since the epoch
+term_timeout	COUNT	timeout
+prefix_conn	COUNT	conn*
+prefix_interr	COUNT	interr*
+prefix_path_log	COUNT	path:log*
+leading_eout	COUNT	*eout
+leading_tion	COUNT	*tion
+inner_int_ed	COUNT	int*ed
+inner_rec_ived	COUNT	rec?ived
+substring_imeou	COUNT	*imeou*
+substring_xcep	COUNT	*xcep*
+substring_nterrup	COUNT	*nterrup*
+fuzzy1_timout	COUNT	timout~1
+fuzzy1_conection	COUNT	conection~1
+fuzzy2_exceptoin	COUNT	exceptoin~2
+fuzzy2_authentcaton	COUNT	authentcaton~2
+regex_tim_o_t	COUNT	/tim.o.t/
+regex_interrupt	COUNT	/interrupt(ed|ing)?/
+regex_xception	COUNT	/.*xception.*/
+range_latency	COUNT	latency_ms:[100 TO 500]
+range_status	COUNT	status:[500 TO 599]
+range_bytes	COUNT	bytes:[0 TO 1000]
+pattern_and_range	COUNT	path:log* AND latency_ms:[1000 TO 30000]
+EOF
 }
 
 # run_engine ENGINE SIZE ENGINE-COMMAND...: times the query set against one engine.
@@ -272,7 +317,7 @@ for size in $SIZES; do
     # the largest size only. O0 none; O1 the time index (sparse index + time offsets); O2 +
     # reverse search for tails; O3 + endpoint histograms; "quarry" above is O3 + block/chunk
     # skipping + the numeric range index.
-    if ((ABLATION)) && ((quarry_ok)) && [[ -d $quarry_data && $size == "${SIZES##* }" ]]; then
+    if ((ABLATION)) && [[ $QUERY_SET != patterns ]] && ((quarry_ok)) && [[ -d $quarry_data && $size == "${SIZES##* }" ]]; then
         common=(reverse-search endpoint-histogram skipping range-index)
         for level in 0 1 2 3; do
             disable=()

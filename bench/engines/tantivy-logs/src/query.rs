@@ -8,6 +8,9 @@
 //! | `integer:v` | `TermQuery` on the i64 term (inverted index) |
 //! | `integer:[lo TO hi]`, `_time:[lo TO hi]` | `RangeQuery`, which tantivy runs on the fast field (column) |
 //! | `_time:v` | `RangeQuery` `[v, v]`: tantivy indexes dates in the inverted index at second precision only, the column keeps milliseconds |
+//! | wildcard `tim*`, `*eout`, `t?me` on a text field | `RegexQuery` of the wildcard (`*` → `.*`, `?` → `.`): tantivy has no wildcard query |
+//! | `/regex/` | `RegexQuery`, the regex as written |
+//! | `word~N` | `FuzzyTermQuery` with `transposition_cost_one` (Damerau, as Lucene and Quarry count) |
 //!
 //! Several clauses are a `BooleanQuery` of `Must` clauses. Nothing is scored: every collector
 //! the server uses orders by a column or counts.
@@ -15,10 +18,11 @@
 use std::ops::Bound;
 
 use anyhow::Context;
-use logs_driver::protocol::{Clause, Filter};
+use logs_driver::protocol::{Clause, Filter, Pattern};
 use logs_driver::schema::TIME;
 use tantivy::query::{
-    AllQuery, BooleanQuery, EmptyQuery, Occur, PhraseQuery, Query, RangeQuery, TermQuery,
+    AllQuery, BooleanQuery, EmptyQuery, FuzzyTermQuery, Occur, PhraseQuery, Query, RangeQuery,
+    RegexQuery, TermQuery,
 };
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::{DateTime, Index, Term};
@@ -49,6 +53,24 @@ fn build_clause(index: &Index, fields: &Fields, clause: &Clause) -> anyhow::Resu
     Ok(match clause {
         Clause::Word { field: name, word } => analyzed(index, field(name)?, word)?,
         Clause::Keyword { field: name, value } => analyzed(index, field(name)?, value)?,
+        Clause::Pattern {
+            field: name,
+            pattern,
+        } => {
+            let field = field(name)?;
+            match pattern {
+                Pattern::Wildcard(wildcard) => Box::new(RegexQuery::from_pattern(
+                    &Pattern::wildcard_regex(wildcard),
+                    field,
+                )?),
+                Pattern::Regex(regex) => Box::new(RegexQuery::from_pattern(regex, field)?),
+                Pattern::Fuzzy { term, distance } => Box::new(FuzzyTermQuery::new(
+                    Term::from_field_text(field, term),
+                    *distance,
+                    true,
+                )),
+            }
+        }
         Clause::Equals { field: name, value } if name == TIME => {
             time_range(field(name)?, *value, *value)
         }

@@ -9,6 +9,7 @@
 //! same terms.
 
 mod index;
+mod multiterm;
 mod schema;
 mod serve;
 mod tokenizer;
@@ -50,6 +51,14 @@ enum Command {
         /// is `ID<TAB>answer`, ID being the request's 0-based line number, in completion order
         #[arg(long, default_value_t = 1)]
         threads: usize,
+        /// Read queries with the multi-term translator (fuzzy, regex, leading wildcards,
+        /// phrase slop, string ranges; bench/multiterm/README.md) instead of tantivy's parser
+        #[arg(long)]
+        multiterm: bool,
+        /// End each answer with `<TAB>NANOS`, the engine's own time for the request (with one
+        /// search thread; the pool's ID-tagged answers carry none)
+        #[arg(long)]
+        engine_time: bool,
     },
 }
 
@@ -69,7 +78,19 @@ fn main() -> anyhow::Result<()> {
             })?;
             println!("{}", serde_json::to_string(&summary)?);
         }
-        Command::Serve { index, threads } => serve::run(&index, threads)?,
+        Command::Serve {
+            index,
+            threads,
+            multiterm,
+            engine_time,
+        } => serve::run(
+            &index,
+            threads,
+            serve::ServeOptions {
+                multiterm,
+                engine_time,
+            },
+        )?,
     }
     Ok(())
 }

@@ -22,12 +22,43 @@
 use std::io::{self, BufRead, Write};
 use std::path::Path;
 use std::sync::{Mutex, PoisonError};
+use std::time::Instant;
+
+use quarry_index::analysis::Analyzer;
 
 use tantivy::collector::{Count, TopDocs};
 use tantivy::query::{Query, QueryParser};
 use tantivy::{Index, ReloadPolicy, Searcher};
 
+use crate::multiterm;
 use crate::schema::{self, Fields};
+
+/// How requests are read and answered.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ServeOptions {
+    /// Read queries with [`multiterm::build`] (fuzzy, regex, leading wildcards, slop, string
+    /// ranges) instead of tantivy's `QueryParser`.
+    pub multiterm: bool,
+    /// End each answer with `<TAB>NANOS`, the time spent on the request from just after it was
+    /// read to just after its answer was formatted (bench/logs/PROTOCOL.md, "Engine time").
+    /// One search thread only: the pool's `ID<TAB>answer` lines carry none.
+    pub engine_time: bool,
+}
+
+/// What turns a query text into a tantivy query.
+enum Reader {
+    Tantivy(QueryParser),
+    Multiterm(Fields, Analyzer),
+}
+
+impl Reader {
+    fn parse(&self, text: &str) -> Option<Box<dyn Query>> {
+        match self {
+            Reader::Tantivy(parser) => parser.parse_query(text).ok(),
+            Reader::Multiterm(fields, analyzer) => multiterm::build(text, fields, analyzer).ok(),
+        }
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Command {
@@ -56,7 +87,7 @@ impl Command {
     }
 }
 
-pub fn run(index_dir: &Path, threads: usize) -> anyhow::Result<()> {
+pub fn run(index_dir: &Path, threads: usize, options: ServeOptions) -> anyhow::Result<()> {
     anyhow::ensure!(threads >= 1, "--threads must be at least 1");
     let index = Index::open_in_dir(index_dir)?;
     schema::register_tokenizer(&index);
@@ -66,7 +97,14 @@ pub fn run(index_dir: &Path, threads: usize) -> anyhow::Result<()> {
         .reload_policy(ReloadPolicy::Manual)
         .try_into()?;
     let searcher = reader.searcher();
-    let parser = QueryParser::for_index(&index, vec![fields.url, fields.title, fields.body]);
+    let parser = if options.multiterm {
+        Reader::Multiterm(fields, Analyzer::default())
+    } else {
+        Reader::Tantivy(QueryParser::for_index(
+            &index,
+            vec![fields.url, fields.title, fields.body],
+        ))
+    };
 
     let mut input = io::stdin().lock();
     if threads > 1 {
@@ -79,8 +117,13 @@ pub fn run(index_dir: &Path, threads: usize) -> anyhow::Result<()> {
         if input.read_line(&mut request)? == 0 {
             return Ok(());
         }
+        let started = Instant::now();
         let answer = answer(&searcher, &parser, request.trim_end_matches(['\n', '\r']))?;
-        writeln!(output, "{answer}")?;
+        if options.engine_time {
+            writeln!(output, "{answer}\t{}", started.elapsed().as_nanos())?;
+        } else {
+            writeln!(output, "{answer}")?;
+        }
         output.flush()?;
     }
 }
@@ -91,7 +134,7 @@ pub fn run(index_dir: &Path, threads: usize) -> anyhow::Result<()> {
 /// is returned.
 fn serve_pool(
     searcher: &Searcher,
-    parser: &QueryParser,
+    parser: &Reader,
     threads: usize,
     mut input: impl BufRead,
     output: impl Write + Send,
@@ -142,16 +185,15 @@ fn serve_pool(
     }
 }
 
-fn answer(searcher: &Searcher, parser: &QueryParser, request: &str) -> tantivy::Result<String> {
+fn answer(searcher: &Searcher, parser: &Reader, request: &str) -> tantivy::Result<String> {
     let Some((command, query)) = request.split_once('\t') else {
         return Ok("ERROR".to_owned());
     };
     let Some(command) = Command::parse(command) else {
         return Ok("UNSUPPORTED".to_owned());
     };
-    let query: Box<dyn Query> = match parser.parse_query(query) {
-        Ok(query) => query,
-        Err(_) => return Ok("ERROR".to_owned()),
+    let Some(query) = parser.parse(query) else {
+        return Ok("ERROR".to_owned());
     };
     Ok(match command {
         Command::Count => searcher.search(&query, &Count)?.to_string(),
@@ -215,7 +257,7 @@ mod tests {
     }
 
     /// Three articles in memory, and a parser over their fields.
-    fn small_index() -> anyhow::Result<(Searcher, QueryParser)> {
+    fn small_index() -> anyhow::Result<(Searcher, Reader)> {
         let (tantivy_schema, fields) = schema::build();
         let index = Index::create_in_ram(tantivy_schema);
         schema::register_tokenizer(&index);
@@ -234,7 +276,7 @@ mod tests {
         writer.commit()?;
         let searcher = index.reader()?.searcher();
         let parser = QueryParser::for_index(&index, vec![fields.url, fields.title, fields.body]);
-        Ok((searcher, parser))
+        Ok((searcher, Reader::Tantivy(parser)))
     }
 
     #[test]
@@ -262,6 +304,35 @@ mod tests {
                 expected,
                 "{request:?}"
             );
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn multiterm_reader_answers_patterns() -> anyhow::Result<()> {
+        let (searcher, _) = small_index()?;
+        let fields = Fields::of(searcher.schema())?;
+        let reader = Reader::Multiterm(fields, Analyzer::default());
+        let cases = [
+            ("COUNT\tqui*", "1"),
+            ("COUNT\t*ox", "2"),
+            ("COUNT\tf?x", "2"),
+            ("COUNT\t*az*", "1"),
+            ("COUNT\tfxo~1", "2"),
+            ("COUNT\tfxo~0", "0"),
+            ("COUNT\tlzay~1", "1"),
+            ("COUNT\tsleepz~2", "1"),
+            ("COUNT\t/sl(e+)ps/", "1"),
+            ("COUNT\t\"quick fox\"~1", "1"),
+            // Title terms: dog, fox, lazy, nothing, quick.
+            ("COUNT\ttitle:[lazy TO quick]", "3"),
+            ("COUNT\ttitle:{lazy TO quick}", "1"),
+            ("COUNT\t+fo* -lazy", "1"),
+            ("COUNT\tnope:x", "ERROR"),
+            ("COUNT\tx~3", "ERROR"),
+        ];
+        for (request, expected) in cases {
+            assert_eq!(answer(&searcher, &reader, request)?, expected, "{request:?}");
         }
         Ok(())
     }

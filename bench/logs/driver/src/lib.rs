@@ -11,10 +11,13 @@
 //! - [`answer`]: answer formatting shared by engines, and the comparison rules of `compare`;
 //! - [`time`]: RFC 3339 timestamps to milliseconds since the epoch;
 //! - [`input`]: reading JSON-lines event files, plain or zstd-compressed;
-//! - [`latency`], [`queries`], [`run`], [`report`]: the driver's pieces.
+//! - [`latency`], [`queries`], [`run`], [`report`]: the driver's pieces;
+//! - [`kinds`]: per-kind latency tables and count comparisons of several engines (the
+//!   multi-term benchmark, bench/multiterm).
 
 pub mod answer;
 pub mod input;
+pub mod kinds;
 pub mod latency;
 pub mod protocol;
 pub mod queries;

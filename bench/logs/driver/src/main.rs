@@ -6,6 +6,8 @@
 //! logs-driver compare LEFT.answers RIGHT.answers
 //! logs-driver time-range EVENTS.json[.zst]
 //! logs-driver report [--subject quarry] [--baseline tantivy,lucene] [--out FILE] RECORD.json...
+//! logs-driver kinds [--subject quarry] [--baseline tantivy,lucene] [--out FILE] RECORD.json...
+//! logs-driver counts ENGINE=ANSWERS...
 //! ```
 
 use std::fs;
@@ -17,7 +19,7 @@ use clap::{Parser, Subcommand};
 use logs_driver::answer::{compare, Verdict};
 use logs_driver::report::{self, Record};
 use logs_driver::run::{self, Outcome, RunOptions};
-use logs_driver::{input, queries};
+use logs_driver::{input, kinds, queries};
 
 #[derive(Parser)]
 #[command(about = "Drive log-query engines over a pipe: time them, compare their answers")]
@@ -52,6 +54,10 @@ enum Command {
         /// Write the run record (JSON) to FILE [default: stdout]
         #[arg(long, value_name = "FILE")]
         json: Option<PathBuf>,
+        /// Sum the figures by the part of each request's name before its first `.`
+        /// (`prefix.07` → `prefix`) instead of by protocol command
+        #[arg(long)]
+        kind_by_name: bool,
         /// The engine program and its arguments
         #[arg(last = true, required = true, value_name = "ENGINE-COMMAND")]
         engine_command: Vec<String>,
@@ -75,6 +81,28 @@ enum Command {
         /// Index and run records
         records: Vec<PathBuf>,
     },
+    /// Print the per-kind latency table (mean, p50, p99 of round trips and engine times, with
+    /// the subject's ratios to each baseline) of run records made with `run --kind-by-name`
+    Kinds {
+        /// The engine whose ratios to the baselines are printed
+        #[arg(long, default_value = "quarry")]
+        subject: String,
+        /// Baseline engines, comma-separated or repeated
+        #[arg(long, value_delimiter = ',', default_value = "tantivy,lucene")]
+        baseline: Vec<String>,
+        /// Write the metric list (JSON) to FILE
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Run records
+        records: Vec<PathBuf>,
+    },
+    /// Print every request's answer from each engine side by side, then the requests where
+    /// they differ and a summary; exit status 1 when some differ
+    Counts {
+        /// `ENGINE=FILE`: an answers file of `run --answers`, named
+        #[arg(required = true)]
+        answers: Vec<String>,
+    },
 }
 
 fn main() -> anyhow::Result<ExitCode> {
@@ -87,6 +115,7 @@ fn main() -> anyhow::Result<ExitCode> {
             repeat,
             answers,
             json,
+            kind_by_name,
             engine_command,
         } => {
             let requests = queries::load_query_set(&queries)?;
@@ -98,6 +127,7 @@ fn main() -> anyhow::Result<ExitCode> {
                     size,
                     warmup,
                     repeat,
+                    kind_by_name,
                 },
                 &requests,
             )?;
@@ -121,6 +151,43 @@ fn main() -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Compare { left, right } => compare_files(&left, &right),
+        Command::Kinds {
+            subject,
+            baseline,
+            out,
+            records,
+        } => {
+            let records = records
+                .iter()
+                .map(|path| {
+                    let text = fs::read_to_string(path)
+                        .with_context(|| format!("reading {}", path.display()))?;
+                    serde_json::from_str(&text).with_context(|| format!("record {}", path.display()))
+                })
+                .collect::<anyhow::Result<Vec<run::RunRecord>>>()?;
+            let table = kinds::build(&records, &subject, &baseline);
+            print!("{}", table.text);
+            if let Some(path) = out {
+                write(&path, &(serde_json::to_string_pretty(&table.metrics)? + "\n"))?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Counts { answers } => {
+            let mut engines = Vec::new();
+            for spec in &answers {
+                let (engine, path) = spec
+                    .split_once('=')
+                    .with_context(|| format!("{spec:?}: expected ENGINE=FILE"))?;
+                engines.push((engine.to_owned(), queries::load_answers(Path::new(path))?));
+            }
+            let comparison = kinds::counts(&engines);
+            print!("{}", comparison.text);
+            Ok(if comparison.differ == 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
         Command::TimeRange { events } => {
             let (min, max, count) = input::time_range(&events)?;
             println!("{min} {max} {count}");

@@ -10,6 +10,10 @@
 //! clause  := word | field ":" value | field ":[" lo " TO " hi "]"
 //! ```
 //!
+//! A word or text-field value may be a multi-term pattern ([`Pattern`]): a wildcard (`tim*`,
+//! `*eout`, `t?me`, `*imeou*`), a regular expression over whole tokens (`/tim(e|ed)out/`) or a
+//! fuzzy term (`timout~1`, `exceptoin~2`).
+//!
 //! What this reading decides where PROTOCOL.md is silent (the Lucene peer decides the same):
 //! a clause value holds no whitespace; a keyword value is lowercased; `_time:v` is equality in
 //! milliseconds; ranges are inclusive and allowed on integer fields and `_time` only; `K` and
@@ -33,6 +37,79 @@ pub enum Clause {
     Equals { field: String, value: i64 },
     /// The integer field (or `_time`) is in `[lo, hi]`.
     Range { field: String, lo: i64, hi: i64 },
+    /// The text `field` holds a token the pattern matches.
+    Pattern { field: String, pattern: Pattern },
+}
+
+/// A multi-term pattern over a text field's tokens, which are lowercase in every engine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Pattern {
+    /// A value holding `*` (any run of characters) or `?` (one character), lowercased:
+    /// `tim*` (a prefix), `*eout`, `t?me`, `*imeou*`.
+    Wildcard(String),
+    /// `/regex/`: tokens the regular expression matches as a whole, as written. Query sets keep
+    /// to the syntax Rust's regex, tantivy's and Lucene's `RegExp` read alike: literals, `.`,
+    /// `[a-z]`, `( | )`, `?`, `*`, `+`, `{m,n}`.
+    Regex(String),
+    /// `word~N`, N 0 to 2 (`~` alone is 2): tokens within N edits of the lowercased word, a
+    /// transposition counting one (Damerau, Lucene's FuzzyQuery default).
+    Fuzzy { term: String, distance: u8 },
+}
+
+impl Pattern {
+    /// The pattern a value spells, `None` for a plain word.
+    pub fn of(value: &str) -> Result<Option<Pattern>, QueryError> {
+        // `/regex/`: slashes at both ends and none inside; a path (`/api/login`) is a word.
+        if let Some(regex) = value.strip_prefix('/').and_then(|v| v.strip_suffix('/')) {
+            if !regex.is_empty() && !regex.contains('/') {
+                return Ok(Some(Pattern::Regex(regex.to_owned())));
+            }
+        }
+        if let Some((term, distance)) = value.rsplit_once('~') {
+            let distance = match distance {
+                "" => 2,
+                "0" => 0,
+                "1" => 1,
+                "2" => 2,
+                _ => {
+                    return Err(QueryError::BadPattern {
+                        value: value.to_owned(),
+                    })
+                }
+            };
+            if term.is_empty() {
+                return Err(QueryError::BadPattern {
+                    value: value.to_owned(),
+                });
+            }
+            return Ok(Some(Pattern::Fuzzy {
+                term: term.to_lowercase(),
+                distance,
+            }));
+        }
+        if value.contains(['*', '?']) {
+            return Ok(Some(Pattern::Wildcard(value.to_lowercase())));
+        }
+        Ok(None)
+    }
+
+    /// The pattern as a regex over whole tokens (for engines that run every pattern as one):
+    /// a wildcard's `*` is `.*`, `?` is `.`, other characters literal.
+    pub fn wildcard_regex(wildcard: &str) -> String {
+        let mut regex = String::with_capacity(wildcard.len() * 2);
+        for c in wildcard.chars() {
+            match c {
+                '*' => regex.push_str(".*"),
+                '?' => regex.push('.'),
+                c if c.is_alphanumeric() => regex.push(c),
+                c => {
+                    regex.push('\\');
+                    regex.push(c);
+                }
+            }
+        }
+        regex
+    }
 }
 
 /// A parsed query: the conjunction of `clauses`; no clause is `*`, every event.
@@ -183,6 +260,10 @@ pub enum QueryError {
     RangeOnNonNumeric {
         field: String,
     },
+    /// A malformed pattern: a fuzzy distance above 2, or no word before the `~`.
+    BadPattern {
+        value: String,
+    },
 }
 
 impl fmt::Display for QueryError {
@@ -199,6 +280,9 @@ impl fmt::Display for QueryError {
             QueryError::BadRange { clause } => write!(f, "malformed range {clause:?}"),
             QueryError::RangeOnNonNumeric { field } => {
                 write!(f, "range on {field}, which is not an integer field")
+            }
+            QueryError::BadPattern { value } => {
+                write!(f, "bad pattern {value:?}")
             }
         }
     }
@@ -364,9 +448,13 @@ fn parse_clause(clause: &str) -> Result<Clause, QueryError> {
                 clause: clause.to_owned(),
             });
         }
-        return Ok(Clause::Word {
-            field: schema::DEFAULT_TEXT_FIELD.to_owned(),
-            word: clause.to_owned(),
+        let field = schema::DEFAULT_TEXT_FIELD.to_owned();
+        return Ok(match Pattern::of(clause)? {
+            Some(pattern) => Clause::Pattern { field, pattern },
+            None => Clause::Word {
+                field,
+                word: clause.to_owned(),
+            },
         });
     };
     let kind = schema::field_kind(field).ok_or_else(|| QueryError::UnknownField {
@@ -401,9 +489,12 @@ fn parse_clause(clause: &str) -> Result<Clause, QueryError> {
             field,
             value: value.to_lowercase(),
         },
-        FieldKind::Text => Clause::Word {
-            field,
-            word: value.to_owned(),
+        FieldKind::Text => match Pattern::of(value)? {
+            Some(pattern) => Clause::Pattern { field, pattern },
+            None => Clause::Word {
+                field,
+                word: value.to_owned(),
+            },
         },
         FieldKind::Integer | FieldKind::Time => Clause::Equals {
             value: integer(&field, value)?,
@@ -443,6 +534,19 @@ mod tests {
             field: field.into(),
             value: value.into(),
         }
+    }
+
+    fn pattern(field: &str, pattern: Pattern) -> Clause {
+        Clause::Pattern {
+            field: field.into(),
+            pattern,
+        }
+    }
+
+    #[test]
+    fn wildcards_become_regexes() {
+        assert_eq!(Pattern::wildcard_regex("w?ld*c.rd"), "w.ld.*c\\.rd");
+        assert_eq!(Pattern::wildcard_regex("*imeou*"), ".*imeou.*");
     }
 
     fn range(field: &str, lo: i64, hi: i64) -> Clause {
@@ -510,6 +614,45 @@ mod tests {
             ("latency_ms:[1 2]", None),
             ("latency_ms:[1 TO x]", None),
             ("* AND error", None),
+            (
+                "Tim* AND path:*ogin",
+                Some(vec![
+                    pattern("message", Pattern::Wildcard("tim*".into())),
+                    pattern("path", Pattern::Wildcard("*ogin".into())),
+                ]),
+            ),
+            (
+                "message:t?me",
+                Some(vec![pattern("message", Pattern::Wildcard("t?me".into()))]),
+            ),
+            (
+                "/tim(e|ed)out/",
+                Some(vec![pattern("message", Pattern::Regex("tim(e|ed)out".into()))]),
+            ),
+            (
+                "Timout~1 AND exceptoin~",
+                Some(vec![
+                    pattern(
+                        "message",
+                        Pattern::Fuzzy {
+                            term: "timout".into(),
+                            distance: 1,
+                        },
+                    ),
+                    pattern(
+                        "message",
+                        Pattern::Fuzzy {
+                            term: "exceptoin".into(),
+                            distance: 2,
+                        },
+                    ),
+                ]),
+            ),
+            ("timout~3", None),
+            ("path:/api/login", Some(vec![word("path", "/api/login")])),
+            ("~1", None),
+            // Keyword values are taken as they are, patterns or not.
+            ("service:ng*", Some(vec![keyword("service", "ng*")])),
         ];
         for (query, expected) in cases {
             let got = parse_filter(query).ok().map(|filter| filter.clauses);

@@ -122,6 +122,18 @@ pub struct RunOptions<'a> {
     pub size: Option<u64>,
     pub warmup: usize,
     pub repeat: usize,
+    /// Group requests by the part of their name before the first `.` (`prefix.07` → `prefix`)
+    /// instead of by protocol command, for query sets whose requests are all COUNTs.
+    pub kind_by_name: bool,
+}
+
+/// The group a request's figures are summed into: see [`RunOptions::kind_by_name`].
+pub fn kind_of(name: &str, command: &str, by_name: bool) -> String {
+    if by_name {
+        name.split('.').next().unwrap_or(name).to_owned()
+    } else {
+        command.to_owned()
+    }
 }
 
 pub fn run(options: &RunOptions, requests: &[NamedRequest]) -> anyhow::Result<RunRecord> {
@@ -174,7 +186,9 @@ pub fn run(options: &RunOptions, requests: &[NamedRequest]) -> anyhow::Result<Ru
                 || request.request.split('\t').next().unwrap_or("").to_owned(),
                 |command| command.name().to_owned(),
             );
-            let kind = by_command.entry(command.clone()).or_default();
+            let kind = by_command
+                .entry(kind_of(&request.name, &command, options.kind_by_name))
+                .or_default();
             kind.0 += 1;
             kind.1.extend(samples);
             let (latency, engine_latency) = latencies(samples);
@@ -253,6 +267,7 @@ done"#;
                 size: Some(7),
                 warmup: 2,
                 repeat: 3,
+                kind_by_name: false,
             },
             &requests,
         )?;
@@ -318,6 +333,13 @@ done"#;
         // The answers file and the record hold the answers without the engine times.
         assert!(record.answers().iter().all(|a| !a.answer.contains('\t')));
         Ok(())
+    }
+
+    #[test]
+    fn groups_by_name() {
+        assert_eq!(kind_of("prefix.07", "COUNT", true), "prefix");
+        assert_eq!(kind_of("plain", "COUNT", true), "plain");
+        assert_eq!(kind_of("prefix.07", "COUNT", false), "COUNT");
     }
 
     /// Records written before engine times existed still parse.

@@ -66,6 +66,21 @@ final class Protocol {
 
         /** The integer field, or {@code _time}, is in {@code [lo, hi]}. */
         record Range(String field, long lo, long hi) implements Clause {}
+
+        /**
+         * The text field holds a token the wildcard matches ({@code *} any run, {@code ?} one
+         * character; lowercased): {@code tim*}, {@code *eout}, {@code t?me}.
+         */
+        record Wildcard(String field, String wildcard) implements Clause {}
+
+        /** {@code /regex/}: the text field holds a token the regex matches whole, as written. */
+        record Regex(String field, String regex) implements Clause {}
+
+        /**
+         * {@code word~N}: the text field holds a token within N (0 to 2; {@code ~} alone is 2)
+         * edits of the lowercased word, a transposition counting one.
+         */
+        record Fuzzy(String field, String term, int distance) implements Clause {}
     }
 
     sealed interface Request {
@@ -182,7 +197,7 @@ final class Protocol {
             if (hasWhitespace(clause)) {
                 throw new Malformed("whitespace inside clause " + clause);
             }
-            return new Clause.Word(DEFAULT_TEXT_FIELD, clause);
+            return textClause(DEFAULT_TEXT_FIELD, clause);
         }
         String field = clause.substring(0, colon);
         String value = clause.substring(colon + 1);
@@ -215,9 +230,37 @@ final class Protocol {
         }
         return switch (kind) {
             case KEYWORD -> new Clause.Keyword(field, value.toLowerCase(Locale.ROOT));
-            case TEXT -> new Clause.Word(field, value);
+            case TEXT -> textClause(field, value);
             case INTEGER, TIME -> new Clause.Equals(field, integer(field, value));
         };
+    }
+
+    /** A value on a text field: a pattern (the Rust reading's {@code Pattern::of}) or a word. */
+    private static Clause textClause(String field, String value) throws Malformed {
+        // /regex/: slashes at both ends and none inside; a path (/api/login) is a word.
+        if (value.length() >= 3 && value.startsWith("/") && value.endsWith("/")
+                && value.indexOf('/', 1) == value.length() - 1) {
+            return new Clause.Regex(field, value.substring(1, value.length() - 1));
+        }
+        int tilde = value.lastIndexOf('~');
+        if (tilde >= 0) {
+            String distance = value.substring(tilde + 1);
+            int edits = switch (distance) {
+                case "" -> 2;
+                case "0" -> 0;
+                case "1" -> 1;
+                case "2" -> 2;
+                default -> throw new Malformed("bad pattern " + value);
+            };
+            if (tilde == 0) {
+                throw new Malformed("bad pattern " + value);
+            }
+            return new Clause.Fuzzy(field, value.substring(0, tilde).toLowerCase(Locale.ROOT), edits);
+        }
+        if (value.indexOf('*') >= 0 || value.indexOf('?') >= 0) {
+            return new Clause.Wildcard(field, value.toLowerCase(Locale.ROOT));
+        }
+        return new Clause.Word(field, value);
     }
 
     private static long integer(String field, String text) throws Malformed {

@@ -13,13 +13,18 @@ import org.apache.lucene.document.NumericDocValuesField;
 import org.apache.lucene.index.Term;
 import org.apache.lucene.search.BooleanClause;
 import org.apache.lucene.search.BooleanQuery;
+import org.apache.lucene.search.FuzzyQuery;
 import org.apache.lucene.search.IndexOrDocValuesQuery;
 import org.apache.lucene.search.IndexSortSortedNumericDocValuesRangeQuery;
 import org.apache.lucene.search.MatchAllDocsQuery;
 import org.apache.lucene.search.MatchNoDocsQuery;
+import org.apache.lucene.search.MultiTermQuery;
 import org.apache.lucene.search.PhraseQuery;
+import org.apache.lucene.search.PrefixQuery;
 import org.apache.lucene.search.Query;
+import org.apache.lucene.search.RegexpQuery;
 import org.apache.lucene.search.TermQuery;
+import org.apache.lucene.search.WildcardQuery;
 
 /**
  * The protocol's query language as Lucene queries, the idiomatic query for each clause:
@@ -39,7 +44,18 @@ import org.apache.lucene.search.TermQuery;
  *       IndexSortSortedNumericDocValuesRangeQuery}: the index is sorted by {@code _time}, so the
  *       range is two binary searches in the doc values; the points/doc-values query above is
  *       its fallback</td></tr>
+ *   <tr><td>{@code tim*} (only a trailing {@code *})</td><td>{@link PrefixQuery}</td></tr>
+ *   <tr><td>other wildcards ({@code *eout}, {@code t?me})</td><td>{@link WildcardQuery}</td></tr>
+ *   <tr><td>{@code /regex/}</td><td>{@link RegexpQuery} (Lucene's {@code RegExp} syntax; the
+ *       query sets keep to what it and Rust's regex read alike)</td></tr>
+ *   <tr><td>{@code word~N}</td><td>{@link FuzzyQuery} with N edits, transpositions, no
+ *       prefix, rewritten to a constant score over every matching term ({@link
+ *       MultiTermQuery#CONSTANT_SCORE_BLENDED_REWRITE}; the default keeps only the 50 best
+ *       terms)</td></tr>
  * </table>
+ *
+ * <p>Prefix, wildcard and regexp queries keep their default rewrite, {@link
+ * MultiTermQuery#CONSTANT_SCORE_BLENDED_REWRITE}: no expansion can hit the clause limit.
  *
  * <p>Several clauses are a {@link BooleanQuery} of {@code FILTER} clauses: nothing is scored.
  */
@@ -66,7 +82,24 @@ final class Queries {
             case Protocol.Clause.Keyword(String field, String value) -> new TermQuery(new Term(field, value));
             case Protocol.Clause.Equals(String field, long value) -> range(field, value, value);
             case Protocol.Clause.Range(String field, long lo, long hi) -> range(field, lo, hi);
+            case Protocol.Clause.Wildcard(String field, String wildcard) -> wildcard(field, wildcard);
+            case Protocol.Clause.Regex(String field, String regex) -> new RegexpQuery(new Term(field, regex));
+            case Protocol.Clause.Fuzzy(String field, String term, int distance) -> new FuzzyQuery(
+                    new Term(field, term),
+                    distance,
+                    0,
+                    FuzzyQuery.defaultMaxExpansions,
+                    true,
+                    MultiTermQuery.CONSTANT_SCORE_BLENDED_REWRITE);
         };
+    }
+
+    private static Query wildcard(String field, String wildcard) {
+        String stem = wildcard.substring(0, wildcard.length() - 1);
+        if (wildcard.endsWith("*") && stem.indexOf('*') < 0 && stem.indexOf('?') < 0 && stem.indexOf('\\') < 0) {
+            return new PrefixQuery(new Term(field, stem));
+        }
+        return new WildcardQuery(new Term(field, wildcard));
     }
 
     private static Query range(String field, long lo, long hi) {

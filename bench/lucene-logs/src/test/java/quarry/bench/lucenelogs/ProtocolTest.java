@@ -24,7 +24,18 @@ class ProtocolTest {
                 List.of(new Clause.Keyword("service", "nginx"), new Clause.Range("latency_ms", 1000, 30000)),
                 Protocol.parseFilter("service:nginx AND latency_ms:[1000 TO 30000]"));
         assertEquals(List.of(new Clause.Range("latency_ms", -5, 5)), Protocol.parseFilter("latency_ms:[-5 TO 5]"));
+        assertEquals(
+                List.of(new Clause.Wildcard("message", "tim*"), new Clause.Wildcard("path", "*ogin")),
+                Protocol.parseFilter("Tim* AND path:*ogin"));
+        assertEquals(List.of(new Clause.Wildcard("message", "t?me")), Protocol.parseFilter("message:t?me"));
+        assertEquals(List.of(new Clause.Regex("message", "tim(e|ed)out")), Protocol.parseFilter("/tim(e|ed)out/"));
+        assertEquals(
+                List.of(new Clause.Fuzzy("message", "timout", 1), new Clause.Fuzzy("message", "exceptoin", 2)),
+                Protocol.parseFilter("Timout~1 AND exceptoin~"));
+        assertEquals(List.of(new Clause.Keyword("service", "ng*")), Protocol.parseFilter("service:ng*"));
+        assertEquals(List.of(new Clause.Word("path", "/api/login")), Protocol.parseFilter("path:/api/login"));
         for (String bad : new String[] {
+            "timout~3", "~1",
             "", "error AND ", " AND error", "two words", "nope:1", "service:", "status:abc",
             "status:+5", "service:[a TO b]", "latency_ms:[1 TO 2", "latency_ms:[1 2]",
             "latency_ms:[1 TO x]", "* AND error", "status:99999999999999999999"

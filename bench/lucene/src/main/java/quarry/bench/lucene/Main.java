@@ -11,7 +11,7 @@ import java.util.List;
  *
  * <pre>
  * java -jar lucene-bench.jar index --index DIR FILE.json.zst
- * java -jar lucene-bench.jar serve --index DIR [--threads N]
+ * java -jar lucene-bench.jar serve --index DIR [--threads N] [--multiterm] [--engine-time]
  * </pre>
  *
  * <ul>
@@ -25,7 +25,7 @@ public final class Main {
     private static final String USAGE =
             """
             usage: lucene-bench index --index DIR FILE.json.zst
-                   lucene-bench serve --index DIR [--threads N]""";
+                   lucene-bench serve --index DIR [--threads N] [--multiterm] [--engine-time]""";
 
     private Main() {}
 
@@ -36,6 +36,8 @@ public final class Main {
         Path index = null;
         // serve's search threads: 1 answers in request order, N > 1 tags answers with IDs.
         int threads = 1;
+        boolean multiterm = false;
+        boolean engineTime = false;
         List<String> positional = new ArrayList<>();
         for (int i = 1; i < args.length; i++) {
             String arg = args[i];
@@ -53,6 +55,10 @@ public final class Main {
                 threads = parseThreads(args[++i]);
             } else if (arg.startsWith("--threads=")) {
                 threads = parseThreads(arg.substring("--threads=".length()));
+            } else if (arg.equals("--multiterm")) {
+                multiterm = true;
+            } else if (arg.equals("--engine-time")) {
+                engineTime = true;
             } else if (arg.startsWith("--")) {
                 fail("unknown option " + arg);
             } else {
@@ -77,7 +83,7 @@ public final class Main {
                 if (!positional.isEmpty()) {
                     fail("serve takes no file");
                 }
-                Server.run(index, threads);
+                Server.run(index, threads, new Server.Options(multiterm, engineTime));
             }
             default -> fail("unknown subcommand " + args[0]);
         }

@@ -16,9 +16,12 @@ import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.lucene.analysis.Analyzer;
 import org.apache.lucene.index.DirectoryReader;
+import org.apache.lucene.index.Term;
 import org.apache.lucene.queryparser.classic.MultiFieldQueryParser;
 import org.apache.lucene.queryparser.classic.QueryParser;
+import org.apache.lucene.search.FuzzyQuery;
 import org.apache.lucene.search.IndexSearcher;
+import org.apache.lucene.search.MultiTermQuery;
 import org.apache.lucene.search.Query;
 import org.apache.lucene.search.TopDocs;
 import org.apache.lucene.search.TopScoreDocCollectorManager;
@@ -52,20 +55,40 @@ import org.apache.lucene.store.MMapDirectory;
  * throughput), the reading thread hands each request to a work-stealing pool of N search
  * threads and every answer line becomes {@code ID\tanswer}, ID the request's 0-based line
  * number, in completion order ({@link #servePool}).
+ *
+ * <p>With {@code --multiterm} ({@link Options#multiterm}) the parser reads the multi-term query
+ * set of {@code bench/multiterm} the way Quarry does: leading wildcards allowed, and a fuzzy
+ * term matches every term within its edits ({@link MultiTermQuery#CONSTANT_SCORE_BLENDED_REWRITE},
+ * instead of the classic parser's default of the 50 best terms); prefix, wildcard, regex and
+ * range queries already rewrite to a constant score, so no expansion hits the clause limit.
+ * With {@code --engine-time} every answer ends with {@code \tNANOS}, the time from just after
+ * the request was read to just after its answer was formatted (bench/logs/PROTOCOL.md); with
+ * one search thread only, the pool's answers carry none.
  */
 final class Server {
+    /** Options of {@code serve}. */
+    record Options(boolean multiterm, boolean engineTime) {
+        static final Options DEFAULT = new Options(false, false);
+    }
+
     private final IndexSearcher searcher;
     private final Analyzer analyzer = Schema.analyzer();
+    private final Options options;
 
     Server(IndexSearcher searcher) {
+        this(searcher, Options.DEFAULT);
+    }
+
+    Server(IndexSearcher searcher, Options options) {
         this.searcher = searcher;
+        this.options = options;
         searcher.setQueryCache(null);
     }
 
-    static void run(Path indexDir, int threads) throws IOException {
+    static void run(Path indexDir, int threads, Options options) throws IOException {
         try (Directory directory = new MMapDirectory(indexDir);
                 DirectoryReader reader = DirectoryReader.open(directory)) {
-            Server server = new Server(new IndexSearcher(reader));
+            Server server = new Server(new IndexSearcher(reader), options);
             OutputStream out = new FileOutputStream(FileDescriptor.out);
             if (threads > 1) {
                 server.servePool(System.in, out, threads);
@@ -81,7 +104,13 @@ final class Server {
         Writer output = new BufferedWriter(new OutputStreamWriter(out, StandardCharsets.UTF_8));
         String request;
         while ((request = input.readLine()) != null) {
-            output.write(answer(request));
+            long started = System.nanoTime();
+            String answer = answer(request);
+            output.write(answer);
+            if (options.engineTime()) {
+                output.write('\t');
+                output.write(Long.toString(System.nanoTime() - started));
+            }
             output.write('\n');
             output.flush();
         }
@@ -177,7 +206,9 @@ final class Server {
      * and building one is cheap next to a search.
      */
     Query parse(String text) {
-        QueryParser parser = new MultiFieldQueryParser(Schema.SEARCHED, analyzer);
+        QueryParser parser = options.multiterm()
+                ? new MultitermParser(Schema.SEARCHED, analyzer)
+                : new MultiFieldQueryParser(Schema.SEARCHED, analyzer);
         parser.setDefaultOperator(QueryParser.Operator.OR);
         try {
             return parser.parse(text);
@@ -189,6 +220,33 @@ final class Server {
             // lexer error ever escape parse() unwrapped; RuntimeException: a `/regexp/` that
             // is not one, or an automaton too complex to build.
             return null;
+        }
+    }
+
+    /**
+     * The classic parser as Quarry reads multi-term queries: a leading {@code *} or {@code ?}
+     * is allowed, and a fuzzy term is every term within its edits (transpositions count one,
+     * Lucene's default), not the 50 best: constant score, as Quarry's patterns are filters.
+     * Prefix, wildcard, regex and term-range queries keep the parser's default rewrite,
+     * {@link MultiTermQuery#CONSTANT_SCORE_BLENDED_REWRITE}, which never hits the clause limit.
+     */
+    static final class MultitermParser extends MultiFieldQueryParser {
+        MultitermParser(String[] fields, Analyzer analyzer) {
+            super(fields, analyzer);
+            setAllowLeadingWildcard(true);
+            setMultiTermRewriteMethod(MultiTermQuery.CONSTANT_SCORE_BLENDED_REWRITE);
+        }
+
+        @Override
+        protected Query newFuzzyQuery(Term term, float minimumSimilarity, int prefixLength) {
+            int edits = FuzzyQuery.floatToEdits(minimumSimilarity, term.text().codePointCount(0, term.text().length()));
+            return new FuzzyQuery(
+                    term,
+                    edits,
+                    prefixLength,
+                    FuzzyQuery.defaultMaxExpansions,
+                    FuzzyQuery.defaultTranspositions,
+                    MultiTermQuery.CONSTANT_SCORE_BLENDED_REWRITE);
         }
     }
 

@@ -28,7 +28,7 @@ use regex_automata::util::start;
 use regex_automata::Anchored;
 use std::fmt;
 use std::ops::Bound;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// The largest fuzzy distance (Lucene's `LevenshteinAutomata.MAXIMUM_SUPPORTED_DISTANCE`).
 pub const MAX_FUZZY_DISTANCE: u8 = 2;
@@ -240,11 +240,32 @@ impl Pattern {
         let mut end = start.clone();
         // The last byte is the kind (< 255): incrementing it bounds the field's tokens.
         *end.last_mut().expect("term keys have a kind byte") += 1;
+        let cache_key = (block.uid(), ordinal, self.to_string());
+        let cached = expansions().get(&cache_key);
+        let ordinals = match cached {
+            Some(ordinals) => ordinals,
+            None => {
+                let ordinals = Arc::new(self.expand(block, &start, &end));
+                if ordinals.len() <= MAX_CACHED_EXPANSION {
+                    expansions().insert(cache_key, ordinals.clone());
+                }
+                ordinals
+            }
+        };
+        let infos = ordinals
+            .iter()
+            .map(|&ordinal| block.term_info_by_ordinal(ordinal))
+            .collect::<Result<Vec<_>>>()?;
+        crate::filter::postings_union(block, &infos)
+    }
+
+    /// The ordinals of the field's token terms (keys in `start..end`) this pattern matches.
+    fn expand(&self, block: &BlockReader, start: &[u8], end: &[u8]) -> Vec<u64> {
         let dictionary = block.term_dictionary();
         let mut ordinals = Vec::new();
         match &self.matcher {
             Matcher::Prefix(prefix) => {
-                let mut lower = start.clone();
+                let mut lower = start.to_vec();
                 lower.extend_from_slice(prefix.as_bytes());
                 let mut stream = dictionary.range().ge(&lower).lt(&end).into_stream();
                 while let Some((key, ordinal)) = stream.next() {
@@ -256,7 +277,7 @@ impl Pattern {
             }
             Matcher::TermRange(lower, upper) => {
                 let key = |text: &String| {
-                    let mut key = start.clone();
+                    let mut key = start.to_vec();
                     key.extend_from_slice(text.as_bytes());
                     key
                 };
@@ -268,8 +289,8 @@ impl Pattern {
                 };
                 // Past the field's tokens in any case.
                 range = match upper {
-                    Bound::Included(text) if key(text) < end => range.le(key(text)),
-                    Bound::Excluded(text) if key(text) < end => range.lt(key(text)),
+                    Bound::Included(text) if key(text).as_slice() < end => range.le(key(text)),
+                    Bound::Excluded(text) if key(text).as_slice() < end => range.lt(key(text)),
                     _ => range.lt(&end),
                 };
                 let mut stream = range.into_stream();
@@ -290,11 +311,35 @@ impl Pattern {
                 );
             }
         }
-        let infos = ordinals
-            .into_iter()
-            .map(|ordinal| block.term_info_by_ordinal(ordinal))
-            .collect::<Result<Vec<_>>>()?;
-        crate::filter::postings_union(block, &infos)
+        ordinals
+    }
+}
+
+/// Expansions larger than this many terms are not cached (they would push out many others).
+const MAX_CACHED_EXPANSION: usize = 1 << 20;
+
+/// Ordinals the expansion cache holds at most (8 bytes each: 64 MiB).
+const EXPANSION_CACHE_ORDINALS: u64 = 8 << 20;
+
+/// A pattern's matching terms per block and field, kept across queries (seed 002 caches the
+/// automata's expansions per segment): a dashboard that refreshes `host:web-*` or `*timeout*`
+/// walks each block's dictionary once. Keyed by the reader's process-unique id, so a block
+/// replaced by a merge never answers from another's terms; bounded by the ordinals held.
+fn expansions() -> &'static ExpansionCache {
+    static CACHE: OnceLock<ExpansionCache> = OnceLock::new();
+    CACHE.get_or_init(|| {
+        quick_cache::sync::Cache::with_weighter(4096, EXPANSION_CACHE_ORDINALS, OrdinalCount)
+    })
+}
+
+type ExpansionCache = quick_cache::sync::Cache<(u64, u16, String), Arc<Vec<u64>>, OrdinalCount>;
+
+#[derive(Clone)]
+struct OrdinalCount;
+
+impl quick_cache::Weighter<(u64, u16, String), Arc<Vec<u64>>> for OrdinalCount {
+    fn weight(&self, _key: &(u64, u16, String), ordinals: &Arc<Vec<u64>>) -> u64 {
+        ordinals.len() as u64 + 1
     }
 }
 
@@ -527,5 +572,38 @@ mod tests {
             distance: 3
         })
         .is_err());
+    }
+
+    /// The expansion cache keys blocks by reader, not by path: a block written again at the
+    /// same path (a merge's output, a sealed memory block) never answers from the old terms.
+    #[test]
+    fn expansions_are_cached_per_reader() {
+        use quarry_format::{Value, TERMINATED};
+        let block = |words: &[&str]| {
+            let mut segment =
+                quarry_index::SegmentBuilder::new(Arc::new(quarry_index::Analyzer::default()));
+            for (i, word) in words.iter().enumerate() {
+                let value = Value::Str((*word).to_owned());
+                segment.add_event(i as i64, [("msg", &value)].into_iter());
+            }
+            let path = std::path::Path::new("/same/00000001.qblk");
+            let (_, bytes) = segment.encode_block(path).unwrap();
+            BlockReader::from_bytes(path, Arc::new(bytes)).unwrap()
+        };
+        let count = |block: &BlockReader, pattern: &Pattern| {
+            let mut scorer = pattern.scorer(block, "msg").unwrap().unwrap();
+            let mut n = 0;
+            while scorer.doc() != TERMINATED {
+                n += 1;
+                scorer.advance();
+            }
+            n
+        };
+        let pattern = wildcard("*lph*");
+        let first = block(&["alpha", "beta", "alphabet"]);
+        assert_eq!(count(&first, &pattern), 2);
+        assert_eq!(count(&first, &pattern), 2, "from the cache");
+        let second = block(&["delphi", "zeta", "zeta", "zeta"]);
+        assert_eq!(count(&second, &pattern), 1);
     }
 }

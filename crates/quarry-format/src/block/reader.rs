@@ -246,6 +246,11 @@ impl BlockReader {
         &self.path
     }
 
+    /// Unique among the readers this process opened, for caches of what was read from it.
+    pub fn uid(&self) -> u64 {
+        self.uid
+    }
+
     pub fn manifest(&self) -> &Manifest {
         &self.manifest
     }

@@ -111,6 +111,11 @@ if ((quarry_ok)); then
     # protocol, and the log requests come back UNSUPPORTED (reported, not fatal).
     if "$QUARRY" bench-serve --help 2>/dev/null | grep -q -- '--logs'; then
         quarry_serve=(bench-serve --logs)
+        # The peers run without their query caches (Lucene's setQueryCache(null)), so Quarry's
+        # cache of pattern expansions is off too: every repeat pays the dictionary walk.
+        if "$QUARRY" bench-serve --help 2>/dev/null | grep -q -- 'expansion-cache'; then
+            quarry_serve+=(--disable expansion-cache)
+        fi
     else
         warn "quarry bench-serve has no --logs yet: its log requests will be unsupported"
     fi

@@ -38,6 +38,9 @@ pub struct Optimizations {
     pub skipping: bool,
     /// Answer numeric ranges from the numeric terms (off: scan the column).
     pub range_index: bool,
+    /// Keep a pattern's term expansions per block across queries (off: walk the term
+    /// dictionary every time, as the benchmarks' peers do with their caches off).
+    pub expansion_cache: bool,
 }
 
 impl Default for Optimizations {
@@ -53,6 +56,7 @@ impl Optimizations {
         endpoint_histogram: true,
         skipping: true,
         range_index: true,
+        expansion_cache: true,
     };
     pub const NONE: Optimizations = Optimizations {
         time_index: false,
@@ -60,13 +64,15 @@ impl Optimizations {
         endpoint_histogram: false,
         skipping: false,
         range_index: false,
+        expansion_cache: false,
     };
-    pub const NAMES: [&'static str; 5] = [
+    pub const NAMES: [&'static str; 6] = [
         "time-index",
         "reverse-search",
         "endpoint-histogram",
         "skipping",
         "range-index",
+        "expansion-cache",
     ];
 
     /// All on except the named ones (each one of `NAMES`, or `all`).
@@ -86,6 +92,7 @@ impl Optimizations {
             "endpoint-histogram" => self.endpoint_histogram = false,
             "skipping" => self.skipping = false,
             "range-index" => self.range_index = false,
+            "expansion-cache" => self.expansion_cache = false,
             "all" => *self = Optimizations::NONE,
             _ => {
                 return Err(format!(

@@ -230,8 +230,14 @@ impl Pattern {
         }
     }
 
-    /// The docs of `block` whose `field` holds a token this pattern matches.
-    pub fn scorer<'a>(&self, block: &'a BlockReader, field: &str) -> Result<Option<BoxScorer<'a>>> {
+    /// The docs of `block` whose `field` holds a token this pattern matches; `cached`: look
+    /// the matching terms up in (and add them to) the expansion cache.
+    pub fn scorer<'a>(
+        &self,
+        block: &'a BlockReader,
+        field: &str,
+        cached: bool,
+    ) -> Result<Option<BoxScorer<'a>>> {
         let Some(ordinal) = block.field_ordinal(field) else {
             return Ok(None);
         };
@@ -241,12 +247,16 @@ impl Pattern {
         // The last byte is the kind (< 255): incrementing it bounds the field's tokens.
         *end.last_mut().expect("term keys have a kind byte") += 1;
         let cache_key = (block.uid(), ordinal, self.to_string());
-        let cached = expansions().get(&cache_key);
-        let ordinals = match cached {
+        let hit = if cached {
+            expansions().get(&cache_key)
+        } else {
+            None
+        };
+        let ordinals = match hit {
             Some(ordinals) => ordinals,
             None => {
                 let ordinals = Arc::new(self.expand(block, &start, &end));
-                if ordinals.len() <= MAX_CACHED_EXPANSION {
+                if cached && ordinals.len() <= MAX_CACHED_EXPANSION {
                     expansions().insert(cache_key, ordinals.clone());
                 }
                 ordinals
@@ -591,7 +601,7 @@ mod tests {
             BlockReader::from_bytes(path, Arc::new(bytes)).unwrap()
         };
         let count = |block: &BlockReader, pattern: &Pattern| {
-            let mut scorer = pattern.scorer(block, "msg").unwrap().unwrap();
+            let mut scorer = pattern.scorer(block, "msg", true).unwrap().unwrap();
             let mut n = 0;
             while scorer.doc() != TERMINATED {
                 n += 1;

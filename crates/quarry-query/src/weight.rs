@@ -38,6 +38,8 @@ pub enum Weight {
     Pattern {
         field: String,
         pattern: Arc<crate::pattern::Pattern>,
+        /// Through the expansion cache (`Optimizations::expansion_cache`).
+        cached: bool,
     },
     Any(Vec<Weight>),
     /// Filters (score 0); they carry the optimizations their scorers may use.
@@ -271,6 +273,7 @@ impl Weight {
             Query::Pattern { field, pattern } => Weight::Pattern {
                 field: field.clone(),
                 pattern: pattern.clone(),
+                cached: optimizations.expansion_cache,
             },
             Query::Any(clauses) => Weight::Any(all(clauses, caches)),
             Query::Boost { inner, boost } => {
@@ -449,7 +452,11 @@ impl Weight {
                     cursor: block.postings(&info)?,
                 }))
             }
-            Weight::Pattern { field, pattern } => pattern.scorer(block, field)?,
+            Weight::Pattern {
+                field,
+                pattern,
+                cached,
+            } => pattern.scorer(block, field, *cached)?,
             Weight::TimeRange {
                 start,
                 end,

@@ -54,7 +54,8 @@ pub struct SearchArgs {
     #[arg(long = "agg", value_name = "AGG")]
     aggs: Vec<String>,
     /// Turn an optimization off (answers stay the same; for measuring): time-index,
-    /// reverse-search, endpoint-histogram, skipping, range-index or all. Repeatable
+    /// reverse-search, endpoint-histogram, skipping, range-index, expansion-cache or all.
+    /// Repeatable
     #[arg(long, value_name = "OPTIMIZATION")]
     disable: Vec<String>,
     /// Ask this server (`quarry serve`) instead of reading --data:
@@ -94,7 +95,9 @@ pub struct BenchServeArgs {
     /// COUNT) in its filter language, as bench/logs/PROTOCOL.md defines them
     #[arg(long)]
     logs: bool,
-    /// Turn an optimization off, as `search --disable` (for the ablation benchmark)
+    /// Turn an optimization off, as `search --disable` (for the ablation benchmark):
+    /// time-index, reverse-search, endpoint-histogram, skipping, range-index, expansion-cache
+    /// or all
     #[arg(long, value_name = "OPTIMIZATION")]
     disable: Vec<String>,
     /// Memory for decoded column chunks kept across requests, as `serve --cache-size`;

@@ -1626,6 +1626,35 @@ fn term_ranges_at_their_bounds() {
     }
 }
 
+/// Leading wildcards stream the field's keys and test their longest literal first: every
+/// token holding it in the right place, and no other.
+#[test]
+fn leading_wildcards_find_every_token() {
+    let words = [
+        "timeout", "timeouts", "out", "outage", "layout", "Timeout", "about", "alpha", "ou",
+    ];
+    let events: Vec<TestEvent> = words
+        .iter()
+        .enumerate()
+        .map(|(i, msg)| TestEvent {
+            time: i as i64 * 10,
+            fields: vec![
+                ("msg", Value::Str((*msg).to_owned())),
+                ("level", Value::Str("info".to_owned())),
+            ],
+        })
+        .collect();
+    let mut corpus = build_blocks(vec![(1, events[..4].to_vec()), (2, events[4..].to_vec())]);
+    for pattern in [
+        "*ou*", "*out", "*meou*", "*ou", "*o?t", "*ou*s", "*OUT*", "*zz*", "*ut*a*",
+    ] {
+        let text = format!("msg:{pattern}");
+        check_text(&mut corpus, &text, |e| {
+            e.tokens["msg"].iter().any(|t| pattern_matches(pattern, t))
+        });
+    }
+}
+
 #[test]
 fn empty_time_ranges_match_nothing() {
     let events: Vec<TestEvent> = (0..6).map(|t| latency_event(t * 10, None)).collect();

@@ -66,10 +66,14 @@ lucene_java=("$JAVA" "${lucene_java[@]}" -jar "$LUCENE_JAR")
 for engine in $ENGINES; do
     case $engine in
     tantivy) command=("$TANTIVY" serve --index "$WORK_DIR/tantivy-index" --multiterm --engine-time) ;;
-    # Quarry's bench-serve reads the query language as it is; it reports no engine time for
-    # the search protocol, so its figures are round trips only.
-    # Without its cache of pattern expansions, as the peers run without their query caches.
-    quarry) command=("$QUARRY" bench-serve --disable expansion-cache --data "$WORK_DIR/quarry-data") ;;
+    # Quarry's bench-serve reads the query language as it is. Without its cache of pattern
+    # expansions, as the peers run without their query caches.
+    quarry)
+        command=("$QUARRY" bench-serve --disable expansion-cache --data "$WORK_DIR/quarry-data")
+        if "$QUARRY" bench-serve --help 2>/dev/null | grep -q -- '--engine-time'; then
+            command+=(--engine-time)
+        fi
+        ;;
     lucene)
         ((lucene_ok)) || { warn "no lucene-bench: skipping lucene"; continue; }
         command=("${lucene_java[@]}" serve --index "$WORK_DIR/lucene-index" --multiterm --engine-time)

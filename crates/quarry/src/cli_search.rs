@@ -95,6 +95,10 @@ pub struct BenchServeArgs {
     /// COUNT) in its filter language, as bench/logs/PROTOCOL.md defines them
     #[arg(long)]
     logs: bool,
+    /// Append the engine's own time to each answer as `\tNANOS` (always on with --logs), as
+    /// the multi-term benchmark's peers do with their --engine-time
+    #[arg(long)]
+    engine_time: bool,
     /// Turn an optimization off, as `search --disable` (for the ablation benchmark):
     /// time-index, reverse-search, endpoint-histogram, skipping, range-index, expansion-cache
     /// or all
@@ -403,7 +407,7 @@ pub fn bench_serve(args: BenchServeArgs) -> Result<ExitCode> {
         }
         let started = Instant::now();
         let answer = answer_request(&searcher, &bytes, args.logs);
-        if args.logs {
+        if args.logs || args.engine_time {
             // PROTOCOL.md: the engine's own time, so the driver can separate it from the pipe's.
             writeln!(out, "{answer}\t{}", started.elapsed().as_nanos())?;
         } else {

@@ -63,7 +63,8 @@ fn date_math(mut time: i64, mut math: &str) -> Result<i64, String> {
     use chrono::{Datelike, Months, TimeZone, Timelike};
     let out_of_range = || "out of range".to_owned();
     while let Some(op) = math.chars().next() {
-        math = &math[1..];
+        // The op may be any char (a bad one is an error below): step over all its bytes.
+        math = &math[op.len_utf8()..];
         let digits = math.bytes().take_while(u8::is_ascii_digit).count();
         let (number, rest) = math.split_at(digits);
         let unit_len = match rest {
@@ -229,6 +230,10 @@ mod tests {
             ("now/1d", Err(())),
             ("now-1", Err(())),
             ("now*2", Err(())),
+            // Found by the query_parse fuzz target: a multi-byte char where an op belongs.
+            ("now\u{fffd}1d", Err(())),
+            ("now-7m\u{81}", Err(())),
+            ("2026-11-01||é", Err(())),
             ("now-", Err(())),
             ("now-5x", Err(())),
             ("yesterday", Err(())),

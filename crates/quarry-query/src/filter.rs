@@ -41,6 +41,9 @@ pub struct Optimizations {
     /// Keep a pattern's term expansions per block across queries (off: walk the term
     /// dictionary every time, as the benchmarks' peers do with their caches off).
     pub expansion_cache: bool,
+    /// Find the terms of a wildcard that starts with `*` through a trigram index over the
+    /// term dictionary (`ngram.rs`; off: walk every key of the field).
+    pub ngram_index: bool,
 }
 
 impl Default for Optimizations {
@@ -57,6 +60,7 @@ impl Optimizations {
         skipping: true,
         range_index: true,
         expansion_cache: true,
+        ngram_index: true,
     };
     pub const NONE: Optimizations = Optimizations {
         time_index: false,
@@ -65,14 +69,16 @@ impl Optimizations {
         skipping: false,
         range_index: false,
         expansion_cache: false,
+        ngram_index: false,
     };
-    pub const NAMES: [&'static str; 6] = [
+    pub const NAMES: [&'static str; 7] = [
         "time-index",
         "reverse-search",
         "endpoint-histogram",
         "skipping",
         "range-index",
         "expansion-cache",
+        "ngram-index",
     ];
 
     /// All on except the named ones (each one of `NAMES`, or `all`).
@@ -93,6 +99,7 @@ impl Optimizations {
             "skipping" => self.skipping = false,
             "range-index" => self.range_index = false,
             "expansion-cache" => self.expansion_cache = false,
+            "ngram-index" => self.ngram_index = false,
             "all" => *self = Optimizations::NONE,
             _ => {
                 return Err(format!(

@@ -12,6 +12,7 @@ pub mod dsl;
 pub mod error;
 pub mod field_sort;
 pub mod filter;
+mod ngram;
 pub mod parser;
 pub mod pattern;
 pub mod query;

@@ -17,6 +17,7 @@
 //! nothing: write `/err.*/`). Fuzzy distance counts a transposition as one edit (Lucene's
 //! `FuzzyQuery` default); `~` alone means 2, the most allowed.
 
+use crate::filter::Optimizations;
 use crate::scorer::BoxScorer;
 use fst::{Automaton, IntoStreamer, Streamer};
 use levenshtein_automata::{Distance, LevenshteinAutomatonBuilder, SINK_STATE};
@@ -95,6 +96,8 @@ pub struct Pattern {
     /// its longest literal, which every match contains. Such a pattern streams the field's
     /// keys and runs the automaton only on keys that contain it (found with SIMD `memmem`).
     required: Option<memchr::memmem::Finder<'static>>,
+    /// The same wildcard's literals, for the trigram index (`ngram.rs`).
+    literals: Vec<Vec<u8>>,
 }
 
 enum Matcher {
@@ -205,6 +208,18 @@ impl Pattern {
                 Matcher::TermRange(lower.clone(), upper.clone())
             }
         };
+        let literals = match &kind {
+            PatternKind::Wildcard(parts) if matches!(parts.first(), Some(WildcardPart::AnyRun)) => {
+                parts
+                    .iter()
+                    .filter_map(|part| match part {
+                        WildcardPart::Literal(text) => Some(text.as_bytes().to_vec()),
+                        _ => None,
+                    })
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
         let required = match &kind {
             PatternKind::Wildcard(parts) if matches!(parts.first(), Some(WildcardPart::AnyRun)) => {
                 parts
@@ -223,6 +238,7 @@ impl Pattern {
             kind,
             matcher,
             required,
+            literals,
         })
     }
 
@@ -252,14 +268,15 @@ impl Pattern {
         }
     }
 
-    /// The docs of `block` whose `field` holds a token this pattern matches; `cached`: look
-    /// the matching terms up in (and add them to) the expansion cache.
+    /// The docs of `block` whose `field` holds a token this pattern matches, through the
+    /// expansion cache and the trigram index where `optimizations` allow them.
     pub fn scorer<'a>(
         &self,
         block: &'a BlockReader,
         field: &str,
-        cached: bool,
+        optimizations: &Optimizations,
     ) -> Result<Option<BoxScorer<'a>>> {
+        let cached = optimizations.expansion_cache;
         let Some(ordinal) = block.field_ordinal(field) else {
             return Ok(None);
         };
@@ -277,7 +294,8 @@ impl Pattern {
         let ordinals = match hit {
             Some(ordinals) => ordinals,
             None => {
-                let ordinals = Arc::new(self.expand(block, &start, &end));
+                let ordinals =
+                    Arc::new(self.expand(block, ordinal, &start, &end, optimizations.ngram_index));
                 if cached && ordinals.len() <= MAX_CACHED_EXPANSION {
                     expansions().insert(cache_key, ordinals.clone());
                 }
@@ -292,7 +310,14 @@ impl Pattern {
     }
 
     /// The ordinals of the field's token terms (keys in `start..end`) this pattern matches.
-    fn expand(&self, block: &BlockReader, start: &[u8], end: &[u8]) -> Vec<u64> {
+    fn expand(
+        &self,
+        block: &BlockReader,
+        field: u16,
+        start: &[u8],
+        end: &[u8],
+        ngram_index: bool,
+    ) -> Vec<u64> {
         let dictionary = block.term_dictionary();
         let mut ordinals = Vec::new();
         match &self.matcher {
@@ -331,6 +356,26 @@ impl Pattern {
                 }
             }
             Matcher::Regex(automaton) => match &self.required {
+                // A leading `*` with a literal of three bytes or more: the trigram index's
+                // candidates, each decided by the automaton.
+                Some(_) if ngram_index && self.literals.iter().any(|l| l.len() >= 3) => {
+                    let index = crate::ngram::index_for(block, field, start);
+                    let candidates = index
+                        .as_ref()
+                        .and_then(|index| Some((index, index.candidates(&self.literals)?)));
+                    match candidates {
+                        Some((index, candidates)) => {
+                            for id in candidates {
+                                if accepts(automaton, index.term(id)) {
+                                    ordinals.push(index.ordinal(id));
+                                }
+                            }
+                        }
+                        None => {
+                            return self.expand(block, field, start, end, false);
+                        }
+                    }
+                }
                 Some(literal) => {
                     // No upper bound on the stream (it compares every step's key with it,
                     // 14% of the walk in a profile): the field's keys end where the prefix does.
@@ -636,7 +681,10 @@ mod tests {
             BlockReader::from_bytes(path, Arc::new(bytes)).unwrap()
         };
         let count = |block: &BlockReader, pattern: &Pattern| {
-            let mut scorer = pattern.scorer(block, "msg", true).unwrap().unwrap();
+            let mut scorer = pattern
+                .scorer(block, "msg", &crate::filter::Optimizations::ALL)
+                .unwrap()
+                .unwrap();
             let mut n = 0;
             while scorer.doc() != TERMINATED {
                 n += 1;

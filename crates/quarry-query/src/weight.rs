@@ -38,8 +38,8 @@ pub enum Weight {
     Pattern {
         field: String,
         pattern: Arc<crate::pattern::Pattern>,
-        /// Through the expansion cache (`Optimizations::expansion_cache`).
-        cached: bool,
+        /// The expansion cache and the trigram index are used where these allow them.
+        optimizations: crate::filter::Optimizations,
     },
     Any(Vec<Weight>),
     /// Filters (score 0); they carry the optimizations their scorers may use.
@@ -273,7 +273,7 @@ impl Weight {
             Query::Pattern { field, pattern } => Weight::Pattern {
                 field: field.clone(),
                 pattern: pattern.clone(),
-                cached: optimizations.expansion_cache,
+                optimizations,
             },
             Query::Any(clauses) => Weight::Any(all(clauses, caches)),
             Query::Boost { inner, boost } => {
@@ -455,8 +455,8 @@ impl Weight {
             Weight::Pattern {
                 field,
                 pattern,
-                cached,
-            } => pattern.scorer(block, field, *cached)?,
+                optimizations,
+            } => pattern.scorer(block, field, optimizations)?,
             Weight::TimeRange {
                 start,
                 end,

@@ -54,7 +54,7 @@ pub struct SearchArgs {
     #[arg(long = "agg", value_name = "AGG")]
     aggs: Vec<String>,
     /// Turn an optimization off (answers stay the same; for measuring): time-index,
-    /// reverse-search, endpoint-histogram, skipping, range-index, expansion-cache or all.
+    /// reverse-search, endpoint-histogram, skipping, range-index, expansion-cache, ngram-index or all.
     /// Repeatable
     #[arg(long, value_name = "OPTIMIZATION")]
     disable: Vec<String>,
@@ -100,8 +100,8 @@ pub struct BenchServeArgs {
     #[arg(long)]
     engine_time: bool,
     /// Turn an optimization off, as `search --disable` (for the ablation benchmark):
-    /// time-index, reverse-search, endpoint-histogram, skipping, range-index, expansion-cache
-    /// or all
+    /// time-index, reverse-search, endpoint-histogram, skipping, range-index, expansion-cache,
+    /// ngram-index or all
     #[arg(long, value_name = "OPTIMIZATION")]
     disable: Vec<String>,
     /// Memory for decoded column chunks kept across requests, as `serve --cache-size`;

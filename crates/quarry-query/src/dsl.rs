@@ -516,29 +516,32 @@ fn range(
     if string_bound && !is_time {
         return term_range(field, &options, path);
     }
-    let mut lower = Bound::Unbounded;
-    let mut upper = Bound::Unbounded;
-    let include_lower = options
-        .get("include_lower")
-        .and_then(Value::as_bool)
-        .unwrap_or(true);
-    let include_upper = options
-        .get("include_upper")
-        .and_then(Value::as_bool)
-        .unwrap_or(true);
-    for (key, value) in options.iter() {
-        let bound = match key.as_str() {
-            "gt" | "gte" | "lt" | "lte" | "from" | "to" => bound_value(value)?,
-            _ => continue,
-        };
-        let Some(bound) = bound else { continue };
-        let (side, bound) = range_bound(key, bound, include_lower, include_upper);
-        *if side { &mut upper } else { &mut lower } = bound;
-    }
+    let (lower, upper) = range_bounds(&options, bound_value)?;
     Ok(Ast::Range {
         field: field.to_owned(),
         range: NumericRange { lower, upper },
     })
+}
+
+/// A `range`'s bounds from its keys (`gt`, `gte`, `lt`, `lte`, and `from`/`to` with
+/// `include_lower`/`include_upper`), each value read by `read` (`None`: no bound).
+fn range_bounds<T>(
+    options: &Map<String, Value>,
+    read: impl Fn(&Value) -> Result<Option<T>, DslError>,
+) -> Result<(Bound<T>, Bound<T>), DslError> {
+    let include = |key: &str| options.get(key).and_then(Value::as_bool).unwrap_or(true);
+    let (include_lower, include_upper) = (include("include_lower"), include("include_upper"));
+    let mut lower = Bound::Unbounded;
+    let mut upper = Bound::Unbounded;
+    for (key, value) in options {
+        if !matches!(key.as_str(), "gt" | "gte" | "lt" | "lte" | "from" | "to") {
+            continue;
+        }
+        let Some(bound) = read(value)? else { continue };
+        let (side, bound) = range_bound(key, bound, include_lower, include_upper);
+        *if side { &mut upper } else { &mut lower } = bound;
+    }
+    Ok((lower, upper))
 }
 
 /// A `range` key (`gt`, `gte`, `lt`, `lte`, `from`, `to`) and its value: which side it
@@ -570,26 +573,7 @@ fn term_range(field: &str, options: &Map<String, Value>, path: &str) -> Result<A
         Value::Null => Ok(None),
         _ => Err(error(path, "expected a string or number bound")),
     };
-    let include_lower = options
-        .get("include_lower")
-        .and_then(Value::as_bool)
-        .unwrap_or(true);
-    let include_upper = options
-        .get("include_upper")
-        .and_then(Value::as_bool)
-        .unwrap_or(true);
-    let mut lower = Bound::Unbounded;
-    let mut upper = Bound::Unbounded;
-    for (key, value) in options {
-        let Some(bound) = (match key.as_str() {
-            "gt" | "gte" | "lt" | "lte" | "from" | "to" => text(value)?,
-            _ => None,
-        }) else {
-            continue;
-        };
-        let (side, bound) = range_bound(key, bound, include_lower, include_upper);
-        *if side { &mut upper } else { &mut lower } = bound;
-    }
+    let (lower, upper) = range_bounds(options, text)?;
     let pattern =
         Pattern::new(PatternKind::TermRange { lower, upper }).map_err(|e| error(path, e.0))?;
     Ok(Ast::Pattern {

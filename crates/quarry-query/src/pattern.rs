@@ -220,20 +220,11 @@ impl Pattern {
             }
             _ => Vec::new(),
         };
-        let required = match &kind {
-            PatternKind::Wildcard(parts) if matches!(parts.first(), Some(WildcardPart::AnyRun)) => {
-                parts
-                    .iter()
-                    .filter_map(|part| match part {
-                        WildcardPart::Literal(text) => Some(text.as_bytes()),
-                        _ => None,
-                    })
-                    .max_by_key(|literal| literal.len())
-                    .filter(|literal| literal.len() >= 2)
-                    .map(|literal| memchr::memmem::Finder::new(literal).into_owned())
-            }
-            _ => None,
-        };
+        let required = literals
+            .iter()
+            .max_by_key(|literal| literal.len())
+            .filter(|literal| literal.len() >= 2)
+            .map(|literal| memchr::memmem::Finder::new(literal).into_owned());
         Ok(Pattern {
             kind,
             matcher,

@@ -30,7 +30,11 @@ pub struct KindTable {
 }
 
 /// The engines in table order: the subject, then the baselines, then any other.
-fn engine_order<'a>(records: &'a [RunRecord], subject: &str, baselines: &[String]) -> Vec<&'a RunRecord> {
+fn engine_order<'a>(
+    records: &'a [RunRecord],
+    subject: &str,
+    baselines: &[String],
+) -> Vec<&'a RunRecord> {
     let mut order: Vec<&RunRecord> = Vec::new();
     let names = std::iter::once(subject.to_owned()).chain(baselines.iter().cloned());
     for name in names {
@@ -82,7 +86,8 @@ pub fn build(records: &[RunRecord], subject: &str, baselines: &[String]) -> Kind
             }
         }
     }
-    type Figures<'a> = BTreeMap<(&'a str, &'a str), (&'a Option<Latency>, &'a Option<Latency>, usize)>;
+    type Figures<'a> =
+        BTreeMap<(&'a str, &'a str), (&'a Option<Latency>, &'a Option<Latency>, usize)>;
     let mut figures: Figures = BTreeMap::new();
     for record in &engines {
         for kind in &record.kinds {
@@ -161,7 +166,11 @@ pub fn build(records: &[RunRecord], subject: &str, baselines: &[String]) -> Kind
             for other in &others {
                 let theirs = pick(&other.engine);
                 for i in 0..3 {
-                    let _ = write!(text, " {} |", ratio(own.map(|v| v[i]), theirs.map(|v| v[i])));
+                    let _ = write!(
+                        text,
+                        " {} |",
+                        ratio(own.map(|v| v[i]), theirs.map(|v| v[i]))
+                    );
                 }
             }
             text.push('\n');
@@ -212,7 +221,12 @@ pub fn counts(engines: &[(String, Vec<Answer>)]) -> CountComparison {
     let mut all_equal = 0;
     for (name, request) in &names {
         let answers: Vec<Option<&str>> = (0..engines.len()).map(|e| answer_of(e, name)).collect();
-        let answered: Vec<&str> = answers.iter().flatten().copied().filter(|a| !refused(Some(*a))).collect();
+        let answered: Vec<&str> = answers
+            .iter()
+            .flatten()
+            .copied()
+            .filter(|a| !refused(Some(*a)))
+            .collect();
         let differs = answered.windows(2).any(|w| w[0] != w[1]);
         let complete = answered.len() == engines.len();
         if complete && !differs {
@@ -238,11 +252,19 @@ pub fn counts(engines: &[(String, Vec<Answer>)]) -> CountComparison {
         }
         text.push_str(&line);
     }
-    let _ = writeln!(text, "\n{} requests differ or were refused by some engine:", differing.len());
+    let _ = writeln!(
+        text,
+        "\n{} requests differ or were refused by some engine:",
+        differing.len()
+    );
     for line in &differing {
         text.push_str(line);
     }
-    let _ = writeln!(text, "\n{all_equal} of {} requests: every engine gave the same answer", names.len());
+    let _ = writeln!(
+        text,
+        "\n{all_equal} of {} requests: every engine gave the same answer",
+        names.len()
+    );
     let mut differ = 0;
     for ((agree, differs, not_compared), &(a, b)) in tallies.iter().zip(&pairs) {
         differ += differs;
@@ -293,19 +315,41 @@ mod tests {
                 command: "prefix".into(),
                 queries: 2,
                 latency: latency(prefix_us),
-                engine_latency: if engine_times { latency(prefix_us / 2.0) } else { None },
+                engine_latency: if engine_times {
+                    latency(prefix_us / 2.0)
+                } else {
+                    None
+                },
             }],
         }
     }
 
     #[test]
     fn tables_kinds_with_ratios() {
-        let records = [record("lucene", 400.0, true), record("quarry", 100.0, false)];
+        let records = [
+            record("lucene", 400.0, true),
+            record("quarry", 100.0, false),
+        ];
         let table = build(&records, "quarry", &["tantivy".into(), "lucene".into()]);
-        assert!(table.text.contains("| prefix | 2 | 100 | 100 | 200 | 400 | 400 | 800 | 0.25 | 0.25 | 0.25 |"), "{}", table.text);
+        assert!(
+            table.text.contains(
+                "| prefix | 2 | 100 | 100 | 200 | 400 | 400 | 800 | 0.25 | 0.25 | 0.25 |"
+            ),
+            "{}",
+            table.text
+        );
         // No engine time for quarry: its engine-time cells and the ratios are blank.
-        assert!(table.text.contains("| prefix | 2 | - | - | - | 200 | 200 | 400 | - | - | - |"), "{}", table.text);
-        assert!(table.metrics.iter().any(|m| m.engine == "lucene" && m.metric == "engine_p50_us" && m.value == 200.0));
+        assert!(
+            table
+                .text
+                .contains("| prefix | 2 | - | - | - | 200 | 200 | 400 | - | - | - |"),
+            "{}",
+            table.text
+        );
+        assert!(table
+            .metrics
+            .iter()
+            .any(|m| m.engine == "lucene" && m.metric == "engine_p50_us" && m.value == 200.0));
     }
 
     #[test]
@@ -327,8 +371,16 @@ mod tests {
         ];
         let comparison = counts(&engines);
         assert_eq!(comparison.differ, 1);
-        assert!(comparison.text.contains("*k.1\t2\t5\tq1"), "{}", comparison.text);
-        assert!(comparison.text.contains("quarry vs lucene: 1 equal, 1 differ, 1 refused by one side"));
-        assert!(comparison.text.contains("1 of 3 requests: every engine gave the same answer"));
+        assert!(
+            comparison.text.contains("*k.1\t2\t5\tq1"),
+            "{}",
+            comparison.text
+        );
+        assert!(comparison
+            .text
+            .contains("quarry vs lucene: 1 equal, 1 differ, 1 refused by one side"));
+        assert!(comparison
+            .text
+            .contains("1 of 3 requests: every engine gave the same answer"));
     }
 }

@@ -157,18 +157,15 @@ fn main() -> anyhow::Result<ExitCode> {
             out,
             records,
         } => {
-            let records = records
-                .iter()
-                .map(|path| {
-                    let text = fs::read_to_string(path)
-                        .with_context(|| format!("reading {}", path.display()))?;
-                    serde_json::from_str(&text).with_context(|| format!("record {}", path.display()))
-                })
-                .collect::<anyhow::Result<Vec<run::RunRecord>>>()?;
+            let records: Vec<run::RunRecord> =
+                read_records(&records, |text| Ok(serde_json::from_str(text)?))?;
             let table = kinds::build(&records, &subject, &baseline);
             print!("{}", table.text);
             if let Some(path) = out {
-                write(&path, &(serde_json::to_string_pretty(&table.metrics)? + "\n"))?;
+                write(
+                    &path,
+                    &(serde_json::to_string_pretty(&table.metrics)? + "\n"),
+                )?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -199,14 +196,7 @@ fn main() -> anyhow::Result<ExitCode> {
             out,
             records,
         } => {
-            let records = records
-                .iter()
-                .map(|path| {
-                    let text = fs::read_to_string(path)
-                        .with_context(|| format!("reading {}", path.display()))?;
-                    Record::parse(&text).with_context(|| format!("record {}", path.display()))
-                })
-                .collect::<anyhow::Result<Vec<_>>>()?;
+            let records = read_records(&records, Record::parse)?;
             let report = report::build(&records, &subject, &baseline);
             print!("{}", report.table);
             if let Some(path) = out {
@@ -272,4 +262,19 @@ fn file_name(path: &Path) -> String {
 
 fn write(path: &Path, text: &str) -> anyhow::Result<()> {
     fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Each run record file, parsed by `parse`; errors name the file.
+fn read_records<T>(
+    paths: &[std::path::PathBuf],
+    parse: impl Fn(&str) -> anyhow::Result<T>,
+) -> anyhow::Result<Vec<T>> {
+    paths
+        .iter()
+        .map(|path| {
+            let text =
+                fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            parse(&text).with_context(|| format!("record {}", path.display()))
+        })
+        .collect()
 }

@@ -627,7 +627,10 @@ mod tests {
             ),
             (
                 "/tim(e|ed)out/",
-                Some(vec![pattern("message", Pattern::Regex("tim(e|ed)out".into()))]),
+                Some(vec![pattern(
+                    "message",
+                    Pattern::Regex("tim(e|ed)out".into()),
+                )]),
             ),
             (
                 "Timout~1 AND exceptoin~",

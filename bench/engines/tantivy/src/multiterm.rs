@@ -38,14 +38,27 @@ pub struct ParseError(pub String);
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Value {
     Words(String),
-    Phrase { text: String, slop: u32 },
+    Phrase {
+        text: String,
+        slop: u32,
+    },
     Regex(String),
     Wildcard(String),
-    Fuzzy { word: String, distance: u8 },
-    Range { lo: Bound<String>, hi: Bound<String> },
+    Fuzzy {
+        word: String,
+        distance: u8,
+    },
+    Range {
+        lo: Bound<String>,
+        hi: Bound<String>,
+    },
 }
 
-pub fn build(text: &str, fields: &Fields, analyzer: &Analyzer) -> Result<Box<dyn Query>, ParseError> {
+pub fn build(
+    text: &str,
+    fields: &Fields,
+    analyzer: &Analyzer,
+) -> Result<Box<dyn Query>, ParseError> {
     let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
     let mut rest = text.trim_start();
     while !rest.is_empty() {
@@ -205,7 +218,11 @@ fn wildcard_regex(wildcard: &str) -> String {
     regex
 }
 
-fn value_query(value: &Value, field: Field, analyzer: &Analyzer) -> Result<Box<dyn Query>, ParseError> {
+fn value_query(
+    value: &Value,
+    field: Field,
+    analyzer: &Analyzer,
+) -> Result<Box<dyn Query>, ParseError> {
     let regex = |pattern: &str| -> Result<Box<dyn Query>, ParseError> {
         RegexQuery::from_pattern(pattern, field)
             .map(|query| Box::new(query) as Box<dyn Query>)

@@ -332,7 +332,11 @@ mod tests {
             ("COUNT\tx~3", "ERROR"),
         ];
         for (request, expected) in cases {
-            assert_eq!(answer(&searcher, &reader, request)?, expected, "{request:?}");
+            assert_eq!(
+                answer(&searcher, &reader, request)?,
+                expected,
+                "{request:?}"
+            );
         }
         Ok(())
     }

@@ -182,7 +182,7 @@ pub fn merge_blocks(
         .map(|&id| BlockReader::open(&catalog.block_location(id)))
         .collect::<Result<Vec<_>, _>>()?;
     let outputs = merge_readers(&readers, &sizes, analyzer, policy, progress, |segment| {
-        write(catalog, segment)
+        write_new_block(catalog, segment)
     })?;
     drop(readers);
     catalog.replace_blocks(ids, outputs.clone())?;
@@ -402,7 +402,9 @@ pub(crate) fn merge_by_reindexing<T>(
     Ok(outputs)
 }
 
-fn write(catalog: &mut dyn Metastore, input: BlockInput) -> Result<BlockEntry> {
+/// Writes `input` as a new block file of `catalog` (not yet committed to it) and returns its
+/// entry.
+pub fn write_new_block(catalog: &mut dyn Metastore, input: BlockInput) -> Result<BlockEntry> {
     let id = catalog.allocate_block_id();
     let path = catalog.block_location(id);
     let manifest = quarry_store::write_block_file(&path, input)?;
@@ -793,7 +795,7 @@ mod tests {
                     event.fields.iter().map(|(k, v)| (k.as_str(), v)),
                 );
             }
-            let entry = write(&mut catalog, segment.into_block_input().unwrap()).unwrap();
+            let entry = write_new_block(&mut catalog, segment.into_block_input().unwrap()).unwrap();
             catalog.commit_block(entry, &[]).unwrap();
         }
         let docs: u64 = catalog.blocks().iter().map(|b| b.docs).sum();

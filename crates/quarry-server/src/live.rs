@@ -19,9 +19,9 @@
 //! under load rounds run back to back, each sealing what arrived during the previous one).
 //! Searches therefore do no indexing work and still see every acknowledged event. An active
 //! segment that reaches `seal_bytes` is sealed by the ingest that filled it. Small memory
-//! blocks (a round under light load seals few events) are merged into one in the background
-//! once there are more than `max_memory_blocks` of them; big ones are left for the flush, so
-//! no event is merged in memory over and over.
+//! blocks (every round seals a few thousand events at most, even under load) wait for the
+//! flush, which merges them all at once; only past `max_memory_blocks` of them, when searches
+//! would visit too many, are they merged into one in the background first.
 //!
 //! **Durable, then acknowledged.** Holding its active segment, an ingest takes the next WAL
 //! sequence number and queues its WAL record; queueing under the sequence lock keeps the WAL
@@ -32,8 +32,9 @@
 //!
 //! **Flush.** When memory holds `flush_bytes`, or its oldest event is `flush_interval` old,
 //! the background thread seals every active segment (holding all of them, so the WAL
-//! position read meanwhile is exact) and writes every memory block, as it is, to a block file
-//! (the size-tiered merge combines small files later), then commits them to the catalog
+//! position read meanwhile is exact) and writes the memory blocks to block files: a big one
+//! as it is, the small ones merged in one pass into as few files as the merge policy allows
+//! (the size-tiered merge combines the flushed files later), then commits them to the catalog
 //! together with the last WAL sequence number they hold (`Catalog::commit_flush`). Only then
 //! are the memory blocks dropped (in the same lock as the new files join the snapshot: no
 //! search sees an event twice or misses it) and the WAL segments at or below that number
@@ -47,7 +48,9 @@ use quarry_format::column::ChunkCache;
 use quarry_format::BlockReader;
 use quarry_index::analysis::Analyzer;
 use quarry_index::event::{parse_event, Event};
-use quarry_index::merge::{merge_blocks, merge_readers, pick_merge_skipping, MergePolicy};
+use quarry_index::merge::{
+    merge_blocks, merge_readers, pick_merge_skipping, write_new_block, MergePolicy,
+};
 use quarry_index::pipeline::Progress;
 use quarry_index::segment::SegmentBuilder;
 use quarry_query::{DamagedBlock, Searcher};
@@ -71,7 +74,8 @@ pub struct IngestConfig {
     pub seal_interval: Duration,
     /// Memory over which ingest is refused (429) until a flush makes room.
     pub max_memory_bytes: usize,
-    /// Small memory blocks beyond which they are merged into one.
+    /// Small memory blocks beyond which they are merged into one before the flush (which
+    /// merges them anyway): a bound on the blocks a search visits.
     pub max_memory_blocks: usize,
     /// The size-tiered merge of block files (`quarry index`'s). Its target is cut to a
     /// quarter of `max_memory_bytes` at open: a merge builds its output in memory, about 4×
@@ -89,7 +93,7 @@ impl Default for IngestConfig {
             seal_bytes: 16 << 20,
             seal_interval: Duration::from_millis(50),
             max_memory_bytes: 512 << 20,
-            max_memory_blocks: 8,
+            max_memory_blocks: 128,
             merge: MergePolicy::default(),
             chunk_cache_bytes: 128 << 20,
         }
@@ -736,16 +740,37 @@ impl LiveIndex {
         if blocks.is_empty() {
             return Ok(());
         }
-        // Each memory block is written as it is: a flush encodes nothing again. Small files
-        // are merged later by the size-tiered merge, like `quarry index`'s.
+        // A big memory block is written as it is. The small ones (seal rounds under load
+        // make many) are merged into as few files as the merge policy allows, in one merge of
+        // them all: written one by one they would be merged by the size-tiered merge ten at a
+        // time, over and over (BENCHMARKS.md, "Fewer passes over each event").
+        let small = self.small_block_bytes();
+        let (to_merge, as_is): (Vec<&MemoryBlock>, Vec<&MemoryBlock>) =
+            if blocks.iter().filter(|b| b.bytes.len() < small).count() >= 2 {
+                blocks.iter().partition(|b| b.bytes.len() < small)
+            } else {
+                (Vec::new(), blocks.iter().collect())
+            };
         let mut catalog = self.catalog();
-        let mut entries = Vec::with_capacity(blocks.len());
-        for block in &blocks {
+        let mut entries = Vec::with_capacity(as_is.len() + 1);
+        for block in as_is {
             let id = catalog.allocate_block_id();
             let path = catalog.block_location(id);
             quarry_store::write_block_bytes(&path, &block.bytes)
                 .map_err(|source| LiveError::Io { path, source })?;
             entries.push(entry(id, block.reader.manifest(), block.bytes.len() as u64));
+        }
+        if !to_merge.is_empty() {
+            let readers: Vec<&BlockReader> = to_merge.iter().map(|b| &*b.reader).collect();
+            let merged = merge_readers(
+                &readers,
+                &sizes(&readers),
+                self.analyzer.clone(),
+                &self.config.merge,
+                &Progress::default(),
+                |input| write_new_block(&mut **catalog, input),
+            )?;
+            entries.extend(merged);
         }
         catalog.commit_flush(entries.clone(), &self.tenant, through)?;
         let opened = open_entries(&**catalog, &entries)?;

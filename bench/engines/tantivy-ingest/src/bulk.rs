@@ -129,23 +129,39 @@ fn document(line: &[u8], fields: &Fields) -> Result<TantivyDocument, String> {
     Ok(document)
 }
 
-/// Elasticsearch's reply: `{"took":MS,"errors":BOOL,"items":[{"index":{"status":201}},…]}`,
-/// a failed item `{"index":{"status":400,"error":{"type":…,"reason":…}}}`.
-pub fn reply(statuses: &[Result<(), String>], took_ms: u128) -> String {
+/// Elasticsearch's reply, every item in full as Elasticsearch writes it (the driver reads the
+/// same bytes from every engine): `{"took":MS,"errors":BOOL,"items":[{"index":{"_index":
+/// "default","_id":ID,"_version":1,"result":"created","_shards":{…},"_seq_no":N,
+/// "_primary_term":1,"status":201}},…]}`, a failed item `{"index":{"_index":"default",
+/// "_id":null,"status":400,"error":{"type":…,"reason":…}}}`. Ids are `id_prefix-N`; sequence
+/// numbers count from `first_seq_no`.
+pub fn reply(
+    statuses: &[Result<(), String>],
+    took_ms: u128,
+    id_prefix: &str,
+    first_seq_no: u64,
+) -> String {
     let errors = statuses.iter().any(Result::is_err);
-    let mut out = String::with_capacity(40 + statuses.len() * 28);
+    let mut out = String::with_capacity(40 + statuses.len() * 220);
     let _ = write!(out, r#"{{"took":{took_ms},"errors":{errors},"items":["#);
+    let mut seq_no = first_seq_no;
     for (position, status) in statuses.iter().enumerate() {
         if position > 0 {
             out.push(',');
         }
         match status {
-            Ok(()) => out.push_str(r#"{"index":{"status":201}}"#),
+            Ok(()) => {
+                let _ = write!(
+                    out,
+                    r#"{{"index":{{"_index":"default","_id":"{id_prefix}-{position}","_version":1,"result":"created","_shards":{{"total":1,"successful":1,"failed":0}},"_seq_no":{seq_no},"_primary_term":1,"status":201}}}}"#
+                );
+                seq_no += 1;
+            }
             Err(reason) => {
                 let reason = serde_json::Value::String(reason.clone());
                 let _ = write!(
                     out,
-                    r#"{{"index":{{"status":400,"error":{{"type":"mapper_parsing_exception","reason":{reason}}}}}}}"#
+                    r#"{{"index":{{"_index":"default","_id":null,"status":400,"error":{{"type":"mapper_parsing_exception","reason":{reason}}}}}}}"#
                 );
             }
         }
@@ -211,11 +227,14 @@ mod tests {
 
     #[test]
     fn replies_like_elasticsearch() {
-        let reply = reply(&[Ok(()), Err("bad \"x\"".to_owned())], 7);
+        let reply = reply(&[Ok(()), Err("bad \"x\"".to_owned())], 7, "ab", 5);
         let value: serde_json::Value = serde_json::from_str(&reply).unwrap();
         assert_eq!(value["took"], 7);
         assert_eq!(value["errors"], true);
         assert_eq!(value["items"][0]["index"]["status"], 201);
+        assert_eq!(value["items"][0]["index"]["_id"], "ab-0");
+        assert_eq!(value["items"][0]["index"]["_seq_no"], 5);
+        assert_eq!(value["items"][0]["index"]["_shards"]["successful"], 1);
         assert_eq!(value["items"][1]["index"]["error"]["reason"], "bad \"x\"");
     }
 }

@@ -3,6 +3,7 @@
 //! that serve connections.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -57,6 +58,16 @@ fn failure(status: StatusCode, error: impl std::fmt::Display) -> Response {
     (status, Json(json!({"error": error.to_string()}))).into_response()
 }
 
+/// Bulk requests answered and items acknowledged, for the items' `_id` and `_seq_no`.
+static REQUESTS: AtomicU64 = AtomicU64::new(0);
+static SEQ_NOS: AtomicU64 = AtomicU64::new(0);
+/// When the server started (ns since the epoch), the first part of the ids it gives.
+static STARTED: std::sync::LazyLock<u128> = std::sync::LazyLock::new(|| {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+});
+
 async fn bulk_handler(State(engine): State<Arc<Engine>>, body: Bytes) -> Response {
     let started = Instant::now();
     let outcome = tokio::task::spawn_blocking(move || {
@@ -76,11 +87,22 @@ async fn bulk_handler(State(engine): State<Arc<Engine>>, body: Bytes) -> Respons
     })
     .await;
     match outcome {
-        Ok(Ok(statuses)) => (
-            [(header::CONTENT_TYPE, "application/json")],
-            bulk::reply(&statuses, started.elapsed().as_millis()),
-        )
-            .into_response(),
+        Ok(Ok(statuses)) => {
+            // Elasticsearch's item metadata: an id per item, sequence numbers in order.
+            let request = REQUESTS.fetch_add(1, Ordering::Relaxed);
+            let first_seq_no = SEQ_NOS.fetch_add(statuses.len() as u64, Ordering::Relaxed);
+            let id_prefix = format!("{:x}-{request:x}", *STARTED);
+            (
+                [(header::CONTENT_TYPE, "application/json")],
+                bulk::reply(
+                    &statuses,
+                    started.elapsed().as_millis(),
+                    &id_prefix,
+                    first_seq_no,
+                ),
+            )
+                .into_response()
+        }
         Ok(Err(error)) => failure(StatusCode::INTERNAL_SERVER_ERROR, format!("{error:#}")),
         Err(error) => failure(StatusCode::INTERNAL_SERVER_ERROR, error),
     }

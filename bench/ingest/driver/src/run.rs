@@ -205,10 +205,17 @@ fn listening_address(line: &str) -> Option<SocketAddr> {
         .ok()
 }
 
-/// What the client side checks of an ingest answer.
+/// What the client side checks of an ingest answer: first only the item count (read without
+/// building the items, so that a long answer costs the client little of the shared CPU) ...
 #[derive(Deserialize)]
 struct BulkReply {
     errors: bool,
+    items: Vec<serde::de::IgnoredAny>,
+}
+
+/// ... and the items themselves only when some failed.
+#[derive(Deserialize)]
+struct BulkItems {
     items: Vec<serde_json::Value>,
 }
 
@@ -280,7 +287,9 @@ fn failed_items(format: Format, response: &Response, events: u64) -> anyhow::Res
             if !reply.errors {
                 return Ok(0);
             }
-            let failed = reply
+            let items: BulkItems = serde_json::from_slice(&response.body)
+                .with_context(|| format!("the bulk answer {}", preview(&response.body)))?;
+            let failed = items
                 .items
                 .iter()
                 .filter(|item| {

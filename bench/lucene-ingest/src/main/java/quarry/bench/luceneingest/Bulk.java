@@ -98,13 +98,19 @@ final class Bulk {
     }
 
     /**
-     * {@code {"took":MS,"errors":BOOL,"items":[{"index":{"status":201}},...]}}; a failed item is
-     * {@code {"index":{"status":400,"error":{"type":"mapper_parsing_exception","reason":...}}}}.
-     * {@code failures} holds the reason of each failed item, null for an indexed one.
+     * Elasticsearch's reply, every item in full as Elasticsearch writes it (the driver reads the
+     * same bytes from every engine):
+     * {@code {"took":MS,"errors":BOOL,"items":[{"index":{"_index":"default","_id":ID,"_version":1,
+     * "result":"created","_shards":{...},"_seq_no":N,"_primary_term":1,"status":201}},...]}}; a
+     * failed item is
+     * {@code {"index":{"_index":"default","_id":null,"status":400,"error":{"type":"mapper_parsing_exception","reason":...}}}}.
+     * {@code failures} holds the reason of each failed item, null for an indexed one; ids are
+     * {@code idPrefix-N} and sequence numbers count from {@code firstSeqNo}.
      */
-    static String reply(List<String> failures, long tookMillis) {
+    static String reply(List<String> failures, long tookMillis, String idPrefix, long firstSeqNo) {
         boolean errors = failures.stream().anyMatch(f -> f != null);
-        StringBuilder out = new StringBuilder(40 + failures.size() * 28);
+        StringBuilder out = new StringBuilder(40 + failures.size() * 220);
+        long seqNo = firstSeqNo;
         out.append("{\"took\":").append(tookMillis).append(",\"errors\":").append(errors).append(",\"items\":[");
         for (int i = 0; i < failures.size(); i++) {
             if (i > 0) {
@@ -112,9 +118,11 @@ final class Bulk {
             }
             String failure = failures.get(i);
             if (failure == null) {
-                out.append("{\"index\":{\"status\":201}}");
+                out.append("{\"index\":{\"_index\":\"default\",\"_id\":\"").append(idPrefix).append('-').append(i)
+                        .append("\",\"_version\":1,\"result\":\"created\",\"_shards\":{\"total\":1,\"successful\":1,\"failed\":0},\"_seq_no\":")
+                        .append(seqNo++).append(",\"_primary_term\":1,\"status\":201}}");
             } else {
-                out.append("{\"index\":{\"status\":400,\"error\":{\"type\":\"mapper_parsing_exception\",\"reason\":");
+                out.append("{\"index\":{\"_index\":\"default\",\"_id\":null,\"status\":400,\"error\":{\"type\":\"mapper_parsing_exception\",\"reason\":");
                 quote(out, failure);
                 out.append("}}}");
             }

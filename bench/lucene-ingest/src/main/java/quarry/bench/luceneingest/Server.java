@@ -11,6 +11,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The HTTP side, on the JDK's own server ({@code com.sun.net.httpserver}) with a pool of handler
@@ -30,6 +31,8 @@ final class Server {
     private final HttpServer http;
     private final ExecutorService handlers;
     private final ExecutorService writers;
+    /** Bulk requests answered, for the ids of their items. */
+    private final AtomicLong requests = new AtomicLong();
 
     Server(Engine engine, InetSocketAddress listen, int threads, int writeThreads) throws IOException {
         http = HttpServer.create(listen, 1024);
@@ -49,7 +52,9 @@ final class Server {
                 throw e.getCause() instanceof IOException io ? io : new IOException(e.getCause());
             }
             engine.awaitDurable(indexed.translogOffset());
-            return new Reply(200, Bulk.reply(indexed.failures(), (System.nanoTime() - started) / 1_000_000));
+            long tookMillis = (System.nanoTime() - started) / 1_000_000;
+            String idPrefix = Long.toHexString(started) + "-" + Long.toHexString(requests.incrementAndGet());
+            return new Reply(200, Bulk.reply(indexed.failures(), tookMillis, idPrefix, indexed.translogOffset()));
         }));
         http.createContext("/search", exchange -> handle(exchange, "GET", () -> {
             String query = parameter(exchange.getRequestURI().getRawQuery(), "q");

@@ -71,11 +71,13 @@ class BulkTest {
 
     @Test
     void repliesLikeElasticsearch() {
-        String reply = Bulk.reply(Arrays.asList(null, "bad \"x\"\n"), 7);
-        assertEquals("{\"took\":7,\"errors\":true,\"items\":[{\"index\":{\"status\":201}},"
-                + "{\"index\":{\"status\":400,\"error\":{\"type\":\"mapper_parsing_exception\","
+        String reply = Bulk.reply(Arrays.asList(null, "bad \"x\"\n"), 7, "ab", 5);
+        assertEquals("{\"took\":7,\"errors\":true,\"items\":[{\"index\":{\"_index\":\"default\",\"_id\":\"ab-0\","
+                + "\"_version\":1,\"result\":\"created\",\"_shards\":{\"total\":1,\"successful\":1,\"failed\":0},"
+                + "\"_seq_no\":5,\"_primary_term\":1,\"status\":201}},"
+                + "{\"index\":{\"_index\":\"default\",\"_id\":null,\"status\":400,\"error\":{\"type\":\"mapper_parsing_exception\","
                 + "\"reason\":\"bad \\\"x\\\"\\n\"}}}]}", reply);
-        assertEquals("{\"took\":0,\"errors\":false,\"items\":[]}", Bulk.reply(List.of(), 0));
+        assertEquals("{\"took\":0,\"errors\":false,\"items\":[]}", Bulk.reply(List.of(), 0, "ab", 0));
     }
 
     @Test

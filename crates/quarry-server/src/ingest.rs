@@ -236,13 +236,18 @@ fn text_batch(now: i64, body: &[u8]) -> (Batch, Vec<(usize, String)>) {
 /// A tenant and the documents of a bulk request it receives: (item index, document).
 type TenantDocs<'a> = (Arc<Tenant>, Vec<(usize, Cow<'a, [u8]>)>);
 
+/// Why a bulk item failed: (status, Elasticsearch's error type, reason).
+type ItemError = (u16, &'static str, String);
+
 /// One item of a bulk request, in request order.
 struct BulkItem {
     action: &'static str,
-    index: String,
+    /// Shared by the items that name the same index one after the other (most bodies name
+    /// one index throughout).
+    index: Arc<str>,
     id: Option<String>,
-    /// Set when the item failed before ingest: (status, type, reason).
-    error: Option<(u16, &'static str, String)>,
+    /// Set when the item failed before ingest.
+    error: Option<ItemError>,
     /// The document's line number (for index and create).
     line: usize,
 }
@@ -324,20 +329,32 @@ async fn bulk_inner(
         // One tenant per batch: group the documents by the tenant they name.
         let mut by_tenant: Vec<TenantDocs> = Vec::new();
         let mut items = items;
+        // Each index named is authorized once (a key check hashes the key).
+        let mut decided: Vec<(Arc<str>, Result<Arc<Tenant>, ItemError>)> = Vec::new();
         for (item_index, doc) in docs {
             let item = &mut items[item_index];
-            let tenant = match work_state.authorize(&item.index, &headers) {
-                Ok(tenant) => tenant,
-                Err(error) if error.status == StatusCode::UNAUTHORIZED => {
-                    item.error = Some((401, "security_exception", error.message));
-                    continue;
+            let decision = match decided.iter().find(|(index, _)| *index == item.index) {
+                Some((_, decision)) => decision,
+                None => {
+                    let decision = match work_state.authorize(&item.index, &headers) {
+                        Ok(tenant) => Ok(tenant),
+                        Err(error) if error.status == StatusCode::UNAUTHORIZED => {
+                            Err((401, "security_exception", error.message))
+                        }
+                        Err(_) => Err((
+                            404,
+                            "index_not_found_exception",
+                            format!("no such index [{}]", item.index),
+                        )),
+                    };
+                    decided.push((item.index.clone(), decision));
+                    &decided.last().expect("just pushed").1
                 }
-                Err(_) => {
-                    item.error = Some((
-                        404,
-                        "index_not_found_exception",
-                        format!("no such index [{}]", item.index),
-                    ));
+            };
+            let tenant = match decision {
+                Ok(tenant) => tenant.clone(),
+                Err(error) => {
+                    item.error = Some(error.clone());
                     continue;
                 }
             };
@@ -406,11 +423,20 @@ fn bulk_reply(items: &[BulkItem], took_ms: u64, now: i64) -> String {
     let mut out = String::with_capacity(64 + items.len() * 220);
     let _ = write!(out, r#"{{"took":{took_ms},"errors":{errors},"items":["#);
     let mut generated = 0u64;
+    // The index as JSON, quoted once per run of items naming it.
+    let mut quoted: Option<(&Arc<str>, String)> = None;
     for (i, item) in items.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
-        let (action, index) = (item.action, text(&item.index));
+        if !quoted
+            .as_ref()
+            .is_some_and(|(index, _)| Arc::ptr_eq(index, &item.index))
+        {
+            quoted = Some((&item.index, text(&item.index)));
+        }
+        let index = &quoted.as_ref().expect("just set").1;
+        let action = item.action;
         let _ = match &item.error {
             Some((status, kind, reason)) => {
                 let id = item.id.as_deref().map_or("null".to_owned(), text);
@@ -421,17 +447,16 @@ fn bulk_reply(items: &[BulkItem], took_ms: u64, now: i64) -> String {
                 )
             }
             None => {
-                let id = match &item.id {
-                    Some(id) => text(id),
+                let _ = write!(out, r#"{{"{action}":{{"_index":{index},"_id":"#);
+                match &item.id {
+                    Some(id) => out.push_str(&text(id)),
                     None => {
                         generated += 1;
-                        format!("\"{now:x}-{generated}\"")
+                        let _ = write!(out, "\"{now:x}-{generated}\"");
                     }
-                };
-                write!(
-                    out,
-                    r#"{{"{action}":{{"_index":{index},"_id":{id},"_version":1,"result":"created","_shards":{{"total":1,"successful":1,"failed":0}},"_seq_no":0,"_primary_term":1,"status":201}}}}"#
-                )
+                }
+                out.push_str(r#","_version":1,"result":"created","_shards":{"total":1,"successful":1,"failed":0},"_seq_no":0,"_primary_term":1,"status":201}}"#);
+                Ok(())
             }
         };
     }
@@ -449,48 +474,25 @@ fn parse_bulk<'a>(
     let mut items = Vec::new();
     let mut docs = Vec::new();
     let mut lines = lines(body);
+    let mut last_action: Option<(&[u8], BulkAction)> = None;
     while let Some((number, line)) = lines.next() {
         let malformed = |why: String| {
             ApiError::bad_request(format!("Malformed action/metadata line [{number}]: {why}"))
         };
-        let action: ActionLine =
-            serde_json::from_slice(line).map_err(|e| malformed(e.to_string()))?;
-        let (name, meta) = match action {
-            ActionLine {
-                index: Some(meta),
-                create: None,
-                update: None,
-                delete: None,
-            } => ("index", meta),
-            ActionLine {
-                index: None,
-                create: Some(meta),
-                update: None,
-                delete: None,
-            } => ("create", meta),
-            ActionLine {
-                index: None,
-                create: None,
-                update: Some(meta),
-                delete: None,
-            } => ("update", meta),
-            ActionLine {
-                index: None,
-                create: None,
-                update: None,
-                delete: Some(meta),
-            } => ("delete", meta),
+        // Shippers repeat one action line for every document: the same bytes read the same.
+        let (name, index, id) = match &last_action {
+            Some((bytes, action)) if *bytes == line => action.clone(),
             _ => {
-                return Err(malformed(
-                    "expected one action: index, create, update or delete".into(),
-                ))
+                let (name, index_name, id) = read_action(line).map_err(|why| malformed(why))?;
+                let index_name = index_name.as_deref().unwrap_or(default_index);
+                let index = match items.last() {
+                    Some(BulkItem { index, .. }) if &**index == index_name => Arc::clone(index),
+                    _ => Arc::from(index_name),
+                };
+                last_action = Some((line, (name, index.clone(), id.clone())));
+                (name, index, id)
             }
         };
-        let index = meta.index.as_deref().unwrap_or(default_index).to_owned();
-        let id = meta.id.map(|id| match id {
-            JsonValue::String(id) => id,
-            other => other.to_string(),
-        });
         match name {
             "index" | "create" => {
                 let Some((doc_number, doc)) = lines.next() else {
@@ -530,6 +532,46 @@ fn parse_bulk<'a>(
         }
     }
     Ok((items, docs))
+}
+
+/// An action line read: the action, its index and its id.
+type BulkAction = (&'static str, Arc<str>, Option<String>);
+
+/// An action line's action, `_index` (if named) and `_id` (if given), or why it is malformed.
+fn read_action(line: &[u8]) -> Result<(&'static str, Option<String>, Option<String>), String> {
+    let action: ActionLine = serde_json::from_slice(line).map_err(|e| e.to_string())?;
+    let (name, meta) = match action {
+        ActionLine {
+            index: Some(meta),
+            create: None,
+            update: None,
+            delete: None,
+        } => ("index", meta),
+        ActionLine {
+            index: None,
+            create: Some(meta),
+            update: None,
+            delete: None,
+        } => ("create", meta),
+        ActionLine {
+            index: None,
+            create: None,
+            update: Some(meta),
+            delete: None,
+        } => ("update", meta),
+        ActionLine {
+            index: None,
+            create: None,
+            update: None,
+            delete: Some(meta),
+        } => ("delete", meta),
+        _ => return Err("expected one action: index, create, update or delete".into()),
+    };
+    let id = meta.id.map(|id| match id {
+        JsonValue::String(id) => id,
+        other => other.to_string(),
+    });
+    Ok((name, meta.index.map(Cow::into_owned), id))
 }
 
 /// An action line, `{"index": {...}}` and the like: exactly one of the four is set. Other

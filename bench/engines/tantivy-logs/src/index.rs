@@ -20,13 +20,14 @@ use serde::{Deserialize, Serialize};
 use tantivy::indexer::IndexWriterOptions;
 use tantivy::{DateTime, Index, IndexWriter, TantivyDocument};
 
-use crate::schema::{self, Fields};
+use crate::schema::{self, Fields, SchemaKind};
 
 pub struct IndexOptions {
     pub index_dir: PathBuf,
     pub input: PathBuf,
     /// The indexing thread's memory budget.
     pub heap_bytes: usize,
+    pub schema: SchemaKind,
 }
 
 /// The line printed on stdout; `logs-driver report` reads `engine`, `events`, `seconds` and
@@ -41,6 +42,13 @@ pub struct IndexSummary {
     pub index_bytes: u64,
     pub segments: usize,
     pub threads: usize,
+}
+
+/// A message-only event (`index --schema message`); other members are ignored.
+#[derive(Deserialize)]
+struct MessageEvent<'a> {
+    #[serde(borrow)]
+    message: Option<Cow<'a, str>>,
 }
 
 /// One generated event (PROTOCOL.md, "Events"): strings borrowed from the input line unless
@@ -73,13 +81,16 @@ struct Event<'a> {
 pub fn run(options: &IndexOptions) -> anyhow::Result<IndexSummary> {
     fs::create_dir_all(&options.index_dir)
         .with_context(|| format!("creating {}", options.index_dir.display()))?;
-    let index = Index::builder()
-        .schema(schema::build())
-        .settings(schema::settings())
+    let builder = match options.schema {
+        SchemaKind::Logs => Index::builder()
+            .schema(schema::build())
+            .settings(schema::settings()),
+        SchemaKind::Message => Index::builder().schema(schema::build_message()),
+    };
+    let index = builder
         .create_in_dir(&options.index_dir)
         .with_context(|| format!("creating an index in {}", options.index_dir.display()))?;
     schema::register_tokenizers(&index);
-    let fields = Fields::of(&index.schema())?;
 
     let started = Instant::now();
     let mut writer: IndexWriter = index.writer_with_options(
@@ -89,7 +100,10 @@ pub fn run(options: &IndexOptions) -> anyhow::Result<IndexSummary> {
             .num_merge_threads(1)
             .build(),
     )?;
-    let (events, input_bytes) = add_events(&writer, &fields, &options.input)?;
+    let (events, input_bytes) = match options.schema {
+        SchemaKind::Logs => add_events(&writer, &Fields::of(&index.schema())?, &options.input)?,
+        SchemaKind::Message => add_messages(&writer, &index.schema(), &options.input)?,
+    };
     writer.commit()?;
     writer.wait_merging_threads()?;
     let seconds = started.elapsed().as_secs_f64();
@@ -175,6 +189,42 @@ fn add_events(writer: &IndexWriter, fields: &Fields, input: &Path) -> anyhow::Re
             if let Some(value) = value {
                 document.add_i64(field, value);
             }
+        }
+        writer.add_document(document)?;
+        events += 1;
+    }
+    Ok((events, input_bytes))
+}
+
+/// Adds every `{"message": ...}` event of `input` (an event without one is an empty
+/// document); returns the number of events and the uncompressed input size.
+fn add_messages(
+    writer: &IndexWriter,
+    schema: &tantivy::schema::Schema,
+    input: &Path,
+) -> anyhow::Result<(u64, u64)> {
+    let message = schema.get_field(schema::MESSAGE)?;
+    let mut lines = input::open(input)?;
+    let mut line = String::new();
+    let (mut events, mut input_bytes) = (0u64, 0u64);
+    for line_number in 1.. {
+        line.clear();
+        let read = lines
+            .read_line(&mut line)
+            .with_context(|| format!("reading {} line {line_number}", input.display()))?;
+        if read == 0 {
+            break;
+        }
+        input_bytes += read as u64;
+        let json = line.trim_end();
+        if json.is_empty() {
+            continue;
+        }
+        let event: MessageEvent = serde_json::from_str(json)
+            .with_context(|| format!("{} line {line_number}", input.display()))?;
+        let mut document = TantivyDocument::new();
+        if let Some(value) = event.message {
+            document.add_text(message, value);
         }
         writer.add_document(document)?;
         events += 1;

@@ -33,6 +33,10 @@ enum Command {
         /// Indexing memory of the one indexing thread, e.g. 1GB, 512MB, 300MiB
         #[arg(long, default_value = "1GB", value_parser = parse_bytes)]
         heap: usize,
+        /// `logs`: the log benchmark's fields, sorted by `_time`; `message`: only a `message`
+        /// text field, for `{"message": line}` events without `_time` (bench/run-sizes.sh)
+        #[arg(long, value_enum, default_value = "logs")]
+        schema: schema::SchemaKind,
         /// The events, JSON lines
         input: PathBuf,
     },
@@ -45,11 +49,17 @@ enum Command {
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
-        Command::Index { index, heap, input } => {
+        Command::Index {
+            index,
+            heap,
+            schema,
+            input,
+        } => {
             let summary = index::run(&index::IndexOptions {
                 index_dir: index,
                 input,
                 heap_bytes: heap,
+                schema,
             })?;
             println!("{}", serde_json::to_string(&summary)?);
         }

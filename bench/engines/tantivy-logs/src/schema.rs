@@ -19,6 +19,11 @@
 //! locality (events of one time range are neighbours, so `_time` ranges and histograms touch
 //! contiguous column blocks, and the monotonic `_time` column compresses well). It costs a
 //! reordering at every segment flush and a sorted merge.
+//!
+//! **Message-only schema.** `index --schema message` ([`SchemaKind::Message`]) indexes events
+//! that have only a `message` (Loghub lines wrapped as `{"message": line}`, for the size table
+//! of bench/run-sizes.sh): one text field as above (default analyzer, frequencies and
+//! positions, stored), no `_time` and no index sort. `serve` does not read such an index.
 
 use anyhow::Context;
 use logs_driver::schema::{FieldKind, FIELDS, TIME};
@@ -33,6 +38,34 @@ use tantivy::{Index, IndexSettings, IndexSortByField, Order};
 pub const KEYWORD_TOKENIZER: &str = "keyword";
 /// tantivy's default analyzer, for `message` and `path`.
 const TEXT_TOKENIZER: &str = "default";
+
+/// Which schema `index` builds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SchemaKind {
+    /// Every field of PROTOCOL.md, sorted by `_time` (the log benchmark's index).
+    Logs,
+    /// Only `message`, a text field with positions, stored; no sort.
+    Message,
+}
+
+/// The field of [`SchemaKind::Message`].
+pub const MESSAGE: &str = "message";
+
+/// The schema of [`SchemaKind::Message`].
+pub fn build_message() -> Schema {
+    let mut builder = Schema::builder();
+    builder.add_text_field(
+        MESSAGE,
+        TextOptions::default()
+            .set_indexing_options(
+                TextFieldIndexing::default()
+                    .set_tokenizer(TEXT_TOKENIZER)
+                    .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+            )
+            .set_stored(),
+    );
+    builder.build()
+}
 
 pub fn build() -> Schema {
     let mut builder = Schema::builder();

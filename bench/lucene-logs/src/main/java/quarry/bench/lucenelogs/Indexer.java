@@ -13,6 +13,8 @@ import java.nio.file.Path;
 import java.util.Locale;
 import java.util.stream.Stream;
 import org.apache.lucene.document.Document;
+import org.apache.lucene.document.Field;
+import org.apache.lucene.document.TextField;
 import org.apache.lucene.index.ConcurrentMergeScheduler;
 import org.apache.lucene.index.DirectoryReader;
 import org.apache.lucene.index.IndexWriter;
@@ -30,6 +32,11 @@ import org.apache.lucene.store.MMapDirectory;
  * TieredMergePolicy}), no forced merge. The timed span runs from opening the writer to closing
  * it, which waits for running merges: reading, decompressing and parsing, indexing, sorting each
  * flushed segment by {@code _time}, the commit and the merges.
+ *
+ * <p>With {@code --schema message} ({@code messageOnly}) each event contributes only its {@code
+ * message}, as one stored {@code TextField} (positions, the same analyzer), and the index is not
+ * sorted: Loghub lines wrapped as {@code {"message": line}} have no {@code _time}
+ * (bench/run-sizes.sh). {@code serve} does not read such an index.
  */
 final class Indexer {
     /** The indexing buffer, the budget {@code tantivy-logs} gets too. */
@@ -52,18 +59,26 @@ final class Indexer {
     }
 
     static IndexWriterConfig config() {
+        return config(false);
+    }
+
+    static IndexWriterConfig config(boolean messageOnly) {
         ConcurrentMergeScheduler merges = new ConcurrentMergeScheduler();
         // One merge thread; up to 6 merges queued (Lucene's usual threads + 5) before the
         // indexing thread is stalled.
         merges.setMaxMergesAndThreads(6, 1);
-        return new IndexWriterConfig(LogSchema.analyzer())
+        IndexWriterConfig config = new IndexWriterConfig(LogSchema.analyzer())
                 .setOpenMode(IndexWriterConfig.OpenMode.CREATE)
                 .setRAMBufferSizeMB(RAM_BUFFER_MB)
-                .setIndexSort(LogSchema.INDEX_SORT)
                 .setMergeScheduler(merges);
+        return messageOnly ? config : config.setIndexSort(LogSchema.INDEX_SORT);
     }
 
     static Summary run(Path indexDir, Path input) throws IOException {
+        return run(indexDir, input, false);
+    }
+
+    static Summary run(Path indexDir, Path input, boolean messageOnly) throws IOException {
         Files.createDirectories(indexDir);
         try (Stream<Path> existing = Files.list(indexDir)) {
             if (existing.findAny().isPresent()) {
@@ -74,8 +89,8 @@ final class Indexer {
         long events;
         long inputBytes;
         try (Directory directory = new MMapDirectory(indexDir);
-                IndexWriter writer = new IndexWriter(directory, config())) {
-            long[] counts = addEvents(writer, input);
+                IndexWriter writer = new IndexWriter(directory, config(messageOnly))) {
+            long[] counts = addEvents(writer, input, messageOnly);
             events = counts[0];
             inputBytes = counts[1];
             writer.commit();
@@ -104,6 +119,10 @@ final class Indexer {
 
     /** Adds every event of {@code input}; returns {events, uncompressed input bytes}. */
     static long[] addEvents(IndexWriter writer, Path input) throws IOException {
+        return addEvents(writer, input, false);
+    }
+
+    static long[] addEvents(IndexWriter writer, Path input, boolean messageOnly) throws IOException {
         try (CountingInputStream counted = new CountingInputStream(open(input));
                 // Root-level objects separated by line breaks: one stream of values.
                 JsonParser parser = new JsonFactory().createParser(counted)) {
@@ -113,7 +132,7 @@ final class Indexer {
                 if (token != JsonToken.START_OBJECT) {
                     throw new IOException(input + ": expected an event at " + parser.currentLocation());
                 }
-                writer.addDocument(readEvent(parser, input));
+                writer.addDocument(messageOnly ? readMessage(parser, input) : readEvent(parser, input));
                 events++;
             }
             return new long[] {events, counted.count};
@@ -152,6 +171,24 @@ final class Indexer {
         }
         if (!hasTime) {
             throw new IOException(input + ": event without _time near " + parser.currentLocation());
+        }
+        return document;
+    }
+
+    /**
+     * The document of the message-only event whose START_OBJECT the parser is on: its {@code
+     * message} string, other members skipped; an event without one is an empty document.
+     */
+    static Document readMessage(JsonParser parser, Path input) throws IOException {
+        Document document = new Document();
+        while (parser.nextToken() == JsonToken.FIELD_NAME) {
+            String name = parser.currentName();
+            JsonToken value = parser.nextToken();
+            if (name.equals(LogSchema.MESSAGE) && value == JsonToken.VALUE_STRING) {
+                document.add(new TextField(LogSchema.MESSAGE, parser.getText(), Field.Store.YES));
+            } else if (value.isStructStart()) {
+                parser.skipChildren();
+            }
         }
         return document;
     }

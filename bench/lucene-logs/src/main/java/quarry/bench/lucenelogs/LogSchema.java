@@ -47,6 +47,9 @@ import org.apache.lucene.util.BytesRef;
 final class LogSchema {
     private LogSchema() {}
 
+    /** The one field of the message-only schema ({@code index --schema message}). */
+    static final String MESSAGE = "message";
+
     static final Sort INDEX_SORT = new Sort(new SortField(Protocol.TIME, SortField.Type.LONG, true));
 
     /** The analyzer of text fields and of words in queries: UAX#29, lowercase, no stop words. */

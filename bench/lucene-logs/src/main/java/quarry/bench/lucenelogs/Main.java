@@ -10,7 +10,7 @@ import java.util.List;
  * {@code tantivy-logs} (see {@code bench/logs/README.md}).
  *
  * <pre>
- * java -jar lucene-logs.jar index --index DIR EVENTS.json[.zst]
+ * java -jar lucene-logs.jar index --index DIR [--schema logs|message] EVENTS.json[.zst]
  * java -jar lucene-logs.jar serve --index DIR
  * </pre>
  *
@@ -24,7 +24,7 @@ import java.util.List;
 public final class Main {
     private static final String USAGE =
             """
-            usage: lucene-logs index --index DIR EVENTS.json[.zst]
+            usage: lucene-logs index --index DIR [--schema logs|message] EVENTS.json[.zst]
                    lucene-logs serve --index DIR""";
 
     private Main() {}
@@ -34,6 +34,9 @@ public final class Main {
             fail("no subcommand");
         }
         Path index = null;
+        // "logs" (the log benchmark's fields, sorted by _time) or "message" (only a message
+        // text field, for {"message": line} events; bench/run-sizes.sh).
+        String schema = "logs";
         List<String> positional = new ArrayList<>();
         for (int i = 1; i < args.length; i++) {
             String arg = args[i];
@@ -42,6 +45,14 @@ public final class Main {
                     fail("--index needs a directory");
                 }
                 index = Path.of(args[++i]);
+            } else if (arg.equals("--schema")) {
+                if (i + 1 == args.length) {
+                    fail("--schema needs logs or message");
+                }
+                schema = args[++i];
+                if (!schema.equals("logs") && !schema.equals("message")) {
+                    fail("unknown schema " + schema + " (logs or message)");
+                }
             } else if (arg.startsWith("--index=")) {
                 index = Path.of(arg.substring("--index=".length()));
             } else if (arg.startsWith("--")) {
@@ -58,7 +69,8 @@ public final class Main {
                 if (positional.size() != 1) {
                     fail("index takes one input file");
                 }
-                System.out.println(Indexer.run(index, Path.of(positional.get(0))).toJson());
+                boolean messageOnly = schema.equals("message");
+                System.out.println(Indexer.run(index, Path.of(positional.get(0)), messageOnly).toJson());
             }
             case "serve" -> {
                 if (!positional.isEmpty()) {

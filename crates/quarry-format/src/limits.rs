@@ -7,9 +7,9 @@
 pub const BLOCK_MAGIC: &[u8; 8] = b"QRYBLOK1";
 
 /// The block format version this build writes (see FORMAT.md). Version 2 added the `_time`
-/// offsets section, 3 doc values, 4 page checksums of postings and positions; this build still
-/// reads versions 1 to 3.
-pub const FORMAT_VERSION: u32 = 4;
+/// offsets section, 3 doc values, 4 page checksums of postings and positions, 5 term infos as
+/// grouped varints; this build still reads versions 1 to 4.
+pub const FORMAT_VERSION: u32 = 5;
 /// The oldest block format version this build reads.
 pub const MIN_FORMAT_VERSION: u32 = 1;
 

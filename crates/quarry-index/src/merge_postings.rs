@@ -306,6 +306,9 @@ fn merge_terms(
             )?;
         }
     }
+    // Each input's dictionary is walked in ordinal order: one cursor each decodes every term
+    // info once.
+    let mut term_infos: Vec<_> = readers.iter().map(|reader| reader.term_infos()).collect();
     let mut writer = InvertedIndexWriter::default();
     let mut key = Vec::new();
     let mut sources: Vec<(usize, u64, Vec<u8>)> = Vec::new();
@@ -338,7 +341,7 @@ fn merge_terms(
                 return Err(reader.corrupt("term dictionary", error).into());
             };
             let run = &runs[input];
-            let info = reader.term_info_by_ordinal(ordinal)?;
+            let info = term_infos[input].get(ordinal)?;
             let with_positions = kind.has_positions();
             if with_positions && !info.has_positions {
                 let error = DecodeError::new("token term without positions");

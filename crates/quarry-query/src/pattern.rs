@@ -293,9 +293,10 @@ impl Pattern {
                 ordinals
             }
         };
+        let mut term_infos = block.term_infos();
         let infos = ordinals
             .iter()
-            .map(|&ordinal| block.term_info_by_ordinal(ordinal))
+            .map(|&ordinal| term_infos.get(ordinal))
             .collect::<Result<Vec<_>>>()?;
         crate::filter::postings_union(block, &infos)
     }

@@ -6,7 +6,8 @@
 //!
 //! Version 3 adds doc values (aggregations read them instead of the chunks), so its answers
 //! must equal version 2's exactly; version 4 adds page checksums of postings and positions,
-//! and answers as version 3 does.
+//! and answers as version 3 does; version 5 stores term infos as grouped varints, and answers
+//! as version 4 does.
 //!
 //! Write a new version's directory only when the format version changes:
 //! `QUARRY_WRITE_GOLDEN=v3 cargo test -p quarry-query --test golden`.
@@ -274,4 +275,22 @@ fn golden_v4_block_still_opens_and_answers() {
     .unwrap();
     assert_eq!(answers, v3);
     assert!(searcher.blocks()[0].manifest().page_checksums.is_some());
+}
+
+#[test]
+fn golden_v5_block_still_opens_and_answers() {
+    let (searcher, expected) = golden("v5", true);
+    let mut answers = answers(&searcher);
+    answers["log queries"] = log_answers(&searcher);
+    assert_eq!(answers, expected);
+    // Grouped varint term infos change how they are stored, not what is answered.
+    let v4: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(golden_dir().join("v4.expected.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(answers, v4);
+    let block = &searcher.blocks()[0];
+    assert_eq!(block.format_version(), 5);
+    // Smaller than version 4's fixed 40 bytes an entry.
+    assert!(block.manifest().term_infos.len < block.manifest().term_count * 40 / 3);
 }

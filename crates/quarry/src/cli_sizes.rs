@@ -3,7 +3,8 @@
 //! positions, found by walking the term dictionary).
 
 use anyhow::Result;
-use quarry_format::postings::TERM_INFO_LEN;
+use quarry_format::postings::TermInfo;
+use quarry_format::termdict::{term_info_len, PACKED_TERM_INFOS_VERSION, TERM_INFO_GROUP};
 use quarry_format::BlockReader;
 use std::collections::BTreeMap;
 
@@ -101,6 +102,8 @@ fn add_terms(block: &BlockReader, fields: &mut BTreeMap<String, FieldBytes>) -> 
         .map(|f| f.name.as_str())
         .collect();
     let mut stream = block.term_dictionary().stream();
+    let mut infos = block.term_infos();
+    let mut prev: Option<TermInfo> = None;
     while let Some((key, ordinal)) = stream.next() {
         let Some(name) = key
             .get(..2)
@@ -108,10 +111,20 @@ fn add_terms(block: &BlockReader, fields: &mut BTreeMap<String, FieldBytes>) -> 
         else {
             continue;
         };
-        let info = block.term_info_by_ordinal(ordinal)?;
+        let info = infos.get(ordinal)?;
+        let version = block.format_version();
         let bytes = fields.entry((*name).to_owned()).or_default();
+        // A group's offset (version 5 on) is credited to the field of its first term, so the
+        // fields add up to the section.
+        if ordinal % TERM_INFO_GROUP == 0 {
+            prev = None;
+            if version >= PACKED_TERM_INFOS_VERSION {
+                bytes.term_infos += 4;
+            }
+        }
         bytes.terms += 1;
-        bytes.term_infos += TERM_INFO_LEN as u64;
+        bytes.term_infos += term_info_len(version, &info, prev.as_ref());
+        prev = Some(info);
         bytes.postings += u64::from(info.postings_len);
         bytes.positions += info.positions_len;
     }

@@ -9,8 +9,8 @@ use crate::limits::{
     TIME_INDEX_INTERVAL,
 };
 use crate::packed::{packed4x_get, prefetch};
-use crate::postings::{PostingsCursor, TermInfo, TERM_INFO_LEN};
-use crate::termdict::{term_info_at, term_key, TermKind};
+use crate::postings::{PostingsCursor, TermInfo};
+use crate::termdict::{term_infos_fit, term_key, TermInfoCursor, TermKind};
 use crate::value::{ColumnType, Value};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -197,7 +197,7 @@ impl BlockReader {
         if manifest.time_index.len != expected_index_len {
             return Err(corrupt("time index", "length does not match doc count"));
         }
-        if Some(manifest.term_infos.len) != manifest.term_count.checked_mul(TERM_INFO_LEN as u64) {
+        if !term_infos_fit(version, manifest.term_infos.len, manifest.term_count) {
             return Err(corrupt("term infos", "length does not match term count"));
         }
         let pages = match manifest.page_checksums {
@@ -227,6 +227,14 @@ impl BlockReader {
             .as_fst()
             .verify()
             .map_err(|_| corrupt("term dictionary", "fst checksum mismatch"))?;
+        // Ordinals count the keys, so the manifest's term count is the FST's key count (a
+        // grouped term-info table, version 5, does not give the count by its length alone).
+        if terms.len() as u64 != manifest.term_count {
+            return Err(corrupt(
+                "term dictionary",
+                "key count does not match the term count",
+            ));
+        }
         let reader = BlockReader {
             path: path.to_path_buf(),
             bytes: block_bytes,
@@ -295,8 +303,20 @@ impl BlockReader {
     }
 
     pub fn term_info_by_ordinal(&self, ordinal: u64) -> Result<TermInfo> {
-        term_info_at(self.section(self.manifest.term_infos), ordinal)
-            .map_err(|e| self.corrupt("term infos", e))
+        self.term_infos().get(ordinal)
+    }
+
+    /// Term infos by ordinal, cheapest when read in increasing order (a walk of the
+    /// dictionary, a merge, an expansion of a pattern).
+    pub fn term_infos(&self) -> TermInfos<'_> {
+        TermInfos {
+            block: self,
+            cursor: TermInfoCursor::new(
+                self.section(self.manifest.term_infos),
+                self.format_version(),
+                self.manifest.term_count,
+            ),
+        }
     }
 
     pub fn term_info(&self, field: u16, kind: TermKind, term: &[u8]) -> Result<Option<TermInfo>> {
@@ -322,8 +342,9 @@ impl BlockReader {
         term_key(&mut hi_key, field, kind, hi);
         let mut stream = self.terms.range().ge(&lo_key).le(&hi_key).into_stream();
         let mut infos = Vec::new();
+        let mut term_infos = self.term_infos();
         while let Some((_, ordinal)) = stream.next() {
-            infos.push(self.term_info_by_ordinal(ordinal)?);
+            infos.push(term_infos.get(ordinal)?);
         }
         Ok(infos)
     }
@@ -594,8 +615,9 @@ impl BlockReader {
         }
         let mut stream = self.terms.stream();
         use fst::Streamer;
+        let mut infos = self.term_infos();
         while let Some((_, ordinal)) = stream.next() {
-            let info = self.term_info_by_ordinal(ordinal)?;
+            let info = infos.get(ordinal)?;
             let mut cursor = self.postings_with_positions(&info)?;
             let mut count = 0u32;
             while cursor.doc() != crate::postings::TERMINATED {
@@ -751,4 +773,18 @@ fn chunk_through_cache(
 struct TimeGroupEntry {
     bits: u8,
     divisor: u64,
+}
+
+/// A block's term infos read through one cursor ([`BlockReader::term_infos`]).
+pub struct TermInfos<'a> {
+    block: &'a BlockReader,
+    cursor: TermInfoCursor<'a>,
+}
+
+impl TermInfos<'_> {
+    pub fn get(&mut self, ordinal: u64) -> Result<TermInfo> {
+        self.cursor
+            .get(ordinal)
+            .map_err(|e| self.block.corrupt("term infos", e))
+    }
 }

@@ -15,7 +15,7 @@ mod writer;
 pub use reader::PostingsCursor;
 pub use writer::PostingsWriter;
 
-use crate::codec::{put_u32, put_u64, put_u8, ByteReader};
+use crate::codec::{put_u32, put_u8, put_varint, unzigzag, zigzag, ByteReader};
 use crate::error::{DecodeError, DecodeResult};
 
 /// End-of-postings marker returned by `doc()` once a cursor is exhausted.
@@ -40,7 +40,11 @@ pub struct TermInfo {
 }
 
 impl TermInfo {
+    /// The fixed-width entry of format versions 1 to 4 (this build only reads them; tests
+    /// write them).
+    #[cfg(test)]
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        use crate::codec::put_u64;
         put_u32(out, self.doc_freq);
         put_u64(out, self.postings_offset);
         put_u32(out, self.postings_len);
@@ -50,6 +54,58 @@ impl TermInfo {
         put_u8(out, self.min_norm);
         put_u8(out, u8::from(self.has_positions));
         out.extend_from_slice(&[0, 0]);
+    }
+
+    /// Format version 5's entry: varints, offsets as the gap from where the previous entry of
+    /// its group (`prev`; none for a group's first) ended. Postings and positions are written
+    /// term after term, so a gap is 0 and an entry takes 8 bytes for most terms.
+    pub(crate) fn encode_packed(&self, prev: Option<&TermInfo>, out: &mut Vec<u8>) {
+        let (postings_base, positions_base) = prev.map_or((0, 0), TermInfo::ends);
+        put_varint(out, u64::from(self.doc_freq));
+        put_varint(
+            out,
+            zigzag(self.postings_offset.wrapping_sub(postings_base) as i64),
+        );
+        put_varint(out, u64::from(self.postings_len));
+        put_varint(
+            out,
+            zigzag(self.positions_offset.wrapping_sub(positions_base) as i64),
+        );
+        put_varint(out, self.positions_len);
+        put_varint(out, u64::from(self.max_tf));
+        put_u8(out, self.min_norm);
+        put_u8(out, u8::from(self.has_positions));
+    }
+
+    /// Reads an entry written by [`TermInfo::encode_packed`] with the same `prev`.
+    pub(crate) fn decode_packed(
+        r: &mut ByteReader<'_>,
+        prev: Option<&TermInfo>,
+    ) -> DecodeResult<TermInfo> {
+        let (postings_base, positions_base) = prev.map_or((0, 0), TermInfo::ends);
+        Ok(TermInfo {
+            doc_freq: r.varint_u32()?,
+            postings_offset: postings_base.wrapping_add(unzigzag(r.varint()?) as u64),
+            postings_len: r.varint_u32()?,
+            positions_offset: positions_base.wrapping_add(unzigzag(r.varint()?) as u64),
+            positions_len: r.varint()?,
+            max_tf: r.varint_u32()?,
+            min_norm: r.u8()?,
+            has_positions: match r.u8()? {
+                0 => false,
+                1 => true,
+                _ => return Err(DecodeError::new("term info flag is not 0 or 1")),
+            },
+        })
+    }
+
+    /// Where this term's postings and positions end.
+    fn ends(&self) -> (u64, u64) {
+        (
+            self.postings_offset
+                .wrapping_add(u64::from(self.postings_len)),
+            self.positions_offset.wrapping_add(self.positions_len),
+        )
     }
 
     pub(crate) fn decode(bytes: &[u8]) -> DecodeResult<TermInfo> {

@@ -83,6 +83,39 @@ impl TermInfo {
         prev: Option<&TermInfo>,
     ) -> DecodeResult<TermInfo> {
         let (postings_base, positions_base) = prev.map_or((0, 0), TermInfo::ends);
+        // Most entries are 8 bytes, every varint one byte: read those without a loop (a
+        // numeric range over 10,000 terms spends more decoding infos than anything but its
+        // postings, BENCHMARKS.md "Format v5").
+        if let Some(
+            &[doc_freq, postings_gap, postings_len, positions_gap, positions_len, max_tf, min_norm, flag],
+        ) = r.rest().first_chunk::<8>()
+        {
+            let varints = u64::from_le_bytes([
+                doc_freq,
+                postings_gap,
+                postings_len,
+                positions_gap,
+                positions_len,
+                max_tf,
+                0,
+                0,
+            ]);
+            if varints & 0x0000_8080_8080_8080 == 0 && flag <= 1 {
+                r.take(8)?;
+                return Ok(TermInfo {
+                    doc_freq: u32::from(doc_freq),
+                    postings_offset: postings_base
+                        .wrapping_add(unzigzag(u64::from(postings_gap)) as u64),
+                    postings_len: u32::from(postings_len),
+                    positions_offset: positions_base
+                        .wrapping_add(unzigzag(u64::from(positions_gap)) as u64),
+                    positions_len: u64::from(positions_len),
+                    max_tf: u32::from(max_tf),
+                    min_norm,
+                    has_positions: flag == 1,
+                });
+            }
+        }
         Ok(TermInfo {
             doc_freq: r.varint_u32()?,
             postings_offset: postings_base.wrapping_add(unzigzag(r.varint()?) as u64),

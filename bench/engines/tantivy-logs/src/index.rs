@@ -136,22 +136,7 @@ fn add_events(writer: &IndexWriter, fields: &Fields, input: &Path) -> anyhow::Re
     let (message, path) = (field("message")?, field("path")?);
     let (status, latency_ms, bytes) = (field("status")?, field("latency_ms")?, field("bytes")?);
 
-    let mut lines = input::open(input)?;
-    let mut line = String::new();
-    let (mut events, mut input_bytes) = (0u64, 0u64);
-    for line_number in 1.. {
-        line.clear();
-        let read = lines
-            .read_line(&mut line)
-            .with_context(|| format!("reading {} line {line_number}", input.display()))?;
-        if read == 0 {
-            break;
-        }
-        input_bytes += read as u64;
-        let json = line.trim_end();
-        if json.is_empty() {
-            continue;
-        }
+    for_each_line(input, |line_number, json| {
         let event: Event = serde_json::from_str(json)
             .with_context(|| format!("{} line {line_number}", input.display()))?;
         let Some(millis) = parse_rfc3339_millis(&event.time) else {
@@ -191,9 +176,8 @@ fn add_events(writer: &IndexWriter, fields: &Fields, input: &Path) -> anyhow::Re
             }
         }
         writer.add_document(document)?;
-        events += 1;
-    }
-    Ok((events, input_bytes))
+        Ok(())
+    })
 }
 
 /// Adds every `{"message": ...}` event of `input` (an event without one is an empty
@@ -204,6 +188,24 @@ fn add_messages(
     input: &Path,
 ) -> anyhow::Result<(u64, u64)> {
     let message = schema.get_field(schema::MESSAGE)?;
+    for_each_line(input, |line_number, json| {
+        let event: MessageEvent = serde_json::from_str(json)
+            .with_context(|| format!("{} line {line_number}", input.display()))?;
+        let mut document = TantivyDocument::new();
+        if let Some(value) = event.message {
+            document.add_text(message, value);
+        }
+        writer.add_document(document)?;
+        Ok(())
+    })
+}
+
+/// Calls `add` with every non-blank line of `input` (its number from 1, trailing whitespace
+/// removed); returns the number of such lines and the uncompressed input size.
+fn for_each_line(
+    input: &Path,
+    mut add: impl FnMut(usize, &str) -> anyhow::Result<()>,
+) -> anyhow::Result<(u64, u64)> {
     let mut lines = input::open(input)?;
     let mut line = String::new();
     let (mut events, mut input_bytes) = (0u64, 0u64);
@@ -220,13 +222,7 @@ fn add_messages(
         if json.is_empty() {
             continue;
         }
-        let event: MessageEvent = serde_json::from_str(json)
-            .with_context(|| format!("{} line {line_number}", input.display()))?;
-        let mut document = TantivyDocument::new();
-        if let Some(value) = event.message {
-            document.add_text(message, value);
-        }
-        writer.add_document(document)?;
+        add(line_number, json)?;
         events += 1;
     }
     Ok((events, input_bytes))

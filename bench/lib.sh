@@ -1,7 +1,9 @@
-# Shared by run-search.sh, run-logs.sh and run-ingest.sh (sourced, not run): messages, and
-# building a Maven project with a JDK 21+ for the Lucene side.
+# Shared by run-search.sh, run-logs.sh, run-ingest.sh and run-sizes.sh (sourced, not run):
+# messages, building Quarry, and building a Maven project with a JDK 21+ for the Lucene side.
 #
-# Before sourcing, set SCRIPT_NAME (prefix of warnings). build_lucene POM NAME sets
+# Before sourcing, set SCRIPT_NAME (prefix of warnings). build_quarry builds
+# target/release/quarry at REPO_DIR (unless QUARRY_BIN names a binary) and sets quarry_ok
+# (0 when it does not build or $QUARRY is not executable). build_lucene POM NAME sets
 # LUCENE_JAVA_HOME (when unset: Temurin 25 if present, else JAVA_HOME, else `java` on PATH),
 # JAVA, java_version and lucene_ok (0 when there is no JDK 21+, no mvn, or the build fails).
 
@@ -13,6 +15,23 @@ now() { date +%s.%N; }
 java_major() {
     "$1" -XshowSettings:properties -version 2>&1 |
         awk -F' = ' '/java.specification.version/ { sub(/^1\./, "", $2); print $2 }'
+}
+
+build_quarry() {
+    quarry_ok=1
+    if [[ -n ${QUARRY_BIN:-} ]]; then
+        log "using quarry from $QUARRY_BIN"
+    else
+        log "building quarry"
+        if ! (cd "$REPO_DIR" && cargo build --release -p quarry); then
+            warn "quarry does not build: its figures will be missing"
+            quarry_ok=0
+        fi
+    fi
+    if ((quarry_ok)) && [[ ! -x $QUARRY ]]; then
+        warn "no quarry binary at $QUARRY: its figures will be missing"
+        quarry_ok=0
+    fi
 }
 
 build_lucene() {

@@ -81,20 +81,7 @@ mkdir -p "$WORK_DIR" "$(dirname "$RESULTS")"
 
 # --- builds
 
-quarry_ok=1
-if [[ -n ${QUARRY_BIN:-} ]]; then
-    log "using quarry from $QUARRY_BIN"
-else
-    log "building quarry"
-    if ! (cd "$REPO_DIR" && cargo build --release -p quarry); then
-        warn "quarry does not build: its figures will be missing"
-        quarry_ok=0
-    fi
-fi
-if ((quarry_ok)) && [[ ! -x $QUARRY ]]; then
-    warn "no quarry binary at $QUARRY: its figures will be missing"
-    quarry_ok=0
-fi
+build_quarry
 quarry_generates=0
 quarry_serve=(bench-serve)
 if ((quarry_ok)); then

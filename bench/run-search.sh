@@ -67,20 +67,7 @@ for file in "$WIKI_FILE" "$QUERY_FILE"; do
 done
 mkdir -p "$WORK_DIR"
 
-quarry_ok=1
-if [[ -n ${QUARRY_BIN:-} ]]; then
-    log "using quarry from $QUARRY_BIN"
-else
-    log "building quarry"
-    if ! (cd "$REPO_DIR" && cargo build --release -p quarry); then
-        warn "quarry does not build: its figures will be missing"
-        quarry_ok=0
-    fi
-fi
-if ((quarry_ok)) && [[ ! -x $QUARRY ]]; then
-    warn "no quarry binary at $QUARRY: its figures will be missing"
-    quarry_ok=0
-fi
+build_quarry
 if ((quarry_ok)); then
     quarry_help=$("$QUARRY" --help 2>/dev/null || true)
     for subcommand in index merge bench-serve; do

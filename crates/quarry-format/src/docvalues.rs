@@ -67,6 +67,11 @@ impl DocValuesBuilder {
         }
     }
 
+    /// Whether the column has been found not to qualify (its doc values will be `None`).
+    pub fn is_abandoned(&self) -> bool {
+        self.abandoned
+    }
+
     pub fn strings() -> DocValuesBuilder {
         Self::new(Some(HashMap::new()), false)
     }

@@ -8,8 +8,9 @@ pub const BLOCK_MAGIC: &[u8; 8] = b"QRYBLOK1";
 
 /// The block format version this build writes (see FORMAT.md). Version 2 added the `_time`
 /// offsets section, 3 doc values, 4 page checksums of postings and positions, 5 term infos as
-/// grouped varints; this build still reads versions 1 to 4.
-pub const FORMAT_VERSION: u32 = 5;
+/// grouped varints, 6 lone docs and constant positions in term infos, shared postings and
+/// packed norms; this build still reads versions 1 to 5.
+pub const FORMAT_VERSION: u32 = 6;
 /// The oldest block format version this build reads.
 pub const MIN_FORMAT_VERSION: u32 = 1;
 
@@ -46,11 +47,22 @@ pub const MAX_TOKEN_LEN: usize = 255;
 /// BitPacker4x), each with a skip entry for `advance` and block-max pruning.
 pub const POSTINGS_BLOCK_LEN: usize = 128;
 
+/// A term's postings of at least this many bytes are shared with an earlier term of the same
+/// bytes (format version 6). Below it a shared entry's offset gaps in the term infos (a few
+/// bytes each, before and after it) could cost more than they save.
+pub const SHARED_POSTINGS_MIN_LEN: usize = 16;
+
 /// A column chunk closes after this many docs or `COLUMN_CHUNK_TARGET_BYTES` raw bytes,
 /// whichever comes first. Small chunks make fetching one hit cheap (decompress about 64 KiB)
 /// and min/max skipping fine-grained; large ones compress better. 64 KiB is zstd's sweet spot.
 pub const COLUMN_CHUNK_MAX_DOCS: u32 = 8192;
 pub const COLUMN_CHUNK_TARGET_BYTES: usize = 64 * 1024;
+
+/// A column writer holds at most this many bytes of uncompressed chunks while it does not yet
+/// know whether the column keeps doc values (and then stores no chunk data, format version 6).
+/// Past it, chunks are compressed as they close, and kept as well if the doc values are: a
+/// bound on a merge's memory, at the cost of some compression that may be thrown away.
+pub const PENDING_CHUNK_BYTES: usize = 32 * 1024 * 1024;
 
 /// `_time` chunks close after this many docs instead. Histograms and time bounds find the
 /// exact doc where a time starts by decoding the one chunk around it (the sparse time index

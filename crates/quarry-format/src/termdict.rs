@@ -1,6 +1,7 @@
 //! The term dictionary: an FST (the `fst` crate) from term key to term ordinal, and a table of
 //! `TermInfo` by ordinal: fixed-width entries up to format version 4, varint entries in groups
-//! of `TERM_INFO_GROUP` from version 5 (FORMAT.md, "Term dictionary").
+//! of `TERM_INFO_GROUP` from version 5, with lone docs and constant positions inline from
+//! version 6 (FORMAT.md, "Term dictionary").
 //!
 //! A term key is `field ordinal (u16, big endian) ‖ kind (u8) ‖ term bytes`, so one FST serves
 //! every field, keys of one field are contiguous (prefix, fuzzy and range automata later walk one
@@ -16,6 +17,10 @@ pub const TERM_INFO_GROUP: u64 = 16;
 
 /// The first format version whose term infos are grouped varints.
 pub const PACKED_TERM_INFOS_VERSION: u32 = 5;
+
+/// The first format version whose term infos hold a lone doc and a constant position in place
+/// of postings and positions (`TermInfo::encode_v6`).
+pub const INLINE_TERM_INFOS_VERSION: u32 = 6;
 
 /// What kind of term a key holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -109,8 +114,10 @@ impl TermDictWriter {
             self.group_offsets.extend_from_slice(&offset.to_le_bytes());
             self.prev = None;
         }
-        info.encode_packed(self.prev.as_ref(), &mut self.groups);
-        self.prev = Some(*info);
+        // The next entry's gaps count from where this one ends as a reader decodes it.
+        let info = info.v6_form(self.prev.as_ref());
+        info.encode_v6(self.prev.as_ref(), &mut self.groups);
+        self.prev = Some(info);
         self.count += 1;
         Ok(())
     }
@@ -174,10 +181,12 @@ impl<'a> TermInfoCursor<'a> {
             self.seek(group)?;
         }
         while self.next <= ordinal {
-            self.prev = Some(TermInfo::decode_packed(
-                &mut self.reader,
-                self.prev.as_ref(),
-            )?);
+            let prev = self.prev.as_ref();
+            self.prev = Some(if self.version >= INLINE_TERM_INFOS_VERSION {
+                TermInfo::decode_v6(&mut self.reader, prev)?
+            } else {
+                TermInfo::decode_packed(&mut self.reader, prev)?
+            });
             self.next += 1;
         }
         Ok(self.prev.expect("decoded at least the asked entry"))
@@ -210,7 +219,11 @@ pub fn term_info_len(version: u32, info: &TermInfo, prev: Option<&TermInfo>) -> 
         return TERM_INFO_LEN as u64;
     }
     let mut bytes = Vec::with_capacity(TERM_INFO_LEN);
-    info.encode_packed(prev, &mut bytes);
+    if version >= INLINE_TERM_INFOS_VERSION {
+        info.encode_v6(prev, &mut bytes);
+    } else {
+        info.encode_packed(prev, &mut bytes);
+    }
     bytes.len() as u64
 }
 
@@ -232,7 +245,7 @@ mod tests {
     fn info() -> impl Strategy<Value = TermInfo> {
         // Small values as often as large ones: entries of one-byte varints take a fast path.
         (
-            prop_oneof![1u32..128, 1u32..5000],
+            prop_oneof![Just(1u32), 2u32..128, 1u32..5000],
             prop_oneof![Just(0u64), 0u64..64, 0u64..1 << 40],
             prop_oneof![0u32..128, 0u32..100_000],
             prop_oneof![Just(0u64), 0u64..64, 0u64..1 << 40],
@@ -240,108 +253,202 @@ mod tests {
             prop_oneof![1u32..128, 1u32..1000],
             any::<u8>(),
             any::<bool>(),
+            (
+                prop_oneof![0u32..128, any::<u32>()],
+                prop::option::of(prop_oneof![0u32..128, any::<u32>()]),
+            ),
         )
             .prop_map(
-                |(doc_freq, a, postings_len, b, positions_len, max_tf, min_norm, p)| TermInfo {
-                    doc_freq,
-                    postings_offset: a,
-                    postings_len,
-                    positions_offset: b,
-                    positions_len,
-                    max_tf,
-                    min_norm,
-                    has_positions: p,
+                |(doc_freq, a, postings_len, b, positions_len, max_tf, min_norm, p, (doc, position))| {
+                    TermInfo {
+                        doc_freq,
+                        postings_offset: a,
+                        postings_len,
+                        positions_offset: b,
+                        positions_len,
+                        max_tf,
+                        min_norm,
+                        has_positions: p,
+                        inline_doc: Some(doc),
+                        constant_position: position,
+                    }
                 },
             )
     }
 
     /// Infos as a writer makes them: each term's postings and positions right after the
-    /// previous term's (`contiguous`), or anywhere.
-    fn infos() -> impl Strategy<Value = Vec<TermInfo>> {
+    /// previous term's (`contiguous`), or anywhere; in `version`'s form (version 6 keeps a
+    /// lone doc inline and may give a term a constant position, version 5 neither).
+    fn infos(version: u32) -> impl Strategy<Value = Vec<TermInfo>> {
         (prop::collection::vec(info(), 0..100), any::<bool>()).prop_map(
-            |(mut infos, contiguous)| {
-                if contiguous {
-                    let (mut postings, mut positions) = (0u64, 0u64);
-                    for info in &mut infos {
+            move |(mut infos, contiguous)| {
+                let (mut postings, mut positions) = (0u64, 0u64);
+                for (i, info) in infos.iter_mut().enumerate() {
+                    if i as u64 % TERM_INFO_GROUP == 0 {
+                        (postings, positions) = (0, 0);
+                    }
+                    if contiguous {
                         info.postings_offset = postings;
                         info.positions_offset = positions;
-                        postings += u64::from(info.postings_len);
-                        positions += info.positions_len;
                     }
+                    if version < INLINE_TERM_INFOS_VERSION {
+                        (info.inline_doc, info.constant_position) = (None, None);
+                    } else {
+                        // What has no bytes keeps whatever location it was given: the
+                        // writer stores none, and a reader gives `v6_form`'s.
+                        if info.doc_freq == 1 {
+                            info.postings_len = 0;
+                        } else {
+                            info.inline_doc = None;
+                        }
+                        if !info.has_positions {
+                            info.constant_position = None;
+                        }
+                        if !info.has_positions || info.constant_position.is_some() {
+                            info.positions_len = 0;
+                        }
+                        if info.constant_position.is_some() {
+                            info.max_tf = 1;
+                        }
+                    }
+                    postings = info.postings_offset + u64::from(info.postings_len);
+                    positions = info.positions_offset + info.positions_len;
                 }
                 infos
             },
         )
     }
 
-    fn write(infos: &[TermInfo]) -> Vec<u8> {
-        let mut writer = TermDictWriter::default();
-        for (i, info) in infos.iter().enumerate() {
-            writer.insert(&(i as u32).to_be_bytes(), info).unwrap();
+    /// A table of `version` (5 or 6) holding `infos`.
+    fn write(infos: &[TermInfo], version: u32) -> Vec<u8> {
+        if version >= INLINE_TERM_INFOS_VERSION {
+            let mut writer = TermDictWriter::default();
+            for (i, info) in infos.iter().enumerate() {
+                writer.insert(&(i as u32).to_be_bytes(), info).unwrap();
+            }
+            let (_, table, count) = writer.finish().unwrap();
+            assert_eq!(count, infos.len() as u64);
+            return table;
         }
-        let (_, table, count) = writer.finish().unwrap();
-        assert_eq!(count, infos.len() as u64);
-        table
+        let (mut offsets, mut groups) = (Vec::new(), Vec::new());
+        for (i, info) in infos.iter().enumerate() {
+            let first = i as u64 % TERM_INFO_GROUP == 0;
+            if first {
+                offsets.extend_from_slice(&(groups.len() as u32).to_le_bytes());
+            }
+            let prev = (!first).then(|| &infos[i - 1]);
+            info.encode_packed(prev, &mut groups);
+        }
+        offsets.extend_from_slice(&groups);
+        offsets
+    }
+
+    fn read_back(version: u32, infos: &[TermInfo], order: &[prop::sample::Index]) {
+        let table = write(infos, version);
+        let mut expected = infos.to_vec();
+        if version >= INLINE_TERM_INFOS_VERSION {
+            for i in 0..expected.len() {
+                let prev = (i as u64 % TERM_INFO_GROUP != 0).then(|| expected[i - 1]);
+                expected[i] = expected[i].v6_form(prev.as_ref());
+            }
+        }
+        let infos = &expected;
+        let count = infos.len() as u64;
+        assert!(term_infos_fit(version, table.len() as u64, count));
+        let mut cursor = TermInfoCursor::new(&table, version, count);
+        for (ordinal, info) in infos.iter().enumerate() {
+            assert_eq!(&cursor.get(ordinal as u64).unwrap(), info);
+        }
+        if !infos.is_empty() {
+            for index in order {
+                let ordinal = index.index(infos.len());
+                assert_eq!(&cursor.get(ordinal as u64).unwrap(), &infos[ordinal]);
+            }
+        }
+        assert!(cursor.get(count).is_err());
+    }
+
+    fn damage_does_not_panic(
+        version: u32,
+        infos: &[TermInfo],
+        cut: prop::sample::Index,
+        (at, bits): (prop::sample::Index, u8),
+    ) {
+        let mut table = write(infos, version);
+        if table.is_empty() {
+            return;
+        }
+        let at = at.index(table.len());
+        table[at] ^= bits;
+        table.truncate(cut.index(table.len() + 1));
+        let mut cursor = TermInfoCursor::new(&table, version, infos.len() as u64);
+        for ordinal in 0..infos.len() as u64 {
+            let _ = cursor.get(ordinal);
+        }
     }
 
     proptest! {
         /// Every entry reads back, whatever order the ordinals are asked in.
         #[test]
-        fn grouped_term_infos_read_back(infos in infos(), order in prop::collection::vec(any::<prop::sample::Index>(), 0..200)) {
-            let table = write(&infos);
-            let count = infos.len() as u64;
-            prop_assert!(term_infos_fit(PACKED_TERM_INFOS_VERSION, table.len() as u64, count));
-            let mut cursor = TermInfoCursor::new(&table, PACKED_TERM_INFOS_VERSION, count);
-            for (ordinal, info) in infos.iter().enumerate() {
-                prop_assert_eq!(&cursor.get(ordinal as u64).unwrap(), info);
-            }
-            if !infos.is_empty() {
-                for index in order {
-                    let ordinal = index.index(infos.len());
-                    prop_assert_eq!(&cursor.get(ordinal as u64).unwrap(), &infos[ordinal]);
-                }
-            }
-            prop_assert!(cursor.get(count).is_err());
+        fn v6_term_infos_read_back(infos in infos(6), order in prop::collection::vec(any::<prop::sample::Index>(), 0..200)) {
+            read_back(6, &infos, &order);
+        }
+
+        #[test]
+        fn v5_term_infos_read_back(infos in infos(5), order in prop::collection::vec(any::<prop::sample::Index>(), 0..200)) {
+            read_back(5, &infos, &order);
         }
 
         /// A damaged or cut table is an error or some entry, never a panic.
         #[test]
-        fn damaged_term_infos_do_not_panic(infos in infos(), cut in any::<prop::sample::Index>(), flip in any::<(prop::sample::Index, u8)>()) {
-            let mut table = write(&infos);
-            if table.is_empty() {
-                return Ok(());
-            }
-            let (at, bits) = flip;
-            let at = at.index(table.len());
-            table[at] ^= bits;
-            table.truncate(cut.index(table.len() + 1));
-            let mut cursor = TermInfoCursor::new(&table, PACKED_TERM_INFOS_VERSION, infos.len() as u64);
-            for ordinal in 0..infos.len() as u64 {
-                let _ = cursor.get(ordinal);
-            }
+        fn damaged_term_infos_do_not_panic(infos in infos(6), cut in any::<prop::sample::Index>(), flip in any::<(prop::sample::Index, u8)>()) {
+            damage_does_not_panic(6, &infos, cut, flip);
         }
+
+        #[test]
+        fn damaged_v5_term_infos_do_not_panic(infos in infos(5), cut in any::<prop::sample::Index>(), flip in any::<(prop::sample::Index, u8)>()) {
+            damage_does_not_panic(5, &infos, cut, flip);
+        }
+    }
+
+    #[test]
+    fn lone_docs_and_constant_positions_are_small() {
+        // Terms of one doc at one position, as a column of ids makes: no postings or
+        // positions bytes, and an entry of 7 bytes (a doc id below 2^14, a position below 128).
+        let infos: Vec<TermInfo> = (0..1000u64)
+            .map(|i| TermInfo {
+                doc_freq: 1,
+                max_tf: 1,
+                min_norm: 3,
+                has_positions: true,
+                inline_doc: Some(i as u32 * 7),
+                constant_position: Some(0),
+                ..TermInfo::default()
+            })
+            .collect();
+        let table = write(&infos, 6);
+        assert!(table.len() <= 1000 * 7 + 63 * 4, "{}", table.len());
+        read_back(6, &infos, &[]);
     }
 
     #[test]
     fn contiguous_entries_are_small() {
         let infos: Vec<TermInfo> = (0..1000u64)
             .map(|i| TermInfo {
-                doc_freq: 1,
-                postings_offset: i * 2,
-                postings_len: 2,
-                positions_offset: i,
-                positions_len: 1,
+                doc_freq: 2,
+                postings_offset: i * 4,
+                postings_len: 4,
+                positions_offset: i * 2,
+                positions_len: 2,
                 max_tf: 1,
                 min_norm: 3,
                 has_positions: true,
+                ..TermInfo::default()
             })
             .collect();
         // 8 bytes an entry after a group's first, 4 bytes of group offset per 16 entries.
-        let table = write(&infos);
+        let table = write(&infos, 6);
         assert!(table.len() < 1000 * 9 + 63 * 4, "{}", table.len());
-        let mut cursor = TermInfoCursor::new(&table, PACKED_TERM_INFOS_VERSION, 1000);
-        for (ordinal, info) in infos.iter().enumerate() {
-            assert_eq!(&cursor.get(ordinal as u64).unwrap(), info);
-        }
+        read_back(6, &infos, &[]);
     }
 }

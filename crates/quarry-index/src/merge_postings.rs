@@ -25,7 +25,6 @@
 use crate::error::Result;
 use quarry_format::block::{BlockInput, FieldInput, InvertedIndexWriter, TextInput};
 use quarry_format::column::{ChunkCursor, ColumnWriter};
-use quarry_format::limits::TIME_CHUNK_MAX_DOCS;
 use quarry_format::{BlockReader, ColumnType, DecodeError, TermKind, TERMINATED, TIME_FIELD};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -101,7 +100,7 @@ pub(crate) fn build_output(
             .collect();
         let columns = if name == TIME_FIELD {
             let mut writer =
-                ColumnWriter::with_chunk_max_docs(ColumnType::Timestamp, TIME_CHUNK_MAX_DOCS);
+                ColumnWriter::for_time();
             for (doc, &time) in times.iter().enumerate() {
                 writer.push_raw(doc as u32, time as u64)?;
             }

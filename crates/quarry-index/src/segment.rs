@@ -551,10 +551,7 @@ impl SegmentBuilder {
         let mut all = Vec::with_capacity(names.len());
         for &(_, id) in names {
             let Some(id) = id else {
-                let mut writer = ColumnWriter::with_chunk_max_docs(
-                    ColumnType::Timestamp,
-                    quarry_format::limits::TIME_CHUNK_MAX_DOCS,
-                );
+                let mut writer = ColumnWriter::for_time();
                 for (doc, &time) in times.iter().enumerate() {
                     writer.push_raw(doc as u32, time as u64)?;
                 }

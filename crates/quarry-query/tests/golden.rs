@@ -7,7 +7,9 @@
 //! Version 3 adds doc values (aggregations read them instead of the chunks), so its answers
 //! must equal version 2's exactly; version 4 adds page checksums of postings and positions,
 //! and answers as version 3 does; version 5 stores term infos as grouped varints, and answers
-//! as version 4 does.
+//! as version 4 does; version 6 stores less (lone docs and constant positions in term infos,
+//! shared postings, packed norms, no chunk data where doc values hold the column), and answers
+//! as version 5 does.
 //!
 //! Write a new version's directory only when the format version changes:
 //! `QUARRY_WRITE_GOLDEN=v3 cargo test -p quarry-query --test golden`.
@@ -293,4 +295,33 @@ fn golden_v5_block_still_opens_and_answers() {
     assert_eq!(block.format_version(), 5);
     // Smaller than version 4's fixed 40 bytes an entry.
     assert!(block.manifest().term_infos.len < block.manifest().term_count * 40 / 3);
+}
+
+#[test]
+fn golden_v6_block_still_opens_and_answers() {
+    let (searcher, expected) = golden("v6", true);
+    let mut answers = answers(&searcher);
+    answers["log queries"] = log_answers(&searcher);
+    assert_eq!(answers, expected);
+    // Inline lone docs, constant positions, shared postings, packed norms and chunks rebuilt
+    // from doc values change how the block is stored, not what is answered.
+    let v5: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(golden_dir().join("v5.expected.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(answers, v5);
+    let block = &searcher.blocks()[0];
+    assert_eq!(block.format_version(), 6);
+    // The block uses what version 6 adds: a string column with doc values and no chunk data,
+    // packed norms of less than a byte a doc, and terms with a lone doc inline.
+    let service = block.field_ordinal("service").unwrap();
+    let column = &block.manifest().fields[service as usize].columns[0];
+    assert!(column.doc_values.is_some() && column.data.len == 0);
+    let text = block.manifest().fields[service as usize].text.as_ref().unwrap();
+    assert!(text.norms.len < u64::from(block.doc_count()));
+    let mut infos = block.term_infos();
+    let inline = (0..block.manifest().term_count)
+        .filter(|&ordinal| infos.get(ordinal).unwrap().inline_doc.is_some())
+        .count();
+    assert!(inline > 0);
 }

@@ -187,6 +187,10 @@ fn a_flipped_byte_in_any_section_is_an_error_or_changes_nothing() {
 
     let mut flipped_total = 0;
     for (name, section) in &sections {
+        if section.len == 0 {
+            // A column whose chunks come from its doc values has no data (format version 6).
+            continue;
+        }
         let (mut errors, mut same) = (0u32, 0u32);
         for offset in section.offset..section.offset + section.len {
             let mut bytes = intact.clone();

@@ -104,6 +104,9 @@ fn add_terms(block: &BlockReader, fields: &mut BTreeMap<String, FieldBytes>) -> 
     let mut stream = block.term_dictionary().stream();
     let mut infos = block.term_infos();
     let mut prev: Option<TermInfo> = None;
+    // Where the postings written so far end: a term whose postings start before it shares
+    // an earlier term's.
+    let mut postings_end = 0u64;
     while let Some((key, ordinal)) = stream.next() {
         let Some(name) = key
             .get(..2)
@@ -125,7 +128,12 @@ fn add_terms(block: &BlockReader, fields: &mut BTreeMap<String, FieldBytes>) -> 
         bytes.terms += 1;
         bytes.term_infos += term_info_len(version, &info, prev.as_ref());
         prev = Some(info);
-        bytes.postings += u64::from(info.postings_len);
+        // Terms share equal postings (version 6): the bytes go to the first term that has
+        // them, so the fields add up to the section.
+        if info.postings_len > 0 && info.postings_offset >= postings_end {
+            bytes.postings += u64::from(info.postings_len);
+            postings_end = info.postings_offset + u64::from(info.postings_len);
+        }
         bytes.positions += info.positions_len;
     }
     Ok(())

@@ -100,7 +100,7 @@ fn index_with_a_small_budget_finishes_merging() {
     // still works): more than one block here, every event kept, the directory valid.
     let output = quarry_within(
         Duration::from_secs(180),
-        &["merge", "--data", data_arg, "--memory-budget", "16MB"],
+        &["merge", "--data", data_arg, "--memory-budget", "6MB"],
     );
     assert!(output.status.success(), "{}", stderr(&output));
     let blocks = block_count(&data);

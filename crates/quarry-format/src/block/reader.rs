@@ -12,8 +12,12 @@ use crate::packed::{packed4x_get, prefetch};
 use crate::postings::{PostingsCursor, TermInfo};
 use crate::termdict::{term_infos_fit, term_key, TermInfoCursor, TermKind};
 use crate::value::{ColumnType, Value};
+use crate::fieldnorm;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+/// The first format version whose norms are packed (`fieldnorm::encode_packed`).
+pub const PACKED_NORMS_VERSION: u32 = 6;
 
 /// One group entry of the time offsets section (FORMAT.md): offset, bits, pad, divisor.
 pub const TIME_GROUP_ENTRY_LEN: usize = 16;
@@ -59,6 +63,8 @@ pub struct BlockReader {
     /// Unique among the readers this process opened: names the block in a `ChunkCache`, so
     /// a cached chunk is never served for another block (or a later block with the same path).
     uid: u64,
+    /// Each field's norms, unpacked on first use (format version 6 on).
+    unpacked_norms: Box<[OnceLock<Box<[u8]>>]>,
 }
 
 /// Source of `BlockReader::uid`.
@@ -184,9 +190,18 @@ impl BlockReader {
                 }
             }
             if let Some(text) = &field.text {
-                eager.push((format!("norms of {}", field.name), text.norms));
-                if text.norms.len != u64::from(manifest.doc_count) {
+                let name = format!("norms of {}", field.name);
+                if version >= PACKED_NORMS_VERSION {
+                    check_crc(path, bytes, &name, text.norms)?;
+                    let norms = section_bytes(bytes, text.norms, manifest_offset)
+                        .ok_or_else(|| corrupt(&name, "section outside file"))?;
+                    if !fieldnorm::packed_fits(norms, manifest.doc_count) {
+                        return Err(corrupt(&name, "length does not match the doc count"));
+                    }
+                } else if text.norms.len != u64::from(manifest.doc_count) {
                     return Err(corrupt(&field.name, "norms length is not the doc count"));
+                } else {
+                    eager.push((name, text.norms));
                 }
             }
         }
@@ -235,6 +250,7 @@ impl BlockReader {
                 "key count does not match the term count",
             ));
         }
+        let field_count = manifest.fields.len();
         let reader = BlockReader {
             path: path.to_path_buf(),
             bytes: block_bytes,
@@ -243,6 +259,7 @@ impl BlockReader {
             pages,
             version,
             uid: NEXT_READER_UID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            unpacked_norms: (0..field_count).map(|_| OnceLock::new()).collect(),
         };
         if reader.time_column().is_none() {
             return Err(corrupt("manifest", "no _time column"));
@@ -291,6 +308,24 @@ impl BlockReader {
 
     pub fn corrupt(&self, part: impl Into<String>, error: DecodeError) -> FormatError {
         error.in_file(&self.path, part)
+    }
+
+    /// A term key as a person reads it: `field:term` (the term's bytes lossily as UTF-8, an
+    /// exact or numeric term marked).
+    fn describe_key(&self, key: &[u8]) -> String {
+        let Some((&[high, low, kind], term)) = key.split_first_chunk::<3>() else {
+            return format!("{key:?}");
+        };
+        let field = self
+            .manifest
+            .fields
+            .get(usize::from(u16::from_be_bytes([high, low])))
+            .map_or("?", |f| f.name.as_str());
+        match TermKind::from_u8(kind) {
+            Some(TermKind::Token) => format!("{field}:{}", String::from_utf8_lossy(term)),
+            Some(TermKind::Exact) => format!("{field}:={:?}", String::from_utf8_lossy(term)),
+            _ => format!("{field}, a {} term of kind {kind}", term.len()),
+        }
     }
 
     fn section(&self, section: SectionRef) -> &[u8] {
@@ -410,10 +445,18 @@ impl BlockReader {
             })
     }
 
-    /// Field-length ids of a tokenized field, one per doc.
+    /// Field-length ids of a tokenized field, one per doc. Packed norms (format version 6)
+    /// are unpacked on first use and kept while the reader lives: only ranked queries and
+    /// merges ask for them.
     pub fn norms(&self, field: u16) -> Option<&[u8]> {
         let text = self.manifest.fields.get(field as usize)?.text.as_ref()?;
-        Some(self.section(text.norms))
+        let bytes = self.section(text.norms);
+        if self.version < PACKED_NORMS_VERSION {
+            return Some(bytes);
+        }
+        let ids = self.unpacked_norms[field as usize]
+            .get_or_init(|| fieldnorm::decode_packed(bytes, self.manifest.doc_count).into());
+        Some(ids)
     }
 
     pub fn column(&self, field: u16, ty: ColumnType) -> Option<ColumnReader<'_>> {
@@ -421,6 +464,9 @@ impl BlockReader {
         let column = meta.columns.iter().find(|c| c.ty == ty)?;
         // new() only fails on a ragged directory, which open() rules out by crc; treat a
         // failure as absent rather than panic.
+        let doc_values = column
+            .doc_values
+            .and_then(|section| DocValues::trusted(self.section(section)).ok());
         ColumnReader::new(
             ty,
             self.manifest.doc_count,
@@ -428,6 +474,7 @@ impl BlockReader {
             self.section(column.data),
         )
         .ok()
+        .map(|reader| reader.with_doc_values(doc_values))
     }
 
     pub fn time_column(&self) -> Option<ColumnReader<'_>> {
@@ -616,20 +663,27 @@ impl BlockReader {
         let mut stream = self.terms.stream();
         use fst::Streamer;
         let mut infos = self.term_infos();
-        while let Some((_, ordinal)) = stream.next() {
+        while let Some((key, ordinal)) = stream.next() {
+            let part = || format!("postings of term {ordinal} ({})", self.describe_key(key));
             let info = infos.get(ordinal)?;
-            let mut cursor = self.postings_with_positions(&info)?;
+            let mut cursor = match self.postings_with_positions(&info) {
+                Ok(cursor) => cursor,
+                Err(FormatError::Corrupt { reason, .. }) => {
+                    return Err(self.corrupt(part(), DecodeError::new(reason)))
+                }
+                Err(e) => return Err(e),
+            };
             let mut count = 0u32;
             while cursor.doc() != crate::postings::TERMINATED {
                 count += 1;
                 cursor.advance();
             }
             if let Some(error) = cursor.error() {
-                return Err(self.corrupt("postings", error));
+                return Err(self.corrupt(part(), error));
             }
             if count != info.doc_freq {
                 return Err(self.corrupt(
-                    "postings",
+                    part(),
                     DecodeError::new("doc count disagrees with doc freq"),
                 ));
             }

@@ -33,6 +33,8 @@ const FIELDS: &[(&str, &[ColumnType])] = &[
 ];
 const HOST: u16 = 2;
 const MESSAGE: u16 = 3;
+const RATIO: usize = 5;
+const TAGS: usize = 7;
 
 /// A table case: what is wrong, and how a valid input is changed to make it so.
 type Spoil<'a, T> = (&'a str, &'a dyn Fn(&mut T));
@@ -151,7 +153,11 @@ impl Corpus {
     }
 
     fn column(&self, field: &str, ty: ColumnType) -> ColumnData {
-        let mut writer = ColumnWriter::new(ty);
+        let mut writer = if field == TIME_FIELD {
+            ColumnWriter::for_time()
+        } else {
+            ColumnWriter::new(ty)
+        };
         for doc in 0..self.doc_count() {
             match value_of(doc, field, ty) {
                 None => {}
@@ -845,10 +851,15 @@ fn inconsistent_manifest_is_detected() {
             m.term_count = m.postings.len / 40;
         }),
         ("postings are the positions", &|m| m.postings = m.positions),
+        // Two columns that keep their chunk data (f64 and json have no doc values).
         ("column data swapped", &|m| {
-            let host = m.fields[HOST as usize].columns[0].data;
-            m.fields[HOST as usize].columns[0].data = m.fields[message].columns[0].data;
-            m.fields[message].columns[0].data = host;
+            let ratio = m.fields[RATIO].columns[0].data;
+            m.fields[RATIO].columns[0].data = m.fields[TAGS].columns[0].data;
+            m.fields[TAGS].columns[0].data = ratio;
+        }),
+        // A column whose chunks come from its doc values, given another column's.
+        ("doc values of another column", &|m| {
+            m.fields[HOST as usize].columns[0].doc_values = m.fields[1].columns[0].doc_values;
         }),
         ("column directory of another column", &|m| {
             m.fields[HOST as usize].columns[0].directory = m.fields[time].columns[0].directory;

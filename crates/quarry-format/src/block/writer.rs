@@ -144,13 +144,18 @@ pub fn encode_block(name: &Path, input: BlockInput, out: impl Write) -> Result<M
     let time_offsets = Some(sink.section(&time_offsets(&input.times)).map_err(io)?);
 
     let mut fields = Vec::with_capacity(input.fields.len());
+    let mut norms = Vec::new();
     for field in input.fields {
         let mut columns = Vec::with_capacity(field.columns.len());
         for column in field.columns {
-            // `_time` has its own random-access form, the time offsets.
+            // `_time` has its own random-access form, the time offsets, and keeps its chunks
+            // (`ColumnWriter::for_time`).
             let doc_values = match &column.doc_values {
-                Some(bytes) if field.name != TIME_FIELD => Some(sink.section(bytes).map_err(io)?),
-                _ => None,
+                Some(_) if field.name == TIME_FIELD => {
+                    return Err(invalid("the _time column has doc values"));
+                }
+                Some(bytes) => Some(sink.section(bytes).map_err(io)?),
+                None => None,
             };
             columns.push(ColumnMeta {
                 ty: column.ty,
@@ -162,11 +167,15 @@ pub fn encode_block(name: &Path, input: BlockInput, out: impl Write) -> Result<M
             });
         }
         let text = match field.text {
-            Some(text) => Some(TextMeta {
-                docs_with_field: text.docs_with_field,
-                total_tokens: text.total_tokens,
-                norms: sink.section(&text.norms).map_err(io)?,
-            }),
+            Some(text) => {
+                norms.clear();
+                crate::fieldnorm::encode_packed(&text.norms, &mut norms);
+                Some(TextMeta {
+                    docs_with_field: text.docs_with_field,
+                    total_tokens: text.total_tokens,
+                    norms: sink.section(&norms).map_err(io)?,
+                })
+            }
             None => None,
         };
         fields.push(FieldMeta {

@@ -1,5 +1,6 @@
 use super::{ChunkMeta, CHUNK_META_LEN, PRESENCE_ALL, PRESENCE_LIST};
 use crate::codec::{unzigzag, ByteReader};
+use crate::docvalues::DocValues;
 use crate::error::{DecodeError, DecodeResult};
 use crate::limits::MAX_CHUNK_RAW_BYTES;
 use crate::value::{ColumnType, MinMax, Value};
@@ -11,6 +12,8 @@ pub struct ColumnReader<'a> {
     doc_count: u32,
     directory: &'a [u8],
     data: &'a [u8],
+    /// The column's doc values, from which chunks without data are rebuilt (format v6).
+    doc_values: Option<DocValues<'a>>,
 }
 
 /// The values of one decoded chunk.
@@ -51,7 +54,15 @@ impl<'a> ColumnReader<'a> {
             doc_count,
             directory,
             data,
+            doc_values: None,
         })
+    }
+
+    /// The column's doc values (the block reader gives them when the column has some): a
+    /// chunk stored without data (offset, length and crc 0) is rebuilt from them.
+    pub fn with_doc_values(mut self, doc_values: Option<DocValues<'a>>) -> Self {
+        self.doc_values = doc_values;
+        self
     }
 
     pub fn column_type(&self) -> ColumnType {
@@ -116,6 +127,9 @@ impl<'a> ColumnReader<'a> {
         if end_doc < meta.first_doc {
             return Err(DecodeError::new("chunk doc range inconsistent"));
         }
+        if meta.len == 0 {
+            return self.chunk_from_doc_values(&meta, end_doc);
+        }
         let start = usize::try_from(meta.offset).map_err(|_| DecodeError::new("chunk offset"))?;
         let compressed = self
             .data
@@ -153,6 +167,63 @@ impl<'a> ColumnReader<'a> {
             return Err(DecodeError::new("chunk shorter than its frame header says"));
         }
         decode_chunk_payload(self.ty, meta.first_doc, end_doc, &raw)
+    }
+
+    /// A chunk stored without data: its docs and values from the doc values, which must hold
+    /// exactly its `present_count` values in its doc range.
+    fn chunk_from_doc_values(&self, meta: &ChunkMeta, end_doc: u32) -> DecodeResult<DecodedChunk> {
+        let values = self
+            .doc_values
+            .ok_or(DecodeError::new("chunk has neither data nor doc values"))?;
+        if values.doc_count() != self.doc_count {
+            return Err(DecodeError::new("doc values of another doc count"));
+        }
+        let mut docs = Vec::with_capacity(meta.present_count as usize);
+        let mut raws = Vec::with_capacity(meta.present_count as usize);
+        values.for_each_in_range(meta.first_doc, end_doc, &mut |doc, raw| {
+            docs.push(doc);
+            raws.push(raw);
+        });
+        if docs.len() != meta.present_count as usize {
+            return Err(DecodeError::new(
+                "doc values disagree with the chunk's value count",
+            ));
+        }
+        let values = match self.ty {
+            ColumnType::Str => {
+                let mut offsets = Vec::with_capacity(raws.len() + 1);
+                let mut bytes = Vec::new();
+                offsets.push(0);
+                for &ordinal in &raws {
+                    let value = u32::try_from(ordinal)
+                        .ok()
+                        .and_then(|o| values.string(o))
+                        .ok_or(DecodeError::new("doc values ordinal out of range"))?;
+                    bytes.extend_from_slice(value);
+                    offsets.push(bytes.len() as u32);
+                }
+                std::str::from_utf8(&bytes)
+                    .map_err(|_| DecodeError::new("doc values string is not UTF-8"))?;
+                ChunkValues::Bytes { offsets, bytes }
+            }
+            ColumnType::I64 | ColumnType::U64 | ColumnType::Timestamp | ColumnType::Bool => {
+                if self.ty == ColumnType::Bool && raws.iter().any(|&v| v > 1) {
+                    return Err(DecodeError::new("doc values bool is not 0 or 1"));
+                }
+                ChunkValues::Numbers(raws)
+            }
+            ColumnType::F64 | ColumnType::Json => {
+                return Err(DecodeError::new("chunk without data in a column without doc values"))
+            }
+        };
+        let every = docs.len() == (end_doc - meta.first_doc) as usize;
+        Ok(DecodedChunk {
+            ty: self.ty,
+            first_doc: meta.first_doc,
+            end_doc,
+            docs: (!every).then_some(docs),
+            values,
+        })
     }
 
     /// The value of `doc`, decoding its chunk. For many docs, decode chunks once instead.

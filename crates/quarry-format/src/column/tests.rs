@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::codec::put_varint;
+use crate::docvalues::DocValues;
 use crate::limits::{COLUMN_CHUNK_MAX_DOCS, COLUMN_CHUNK_TARGET_BYTES, COLUMN_ZSTD_LEVEL};
 use crate::value::{ColumnType, MinMax, Value};
 use proptest::prelude::*;
@@ -39,6 +40,10 @@ fn exact(value: &Option<Value>) -> Option<(ColumnType, Vec<u8>)> {
         };
         (v.column_type(), bytes)
     })
+}
+
+fn present_none(model: &[Option<Value>]) -> bool {
+    model.iter().all(Option::is_none)
 }
 
 fn write_column(ty: ColumnType, model: &[Option<Value>]) -> ColumnData {
@@ -220,7 +225,12 @@ const GET_EVERY_DOC_UP_TO: usize = 200;
 fn check_column(ty: ColumnType, model: &[Option<Value>]) -> Result<(), TestCaseError> {
     let doc_count = model.len() as u32;
     let data = write_column(ty, model);
-    let reader = ColumnReader::new(ty, doc_count, &data.directory, &data.data).unwrap();
+    // A column with doc values keeps no chunk data: its chunks come from the doc values.
+    let doc_values = data.doc_values.as_deref().map(|b| DocValues::new(b).unwrap());
+    prop_assert_eq!(doc_values.is_some(), data.data.is_empty() && !present_none(model));
+    let reader = ColumnReader::new(ty, doc_count, &data.directory, &data.data)
+        .unwrap()
+        .with_doc_values(doc_values);
     let present: Vec<&Value> = model.iter().flatten().collect();
 
     prop_assert_eq!(data.ty, ty);
@@ -503,7 +513,8 @@ fn chunks_close_at_the_limits() {
     let first_docs = |ty: ColumnType, model: &[Option<Value>]| -> Vec<u32> {
         let data = write_column(ty, model);
         let reader = ColumnReader::new(ty, model.len() as u32, &data.directory, &data.data);
-        let reader = reader.unwrap();
+        let doc_values = data.doc_values.as_deref().map(|b| DocValues::new(b).unwrap());
+        let reader = reader.unwrap().with_doc_values(doc_values);
         (0..reader.chunk_count())
             .map(|i| reader.chunk_meta(i).unwrap().first_doc)
             .collect()

@@ -2,11 +2,19 @@ use super::{ChunkMeta, PRESENCE_ALL, PRESENCE_LIST};
 use crate::codec::{put_varint, zigzag};
 use crate::docvalues::DocValuesBuilder;
 use crate::error::{FormatError, Result};
-use crate::limits::{COLUMN_CHUNK_MAX_DOCS, COLUMN_CHUNK_TARGET_BYTES, COLUMN_ZSTD_LEVEL};
+use crate::limits::{
+    COLUMN_CHUNK_MAX_DOCS, COLUMN_CHUNK_TARGET_BYTES, COLUMN_ZSTD_LEVEL, PENDING_CHUNK_BYTES,
+    TIME_CHUNK_MAX_DOCS,
+};
 use crate::value::{ColumnType, MinMax};
 
-/// Builds one column, value by value in increasing doc order, cutting and compressing chunks
-/// as it goes so that at most one raw chunk is held in memory.
+/// Builds one column, value by value in increasing doc order, cutting chunks as it goes.
+///
+/// A column that keeps doc values stores no chunk data (format version 6): its chunks are
+/// rebuilt from the doc values, which hold the same values exactly, and only their directory
+/// entries (doc range, count, min/max) are written. Whether a column keeps doc values is known
+/// at `finish`, so while it still may, closed chunks wait uncompressed, up to
+/// `PENDING_CHUNK_BYTES`; past that, or once the doc values are given up, they are compressed.
 pub struct ColumnWriter {
     ty: ColumnType,
     /// First doc of the open chunk. The first chunk starts at doc 0 and each next one where the
@@ -21,7 +29,10 @@ pub struct ColumnWriter {
     chunk_bytes: Vec<u8>,
     next_doc: u32,
     data: Vec<u8>,
+    /// Chunks compressed into `data`, then the chunks waiting (each with its raw payload).
     directory: Vec<ChunkMeta>,
+    pending: Vec<(ChunkMeta, Vec<u8>)>,
+    pending_bytes: usize,
     scratch: Vec<u8>,
     present_count: u64,
     min_max: Option<MinMax>,
@@ -48,6 +59,15 @@ impl ColumnWriter {
         Self::with_chunk_max_docs(ty, COLUMN_CHUNK_MAX_DOCS)
     }
 
+    /// The `_time` column: chunks of `TIME_CHUNK_MAX_DOCS` docs, and no doc values (the
+    /// block's time offsets serve random access to `_time`).
+    pub fn for_time() -> Self {
+        ColumnWriter {
+            doc_values: None,
+            ..Self::with_chunk_max_docs(ColumnType::Timestamp, TIME_CHUNK_MAX_DOCS)
+        }
+    }
+
     /// A writer whose chunks close after at most `chunk_max_docs` docs (at least 1).
     pub fn with_chunk_max_docs(ty: ColumnType, chunk_max_docs: u32) -> Self {
         ColumnWriter {
@@ -60,6 +80,8 @@ impl ColumnWriter {
             next_doc: 0,
             data: Vec::new(),
             directory: Vec::new(),
+            pending: Vec::new(),
+            pending_bytes: 0,
             scratch: Vec::new(),
             present_count: 0,
             min_max: None,
@@ -169,28 +191,54 @@ impl ColumnWriter {
                 min_max = MinMax::of(self.ty, self.chunk_numbers.iter().copied());
             }
         }
-        let compressed = zstd::bulk::compress(raw, COLUMN_ZSTD_LEVEL).map_err(|e| {
-            FormatError::InvalidInput {
-                reason: format!("zstd compression failed: {e}"),
-            }
-        })?;
         let meta = ChunkMeta {
             first_doc: self.chunk_first_doc,
             present_count: present,
-            offset: self.data.len() as u64,
-            len: compressed.len() as u32,
-            crc: crc32fast::hash(&compressed),
+            offset: 0,
+            len: 0,
+            crc: 0,
             min: min_max.map_or(0, |m| m.min),
             max: min_max.map_or(0, |m| m.max),
         };
         self.min_max = MinMax::merge(self.ty, self.min_max, min_max);
-        self.data.extend_from_slice(&compressed);
-        self.directory.push(meta);
+        let may_keep_doc_values = self.doc_values.as_ref().is_some_and(|d| !d.is_abandoned());
+        if may_keep_doc_values && self.pending_bytes + raw.len() <= PENDING_CHUNK_BYTES {
+            self.pending_bytes += raw.len();
+            self.pending.push((meta, raw.clone()));
+        } else {
+            self.compress_pending()?;
+            let raw = std::mem::take(&mut self.scratch);
+            self.compress(meta, &raw)?;
+            self.scratch = raw;
+        }
         self.chunk_first_doc = end_doc;
         self.chunk_docs.clear();
         self.chunk_numbers.clear();
         self.chunk_lengths.clear();
         self.chunk_bytes.clear();
+        Ok(())
+    }
+
+    /// Compresses chunk `meta`'s payload `raw` into the data and adds it to the directory.
+    fn compress(&mut self, mut meta: ChunkMeta, raw: &[u8]) -> Result<()> {
+        let compressed = zstd::bulk::compress(raw, COLUMN_ZSTD_LEVEL).map_err(|e| {
+            FormatError::InvalidInput {
+                reason: format!("zstd compression failed: {e}"),
+            }
+        })?;
+        meta.offset = self.data.len() as u64;
+        meta.len = compressed.len() as u32;
+        meta.crc = crc32fast::hash(&compressed);
+        self.data.extend_from_slice(&compressed);
+        self.directory.push(meta);
+        Ok(())
+    }
+
+    fn compress_pending(&mut self) -> Result<()> {
+        for (meta, raw) in std::mem::take(&mut self.pending) {
+            self.compress(meta, &raw)?;
+        }
+        self.pending_bytes = 0;
         Ok(())
     }
 
@@ -207,6 +255,14 @@ impl ColumnWriter {
             }
             self.close_chunk(doc_count)?;
         }
+        let doc_values = self.doc_values.take().and_then(|d| d.finish(doc_count));
+        if doc_values.is_some() {
+            // The waiting chunks keep no data: offset, length and crc 0.
+            let pending = std::mem::take(&mut self.pending);
+            self.directory.extend(pending.into_iter().map(|(meta, _)| meta));
+        } else {
+            self.compress_pending()?;
+        }
         let mut directory = Vec::with_capacity(self.directory.len() * super::CHUNK_META_LEN);
         for meta in &self.directory {
             meta.encode(&mut directory);
@@ -218,7 +274,7 @@ impl ColumnWriter {
             chunk_count: self.directory.len() as u32,
             present_count: self.present_count,
             min_max: self.min_max,
-            doc_values: self.doc_values.and_then(|d| d.finish(doc_count)),
+            doc_values,
         })
     }
 }

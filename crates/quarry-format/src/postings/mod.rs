@@ -37,7 +37,19 @@ pub struct TermInfo {
     pub max_tf: u32,
     pub min_norm: u8,
     pub has_positions: bool,
+    /// The term's only doc, kept in its dictionary entry (format version 6 on, for every term
+    /// of one doc): `postings_len` is 0 and the doc's frequency is `max_tf`.
+    pub inline_doc: Option<u32>,
+    /// Every doc holds the term once, at this position (version 6 on; `has_positions` is
+    /// true): `positions_len` is 0. Single-token values and the fixed words of a message
+    /// template are such terms.
+    pub constant_position: Option<u32>,
 }
+
+/// How a version-6 term info says where the term's positions are.
+const POSITIONS_NONE: u8 = 0;
+const POSITIONS_STORED: u8 = 1;
+const POSITIONS_CONSTANT: u8 = 2;
 
 impl TermInfo {
     /// The fixed-width entry of format versions 1 to 4 (this build only reads them; tests
@@ -54,6 +66,139 @@ impl TermInfo {
         put_u8(out, self.min_norm);
         put_u8(out, u8::from(self.has_positions));
         out.extend_from_slice(&[0, 0]);
+    }
+
+    /// Format version 6's entry (FORMAT.md, "Term dictionary"): varints, offsets as the gap
+    /// from where the previous entry of its group (`prev`; none for a group's first) ended, a
+    /// single doc in place of its postings' location, a constant position in place of the
+    /// positions'. Postings and positions are written term after term, so most gaps are 0.
+    pub(crate) fn encode_v6(&self, prev: Option<&TermInfo>, out: &mut Vec<u8>) {
+        let (postings_base, positions_base) = prev.map_or((0, 0), TermInfo::ends);
+        put_varint(out, u64::from(self.doc_freq));
+        put_varint(out, u64::from(self.max_tf));
+        put_u8(out, self.min_norm);
+        put_u8(out, self.positions_kind());
+        match self.inline_doc {
+            Some(doc) => put_varint(out, u64::from(doc)),
+            None => {
+                put_varint(
+                    out,
+                    zigzag(self.postings_offset.wrapping_sub(postings_base) as i64),
+                );
+                put_varint(out, u64::from(self.postings_len));
+            }
+        }
+        match self.constant_position {
+            Some(position) => put_varint(out, u64::from(position)),
+            None if self.has_positions => {
+                put_varint(
+                    out,
+                    zigzag(self.positions_offset.wrapping_sub(positions_base) as i64),
+                );
+                put_varint(out, self.positions_len);
+            }
+            None => {}
+        }
+    }
+
+    /// This entry as `decode_v6` gives it back after `prev`: what version 6 does not store
+    /// (the location of postings or positions that have no bytes) taken from where `prev`
+    /// ended.
+    pub(crate) fn v6_form(&self, prev: Option<&TermInfo>) -> TermInfo {
+        let (postings_base, positions_base) = prev.map_or((0, 0), TermInfo::ends);
+        let mut info = *self;
+        if info.inline_doc.is_some() {
+            (info.postings_offset, info.postings_len) = (postings_base, 0);
+        }
+        if !info.has_positions || info.constant_position.is_some() {
+            (info.positions_offset, info.positions_len) = (positions_base, 0);
+        }
+        info
+    }
+
+    fn positions_kind(&self) -> u8 {
+        match (self.has_positions, self.constant_position) {
+            (false, _) => POSITIONS_NONE,
+            (true, None) => POSITIONS_STORED,
+            (true, Some(_)) => POSITIONS_CONSTANT,
+        }
+    }
+
+    /// Reads an entry written by [`TermInfo::encode_v6`] with the same `prev`.
+    pub(crate) fn decode_v6(
+        r: &mut ByteReader<'_>,
+        prev: Option<&TermInfo>,
+    ) -> DecodeResult<TermInfo> {
+        let (postings_base, positions_base) = prev.map_or((0, 0), TermInfo::ends);
+        // The common entry, a term of several docs with stored positions, is 8 one-byte
+        // fields: read it without a loop (as version 5 does, "Format v5" in BENCHMARKS.md).
+        if let Some(
+            &[doc_freq, max_tf, min_norm, POSITIONS_STORED, postings_gap, postings_len, positions_gap, positions_len],
+        ) = r.rest().first_chunk::<8>()
+        {
+            let varints = [
+                doc_freq,
+                max_tf,
+                postings_gap,
+                postings_len,
+                positions_gap,
+                positions_len,
+            ];
+            if one_byte_varints(varints) && doc_freq != 1 {
+                r.take(8)?;
+                return Ok(TermInfo {
+                    doc_freq: u32::from(doc_freq),
+                    postings_offset: postings_base
+                        .wrapping_add(unzigzag(u64::from(postings_gap)) as u64),
+                    postings_len: u32::from(postings_len),
+                    positions_offset: positions_base
+                        .wrapping_add(unzigzag(u64::from(positions_gap)) as u64),
+                    positions_len: u64::from(positions_len),
+                    max_tf: u32::from(max_tf),
+                    min_norm,
+                    has_positions: true,
+                    inline_doc: None,
+                    constant_position: None,
+                });
+            }
+        }
+        let doc_freq = r.varint_u32()?;
+        let max_tf = r.varint_u32()?;
+        let min_norm = r.u8()?;
+        let kind = r.u8()?;
+        let mut info = TermInfo {
+            doc_freq,
+            postings_offset: postings_base,
+            postings_len: 0,
+            positions_offset: positions_base,
+            positions_len: 0,
+            max_tf,
+            min_norm,
+            has_positions: kind != POSITIONS_NONE,
+            inline_doc: None,
+            constant_position: None,
+        };
+        if doc_freq == 1 {
+            info.inline_doc = Some(r.varint_u32()?);
+        } else {
+            info.postings_offset = postings_base.wrapping_add(unzigzag(r.varint()?) as u64);
+            info.postings_len = r.varint_u32()?;
+        }
+        match kind {
+            POSITIONS_NONE => {}
+            POSITIONS_STORED => {
+                info.positions_offset = positions_base.wrapping_add(unzigzag(r.varint()?) as u64);
+                info.positions_len = r.varint()?;
+            }
+            POSITIONS_CONSTANT => {
+                if max_tf != 1 {
+                    return Err(DecodeError::new("constant position with a frequency above 1"));
+                }
+                info.constant_position = Some(r.varint_u32()?);
+            }
+            _ => return Err(DecodeError::new("unknown positions kind in a term info")),
+        }
+        Ok(info)
     }
 
     /// Format version 5's entry: varints, offsets as the gap from where the previous entry of
@@ -90,17 +235,15 @@ impl TermInfo {
             &[doc_freq, postings_gap, postings_len, positions_gap, positions_len, max_tf, min_norm, flag],
         ) = r.rest().first_chunk::<8>()
         {
-            let varints = u64::from_le_bytes([
+            let varints = [
                 doc_freq,
                 postings_gap,
                 postings_len,
                 positions_gap,
                 positions_len,
                 max_tf,
-                0,
-                0,
-            ]);
-            if varints & 0x0000_8080_8080_8080 == 0 && flag <= 1 {
+            ];
+            if one_byte_varints(varints) && flag <= 1 {
                 r.take(8)?;
                 return Ok(TermInfo {
                     doc_freq: u32::from(doc_freq),
@@ -113,6 +256,8 @@ impl TermInfo {
                     max_tf: u32::from(max_tf),
                     min_norm,
                     has_positions: flag == 1,
+                    inline_doc: None,
+                    constant_position: None,
                 });
             }
         }
@@ -129,6 +274,8 @@ impl TermInfo {
                 1 => true,
                 _ => return Err(DecodeError::new("term info flag is not 0 or 1")),
             },
+            inline_doc: None,
+            constant_position: None,
         })
     }
 
@@ -152,8 +299,17 @@ impl TermInfo {
             max_tf: r.u32()?,
             min_norm: r.u8()?,
             has_positions: r.u8()? != 0,
+            inline_doc: None,
+            constant_position: None,
         })
     }
+}
+
+/// Whether each of six bytes is a whole varint (below 0x80): tested in one step.
+#[inline]
+fn one_byte_varints(bytes: [u8; 6]) -> bool {
+    let [a, b, c, d, e, f] = bytes;
+    u64::from_le_bytes([a, b, c, d, e, f, 0, 0]) & 0x0000_8080_8080_8080 == 0
 }
 
 /// One skip entry: what a cursor needs to jump to a block and to bound its scores.

@@ -35,6 +35,8 @@ pub struct PostingsCursor<'a> {
     /// Lazily advanced: doc index within the block and its byte offset in `positions`.
     positions_doc: usize,
     positions_byte: usize,
+    /// The term's one position in every doc, when its info says so (no positions bytes).
+    constant_position: Option<u32>,
     error: Option<DecodeError>,
 }
 
@@ -57,14 +59,21 @@ impl<'a> PostingsCursor<'a> {
     ) -> DecodeResult<Self> {
         let start = usize::try_from(info.postings_offset)
             .map_err(|_| DecodeError::new("postings offset"))?;
-        let bytes = postings
-            .get(start..start.saturating_add(info.postings_len as usize))
-            .ok_or(DecodeError::new("postings outside section"))?;
+        let bytes = match info.inline_doc {
+            Some(_) if info.doc_freq != 1 || info.postings_len != 0 => {
+                return Err(DecodeError::new("an inline doc in a term of several docs"));
+            }
+            Some(_) => &[],
+            None => postings
+                .get(start..start.saturating_add(info.postings_len as usize))
+                .ok_or(DecodeError::new("postings outside section"))?,
+        };
         let full_blocks = info.doc_freq as usize / BLOCK;
         let skip_len = full_blocks * SKIP_ENTRY_LEN;
         if bytes.len() < skip_len {
             return Err(DecodeError::new("skip data truncated"));
         }
+        let constant_position = positions.and(info.constant_position);
         let positions = match positions {
             Some(positions) if info.has_positions => {
                 let start = usize::try_from(info.positions_offset)
@@ -94,9 +103,17 @@ impl<'a> PostingsCursor<'a> {
             block_positions_start: 0,
             positions_doc: 0,
             positions_byte: 0,
+            constant_position,
             error: None,
         };
-        if info.doc_freq > 0 {
+        if let Some(doc) = info.inline_doc {
+            if doc == TERMINATED || info.max_tf == 0 {
+                return Err(DecodeError::new("inline doc"));
+            }
+            // The varint tail of one doc, already decoded.
+            (cursor.docs[0], cursor.tfs[0], cursor.len) = (doc, info.max_tf, 1);
+            cursor.doc = doc;
+        } else if info.doc_freq > 0 {
             cursor.load_block(0)?;
             cursor.doc = cursor.docs[0];
         }
@@ -411,6 +428,10 @@ impl<'a> PostingsCursor<'a> {
     pub fn positions(&mut self, out: &mut Vec<u32>) -> DecodeResult<()> {
         out.clear();
         if self.doc == TERMINATED {
+            return Ok(());
+        }
+        if let Some(position) = self.constant_position {
+            out.push(position);
             return Ok(());
         }
         self.unpack_tfs();

@@ -476,6 +476,7 @@ fn term_info_and_skip_entry_encode_round_trip() {
         max_tf: u32::MAX,
         min_norm: 200,
         has_positions: true,
+        ..TermInfo::default()
     };
     let mut bytes = Vec::new();
     info.encode(&mut bytes);

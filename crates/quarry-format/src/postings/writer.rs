@@ -1,9 +1,14 @@
 use super::{SkipEntry, TermInfo};
 use crate::codec::put_varint;
-use crate::limits::POSTINGS_BLOCK_LEN;
+use crate::limits::{POSTINGS_BLOCK_LEN, SHARED_POSTINGS_MIN_LEN};
 use bitpacking::{BitPacker, BitPacker4x};
+use std::collections::HashMap;
 
 /// Appends terms' postings and positions to the two sections of a block.
+///
+/// What a term needs no bytes for, it gets none (format version 6): a term of one doc keeps
+/// that doc in its term info, a term found once per doc at one position keeps that position
+/// there, and a term whose postings bytes equal an earlier term's points at those bytes.
 pub struct PostingsWriter {
     packer: BitPacker4x,
     pub postings: Vec<u8>,
@@ -11,6 +16,9 @@ pub struct PostingsWriter {
     skips: Vec<u8>,
     blocks: Vec<u8>,
     scratch: Vec<u32>,
+    /// Postings written so far of at least `SHARED_POSTINGS_MIN_LEN` bytes, by their crc32
+    /// and length: (offset, len) of each.
+    written: HashMap<(u32, u32), Vec<u64>>,
 }
 
 impl Default for PostingsWriter {
@@ -22,6 +30,7 @@ impl Default for PostingsWriter {
             skips: Vec::new(),
             blocks: Vec::new(),
             scratch: vec![0; POSTINGS_BLOCK_LEN],
+            written: HashMap::new(),
         }
     }
 }
@@ -38,6 +47,35 @@ impl PostingsWriter {
         positions: Option<&[u32]>,
     ) -> TermInfo {
         debug_assert_eq!(docs.len(), tfs.len());
+        // Once in every doc, always at the same position: the term info holds the position.
+        let constant_position = positions.and_then(|all| {
+            let first = *all.first()?;
+            (tfs.iter().all(|&tf| tf == 1) && all.iter().all(|&p| p == first)).then_some(first)
+        });
+        let positions = if constant_position.is_some() {
+            None
+        } else {
+            positions
+        };
+        let has_positions = positions.is_some() || constant_position.is_some();
+        if let (&[doc], &[tf]) = (docs, tfs) {
+            let positions_offset = self.positions.len() as u64;
+            if let Some(all) = positions {
+                write_positions(&mut self.positions, all, tfs);
+            }
+            return TermInfo {
+                doc_freq: 1,
+                postings_offset: self.postings.len() as u64,
+                postings_len: 0,
+                positions_offset,
+                positions_len: self.positions.len() as u64 - positions_offset,
+                max_tf: tf,
+                min_norm: norm_of(doc),
+                has_positions,
+                inline_doc: Some(doc),
+                constant_position,
+            };
+        }
         let postings_offset = self.postings.len() as u64;
         let positions_offset = self.positions.len() as u64;
         self.skips.clear();
@@ -112,15 +150,47 @@ impl PostingsWriter {
         }
         self.postings.extend_from_slice(&self.skips);
         self.postings.extend_from_slice(&self.blocks);
+        let postings_len = (self.postings.len() as u64 - postings_offset) as u32;
         TermInfo {
             doc_freq: docs.len() as u32,
-            postings_offset,
-            postings_len: (self.postings.len() as u64 - postings_offset) as u32,
+            postings_offset: self.share(postings_offset),
+            postings_len,
             positions_offset,
             positions_len: self.positions.len() as u64 - positions_offset,
             max_tf: term_max_tf,
             min_norm: if docs.is_empty() { 0 } else { term_min_norm },
-            has_positions: positions.is_some(),
+            has_positions,
+            inline_doc: None,
+            constant_position,
+        }
+    }
+
+    /// Where the postings just written at `offset` (to the end) are to be read: an earlier
+    /// term's equal bytes, which these then replace, or `offset`. A keyword's token and its
+    /// exact term, or a number's token and its numeric term, have the same docs and
+    /// frequencies; with their positions constant (or absent) their postings bytes are equal,
+    /// skip entries included, so one copy serves both.
+    fn share(&mut self, offset: u64) -> u64 {
+        let bytes = &self.postings[offset as usize..];
+        if bytes.len() < SHARED_POSTINGS_MIN_LEN {
+            return offset;
+        }
+        let key = (crc32fast::hash(bytes), bytes.len() as u32);
+        let earlier = self.written.entry(key).or_default();
+        let len = bytes.len();
+        let found = earlier
+            .iter()
+            .copied()
+            .find(|&at| self.postings[at as usize..at as usize + len] == *bytes);
+        match found {
+            Some(at) => {
+                self.postings.truncate(offset as usize);
+                at
+            }
+            None => {
+                earlier.push(offset);
+                offset
+            }
         }
     }
 }

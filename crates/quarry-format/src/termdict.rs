@@ -259,7 +259,17 @@ mod tests {
             ),
         )
             .prop_map(
-                |(doc_freq, a, postings_len, b, positions_len, max_tf, min_norm, p, (doc, position))| {
+                |(
+                    doc_freq,
+                    a,
+                    postings_len,
+                    b,
+                    positions_len,
+                    max_tf,
+                    min_norm,
+                    p,
+                    (doc, position),
+                )| {
                     TermInfo {
                         doc_freq,
                         postings_offset: a,

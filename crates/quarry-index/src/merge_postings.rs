@@ -99,8 +99,7 @@ pub(crate) fn build_output(
             .map(|(input, reader)| present(input).then(|| reader.field_ordinal(name)).flatten())
             .collect();
         let columns = if name == TIME_FIELD {
-            let mut writer =
-                ColumnWriter::for_time();
+            let mut writer = ColumnWriter::for_time();
             for (doc, &time) in times.iter().enumerate() {
                 writer.push_raw(doc as u32, time as u64)?;
             }

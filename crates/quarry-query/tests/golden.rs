@@ -317,7 +317,10 @@ fn golden_v6_block_still_opens_and_answers() {
     let service = block.field_ordinal("service").unwrap();
     let column = &block.manifest().fields[service as usize].columns[0];
     assert!(column.doc_values.is_some() && column.data.len == 0);
-    let text = block.manifest().fields[service as usize].text.as_ref().unwrap();
+    let text = block.manifest().fields[service as usize]
+        .text
+        .as_ref()
+        .unwrap();
     assert!(text.norms.len < u64::from(block.doc_count()));
     let mut infos = block.term_infos();
     let inline = (0..block.manifest().term_count)

@@ -4,6 +4,7 @@ use super::TIME_FIELD;
 use crate::column::{ChunkCache, ColumnReader, DecodedChunk};
 use crate::docvalues::DocValues;
 use crate::error::{DecodeError, FormatError, Result};
+use crate::fieldnorm;
 use crate::limits::{
     BLOCK_MAGIC, FOOTER_LEN, FORMAT_VERSION, MAX_MANIFEST_LEN, MIN_FORMAT_VERSION,
     TIME_INDEX_INTERVAL,
@@ -12,7 +13,6 @@ use crate::packed::{packed4x_get, prefetch};
 use crate::postings::{PostingsCursor, TermInfo};
 use crate::termdict::{term_infos_fit, term_key, TermInfoCursor, TermKind};
 use crate::value::{ColumnType, Value};
-use crate::fieldnorm;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 

@@ -213,7 +213,9 @@ impl<'a> ColumnReader<'a> {
                 ChunkValues::Numbers(raws)
             }
             ColumnType::F64 | ColumnType::Json => {
-                return Err(DecodeError::new("chunk without data in a column without doc values"))
+                return Err(DecodeError::new(
+                    "chunk without data in a column without doc values",
+                ))
             }
         };
         let every = docs.len() == (end_doc - meta.first_doc) as usize;

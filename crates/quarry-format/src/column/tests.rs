@@ -226,8 +226,14 @@ fn check_column(ty: ColumnType, model: &[Option<Value>]) -> Result<(), TestCaseE
     let doc_count = model.len() as u32;
     let data = write_column(ty, model);
     // A column with doc values keeps no chunk data: its chunks come from the doc values.
-    let doc_values = data.doc_values.as_deref().map(|b| DocValues::new(b).unwrap());
-    prop_assert_eq!(doc_values.is_some(), data.data.is_empty() && !present_none(model));
+    let doc_values = data
+        .doc_values
+        .as_deref()
+        .map(|b| DocValues::new(b).unwrap());
+    prop_assert_eq!(
+        doc_values.is_some(),
+        data.data.is_empty() && !present_none(model)
+    );
     let reader = ColumnReader::new(ty, doc_count, &data.directory, &data.data)
         .unwrap()
         .with_doc_values(doc_values);
@@ -513,7 +519,10 @@ fn chunks_close_at_the_limits() {
     let first_docs = |ty: ColumnType, model: &[Option<Value>]| -> Vec<u32> {
         let data = write_column(ty, model);
         let reader = ColumnReader::new(ty, model.len() as u32, &data.directory, &data.data);
-        let doc_values = data.doc_values.as_deref().map(|b| DocValues::new(b).unwrap());
+        let doc_values = data
+            .doc_values
+            .as_deref()
+            .map(|b| DocValues::new(b).unwrap());
         let reader = reader.unwrap().with_doc_values(doc_values);
         (0..reader.chunk_count())
             .map(|i| reader.chunk_meta(i).unwrap().first_doc)

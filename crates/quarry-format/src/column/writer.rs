@@ -259,7 +259,8 @@ impl ColumnWriter {
         if doc_values.is_some() {
             // The waiting chunks keep no data: offset, length and crc 0.
             let pending = std::mem::take(&mut self.pending);
-            self.directory.extend(pending.into_iter().map(|(meta, _)| meta));
+            self.directory
+                .extend(pending.into_iter().map(|(meta, _)| meta));
         } else {
             self.compress_pending()?;
         }

@@ -192,7 +192,9 @@ impl TermInfo {
             }
             POSITIONS_CONSTANT => {
                 if max_tf != 1 {
-                    return Err(DecodeError::new("constant position with a frequency above 1"));
+                    return Err(DecodeError::new(
+                        "constant position with a frequency above 1",
+                    ));
                 }
                 info.constant_position = Some(r.varint_u32()?);
             }

@@ -34,6 +34,8 @@ fuzz_target!(|data: &[u8]| {
         max_tf: 1,
         min_norm: 0,
         has_positions: flags & 1 != 0,
+        inline_doc: (flags & 8 != 0).then_some(u32::from(header[9])),
+        constant_position: (flags & 16 != 0).then_some(u32::from(header[7])),
     };
     let open = || {
         if flags & 2 != 0 {

@@ -745,12 +745,12 @@ impl LiveIndex {
         // them all: written one by one they would be merged by the size-tiered merge ten at a
         // time, over and over (BENCHMARKS.md, "Fewer passes over each event").
         let small = self.small_block_bytes();
-        let (to_merge, as_is): (Vec<&MemoryBlock>, Vec<&MemoryBlock>) =
-            if blocks.iter().filter(|b| b.bytes.len() < small).count() >= 2 {
-                blocks.iter().partition(|b| b.bytes.len() < small)
-            } else {
-                (Vec::new(), blocks.iter().collect())
-            };
+        let (mut to_merge, mut as_is): (Vec<&MemoryBlock>, Vec<&MemoryBlock>) =
+            blocks.iter().partition(|b| b.bytes.len() < small);
+        if to_merge.len() < 2 {
+            // One small block is written as it is, like a big one.
+            as_is.append(&mut to_merge);
+        }
         let mut catalog = self.catalog();
         let mut entries = Vec::with_capacity(as_is.len() + 1);
         for block in as_is {

@@ -190,19 +190,17 @@ impl BlockReader {
                 }
             }
             if let Some(text) = &field.text {
-                let name = format!("norms of {}", field.name);
-                if version >= PACKED_NORMS_VERSION {
-                    check_crc(path, bytes, &name, text.norms)?;
-                    let norms = section_bytes(bytes, text.norms, manifest_offset)
-                        .ok_or_else(|| corrupt(&name, "section outside file"))?;
-                    if !fieldnorm::packed_fits(norms, manifest.doc_count) {
-                        return Err(corrupt(&name, "length does not match the doc count"));
-                    }
-                } else if text.norms.len != u64::from(manifest.doc_count) {
-                    return Err(corrupt(&field.name, "norms length is not the doc count"));
+                // In bounds: every section was checked against the file length above.
+                let fits = if version >= PACKED_NORMS_VERSION {
+                    section_bytes(bytes, text.norms, manifest_offset)
+                        .is_some_and(|norms| fieldnorm::packed_fits(norms, manifest.doc_count))
                 } else {
-                    eager.push((name, text.norms));
+                    text.norms.len == u64::from(manifest.doc_count)
+                };
+                if !fits {
+                    return Err(corrupt(&field.name, "norms length is not the doc count"));
                 }
+                eager.push((format!("norms of {}", field.name), text.norms));
             }
         }
         for (name, section) in eager {

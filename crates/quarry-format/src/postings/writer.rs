@@ -17,7 +17,7 @@ pub struct PostingsWriter {
     blocks: Vec<u8>,
     scratch: Vec<u32>,
     /// Postings written so far of at least `SHARED_POSTINGS_MIN_LEN` bytes, by their crc32
-    /// and length: (offset, len) of each.
+    /// and length: the offset of each.
     written: HashMap<(u32, u32), Vec<u64>>,
 }
 

@@ -7,6 +7,9 @@
 //! - Tokens are lowercased (Unicode lowercase; ASCII fast path).
 //! - Tokens longer than `MAX_TOKEN_LEN` bytes are dropped (they are blobs nobody types).
 //! - No stop words by default; a configured stop list drops those tokens after lowercasing.
+//! - Other tokenizers, for mapped fields (`Analyzer::with_tokenizer`): `Whitespace` cuts at
+//!   whitespace only and keeps case; `Keyword` keeps the whole value as one token (an empty
+//!   or over-long value gives none).
 //! - Each token's position is its index among all words of the value, so dropping stop words or
 //!   long tokens leaves gaps (as Lucene's position increments do) and phrases stay exact.
 //!
@@ -22,13 +25,45 @@ use unicode_segmentation::UnicodeSegmentation;
 #[derive(Debug, Clone, Default)]
 pub struct Analyzer {
     stop_words: HashSet<String>,
+    tokenizer: Tokenizer,
 }
+
+/// How text is cut into words.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Tokenizer {
+    /// UAX #29 words holding a letter or digit, lowercased (the module doc).
+    #[default]
+    Standard,
+    /// Runs of non-whitespace, case kept (Lucene's WhitespaceAnalyzer).
+    Whitespace,
+    /// The whole value as one token, case kept (Lucene's KeywordAnalyzer).
+    Keyword,
+}
+
+/// Lucene's English stop words (`EnglishAnalyzer.ENGLISH_STOP_WORDS_SET`), for the `stop`
+/// analyzer of a mapping.
+pub const ENGLISH_STOP_WORDS: [&str; 33] = [
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it",
+    "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these",
+    "they", "this", "to", "was", "will", "with",
+];
 
 impl Analyzer {
     pub fn new(stop_words: impl IntoIterator<Item = String>) -> Self {
         Analyzer {
             stop_words: stop_words.into_iter().map(|w| w.to_lowercase()).collect(),
+            tokenizer: Tokenizer::Standard,
         }
+    }
+
+    /// This analyzer cutting words with `tokenizer` (stop words kept as they are).
+    pub fn with_tokenizer(mut self, tokenizer: Tokenizer) -> Self {
+        self.tokenizer = tokenizer;
+        self
+    }
+
+    pub fn tokenizer(&self) -> Tokenizer {
+        self.tokenizer
     }
 
     pub fn stop_words(&self) -> impl Iterator<Item = &str> {
@@ -64,10 +99,13 @@ impl Analyzer {
         let mut position = first_position;
         buffer.clear();
         buffer.extend_from_slice(prefix);
+        let lowercase = self.tokenizer == Tokenizer::Standard;
         let mut word = |word: &str| {
             if word.len() <= MAX_TOKEN_LEN {
                 buffer.truncate(prefix.len());
-                if word.is_ascii() {
+                if !lowercase {
+                    buffer.extend_from_slice(word.as_bytes());
+                } else if word.is_ascii() {
                     buffer.extend(word.bytes().map(|b| b.to_ascii_lowercase()));
                 } else {
                     let mut utf8 = [0u8; 4];
@@ -85,7 +123,12 @@ impl Analyzer {
             }
             position += 1;
         };
-        for_each_word(text, &mut word);
+        match self.tokenizer {
+            Tokenizer::Standard => for_each_word(text, &mut word),
+            Tokenizer::Whitespace => text.split_whitespace().for_each(word),
+            Tokenizer::Keyword if text.is_empty() => {}
+            Tokenizer::Keyword => word(text),
+        }
         position - first_position
     }
 
@@ -252,6 +295,28 @@ mod tests {
         let mut out = Vec::new();
         for_each_word(text, &mut |w| out.push(w.to_owned()));
         out
+    }
+
+    #[test]
+    fn whitespace_and_keyword_tokenizers_keep_case() {
+        let text = "GET /Api/v1?x=1  HTTP/1.1";
+        let whitespace = Analyzer::default().with_tokenizer(Tokenizer::Whitespace);
+        let tokens: Vec<(u32, String)> = text
+            .split_whitespace()
+            .enumerate()
+            .map(|(i, w)| (i as u32, w.to_owned()))
+            .collect();
+        assert_eq!(whitespace.tokens(text), tokens);
+        let keyword = Analyzer::default().with_tokenizer(Tokenizer::Keyword);
+        assert_eq!(keyword.tokens(text), [(0, text.to_owned())]);
+        assert!(keyword.tokens("").is_empty());
+        let stop = Analyzer::new(ENGLISH_STOP_WORDS.map(str::to_owned));
+        let kept: Vec<String> = stop
+            .tokens("The cat is on the Mat")
+            .into_iter()
+            .map(|t| t.1)
+            .collect();
+        assert_eq!(kept, ["cat", "mat"]);
     }
 
     #[test]

@@ -61,6 +61,9 @@ pub enum EventError {
     /// `value` is the JSON text of the `_time` value(s), cut to `MAX_ERROR_VALUE_LEN` bytes.
     #[error("{TIME_FIELD}: cannot parse {value} as a time (RFC 3339 or epoch s/ms/us/ns)")]
     BadTime { value: String },
+    /// A value that does not fit its field's mapping (`Schema::check`).
+    #[error("field {field:?} {message}")]
+    Mapping { field: String, message: String },
 }
 
 /// An error message quotes at most this many bytes of a value: enough to recognise it, while
@@ -411,6 +414,19 @@ fn epoch_float_to_nanos(value: f64) -> Option<i64> {
     }
     let fraction = ((value - whole) * scale as f64).round() as i64;
     (whole as i64).checked_mul(scale)?.checked_add(fraction)
+}
+
+/// A value as the text it is analyzed from: a string or array as it is, a number as Rust
+/// prints it, a boolean as `true`/`false`, a time in RFC 3339.
+pub fn value_text(value: &Value) -> String {
+    match value {
+        Value::Str(s) | Value::Json(s) => s.clone(),
+        Value::I64(v) => v.to_string(),
+        Value::U64(v) => v.to_string(),
+        Value::F64(v) => v.to_string(),
+        Value::Bool(v) => v.to_string(),
+        Value::Timestamp(t) => format_time(*t),
+    }
 }
 
 /// RFC 3339 text of a nanosecond timestamp, in UTC with as many fraction digits as needed.

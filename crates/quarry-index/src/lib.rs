@@ -3,10 +3,12 @@
 
 pub mod analysis;
 pub mod event;
+pub mod schema;
 pub mod segment;
 
 pub use analysis::Analyzer;
 pub use event::{parse_event, Event};
+pub use schema::Schema;
 pub use segment::SegmentBuilder;
 pub mod error;
 pub mod merge;

@@ -127,9 +127,6 @@ pub(crate) fn build_output(
             }
             columns
         };
-        if columns.is_empty() {
-            continue;
-        }
         let text = copy_norms(readers, &ordinals, order).map(|norms| TextInput {
             docs_with_field: norms.iter().filter(|&&n| n != 0).count() as u32,
             norms,
@@ -137,6 +134,19 @@ pub(crate) fn build_output(
             total_tokens: 0,
         });
         let text = text.filter(|t| t.docs_with_field > 0);
+        // A field mapped `stored: false` has terms and no columns in the inputs that hold
+        // it: it stays whatever its columns, or its terms would be lost. Other fields without
+        // a value in these docs are dropped.
+        let terms_only = ordinals.iter().enumerate().any(|(input, ordinal)| {
+            ordinal.is_some_and(|o| {
+                readers[input].manifest().fields[o as usize]
+                    .columns
+                    .is_empty()
+            })
+        });
+        if columns.is_empty() && text.is_none() && !terms_only {
+            continue;
+        }
         fields.push(FieldInput {
             name: name.to_owned(),
             columns,
@@ -166,11 +176,32 @@ pub(crate) fn build_output(
                 .collect()
         })
         .collect();
+    let names_kept: Vec<String> = fields.iter().map(|f| f.name.clone()).collect();
     let mut total_tokens = vec![0u64; fields.len()];
     let inverted = merge_terms(readers, &runs, &ordinal_maps, &fields, &mut total_tokens)?;
-    for (field, tokens) in fields.iter_mut().zip(total_tokens) {
+    for ((field, tokens), name) in fields.iter_mut().zip(total_tokens).zip(&names_kept) {
         if let Some(text) = &mut field.text {
-            text.total_tokens = tokens;
+            // A field mapped `norms: false` counts each doc as one token long (its norms say
+            // so too); so does a field whose every value is one token. Either way, when
+            // every input counts one token a doc, so does the output.
+            let one_token_docs =
+                readers
+                    .iter()
+                    .enumerate()
+                    .filter(|&(i, _)| present(i))
+                    .all(|(_, reader)| {
+                        reader.field_ordinal(name).is_none_or(|o| {
+                            reader.manifest().fields[o as usize]
+                                .text
+                                .as_ref()
+                                .is_none_or(|t| t.total_tokens == u64::from(t.docs_with_field))
+                        })
+                    });
+            text.total_tokens = if one_token_docs {
+                u64::from(text.docs_with_field)
+            } else {
+                tokens
+            };
         }
     }
     Ok(BlockInput {

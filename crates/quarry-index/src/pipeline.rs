@@ -29,9 +29,9 @@
 //! Chunks are cut at the last newline within the first `chunk_bytes` bytes (or the first
 //! newline after), at the end of the stream, or where a committed range starts.
 
-use crate::analysis::Analyzer;
 use crate::error::{IndexError, Result};
 use crate::event::parse_event;
+use crate::schema::Schema;
 use crate::segment::SegmentBuilder;
 use crossbeam_channel::{bounded, Receiver};
 use quarry_store::catalog::{ChunkSum, DoneRange, IngestedChunk, LegacySource};
@@ -189,7 +189,7 @@ struct Chunk {
 /// committed block valid.
 pub fn index_inputs(
     catalog: &Mutex<Catalog>,
-    analyzer: Arc<Analyzer>,
+    schema: Arc<Schema>,
     inputs: &[Input],
     options: &IndexOptions,
     progress: &Progress,
@@ -205,13 +205,13 @@ pub fn index_inputs(
         let mut workers = Vec::with_capacity(threads);
         for _ in 0..threads {
             let receiver = receiver.clone();
-            let analyzer = analyzer.clone();
+            let schema = schema.clone();
             let failed = &failed;
             workers.push(scope.spawn(move || {
                 let result = index_chunks(
                     catalog,
                     dir,
-                    analyzer,
+                    schema,
                     receiver,
                     budget_per_thread,
                     progress,
@@ -819,13 +819,13 @@ fn send_chunks(
 fn index_chunks(
     catalog: &Mutex<Catalog>,
     dir: &Path,
-    analyzer: Arc<Analyzer>,
+    schema: Arc<Schema>,
     receiver: Receiver<Chunk>,
     budget: usize,
     progress: &Progress,
     on_error: &(dyn Fn(&LineError) + Sync),
 ) -> Result<()> {
-    let mut segment = SegmentBuilder::new(analyzer.clone());
+    let mut segment = SegmentBuilder::with_schema(schema.clone());
     let mut ranges: Vec<IngestedChunk> = Vec::new();
     for chunk in receiver {
         let now = std::time::SystemTime::now()
@@ -840,13 +840,15 @@ fn index_chunks(
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            match parse_event(line, now) {
+            match parse_event(line, now).and_then(|event| schema.check(&event).map(|()| event)) {
                 Ok(event) => {
                     if !segment.has_room_for(event.fields.iter().map(|(k, _)| k.as_str())) {
                         // The event's new field names would pass a block's limit: write the
                         // block first, as at is_full below (an event always fits a fresh one).
-                        let full =
-                            std::mem::replace(&mut segment, SegmentBuilder::new(analyzer.clone()));
+                        let full = std::mem::replace(
+                            &mut segment,
+                            SegmentBuilder::with_schema(schema.clone()),
+                        );
                         flush(catalog, dir, full, std::mem::take(&mut ranges), progress)?;
                     }
                     segment.add_event(
@@ -870,7 +872,8 @@ fn index_chunks(
                 // mid-chunk. This chunk's range is committed with the next block, so a crash
                 // in between re-indexes the chunk's first part on resume (duplicates, never
                 // loss).
-                let full = std::mem::replace(&mut segment, SegmentBuilder::new(analyzer.clone()));
+                let full =
+                    std::mem::replace(&mut segment, SegmentBuilder::with_schema(schema.clone()));
                 flush(catalog, dir, full, std::mem::take(&mut ranges), progress)?;
             }
         }
@@ -887,7 +890,7 @@ fn index_chunks(
             });
         }
         if segment.memory_bytes() >= budget {
-            let full = std::mem::replace(&mut segment, SegmentBuilder::new(analyzer.clone()));
+            let full = std::mem::replace(&mut segment, SegmentBuilder::with_schema(schema.clone()));
             flush(catalog, dir, full, std::mem::take(&mut ranges), progress)?;
         }
     }

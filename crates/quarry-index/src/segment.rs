@@ -8,6 +8,7 @@
 //! already arrived in time order (the common case for logs).
 
 use crate::analysis::Analyzer;
+use crate::schema::{self, Schema};
 use hashbrown::HashMap;
 use quarry_format::block::{BlockInput, FieldInput, InvertedIndexWriter, Manifest, TextInput};
 use quarry_format::codec::ByteReader;
@@ -15,6 +16,7 @@ use quarry_format::column::{ColumnData, ColumnWriter};
 use quarry_format::fieldnorm::length_to_id;
 use quarry_format::limits::{EXACT_TERM_LEN, MAX_DOCS_PER_BLOCK, MAX_FIELDS};
 use quarry_format::{f64_term, i64_term, ColumnType, FormatError, TermKind, Value, TIME_FIELD};
+use quarry_store::mapping::{FieldMapping, FieldType};
 use smallvec::SmallVec;
 use std::path::Path;
 use std::sync::Arc;
@@ -83,6 +85,9 @@ impl ColumnBuffer {
 
 struct FieldBuffer {
     name: String,
+    /// The field's mapping; `None`: dynamic.
+    rules: Option<FieldMapping>,
+    analyzer: Arc<Analyzer>,
     columns: Vec<ColumnBuffer>,
     /// (doc, token count) for each doc with tokens in this field.
     lengths: Vec<(u32, u32)>,
@@ -191,7 +196,7 @@ impl Vocabulary {
 
 /// Events indexed in memory, in arrival order.
 pub struct SegmentBuilder {
-    analyzer: Arc<Analyzer>,
+    schema: Arc<Schema>,
     times: Vec<i64>,
     fields: Vec<FieldBuffer>,
     field_ids: HashMap<String, u16>,
@@ -211,9 +216,15 @@ fn key_prefix(field: u16, kind: TermKind) -> [u8; 3] {
 const TERM_OVERHEAD: usize = 64;
 
 impl SegmentBuilder {
+    /// A builder indexing every field dynamically with `analyzer`.
     pub fn new(analyzer: Arc<Analyzer>) -> Self {
+        Self::with_schema(Arc::new(Schema::dynamic(analyzer)))
+    }
+
+    /// A builder indexing each field as `schema` maps it.
+    pub fn with_schema(schema: Arc<Schema>) -> Self {
         SegmentBuilder {
-            analyzer,
+            schema,
             times: Vec::new(),
             fields: Vec::new(),
             field_ids: HashMap::new(),
@@ -221,6 +232,12 @@ impl SegmentBuilder {
             key: Vec::new(),
             memory: 0,
         }
+    }
+
+    /// Indexes the fields this segment has not seen yet as `schema` says (a mapping that grew
+    /// while the segment was being filled); fields it holds keep the rules they started with.
+    pub fn set_schema(&mut self, schema: Arc<Schema>) {
+        self.schema = schema;
     }
 
     pub fn doc_count(&self) -> u32 {
@@ -277,6 +294,8 @@ impl SegmentBuilder {
         let id = self.fields.len() as u16;
         self.fields.push(FieldBuffer {
             name: name.to_owned(),
+            rules: self.schema.rules(name).copied(),
+            analyzer: self.schema.analyzer_for(name).clone(),
             columns: Vec::new(),
             lengths: Vec::new(),
             total_tokens: 0,
@@ -313,6 +332,10 @@ impl SegmentBuilder {
                 "field {name:?} repeated in one event"
             );
             buffer.last_doc = Some(doc);
+            if let Some(rules) = buffer.rules {
+                self.add_mapped(field, doc, value, rules);
+                continue;
+            }
             self.add_column_value(field, doc, value);
             match value {
                 Value::Str(text) => {
@@ -342,6 +365,62 @@ impl SegmentBuilder {
                 Value::Bool(v) => self.index_text(field, doc, if *v { "true" } else { "false" }),
                 Value::Timestamp(_) => {}
             }
+        }
+    }
+
+    /// Adds the value of a mapped field (`quarry_store::mapping`). A value that does not fit
+    /// its type (which `Schema::check` rejects at ingest, so only a mapping grown since, as on
+    /// a WAL replay, lets one through) is indexed dynamically: kept and searchable, never
+    /// dropped.
+    fn add_mapped(&mut self, field: u16, doc: u32, value: &Value, rules: FieldMapping) {
+        if rules.stored {
+            self.add_column_value(field, doc, value);
+        }
+        if !rules.index {
+            return;
+        }
+        match rules.ty {
+            FieldType::Text => {
+                self.index_text(field, doc, &crate::event::value_text(value));
+                if let Value::Str(text) = value {
+                    if text.len() <= EXACT_TERM_LEN {
+                        self.add_exact(field, doc, TermKind::Exact, text.as_bytes());
+                    }
+                }
+            }
+            FieldType::Keyword => {
+                for item in schema::keyword_items(value) {
+                    self.add_exact(field, doc, TermKind::Exact, item.as_bytes());
+                }
+            }
+            FieldType::Number if schema::number_items(value).all(|item| item.is_some()) => {
+                for item in schema::number_items(value).flatten() {
+                    self.add_number(field, doc, &item);
+                }
+            }
+            FieldType::Boolean if schema::bool_items(value).all(|item| item.is_some()) => {
+                for item in schema::bool_items(value).flatten() {
+                    let text = if item { "true" } else { "false" };
+                    self.add_exact(field, doc, TermKind::Exact, text.as_bytes());
+                }
+            }
+            FieldType::Number | FieldType::Boolean => {
+                self.index_text(field, doc, &crate::event::value_text(value));
+            }
+        }
+    }
+
+    /// A number's exact term: an integer's i64 bytes, else (above i64, or a fraction) its f64
+    /// bytes, as the dynamic mapping writes them.
+    fn add_number(&mut self, field: u16, doc: u32, value: &Value) {
+        match *value {
+            Value::I64(v) => self.add_exact(field, doc, TermKind::I64, &i64_term(v)),
+            Value::U64(v) => match i64::try_from(v) {
+                Ok(v) => self.add_exact(field, doc, TermKind::I64, &i64_term(v)),
+                Err(_) => self.add_exact(field, doc, TermKind::F64, &f64_term(v as f64)),
+            },
+            Value::F64(v) if !v.is_nan() => self.add_exact(field, doc, TermKind::F64, &f64_term(v)),
+            _ => {}
         }
     }
 
@@ -389,6 +468,11 @@ impl SegmentBuilder {
         key.extend_from_slice(&key_prefix(field, kind));
         key.extend_from_slice(value);
         let term = self.vocabulary.get_or_insert(&key);
+        if term.doc_freq > 0 && term.last_doc == doc {
+            // An array with the same item twice: one posting.
+            self.key = key;
+            return;
+        }
         let before = term.bytes.len();
         push_varint(&mut term.bytes, doc - term.last_doc);
         term.last_doc = doc;
@@ -400,7 +484,7 @@ impl SegmentBuilder {
     fn index_text(&mut self, field: u16, doc: u32, text: &str) {
         let mut token_count = 0u32;
         // The analyzer is shared (Arc) so the closure may borrow `self` mutably to intern.
-        let analyzer = Arc::clone(&self.analyzer);
+        let analyzer = Arc::clone(&self.fields[field as usize].analyzer);
         let mut key = std::mem::take(&mut self.key);
         analyzer.tokenize_after(
             text,
@@ -429,6 +513,11 @@ impl SegmentBuilder {
         self.key = key;
         if token_count > 0 {
             let field_buffer = &mut self.fields[field as usize];
+            if field_buffer.rules.is_some_and(|rules| !rules.norms) {
+                // `norms: false`: every doc counts as one token long, so the length of a
+                // value changes no score (BM25's length factor is 1 for every doc).
+                token_count = 1;
+            }
             field_buffer.lengths.push((doc, token_count));
             field_buffer.total_tokens += u64::from(token_count);
         }
@@ -572,7 +661,11 @@ impl SegmentBuilder {
                 if new_id.is_some() {
                     entries.sort_unstable();
                 }
-                let mut writer = ColumnWriter::new(buffer.ty);
+                let mut writer = if field.rules.is_some_and(|rules| !rules.doc_values) {
+                    ColumnWriter::without_doc_values(buffer.ty)
+                } else {
+                    ColumnWriter::new(buffer.ty)
+                };
                 for (doc, i) in entries {
                     match buffer.ty {
                         ColumnType::Str | ColumnType::Json => {

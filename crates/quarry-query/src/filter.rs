@@ -496,6 +496,10 @@ pub fn numeric_range_scorer<'a>(
         return Ok(None);
     };
     let columns = numeric_columns(block, ordinal);
+    if columns.is_empty() {
+        // A number field mapped `stored: false` keeps only its terms.
+        return terms_range_scorer(block, ordinal, range);
+    }
     if optimizations.skipping {
         let any = columns.iter().any(|c| {
             c.min_max
@@ -504,9 +508,6 @@ pub fn numeric_range_scorer<'a>(
         if !any {
             return Ok(None);
         }
-    }
-    if columns.is_empty() {
-        return Ok(None);
     }
     // With doc values for every column, a time-sorted search checks docs one by one: its
     // windows ask for few docs, and building the whole block's answer first (below) was most
@@ -581,6 +582,22 @@ fn eager_range_scorer<'a>(
         }
     }
     scan_columns(block, ordinal, range, optimizations)
+}
+
+/// The union of the numeric terms in `range`: the whole answer for a field without columns.
+fn terms_range_scorer<'a>(
+    block: &'a BlockReader,
+    ordinal: u16,
+    range: &NumericRange,
+) -> Result<Option<BoxScorer<'a>>> {
+    let mut infos = Vec::new();
+    if let Some((lo, hi)) = range.i64_key_bounds() {
+        infos.extend(block.term_range(ordinal, TermKind::I64, &lo, &hi)?);
+    }
+    if let Some((lo, hi)) = range.f64_key_bounds() {
+        infos.extend(block.term_range(ordinal, TermKind::F64, &lo, &hi)?);
+    }
+    postings_union(block, &infos)
 }
 
 /// A numeric range that checks docs against the doc values as they are asked for, and after

@@ -1,11 +1,14 @@
 //! Analyzed queries: the parser's `Ast` with its text run through the analyzer and bare words
 //! expanded over the text fields.
 
+use crate::error::{QueryError, Result};
 use crate::parser::{Ast, Occur, TIME_FIELD};
 use crate::pattern::Pattern;
-use crate::range::NumericRange;
+use crate::range::{Number, NumericRange};
 use quarry_format::limits::EXACT_TERM_LEN;
-use quarry_index::Analyzer;
+use quarry_index::Schema;
+use quarry_store::mapping::FieldType;
+use std::ops::Bound;
 use std::sync::Arc;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -67,35 +70,67 @@ pub enum Query {
     Nothing,
 }
 
-/// Analyzes `ast`; `text_fields` are the fields bare words search.
-pub fn plan(ast: &Ast, analyzer: &Analyzer, text_fields: &[String]) -> Query {
-    match ast {
+/// Analyzes `ast` as `schema` says each field was indexed; `text_fields` are the fields bare
+/// words search. A query on a field whose mapping cannot answer it (not indexed, a word that
+/// is not a number for a number field) is an error naming the field.
+pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query> {
+    Ok(match ast {
         Ast::Word { field, text } | Ast::Phrase { field, text, .. } => {
             let slop = match ast {
                 Ast::Phrase { slop, .. } => *slop,
                 _ => 0,
             };
-            let tokens = analyzer.tokens(text);
-            if tokens.is_empty() {
-                return Query::Nothing;
-            }
-            let per_field = |field: &str| {
-                if tokens.len() == 1 {
-                    Query::Term {
+            let per_field = |field: &str| -> Result<Query> {
+                match mapped(schema, field)? {
+                    Some(FieldType::Keyword) => Ok(Query::Exact {
                         field: field.to_owned(),
-                        term: tokens[0].1.clone(),
+                        value: text.clone(),
+                        tokens: Vec::new(),
+                    }),
+                    Some(FieldType::Number) => {
+                        let number = Number::parse(text.trim()).ok_or_else(|| {
+                            QueryError::Invalid(format!(
+                                "field {field:?} is mapped as a number; {text:?} is not one"
+                            ))
+                        })?;
+                        Ok(Query::Range {
+                            field: field.to_owned(),
+                            range: NumericRange {
+                                lower: Bound::Included(number),
+                                upper: Bound::Included(number),
+                            },
+                        })
                     }
-                } else {
-                    Query::Phrase {
-                        field: field.to_owned(),
-                        terms: tokens.clone(),
-                        slop,
+                    Some(FieldType::Boolean) => match text.to_ascii_lowercase().as_str() {
+                        value @ ("true" | "false") => Ok(Query::Exact {
+                            field: field.to_owned(),
+                            value: value.to_owned(),
+                            tokens: Vec::new(),
+                        }),
+                        _ => Err(QueryError::Invalid(format!(
+                            "field {field:?} is mapped as a boolean; {text:?} is not true or false"
+                        ))),
+                    },
+                    Some(FieldType::Text) | None => {
+                        let tokens = schema.analyzer_for(field).tokens(text);
+                        Ok(match tokens.len() {
+                            0 => Query::Nothing,
+                            1 => Query::Term {
+                                field: field.to_owned(),
+                                term: tokens[0].1.clone(),
+                            },
+                            _ => Query::Phrase {
+                                field: field.to_owned(),
+                                terms: tokens,
+                                slop,
+                            },
+                        })
                     }
                 }
             };
-            over_fields(field.as_deref(), text_fields, per_field)
+            over_fields(field.as_deref(), text_fields, per_field)?
         }
-        Ast::Boost { inner, boost } => match plan(inner, analyzer, text_fields) {
+        Ast::Boost { inner, boost } => match plan(inner, schema, text_fields)? {
             Query::Nothing => Query::Nothing,
             inner => Query::Boost {
                 inner: Box::new(inner),
@@ -103,16 +138,36 @@ pub fn plan(ast: &Ast, analyzer: &Analyzer, text_fields: &[String]) -> Query {
             },
         },
         Ast::Pattern { field, pattern } => {
-            let per_field = |field: &str| Query::Pattern {
-                field: field.to_owned(),
-                pattern: pattern.clone(),
+            let per_field = |field: &str| -> Result<Query> {
+                match mapped(schema, field)? {
+                    Some(FieldType::Text) | None => Ok(Query::Pattern {
+                        field: field.to_owned(),
+                        pattern: pattern.clone(),
+                    }),
+                    Some(_) => Err(QueryError::Invalid(format!(
+                        "field {field:?}: prefix, wildcard, regex and fuzzy terms search text \
+                         fields; this one is mapped otherwise"
+                    ))),
+                }
             };
-            over_fields(field.as_deref(), text_fields, per_field)
+            over_fields(field.as_deref(), text_fields, per_field)?
         }
         Ast::Exact { field, value } => {
+            let kind = mapped(schema, field)?;
             let mut tokens = Vec::new();
-            if value.len() > EXACT_TERM_LEN {
-                tokens = analyzer.tokens(value).into_iter().map(|(_, t)| t).collect();
+            if value.len() > EXACT_TERM_LEN && kind != Some(FieldType::Keyword) {
+                if schema.rules(field).is_some_and(|rules| !rules.stored) {
+                    return Err(QueryError::Invalid(format!(
+                        "field {field:?} is not stored (its mapping): an exact value longer \
+                         than {EXACT_TERM_LEN} bytes is checked against the stored value"
+                    )));
+                }
+                tokens = schema
+                    .analyzer_for(field)
+                    .tokens(value)
+                    .into_iter()
+                    .map(|(_, t)| t)
+                    .collect();
                 tokens.sort_unstable();
                 tokens.dedup();
             }
@@ -139,7 +194,7 @@ pub fn plan(ast: &Ast, analyzer: &Analyzer, text_fields: &[String]) -> Query {
         Ast::Bool(clauses) => {
             let (mut must, mut should, mut must_not) = (Vec::new(), Vec::new(), Vec::new());
             for (occur, clause) in clauses {
-                let query = plan(clause, analyzer, text_fields);
+                let query = plan(clause, schema, text_fields)?;
                 match (occur, query) {
                     // A clause that analyzes to no token is dropped, required or not, as
                     // Lucene's query parser drops it (`+© +ndi` means `+ndi`).
@@ -151,15 +206,15 @@ pub fn plan(ast: &Ast, analyzer: &Analyzer, text_fields: &[String]) -> Query {
             }
             if must.is_empty() && should.is_empty() {
                 if must_not.is_empty() {
-                    return Query::Nothing;
+                    return Ok(Query::Nothing);
                 }
                 must.push(Query::All);
             }
             if must_not.is_empty() && must.is_empty() && should.len() == 1 {
-                return should.pop().unwrap_or(Query::Nothing);
+                return Ok(should.pop().unwrap_or(Query::Nothing));
             }
             if must_not.is_empty() && should.is_empty() && must.len() == 1 {
-                return must.pop().unwrap_or(Query::Nothing);
+                return Ok(must.pop().unwrap_or(Query::Nothing));
             }
             Query::Bool {
                 must,
@@ -167,22 +222,41 @@ pub fn plan(ast: &Ast, analyzer: &Analyzer, text_fields: &[String]) -> Query {
                 must_not,
             }
         }
-    }
+    })
 }
 
 /// `per_field` of `field`, or of every text field (ORed) for a bare value.
 fn over_fields(
     field: Option<&str>,
     text_fields: &[String],
-    per_field: impl Fn(&str) -> Query,
-) -> Query {
+    per_field: impl Fn(&str) -> Result<Query>,
+) -> Result<Query> {
     match field {
         Some(field) => per_field(field),
-        None => match text_fields {
-            [] => Query::Nothing,
-            [only] => per_field(only),
-            many => Query::Any(many.iter().map(|f| per_field(f)).collect()),
-        },
+        None => {
+            let mut any = text_fields
+                .iter()
+                .map(|f| per_field(f))
+                .filter(|q| !matches!(q, Ok(Query::Nothing)))
+                .collect::<Result<Vec<Query>>>()?;
+            Ok(match any.len() {
+                0 => Query::Nothing,
+                1 => any.pop().unwrap_or(Query::Nothing),
+                _ => Query::Any(any),
+            })
+        }
+    }
+}
+
+/// The mapped type of `field` (`None`: dynamic), or an error if its mapping indexes nothing.
+fn mapped(schema: &Schema, field: &str) -> Result<Option<FieldType>> {
+    match schema.rules(field) {
+        Some(rules) if !rules.index => Err(QueryError::Invalid(format!(
+            "field {field:?} is not indexed (its mapping says `index: false`), so it cannot \
+             be searched"
+        ))),
+        Some(rules) => Ok(Some(rules.ty)),
+        None => Ok(None),
     }
 }
 

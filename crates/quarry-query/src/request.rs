@@ -166,7 +166,7 @@ impl Searcher {
 
     fn answer(&self, request: &SearchRequest) -> Result<SearchResponse> {
         let query = match &request.ast {
-            Some(ast) => self.plan(ast),
+            Some(ast) => self.plan(ast)?,
             None => self.parse(&request.query)?,
         };
         let query = query.within(request.start, request.end);

@@ -12,7 +12,7 @@ use crate::weight::{CollectionStats, Weight};
 use quarry_format::block::DocumentFetcher;
 use quarry_format::column::ChunkCache;
 use quarry_format::{BlockReader, DecodeError, Value, TERMINATED, TIME_FIELD};
-use quarry_index::Analyzer;
+use quarry_index::{Analyzer, Schema};
 use quarry_store::Catalog;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -70,7 +70,7 @@ pub struct Searcher {
     /// A stable id per block (the number in its file name), which orders events of equal
     /// `_time` across blocks: time order is (`_time`, block id, doc id), and cursors hold it.
     pub(crate) block_ids: Vec<u64>,
-    analyzer: Analyzer,
+    schema: Arc<Schema>,
     text_fields: Vec<String>,
     params: Bm25Params,
     pub(crate) optimizations: Optimizations,
@@ -97,7 +97,8 @@ impl Searcher {
                 }),
             }
         }
-        let mut searcher = Searcher::new(blocks, Analyzer::new(settings.stop_words));
+        let mut searcher = Searcher::new(blocks, Analyzer::default())
+            .with_schema(Arc::new(Schema::from_settings(&settings)));
         searcher.damaged = damaged;
         Ok(searcher)
     }
@@ -134,7 +135,7 @@ impl Searcher {
         };
         self.blocks.remove(index);
         self.block_ids.remove(index);
-        self.text_fields = text_fields(&self.blocks);
+        self.text_fields = text_fields(&self.blocks, &self.schema);
         self.damaged.push(DamagedBlock {
             path: path.to_path_buf(),
             error: format_error.to_string(),
@@ -155,6 +156,8 @@ impl Searcher {
             .collect()
     }
 
+    /// A searcher over `blocks`, every field searched as dynamically indexed with `analyzer`
+    /// (`with_schema` for a mapping).
     pub fn new(blocks: Vec<BlockReader>, analyzer: Analyzer) -> Searcher {
         Searcher::from_shared(blocks.into_iter().map(Arc::new).collect(), analyzer)
     }
@@ -177,16 +180,28 @@ impl Searcher {
                     .unwrap_or(position as u64)
             })
             .collect();
+        let schema = Arc::new(Schema::dynamic(Arc::new(analyzer)));
         Searcher {
-            text_fields: text_fields(&blocks),
+            text_fields: text_fields(&blocks, &schema),
             blocks,
             block_ids,
-            analyzer,
+            schema,
             params: Bm25Params::default(),
             optimizations: Optimizations::default(),
             damaged: Vec::new(),
             chunk_cache: None,
         }
+    }
+
+    /// The same searcher, its queries planned as `schema` says fields are indexed.
+    pub fn with_schema(mut self, schema: Arc<Schema>) -> Searcher {
+        self.text_fields = text_fields(&self.blocks, &schema);
+        self.schema = schema;
+        self
+    }
+
+    pub fn schema(&self) -> &Arc<Schema> {
+        &self.schema
     }
 
     /// The same searcher, fetching events through `cache` (decoded chunks kept across
@@ -223,12 +238,12 @@ impl Searcher {
 
     pub fn parse(&self, text: &str) -> Result<Query> {
         let ast = parser::parse(text)?;
-        Ok(self.plan(&ast))
+        self.plan(&ast)
     }
 
     /// A parsed query (or one compiled from Elasticsearch's DSL) analyzed for these blocks.
-    pub fn plan(&self, ast: &parser::Ast) -> Query {
-        plan(ast, &self.analyzer, &self.text_fields)
+    pub fn plan(&self, ast: &parser::Ast) -> Result<Query> {
+        plan(ast, &self.schema, &self.text_fields)
     }
 
     /// The weight of a scored search: statistics (idf, norms) over every block.
@@ -469,8 +484,13 @@ fn disjunction_clauses(weight: &Weight) -> Option<Vec<&Weight>> {
 }
 
 /// A value as JSON: arrays (kept as JSON text) are parsed back.
-/// The fields bare words search: every tokenized field of any block, sorted.
-fn text_fields(blocks: &[Arc<BlockReader>]) -> Vec<String> {
+/// The fields bare words search: the mapping's `default_search_fields` when it names some,
+/// else every tokenized field of any block that the mapping does not map otherwise, sorted.
+fn text_fields(blocks: &[Arc<BlockReader>], schema: &Schema) -> Vec<String> {
+    let named = &schema.mapping().default_search_fields;
+    if !named.is_empty() {
+        return named.clone();
+    }
     let names: BTreeSet<String> = blocks
         .iter()
         .flat_map(|b| {
@@ -478,6 +498,11 @@ fn text_fields(blocks: &[Arc<BlockReader>]) -> Vec<String> {
                 .fields
                 .iter()
                 .filter(|f| f.text.is_some())
+                .filter(|f| {
+                    schema.rules(&f.name).is_none_or(|rules| {
+                        rules.index && rules.ty == quarry_store::FieldType::Text
+                    })
+                })
                 .map(|f| f.name.clone())
         })
         .collect();

@@ -438,7 +438,26 @@ impl Weight {
                 value,
                 tokens,
             } if value.len() > EXACT_TERM_LEN => {
-                filter::long_exact_scorer(block, field, value, tokens)?
+                // A field mapped `keyword` holds an exact term for a long value too; docs
+                // indexed dynamically (before the field was mapped) are found through the
+                // value's tokens. A block merged from both has both.
+                let keyword = match block.field_ordinal(field) {
+                    Some(ordinal) => block.term_info(ordinal, TermKind::Exact, value.as_bytes())?,
+                    None => None,
+                };
+                let checked = filter::long_exact_scorer(block, field, value, tokens)?;
+                match (keyword, checked) {
+                    (None, checked) => checked,
+                    (Some(info), None) => Some(Box::new(ConstScorer {
+                        cursor: block.postings(&info)?,
+                    }) as BoxScorer),
+                    (Some(info), Some(checked)) => Some(Box::new(UnionScorer::new(vec![
+                        Box::new(ConstScorer {
+                            cursor: block.postings(&info)?,
+                        }),
+                        checked,
+                    ])) as BoxScorer),
+                }
             }
             Weight::Exact { field, value, .. } => {
                 let Some(ordinal) = block.field_ordinal(field) else {

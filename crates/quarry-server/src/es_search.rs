@@ -122,10 +122,10 @@ pub(crate) async fn msearch(
     es_response(answer)
 }
 
-/// `GET /{index}/_mapping`: the tenant's fields as Elasticsearch's dynamic mapping would type
-/// them (strings as `text` with a `keyword` sub-field, as Quarry indexes both), dotted names
-/// as nested `properties`, `_time` as `@timestamp`. Enough for clients and Grafana's field
-/// lists.
+/// `GET /{index}/_mapping`: mapped fields as their mapping says, the others as
+/// Elasticsearch's dynamic mapping would type them (strings as `text` with a `keyword`
+/// sub-field, as Quarry indexes both), dotted names as nested `properties`, `_time` as
+/// `@timestamp`. Enough for clients and Grafana's field lists.
 pub(crate) async fn mapping(
     State(state): State<Arc<AppState>>,
     UrlPath(index): UrlPath<String>,
@@ -134,12 +134,24 @@ pub(crate) async fn mapping(
     let answer = (|| {
         let live = state.authorize(&index, &headers)?.live.clone();
         let searcher = live.published_snapshot();
+        let schema = live.schema();
         let mut properties = Map::new();
+        // Mapped names first (patterns are not field names: the fields they map show below).
+        for (name, rules) in &schema.mapping().fields {
+            if !name.contains('*') {
+                insert_dotted(
+                    &mut properties,
+                    name.clone(),
+                    rules.to_es_json(),
+                    Some("properties"),
+                );
+            }
+        }
         for (name, (types, _)) in crate::field_summary(&searcher) {
             let has = |ty: &str| types.get(ty).is_some_and(|&n| n > 0);
-            let mapping = if name == quarry_format::TIME_FIELD
-                || has("timestamp") && types.len() == 1
-            {
+            let mapping = if let Some(rules) = schema.rules(&name) {
+                rules.to_es_json()
+            } else if name == quarry_format::TIME_FIELD || has("timestamp") && types.len() == 1 {
                 json!({"type": "date"})
             } else if has("string") || has("json") {
                 json!({"type": "text", "fields": {"keyword": {"type": "keyword", "ignore_above": quarry_format::limits::MAX_EXACT_TERM_LEN}}})

@@ -91,10 +91,11 @@ pub(crate) async fn ingest(
     let work = tenant.clone();
     let done = blocking(move || {
         let body = decode_body(&headers, body, limit)?;
+        let schema = work.live.schema();
         let (batch, errors) = if is_text {
-            text_batch(now, &body)
+            text_batch(now, &body, &schema)
         } else {
-            Batch::parse(now, lines(&body))
+            Batch::parse(now, lines(&body), &schema)
         };
         let ingested = batch.len();
         work.admit(ingested, body.len())?;
@@ -217,7 +218,11 @@ fn lines(body: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
 
 /// Plain text: each non-blank line an event `{"message": line}` with the time of a leading
 /// timestamp (`quarry_index::textline`).
-fn text_batch(now: i64, body: &[u8]) -> (Batch, Vec<(usize, String)>) {
+fn text_batch(
+    now: i64,
+    body: &[u8],
+    schema: &quarry_index::Schema,
+) -> (Batch, Vec<(usize, String)>) {
     let mut events = Vec::new();
     let mut errors = Vec::new();
     for (number, line) in lines(body) {
@@ -226,8 +231,11 @@ fn text_batch(now: i64, body: &[u8]) -> (Batch, Vec<(usize, String)>) {
             Err(e) => errors.push((number, format!("line is not UTF-8 text: {e}"))),
         }
     }
-    let (batch, mut parse_errors) =
-        Batch::parse(now, events.iter().map(|(n, json)| (*n, json.as_bytes())));
+    let (batch, mut parse_errors) = Batch::parse(
+        now,
+        events.iter().map(|(n, json)| (*n, json.as_bytes())),
+        schema,
+    );
     errors.append(&mut parse_errors);
     errors.sort();
     (batch, errors)
@@ -380,8 +388,11 @@ async fn bulk_inner(
                 }
                 continue;
             }
-            let (batch, mut parse_errors) =
-                Batch::parse(now, docs.iter().map(|(i, doc)| (items[*i].line, &doc[..])));
+            let (batch, mut parse_errors) = Batch::parse(
+                now,
+                docs.iter().map(|(i, doc)| (items[*i].line, &doc[..])),
+                &tenant.live.schema(),
+            );
             let failed = parse_errors.len();
             errors.append(&mut parse_errors);
             let live = tenant.live.clone();

@@ -19,6 +19,7 @@ mod es_search;
 mod ingest;
 pub mod listener;
 pub mod live;
+mod mapping;
 mod metrics;
 mod tail;
 pub mod tenants;
@@ -223,6 +224,10 @@ fn router(state: Arc<AppState>, request_timeout: Duration) -> Router {
         .route("/health/ready", get(ready))
         .route("/api/v1/{tenant}/search", get(search_get).post(search_post))
         .route("/api/v1/{tenant}/fields", get(fields))
+        .route(
+            "/api/v1/{tenant}/mapping",
+            get(mapping::get).put(mapping::put),
+        )
         .route("/api/v1/{tenant}/tail", get(tail::tail))
         .merge(ingest_routes)
         .route("/", get(ingest::es_info).head(ingest::es_info))
@@ -239,7 +244,10 @@ fn router(state: Arc<AppState>, request_timeout: Duration) -> Router {
             "/{index}/_msearch",
             get(es_search::msearch).post(es_search::msearch),
         )
-        .route("/{index}/_mapping", get(es_search::mapping))
+        .route(
+            "/{index}/_mapping",
+            get(es_search::mapping).put(mapping::es_put),
+        )
         .route("/api/v1/openapi.json", get(openapi))
         .route("/metrics", get(metrics::scrape))
         .route("/api/v1/tenants", post(admin::create).get(admin::list))

@@ -53,8 +53,9 @@ use quarry_index::merge::{
 };
 use quarry_index::pipeline::Progress;
 use quarry_index::segment::SegmentBuilder;
+use quarry_index::Schema;
 use quarry_query::{DamagedBlock, Searcher};
-use quarry_store::{BlockEntry, Metastore};
+use quarry_store::{BlockEntry, Mapping, Metastore};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -152,9 +153,11 @@ const RECORD_EVENTS: usize = 1024;
 impl Batch {
     /// Parses JSON event lines (`(line number, bytes)`); the lines that fail come back as
     /// `(line number, reason)` and are left out of the batch, the others are kept.
+    /// A line whose values do not fit `schema`'s mapping is an error too (`Schema::check`).
     pub fn parse<'a>(
         now: i64,
         lines: impl IntoIterator<Item = (usize, &'a [u8])>,
+        schema: &Schema,
     ) -> (Batch, Vec<(usize, String)>) {
         let mut batch = Batch {
             now,
@@ -164,7 +167,7 @@ impl Batch {
         };
         let mut errors = Vec::new();
         for (number, line) in lines {
-            match parse_event(line, now) {
+            match parse_event(line, now).and_then(|event| schema.check(&event).map(|()| event)) {
                 Ok(event) => {
                     batch.text.extend_from_slice(line);
                     batch.ends.push(batch.text.len());
@@ -268,7 +271,8 @@ struct Active {
 /// holds all of them at once, so the WAL position it reads covers exactly what it seals.
 pub struct LiveIndex {
     tenant: String,
-    analyzer: Arc<Analyzer>,
+    /// The tenant's analyzers and mapping; replaced when the mapping grows.
+    schema: Mutex<Arc<Schema>>,
     config: IngestConfig,
     catalog: Mutex<Box<dyn Metastore>>,
     actives: Vec<Mutex<Active>>,
@@ -353,7 +357,7 @@ impl LiveIndex {
             .merge
             .target_block_bytes
             .min((config.max_memory_bytes as u64 / 4).max(1 << 20));
-        let analyzer = Arc::new(Analyzer::new(catalog.settings().stop_words.clone()));
+        let schema = Arc::new(Schema::from_settings(catalog.settings()));
         let mut disk = Vec::with_capacity(catalog.blocks().len());
         let mut damaged = Vec::new();
         for entry in catalog.blocks() {
@@ -396,7 +400,7 @@ impl LiveIndex {
         let actives = (0..cores)
             .map(|_| {
                 Mutex::new(Active {
-                    segment: SegmentBuilder::new(analyzer.clone()),
+                    segment: SegmentBuilder::with_schema(schema.clone()),
                     counted_bytes: 0,
                 })
             })
@@ -413,7 +417,7 @@ impl LiveIndex {
             stats: BackgroundStats::default(),
             sealed: tokio::sync::broadcast::channel(TAIL_BACKLOG_BLOCKS).0,
             tenant: tenant.to_owned(),
-            analyzer,
+            schema: Mutex::new(schema),
             config,
             catalog: Mutex::new(catalog),
             actives,
@@ -555,8 +559,27 @@ impl LiveIndex {
         (self.snapshot_of(&mut state), receiver)
     }
 
-    pub fn analyzer(&self) -> &Arc<Analyzer> {
-        &self.analyzer
+    /// The schema events are indexed and queries planned with.
+    pub fn schema(&self) -> Arc<Schema> {
+        lock(&self.schema).clone()
+    }
+
+    /// Grows the tenant's mapping by `update` (a mapped field cannot change) and commits it.
+    /// Fields the active segments have not seen yet follow it at once; searches plan with it
+    /// from the next snapshot. Returns the mapping now in force.
+    pub fn set_mapping(&self, update: &Mapping) -> Result<Mapping> {
+        let mapping = {
+            let mut catalog = lock(&self.catalog);
+            let mapping = catalog.set_mapping(update)?;
+            let schema = Arc::new(Schema::from_settings(catalog.settings()));
+            *lock(&self.schema) = schema.clone();
+            for active in &self.actives {
+                lock(active).segment.set_schema(schema.clone());
+            }
+            mapping
+        };
+        self.state().snapshot = None;
+        Ok(mapping)
     }
 
     fn snapshot_of(&self, state: &mut State) -> Arc<Searcher> {
@@ -571,7 +594,8 @@ impl LiveIndex {
             .collect();
         let damaged = state.damaged.iter().map(|(_, d)| d.clone()).collect();
         let searcher = Arc::new(
-            Searcher::from_shared(blocks, (*self.analyzer).clone())
+            Searcher::from_shared(blocks, Analyzer::default())
+                .with_schema(self.schema())
                 .with_damaged(damaged)
                 .with_chunk_cache(self.chunk_cache.clone()),
         );
@@ -765,7 +789,7 @@ impl LiveIndex {
             let merged = merge_readers(
                 &readers,
                 &sizes(&readers),
-                self.analyzer.clone(),
+                self.schema().analyzer().clone(),
                 &self.config.merge,
                 &Progress::default(),
                 |input| write_new_block(&mut **catalog, input),
@@ -837,7 +861,7 @@ impl LiveIndex {
         let merged = merge_readers(
             &readers,
             &sizes,
-            self.analyzer.clone(),
+            self.schema().analyzer().clone(),
             &self.config.merge,
             &Progress::default(),
             |input| {
@@ -877,7 +901,7 @@ impl LiveIndex {
         let started = Instant::now();
         let merged = merge_blocks(
             &mut **catalog,
-            self.analyzer.clone(),
+            self.schema().analyzer().clone(),
             &ids,
             &self.config.merge,
             &Progress::default(),
@@ -962,7 +986,7 @@ impl LiveIndex {
         active.counted_bytes = 0;
         Some(std::mem::replace(
             &mut active.segment,
-            SegmentBuilder::new(self.analyzer.clone()),
+            SegmentBuilder::with_schema(self.schema()),
         ))
     }
 

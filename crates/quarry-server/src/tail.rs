@@ -121,7 +121,7 @@ pub(crate) async fn tail(
         .map(|hit| hit_event(&mut ids, hit))
         .collect();
     let (sender, receiver) = mpsc::channel::<Event>(CLIENT_QUEUE);
-    let analyzer = live.analyzer().clone();
+    let schema = live.schema();
     tokio::spawn(async move {
         for event in history_events {
             if sender.send(event).await.is_err() {
@@ -147,7 +147,7 @@ pub(crate) async fn tail(
                 }
                 Err(RecvError::Closed) => return,
             };
-            let hits = match matches_in(block, &analyzer, &text).await {
+            let hits = match matches_in(block, &schema, &text).await {
                 Ok(hits) => hits,
                 Err(message) => {
                     let _ = sender.try_send(Event::default().event("error").data(message));
@@ -187,13 +187,14 @@ async fn drop_client(sender: &mpsc::Sender<Event>, reason: String) {
 /// The matches of `text` in a newly sealed block, oldest first.
 async fn matches_in(
     block: Arc<BlockReader>,
-    analyzer: &Arc<quarry_index::analysis::Analyzer>,
+    schema: &Arc<quarry_index::Schema>,
     text: &str,
 ) -> Result<Vec<HitEvent>, String> {
-    let analyzer = (**analyzer).clone();
+    let schema = schema.clone();
     let text = text.to_owned();
     tokio::task::spawn_blocking(move || {
-        let searcher = Searcher::from_shared(vec![block], analyzer);
+        let searcher = Searcher::from_shared(vec![block], quarry_index::Analyzer::default())
+            .with_schema(schema);
         let request = SearchRequest {
             query: text,
             sort: SortOrder::TimeAsc,

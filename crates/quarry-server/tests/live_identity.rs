@@ -186,6 +186,7 @@ proptest! {
             let (batch, errors) = Batch::parse(
                 0,
                 lines[next..end].iter().enumerate().map(|(i, l)| (i + 1, l.as_bytes())),
+                &quarry_index::Schema::default(),
             );
             prop_assert!(errors.is_empty());
             live.ingest(batch, false).unwrap();

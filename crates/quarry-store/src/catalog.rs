@@ -30,6 +30,7 @@
 //! the file still has that size and mtime (then nothing can have changed); otherwise it cannot
 //! tell an append from a rewrite and reports the file as changed.
 
+use crate::mapping::Mapping;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -59,6 +60,8 @@ pub enum CatalogError {
         expected: u32,
         got: u32,
     },
+    #[error(transparent)]
+    Mapping(#[from] crate::mapping::MappingError),
 }
 
 pub type Result<T, E = CatalogError> = std::result::Result<T, E>;
@@ -80,6 +83,10 @@ pub struct Settings {
     /// Stop words removed by the analyzer, lowercased; empty by default.
     #[serde(default)]
     pub stop_words: Vec<String>,
+    /// How mapped fields are indexed (`mapping`); empty: every field dynamic. Unlike the stop
+    /// words it may grow later (`Catalog::set_mapping`): new blocks follow it.
+    #[serde(default, skip_serializing_if = "Mapping::is_empty")]
+    pub mapping: Mapping,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -444,6 +451,17 @@ impl Catalog {
         &self.state.settings
     }
 
+    /// Grows the mapping by `update` (`Mapping::merged`: mapped fields cannot change) and
+    /// saves the catalog. Returns the mapping now in force.
+    pub fn set_mapping(&mut self, update: &Mapping) -> Result<Mapping> {
+        let merged = self.state.settings.mapping.merged(update)?;
+        if merged != self.state.settings.mapping {
+            self.state.settings.mapping = merged;
+            self.save()?;
+        }
+        Ok(self.state.settings.mapping.clone())
+    }
+
     pub fn blocks(&self) -> &[BlockEntry] {
         &self.state.blocks
     }
@@ -678,6 +696,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let settings = Settings {
             stop_words: vec!["the".into()],
+            mapping: Mapping::from_json(r#"{"properties": {"id": {"type": "keyword"}}}"#).unwrap(),
         };
         {
             let mut catalog = Catalog::open_or_create(dir.path(), settings.clone()).unwrap();

@@ -4,10 +4,12 @@
 
 pub mod block_file;
 pub mod catalog;
+pub mod mapping;
 pub mod metastore;
 pub mod wal;
 
 pub use block_file::{write_block_bytes, write_block_file};
 pub use catalog::{BlockEntry, Catalog, CatalogError, Settings, SourceKey, SourceState};
+pub use mapping::{FieldMapping, FieldType, Mapping, MappingError};
 pub use metastore::Metastore;
 pub use wal::{Replay, Wal, WalError, WalRecord};

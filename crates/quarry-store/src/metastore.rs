@@ -6,11 +6,16 @@
 //! catalog: `quarry index` reads local files.
 
 use crate::catalog::{BlockEntry, Catalog, Result, Settings};
+use crate::mapping::Mapping;
 use std::path::PathBuf;
 
 pub trait Metastore: Send {
-    /// Settings fixed when the data was created (they shape what blocks contain).
+    /// Settings fixed when the data was created (they shape what blocks contain), and the
+    /// field mapping, which may grow.
     fn settings(&self) -> &Settings;
+    /// Grows the mapping by `update` (`Mapping::merged`) and commits it; returns the mapping
+    /// now in force.
+    fn set_mapping(&mut self, update: &Mapping) -> Result<Mapping>;
     /// Every committed block.
     fn blocks(&self) -> &[BlockEntry];
     /// Where block `id`'s bytes live (a local path here).
@@ -29,6 +34,10 @@ pub trait Metastore: Send {
 impl Metastore for Catalog {
     fn settings(&self) -> &Settings {
         Catalog::settings(self)
+    }
+
+    fn set_mapping(&mut self, update: &Mapping) -> Result<Mapping> {
+        Catalog::set_mapping(self, update)
     }
 
     fn blocks(&self) -> &[BlockEntry] {

@@ -4,10 +4,10 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use quarry_index::merge::{merge_blocks, pick_merge_skipping, MergePolicy};
 use quarry_index::{
-    index_inputs, Analyzer, IndexError, IndexOptions, Input, LineError, Progress, SourceOutcome,
-    SourceReport,
+    index_inputs, Analyzer, IndexError, IndexOptions, Input, LineError, Progress, Schema,
+    SourceOutcome, SourceReport,
 };
-use quarry_store::{Catalog, Settings};
+use quarry_store::{Catalog, Mapping, Settings};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,6 +28,11 @@ pub struct IndexArgs {
     /// Stop words (comma-separated), fixed when the data directory is created
     #[arg(long, value_delimiter = ',')]
     stop_words: Vec<String>,
+    /// Field mapping (JSON, Elasticsearch-style `{"properties": {...}}`; see README): how
+    /// named fields are indexed and kept. Stored in the data directory; a later run may add
+    /// fields but not change a mapped one
+    #[arg(long, value_name = "FILE")]
+    mapping: Option<PathBuf>,
     /// Do not merge small blocks after indexing
     #[arg(long)]
     no_merge: bool,
@@ -82,12 +87,28 @@ pub(crate) fn rate(amount: f64, seconds: f64) -> f64 {
 }
 
 pub fn index(args: IndexArgs) -> Result<ExitCode> {
+    // Read before the data directory is touched: a bad mapping changes nothing.
+    let mapping = match &args.mapping {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading mapping {}", path.display()))?;
+            Some(Mapping::from_json(&text).with_context(|| path.display().to_string())?)
+        }
+        None => None,
+    };
     let settings = Settings {
         stop_words: args.stop_words.iter().map(|w| w.to_lowercase()).collect(),
+        mapping: Mapping::default(),
     };
-    let catalog = Catalog::open_or_create(&args.data.data, settings)
+    let mut catalog = Catalog::open_or_create(&args.data.data, settings)
         .with_context(|| format!("opening data directory {}", args.data.data.display()))?;
-    let analyzer = Arc::new(Analyzer::new(catalog.settings().stop_words.clone()));
+    if let (Some(mapping), Some(path)) = (&mapping, &args.mapping) {
+        catalog
+            .set_mapping(mapping)
+            .with_context(|| path.display().to_string())?;
+    }
+    let schema = Arc::new(Schema::from_settings(catalog.settings()));
+    let analyzer = schema.analyzer().clone();
     let inputs: Vec<Input> = args
         .files
         .iter()
@@ -135,7 +156,7 @@ pub fn index(args: IndexArgs) -> Result<ExitCode> {
         || {
             index_inputs(
                 &catalog,
-                analyzer.clone(),
+                schema.clone(),
                 &inputs,
                 &options,
                 &progress,

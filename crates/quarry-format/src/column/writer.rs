@@ -68,6 +68,14 @@ impl ColumnWriter {
         }
     }
 
+    /// A column without doc values (a mapping's `doc_values: false`): its chunks alone.
+    pub fn without_doc_values(ty: ColumnType) -> Self {
+        ColumnWriter {
+            doc_values: None,
+            ..Self::new(ty)
+        }
+    }
+
     /// A writer whose chunks close after at most `chunk_max_docs` docs (at least 1).
     pub fn with_chunk_max_docs(ty: ColumnType, chunk_max_docs: u32) -> Self {
         ColumnWriter {

@@ -116,6 +116,22 @@ pub fn collect_all(scorer: &mut dyn Scorer, block: u32, top: &mut TopK) {
     }
 }
 
+/// Offers every match of `scorer` to `top`, without skipping any, and returns how many there
+/// were: the top k and the count in one pass, for queries whose count has no shortcut
+/// (phrases, conjunctions), where a pruned top-k pass and a counting pass would each run the
+/// expensive part (intersections, position checks) again.
+pub fn collect_all_counted(scorer: &mut dyn Scorer, block: u32, top: &mut TopK) -> u64 {
+    let mut count = 0;
+    let mut doc = scorer.doc();
+    while doc != TERMINATED {
+        count += 1;
+        let score = scorer.score();
+        top.offer(ScoredDoc { score, block, doc });
+        doc = scorer.advance();
+    }
+    count
+}
+
 /// Top-k of a disjunction (sum of the matching clauses' scores) by MaxScore (Turtle & Flood):
 /// clauses sorted by score bound; the longest prefix whose bounds sum to at most the current
 /// threshold is "non-essential": a doc matching only those cannot enter the top k, so

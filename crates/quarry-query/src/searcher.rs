@@ -1,7 +1,7 @@
 //! The searcher: all blocks of a data directory, queried as one index.
 
 use crate::bm25::Bm25Params;
-use crate::collector::{collect_all, collect_max_score, ScoredDoc, TopK};
+use crate::collector::{collect_all, collect_all_counted, collect_max_score, ScoredDoc, TopK};
 use crate::cursor::Cursor;
 use crate::error::{QueryError, Result};
 use crate::filter::Optimizations;
@@ -266,26 +266,35 @@ impl Searcher {
                 self.filter_weight(query).with_checked_ranges()
             }
         };
+        let mut count = None;
         let hits = match request.sort {
-            SortOrder::Relevance => self
-                .top_k_weight(&weight, request.limit)?
-                .into_iter()
-                .map(|hit| {
-                    Ok(Hit {
-                        block: hit.block,
-                        doc: hit.doc,
-                        score: Some(hit.score),
-                        time: self.time_of(hit.block, hit.doc)?,
-                    })
+            SortOrder::Relevance if request.count => {
+                let (top, total) = self.top_k_count_weight(&weight, request.limit)?;
+                count = Some(total);
+                top
+            }
+            SortOrder::Relevance => self.top_k_weight(&weight, request.limit)?,
+            order => {
+                return Ok(Hits {
+                    hits: self.by_time(query, &weight, request.limit, order, request.after)?,
+                    count: match request.count {
+                        true => Some(self.count_weight(&weight)?),
+                        false => None,
+                    },
                 })
-                .collect::<Result<Vec<_>>>()?,
-            order => self.by_time(query, &weight, request.limit, order, request.after)?,
+            }
         };
-        let count = if request.count {
-            Some(self.count_weight(&weight)?)
-        } else {
-            None
-        };
+        let hits = hits
+            .into_iter()
+            .map(|hit| {
+                Ok(Hit {
+                    block: hit.block,
+                    doc: hit.doc,
+                    score: Some(hit.score),
+                    time: self.time_of(hit.block, hit.doc)?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
         Ok(Hits { hits, count })
     }
 
@@ -356,6 +365,34 @@ impl Searcher {
 
     pub fn top_k(&self, query: &Query, k: usize) -> Result<Vec<ScoredDoc>> {
         self.top_k_weight(&self.weight(query)?, k)
+    }
+
+    /// The top k and the number of matches (`TOP_k_COUNT`).
+    pub fn top_k_count(&self, query: &Query, k: usize) -> Result<(Vec<ScoredDoc>, u64)> {
+        self.top_k_count_weight(&self.weight(query)?, k)
+    }
+
+    /// A disjunction or a single term is counted on its own (a bitset of the clauses' docs,
+    /// or the doc frequency), so its top k keeps its pruning. Anything else is one pass that
+    /// scores and counts every match: a pruned top k and a separate count ran a phrase's
+    /// position checks, or a conjunction's intersection, twice (`TOP_10_COUNT` of `"the
+    /// who"` cost 26.5 ms against 13.4 ms for `TOP_10`, on Wikipedia).
+    fn top_k_count_weight(&self, weight: &Weight, k: usize) -> Result<(Vec<ScoredDoc>, u64)> {
+        let counted_apart = matches!(weight, Weight::Term { .. } | Weight::All)
+            || disjunction_clauses(weight).is_some_and(|clauses| clauses.len() > 1);
+        if counted_apart || k == 0 {
+            let top = self.top_k_weight(weight, k)?;
+            return Ok((top, self.count_weight(weight)?));
+        }
+        let mut top = TopK::new(k);
+        let mut total = 0;
+        for (index, block) in self.blocks.iter().enumerate() {
+            if let Some(mut scorer) = weight.scorer(index, block)? {
+                total += collect_all_counted(scorer.as_mut(), index as u32, &mut top);
+                self.check_scorer(index, scorer.as_ref())?;
+            }
+        }
+        Ok((top.into_sorted(), total))
     }
 
     fn top_k_weight(&self, weight: &Weight, k: usize) -> Result<Vec<ScoredDoc>> {

@@ -500,12 +500,17 @@ fn answer(searcher: &Searcher, command: &str, text: &str) -> String {
     };
     let result = (|| -> Result<String, QueryError> {
         // The top k is computed even when only the count is printed (TOP_10_COUNT).
-        let hits = searcher.top_k(&query, k)?;
-        std::hint::black_box(&hits);
-        if count {
-            Ok(searcher.count(&query)?.to_string())
-        } else {
-            Ok("1".to_owned())
+        match (k, count) {
+            (0, _) => Ok(searcher.count(&query)?.to_string()),
+            (k, true) => {
+                let (hits, count) = searcher.top_k_count(&query, k)?;
+                std::hint::black_box(&hits);
+                Ok(count.to_string())
+            }
+            (k, false) => {
+                std::hint::black_box(searcher.top_k(&query, k)?);
+                Ok("1".to_owned())
+            }
         }
     })();
     result.unwrap_or_else(|_| "ERROR".to_owned())

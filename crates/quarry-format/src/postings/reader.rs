@@ -445,16 +445,31 @@ impl<'a> PostingsCursor<'a> {
             .map(|&t| u64::from(t))
             .sum();
         let start = skip_varints(self.positions, self.positions_byte, skip)?;
-        let mut r = ByteReader::new(self.positions.get(start..).unwrap_or(&[]));
+        let bytes = self.positions.get(start..).unwrap_or(&[]);
+        out.resize(self.tfs[self.cursor] as usize, 0);
+        let mut at = 0;
         let mut position = 0u32;
-        for _ in 0..self.tfs[self.cursor] {
+        for slot in out.iter_mut() {
+            // Most position deltas fit one byte: those are read with no reader's bookkeeping.
+            let byte = *bytes
+                .get(at)
+                .ok_or(DecodeError::new("positions truncated"))?;
+            let delta = if byte < 0x80 {
+                at += 1;
+                u32::from(byte)
+            } else {
+                let mut r = ByteReader::new(&bytes[at..]);
+                let delta = r.varint_u32()?;
+                at = bytes.len() - r.remaining();
+                delta
+            };
             position = position
-                .checked_add(r.varint_u32()?)
+                .checked_add(delta)
                 .ok_or(DecodeError::new("position overflow"))?;
-            out.push(position);
+            *slot = position;
         }
         self.positions_doc = self.cursor + 1;
-        self.positions_byte = self.positions.len() - r.remaining();
+        self.positions_byte = start + at;
         Ok(())
     }
 
@@ -475,9 +490,25 @@ impl<'a> PostingsCursor<'a> {
 }
 
 /// Byte offset after `count` varints starting at `start`.
+///
+/// A varint ends at each byte below 0x80, so eight bytes at a time, the varints ending in
+/// them are the zero high bits of a u64: a phrase over a common term skips most of that
+/// term's positions (those of docs the rarer terms rule out), and this loop was the largest
+/// part of `"the who"` (perf: 78% of its time decoding positions, before).
 fn skip_varints(bytes: &[u8], start: usize, count: u64) -> DecodeResult<usize> {
+    const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
     let mut offset = start;
     let mut left = count;
+    while let Some(word) = bytes.get(offset..offset + 8) {
+        // unwrap: an 8-byte slice.
+        let word = u64::from_le_bytes(word.try_into().unwrap());
+        let ends = u64::from((!word & HIGH_BITS).count_ones());
+        if ends >= left {
+            break;
+        }
+        left -= ends;
+        offset += 8;
+    }
     while left > 0 {
         let byte = *bytes
             .get(offset)
@@ -488,4 +519,38 @@ fn skip_varints(bytes: &[u8], start: usize, count: u64) -> DecodeResult<usize> {
         offset += 1;
     }
     Ok(offset)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::skip_varints;
+    use crate::codec::{put_varint, ByteReader};
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Skipping eight bytes at a time lands where reading the varints one by one does,
+        /// and fails where that would run out.
+        #[test]
+        fn skip_varints_lands_after_the_counted_varints(
+            values in prop::collection::vec(prop_oneof![0u64..128, 0u64..1 << 20, any::<u64>()], 0..80),
+            start in 0usize..4,
+            extra in 0u64..3,
+        ) {
+            let mut bytes = vec![0x80u8; start];
+            let first = bytes.len();
+            for &v in &values {
+                put_varint(&mut bytes, v);
+            }
+            // The start is a varint boundary: the padding is not read.
+            for count in 0..=values.len() as u64 {
+                let mut r = ByteReader::new(&bytes[first..]);
+                for _ in 0..count {
+                    r.varint().unwrap();
+                }
+                let expected = bytes.len() - r.remaining();
+                prop_assert_eq!(skip_varints(&bytes, first, count).unwrap(), expected);
+            }
+            prop_assert!(skip_varints(&bytes, first, values.len() as u64 + 1 + extra).is_err());
+        }
+    }
 }

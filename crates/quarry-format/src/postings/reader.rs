@@ -424,13 +424,14 @@ impl<'a> PostingsCursor<'a> {
         count
     }
 
-    /// Positions of the current doc, appended to `out` (cleared first).
+    /// Positions of the current doc, in `out` (whatever it held is replaced).
     pub fn positions(&mut self, out: &mut Vec<u32>) -> DecodeResult<()> {
-        out.clear();
         if self.doc == TERMINATED {
+            out.clear();
             return Ok(());
         }
         if let Some(position) = self.constant_position {
+            out.clear();
             out.push(position);
             return Ok(());
         }
@@ -446,10 +447,35 @@ impl<'a> PostingsCursor<'a> {
             .sum();
         let start = skip_varints(self.positions, self.positions_byte, skip)?;
         let bytes = self.positions.get(start..).unwrap_or(&[]);
-        out.resize(self.tfs[self.cursor] as usize, 0);
+        // Every slot is written below: only slots the buffer never had are zeroed first (the
+        // zeroing of whole buffers was 3.6% of a common-word phrase).
+        let tf = self.tfs[self.cursor] as usize;
+        out.truncate(tf);
+        out.resize(tf, 0);
         let mut at = 0;
         let mut position = 0u32;
-        for slot in out.iter_mut() {
+        let mut slots = out.as_mut_slice();
+        // Eight one-byte deltas at a time while the next eight bytes are all below 0x80 (a
+        // common word's positions: `the` is about every fifteenth word), with no branch per
+        // position; 8 * 127 added cannot overflow below the bound.
+        while slots.len() >= 8 && position <= u32::MAX - 8 * 127 {
+            let Some(word) = bytes.get(at..at + 8) else {
+                break;
+            };
+            // unwrap: an 8-byte slice.
+            let word: [u8; 8] = word.try_into().unwrap();
+            if u64::from_le_bytes(word) & 0x8080_8080_8080_8080 != 0 {
+                break;
+            }
+            let (eight, rest) = slots.split_at_mut(8);
+            for (slot, delta) in eight.iter_mut().zip(word) {
+                position += u32::from(delta);
+                *slot = position;
+            }
+            slots = rest;
+            at += 8;
+        }
+        for slot in slots.iter_mut() {
             // Most position deltas fit one byte: those are read with no reader's bookkeeping.
             let byte = *bytes
                 .get(at)

@@ -6,6 +6,7 @@
 //! (MaxScore) and blocks.
 
 use crate::bm25;
+use crate::collector::{ScoredDoc, TopK};
 use quarry_format::{DecodeError, PostingsCursor, TERMINATED};
 
 pub trait Scorer {
@@ -115,6 +116,42 @@ impl<'a> TermScorer<'a> {
     #[inline]
     fn norm(&self, doc: u32) -> f32 {
         self.cache[self.norms.get(doc as usize).copied().unwrap_or(0) as usize]
+    }
+
+    /// The top k of this term alone (a ranked one-word query): blocks whose bound cannot
+    /// beat the threshold are skipped (`seek_competitive`), and each other block is scored
+    /// whole in one loop with no branch per doc, then its docs above the threshold offered.
+    /// The same scores as `score` (same operations), so the same hits as `collect_all`; a
+    /// common term's TOP_10 spent 43% of its time in `score`, one divide waiting on the
+    /// last, doc by doc.
+    pub fn collect_top_k(&mut self, block: u32, top: &mut TopK) {
+        if top.threshold().is_some_and(|t| self.max_score <= t) {
+            return;
+        }
+        let mut scores = [0f32; quarry_format::limits::POSTINGS_BLOCK_LEN];
+        let mut doc = self.cursor.doc();
+        while doc != TERMINATED {
+            if let Some(threshold) = top.threshold() {
+                doc = self.seek_competitive(doc, threshold);
+                if doc == TERMINATED {
+                    break;
+                }
+            }
+            let (weight, norms, cache) = (self.weight, self.norms, self.cache);
+            let (docs, tfs) = self.cursor.block_rest();
+            for ((score, &doc), &tf) in scores.iter_mut().zip(docs).zip(tfs) {
+                let norm = cache[norms.get(doc as usize).copied().unwrap_or(0) as usize];
+                *score = bm25::score(weight, tf, norm);
+            }
+            let mut threshold = top.threshold();
+            for (&score, &doc) in scores.iter().zip(docs) {
+                if threshold.is_none_or(|t| score > t) && top.offer(ScoredDoc { score, block, doc })
+                {
+                    threshold = top.threshold();
+                }
+            }
+            doc = self.cursor.finish_block();
+        }
     }
 }
 

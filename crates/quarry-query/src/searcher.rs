@@ -427,6 +427,12 @@ impl Searcher {
                         self.check_scorer(index, scorer.as_ref())?;
                     }
                 }
+                _ if matches!(weight, Weight::Term { .. }) => {
+                    if let Some(mut scorer) = weight.term_scorer(index, block)? {
+                        scorer.collect_top_k(index as u32, &mut top);
+                        self.check_scorer(index, &scorer)?;
+                    }
+                }
                 _ => {
                     if let Some(mut scorer) = weight.scorer(index, block)? {
                         collect_all(scorer.as_mut(), index as u32, &mut top);

@@ -305,6 +305,28 @@ impl<'a> PostingsCursor<'a> {
         }
     }
 
+    /// The docs and term frequencies of the current block from the current doc on (empty
+    /// once exhausted), for scoring a block at once; `finish_block` then moves past them.
+    pub fn block_rest(&mut self) -> (&[u32], &[u32]) {
+        if self.doc == TERMINATED {
+            return (&[], &[]);
+        }
+        self.unpack_tfs();
+        (
+            &self.docs[self.cursor..self.len],
+            &self.tfs[self.cursor..self.len],
+        )
+    }
+
+    /// Moves to the first doc of the next block (after `block_rest`); returns it.
+    pub fn finish_block(&mut self) -> u32 {
+        if self.doc == TERMINATED {
+            return TERMINATED;
+        }
+        self.cursor = self.len - 1;
+        self.next_block()
+    }
+
     /// Calls `f` for the current doc and every later one, block by block (no per-doc check
     /// for the end of a block), leaving the cursor exhausted. For counting and bitsets.
     pub fn for_each_remaining(&mut self, mut f: impl FnMut(u32)) {

@@ -35,6 +35,18 @@ pub trait Scorer {
     fn seek_competitive(&mut self, target: u32, _threshold: f32) -> u32 {
         self.seek(target)
     }
+    /// Two-phase iteration (as Lucene's `TwoPhaseIterator`): moves to the first doc `>=
+    /// target` that may match, checking only what is cheap (a phrase: that every term is in
+    /// the doc), so that a conjunction can agree on a doc with its other clauses before
+    /// `confirm` does the costly check (positions). The default is exact.
+    fn approximate_seek(&mut self, target: u32) -> u32 {
+        self.seek(target)
+    }
+    /// Whether the doc `approximate_seek` stopped on matches; after `false`, the scorer must
+    /// be moved on by `approximate_seek` or `seek` before anything else.
+    fn confirm(&mut self) -> bool {
+        true
+    }
 }
 
 pub type BoxScorer<'a> = Box<dyn Scorer + 'a>;
@@ -71,6 +83,12 @@ impl<S: Scorer + ?Sized> Scorer for Box<S> {
     }
     fn seek_competitive(&mut self, target: u32, threshold: f32) -> u32 {
         (**self).seek_competitive(target, threshold)
+    }
+    fn approximate_seek(&mut self, target: u32) -> u32 {
+        (**self).approximate_seek(target)
+    }
+    fn confirm(&mut self) -> bool {
+        (**self).confirm()
     }
 }
 
@@ -286,11 +304,19 @@ impl<'a> ConjunctionScorer<'a> {
         conjunction
     }
 
-    /// Moves every scorer to the first common doc `>= target`.
-    fn align(&mut self, target: u32) -> u32 {
-        leapfrog(&mut self.scorers, target, |scorer, target| {
-            scorer.seek(target)
-        })
+    /// Moves every scorer to the first common doc `>= target`: the clauses agree on a
+    /// candidate by their cheap checks first (`approximate_seek`), then each confirms it, so
+    /// `+"the who" +uk` checks positions only in docs that hold `uk`.
+    fn align(&mut self, mut target: u32) -> u32 {
+        loop {
+            let doc = leapfrog(&mut self.scorers, target, |scorer, target| {
+                scorer.approximate_seek(target)
+            });
+            if doc == TERMINATED || self.scorers.iter_mut().all(|s| s.confirm()) {
+                return doc;
+            }
+            target = doc + 1;
+        }
     }
 }
 
@@ -504,6 +530,9 @@ pub struct PhraseScorer<'a> {
     cache: &'a [f32; 256],
     max_score: f32,
     doc: u32,
+    /// Whether `doc` is known to hold the phrase (and `freq` is its frequency), not only
+    /// every term (`approximate_seek`).
+    confirmed: bool,
     freq: f32,
     positions: Vec<Vec<u32>>,
     /// Scratch: candidate phrase start positions in the current doc.
@@ -537,6 +566,7 @@ impl<'a> PhraseScorer<'a> {
             cache,
             max_score,
             doc: 0,
+            confirmed: true,
             freq: 0.0,
             positions,
             starts: Vec::new(),
@@ -562,12 +592,7 @@ impl<'a> PhraseScorer<'a> {
             if doc == TERMINATED {
                 return TERMINATED;
             }
-            let freq = if self.slop == 0 {
-                self.phrase_freq().map(|f| f as f32)
-            } else {
-                self.sloppy_freq()
-            };
-            match freq {
+            match self.freq_here() {
                 Ok(freq) if freq == 0.0 => target = doc + 1,
                 Ok(freq) => {
                     self.freq = freq;
@@ -578,6 +603,16 @@ impl<'a> PhraseScorer<'a> {
                     return TERMINATED;
                 }
             }
+        }
+    }
+
+    /// The phrase's frequency in the doc every term is on.
+    #[inline(always)]
+    fn freq_here(&mut self) -> Result<f32, DecodeError> {
+        if self.slop == 0 {
+            self.phrase_freq().map(|f| f as f32)
+        } else {
+            self.sloppy_freq()
         }
     }
 
@@ -709,14 +744,46 @@ impl Scorer for PhraseScorer<'_> {
             return TERMINATED;
         }
         self.doc = self.next_match(self.doc + 1);
+        self.confirmed = true;
         self.doc
     }
     fn seek(&mut self, target: u32) -> u32 {
+        if self.doc >= target && self.confirmed {
+            return self.doc;
+        }
+        // An unconfirmed doc at or past the target is checked first.
+        self.doc = self.next_match(target.max(self.doc));
+        self.confirmed = true;
+        self.doc
+    }
+    fn approximate_seek(&mut self, target: u32) -> u32 {
         if self.doc >= target {
             return self.doc;
         }
-        self.doc = self.next_match(target);
+        self.doc = self.align(target);
+        self.confirmed = false;
         self.doc
+    }
+    fn confirm(&mut self) -> bool {
+        if self.confirmed || self.doc == TERMINATED {
+            return self.doc != TERMINATED;
+        }
+        match self.freq_here() {
+            Ok(freq) if freq == 0.0 => false,
+            Ok(freq) => {
+                self.freq = freq;
+                self.confirmed = true;
+                true
+            }
+            Err(e) => {
+                // Stop here: the error is reported by `error()`, as `next_match` does, and
+                // the next `approximate_seek` ends the conjunction.
+                self.error = Some(e);
+                self.doc = TERMINATED;
+                self.confirmed = true;
+                false
+            }
+        }
     }
     fn score(&mut self) -> f32 {
         let norm = self.cache[self.norms.get(self.doc as usize).copied().unwrap_or(0) as usize];

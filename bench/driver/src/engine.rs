@@ -26,6 +26,22 @@ impl Outcome {
     }
 }
 
+/// Splits an answer line at its last tab when what follows is ASCII digits: the engine's own
+/// time for the request in nanoseconds (bench/logs/PROTOCOL.md, "Engine time"), reported by
+/// engines started with `--engine-time`. Otherwise the whole line is the answer and there is
+/// no engine time. Plain answers never hold a tab, so the split is unambiguous; ID-tagged
+/// answers (`ID\tanswer`, from a pool) must not be split.
+pub fn split_engine_time(line: &str) -> (&str, Option<Duration>) {
+    if let Some((answer, nanos)) = line.rsplit_once('\t') {
+        if !nanos.is_empty() && nanos.bytes().all(|b| b.is_ascii_digit()) {
+            if let Ok(nanos) = nanos.parse::<u64>() {
+                return (answer, Some(Duration::from_nanos(nanos)));
+            }
+        }
+    }
+    (line, None)
+}
+
 pub struct Engine {
     program: String,
     child: Child,
@@ -266,6 +282,26 @@ pub fn read_answers(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn splits_engine_times() {
+        let cases = [
+            ("12\t3400", ("12", Some(3400))),
+            ("ERROR\t150", ("ERROR", Some(150))),
+            ("12", ("12", None)),
+            ("12\t", ("12\t", None)),
+            ("12\t-5", ("12\t-5", None)),
+            ("12\t3.5", ("12\t3.5", None)),
+            // Only the last tab: an answer with a tab keeps it.
+            ("a\tb\t7", ("a\tb", Some(7))),
+            // Too many digits for nanoseconds in a u64: not an engine time.
+            ("1\t99999999999999999999", ("1\t99999999999999999999", None)),
+        ];
+        for (line, (answer, nanos)) in cases {
+            let expected = (answer, nanos.map(Duration::from_nanos));
+            assert_eq!(split_engine_time(line), expected, "{line:?}");
+        }
+    }
 
     #[test]
     fn classifies_answers() {

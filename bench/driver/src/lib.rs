@@ -8,9 +8,13 @@
 //! same work and adds the same pipe overhead (a few microseconds) to both. An engine started
 //! with `--threads N`, N > 1, searches on a pool of N threads and prefixes each answer with the
 //! request's 0-based line number, `ID\tanswer`, since answers then come in completion order.
+//! An engine started with `--engine-time` ends each plain answer with `\tNANOS`, its own time
+//! for the request (bench/logs/PROTOCOL.md), reported beside the round trip; [`kinds`] makes
+//! the search-benchmark-game configuration's per-kind report.
 
 pub mod answers;
 pub mod engine;
+pub mod kinds;
 pub mod latency;
 pub mod plots;
 pub mod queries;

@@ -24,6 +24,41 @@ pub fn load(path: &Path) -> anyhow::Result<Vec<String>> {
         .collect())
 }
 
+/// A query of a file with kinds: `KIND<TAB>query` (bench/game/queries.tsv).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KindQuery {
+    pub kind: String,
+    pub query: String,
+}
+
+/// Reads `KIND<TAB>query` lines (UTF-8, or Latin-1 as [`load`] reads them). Blank lines are
+/// skipped; a line without a tab, or with an empty kind or query, is an error naming it.
+pub fn load_kinds(path: &Path) -> anyhow::Result<Vec<KindQuery>> {
+    let bytes = fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut queries = Vec::new();
+    for (number, line) in bytes.split(|&byte| byte == b'\n').enumerate() {
+        let line = decode_line(line);
+        let line = line.trim_end_matches('\r');
+        if line.trim().is_empty() {
+            continue;
+        }
+        match line.split_once('\t') {
+            Some((kind, query)) if !kind.trim().is_empty() && !query.trim().is_empty() => {
+                queries.push(KindQuery {
+                    kind: kind.trim().to_owned(),
+                    query: protocol_safe(query),
+                });
+            }
+            _ => anyhow::bail!(
+                "{} line {}: not KIND<TAB>query: {line:?}",
+                path.display(),
+                number + 1
+            ),
+        }
+    }
+    Ok(queries)
+}
+
 fn decode_line(line: &[u8]) -> String {
     match std::str::from_utf8(line) {
         Ok(text) => text.to_owned(),
@@ -120,6 +155,53 @@ mod tests {
         for (transform, query, expected) in cases {
             assert_eq!(transform.apply(query), expected, "{transform} {query:?}");
         }
+    }
+
+    #[test]
+    fn loads_files_with_kinds() -> anyhow::Result<()> {
+        let dir = std::env::temp_dir().join(format!("search-driver-kinds-{}", std::process::id()));
+        fs::create_dir_all(&dir)?;
+        /// The file's bytes, and the (kind, query) pairs read or a part of the error.
+        type Case = (
+            &'static [u8],
+            Result<Vec<(&'static str, &'static str)>, &'static str>,
+        );
+        let cases: &[Case] = &[
+            (
+                b"term\tfox\n\nphrase\t\"a b\"\r\ntwo_phase\t+\"a b\" +c\tx\nterm\tni\xf1a",
+                Ok(vec![
+                    ("term", "fox"),
+                    ("phrase", "\"a b\""),
+                    // Only the first tab separates: the rest of the query's tabs are spaces.
+                    ("two_phase", "+\"a b\" +c x"),
+                    ("term", "niña"),
+                ]),
+            ),
+            (b"term\tfox\nno tab\n", Err("line 2: not KIND<TAB>query")),
+            (b"\tfox\n", Err("line 1: not KIND<TAB>query")),
+            (b"term\t \n", Err("line 1: not KIND<TAB>query")),
+        ];
+        let path = dir.join("queries.tsv");
+        let mut results = Vec::new();
+        for (text, _) in cases {
+            fs::write(&path, text)?;
+            results.push(load_kinds(&path).map_err(|error| error.to_string()));
+        }
+        fs::remove_dir_all(&dir)?;
+        for ((text, expected), got) in cases.iter().zip(results) {
+            match (expected, got) {
+                (Ok(expected), Ok(got)) => {
+                    let got: Vec<(&str, &str)> = got
+                        .iter()
+                        .map(|q| (q.kind.as_str(), q.query.as_str()))
+                        .collect();
+                    assert_eq!(&got, expected, "{text:?}");
+                }
+                (Err(expected), Err(got)) => assert!(got.contains(expected), "{got}"),
+                (expected, got) => panic!("{text:?}: expected {expected:?}, got {got:?}"),
+            }
+        }
+        Ok(())
     }
 
     #[test]

@@ -38,14 +38,50 @@ pub struct SearchRun {
     pub unsupported: usize,
     #[serde(flatten)]
     pub latency: Option<LatencySummary>,
-    /// Wall time of the timed pass, all queries included.
+    /// Wall time of the timed pass, all queries included (with `--repeat`, of the average
+    /// pass).
     pub seconds: f64,
     /// Queries per second over the timed pass, one query in flight at a time (not reported:
     /// throughput is measured by a [`ThroughputRun`], with the pipe kept full).
     pub qps: f64,
-    /// Where `--answers` wrote one `answer\tquery` line per query, in query order.
+    /// Where `--answers` wrote one `answer\tquery` line per query, in query order
+    /// (`answer\tkind\tquery` with `--kinds`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answers_file: Option<PathBuf>,
+    /// The engine's own time per answered query (`<TAB>NANOS` after each answer), when the
+    /// engine reported it for every one; `None` is "not reported".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_time: Option<LatencySummary>,
+    /// Timed passes over the queries: the figures are over `answered × repeat` samples.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub repeat: usize,
+    /// With `--kinds`: the same figures for each kind of query, in the order kinds first
+    /// appear in the query file.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kinds: Vec<KindRun>,
+}
+
+fn one() -> usize {
+    1
+}
+
+fn is_one(value: &usize) -> bool {
+    *value == 1
+}
+
+/// One kind's share of a [`SearchRun`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KindRun {
+    pub kind: String,
+    pub queries: usize,
+    pub answered: usize,
+    pub errors: usize,
+    pub unsupported: usize,
+    /// Round trips of the answered queries, every timed pass.
+    pub round_trip: Option<LatencySummary>,
+    /// The engine's own times, when it reported one for every answered query.
+    #[serde(default)]
+    pub engine_time: Option<LatencySummary>,
 }
 
 impl SearchRun {
@@ -100,6 +136,9 @@ pub struct IndexRun {
     /// (all engines index the same file).
     #[serde(default)]
     pub input_bytes: Option<u64>,
+    /// Documents indexed, when the record says.
+    #[serde(default)]
+    pub docs: Option<u64>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -389,6 +428,9 @@ mod tests {
             seconds: 1.0,
             qps: 4.0,
             answers_file: None,
+            engine_time: None,
+            repeat: 1,
+            kinds: Vec::new(),
         })
     }
 
@@ -524,12 +566,14 @@ mod tests {
                 seconds: 2.0,
                 index_bytes: 100,
                 input_bytes: Some(4_000_000),
+                docs: None,
             }),
             Record::Index(IndexRun {
                 engine: "quarry".to_owned(),
                 seconds: 1.0,
                 index_bytes: 50,
                 input_bytes: None,
+                docs: None,
             }),
             search("tantivy", 10.0),
         ];
@@ -572,6 +616,7 @@ mod tests {
                 seconds,
                 index_bytes: 100,
                 input_bytes: Some(4_000_000),
+                docs: None,
             })
         };
         let records = vec![

@@ -1,5 +1,6 @@
 //! `tantivy-bench index`: builds a one-segment index from a zstd-compressed JSON-lines file of
-//! `{"url", "title", "body"}` articles, and reports how long it took and how big it is.
+//! `{"url", "title", "body"}` articles (or, with `--schema game`, `{"id", "text"}` documents),
+//! and reports how long it took and how big it is.
 //!
 //! The timed span is everything a user waits for: decompressing and parsing the input,
 //! indexing, the commit, and the merge into one segment. Background merges are off
@@ -17,12 +18,13 @@ use tantivy::indexer::IndexWriterOptions;
 use tantivy::merge_policy::NoMergePolicy;
 use tantivy::{Index, IndexWriter, TantivyDocument};
 
-use crate::schema::{self, Fields};
+use crate::schema::{self, Fields, GameFields, SchemaKind};
 
 pub struct IndexOptions {
     pub index_dir: PathBuf,
     pub input: PathBuf,
     pub threads: usize,
+    pub schema: SchemaKind,
     /// Indexing memory for all threads together, split evenly between them.
     pub heap_bytes: usize,
 }
@@ -46,13 +48,56 @@ struct Article {
     body: String,
 }
 
+/// A document of the search-benchmark-game's corpus.
+#[derive(Deserialize)]
+struct GameDocument {
+    id: String,
+    text: String,
+}
+
+/// The schema's fields, and so how a JSON line becomes a document.
+#[derive(Clone, Copy)]
+enum Target {
+    Wiki(Fields),
+    Game(GameFields),
+}
+
+impl Target {
+    fn document(self, json: &str) -> serde_json::Result<TantivyDocument> {
+        let mut document = TantivyDocument::new();
+        match self {
+            Target::Wiki(fields) => {
+                let article: Article = serde_json::from_str(json)?;
+                document.add_text(fields.url, article.url);
+                document.add_text(fields.title, article.title);
+                document.add_text(fields.body, article.body);
+            }
+            Target::Game(fields) => {
+                let game: GameDocument = serde_json::from_str(json)?;
+                document.add_text(fields.id, game.id);
+                document.add_text(fields.text, game.text);
+            }
+        }
+        Ok(document)
+    }
+}
+
 pub fn run(options: &IndexOptions) -> anyhow::Result<IndexSummary> {
     if options.threads == 0 {
         bail!("--threads must be at least 1");
     }
     fs::create_dir_all(&options.index_dir)
         .with_context(|| format!("creating {}", options.index_dir.display()))?;
-    let (tantivy_schema, fields) = schema::build();
+    let (tantivy_schema, target) = match options.schema {
+        SchemaKind::Wiki => {
+            let (tantivy_schema, fields) = schema::build();
+            (tantivy_schema, Target::Wiki(fields))
+        }
+        SchemaKind::Game => {
+            let (tantivy_schema, fields) = schema::build_game();
+            (tantivy_schema, Target::Game(fields))
+        }
+    };
     let index = Index::create_in_dir(&options.index_dir, tantivy_schema)
         .with_context(|| format!("creating an index in {}", options.index_dir.display()))?;
     schema::register_tokenizer(&index);
@@ -66,7 +111,7 @@ pub fn run(options: &IndexOptions) -> anyhow::Result<IndexSummary> {
     let mut writer: IndexWriter = index.writer_with_options(writer_options)?;
     writer.set_merge_policy(Box::new(NoMergePolicy));
 
-    let input_bytes = add_articles(&writer, fields, &options.input)?;
+    let input_bytes = add_articles(&writer, target, &options.input)?;
     writer.commit()?;
     let segment_ids = index.searchable_segment_ids()?;
     if segment_ids.len() > 1 {
@@ -88,8 +133,8 @@ pub fn run(options: &IndexOptions) -> anyhow::Result<IndexSummary> {
     })
 }
 
-/// Adds every article of `input` and returns the uncompressed size of the input in bytes.
-fn add_articles(writer: &IndexWriter, fields: Fields, input: &Path) -> anyhow::Result<u64> {
+/// Adds every document of `input` and returns the uncompressed size of the input in bytes.
+fn add_articles(writer: &IndexWriter, target: Target, input: &Path) -> anyhow::Result<u64> {
     let file = File::open(input).with_context(|| format!("opening {}", input.display()))?;
     let decoder = zstd::Decoder::new(file)?;
     let mut lines = BufReader::with_capacity(1 << 20, decoder);
@@ -108,12 +153,9 @@ fn add_articles(writer: &IndexWriter, fields: Fields, input: &Path) -> anyhow::R
         if json.is_empty() {
             continue;
         }
-        let article: Article = serde_json::from_str(json)
+        let document = target
+            .document(json)
             .with_context(|| format!("{} line {line_number}", input.display()))?;
-        let mut document = TantivyDocument::new();
-        document.add_text(fields.url, article.url);
-        document.add_text(fields.title, article.title);
-        document.add_text(fields.body, article.body);
         writer.add_document(document)?;
     }
     Ok(input_bytes)

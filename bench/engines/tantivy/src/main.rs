@@ -1,7 +1,8 @@
 //! `tantivy-bench`: tantivy as a peer in Quarry's side-by-side benchmarks.
 //!
-//! - `index` builds a one-segment index of a Wikipedia JSON-lines file and prints one JSON line
-//!   of figures (see [`index::IndexSummary`]).
+//! - `index` builds a one-segment index of a Wikipedia JSON-lines file (or, with
+//!   `--schema game`, of the search-benchmark-game's `{"id","text"}` corpus) and prints one
+//!   JSON line of figures (see [`index::IndexSummary`]).
 //! - `serve` answers search requests on stdin in the search-benchmark-game protocol, for
 //!   `search-driver` to time.
 //!
@@ -28,7 +29,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Index a zstd-compressed JSON-lines file of {"url","title","body"} articles
+    /// Index a zstd-compressed JSON-lines file of {"url","title","body"} articles, or of
+    /// {"id","text"} documents with --schema game
     Index {
         /// Directory of the new index (created; must not hold an index)
         #[arg(long)]
@@ -39,10 +41,15 @@ enum Command {
         /// Indexing memory for all threads, e.g. 1GB, 512MB, 300MiB
         #[arg(long, default_value = "1GB", value_parser = parse_bytes)]
         heap: usize,
+        /// wiki: url, title and body, analyzed and stored; game: id stored only, text analyzed
+        /// with positions and not stored, the only field bare words search
+        #[arg(long, value_enum, default_value_t = schema::SchemaKind::Wiki)]
+        schema: schema::SchemaKind,
         /// The input, JSON lines compressed with zstd
         input: PathBuf,
     },
-    /// Answer `COMMAND\tquery` lines on stdin, one line each on stdout
+    /// Answer `COMMAND\tquery` lines on stdin, one line each on stdout; bare words search
+    /// url, title and body, or text in a --schema game index
     Serve {
         #[arg(long)]
         index: PathBuf,
@@ -68,12 +75,14 @@ fn main() -> anyhow::Result<()> {
             index,
             threads,
             heap,
+            schema,
             input,
         } => {
             let summary = index::run(&index::IndexOptions {
                 index_dir: index,
                 input,
                 threads,
+                schema,
                 heap_bytes: heap,
             })?;
             println!("{}", serde_json::to_string(&summary)?);

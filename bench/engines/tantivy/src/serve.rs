@@ -11,7 +11,8 @@
 //! | anything else    | none                                   | `UNSUPPORTED` |
 //!
 //! A query the parser rejects, or a request with no tab, is answered `ERROR`. Queries are in
-//! Lucene syntax over `title` and `body`, terms joined by OR unless marked `+`.
+//! Lucene syntax over `url`, `title` and `body` (over `text` in an index of the game's schema,
+//! [`schema::searched_fields`]), terms joined by OR unless marked `+`.
 //!
 //! With one thread (the default, used for latency), each request is searched on the thread that
 //! reads it, one at a time. With `--threads N`, N > 1 (for throughput), the reading thread hands
@@ -24,6 +25,7 @@ use std::path::Path;
 use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
+use anyhow::Context;
 use quarry_index::analysis::Analyzer;
 
 use tantivy::collector::{Count, TopDocs};
@@ -91,18 +93,20 @@ pub fn run(index_dir: &Path, threads: usize, options: ServeOptions) -> anyhow::R
     anyhow::ensure!(threads >= 1, "--threads must be at least 1");
     let index = Index::open_in_dir(index_dir)?;
     schema::register_tokenizer(&index);
-    let fields = Fields::of(&index.schema())?;
+    let index_schema = index.schema();
     let reader = index
         .reader_builder()
         .reload_policy(ReloadPolicy::Manual)
         .try_into()?;
     let searcher = reader.searcher();
     let parser = if options.multiterm {
+        let fields = Fields::of(&index_schema)
+            .context("--multiterm reads the wiki schema's url, title and body")?;
         Reader::Multiterm(fields, Analyzer::default())
     } else {
         Reader::Tantivy(QueryParser::for_index(
             &index,
-            vec![fields.url, fields.title, fields.body],
+            schema::searched_fields(&index_schema)?,
         ))
     };
 
@@ -297,6 +301,56 @@ mod tests {
             ("COUNT\t\"unbalanced", "ERROR"),
             ("no tab", "ERROR"),
             ("SORT\tfox", "UNSUPPORTED"),
+        ];
+        for (request, expected) in cases {
+            assert_eq!(
+                answer(&searcher, &parser, request)?,
+                expected,
+                "{request:?}"
+            );
+        }
+        Ok(())
+    }
+
+    /// The game's schema: `id` stored and not searched, `text` searched; the query shapes of
+    /// bench/game/queries.tsv.
+    #[test]
+    fn answers_requests_over_a_game_index() -> anyhow::Result<()> {
+        let (tantivy_schema, fields) = schema::build_game();
+        let index = Index::create_in_ram(tantivy_schema);
+        schema::register_tokenizer(&index);
+        let mut writer: IndexWriter = index.writer_with_num_threads(1, 15_000_000)?;
+        for (id, text) in [
+            ("u1", "Hamlet\nTo be, or not to be, that is the question"),
+            (
+                "u2",
+                "The Who\nThe Who are an English rock band from the UK",
+            ),
+            ("u3", "Doctor Who\nA programme about the Who, from the UK"),
+        ] {
+            let mut document = TantivyDocument::new();
+            document.add_text(fields.id, id);
+            document.add_text(fields.text, text);
+            writer.add_document(document)?;
+        }
+        writer.commit()?;
+        let searcher = index.reader()?.searcher();
+        let parser = QueryParser::for_index(&index, schema::searched_fields(&index.schema())?);
+        let parser = Reader::Tantivy(parser);
+        let cases = [
+            ("COUNT\tthe", "3"),
+            ("COUNT\t+who +uk", "2"),
+            ("COUNT\tband hamlet", "2"),
+            ("COUNT\t+uk -english", "1"),
+            ("COUNT\t\"to be or not to be\"", "1"),
+            ("COUNT\t\"the who\"", "2"),
+            ("COUNT\t+\"the who\" +uk", "2"),
+            ("COUNT\t+\"the who\" +band", "1"),
+            // The title and the body are one text: a phrase may span them.
+            ("COUNT\t\"hamlet to be\"", "1"),
+            // `id` is stored, not indexed: bare words do not search it.
+            ("COUNT\tu1", "0"),
+            ("TOP_10_COUNT\t\"the who\"", "2"),
         ];
         for (request, expected) in cases {
             assert_eq!(

@@ -21,7 +21,8 @@ import org.apache.lucene.store.MMapDirectory;
 
 /**
  * {@code lucene-bench index}: builds a one-segment index from a zstd-compressed JSON-lines file
- * of {@code {"url", "title", "body"}} articles, and reports how long it took and how big it is.
+ * of {@code {"url", "title", "body"}} articles (or, with {@code --schema game}, {@code {"id",
+ * "text"}} documents; {@link Schema}), and reports how long it took and how big it is.
  *
  * <p>The timed span is everything a user waits for: decompressing and parsing the input,
  * indexing, the merge into one segment and the commit. All of it runs on the calling thread:
@@ -52,7 +53,7 @@ final class Indexer {
         }
     }
 
-    static Summary run(Path indexDir, Path input) throws IOException {
+    static Summary run(Path indexDir, Path input, Schema.Kind schema) throws IOException {
         Files.createDirectories(indexDir);
         try (Stream<Path> existing = Files.list(indexDir)) {
             if (existing.findAny().isPresent()) {
@@ -68,7 +69,7 @@ final class Indexer {
                     .setRAMBufferSizeMB(RAM_BUFFER_MB)
                     .setMergeScheduler(new SerialMergeScheduler());
             try (IndexWriter writer = new IndexWriter(directory, config)) {
-                inputBytes = addArticles(writer, input);
+                inputBytes = addArticles(writer, input, schema);
                 writer.forceMerge(1);
                 writer.commit();
                 docs = writer.getDocStats().numDocs;
@@ -84,8 +85,9 @@ final class Indexer {
         return new Summary(docs, seconds, inputBytes, directoryBytes(indexDir), segments, 1);
     }
 
-    /** Adds every article of {@code input}; returns the uncompressed size of the input. */
-    static long addArticles(IndexWriter writer, Path input) throws IOException {
+    /** Adds every document of {@code input}; returns the uncompressed size of the input. */
+    static long addArticles(IndexWriter writer, Path input, Schema.Kind schema)
+            throws IOException {
         JsonFactory json = new JsonFactory();
         try (CountingInputStream counted = new CountingInputStream(new BufferedInputStream(
                         new ZstdInputStream(Files.newInputStream(input)), 1 << 20));
@@ -101,6 +103,8 @@ final class Indexer {
                 String url = null;
                 String title = null;
                 String body = null;
+                String id = null;
+                String text = null;
                 while (parser.nextToken() == JsonToken.FIELD_NAME) {
                     String name = parser.currentName();
                     JsonToken value = parser.nextToken();
@@ -108,6 +112,8 @@ final class Indexer {
                         case "url" -> url = parser.getValueAsString();
                         case "title" -> title = parser.getValueAsString();
                         case "body" -> body = parser.getValueAsString();
+                        case "id" -> id = parser.getValueAsString();
+                        case "text" -> text = parser.getValueAsString();
                         default -> {
                             if (value.isStructStart()) {
                                 parser.skipChildren();
@@ -115,11 +121,22 @@ final class Indexer {
                         }
                     }
                 }
-                if (url == null || title == null || body == null) {
-                    throw new IOException(input + ": article without url, title or body near "
-                            + parser.currentLocation());
+                switch (schema) {
+                    case WIKI -> {
+                        if (url == null || title == null || body == null) {
+                            throw new IOException(input + ": article without url, title or body"
+                                    + " near " + parser.currentLocation());
+                        }
+                        writer.addDocument(Schema.document(url, title, body));
+                    }
+                    case GAME -> {
+                        if (id == null || text == null) {
+                            throw new IOException(input + ": document without id or text near "
+                                    + parser.currentLocation());
+                        }
+                        writer.addDocument(Schema.gameDocument(id, text));
+                    }
                 }
-                writer.addDocument(Schema.document(url, title, body));
             }
             return counted.count;
         }

@@ -10,13 +10,14 @@ import java.util.List;
  * twin of {@code tantivy-bench}.
  *
  * <pre>
- * java -jar lucene-bench.jar index --index DIR FILE.json.zst
+ * java -jar lucene-bench.jar index --index DIR [--schema wiki|game] FILE.json.zst
  * java -jar lucene-bench.jar serve --index DIR [--threads N] [--multiterm] [--engine-time]
  * </pre>
  *
  * <ul>
- *   <li>{@code index} builds a one-segment index of a Wikipedia JSON-lines file and prints one
- *       JSON line of figures ({@link Indexer});
+ *   <li>{@code index} builds a one-segment index of a Wikipedia JSON-lines file (or, with
+ *       {@code --schema game}, of the search-benchmark-game's {@code {"id","text"}} corpus) and
+ *       prints one JSON line of figures ({@link Indexer});
  *   <li>{@code serve} answers search requests on stdin in the search-benchmark-game protocol,
  *       for {@code search-driver} to time ({@link Server}).
  * </ul>
@@ -24,7 +25,7 @@ import java.util.List;
 public final class Main {
     private static final String USAGE =
             """
-            usage: lucene-bench index --index DIR FILE.json.zst
+            usage: lucene-bench index --index DIR [--schema wiki|game] FILE.json.zst
                    lucene-bench serve --index DIR [--threads N] [--multiterm] [--engine-time]""";
 
     private Main() {}
@@ -38,6 +39,7 @@ public final class Main {
         int threads = 1;
         boolean multiterm = false;
         boolean engineTime = false;
+        Schema.Kind schema = null;
         List<String> positional = new ArrayList<>();
         for (int i = 1; i < args.length; i++) {
             String arg = args[i];
@@ -55,6 +57,20 @@ public final class Main {
                 threads = parseThreads(args[++i]);
             } else if (arg.startsWith("--threads=")) {
                 threads = parseThreads(arg.substring("--threads=".length()));
+            } else if (arg.equals("--schema") || arg.startsWith("--schema=")) {
+                String name;
+                if (arg.equals("--schema")) {
+                    if (i + 1 == args.length) {
+                        fail("--schema needs wiki or game");
+                    }
+                    name = args[++i];
+                } else {
+                    name = arg.substring("--schema=".length());
+                }
+                schema = Schema.Kind.parse(name);
+                if (schema == null) {
+                    fail("--schema is wiki or game, not " + name);
+                }
             } else if (arg.equals("--multiterm")) {
                 multiterm = true;
             } else if (arg.equals("--engine-time")) {
@@ -76,12 +92,16 @@ public final class Main {
                 if (threads != 1) {
                     fail("index runs on one thread: --threads is for serve");
                 }
-                Indexer.Summary summary = Indexer.run(index, Path.of(positional.get(0)));
+                Schema.Kind kind = schema == null ? Schema.Kind.WIKI : schema;
+                Indexer.Summary summary = Indexer.run(index, Path.of(positional.get(0)), kind);
                 System.out.println(summary.toJson());
             }
             case "serve" -> {
                 if (!positional.isEmpty()) {
                     fail("serve takes no file");
+                }
+                if (schema != null) {
+                    fail("serve finds the schema in the index: --schema is for index");
                 }
                 Server.run(index, threads, new Server.Options(multiterm, engineTime));
             }

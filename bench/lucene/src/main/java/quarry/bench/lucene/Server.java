@@ -45,7 +45,8 @@ import org.apache.lucene.store.MMapDirectory;
  *
  * <p>A query the parser rejects, or a request with no tab, is answered {@code ERROR}. Queries
  * are parsed by the classic {@link QueryParser} (through {@link MultiFieldQueryParser} over
- * {@code url}, {@code title} and {@code body}, terms ORed unless marked {@code +}), with the
+ * {@code url}, {@code title} and {@code body}, or {@code text} alone in an index of the game's
+ * schema, {@link Schema#searchedFields}; terms ORed unless marked {@code +}), with the
  * analyzer the index was built with. Each query is searched on one thread (the searcher has
  * no executor), with BM25 (Lucene's default similarity) and no query cache, so repeated clauses
  * are not served from a cache the other engines do not have.
@@ -74,6 +75,8 @@ final class Server {
     private final IndexSearcher searcher;
     private final Analyzer analyzer = Schema.analyzer();
     private final Options options;
+    /** The fields bare words search, found from the index. */
+    private final String[] searched;
 
     Server(IndexSearcher searcher) {
         this(searcher, Options.DEFAULT);
@@ -82,6 +85,7 @@ final class Server {
     Server(IndexSearcher searcher, Options options) {
         this.searcher = searcher;
         this.options = options;
+        this.searched = Schema.searchedFields(searcher.getIndexReader());
         searcher.setQueryCache(null);
     }
 
@@ -207,8 +211,8 @@ final class Server {
      */
     Query parse(String text) {
         QueryParser parser = options.multiterm()
-                ? new MultitermParser(Schema.SEARCHED, analyzer)
-                : new MultiFieldQueryParser(Schema.SEARCHED, analyzer);
+                ? new MultitermParser(searched, analyzer)
+                : new MultiFieldQueryParser(searched, analyzer);
         parser.setDefaultOperator(QueryParser.Operator.OR);
         try {
             return parser.parse(text);

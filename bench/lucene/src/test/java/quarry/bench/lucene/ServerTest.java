@@ -96,6 +96,46 @@ class ServerTest {
         }
     }
 
+    /**
+     * The game's schema: {@code id} stored and not searched, {@code text} searched; the query
+     * shapes of bench/game/queries.tsv, with the answers tantivy-bench's test expects.
+     */
+    @Test
+    void answersRequestsOverAGameIndex() throws IOException {
+        try (Directory directory = new ByteBuffersDirectory()) {
+            try (IndexWriter writer =
+                    new IndexWriter(directory, new IndexWriterConfig(Schema.analyzer()))) {
+                writer.addDocument(Schema.gameDocument(
+                        "u1", "Hamlet\nTo be, or not to be, that is the question"));
+                writer.addDocument(Schema.gameDocument(
+                        "u2", "The Who\nThe Who are an English rock band from the UK"));
+                writer.addDocument(Schema.gameDocument(
+                        "u3", "Doctor Who\nA programme about the Who, from the UK"));
+            }
+            try (DirectoryReader reader = DirectoryReader.open(directory)) {
+                Server server = new Server(new IndexSearcher(reader));
+                String[][] cases = {
+                    {"COUNT\tthe", "3"},
+                    {"COUNT\t+who +uk", "2"},
+                    {"COUNT\tband hamlet", "2"},
+                    {"COUNT\t+uk -english", "1"},
+                    {"COUNT\t\"to be or not to be\"", "1"},
+                    {"COUNT\t\"the who\"", "2"},
+                    {"COUNT\t+\"the who\" +uk", "2"},
+                    {"COUNT\t+\"the who\" +band", "1"},
+                    // The title and the body are one text: a phrase may span them.
+                    {"COUNT\t\"hamlet to be\"", "1"},
+                    // id is stored, not indexed: bare words do not search it.
+                    {"COUNT\tu1", "0"},
+                    {"TOP_10_COUNT\t\"the who\"", "2"},
+                };
+                for (String[] c : cases) {
+                    assertEquals(c[1], server.answer(c[0]), Arrays.toString(c));
+                }
+            }
+        }
+    }
+
     /** Every request answered once, tagged with its line number, whatever the order. */
     @Test
     void poolTagsEachAnswerWithItsRequestLine() throws IOException {

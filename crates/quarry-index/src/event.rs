@@ -344,7 +344,7 @@ fn leaf_value(node: Node) -> Value {
 }
 
 /// `text` cut to `MAX_ERROR_VALUE_LEN` bytes at a char boundary, marked `...` when cut.
-fn cut_for_message(mut text: String) -> String {
+pub(crate) fn cut_for_message(mut text: String) -> String {
     if text.len() > MAX_ERROR_VALUE_LEN {
         let mut end = MAX_ERROR_VALUE_LEN;
         while !text.is_char_boundary(end) {

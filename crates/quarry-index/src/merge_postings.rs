@@ -176,33 +176,27 @@ pub(crate) fn build_output(
                 .collect()
         })
         .collect();
-    let names_kept: Vec<String> = fields.iter().map(|f| f.name.clone()).collect();
     let mut total_tokens = vec![0u64; fields.len()];
     let inverted = merge_terms(readers, &runs, &ordinal_maps, &fields, &mut total_tokens)?;
-    for ((field, tokens), name) in fields.iter_mut().zip(total_tokens).zip(&names_kept) {
-        if let Some(text) = &mut field.text {
-            // A field mapped `norms: false` counts each doc as one token long (its norms say
-            // so too); so does a field whose every value is one token. Either way, when
-            // every input counts one token a doc, so does the output.
-            let one_token_docs =
-                readers
-                    .iter()
-                    .enumerate()
-                    .filter(|&(i, _)| present(i))
-                    .all(|(_, reader)| {
-                        reader.field_ordinal(name).is_none_or(|o| {
-                            reader.manifest().fields[o as usize]
-                                .text
-                                .as_ref()
-                                .is_none_or(|t| t.total_tokens == u64::from(t.docs_with_field))
-                        })
-                    });
-            text.total_tokens = if one_token_docs {
-                u64::from(text.docs_with_field)
-            } else {
-                tokens
-            };
-        }
+    for (field, tokens) in fields.iter_mut().zip(total_tokens) {
+        let Some(text) = &mut field.text else {
+            continue;
+        };
+        // A field mapped `norms: false` counts each doc as one token long (its norms say so
+        // too); so does a field whose every value is one token. Either way, when every input
+        // counts one token a doc, so does the output.
+        let one_token_docs = readers
+            .iter()
+            .enumerate()
+            .filter(|&(input, _)| present(input))
+            .filter_map(|(_, reader)| reader.field_ordinal(&field.name).map(|o| (reader, o)))
+            .filter_map(|(reader, o)| reader.manifest().fields[o as usize].text.as_ref())
+            .all(|t| t.total_tokens == u64::from(t.docs_with_field));
+        text.total_tokens = if one_token_docs {
+            u64::from(text.docs_with_field)
+        } else {
+            tokens
+        };
     }
     Ok(BlockInput {
         times: times.to_vec(),

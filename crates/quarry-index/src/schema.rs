@@ -97,45 +97,30 @@ impl Schema {
             if !rules.index {
                 continue;
             }
-            let fits = match rules.ty {
-                FieldType::Text => true,
-                FieldType::Keyword => {
-                    keyword_items(value).all(|item| item.len() <= MAX_KEYWORD_LEN)
+            let expected = match rules.ty {
+                FieldType::Text => continue,
+                FieldType::Keyword if keyword_items(value).all(|i| i.len() <= MAX_KEYWORD_LEN) => {
+                    continue
                 }
-                FieldType::Number => number_items(value).all(|item| item.is_some()),
-                FieldType::Boolean => bool_items(value).all(|item| item.is_some()),
+                FieldType::Number if numbers(value).is_some() => continue,
+                FieldType::Boolean if booleans(value).is_some() => continue,
+                FieldType::Keyword => format!("a keyword of at most {MAX_KEYWORD_LEN} bytes"),
+                FieldType::Number => "a number".to_owned(),
+                FieldType::Boolean => "true or false".to_owned(),
             };
-            if !fits {
-                let expected = match rules.ty {
-                    FieldType::Keyword => {
-                        format!("a keyword of at most {MAX_KEYWORD_LEN} bytes")
-                    }
-                    FieldType::Number => "a number".to_owned(),
-                    _ => "true or false".to_owned(),
-                };
-                return Err(EventError::Mapping {
-                    field: name.clone(),
-                    message: format!("is mapped to take {expected}; got {}", describe(value)),
-                });
-            }
+            let got = match value {
+                Value::Str(s) => serde_json::to_string(s).unwrap_or_default(),
+                other => crate::event::value_text(other),
+            };
+            return Err(EventError::Mapping {
+                field: name.clone(),
+                message: format!(
+                    "is mapped to take {expected}; got {}",
+                    crate::event::cut_for_message(got)
+                ),
+            });
         }
         Ok(())
-    }
-}
-
-fn describe(value: &Value) -> String {
-    let text = match value {
-        Value::Str(s) => serde_json::to_string(s).unwrap_or_default(),
-        other => crate::event::value_text(other),
-    };
-    if text.len() > 60 {
-        let mut end = 60;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        format!("{}... ({} bytes)", &text[..end], text.len())
-    } else {
-        text
     }
 }
 
@@ -171,19 +156,25 @@ pub(crate) fn keyword_items(value: &Value) -> impl Iterator<Item = String> {
     })
 }
 
-/// A number field's values (`None` for an item that is not a number).
-pub(crate) fn number_items(value: &Value) -> impl Iterator<Item = Option<Value>> {
-    items(value).into_iter().map(|item| match item {
-        Value::I64(_) | Value::U64(_) => Some(item),
-        Value::F64(v) if !v.is_nan() => Some(item),
-        _ => None,
-    })
+/// A number field's values, or `None` if an item is not a number.
+pub(crate) fn numbers(value: &Value) -> Option<Vec<Value>> {
+    items(value)
+        .into_iter()
+        .map(|item| match item {
+            Value::I64(_) | Value::U64(_) => Some(item),
+            Value::F64(v) if !v.is_nan() => Some(item),
+            _ => None,
+        })
+        .collect()
 }
 
-/// A boolean field's values (`None` for an item that is not a boolean).
-pub(crate) fn bool_items(value: &Value) -> impl Iterator<Item = Option<bool>> {
-    items(value).into_iter().map(|item| match item {
-        Value::Bool(b) => Some(b),
-        _ => None,
-    })
+/// A boolean field's values, or `None` if an item is not a boolean.
+pub(crate) fn booleans(value: &Value) -> Option<Vec<bool>> {
+    items(value)
+        .into_iter()
+        .map(|item| match item {
+            Value::Bool(b) => Some(b),
+            _ => None,
+        })
+        .collect()
 }

@@ -345,22 +345,9 @@ impl SegmentBuilder {
                     }
                 }
                 Value::Json(text) => self.index_text(field, doc, text),
-                Value::I64(v) => {
-                    self.index_text(field, doc, &v.to_string());
-                    self.add_exact(field, doc, TermKind::I64, &i64_term(*v));
-                }
-                Value::U64(v) => {
-                    self.index_text(field, doc, &v.to_string());
-                    match i64::try_from(*v) {
-                        Ok(v) => self.add_exact(field, doc, TermKind::I64, &i64_term(v)),
-                        Err(_) => self.add_exact(field, doc, TermKind::F64, &f64_term(*v as f64)),
-                    }
-                }
-                Value::F64(v) => {
-                    self.index_text(field, doc, &v.to_string());
-                    if !v.is_nan() {
-                        self.add_exact(field, doc, TermKind::F64, &f64_term(*v));
-                    }
+                Value::I64(_) | Value::U64(_) | Value::F64(_) => {
+                    self.index_text(field, doc, &crate::event::value_text(value));
+                    self.add_number(field, doc, value);
                 }
                 Value::Bool(v) => self.index_text(field, doc, if *v { "true" } else { "false" }),
                 Value::Timestamp(_) => {}
@@ -393,25 +380,28 @@ impl SegmentBuilder {
                     self.add_exact(field, doc, TermKind::Exact, item.as_bytes());
                 }
             }
-            FieldType::Number if schema::number_items(value).all(|item| item.is_some()) => {
-                for item in schema::number_items(value).flatten() {
-                    self.add_number(field, doc, &item);
+            FieldType::Number => match schema::numbers(value) {
+                Some(numbers) => {
+                    for number in &numbers {
+                        self.add_number(field, doc, number);
+                    }
                 }
-            }
-            FieldType::Boolean if schema::bool_items(value).all(|item| item.is_some()) => {
-                for item in schema::bool_items(value).flatten() {
-                    let text = if item { "true" } else { "false" };
-                    self.add_exact(field, doc, TermKind::Exact, text.as_bytes());
+                None => self.index_text(field, doc, &crate::event::value_text(value)),
+            },
+            FieldType::Boolean => match schema::booleans(value) {
+                Some(booleans) => {
+                    for boolean in booleans {
+                        let text = if boolean { "true" } else { "false" };
+                        self.add_exact(field, doc, TermKind::Exact, text.as_bytes());
+                    }
                 }
-            }
-            FieldType::Number | FieldType::Boolean => {
-                self.index_text(field, doc, &crate::event::value_text(value));
-            }
+                None => self.index_text(field, doc, &crate::event::value_text(value)),
+            },
         }
     }
 
     /// A number's exact term: an integer's i64 bytes, else (above i64, or a fraction) its f64
-    /// bytes, as the dynamic mapping writes them.
+    /// bytes; none for NaN.
     fn add_number(&mut self, field: u16, doc: u32, value: &Value) {
         match *value {
             Value::I64(v) => self.add_exact(field, doc, TermKind::I64, &i64_term(v)),

@@ -97,8 +97,9 @@ impl Searcher {
                 }),
             }
         }
-        let mut searcher = Searcher::new(blocks, Analyzer::default())
-            .with_schema(Arc::new(Schema::from_settings(&settings)));
+        let blocks = blocks.into_iter().map(Arc::new).collect();
+        let schema = Arc::new(Schema::from_settings(&settings));
+        let mut searcher = Searcher::from_shared_with(blocks, schema);
         searcher.damaged = damaged;
         Ok(searcher)
     }
@@ -164,7 +165,12 @@ impl Searcher {
 
     /// A searcher over blocks shared with other snapshots (a server keeps its open blocks
     /// and hands each snapshot the ones it holds).
-    pub fn from_shared(mut blocks: Vec<Arc<BlockReader>>, analyzer: Analyzer) -> Searcher {
+    pub fn from_shared(blocks: Vec<Arc<BlockReader>>, analyzer: Analyzer) -> Searcher {
+        Searcher::from_shared_with(blocks, Arc::new(Schema::dynamic(Arc::new(analyzer))))
+    }
+
+    /// `from_shared`, queries planned as `schema` says fields are indexed.
+    pub fn from_shared_with(mut blocks: Vec<Arc<BlockReader>>, schema: Arc<Schema>) -> Searcher {
         blocks.sort_by(|a, b| {
             (a.manifest().time_min, a.path()).cmp(&(b.manifest().time_min, b.path()))
         });
@@ -180,7 +186,6 @@ impl Searcher {
                     .unwrap_or(position as u64)
             })
             .collect();
-        let schema = Arc::new(Schema::dynamic(Arc::new(analyzer)));
         Searcher {
             text_fields: text_fields(&blocks, &schema),
             blocks,

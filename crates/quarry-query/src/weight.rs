@@ -445,18 +445,18 @@ impl Weight {
                     Some(ordinal) => block.term_info(ordinal, TermKind::Exact, value.as_bytes())?,
                     None => None,
                 };
-                let checked = filter::long_exact_scorer(block, field, value, tokens)?;
-                match (keyword, checked) {
-                    (None, checked) => checked,
-                    (Some(info), None) => Some(Box::new(ConstScorer {
+                let keyword = match keyword {
+                    Some(info) => Some(Box::new(ConstScorer {
                         cursor: block.postings(&info)?,
                     }) as BoxScorer),
-                    (Some(info), Some(checked)) => Some(Box::new(UnionScorer::new(vec![
-                        Box::new(ConstScorer {
-                            cursor: block.postings(&info)?,
-                        }),
-                        checked,
-                    ])) as BoxScorer),
+                    None => None,
+                };
+                let checked = filter::long_exact_scorer(block, field, value, tokens)?;
+                match (keyword, checked) {
+                    (Some(keyword), Some(checked)) => {
+                        Some(Box::new(UnionScorer::new(vec![keyword, checked])) as BoxScorer)
+                    }
+                    (keyword, checked) => keyword.or(checked),
                 }
             }
             Weight::Exact { field, value, .. } => {

@@ -46,7 +46,6 @@ use crate::wal_writer::{WalHandle, WalWait};
 use quarry_format::block::{BlockInput, Manifest};
 use quarry_format::column::ChunkCache;
 use quarry_format::BlockReader;
-use quarry_index::analysis::Analyzer;
 use quarry_index::event::{parse_event, Event};
 use quarry_index::merge::{
     merge_blocks, merge_readers, pick_merge_skipping, write_new_block, MergePolicy,
@@ -594,8 +593,7 @@ impl LiveIndex {
             .collect();
         let damaged = state.damaged.iter().map(|(_, d)| d.clone()).collect();
         let searcher = Arc::new(
-            Searcher::from_shared(blocks, Analyzer::default())
-                .with_schema(self.schema())
+            Searcher::from_shared_with(blocks, self.schema())
                 .with_damaged(damaged)
                 .with_chunk_cache(self.chunk_cache.clone()),
         );

@@ -193,8 +193,7 @@ async fn matches_in(
     let schema = schema.clone();
     let text = text.to_owned();
     tokio::task::spawn_blocking(move || {
-        let searcher = Searcher::from_shared(vec![block], quarry_index::Analyzer::default())
-            .with_schema(schema);
+        let searcher = Searcher::from_shared_with(vec![block], schema);
         let request = SearchRequest {
             query: text,
             sort: SortOrder::TimeAsc,

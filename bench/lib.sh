@@ -1,5 +1,5 @@
-# Shared by run-search.sh, run-logs.sh, run-ingest.sh and run-sizes.sh (sourced, not run):
-# messages, building Quarry, and building a Maven project with a JDK 21+ for the Lucene side.
+# Shared by the bench scripts (sourced, not run): messages, building Quarry, building a Maven
+# project with a JDK 21+ for the Lucene side, and the search-benchmark-game corpus.
 #
 # Before sourcing, set SCRIPT_NAME (prefix of warnings). build_quarry builds
 # target/release/quarry at REPO_DIR (unless QUARRY_BIN names a binary) and sets quarry_ok
@@ -64,5 +64,19 @@ build_lucene() {
             warn "$name does not build: its figures will be missing"
             lucene_ok=0
         fi
+    fi
+}
+
+# game_corpus: the search-benchmark-game corpus ({"id","text"}) at CORPUS, written from WIKI_FILE
+# by CORPUS_TOOL (the first ARTICLES articles, or all) once, and reused by later runs while it
+# is newer than WIKI_FILE. Its record (docs, bytes) goes to WORK_DIR/corpus.json.
+game_corpus() {
+    if [[ ! -s $CORPUS || $CORPUS -ot $WIKI_FILE ]]; then
+        log "writing the corpus ${ARTICLES:-(all articles)} to $CORPUS"
+        local articles_args=()
+        [[ -n $ARTICLES ]] && articles_args=(--articles "$ARTICLES")
+        "$CORPUS_TOOL" "${articles_args[@]}" "$WIKI_FILE" "$CORPUS.tmp" >"$WORK_DIR/corpus.json"
+        mv "$CORPUS.tmp" "$CORPUS"
+        cat "$WORK_DIR/corpus.json" >&2
     fi
 }

@@ -114,15 +114,7 @@ fi
 tantivy_ok=0
 want tantivy && tantivy_ok=1
 
-# The corpus: made once per ARTICLES, reused by later runs.
-if [[ ! -s $CORPUS || $CORPUS -ot $WIKI_FILE ]]; then
-    log "writing the corpus ${ARTICLES:-(all articles)} to $CORPUS"
-    articles_args=()
-    [[ -n $ARTICLES ]] && articles_args=(--articles "$ARTICLES")
-    "$CORPUS_TOOL" "${articles_args[@]}" "$WIKI_FILE" "$CORPUS.tmp" >"$WORK_DIR/corpus.json"
-    mv "$CORPUS.tmp" "$CORPUS"
-    cat "$WORK_DIR/corpus.json" >&2
-fi
+game_corpus
 
 # The queries: the whole set, or the first KIND_LIMIT of each kind.
 queries=$QUERY_SET

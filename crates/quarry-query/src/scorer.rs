@@ -30,6 +30,16 @@ pub trait Scorer {
             doc = self.advance();
         }
     }
+    /// The number of matches from the current doc on, exhausting the scorer.
+    fn count_rest(&mut self) -> u64 {
+        let mut count = 0;
+        let mut doc = self.doc();
+        while doc != TERMINATED {
+            count += 1;
+            doc = self.advance();
+        }
+        count
+    }
     /// Like `seek(target)`, but may also skip docs whose score cannot exceed `threshold`
     /// (block-max pruning from skip data). The default skips nothing.
     fn seek_competitive(&mut self, target: u32, _threshold: f32) -> u32 {
@@ -80,6 +90,9 @@ impl<S: Scorer + ?Sized> Scorer for Box<S> {
     }
     fn for_each_doc(&mut self, f: &mut dyn FnMut(u32)) {
         (**self).for_each_doc(f)
+    }
+    fn count_rest(&mut self) -> u64 {
+        (**self).count_rest()
     }
     fn seek_competitive(&mut self, target: u32, threshold: f32) -> u32 {
         (**self).seek_competitive(target, threshold)
@@ -350,6 +363,251 @@ impl Scorer for ConjunctionScorer<'_> {
     }
     fn error(&self) -> Option<DecodeError> {
         self.scorers.iter().find_map(|s| s.error())
+    }
+}
+
+/// A conjunction of plain terms (`+national +post`), the common case, with no boxed clause: a
+/// ConjunctionScorer over boxed terms made seven dynamic calls and two out-of-line seeks per
+/// candidate of the rarest term.
+///
+/// Two terms of similar frequency are intersected a block pair at a time by a merge with no
+/// branch to mispredict (`MergedBlocks`): leapfrogging `+national +post` (5,610 and 9,018 docs
+/// of 30,729) mispredicted a branch or two per candidate and took 3x tantivy's time. A rare
+/// term against a common one keeps the leapfrog, which skips the common term's blocks.
+pub struct TermConjunctionScorer<'a> {
+    /// Rarest first: the first proposes candidates, the others are sought to them.
+    terms: Vec<TermScorer<'a>>,
+    doc: u32,
+    merged: Option<Box<MergedBlocks>>,
+}
+
+/// Merge rather than leapfrog when the second term has at most this many times the first's
+/// docs: a merge step costs about a tenth of a mispredicted seek, and at this density every
+/// block of the second term holds candidates anyway (nothing to skip).
+const MERGE_MAX_RATIO: u32 = 8;
+
+const BLOCK_LEN: usize = quarry_format::limits::POSTINGS_BLOCK_LEN;
+
+/// The matches of two terms within their current decoded blocks: each match's doc and its
+/// offsets in both blocks from where the merge began (where the cursors then stood).
+struct MergedBlocks {
+    docs: [u32; BLOCK_LEN],
+    first: [u8; BLOCK_LEN],
+    second: [u8; BLOCK_LEN],
+    len: usize,
+    /// The current match, and the one the cursors stand on (moved there for a score).
+    pos: usize,
+    synced: usize,
+    /// How far the merge read in each block: one of them is the block's end.
+    ends: (usize, usize),
+    /// The first term's docs in the merged doc range, and their offsets by doc.
+    bits: [u64; MERGE_WINDOW / 64],
+    offsets: [u8; MERGE_WINDOW],
+}
+
+/// The widest doc range merged through a bitset; a wider one (sparse blocks) is merged step by
+/// step.
+const MERGE_WINDOW: usize = 4096;
+
+impl<'a> TermConjunctionScorer<'a> {
+    /// `terms` must not be empty.
+    pub fn new(mut terms: Vec<TermScorer<'a>>) -> Self {
+        terms.sort_by_key(|t| t.cursor.doc_freq());
+        let merged = (terms.len() == 2
+            && terms[1].cursor.doc_freq() / MERGE_MAX_RATIO <= terms[0].cursor.doc_freq())
+        .then(|| {
+            Box::new(MergedBlocks {
+                docs: [0; BLOCK_LEN],
+                first: [0; BLOCK_LEN],
+                second: [0; BLOCK_LEN],
+                len: 0,
+                pos: 0,
+                synced: 0,
+                ends: (0, 0),
+                bits: [0; MERGE_WINDOW / 64],
+                offsets: [0; MERGE_WINDOW],
+            })
+        });
+        let first = terms[0].cursor.doc();
+        let mut conjunction = TermConjunctionScorer {
+            terms,
+            doc: 0,
+            merged,
+        };
+        conjunction.doc = conjunction.align(first);
+        if conjunction.merged.is_some() {
+            conjunction.doc = conjunction.merge();
+        }
+        conjunction
+    }
+
+    #[inline]
+    fn align(&mut self, target: u32) -> u32 {
+        leapfrog(&mut self.terms, target, |term, target| {
+            term.cursor.seek(target)
+        })
+    }
+
+    /// With both cursors on the same doc (or exhausted), intersects what is left of their two
+    /// blocks up to the lower of their last docs; returns the first match (the doc they stand
+    /// on). The first term's docs are set in a bitset of that doc range (and their offsets
+    /// noted by doc), then the second's looked up in it: no step waits on the one before, as
+    /// in a merge, whose every step waited on a load and a compare (1.5 ns a step).
+    fn merge(&mut self) -> u32 {
+        let merged = self.merged.as_mut().expect("merge mode");
+        let (first, second) = self.terms.split_at_mut(1);
+        let (a, b) = (first[0].cursor.block_docs(), second[0].cursor.block_docs());
+        let (Some(&low), Some(&a_last), Some(&b_last)) = (a.first(), a.last(), b.last()) else {
+            merged.len = 0;
+            return TERMINATED;
+        };
+        let high = a_last.min(b_last);
+        let a = &a[..a.partition_point(|&doc| doc <= high)];
+        let b = &b[..b.partition_point(|&doc| doc <= high)];
+        let mut k = 0;
+        if ((high - low) as usize) < MERGE_WINDOW {
+            let words = (high - low) as usize / 64 + 1;
+            merged.bits[..words].fill(0);
+            for (i, &doc) in a.iter().enumerate() {
+                let at = (doc - low) as usize;
+                merged.bits[at / 64] |= 1 << (at % 64);
+                merged.offsets[at] = i as u8;
+            }
+            for (j, &doc) in b.iter().enumerate() {
+                let at = (doc - low) as usize;
+                merged.docs[k] = doc;
+                merged.first[k] = merged.offsets[at];
+                merged.second[k] = j as u8;
+                k += ((merged.bits[at / 64] >> (at % 64)) & 1) as usize;
+            }
+        } else {
+            let (mut i, mut j) = (0, 0);
+            while i < a.len() && j < b.len() {
+                let (x, y) = (a[i], b[j]);
+                merged.docs[k] = x;
+                merged.first[k] = i as u8;
+                merged.second[k] = j as u8;
+                k += usize::from(x == y);
+                i += usize::from(x <= y);
+                j += usize::from(y <= x);
+            }
+        }
+        (merged.len, merged.pos, merged.synced) = (k, 0, 0);
+        merged.ends = (a.len(), b.len());
+        merged.docs[0]
+    }
+
+    /// Moves on to the next match `>= target` in merge mode. The cursors stay where they are
+    /// until a score needs them (`sync`): counting never moves them match by match.
+    #[inline]
+    fn merged_seek(&mut self, target: u32) -> u32 {
+        let merged = self.merged.as_mut().expect("merge mode");
+        let mut pos = merged.pos + 1;
+        while pos < merged.len && merged.docs[pos] < target {
+            pos += 1;
+        }
+        if pos < merged.len {
+            merged.pos = pos;
+            return merged.docs[pos];
+        }
+        self.next_merge(target)
+    }
+
+    /// Moves the cursors past what the last merge read, to the first common doc `>= target`,
+    /// and merges from there.
+    #[inline(never)]
+    fn next_merge(&mut self, target: u32) -> u32 {
+        let merged = self.merged.as_mut().expect("merge mode");
+        let (first, second) = self.terms.split_at_mut(1);
+        let (a, b) = (&mut first[0].cursor, &mut second[0].cursor);
+        let (from_a, from_b) = (merged.first[merged.synced], merged.second[merged.synced]);
+        let next = a.skip_in_block(merged.ends.0 - usize::from(from_a));
+        b.skip_in_block(merged.ends.1 - usize::from(from_b));
+        if self.align(next.max(target)) == TERMINATED {
+            self.merged.as_mut().expect("merge mode").len = 0;
+            return TERMINATED;
+        }
+        self.merge()
+    }
+
+    /// Moves the cursors to the match merge mode stands on (for its term frequencies).
+    #[inline]
+    fn sync(&mut self) {
+        let Some(merged) = self.merged.as_mut() else {
+            return;
+        };
+        if merged.synced == merged.pos {
+            return;
+        }
+        let (first, second) = self.terms.split_at_mut(1);
+        let (from, to) = (merged.synced, merged.pos);
+        first[0]
+            .cursor
+            .skip_in_block(usize::from(merged.first[to] - merged.first[from]));
+        second[0]
+            .cursor
+            .skip_in_block(usize::from(merged.second[to] - merged.second[from]));
+        merged.synced = to;
+    }
+}
+
+impl Scorer for TermConjunctionScorer<'_> {
+    fn doc(&self) -> u32 {
+        self.doc
+    }
+    fn advance(&mut self) -> u32 {
+        if self.doc == TERMINATED {
+            return TERMINATED;
+        }
+        self.doc = if self.merged.is_some() {
+            self.merged_seek(self.doc + 1)
+        } else {
+            let next = self.terms[0].cursor.advance();
+            self.align(next)
+        };
+        self.doc
+    }
+    fn seek(&mut self, target: u32) -> u32 {
+        if self.doc >= target {
+            return self.doc;
+        }
+        self.doc = if self.merged.is_some() {
+            self.merged_seek(target)
+        } else {
+            self.align(target)
+        };
+        self.doc
+    }
+    fn score(&mut self) -> f32 {
+        self.sync();
+        self.terms.iter_mut().map(|t| t.score()).sum()
+    }
+    fn max_score(&self) -> f32 {
+        inflate(self.terms.iter().map(|t| t.max_score()).sum())
+    }
+    fn cost(&self) -> u64 {
+        u64::from(self.terms[0].cursor.doc_freq())
+    }
+    fn error(&self) -> Option<DecodeError> {
+        self.terms.iter().find_map(|t| t.cursor.error())
+    }
+    fn count_rest(&mut self) -> u64 {
+        if self.merged.is_none() {
+            let mut count = 0;
+            while self.doc != TERMINATED {
+                count += 1;
+                let next = self.terms[0].cursor.advance();
+                self.doc = self.align(next);
+            }
+            return count;
+        }
+        let mut count = 0;
+        while self.doc != TERMINATED {
+            let merged = self.merged.as_mut().expect("merge mode");
+            count += (merged.len - merged.pos) as u64;
+            self.doc = self.next_merge(0);
+        }
+        count
     }
 }
 

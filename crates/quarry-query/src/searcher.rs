@@ -11,7 +11,7 @@ use crate::scorer::{BoxScorer, Scorer};
 use crate::weight::{CollectionStats, Weight};
 use quarry_format::block::DocumentFetcher;
 use quarry_format::column::ChunkCache;
-use quarry_format::{BlockReader, DecodeError, Value, TERMINATED, TIME_FIELD};
+use quarry_format::{BlockReader, DecodeError, Value, TIME_FIELD};
 use quarry_index::{Analyzer, Schema};
 use quarry_store::Catalog;
 use std::collections::BTreeSet;
@@ -357,11 +357,7 @@ impl Searcher {
                 _ => {}
             }
             if let Some(mut scorer) = weight.scorer(index, block)? {
-                let mut doc = scorer.doc();
-                while doc != TERMINATED {
-                    total += 1;
-                    doc = scorer.advance();
-                }
+                total += scorer.count_rest();
                 self.check_scorer(index, scorer.as_ref())?;
             }
         }

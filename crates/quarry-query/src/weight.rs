@@ -510,6 +510,20 @@ impl Weight {
                 should,
                 must_not,
             } => {
+                if should.is_empty()
+                    && must.len() > 1
+                    && must.iter().all(|c| matches!(c, Weight::Term { .. }))
+                {
+                    let mut terms = Vec::with_capacity(must.len());
+                    for clause in must {
+                        match clause.term_scorer(index, block)? {
+                            Some(term) => terms.push(term),
+                            None => return Ok(None),
+                        }
+                    }
+                    let base = Box::new(TermConjunctionScorer::new(terms));
+                    return Ok(Some(Self::exclude(base, must_not, index, block)?));
+                }
                 let mut required = Vec::with_capacity(must.len());
                 for clause in must {
                     match clause.scorer(index, block)? {
@@ -537,18 +551,7 @@ impl Weight {
                         Box::new(OptionalScorer { required, optional })
                     }
                 };
-                let excluded = Self::scorers(must_not, index, block)?;
-                match excluded.len() {
-                    0 => Some(base),
-                    1 => Some(Box::new(ExclusionScorer::new(
-                        base,
-                        excluded.into_iter().next().expect("one"),
-                    ))),
-                    _ => Some(Box::new(ExclusionScorer::new(
-                        base,
-                        Box::new(UnionScorer::new(excluded)),
-                    ))),
-                }
+                Some(Self::exclude(base, must_not, index, block)?)
             }
             Weight::All => (block.doc_count() > 0)
                 .then(|| Box::new(DocRangeScorer::new(0, block.doc_count())) as BoxScorer),
@@ -579,6 +582,24 @@ impl Weight {
             }
             _ => {}
         }
+    }
+
+    /// `base` without the docs of any of `must_not`.
+    fn exclude<'a>(
+        base: BoxScorer<'a>,
+        must_not: &'a [Weight],
+        index: usize,
+        block: &'a BlockReader,
+    ) -> Result<BoxScorer<'a>> {
+        let mut excluded = Self::scorers(must_not, index, block)?;
+        Ok(match excluded.len() {
+            0 => base,
+            1 => Box::new(ExclusionScorer::new(base, excluded.pop().expect("one"))),
+            _ => Box::new(ExclusionScorer::new(
+                base,
+                Box::new(UnionScorer::new(excluded)),
+            )),
+        })
     }
 
     fn scorers<'a>(

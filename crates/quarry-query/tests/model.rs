@@ -332,6 +332,107 @@ fn build_searcher(
     (searcher, ordered)
 }
 
+/// Checks one query against the model: the count, every hit (set and scores, with its count)
+/// and the top k for each of `ks`. Returns the model's matches, best first.
+fn check_ranked(
+    searcher: &Searcher,
+    model: &Model,
+    docs: usize,
+    text: &str,
+    ks: &[usize],
+) -> Result<Vec<(f64, usize)>, TestCaseError> {
+    let query = searcher.parse(text).unwrap();
+    let mut expected: Vec<(f64, usize)> = (0..docs)
+        .filter_map(|d| model.eval(&query, d).map(|s| (s, d)))
+        .collect();
+    prop_assert_eq!(
+        searcher.count(&query).unwrap(),
+        expected.len() as u64,
+        "count of {}",
+        text
+    );
+
+    // All hits: same set, scores equal within f32 rounding.
+    let hits = searcher
+        .search(
+            &query,
+            &HitsRequest {
+                limit: docs,
+                count: true,
+                sort: SortOrder::Relevance,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    prop_assert_eq!(hits.count, Some(expected.len() as u64));
+    let global = |block: u32, doc: u32| {
+        searcher.blocks()[..block as usize]
+            .iter()
+            .map(|b| b.doc_count() as usize)
+            .sum::<usize>()
+            + doc as usize
+    };
+    let mut got: Vec<(f64, usize)> = hits
+        .hits
+        .iter()
+        .map(|h| (h.score.unwrap() as f64, global(h.block, h.doc)))
+        .collect();
+    got.sort_by_key(|&(_, d)| d);
+    prop_assert_eq!(got.len(), expected.len(), "hits of {}", text);
+    for ((gs, gd), (es, ed)) in got.iter().zip(&expected) {
+        prop_assert_eq!(gd, ed, "hit set of {}", text);
+        prop_assert!(
+            (gs - es).abs() <= 1e-4 * es.abs().max(1.0),
+            "score of doc {} for {}: {} vs {}",
+            gd,
+            text,
+            gs,
+            es
+        );
+    }
+
+    // Top-k (MaxScore path for disjunctions): the k best, where scores are not near-ties.
+    expected.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    for &k in ks {
+        let top = searcher.top_k(&query, k).unwrap();
+        prop_assert_eq!(
+            top.len(),
+            expected.len().min(k),
+            "top-{} size of {}",
+            k,
+            text
+        );
+        for (i, hit) in top.iter().enumerate() {
+            let (es, _) = expected[i];
+            prop_assert!(
+                (hit.score as f64 - es).abs() <= 1e-4 * es.abs().max(1.0),
+                "top-{} rank {} of {}: score {} vs {}",
+                k,
+                i,
+                text,
+                hit.score,
+                es
+            );
+            let clear = |j: usize| {
+                expected
+                    .get(j)
+                    .is_none_or(|&(s, _)| (s - es).abs() > 1e-4 * es.abs().max(1.0))
+            };
+            if (i == 0 || clear(i - 1)) && clear(i + 1) {
+                prop_assert_eq!(
+                    global(hit.block, hit.doc),
+                    expected[i].1,
+                    "top-{} rank {} of {}",
+                    k,
+                    i,
+                    text
+                );
+            }
+        }
+    }
+    Ok(expected)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(96))]
 
@@ -347,39 +448,7 @@ proptest! {
         let _ = &model.analyzer;
         for text in &queries {
             let query = searcher.parse(text).unwrap();
-            let mut expected: Vec<(f64, usize)> =
-                (0..ordered.len()).filter_map(|d| model.eval(&query, d).map(|s| (s, d))).collect();
-            prop_assert_eq!(searcher.count(&query).unwrap(), expected.len() as u64, "count of {}", text);
-
-            // All hits: same set, scores equal within f32 rounding.
-            let hits = searcher.search(&query, &HitsRequest { limit: ordered.len(), count: true, sort: SortOrder::Relevance, ..Default::default() }).unwrap();
-            prop_assert_eq!(hits.count, Some(expected.len() as u64));
-            let global = |block: u32, doc: u32| {
-                searcher.blocks()[..block as usize].iter().map(|b| b.doc_count() as usize).sum::<usize>() + doc as usize
-            };
-            let mut got: Vec<(f64, usize)> = hits.hits.iter().map(|h| (h.score.unwrap() as f64, global(h.block, h.doc))).collect();
-            got.sort_by_key(|&(_, d)| d);
-            prop_assert_eq!(got.len(), expected.len(), "hits of {}", text);
-            for ((gs, gd), (es, ed)) in got.iter().zip(&expected) {
-                prop_assert_eq!(gd, ed, "hit set of {}", text);
-                prop_assert!((gs - es).abs() <= 1e-4 * es.abs().max(1.0), "score of doc {} for {}: {} vs {}", gd, text, gs, es);
-            }
-
-            // Top-k (MaxScore path for disjunctions): the k best, where scores are not near-ties.
-            expected.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-            for k in [1usize, 3, 10] {
-                let top = searcher.top_k(&query, k).unwrap();
-                prop_assert_eq!(top.len(), expected.len().min(k), "top-{} size of {}", k, text);
-                for (i, hit) in top.iter().enumerate() {
-                    let (es, _) = expected[i];
-                    prop_assert!((hit.score as f64 - es).abs() <= 1e-4 * es.abs().max(1.0),
-                        "top-{} rank {} of {}: score {} vs {}", k, i, text, hit.score, es);
-                    let clear = |j: usize| expected.get(j).is_none_or(|&(s, _)| (s - es).abs() > 1e-4 * es.abs().max(1.0));
-                    if (i == 0 || clear(i - 1)) && clear(i + 1) {
-                        prop_assert_eq!(global(hit.block, hit.doc), expected[i].1, "top-{} rank {} of {}", k, i, text);
-                    }
-                }
-            }
+            let expected = check_ranked(&searcher, &model, ordered.len(), text, &[1, 3, 10])?;
 
             // Time order: head and tail.
             let mut by_time: Vec<(i64, usize)> = expected.iter().map(|&(_, d)| (ordered[d].time, d)).collect();
@@ -427,5 +496,53 @@ fn documents_round_trip_through_blocks() {
         let mut want = event.fields.clone();
         want.sort_by(|a, b| a.0.cmp(&b.0));
         assert_eq!(fields, want);
+    }
+}
+
+/// Events of one text field `a` whose words have very different frequencies: `w0` is in most
+/// events, `w5` in few, so that two-term conjunctions run both ways (a block-pair merge for
+/// terms of similar frequency, a leapfrog for a rare term against a common one) over posting
+/// lists of several 128-doc blocks.
+fn skewed_event_strategy() -> impl Strategy<Value = TestEvent> {
+    let word = prop_oneof![
+        8 => Just("w0"), 4 => Just("w1"), 2 => Just("w2"), 1 => Just("w3"), 1 => Just("w4"),
+    ];
+    let text = prop::collection::vec(word, 0..8).prop_map(|w| w.join(" "));
+    (0i64..1000, text, prop::bool::weighted(0.02)).prop_map(|(time, text, rare)| {
+        let text = if rare { format!("{text} w5") } else { text };
+        TestEvent {
+            time,
+            fields: vec![("a".to_owned(), Value::Str(text))],
+        }
+    })
+}
+
+fn conjunction_strategy() -> impl Strategy<Value = String> {
+    let word = || prop::sample::select(&["w0", "w1", "w2", "w3", "w4", "w5"][..]);
+    prop_oneof![
+        (word(), word()).prop_map(|(x, y)| format!("+a:{x} +a:{y}")),
+        (word(), word(), word()).prop_map(|(x, y, z)| format!("+a:{x} +a:{y} +a:{z}")),
+        (word(), word(), word()).prop_map(|(x, y, z)| format!("+a:{x} +a:{y} -a:{z}")),
+        // Nested: the inner conjunction is sought to the outer clause's docs.
+        (word(), word(), word()).prop_map(|(x, y, z)| format!("+(+a:{x} +a:{y}) +\"{z}\"")),
+        (word(), word(), word()).prop_map(|(x, y, z)| format!("(+a:{x} +a:{y}) OR a:{z}")),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn term_conjunctions_match_brute_force(
+        events in prop::collection::vec(skewed_event_strategy(), 1..1500),
+        splits in prop::collection::vec(any::<usize>(), 0..2),
+        queries in prop::collection::vec(conjunction_strategy(), 1..6),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let (searcher, ordered) = build_searcher(&events, &splits, dir.path());
+        let model = Model::new(&ordered);
+        for text in &queries {
+            check_ranked(&searcher, &model, ordered.len(), text, &[1, 10])?;
+        }
     }
 }

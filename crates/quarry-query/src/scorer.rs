@@ -144,6 +144,11 @@ impl<'a> TermScorer<'a> {
         }
     }
 
+    /// The term's docs in the block.
+    pub fn doc_freq(&self) -> u32 {
+        self.cursor.doc_freq()
+    }
+
     #[inline]
     fn norm(&self, doc: u32) -> f32 {
         self.cache[self.norms.get(doc as usize).copied().unwrap_or(0) as usize]
@@ -156,6 +161,18 @@ impl<'a> TermScorer<'a> {
     /// common term's TOP_10 spent 43% of its time in `score`, one divide waiting on the
     /// last, doc by doc.
     pub fn collect_top_k(&mut self, block: u32, top: &mut TopK) {
+        self.collect_top_k_excluding(block, top, None);
+    }
+
+    /// `collect_top_k` less the docs of `excluded` (`+a -b`): only a doc that would enter the
+    /// top k is looked up in `excluded`, so the exclusion costs a seek per competitive doc,
+    /// where an ExclusionScorer sought it for every doc of `a` and scored them one by one.
+    pub fn collect_top_k_excluding(
+        &mut self,
+        block: u32,
+        top: &mut TopK,
+        mut excluded: Option<&mut dyn Scorer>,
+    ) {
         if top.threshold().is_some_and(|t| self.max_score <= t) {
             return;
         }
@@ -176,7 +193,9 @@ impl<'a> TermScorer<'a> {
             }
             let mut threshold = top.threshold();
             for (&score, &doc) in scores.iter().zip(docs) {
-                if threshold.is_none_or(|t| score > t) && top.offer(ScoredDoc { score, block, doc })
+                if threshold.is_none_or(|t| score > t)
+                    && excluded.as_mut().is_none_or(|e| e.seek(doc) != doc)
+                    && top.offer(ScoredDoc { score, block, doc })
                 {
                     threshold = top.threshold();
                 }
@@ -707,6 +726,12 @@ impl Scorer for ExclusionScorer<'_> {
     }
     fn seek(&mut self, target: u32) -> u32 {
         let doc = self.required.seek(target);
+        self.skip_excluded(doc)
+    }
+    /// What the required clause can skip as not competitive, the exclusion can too (it only
+    /// removes docs): `+a -b`'s top k keeps `a`'s block-max pruning.
+    fn seek_competitive(&mut self, target: u32, threshold: f32) -> u32 {
+        let doc = self.required.seek_competitive(target, threshold);
         self.skip_excluded(doc)
     }
     fn score(&mut self) -> f32 {

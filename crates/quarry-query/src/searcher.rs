@@ -7,7 +7,7 @@ use crate::error::{QueryError, Result};
 use crate::filter::Optimizations;
 use crate::parser;
 use crate::query::{plan, Query};
-use crate::scorer::{BoxScorer, Scorer};
+use crate::scorer::{BoxScorer, Scorer, TermConjunctionScorer};
 use crate::weight::{CollectionStats, Weight};
 use quarry_format::block::DocumentFetcher;
 use quarry_format::column::ChunkCache;
@@ -340,8 +340,34 @@ impl Searcher {
                 total += bits.iter().map(|w| u64::from(w.count_ones())).sum::<u64>();
                 continue;
             }
-            // Fast paths: a single term's count is its doc frequency; `*` is the doc count.
+            // Fast paths: a single term's count is its doc frequency; `*` is the doc count;
+            // `+a -b` counts `a`'s docs less those it shares with `b` (an intersection, which
+            // runs block pair by block pair, where the exclusion seeks `b` doc by doc).
             match weight {
+                Weight::Bool {
+                    must,
+                    should,
+                    must_not,
+                } if should.is_empty()
+                    && matches!(must.as_slice(), [Weight::Term { .. }])
+                    && matches!(must_not.as_slice(), [Weight::Term { .. }]) =>
+                {
+                    let Some(required) = must[0].term_scorer(index, block)? else {
+                        continue;
+                    };
+                    let all = u64::from(required.doc_freq());
+                    let shared = match must_not[0].term_scorer(index, block)? {
+                        Some(excluded) => {
+                            let mut both = TermConjunctionScorer::new(vec![required, excluded]);
+                            let shared = both.count_rest();
+                            self.check_scorer(index, &both)?;
+                            shared
+                        }
+                        None => 0,
+                    };
+                    total += all - shared;
+                    continue;
+                }
                 Weight::Term {
                     field, term, infos, ..
                 } => {
@@ -434,6 +460,23 @@ impl Searcher {
                         self.check_scorer(index, &scorer)?;
                     }
                 }
+                // `+a -b ...`: `a`'s blocks scored whole, the exclusions looked up only for
+                // docs that would enter the top k.
+                _ if term_less_others(weight).is_some() => {
+                    let (required, must_not) = term_less_others(weight).expect("matched");
+                    if let Some(mut scorer) = required.term_scorer(index, block)? {
+                        let mut excluded = Weight::any_scorer(must_not, index, block)?;
+                        scorer.collect_top_k_excluding(
+                            index as u32,
+                            &mut top,
+                            excluded.as_deref_mut().map(|e| e as &mut dyn Scorer),
+                        );
+                        self.check_scorer(index, &scorer)?;
+                        if let Some(excluded) = &excluded {
+                            self.check_scorer(index, excluded.as_ref())?;
+                        }
+                    }
+                }
                 _ => {
                     if let Some(mut scorer) = weight.scorer(index, block)? {
                         collect_all(scorer.as_mut(), index as u32, &mut top);
@@ -494,6 +537,22 @@ impl Searcher {
         let mut fetcher = DocumentFetcher::with_fields(block, |name| names.contains(&name))
             .cached(self.chunk_cache.as_deref());
         Ok(fetcher.fetch(hit.doc)?)
+    }
+}
+
+/// `+a -b -c ...`: a single required term less other clauses (no optional ones), as its term
+/// and the excluded clauses.
+fn term_less_others(weight: &Weight) -> Option<(&Weight, &[Weight])> {
+    match weight {
+        Weight::Bool {
+            must,
+            should,
+            must_not,
+        } if should.is_empty() && !must_not.is_empty() => match must.as_slice() {
+            [term @ Weight::Term { .. }] => Some((term, must_not.as_slice())),
+            _ => None,
+        },
+        _ => None,
     }
 }
 

@@ -584,6 +584,20 @@ impl Weight {
         }
     }
 
+    /// The docs of any of `clauses` in `block`, or `None` when none of them is there.
+    pub(crate) fn any_scorer<'a>(
+        clauses: &'a [Weight],
+        index: usize,
+        block: &'a BlockReader,
+    ) -> Result<Option<BoxScorer<'a>>> {
+        let mut scorers = Self::scorers(clauses, index, block)?;
+        Ok(match scorers.len() {
+            0 => None,
+            1 => scorers.pop(),
+            _ => Some(Box::new(UnionScorer::new(scorers))),
+        })
+    }
+
     /// `base` without the docs of any of `must_not`.
     fn exclude<'a>(
         base: BoxScorer<'a>,
@@ -591,14 +605,9 @@ impl Weight {
         index: usize,
         block: &'a BlockReader,
     ) -> Result<BoxScorer<'a>> {
-        let mut excluded = Self::scorers(must_not, index, block)?;
-        Ok(match excluded.len() {
-            0 => base,
-            1 => Box::new(ExclusionScorer::new(base, excluded.pop().expect("one"))),
-            _ => Box::new(ExclusionScorer::new(
-                base,
-                Box::new(UnionScorer::new(excluded)),
-            )),
+        Ok(match Self::any_scorer(must_not, index, block)? {
+            None => base,
+            Some(excluded) => Box::new(ExclusionScorer::new(base, excluded)),
         })
     }
 

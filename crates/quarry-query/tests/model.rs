@@ -523,6 +523,8 @@ fn conjunction_strategy() -> impl Strategy<Value = String> {
         (word(), word()).prop_map(|(x, y)| format!("+a:{x} +a:{y}")),
         (word(), word(), word()).prop_map(|(x, y, z)| format!("+a:{x} +a:{y} +a:{z}")),
         (word(), word(), word()).prop_map(|(x, y, z)| format!("+a:{x} +a:{y} -a:{z}")),
+        // Counted as `x`'s docs less those shared with `y`.
+        (word(), word()).prop_map(|(x, y)| format!("+a:{x} -a:{y}")),
         // Nested: the inner conjunction is sought to the outer clause's docs.
         (word(), word(), word()).prop_map(|(x, y, z)| format!("+(+a:{x} +a:{y}) +\"{z}\"")),
         (word(), word(), word()).prop_map(|(x, y, z)| format!("(+a:{x} +a:{y}) OR a:{z}")),

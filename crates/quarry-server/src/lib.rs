@@ -9,7 +9,8 @@
 //! the CLI's: `Searcher::execute` on a `SearchRequest`, printed as JSON. Paths carry the
 //! tenant ([`tenants`], [`admin`]): without an admin token the server has one keyless tenant,
 //! `default`, and listens on loopback only; with one, tenants are created through
-//! `/api/v1/tenants` and every request carries its tenant's key.
+//! `/api/v1/tenants` and every request carries its tenant's key. The web UI ([`ui`], built
+//! from `ui/` and embedded) answers `GET /` for browsers.
 //!
 //! The server holds the data directory's lock: `quarry index` refuses to write it meanwhile,
 //! and `quarry search` reads what is in block files.
@@ -23,6 +24,7 @@ mod mapping;
 mod metrics;
 mod tail;
 pub mod tenants;
+mod ui;
 pub mod wal_writer;
 
 use admin::Tenant;
@@ -230,7 +232,11 @@ fn router(state: Arc<AppState>, request_timeout: Duration) -> Router {
         )
         .route("/api/v1/{tenant}/tail", get(tail::tail))
         .merge(ingest_routes)
-        .route("/", get(ingest::es_info).head(ingest::es_info))
+        // The web UI for browsers, Elasticsearch's info for everyone else (ui.rs).
+        .route("/", get(ui::root).head(ingest::es_info))
+        .route("/ui", get(ui::index))
+        .route("/ui/", get(ui::index))
+        .route("/ui/assets/{name}", get(ui::asset))
         .route("/_search", get(es_search::search).post(es_search::search))
         .route(
             "/{index}/_search",

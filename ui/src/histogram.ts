@@ -1,0 +1,127 @@
+// The histogram of matches over the range (uPlot bars). Dragging across it selects a time
+// range: `onZoom` gets its bounds, as whole bucket edges.
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
+import type { Bucket } from './api';
+import { formatCount } from './text';
+
+export class Histogram {
+  private plot: uPlot | null = null;
+  private starts: number[] = [];
+  private width = 0;
+  private resizeObserver: ResizeObserver;
+
+  constructor(
+    private readonly element: HTMLElement,
+    private readonly onZoom: (fromMs: number, toMs: number) => void,
+  ) {
+    this.resizeObserver = new ResizeObserver(() => {
+      this.plot?.setSize(this.size());
+    });
+    this.resizeObserver.observe(element);
+  }
+
+  private size(): { width: number; height: number } {
+    return { width: Math.max(200, this.element.clientWidth), height: 130 };
+  }
+
+  /** Shows `buckets` (their starts, RFC 3339) over [fromMs, toMs). */
+  set(buckets: Bucket[], fromMs: number | null, toMs: number | null): void {
+    this.starts = buckets.map((b) => Date.parse(b.start) / 1000);
+    const counts = buckets.map((b) => b.count);
+    this.width = this.starts.length > 1 ? this.starts[1] - this.starts[0] : 60;
+    const xs = this.starts;
+    const min = fromMs !== null ? Math.min(fromMs / 1000, xs[0] ?? Infinity) : xs[0];
+    const lastEnd = xs.length ? xs[xs.length - 1] + this.width : undefined;
+    const max = toMs !== null ? Math.max(toMs / 1000, lastEnd ?? -Infinity) : lastEnd;
+    this.element.dataset.buckets = String(buckets.length);
+    this.element.dataset.total = String(counts.reduce((a, b) => a + b, 0));
+    if (!this.plot) {
+      this.plot = new uPlot(this.options(), [xs, counts], this.element);
+    } else {
+      this.plot.setData([xs, counts], false);
+    }
+    if (min !== undefined && max !== undefined && Number.isFinite(min) && Number.isFinite(max) && max > min) {
+      this.plot.setScale('x', { min, max });
+    } else {
+      this.plot.setScale('x', { min: (xs[0] ?? 0) - 30, max: (xs[0] ?? 0) + 30 });
+    }
+  }
+
+  private options(): uPlot.Options {
+    const bars = uPlot.paths.bars!({ size: [0.92, Infinity], align: 1, gap: 1 });
+    const axis = {
+      stroke: '#8b93a7',
+      grid: { stroke: 'rgba(139,147,167,0.12)', width: 1 },
+      ticks: { stroke: 'rgba(139,147,167,0.25)', width: 1 },
+      font: '11px system-ui, sans-serif',
+    };
+    return {
+      ...this.size(),
+      padding: [8, 28, 0, 0],
+      legend: { show: false },
+      tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
+      cursor: {
+        drag: { x: true, y: false, setScale: false },
+        points: { show: false },
+      },
+      select: { show: true, left: 0, top: 0, width: 0, height: 0 },
+      scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.08] } },
+      axes: [
+        { ...axis, space: 70 },
+        { ...axis, size: 56, values: (_u, splits) => splits.map((v) => compact(v)) },
+      ],
+      series: [
+        {},
+        {
+          label: 'events',
+          paths: bars,
+          fill: 'rgba(240,162,74,0.75)',
+          stroke: 'rgba(240,162,74,1)',
+          width: 0,
+          points: { show: false },
+        },
+      ],
+      hooks: {
+        setSelect: [
+          (u) => {
+            const { left, width } = u.select;
+            if (width < 3) return;
+            const from = u.posToVal(left, 'x');
+            const to = u.posToVal(left + width, 'x');
+            u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
+            this.onZoom(Math.floor(from * 1000), Math.ceil(to * 1000));
+          },
+        ],
+        setCursor: [(u) => this.showTip(u)],
+      },
+    };
+  }
+
+  private tip: HTMLElement | null = null;
+
+  private showTip(u: uPlot): void {
+    if (!this.tip) {
+      this.tip = document.createElement('div');
+      this.tip.className = 'histogram-tip';
+      this.element.appendChild(this.tip);
+    }
+    const idx = u.cursor.idx;
+    if (idx === null || idx === undefined || u.cursor.left === undefined || u.cursor.left < 0) {
+      this.tip.hidden = true;
+      return;
+    }
+    const start = new Date(this.starts[idx] * 1000).toISOString().replace('T', ' ').replace('.000Z', '');
+    const count = (u.data[1][idx] as number) ?? 0;
+    this.tip.hidden = false;
+    this.tip.textContent = `${start}  ·  ${formatCount(count)}`;
+    this.tip.style.left = `${Math.min(u.cursor.left + 60, this.element.clientWidth - 180)}px`;
+  }
+}
+
+function compact(value: number): string {
+  if (value >= 1e9) return `${+(value / 1e9).toFixed(1)}B`;
+  if (value >= 1e6) return `${+(value / 1e6).toFixed(1)}M`;
+  if (value >= 1e3) return `${+(value / 1e3).toFixed(1)}k`;
+  return String(value);
+}

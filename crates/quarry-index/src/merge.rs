@@ -34,10 +34,10 @@
 //! break the bound in 1, so callers that loop still check that the count went down and stop
 //! otherwise.
 
-use crate::analysis::Analyzer;
 use crate::error::Result;
 use crate::merge_postings;
 use crate::pipeline::Progress;
+use crate::schema::Schema;
 use crate::segment::SegmentBuilder;
 use quarry_format::block::{BlockInput, DocumentFetcher};
 use quarry_format::column::ChunkCursor;
@@ -153,7 +153,7 @@ impl OutputCut {
 /// new blocks.
 pub fn merge_blocks(
     catalog: &mut dyn Metastore,
-    analyzer: Arc<Analyzer>,
+    schema: Arc<Schema>,
     ids: &[u64],
     policy: &MergePolicy,
     progress: &Progress,
@@ -181,7 +181,7 @@ pub fn merge_blocks(
         .iter()
         .map(|&id| BlockReader::open(&catalog.block_location(id)))
         .collect::<Result<Vec<_>, _>>()?;
-    let outputs = merge_readers(&readers, &sizes, analyzer, policy, progress, |segment| {
+    let outputs = merge_readers(&readers, &sizes, schema, policy, progress, |segment| {
         write_new_block(catalog, segment)
     })?;
     drop(readers);
@@ -200,7 +200,7 @@ pub fn merge_blocks(
 pub fn merge_readers<R: Borrow<BlockReader>, T>(
     readers: &[R],
     sizes: &[(u64, u64)],
-    analyzer: Arc<Analyzer>,
+    schema: Arc<Schema>,
     policy: &MergePolicy,
     progress: &Progress,
     mut emit: impl FnMut(BlockInput) -> Result<T>,
@@ -210,9 +210,9 @@ pub fn merge_readers<R: Borrow<BlockReader>, T>(
         .iter()
         .all(|r| r.format_version() >= merge_postings::MIN_COPY_VERSION)
     {
-        merge_by_copying(&readers, sizes, policy, progress, emit)
+        merge_by_copying(&readers, sizes, &schema, policy, progress, emit)
     } else {
-        merge_by_reindexing(&readers, sizes, analyzer, policy, progress, |segment| {
+        merge_by_reindexing(&readers, sizes, schema, policy, progress, |segment| {
             emit(segment.into_block_input()?)
         })
     }
@@ -284,6 +284,7 @@ impl<'a> TimeHeap<'a> {
 fn merge_by_copying<T>(
     readers: &[&BlockReader],
     sizes: &[(u64, u64)],
+    schema: &Schema,
     policy: &MergePolicy,
     progress: &Progress,
     mut emit: impl FnMut(BlockInput) -> Result<T>,
@@ -303,7 +304,7 @@ fn merge_by_copying<T>(
                       names: &mut HashSet<&str>,
                       named: &mut Vec<bool>|
      -> Result<()> {
-        let input = merge_postings::build_output(readers, order, times)?;
+        let input = merge_postings::build_output(readers, order, times, schema)?;
         progress
             .events
             .fetch_add(order.len() as u64, Ordering::Relaxed);
@@ -350,7 +351,7 @@ fn merge_by_copying<T>(
 pub(crate) fn merge_by_reindexing<T>(
     readers: &[&BlockReader],
     sizes: &[(u64, u64)],
-    analyzer: Arc<Analyzer>,
+    schema: Arc<Schema>,
     policy: &MergePolicy,
     progress: &Progress,
     mut emit: impl FnMut(SegmentBuilder) -> Result<T>,
@@ -359,7 +360,7 @@ pub(crate) fn merge_by_reindexing<T>(
         readers.iter().map(|r| DocumentFetcher::new(r)).collect();
     let mut heap = TimeHeap::new(readers)?;
     let mut outputs = Vec::new();
-    let mut segment = SegmentBuilder::new(analyzer.clone());
+    let mut segment = SegmentBuilder::with_schema(schema.clone());
     let mut cut = OutputCut::new(policy);
     while let Some((time, block, doc)) = heap.pop()? {
         let fields = fetchers[block].fetch(doc)?;
@@ -383,14 +384,14 @@ pub(crate) fn merge_by_reindexing<T>(
         if !segment.has_room_for(event().map(|(name, _)| name)) {
             // The doc's new field names would pass a block's limit: cut the output here, as at
             // is_full below (a doc from a block always fits a fresh segment).
-            let full = std::mem::replace(&mut segment, SegmentBuilder::new(analyzer.clone()));
+            let full = std::mem::replace(&mut segment, SegmentBuilder::with_schema(schema.clone()));
             outputs.push(emit(full)?);
         }
         segment.add_event(time, event());
         progress.events.fetch_add(1, Ordering::Relaxed);
         let (bytes, docs) = sizes[block];
         if cut.add(policy.doc_fill(bytes, docs, u64::from(doc))) || segment.is_full() {
-            let full = std::mem::replace(&mut segment, SegmentBuilder::new(analyzer.clone()));
+            let full = std::mem::replace(&mut segment, SegmentBuilder::with_schema(schema.clone()));
             outputs.push(emit(full)?);
             cut.reset();
         }
@@ -466,6 +467,7 @@ pub fn pick_merge(blocks: &[BlockEntry], policy: &MergePolicy) -> Vec<u64> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use quarry_format::ColumnType;
 
     fn entry(id: u64, bytes: u64, docs: u64) -> BlockEntry {
         BlockEntry {
@@ -730,11 +732,11 @@ mod tests {
             spread in prop_oneof![Just(1i64), Just(5), Just(1000)],
             target_divisor in prop_oneof![Just(1u64), Just(2), Just(5)],
         ) {
-            let analyzer = Arc::new(Analyzer::default());
+            let schema = Arc::new(Schema::default());
             let mut rng = seed;
             let mut readers = Vec::new();
             for block in 0..blocks {
-                let mut segment = SegmentBuilder::new(analyzer.clone());
+                let mut segment = SegmentBuilder::with_schema(schema.clone());
                 rng = rng.wrapping_mul(6364136223846793005).wrapping_add(block as u64 + 1);
                 let events = 1 + (rng >> 33) as usize % max_events;
                 for _ in 0..events {
@@ -759,9 +761,9 @@ mod tests {
             let total: u64 = sizes.iter().map(|s| s.0).sum();
             let policy = policy(10, (total / target_divisor).max(1), u64::MAX);
             let progress = Progress::default();
-            let copied = merge_by_copying(&readers, &sizes, &policy, &progress, Ok).unwrap();
+            let copied = merge_by_copying(&readers, &sizes, &schema, &policy, &progress, Ok).unwrap();
             let reindexed = merge_by_reindexing(
-                &readers, &sizes, analyzer, &policy, &progress,
+                &readers, &sizes, schema, &policy, &progress,
                 |segment| Ok(segment.into_block_input()?),
             ).unwrap();
             prop_assert_eq!(copied.len(), reindexed.len());
@@ -779,10 +781,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut catalog =
             quarry_store::Catalog::open_or_create(dir.path(), Default::default()).unwrap();
-        let analyzer = Arc::new(Analyzer::default());
+        let schema = Arc::new(Schema::default());
         let mut time = 1_700_000_000i64;
         for block in 0..23 {
-            let mut segment = SegmentBuilder::new(analyzer.clone());
+            let mut segment = SegmentBuilder::with_schema(schema.clone());
             for i in 0..(20 + block * 7) {
                 time += 1;
                 let line = format!(
@@ -821,7 +823,7 @@ mod tests {
             let before = catalog.blocks().len();
             let outputs = merge_blocks(
                 &mut catalog,
-                analyzer.clone(),
+                schema.clone(),
                 &ids,
                 &policy,
                 &Progress::default(),
@@ -835,5 +837,68 @@ mod tests {
         assert!(merges >= 2, "{merges} merges");
         assert!(catalog.blocks().len() <= 4 || pick_merge(catalog.blocks(), &policy).is_empty());
         assert_eq!(catalog.blocks().iter().map(|b| b.docs).sum::<u64>(), docs);
+    }
+
+    /// A column mapped `doc_values: false` has none after a merge either, by either path,
+    /// while an unmapped column of few values keeps them (a merge once wrote every column as
+    /// a dynamic one).
+    #[test]
+    fn merges_keep_a_mapped_column_without_doc_values() {
+        let mapping = quarry_store::Mapping::from_json(
+            r#"{"properties": {"service": {"type": "keyword", "doc_values": false}}}"#,
+        )
+        .unwrap();
+        let schema = Arc::new(Schema::new(Arc::default(), mapping));
+        let mut readers = Vec::new();
+        for block in 0..3 {
+            let mut segment = SegmentBuilder::with_schema(schema.clone());
+            for i in 0..50 {
+                let line = format!(
+                    r#"{{"time": {}, "service": "svc-{}", "level": "l{}"}}"#,
+                    1_700_000_000 + block * 100 + i,
+                    i % 3,
+                    i % 4
+                );
+                let event = crate::event::parse_event(line.as_bytes(), 0).unwrap();
+                segment.add_event(
+                    event.time,
+                    event.fields.iter().map(|(k, v)| (k.as_str(), v)),
+                );
+            }
+            let (_, bytes) = segment.encode_block(std::path::Path::new("in")).unwrap();
+            readers.push(
+                BlockReader::from_bytes(std::path::Path::new("in"), Arc::new(bytes)).unwrap(),
+            );
+        }
+        let has_doc_values = |reader: &BlockReader, name: &str| {
+            let field = reader.field_ordinal(name).unwrap();
+            reader.doc_values(field, ColumnType::Str).is_some()
+        };
+        assert!(!has_doc_values(&readers[0], "service") && has_doc_values(&readers[0], "level"));
+        let readers: Vec<&BlockReader> = readers.iter().collect();
+        let sizes: Vec<(u64, u64)> = readers
+            .iter()
+            .map(|r| (r.file_len(), u64::from(r.doc_count())))
+            .collect();
+        let policy = policy(10, u64::MAX, u64::MAX);
+        let progress = Progress::default();
+        let copied = merge_by_copying(&readers, &sizes, &schema, &policy, &progress, Ok).unwrap();
+        let reindexed = merge_by_reindexing(&readers, &sizes, schema, &policy, &progress, |s| {
+            Ok(s.into_block_input()?)
+        })
+        .unwrap();
+        for output in encoded(copied).into_iter().chain(encoded(reindexed)) {
+            let merged =
+                BlockReader::from_bytes(std::path::Path::new("out"), Arc::new(output)).unwrap();
+            assert_eq!(merged.doc_count(), 150);
+            assert!(
+                !has_doc_values(&merged, "service"),
+                "service has doc values after the merge"
+            );
+            assert!(
+                has_doc_values(&merged, "level"),
+                "level lost its doc values"
+            );
+        }
     }
 }

@@ -23,6 +23,7 @@
 //! trusts the terms: those merges re-index.
 
 use crate::error::Result;
+use crate::schema::Schema;
 use quarry_format::block::{BlockInput, FieldInput, InvertedIndexWriter, TextInput};
 use quarry_format::column::{ChunkCursor, ColumnWriter};
 use quarry_format::{BlockReader, ColumnType, DecodeError, TermKind, TERMINATED, TIME_FIELD};
@@ -70,10 +71,12 @@ fn runs(inputs: usize, order: &[(u32, u32)]) -> Vec<InputRun> {
 }
 
 /// Builds the output block of the docs `order` (with `times`, ascending) from `readers`.
+/// `schema` says which columns may keep doc values (a mapping's `doc_values: false`).
 pub(crate) fn build_output(
     readers: &[&BlockReader],
     order: &[(u32, u32)],
     times: &[i64],
+    schema: &Schema,
 ) -> Result<BlockInput> {
     let runs = runs(readers.len(), order);
     let doc_count = order.len() as u32;
@@ -119,8 +122,9 @@ pub(crate) fn build_output(
             types.sort_unstable();
             types.dedup();
             let mut columns = Vec::with_capacity(types.len());
+            let doc_values = schema.rules(name).is_none_or(|rules| rules.doc_values);
             for ty in types {
-                let column = copy_column(readers, &ordinals, order, name, ty)?;
+                let column = copy_column(readers, &ordinals, order, name, ty, doc_values)?;
                 if column.present_count > 0 {
                     columns.push(column);
                 }
@@ -212,13 +216,21 @@ fn copy_column(
     order: &[(u32, u32)],
     name: &str,
     ty: ColumnType,
+    doc_values: bool,
 ) -> Result<quarry_format::column::ColumnData> {
     let mut cursors: Vec<Option<ChunkCursor>> = readers
         .iter()
         .zip(ordinals)
         .map(|(reader, ordinal)| Some(ChunkCursor::new(reader.column((*ordinal)?, ty)?)))
         .collect();
-    let mut writer = ColumnWriter::new(ty);
+    // As the segment writes it: a column whose mapping says `doc_values: false` never has
+    // them, others keep them when their values allow (the inputs' choice is not kept: more
+    // values may change it).
+    let mut writer = if doc_values {
+        ColumnWriter::new(ty)
+    } else {
+        ColumnWriter::without_doc_values(ty)
+    };
     let is_bytes = matches!(ty, ColumnType::Str | ColumnType::Json);
     for (new, &(input, doc)) in order.iter().enumerate() {
         let Some(cursor) = &mut cursors[input as usize] else {

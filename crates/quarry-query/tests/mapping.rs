@@ -353,7 +353,7 @@ fn build(
         merge_readers(
             &readers,
             &sizes,
-            schema.analyzer().clone(),
+            schema.clone(),
             &MergePolicy::default(),
             &Progress::default(),
             |input| Ok(quarry_store::write_block_file(&path, input)?),

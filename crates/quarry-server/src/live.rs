@@ -787,7 +787,7 @@ impl LiveIndex {
             let merged = merge_readers(
                 &readers,
                 &sizes(&readers),
-                self.schema().analyzer().clone(),
+                self.schema(),
                 &self.config.merge,
                 &Progress::default(),
                 |input| write_new_block(&mut **catalog, input),
@@ -859,7 +859,7 @@ impl LiveIndex {
         let merged = merge_readers(
             &readers,
             &sizes,
-            self.schema().analyzer().clone(),
+            self.schema(),
             &self.config.merge,
             &Progress::default(),
             |input| {
@@ -899,7 +899,7 @@ impl LiveIndex {
         let started = Instant::now();
         let merged = merge_blocks(
             &mut **catalog,
-            self.schema().analyzer().clone(),
+            self.schema(),
             &ids,
             &self.config.merge,
             &Progress::default(),

@@ -4,8 +4,8 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use quarry_index::merge::{merge_blocks, pick_merge_skipping, MergePolicy};
 use quarry_index::{
-    index_inputs, Analyzer, IndexError, IndexOptions, Input, LineError, Progress, Schema,
-    SourceOutcome, SourceReport,
+    index_inputs, IndexError, IndexOptions, Input, LineError, Progress, Schema, SourceOutcome,
+    SourceReport,
 };
 use quarry_store::{Catalog, Mapping, Settings};
 use std::path::PathBuf;
@@ -108,7 +108,6 @@ pub fn index(args: IndexArgs) -> Result<ExitCode> {
             .with_context(|| path.display().to_string())?;
     }
     let schema = Arc::new(Schema::from_settings(catalog.settings()));
-    let analyzer = schema.analyzer().clone();
     let inputs: Vec<Input> = args
         .files
         .iter()
@@ -174,7 +173,7 @@ pub fn index(args: IndexArgs) -> Result<ExitCode> {
             target_block_bytes: args.target_block_size as u64,
             ..MergePolicy::default()
         };
-        merge_small_blocks(&mut catalog, &analyzer, &policy)?;
+        merge_small_blocks(&mut catalog, &schema, &policy)?;
     }
     let seconds = started.elapsed().as_secs_f64();
     let json_bytes = progress.json_bytes.load(Ordering::Relaxed)
@@ -274,7 +273,7 @@ fn report_sources(reports: &[SourceReport]) -> SourcesStatus {
 /// stops it rather than risk merging the same blocks forever (issue 9, defect 1).
 fn merge_small_blocks(
     catalog: &mut Catalog,
-    analyzer: &Arc<Analyzer>,
+    schema: &Arc<Schema>,
     policy: &MergePolicy,
 ) -> Result<()> {
     // Blocks that failed to read while merging: left as they are (searches skip them, `quarry
@@ -286,13 +285,7 @@ fn merge_small_blocks(
             return Ok(());
         }
         let before = catalog.blocks().len();
-        let merged = merge_blocks(
-            catalog,
-            analyzer.clone(),
-            &ids,
-            policy,
-            &Progress::default(),
-        );
+        let merged = merge_blocks(catalog, schema.clone(), &ids, policy, &Progress::default());
         if let Err(IndexError::Format(error)) = &merged {
             let bad = ids
                 .iter()
@@ -348,7 +341,7 @@ fn update_bar(bar: &ProgressBar, progress: &Progress, started: Instant) {
 pub fn merge(args: MergeArgs) -> Result<ExitCode> {
     let mut catalog = Catalog::open_or_create(&args.data.data, Settings::default())
         .with_context(|| format!("opening data directory {}", args.data.data.display()))?;
-    let analyzer = Arc::new(Analyzer::new(catalog.settings().stop_words.clone()));
+    let schema = Arc::new(Schema::from_settings(catalog.settings()));
     // All blocks, once: one pass cannot loop, and it leaves consecutive time ranges.
     let ids: Vec<u64> = catalog.blocks().iter().map(|b| b.id).collect();
     let before = catalog.blocks().len();
@@ -371,7 +364,7 @@ pub fn merge(args: MergeArgs) -> Result<ExitCode> {
     };
     let outputs = with_ticker(
         || bar.set_position(progress.events.load(Ordering::Relaxed)),
-        || merge_blocks(&mut catalog, analyzer, &ids, &policy, &progress),
+        || merge_blocks(&mut catalog, schema, &ids, &policy, &progress),
     )?;
     bar.finish_and_clear();
     eprintln!(

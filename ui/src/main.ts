@@ -8,7 +8,7 @@ import { FieldList } from './fields';
 import { Histogram } from './histogram';
 import { describe, isoMillis, RELATIVE, toMillis, type TimeRange } from './range';
 import { Table } from './table';
-import { byteToIndex, escapeHtml, formatCount, termPattern } from './text';
+import { byteToIndex, escapeHtml, formatCount, Highlighter } from './text';
 import { HELP_HTML } from './help';
 
 type Sort = 'time_desc' | 'time_asc' | 'relevance';
@@ -190,8 +190,7 @@ async function run(): Promise<void> {
   loadingMore = false;
   document.body.classList.add('loading');
   hideError();
-  const pattern = termPattern(view.query);
-  table.setPattern(pattern);
+  table.setHighlighter(new Highlighter(view.query));
   const fromMs = toMillis(view.range.from);
   const toMs = toMillis(view.range.to);
   const started = performance.now();

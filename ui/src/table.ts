@@ -3,7 +3,7 @@
 // layout (a collapsed row is ROW_HEIGHT; an expanded one adds its JSON's lines), so offsets
 // are a prefix sum and the first row in view a binary search.
 import type { Hit } from './api';
-import { escapeHtml, formatTime, highlight, valueText } from './text';
+import { escapeHtml, formatTime, highlight, Highlighter, valueText } from './text';
 
 const ROW_HEIGHT = 30;
 const LINE_HEIGHT = 18;
@@ -26,9 +26,11 @@ export class Table {
   private offsets = new Float64Array(1);
   private dirty = true;
   private columns: string[] = [];
-  private pattern: RegExp | null = null;
+  private highlighter = new Highlighter('');
   private showScore = false;
   private rendered = new Map<Row, HTMLElement>();
+  /** Row elements out of view, hidden, to be filled again. */
+  private free: HTMLElement[] = [];
   private readonly header: HTMLElement;
   private readonly scroller: HTMLElement;
   private readonly spacer: HTMLElement;
@@ -73,8 +75,8 @@ export class Table {
     this.redrawAll();
   }
 
-  setPattern(pattern: RegExp | null): void {
-    this.pattern = pattern;
+  setHighlighter(highlighter: Highlighter): void {
+    this.highlighter = highlighter;
   }
 
   /** Replaces every row (a new search), scrolled to the top. */
@@ -108,7 +110,9 @@ export class Table {
 
   private redrawAll(): void {
     for (const el of this.rendered.values()) el.remove();
+    for (const el of this.free) el.remove();
     this.rendered.clear();
+    this.free = [];
     this.dirty = true;
     this.render();
   }
@@ -151,9 +155,8 @@ export class Table {
       keep.add(row);
       let el = this.rendered.get(row);
       if (!el) {
-        el = this.build(row);
+        el = this.build(row, this.free.pop());
         this.rendered.set(row, el);
-        this.spacer.appendChild(el);
       }
       const y = `translateY(${this.offsets[i]}px)`;
       if (el.style.transform !== y) el.style.transform = y;
@@ -161,7 +164,10 @@ export class Table {
     }
     for (const [row, el] of this.rendered) {
       if (!keep.has(row)) {
-        el.remove();
+        // Kept in the DOM for the next row to come into view: cheaper than remove and insert.
+        el.hidden = true;
+        delete el.dataset.index;
+        this.free.push(el);
         this.rendered.delete(row);
       }
     }
@@ -181,8 +187,13 @@ export class Table {
     return lo;
   }
 
-  private build(row: Row): HTMLElement {
-    const el = document.createElement('div');
+  private build(row: Row, reuse?: HTMLElement): HTMLElement {
+    let el = reuse;
+    if (!el) {
+      el = document.createElement('div');
+      this.spacer.appendChild(el);
+    }
+    el.hidden = false;
     el.className = 'row' + (row.expanded ? ' expanded' : '') + (row.fresh ? ' fresh' : '');
     row.fresh = false;
     const { hit } = row;
@@ -194,12 +205,12 @@ export class Table {
     } else {
       for (const c of this.columns) {
         const value = c === '_time' ? hit._time : event[c];
-        cells.push(`<div class="cell col${c === 'level' ? ' level-' + escapeHtml(String(value ?? '').toLowerCase()) : ''}">${highlight(valueText(value), this.pattern)}</div>`);
+        cells.push(`<div class="cell col${c === 'level' ? ' level-' + escapeHtml(String(value ?? '').toLowerCase()) : ''}">${highlight(valueText(value), this.highlighter.forField(c))}</div>`);
       }
     }
     let html = `<div class="line">${cells.join('')}</div>`;
     if (row.expanded) {
-      html += `<pre class="json" style="max-height:${MAX_JSON_LINES * LINE_HEIGHT}px">${highlight(row.json ?? '', this.pattern)}</pre>`;
+      html += `<pre class="json" style="max-height:${MAX_JSON_LINES * LINE_HEIGHT}px">${highlight(row.json ?? '', this.highlighter.any())}</pre>`;
     }
     el.innerHTML = html;
     return el;
@@ -215,7 +226,7 @@ export class Table {
       const text = valueText(event[name]);
       const shown = text.length > 300 ? text.slice(0, 300) + '…' : text;
       const level = name === 'level' ? ` level-${escapeHtml(text.toLowerCase())}` : '';
-      out += `<span class="kv"><span class="k">${escapeHtml(name)}</span><span class="v${level}">${highlight(shown, this.pattern)}</span></span>`;
+      out += `<span class="kv"><span class="k">${escapeHtml(name)}</span><span class="v${level}">${highlight(shown, this.highlighter.forField(name))}</span></span>`;
       length += name.length + shown.length;
       if (length > 600) break;
     }
@@ -233,8 +244,9 @@ export class Table {
     if (row.expanded && row.json === undefined) {
       row.json = JSON.stringify({ _time: row.hit._time, ...row.hit.event }, null, 2);
     }
-    el.remove();
     this.rendered.delete(row);
+    this.build(row, el);
+    this.rendered.set(row, el);
     this.dirty = true;
     this.render();
   }

@@ -7,48 +7,79 @@ export function escapeHtml(text: string): string {
 
 const OPERATORS = new Set(['AND', 'OR', 'NOT', 'TO', '&&', '||']);
 
-/** The words and phrases a query looks for, as one case-insensitive pattern; negated
- * clauses, ranges, regular expressions and `*` are left out. Null when there is nothing. */
-export function termPattern(query: string): RegExp | null {
-  const parts: string[] = [];
-  // Tokens: phrases, regexes, ranges, or runs without spaces/parentheses.
-  const token = /(-|!|\+)?(?:[\w.@-]+:=?)?("(?:[^"\\]|\\.)*"|\/(?:[^/\\]|\\.)*\/|[[{][^\]}]*[\]}]|[^\s()"]+)/g;
-  let negatedGroup = 0;
-  let nextNegated = false;
-  for (const match of query.matchAll(token)) {
-    const [, sign, body] = match;
-    if (OPERATORS.has(body)) {
-      nextNegated = body === 'NOT';
-      continue;
+/** What a query looks for, to highlight: its words and phrases, each either for every field
+ * (bare words) or for one (`field:word`); negated clauses, ranges, regular expressions and
+ * `*` are left out. `forField(name)` is the pattern to mark in that field's value. */
+export class Highlighter {
+  private readonly general: string[] = [];
+  private readonly scoped = new Map<string, string[]>();
+  private readonly cache = new Map<string, RegExp | null>();
+
+  constructor(query: string) {
+    // Tokens: an optional sign and field, then a phrase, regex, range or run of text.
+    const token = /(-|!|\+)?(?:((?:[^\s:()"\\]|\\.)+):=?)?("(?:[^"\\]|\\.)*"|\/(?:[^/\\]|\\.)*\/|[[{][^\]}]*[\]}]|\((?:[^()"]|"[^"]*")*\)|[^\s()"]+)/g;
+    let nextNegated = false;
+    for (const match of query.matchAll(token)) {
+      const [, sign, field, body] = match;
+      if (!field && OPERATORS.has(body)) {
+        nextNegated = body === 'NOT';
+        continue;
+      }
+      const negated = nextNegated || sign === '-' || sign === '!';
+      nextNegated = false;
+      if (negated) continue;
+      const name = field ? field.replace(/\\(.)/g, '$1') : null;
+      if (name === '_exists_' || name === '_time') continue;
+      // `level:(warn OR error)`: each word inside, for that field.
+      const bodies = body.startsWith('(') ? body.slice(1, -1).split(/\s+/).filter((w) => w && !OPERATORS.has(w)) : [body];
+      for (const item of bodies) {
+        const pattern = termRegex(item);
+        if (!pattern) continue;
+        if (name === null) this.general.push(pattern);
+        else this.scoped.set(name, [...(this.scoped.get(name) ?? []), pattern]);
+      }
     }
-    const negated = nextNegated || sign === '-' || sign === '!' || negatedGroup > 0;
-    nextNegated = false;
-    if (negated) continue;
-    let text = body;
-    if (text.startsWith('/') || text.startsWith('[') || text.startsWith('{')) continue;
-    if (/^[<>]=?/.test(text)) continue;
-    text = text.replace(/[~^][\d.]*$/, '');
-    if (text.startsWith('"')) {
-      const phrase = text.slice(1, -1).replace(/\\(.)/g, '$1').trim();
-      if (phrase) parts.push(phrase.split(/\s+/).map(escapeRegex).join('\\W+'));
-      continue;
-    }
-    text = text.replace(/\\(.)/g, '$1');
-    if (!text || text === '*' || text.startsWith('_exists_')) continue;
-    const pattern = escapeRegex(text).replace(/\\\*/g, '[\\p{L}\\p{N}_]*').replace(/\\\?/g, '[\\p{L}\\p{N}_]');
-    if (pattern.replace(/\[.*?\]\*/g, '').length < 1) continue;
-    parts.push(pattern);
   }
-  if (!parts.length) return null;
-  try {
-    return new RegExp(`(?<![\\p{L}\\p{N}_])(?:${parts.join('|')})(?![\\p{L}\\p{N}_])`, 'giu');
-  } catch {
-    return null;
+
+  /** Every term, whatever its field (for the whole event as JSON). */
+  any(): RegExp | null {
+    return this.forField('\u0000any');
+  }
+
+  forField(name: string): RegExp | null {
+    if (this.cache.has(name)) return this.cache.get(name)!;
+    const scoped = name === '\u0000any' ? [...this.scoped.values()].flat() : (this.scoped.get(name) ?? []);
+    const parts = [...this.general, ...scoped];
+    let regex: RegExp | null = null;
+    if (parts.length) {
+      try {
+        regex = new RegExp(`(?<![\\p{L}\\p{N}_])(?:${parts.join('|')})(?![\\p{L}\\p{N}_])`, 'giu');
+      } catch {
+        regex = null;
+      }
+    }
+    this.cache.set(name, regex);
+    return regex;
   }
 }
 
+/** One word or phrase of a query as a pattern source; null for what is not highlighted. */
+function termRegex(body: string): string | null {
+  let text = body;
+  if (text.startsWith('/') || text.startsWith('[') || text.startsWith('{')) return null;
+  if (/^[<>]=?/.test(text)) return null;
+  text = text.replace(/[~^][\d.]*$/, '');
+  if (text.startsWith('"')) {
+    const phrase = text.slice(1, -1).replace(/\\(.)/g, '$1').trim();
+    return phrase ? phrase.split(/\s+/).map(escapeRegex).join('[^\\p{L}\\p{N}]+') : null;
+  }
+  text = text.replace(/\\(.)/g, '$1');
+  if (!text || /^[*?]+$/.test(text)) return null;
+  return escapeRegex(text).replace(/\\\*/g, '[\\p{L}\\p{N}_]*').replace(/\\\?/g, '[\\p{L}\\p{N}_]');
+}
+
 function escapeRegex(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&');
+  return text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 }
 
 /** `text` as HTML with every match of `pattern` in `<mark>`. */

@@ -36,6 +36,11 @@ function log(...parts) {
   console.log(`[${step}]`, ...parts);
 }
 
+/** JSON with object keys sorted: equal for equal values whatever the key order. */
+function canonical(value) {
+  return JSON.stringify(value, (_k, v) => (v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : 1))) : v));
+}
+
 async function api(endpoint, params) {
   const response = await fetch(`${base}/api/v1/${tenant}/${endpoint}?${new URLSearchParams(params)}`);
   return { status: response.status, body: await response.json() };
@@ -298,7 +303,7 @@ try {
       times.shift();
       times.sort((a, b) => a - b);
       const pick = (q) => times[Math.min(times.length - 1, Math.floor(q * times.length))];
-      return { frames: times.length, p50_ms: pick(0.5), p95_ms: pick(0.95), max_ms: times.at(-1), dom_rows: document.querySelectorAll('.row').length };
+      return { frames: times.length, p50_ms: pick(0.5), p95_ms: pick(0.95), max_ms: times.at(-1), dom_rows: document.querySelectorAll('.row:not([hidden])').length };
     });
     metrics.scroll.frames = frames;
     log('scrolling', rowsNow, 'rows: frame p50', frames.p50_ms.toFixed(1), 'ms, p95', frames.p95_ms.toFixed(1), 'ms, max', frames.max_ms.toFixed(1), 'ms;', frames.dom_rows, 'rows in the DOM');
@@ -316,7 +321,7 @@ try {
     await page.waitForFunction(() => window.__quarry.tailEvents > 0, null, { timeout: 15_000 });
     const marker = `tailmarker-${Date.now().toString(36)}`;
     const event = { message: `deploy ${marker} finished`, level: 'info', service: 'ui-test', latency_ms: 12 };
-    const ingest = await fetch(`${base}/api/v1/${tenant}/ingest`, { method: 'POST', body: JSON.stringify(event) });
+    const ingest = await fetch(`${base}/api/v1/${tenant}/ingest`, { method: 'POST', headers: { 'Content-Type': 'application/x-ndjson' }, body: JSON.stringify(event) + '\n' });
     check(ingest.status === 200, `ingest ${ingest.status}`);
     const ingestedAt = Date.now();
     await page.waitForFunction((m) => document.querySelector('.row[data-index="0"]')?.textContent.includes(m), marker, { timeout: 15_000 });
@@ -324,11 +329,13 @@ try {
     await page.click('.row[data-index="0"] .cell.time');
     const tailJson = JSON.parse(await page.locator('.row[data-index="0"] pre.json').innerText());
     const { _time, ...tailEvent } = tailJson;
-    check(JSON.stringify(tailEvent) === JSON.stringify(event), `the tail's row ${JSON.stringify(tailJson)} is the event ingested ${JSON.stringify(event)}`);
+    check(canonical(tailEvent) === canonical(event), `the tail's row ${JSON.stringify(tailJson)} is the event ingested ${JSON.stringify(event)}`);
     check(/\/s/.test(await page.locator('.status .rate').innerText()), 'rate counter shown');
     log('ingested', marker, 'and saw it on top after', metrics.tail_appear_ms, 'ms');
     await shot('08-live-tail');
+    before = await searches();
     await page.click('#live-btn');
+    await waitSearch(before, 'stopping the live tail');
 
     // ---- relevance (BM25) ----
     step = 'relevance';

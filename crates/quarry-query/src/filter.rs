@@ -952,6 +952,9 @@ pub fn exists_scorer<'a>(block: &'a BlockReader, field: &str) -> Result<Option<B
         return Ok(None);
     };
     let meta = &block.manifest().fields[ordinal as usize];
+    if meta.columns.is_empty() {
+        return indexed_exists_scorer(block, ordinal);
+    }
     let doc_count = block.doc_count();
     if meta
         .columns
@@ -980,6 +983,39 @@ pub fn exists_scorer<'a>(block: &'a BlockReader, field: &str) -> Result<Option<B
             match &chunk.docs {
                 None => bit_set_range(&mut words, chunk.first_doc, chunk.end_doc),
                 Some(docs) => docs.iter().for_each(|&doc| bit_set(&mut words, doc)),
+            }
+        }
+    }
+    let scorer = BitSetScorer::new(words);
+    Ok((scorer.doc() != TERMINATED).then(|| Box::new(scorer) as BoxScorer))
+}
+
+/// `_exists_` of a field kept only in the index (mapped `stored: false`, so it has no
+/// column): the docs with a token in it (a non-zero norm, or without norms its tokens'
+/// postings) and those with an exact or numeric term. A value that left neither (a string
+/// longer than `EXACT_TERM_LEN` with no token in it) cannot be found.
+fn indexed_exists_scorer(block: &BlockReader, ordinal: u16) -> Result<Option<BoxScorer<'_>>> {
+    let mut words = empty_bits(block);
+    let norms = block.norms(ordinal);
+    if let Some(norms) = norms {
+        for (doc, _) in norms.iter().enumerate().filter(|(_, &id)| id != 0) {
+            bit_set(&mut words, doc as u32);
+        }
+    }
+    for kind in [
+        TermKind::Token,
+        TermKind::Exact,
+        TermKind::I64,
+        TermKind::F64,
+    ] {
+        if kind == TermKind::Token && norms.is_some() {
+            continue;
+        }
+        for info in block.field_terms(ordinal, kind)? {
+            let mut cursor = block.postings(&info)?;
+            cursor.for_each_remaining(|doc| bit_set(&mut words, doc));
+            if let Some(error) = cursor.error() {
+                return Err(block.corrupt("postings", error));
             }
         }
     }

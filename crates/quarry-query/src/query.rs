@@ -187,8 +187,16 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
             range: range.clone(),
         },
         Ast::Exists { field } if field == TIME_FIELD => Query::All,
-        Ast::Exists { field } => Query::Exists {
-            field: field.clone(),
+        Ast::Exists { field } => match schema.rules(field) {
+            Some(rules) if !rules.index && !rules.stored => {
+                return Err(QueryError::Invalid(format!(
+                    "field {field:?} is neither indexed nor stored (its mapping says `index: \
+                     false` and `stored: false`), so `_exists_` cannot tell which events have it"
+                )))
+            }
+            _ => Query::Exists {
+                field: field.clone(),
+            },
         },
         Ast::All => Query::All,
         Ast::Bool(clauses) => {

@@ -118,6 +118,8 @@ enum Leaf {
     Field(&'static str, String),
     /// `field:="value"`.
     Exact(&'static str, String),
+    /// `_exists_:field`.
+    Exists(&'static str),
 }
 
 #[derive(Debug, Clone)]
@@ -137,7 +139,8 @@ fn leaf_strategy() -> impl Strategy<Value = Leaf> {
     prop_oneof![
         2 => text.clone().prop_map(Leaf::Bare),
         4 => (field.clone(), text.clone()).prop_map(|(f, t)| Leaf::Field(f, t)),
-        2 => (field, prop_oneof![text, words(3..9)]).prop_map(|(f, t)| Leaf::Exact(f, t)),
+        2 => (field.clone(), prop_oneof![text, words(3..9)]).prop_map(|(f, t)| Leaf::Exact(f, t)),
+        1 => field.prop_map(Leaf::Exists),
     ]
 }
 
@@ -156,6 +159,7 @@ fn render(q: &Q) -> String {
         Q::Leaf(Leaf::Bare(t)) => quoted(t),
         Q::Leaf(Leaf::Field(f, t)) => format!("{f}:{}", quoted(t)),
         Q::Leaf(Leaf::Exact(f, t)) => format!("{f}:={}", quoted(t)),
+        Q::Leaf(Leaf::Exists(f)) => format!("_exists_:{f}"),
         Q::Bool(clauses) => clauses
             .iter()
             .map(|(op, q)| format!("{op}({})", render(q)))
@@ -268,6 +272,16 @@ impl Model<'_> {
                     }
                 }
                 Ok(any)
+            }
+            Q::Leaf(Leaf::Exists(field)) => {
+                if self
+                    .schema
+                    .rules(field)
+                    .is_some_and(|r| !r.index && !r.stored)
+                {
+                    return Err(());
+                }
+                Ok(Some(self.docs(|d| self.value(d, field).is_some())))
             }
             Q::Leaf(Leaf::Exact(field, value)) => {
                 let rules = self.schema.rules(field);

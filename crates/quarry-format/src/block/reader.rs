@@ -382,6 +382,23 @@ impl BlockReader {
         Ok(infos)
     }
 
+    /// Every term of `kind` in `field`, in key order.
+    pub fn field_terms(&self, field: u16, kind: TermKind) -> Result<Vec<TermInfo>> {
+        use fst::{IntoStreamer, Streamer};
+        let mut prefix = Vec::new();
+        term_key(&mut prefix, field, kind, &[]);
+        let mut end = prefix.clone();
+        // The prefix's last byte is the kind (< 255), so incrementing it bounds the prefix.
+        *end.last_mut().expect("term keys have a kind byte") += 1;
+        let mut stream = self.terms.range().ge(&prefix).lt(&end).into_stream();
+        let mut infos = Vec::new();
+        let mut term_infos = self.term_infos();
+        while let Some((_, ordinal)) = stream.next() {
+            infos.push(term_infos.get(ordinal)?);
+        }
+        Ok(infos)
+    }
+
     /// Whether `field` has any term of `kind` (blocks written before numeric terms existed
     /// have none, and range queries then scan the column instead).
     pub fn has_terms_of_kind(&self, field: u16, kind: TermKind) -> bool {

@@ -33,7 +33,12 @@ interface SearchTiming {
   query: string;
   fetchMs: number;
   serverMs: number;
+  /** From the answer's head to the histogram and rows painted; the parts below. */
   renderMs: number;
+  parseMs: number;
+  histogramMs: number;
+  tableMs: number;
+  frameMs: number;
   rows: number;
   buckets: number;
 }
@@ -207,10 +212,11 @@ async function run(): Promise<void> {
       responded = performance.now();
     });
     if (mine !== generation) return;
+    const parsed = performance.now();
     const buckets = answer.histogram ?? [];
     histogram.set(buckets, fromMs, toMs);
-    table.setColumns(view.columns, view.sort === 'relevance');
-    table.replace(answer.hits);
+    const histogramDrawn = performance.now();
+    table.replace(answer.hits, view.columns, view.sort === 'relevance');
     table.setEmpty(answer.hits.length ? null : emptyMessage());
     const bucketMs = buckets.length > 1 ? Date.parse(buckets[1].start) - Date.parse(buckets[0].start) : null;
     lastAnswer = {
@@ -223,13 +229,20 @@ async function run(): Promise<void> {
     };
     exhausted = !lastAnswer.more;
     drawStatus();
-    // Timed to the frame that shows it: layout done, about to paint.
-    await new Promise((resolve) => requestAnimationFrame(resolve));
+    const drawn = performance.now();
+    // Timed to the frame that shows it: the next animation frame, then the task after its
+    // style, layout and paint.
+    await new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+    const painted = performance.now();
     window.__quarry.searches.push({
       query: view.query,
       fetchMs: responded - started,
       serverMs: answer.took_ms,
-      renderMs: performance.now() - responded,
+      renderMs: painted - responded,
+      parseMs: parsed - responded,
+      histogramMs: histogramDrawn - parsed,
+      tableMs: drawn - histogramDrawn,
+      frameMs: painted - drawn,
       rows: answer.hits.length,
       buckets: buckets.length,
     });

@@ -8,7 +8,7 @@ import { escapeHtml, formatTime, highlight, Highlighter, valueText } from './tex
 const ROW_HEIGHT = 30;
 const LINE_HEIGHT = 18;
 const MAX_JSON_LINES = 40;
-const OVERSCAN = 12;
+const OVERSCAN = 8;
 /** Ask for more when the view comes this many rows from the end. */
 const PREFETCH_ROWS = 60;
 
@@ -26,6 +26,7 @@ export class Table {
   private offsets = new Float64Array(1);
   private dirty = true;
   private columns: string[] = [];
+  private widths: number[] = [];
   private highlighter = new Highlighter('');
   private showScore = false;
   private rendered = new Map<Row, HTMLElement>();
@@ -36,6 +37,9 @@ export class Table {
   private readonly spacer: HTMLElement;
   private readonly empty: HTMLElement;
   private frame = 0;
+  private viewHeight = 800;
+  /** The scroll offset, as the last scroll event said (or as set here). */
+  private top = 0;
 
   constructor(
     private readonly element: HTMLElement,
@@ -47,8 +51,19 @@ export class Table {
     this.scroller = element.querySelector('.tscroll')!;
     this.spacer = element.querySelector('.tspacer')!;
     this.empty = element.querySelector('.tempty')!;
-    this.scroller.addEventListener('scroll', () => this.schedule(), { passive: true });
-    new ResizeObserver(() => this.schedule()).observe(this.scroller);
+    this.scroller.addEventListener(
+      'scroll',
+      () => {
+        this.top = this.scroller.scrollTop;
+        this.schedule();
+      },
+      { passive: true },
+    );
+    // The view's height, kept here: reading clientHeight while drawing would force a layout.
+    new ResizeObserver((entries) => {
+      this.viewHeight = entries[0].contentRect.height;
+      this.schedule();
+    }).observe(this.scroller);
     this.spacer.addEventListener('click', (e) => this.onClick(e));
   }
 
@@ -70,9 +85,27 @@ export class Table {
     const cells = ['<div class="cell time">Time (UTC)</div>'];
     if (showScore) cells.push('<div class="cell score">Score</div>');
     if (columns.length === 0) cells.push('<div class="cell doc">Document</div>');
-    for (const c of columns) cells.push(`<div class="cell col">${escapeHtml(c)}</div>`);
+    this.widths = this.measureColumns();
+    columns.forEach((c, i) => cells.push(`<div class="cell col" style="${this.widthStyle(i)}">${escapeHtml(c)}</div>`));
     this.header.innerHTML = cells.join('');
     this.redrawAll();
+  }
+
+  /** Each column as wide as its longest value in the rows so far (within bounds); the last
+   * takes the rest. */
+  private measureColumns(): number[] {
+    return this.columns.map((c) => {
+      let longest = c.length;
+      for (let i = 0; i < Math.min(200, this.rows.length); i++) {
+        const value = c === '_time' ? this.rows[i].hit._time : this.rows[i].hit.event[c];
+        longest = Math.max(longest, valueText(value).length);
+      }
+      return Math.min(480, Math.max(70, Math.ceil(longest * 7.3) + 24));
+    });
+  }
+
+  private widthStyle(i: number): string {
+    return i === this.columns.length - 1 ? 'flex:1' : `flex:none;width:${this.widths[i] ?? 120}px`;
   }
 
   setHighlighter(highlighter: Highlighter): void {
@@ -80,10 +113,13 @@ export class Table {
   }
 
   /** Replaces every row (a new search), scrolled to the top. */
-  replace(hits: Hit[]): void {
+  /** Replaces every row (a new search), scrolled to the top, with these columns (as wide
+   * as the new rows need). */
+  replace(hits: Hit[], columns = this.columns, showScore = this.showScore): void {
     this.rows = hits.map((hit) => ({ hit, expanded: false }));
     this.scroller.scrollTop = 0;
-    this.redrawAll();
+    this.top = 0;
+    this.setColumns(columns, showScore);
   }
 
   append(hits: Hit[]): void {
@@ -95,11 +131,15 @@ export class Table {
   /** New rows on top (the live tail), newest first; the view stays on what it showed. */
   prepend(hits: Hit[]): void {
     if (!hits.length) return;
-    const before = this.scroller.scrollTop;
+    const before = this.top;
     const added: Row[] = hits.map((hit) => ({ hit, expanded: false, fresh: true }));
     this.rows = added.concat(this.rows);
     this.dirty = true;
-    if (before > 0) this.scroller.scrollTop = before + added.length * ROW_HEIGHT;
+    if (before > 0) {
+      this.layout();
+      this.top = before + added.length * ROW_HEIGHT;
+      this.scroller.scrollTop = this.top;
+    }
     this.render();
   }
 
@@ -145,8 +185,8 @@ export class Table {
   render(): void {
     this.layout();
     const n = this.rows.length;
-    const top = this.scroller.scrollTop;
-    const bottom = top + this.scroller.clientHeight;
+    const top = this.top;
+    const bottom = top + this.viewHeight;
     const first = Math.max(0, this.indexAt(top) - OVERSCAN);
     const last = Math.min(n, this.indexAt(bottom) + 1 + OVERSCAN);
     const keep = new Set<Row>();
@@ -203,9 +243,9 @@ export class Table {
     if (this.columns.length === 0) {
       cells.push(`<div class="cell doc">${this.summary(event)}</div>`);
     } else {
-      for (const c of this.columns) {
+      for (const [i, c] of this.columns.entries()) {
         const value = c === '_time' ? hit._time : event[c];
-        cells.push(`<div class="cell col${c === 'level' ? ' level-' + escapeHtml(String(value ?? '').toLowerCase()) : ''}">${highlight(valueText(value), this.highlighter.forField(c))}</div>`);
+        cells.push(`<div class="cell col${c === 'level' ? ' level-' + escapeHtml(String(value ?? '').toLowerCase()) : ''}" style="${this.widthStyle(i)}">${highlight(valueText(value), this.highlighter.forField(c))}</div>`);
       }
     }
     let html = `<div class="line">${cells.join('')}</div>`;

@@ -100,32 +100,60 @@ async function currentUrl() {
 }
 
 try {
-  // ---- first paint ----
-  step = 'first paint';
   const query0 = args.measure ? String(args.query ?? '*') : '';
-  const start = `${base}/?${new URLSearchParams({ ...(query0 ? { q: query0 } : {}), from, to })}`;
-  // A cold load first (nothing cached), then warm loads as a user reopening the page.
-  const paints = [];
-  for (let i = 0; i < 5; i++) {
-    const p = i === 0 ? page : await context.newPage();
-    await p.goto(start, { waitUntil: 'load' });
-    await p.waitForFunction(() => window.__quarry && window.__quarry.searches.length > 0, null, { timeout: 30_000 });
-    const timing = await p.evaluate(() => {
-      const paint = Object.fromEntries(performance.getEntriesByType('paint').map((e) => [e.name, e.startTime]));
-      const nav = performance.getEntriesByType('navigation')[0];
-      return { fp: paint['first-paint'], fcp: paint['first-contentful-paint'], dcl: nav.domContentLoadedEventEnd, load: nav.loadEventEnd, first: window.__quarry.searches[0] };
-    });
-    paints.push(timing);
-    if (p !== page) await p.close();
+  if (!args['auth-tenant']) {
+    // ---- first paint ----
+    step = 'first paint';
+    const start = `${base}/?${new URLSearchParams({ ...(query0 ? { q: query0 } : {}), from, to })}`;
+    // A cold load first (nothing cached), then warm loads as a user reopening the page.
+    const paints = [];
+    for (let i = 0; i < 5; i++) {
+      const p = i === 0 ? page : await context.newPage();
+      await p.goto(start, { waitUntil: 'load' });
+      await p.waitForFunction(() => window.__quarry && window.__quarry.searches.length > 0, null, { timeout: 30_000 });
+      const timing = await p.evaluate(() => {
+        const paint = Object.fromEntries(performance.getEntriesByType('paint').map((e) => [e.name, e.startTime]));
+        const nav = performance.getEntriesByType('navigation')[0];
+        return { fp: paint['first-paint'], fcp: paint['first-contentful-paint'], dcl: nav.domContentLoadedEventEnd, load: nav.loadEventEnd, first: window.__quarry.searches[0] };
+      });
+      paints.push(timing);
+      if (p !== page) await p.close();
+    }
+    metrics.first_paint_ms = paints.map((t) => +t.fp.toFixed(1));
+    metrics.first_contentful_paint_ms = paints.map((t) => +t.fcp.toFixed(1));
+    metrics.first_search = paints[0].first;
+    log('first paint (ms, cold then warm):', metrics.first_paint_ms.join(', '), '· FCP', metrics.first_contentful_paint_ms.join(', '));
+    metrics.bundle = bundleSize();
+    log('bundle:', metrics.bundle);
   }
-  metrics.first_paint_ms = paints.map((t) => +t.fp.toFixed(1));
-  metrics.first_contentful_paint_ms = paints.map((t) => +t.fcp.toFixed(1));
-  metrics.first_search = paints[0].first;
-  log('first paint (ms, cold then warm):', metrics.first_paint_ms.join(', '), '· FCP', metrics.first_contentful_paint_ms.join(', '));
-  metrics.bundle = bundleSize();
-  log('bundle:', metrics.bundle);
 
-  if (args.measure) {
+  if (args['auth-tenant']) {
+    // A server with keys: the page asks for the tenant's key on the 401, keeps it in session
+    // storage, and then searches with it.
+    step = 'api key';
+    const name = String(args['auth-tenant']);
+    const key = String(args['auth-key']);
+    await page.goto(`${base}/?${new URLSearchParams({ tenant: name, from: '', to: 'now' })}`);
+    await page.waitForSelector('#tenant-modal:not([hidden])', { timeout: 15_000 });
+    const bar = await page.innerText('#error-bar');
+    check(bar.includes('401'), `the error bar says 401: ${bar}`);
+    await shot('10-api-key');
+    const before = await searches();
+    await page.fill('#tenant-key', 'qk_wrong');
+    await page.click('#tenant-form button[type=submit]');
+    await page.waitForSelector('#tenant-modal:not([hidden])', { timeout: 15_000 });
+    check((await page.innerText('#tenant-reason')).includes('invalid API key'), 'a wrong key is refused with the server message');
+    await page.fill('#tenant-key', key);
+    await page.click('#tenant-form button[type=submit]');
+    const s = await waitSearch(before, 'entering the key');
+    const response = await fetch(`${base}/api/v1/${name}/search?query=*&limit=0&count=true`, { headers: { Authorization: `Bearer ${key}` } });
+    const count = (await response.json()).count;
+    check((await shownCount()) === count && count > 0, `page shows ${await shownCount()} hits with the key, API ${count}`);
+    check((await page.evaluate((n) => sessionStorage.getItem('quarry.key.' + n), name)) === key, 'the key is in session storage');
+    check((await page.evaluate(() => localStorage.length)) === 0 || !(await page.evaluate(() => JSON.stringify(localStorage))).includes(key), 'the key is not in local storage');
+    log('401 asked for the key; with it', count, 'hits, as the API; rendered', s.renderMs.toFixed(1), 'ms');
+    await shot('11-with-key');
+  } else if (args.measure) {
     // The search of a query over the whole data: histogram and the first 100 rows drawn.
     step = 'measure';
     const queries = String(args.queries ?? '*|level:error|service:nginx AND status:>=500|failed OR timeout').split('|');
@@ -244,6 +272,20 @@ try {
     check(JSON.stringify(shownJson) === JSON.stringify({ _time: topHit._time, ...topHit.event }), `expanded row ${JSON.stringify(shownJson)} is the API's ${JSON.stringify(topHit)}`);
     log('row 0 expanded into', Object.keys(shownJson).length, 'fields, the API event');
     await shot('06-expanded');
+
+    // ---- fields as columns ----
+    step = 'columns';
+    for (const field of ['level', 'host', 'message']) {
+      await page.hover(`.field[data-field="${field}"] .field-head`);
+      await page.click(`.field[data-field="${field}"] .col-btn`);
+    }
+    const headers = await page.locator('.thead .cell').allInnerTexts();
+    check(JSON.stringify(headers.map((h) => h.toLowerCase())) === JSON.stringify(['time (utc)', 'level', 'host', 'message']), `columns ${headers}`);
+    check((await currentUrl()).searchParams.get('cols') === 'level,host,message', 'the URL holds the columns');
+    const cells = await page.locator('.row[data-index="0"] .cell.col').allInnerTexts();
+    check(cells[0] === topHit.event.level && cells[1] === topHit.event.host && cells[2] === topHit.event.message, `row 0 columns ${cells}`);
+    await page.click('.row[data-index="0"] .cell.time'); // fold it again
+    await shot('06b-columns');
 
     // ---- paging by scrolling (search_after) ----
     step = 'scroll';
@@ -374,7 +416,7 @@ try {
     log('underlined character', markIndex, 'as the server says:', answer.body.error);
     await shot('09-bad-query');
   }
-  writeFileSync(join(shots, 'metrics.json'), JSON.stringify(metrics, null, 2) + '\n');
+  writeFileSync(join(shots, args['auth-tenant'] ? 'metrics-auth.json' : 'metrics.json'), JSON.stringify(metrics, null, 2) + '\n');
   console.log('METRICS ' + JSON.stringify(metrics));
   await browser.close();
 } catch (error) {

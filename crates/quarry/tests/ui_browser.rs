@@ -174,4 +174,47 @@ fn the_web_ui_works_in_a_real_browser() {
         String::from_utf8_lossy(&output.stderr)
     );
     drop(server);
+
+    // A server with keys: the page asks for the tenant's key on the 401 and searches with it.
+    let mut keyed = Server::spawn(
+        &[
+            "--data",
+            dir.path().join("k").to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        &[("QUARRY_ADMIN_TOKEN", "ui-admin")],
+        Path::new("."),
+    );
+    keyed.token = Some("ui-admin".into());
+    let (status, created) =
+        keyed.request("POST", "/api/v1/tenants", Some(r#"{"name": "payments"}"#));
+    assert_eq!(status, 201, "{created}");
+    let key = created["api_key"].as_str().unwrap().to_owned();
+    keyed.token = Some(key.clone());
+    let events: String = (0..50)
+        .map(|i| format!("{{\"message\": \"payment {i} failed\", \"level\": \"error\"}}\n"))
+        .collect();
+    let (status, ingested) = keyed.request("POST", "/api/v1/payments/ingest", Some(&events));
+    assert_eq!(
+        (status, ingested["ingested"].as_u64()),
+        (200, Some(50)),
+        "{ingested}"
+    );
+    let output = Command::new("node")
+        .arg(ui.join("tests/browser.mjs"))
+        .args(["--url", &format!("http://{}", keyed.addr)])
+        .args(["--auth-tenant", "payments", "--auth-key", &key])
+        .args(["--shots", shots.to_str().unwrap()])
+        .env("QUARRY_CHROMIUM", &chromium)
+        .output()
+        .expect("run node");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    eprintln!("{stdout}");
+    assert!(
+        output.status.success(),
+        "ui/tests/browser.mjs --auth-tenant failed (screenshots in {}):\n{stdout}\n{}",
+        shots.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
 }

@@ -6,6 +6,10 @@ import { defineConfig } from 'vite';
 
 export default defineConfig({
   base: '/ui/',
+  // `npm run dev`: the sources, with the API of a `quarry serve` on its default port.
+  server: {
+    proxy: { '/api': 'http://127.0.0.1:7380' },
+  },
   build: {
     outDir: 'dist',
     emptyOutDir: true,

@@ -572,6 +572,7 @@ class LiveTail {
   private timer = 0;
   private flushFrame = 0;
   private received = 0;
+  private fresh = new WeakSet<Hit>();
 
   toggle(): void {
     if (this.on) {
@@ -640,8 +641,12 @@ class LiveTail {
     this.received++;
     window.__quarry.tailEvents++;
     const now = performance.now();
-    // The history comes at once when the stream opens; the rate counts what came after.
-    if (now - this.openedAt > 300) this.arrivals.push(now);
+    // The history comes at once when the stream opens; the rate counts what came after, and
+    // only that flashes when drawn.
+    if (now - this.openedAt > 300) {
+      this.arrivals.push(now);
+      this.fresh.add(hit);
+    }
     this.pending.push(hit);
     if (!this.flushFrame) this.flushFrame = requestAnimationFrame(() => this.flush());
   }
@@ -662,7 +667,7 @@ class LiveTail {
     const batch = this.pending.reverse();
     this.pending = [];
     table.setEmpty(null);
-    table.prepend(batch);
+    table.prepend(batch, (hit) => this.fresh.has(hit));
     drawStatus();
   }
 

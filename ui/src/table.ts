@@ -129,10 +129,10 @@ export class Table {
   }
 
   /** New rows on top (the live tail), newest first; the view stays on what it showed. */
-  prepend(hits: Hit[]): void {
+  prepend(hits: Hit[], fresh: (hit: Hit) => boolean): void {
     if (!hits.length) return;
     const before = this.top;
-    const added: Row[] = hits.map((hit) => ({ hit, expanded: false, fresh: true }));
+    const added: Row[] = hits.map((hit) => ({ hit, expanded: false, fresh: fresh(hit) }));
     this.rows = added.concat(this.rows);
     this.dirty = true;
     if (before > 0) {

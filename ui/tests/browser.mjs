@@ -258,10 +258,26 @@ try {
     check(rowsServices.length > 0 && rowsServices.every((t) => t === value), `rows show only service ${value}: ${rowsServices.slice(0, 3)}`);
     log('clicked', value, '→', filteredCount, 'hits, as the sidebar and the API say');
     await shot('05-filtered');
-    // and its negation
-    await page.click('.field[data-field="service"] .field-head'); // closed by the new query? make sure it is open
-    if ((await page.locator('.field[data-field="service"] .value').count()) === 0) await page.click('.field[data-field="service"] .field-head');
-    await page.waitForSelector('.field[data-field="service"] .value');
+    // and a negation: the top host of these, filtered out
+    await page.click('.field[data-field="host"] .field-head');
+    await page.waitForSelector('.field[data-field="host"] .value', { timeout: 15_000 });
+    const hostEl = page.locator('.field[data-field="host"] .value').first();
+    const host = await hostEl.getAttribute('data-value');
+    const hostCount = Number(await hostEl.getAttribute('data-count'));
+    before = await searches();
+    await hostEl.locator('.minus').click();
+    await waitSearch(before, 'filtering a value out');
+    const negated = `${expected} AND NOT host:="${host}"`;
+    check((await page.inputValue('#query')) === negated, `query box says ${await page.inputValue('#query')}, expected ${negated}`);
+    const negatedCount = await apiCount(negated);
+    check(negatedCount === filteredCount - hostCount, `${negatedCount} hits without ${host} = ${filteredCount} - ${hostCount}`);
+    check((await shownCount()) === negatedCount, `page shows ${await shownCount()}, API ${negatedCount}`);
+    log('filtered out', host, '→', negatedCount, 'hits');
+    await page.click('.field[data-field="host"] .field-head'); // fold it
+    before = await searches();
+    await page.goBack();
+    await waitSearch(before, 'Back');
+    check((await page.inputValue('#query')) === expected, 'Back restores the query');
 
     // ---- a row expands into its event ----
     step = 'expand';
@@ -375,6 +391,22 @@ try {
     check(/\/s/.test(await page.locator('.status .rate').innerText()), 'rate counter shown');
     log('ingested', marker, 'and saw it on top after', metrics.tail_appear_ms, 'ms');
     await shot('08-live-tail');
+    // Scrolled down, the tail pauses: a new match waits, counted, until the view is back on top.
+    await page.click('.row[data-index="0"] .cell.time'); // fold it
+    await page.evaluate(() => (document.querySelector('.tscroll').scrollTop = 600));
+    await page.waitForSelector('.status [data-resume]');
+    const rowsBeforePause = Number(await page.getAttribute('#table', 'data-rows'));
+    const marker2 = `tailmarker-${(Date.now() + 1).toString(36)}`;
+    const paused = await fetch(`${base}/api/v1/${tenant}/ingest`, { method: 'POST', headers: { 'Content-Type': 'application/x-ndjson' }, body: JSON.stringify({ ...event, message: `deploy ${marker2} finished` }) + '\n' });
+    check(paused.status === 200, `ingest ${paused.status}`);
+    await page.waitForFunction(() => document.querySelector('.status [data-resume]')?.textContent.includes('1 new'), null, { timeout: 15_000 });
+    const drawn = await page.evaluate((m) => [...document.querySelectorAll('.row:not([hidden])')].some((r) => r.textContent.includes(m)), marker2);
+    check(!drawn && Number(await page.getAttribute('#table', 'data-rows')) === rowsBeforePause, 'paused: the new event is not in the table yet');
+    await shot('08b-live-tail-paused');
+    await page.click('.status [data-resume]');
+    await page.waitForFunction((m) => document.querySelector('.row[data-index="0"]')?.textContent.includes(m), marker2, { timeout: 15_000 });
+    check((await page.locator('.row[data-index="1"]').innerText()).includes(marker), 'the first tail event is second now');
+    log('paused while scrolled down; the event waiting came in on return to the top');
     before = await searches();
     await page.click('#live-btn');
     await waitSearch(before, 'stopping the live tail');

@@ -394,7 +394,23 @@ fn check_ranked(
     // Top-k (MaxScore path for disjunctions): the k best, where scores are not near-ties.
     expected.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     for &k in ks {
-        let top = searcher.top_k(&query, k).unwrap();
+        // TOP_k_COUNT takes other paths (one pass, or the top k and a count apart): the same
+        // hits as TOP_k, and the count.
+        let (top, count) = searcher.top_k_count(&query, k).unwrap();
+        prop_assert_eq!(count, expected.len() as u64, "top-{}-count count of {}", k, text);
+        let top_alone = searcher.top_k(&query, k).unwrap();
+        prop_assert_eq!(top.len(), top_alone.len(), "top-{}-count size of {}", k, text);
+        for (a, b) in top.iter().zip(&top_alone) {
+            prop_assert!(
+                (a.score - b.score).abs() <= 1e-4 * b.score.abs().max(1.0),
+                "top-{}-count of {}: score {} vs {}",
+                k,
+                text,
+                a.score,
+                b.score
+            );
+        }
+        let top = top_alone;
         prop_assert_eq!(
             top.len(),
             expected.len().min(k),

@@ -27,15 +27,41 @@ export class Histogram {
 
   /** Shows `buckets` (their starts, RFC 3339) over [fromMs, toMs). */
   set(buckets: Bucket[], fromMs: number | null, toMs: number | null): void {
-    this.starts = buckets.map((b) => Date.parse(b.start) / 1000);
-    const counts = buckets.map((b) => b.count);
-    this.width = this.starts.length > 1 ? this.starts[1] - this.starts[0] : 60;
-    const xs = this.starts;
+    const starts = buckets.map((b) => Date.parse(b.start) / 1000);
+    const byStart = new Map(buckets.map((b, i) => [starts[i], b.count]));
+    this.width = bucketSeconds(starts, fromMs, toMs);
+    // The server sends the buckets from the first match to the last, gaps jumped: the
+    // empty ones are drawn too, over the whole range, so bars keep their width.
+    const first = fromMs !== null ? Math.floor(fromMs / 1000 / this.width) * this.width : starts[0];
+    const last = toMs !== null ? toMs / 1000 : (starts[starts.length - 1] ?? first) + this.width;
+    const grid: number[] = [];
+    const gridCounts: number[] = [];
+    const counts: number[] = [];
+    if (first !== undefined && (last - first) / this.width <= 5000) {
+      for (let t = first; t < last; t += this.width) {
+        grid.push(t);
+        gridCounts.push(byStart.get(t) ?? 0);
+      }
+      for (const [t, count] of byStart) {
+        if (t < first || t >= last) {
+          grid.push(t);
+          gridCounts.push(count);
+        }
+      }
+      const order = grid.map((_, i) => i).sort((a, b) => grid[a] - grid[b]);
+      this.starts = order.map((i) => grid[i]);
+      counts.push(...order.map((i) => gridCounts[i]));
+    } else {
+      this.starts = starts;
+      counts.push(...buckets.map((b) => b.count));
+    }
+    const plotted = this.starts;
+    const xs = plotted;
     const min = fromMs !== null ? Math.min(fromMs / 1000, xs[0] ?? Infinity) : xs[0];
     const lastEnd = xs.length ? xs[xs.length - 1] + this.width : undefined;
     const max = toMs !== null ? Math.max(toMs / 1000, lastEnd ?? -Infinity) : lastEnd;
     this.element.dataset.buckets = String(buckets.length);
-    this.element.dataset.total = String(counts.reduce((a, b) => a + b, 0));
+    this.element.dataset.total = String(buckets.reduce((a, b) => a + b.count, 0));
     if (!this.plot) {
       this.plot = new uPlot(this.options(), [xs, counts], this.element);
     } else {
@@ -117,6 +143,21 @@ export class Histogram {
     this.tip.textContent = `${start}  ·  ${formatCount(count)}`;
     this.tip.style.left = `${Math.min(u.cursor.left + 60, this.element.clientWidth - 180)}px`;
   }
+}
+
+/** The server's interval for `histogram=auto` (timeline.rs `auto_interval`): the smallest of
+ * its steps giving fewer than 100 buckets over the range; from the buckets when they say. */
+const STEPS = [1, 5, 10, 30, 60, 300, 600, 1800, 3600, 10_800, 21_600, 43_200, 86_400, 604_800, 2_592_000, 31_536_000];
+
+function bucketSeconds(starts: number[], fromMs: number | null, toMs: number | null): number {
+  let smallest = Infinity;
+  for (let i = 1; i < starts.length; i++) smallest = Math.min(smallest, starts[i] - starts[i - 1]);
+  if (Number.isFinite(smallest) && smallest > 0) return smallest;
+  if (fromMs !== null && toMs !== null && toMs > fromMs) {
+    const span = (toMs - fromMs) / 1000;
+    return STEPS.find((step) => Math.floor(span / step) < 100) ?? 31_536_000;
+  }
+  return 60;
 }
 
 function compact(value: number): string {

@@ -179,7 +179,8 @@ export function addClause(query: string, clauseText: string, negate: boolean): s
 function baseParams(): [string, string][] {
   const params: [string, string][] = [['query', view.query.trim() || '*']];
   if (view.range.from) params.push(['start', view.range.from]);
-  if (view.range.to && view.range.to !== 'now') params.push(['end', view.range.to]);
+  // `end=now` too: the histogram then spans the whole range, not only the matches.
+  if (view.range.to) params.push(['end', view.range.to]);
   return params;
 }
 
@@ -263,7 +264,15 @@ async function run(): Promise<void> {
 }
 
 function emptyMessage(): string {
-  return `<div class="empty-title">No events match</div><div class="muted">${escapeHtml(view.query || '*')} in ${escapeHtml(describe(view.range).toLowerCase())}.</div>
+  if (fieldsInfo.length === 0) {
+    // A new server: say how events get in.
+    const ingest = `curl -X POST ${location.origin}/api/v1/${encodeURIComponent(view.tenant)}/ingest -d '{"message": "hello", "level": "info"}'`;
+    return `<div class="empty-title">No events yet</div><div class="muted">Send some, then press Enter in the query box:</div>
+      <pre class="hint">${escapeHtml(ingest)}</pre><div class="muted small">or <code>quarry ingest FILE</code>, the Elasticsearch bulk API, or <b>Live</b> to watch them come in.</div>`;
+  }
+  const range = describe(view.range);
+  const within = /^(Last|All)/.test(range) ? range.toLowerCase().replace(/^last/, 'the last') : `${range} (UTC)`;
+  return `<div class="empty-title">No events match</div><div class="muted"><code>${escapeHtml(view.query || '*')}</code> in ${escapeHtml(within)}.</div>
     <button class="btn" data-action="widen">Search the last 7 days</button> <button class="btn" data-action="all">Search all time</button>`;
 }
 
@@ -344,6 +353,8 @@ async function loadFields(): Promise<void> {
   try {
     fieldsInfo = (await getJson<{ fields: FieldInfo[] }>(view.tenant, 'fields', [])).fields;
     fieldList.setFields(fieldsInfo);
+    // The empty state depends on whether the tenant has any events at all.
+    if (table.length === 0 && !live.on && lastAnswer) table.setEmpty(emptyMessage());
   } catch {
     // the search shows the error
   }

@@ -15,4 +15,4 @@ const rows: [string, string][] = [
 
 export const HELP_HTML = `<div class="help-grid">${rows
   .map(([example, what]) => `<code data-example>${example.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')}</code><span>${what}</span>`)
-  .join('')}</div><div class="muted small">Enter runs the query · ↑/↓ recent queries · <kbd>/</kbd> focuses the box · drag across the histogram to zoom · click a row to see its event</div>`;
+  .join('')}</div><div class="muted small">Enter runs the query · ↑/↓ recent queries · <kbd>/</kbd> focuses the box · drag across the histogram (or click a bar) to zoom · click a row to see its event · <kbd>Esc</kbd> closes</div>`;

@@ -89,6 +89,7 @@ export class Histogram {
       tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
       cursor: {
         drag: { x: true, y: false, setScale: false },
+        y: false,
         points: { show: false },
       },
       select: { show: true, left: 0, top: 0, width: 0, height: 0 },
@@ -120,11 +121,42 @@ export class Histogram {
           },
         ],
         setCursor: [(u) => this.showTip(u)],
+        // A click on a bar (no drag) zooms into its bucket.
+        ready: [
+          (u) => {
+            let downX = -1;
+            u.over.addEventListener('mousedown', (e) => (downX = e.clientX));
+            u.over.addEventListener('click', (e) => {
+              const idx = this.bucketAt(u);
+              if (Math.abs(e.clientX - downX) > 2 || idx === null) return;
+              if (!((u.data[1][idx] as number) > 0)) return;
+              const start = this.starts[idx];
+              this.onZoom(start * 1000, (start + this.width) * 1000);
+            });
+          },
+        ],
       },
     };
   }
 
   private tip: HTMLElement | null = null;
+
+  /** The bucket under the cursor: the last whose start is at or before it (a bar spans its
+   * bucket, so uPlot's nearest point is not always the bar under the cursor). */
+  private bucketAt(u: uPlot): number | null {
+    const left = u.cursor.left;
+    if (left === undefined || left < 0 || !this.starts.length) return null;
+    const t = u.posToVal(left, 'x');
+    let lo = 0;
+    let hi = this.starts.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.starts[mid] <= t) lo = mid + 1;
+      else hi = mid;
+    }
+    const idx = lo - 1;
+    return idx >= 0 && t < this.starts[idx] + this.width ? idx : null;
+  }
 
   private showTip(u: uPlot): void {
     if (!this.tip) {
@@ -132,8 +164,8 @@ export class Histogram {
       this.tip.className = 'histogram-tip';
       this.element.appendChild(this.tip);
     }
-    const idx = u.cursor.idx;
-    if (idx === null || idx === undefined || u.cursor.left === undefined || u.cursor.left < 0) {
+    const idx = this.bucketAt(u);
+    if (idx === null || u.cursor.left === undefined || u.cursor.left < 0) {
       this.tip.hidden = true;
       return;
     }

@@ -520,6 +520,12 @@ $('help').addEventListener('click', (e) => {
   }
 });
 document.addEventListener('keydown', (e) => {
+  if (e.key === 'Escape') {
+    rangePop.hidden = true;
+    tenantModal.hidden = true;
+    $('help').hidden = true;
+    return;
+  }
   if (e.key === '/' && document.activeElement?.tagName !== 'INPUT') {
     e.preventDefault();
     queryInput.focus();

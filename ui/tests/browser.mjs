@@ -229,6 +229,22 @@ try {
     log('dragged to', zf, '→', zt, '·', zoomCount, 'hits, as the API');
     await shot('03-zoomed');
 
+    // A click on a bar zooms into its bucket.
+    const over2 = await page.locator('#histogram .u-over').boundingBox();
+    before = await searches();
+    await page.mouse.click(over2.x + over2.width * 0.5, over2.y + over2.height - 3);
+    await waitSearch(before, 'clicking a bar');
+    const bar = await currentUrl();
+    const [bf, bt] = [bar.searchParams.get('from'), bar.searchParams.get('to')];
+    const barSeconds = (Date.parse(bt) - Date.parse(bf)) / 1000;
+    check([1, 5, 10, 30, 60, 300, 600, 1800, 3600].includes(barSeconds) && Date.parse(bf) >= Date.parse(zf) && Date.parse(bt) <= Date.parse(zt) + barSeconds * 1000, `a bar click zooms to one bucket: ${bf} → ${bt}`);
+    const barCount = await apiCount('level:error', bf, bt);
+    check((await shownCount()) === barCount && barCount > 0, `page shows ${await shownCount()}, API ${barCount} for the bar`);
+    log('clicked a bar:', bf, '→', bt, '·', barCount, 'hits');
+    before = await searches();
+    await page.goBack();
+    await waitSearch(before, 'Back');
+
     // back to the whole range (the browser's Back button: the view is the URL)
     before = await searches();
     await page.goBack();

@@ -168,7 +168,7 @@ function clause(field: string, value: string, type: string): string {
   return `${name}:=${quote(value)}`;
 }
 
-export function addClause(query: string, clauseText: string, negate: boolean): string {
+function addClause(query: string, clauseText: string, negate: boolean): string {
   const base = query.trim();
   const added = negate ? `NOT ${clauseText}` : clauseText;
   if (!base || base === '*') return negate ? `* AND ${added}` : added;

@@ -11,6 +11,8 @@ const MAX_JSON_LINES = 40;
 const OVERSCAN = 8;
 /** Ask for more when the view comes this many rows from the end. */
 const PREFETCH_ROWS = 60;
+/** Rows kept while the live tail runs: the oldest go beyond it. */
+const MAX_TAIL_ROWS = 100_000;
 
 export interface Row {
   hit: Hit;
@@ -134,6 +136,19 @@ export class Table {
     const before = this.top;
     const added: Row[] = hits.map((hit) => ({ hit, expanded: false, fresh: fresh(hit) }));
     this.rows = added.concat(this.rows);
+    // A tail left running keeps the newest rows only.
+    if (this.rows.length > MAX_TAIL_ROWS) {
+      for (const row of this.rows.slice(MAX_TAIL_ROWS)) {
+        const el = this.rendered.get(row);
+        if (el) {
+          el.hidden = true;
+          delete el.dataset.index;
+          this.free.push(el);
+          this.rendered.delete(row);
+        }
+      }
+      this.rows.length = MAX_TAIL_ROWS;
+    }
     this.dirty = true;
     if (before > 0) {
       this.layout();

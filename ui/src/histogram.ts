@@ -70,7 +70,10 @@ export class Histogram {
     if (min !== undefined && max !== undefined && Number.isFinite(min) && Number.isFinite(max) && max > min) {
       this.plot.setScale('x', { min, max });
     } else {
-      this.plot.setScale('x', { min: (xs[0] ?? 0) - 30, max: (xs[0] ?? 0) + 30 });
+      // Nothing to place it by (no matches, no range): the last day.
+      const now = Date.now() / 1000;
+      const at = xs[0] ?? now;
+      this.plot.setScale('x', xs.length ? { min: at - 30, max: at + 30 } : { min: now - 86_400, max: now });
     }
   }
 

@@ -44,10 +44,11 @@ interface SearchTiming {
 }
 declare global {
   interface Window {
-    __quarry: { searches: SearchTiming[]; pages: number; tailEvents: number };
+    __quarry: { searches: SearchTiming[]; pages: number; tailEvents: number; initMs: number };
   }
 }
-window.__quarry = { searches: [], pages: 0, tailEvents: 0 };
+const initStarted = performance.now();
+window.__quarry = { searches: [], pages: 0, tailEvents: 0, initMs: 0 };
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 const queryInput = $<HTMLInputElement>('query');
@@ -717,3 +718,4 @@ table.setColumns(view.columns, view.sort === 'relevance');
 fieldList.setColumns(view.columns);
 writeUrl(false);
 run();
+window.__quarry.initMs = performance.now() - initStarted;

@@ -19,6 +19,9 @@ export class Histogram {
       this.plot?.setSize(this.size());
     });
     this.resizeObserver.observe(element);
+    // Drawn empty at once, so the page's first paint has the chart's frame and an answer
+    // only fills it in.
+    this.plot = new uPlot(this.options(), [[], []], this.element);
   }
 
   private size(): { width: number; height: number } {

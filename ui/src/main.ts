@@ -689,15 +689,15 @@ class LiveTail {
     drawStatus();
   }
 
+  /** New matches per second over the last 10 seconds. */
   private rate(): number {
     const now = performance.now();
     this.arrivals = this.arrivals.filter((t) => now - t < 10_000);
-    const span = Math.min(10_000, now - this.openedAt);
-    return span > 0 ? (this.arrivals.length * 1000) / span : 0;
+    return this.arrivals.length / 10;
   }
 
   statusHtml(): string {
-    let html = `<span class="live-badge">● LIVE</span><b class="tail-count">${formatCount(this.received)}</b> events<span class="sep">·</span><span class="rate">${this.rate().toFixed(1)}/s</span>`;
+    let html = `<span class="live-badge">● LIVE</span><b class="tail-count">${formatCount(this.received)}</b> events<span class="sep">·</span><span class="rate" title="new matches per second, over the last 10 s">${this.rate().toFixed(1)}/s</span>`;
     if (!this.atTop) {
       html += `<span class="sep">·</span><button class="btn small paused" data-resume>Paused${this.pending.length ? ` — ${formatCount(this.pending.length)} new` : ''} · back to top</button>`;
     }

@@ -466,6 +466,17 @@ try {
     check((await page.innerText('#error-bar')).includes(answer.body.error), 'the server message is shown');
     log('underlined character', markIndex, 'as the server says:', answer.body.error);
     await shot('09-bad-query');
+    // The server names a byte offset; before a multi-byte character it is not the string index.
+    const accented = 'café AND (level:error';
+    const accentedAnswer = await api('search', [['query', accented]]);
+    const byte = accentedAnswer.body.position;
+    const index = Buffer.from(accented).subarray(0, byte).toString().length;
+    check(accentedAnswer.status === 400 && byte !== index && accented[index] === '(', `position ${byte} is byte-based (character ${index})`);
+    await page.fill('#query', accented);
+    await page.press('#query', 'Enter');
+    await page.waitForFunction((i) => document.querySelector('.error-mark')?.dataset.index === String(i), index, { timeout: 15_000 });
+    check((await page.locator('.error-mark').innerText()) === '(', 'the unclosed parenthesis is underlined');
+    log('after a multi-byte character: byte', byte, 'underlined as character', index);
   }
   writeFileSync(join(shots, args['auth-tenant'] ? 'metrics-auth.json' : 'metrics.json'), JSON.stringify(metrics, null, 2) + '\n');
   console.log('METRICS ' + JSON.stringify(metrics));

@@ -63,7 +63,13 @@ run() {
         ;;
     quarry-1 | quarry-2)
         "$QUARRY" index --data "$dir" --threads "${config#quarry-}" --mapping "$MAPPING" "$CORPUS" 2>/dev/null
+        # The merge's share: with 2 threads there are 2 blocks to merge into one.
+        local merge_started merged
+        merge_started=$(now)
         "$QUARRY" merge --data "$dir" 2>/dev/null
+        merged=$(now)
+        awk -v c="$config" -v a="$merge_started" -v b="$merged" 'BEGIN { printf "%s merge %.3f s\n", c, b - a }' |
+            tee -a "$INDEX_DIR/merges.txt" >&2
         ;;
     quarry-stored-1)
         "$QUARRY" index --data "$dir" --threads 1 --mapping "$STORED_MAPPING" "$CORPUS" 2>/dev/null
@@ -119,5 +125,7 @@ awk -v bytes="$corpus_bytes" -v results="$RESULTS" '
         json = json sprintf("\"mb_per_s_1_thread\":%.3f,\"mb_per_s_2_threads\":%.3f,\"quarry_2_over_1_thread\":%.3f,\"stored_text_time_cost\":%.3f,\"index_bytes\":%.3f}}", r1, r2, rt, rs, rsize)
         print json > results
     }' "$INDEX_DIR/runs.txt"
+echo "quarry's merge into one block, per run (included above):"
+cat "$INDEX_DIR/merges.txt"
 echo
 echo "wrote $RESULTS"

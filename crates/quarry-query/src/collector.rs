@@ -112,7 +112,10 @@ pub fn collect_all(scorer: &mut dyn Scorer, block: u32, top: &mut TopK) {
         }
         let score = scorer.score();
         top.offer(ScoredDoc { score, block, doc });
-        doc = scorer.advance();
+        doc = match top.threshold() {
+            Some(threshold) => scorer.advance_competitive(threshold),
+            None => scorer.advance(),
+        };
     }
 }
 

@@ -45,6 +45,11 @@ pub trait Scorer {
     fn seek_competitive(&mut self, target: u32, _threshold: f32) -> u32 {
         self.seek(target)
     }
+    /// `advance` for a top k: like `seek_competitive(doc + 1, threshold)`, but as cheap as
+    /// `advance` for scorers that skip nothing.
+    fn advance_competitive(&mut self, _threshold: f32) -> u32 {
+        self.advance()
+    }
     /// Two-phase iteration (as Lucene's `TwoPhaseIterator`): moves to the first doc `>=
     /// target` that may match, checking only what is cheap (a phrase: that every term is in
     /// the doc), so that a conjunction can agree on a doc with its other clauses before
@@ -56,6 +61,12 @@ pub trait Scorer {
     /// be moved on by `approximate_seek` or `seek` before anything else.
     fn confirm(&mut self) -> bool {
         true
+    }
+    /// An upper bound of the score of the doc `approximate_seek` stopped on, known before
+    /// `confirm`, so a top k can pass over a candidate that could not enter it without the
+    /// costly check. An exact scorer (whose `approximate_seek` is `seek`) knows its score.
+    fn approximate_bound(&mut self) -> f32 {
+        self.score()
     }
 }
 
@@ -97,11 +108,17 @@ impl<S: Scorer + ?Sized> Scorer for Box<S> {
     fn seek_competitive(&mut self, target: u32, threshold: f32) -> u32 {
         (**self).seek_competitive(target, threshold)
     }
+    fn advance_competitive(&mut self, threshold: f32) -> u32 {
+        (**self).advance_competitive(threshold)
+    }
     fn approximate_seek(&mut self, target: u32) -> u32 {
         (**self).approximate_seek(target)
     }
     fn confirm(&mut self) -> bool {
         (**self).confirm()
+    }
+    fn approximate_bound(&mut self) -> f32 {
+        (**self).approximate_bound()
     }
 }
 
@@ -350,6 +367,26 @@ impl<'a> ConjunctionScorer<'a> {
             target = doc + 1;
         }
     }
+
+    /// `align` for a top k: a candidate whose clauses' bounds (their scores, and a phrase's
+    /// bound from its terms' frequencies) sum to at most `threshold` is passed over before
+    /// any clause confirms it, so `+"a b" +c` checks positions only in docs that could enter
+    /// the top k.
+    fn align_competitive(&mut self, mut target: u32, threshold: f32) -> u32 {
+        loop {
+            let doc = leapfrog(&mut self.scorers, target, |scorer, target| {
+                scorer.approximate_seek(target)
+            });
+            if doc == TERMINATED {
+                return doc;
+            }
+            let bound: f32 = self.scorers.iter_mut().map(|s| s.approximate_bound()).sum();
+            if inflate(bound) > threshold && self.scorers.iter_mut().all(|s| s.confirm()) {
+                return doc;
+            }
+            target = doc + 1;
+        }
+    }
 }
 
 impl Scorer for ConjunctionScorer<'_> {
@@ -360,8 +397,9 @@ impl Scorer for ConjunctionScorer<'_> {
         if self.doc == TERMINATED {
             return TERMINATED;
         }
-        let next = self.scorers[0].advance();
-        self.doc = self.align(next);
+        // Not `scorers[0].advance()`: a phrase leading the conjunction would check positions
+        // in its next candidate before the other clauses agree on it.
+        self.doc = self.align(self.doc + 1);
         self.doc
     }
     fn seek(&mut self, target: u32) -> u32 {
@@ -379,6 +417,20 @@ impl Scorer for ConjunctionScorer<'_> {
     }
     fn cost(&self) -> u64 {
         self.scorers[0].cost()
+    }
+    fn seek_competitive(&mut self, target: u32, threshold: f32) -> u32 {
+        if self.doc >= target {
+            return self.doc;
+        }
+        self.doc = self.align_competitive(target, threshold);
+        self.doc
+    }
+    fn advance_competitive(&mut self, threshold: f32) -> u32 {
+        if self.doc == TERMINATED {
+            return TERMINATED;
+        }
+        self.doc = self.align_competitive(self.doc + 1, threshold);
+        self.doc
     }
     fn error(&self) -> Option<DecodeError> {
         self.scorers.iter().find_map(|s| s.error())
@@ -731,8 +783,18 @@ impl Scorer for ExclusionScorer<'_> {
     /// What the required clause can skip as not competitive, the exclusion can too (it only
     /// removes docs): `+a -b`'s top k keeps `a`'s block-max pruning.
     fn seek_competitive(&mut self, target: u32, threshold: f32) -> u32 {
-        let doc = self.required.seek_competitive(target, threshold);
-        self.skip_excluded(doc)
+        let mut doc = self.required.seek_competitive(target, threshold);
+        while doc != TERMINATED && self.excluded.seek(doc) == doc {
+            doc = self.required.advance_competitive(threshold);
+        }
+        doc
+    }
+    fn advance_competitive(&mut self, threshold: f32) -> u32 {
+        let mut doc = self.required.advance_competitive(threshold);
+        while doc != TERMINATED && self.excluded.seek(doc) == doc {
+            doc = self.required.advance_competitive(threshold);
+        }
+        doc
     }
     fn score(&mut self) -> f32 {
         self.required.score()
@@ -1074,6 +1136,56 @@ impl Scorer for PhraseScorer<'_> {
     }
     fn max_score(&self) -> f32 {
         self.max_score
+    }
+    /// Before positions are read: an exact phrase starts at most as often in a doc as its
+    /// rarest term occurs there (each start takes a distinct position of every term), and
+    /// BM25 grows with the frequency. A sloppy phrase's frequency has no such bound here.
+    fn approximate_bound(&mut self) -> f32 {
+        if self.confirmed {
+            return self.score();
+        }
+        if self.slop != 0 || self.doc == TERMINATED {
+            return self.max_score;
+        }
+        let least_tf = self
+            .terms
+            .iter_mut()
+            .map(|t| t.cursor.term_freq())
+            .min()
+            .unwrap_or(0);
+        let norm = self.cache[self.norms.get(self.doc as usize).copied().unwrap_or(0) as usize];
+        inflate(bm25::score(self.weight, least_tf, norm))
+    }
+    /// A candidate (every term in the doc) whose bound is at most `threshold` is passed over
+    /// before its positions are read: a phrase's top k reads positions only where a match
+    /// could enter it.
+    fn seek_competitive(&mut self, target: u32, threshold: f32) -> u32 {
+        if self.doc >= target && self.confirmed {
+            return self.doc;
+        }
+        let mut target = target.max(self.doc);
+        loop {
+            self.doc = self.align(target);
+            self.confirmed = false;
+            if self.doc == TERMINATED {
+                self.confirmed = true;
+                return TERMINATED;
+            }
+            if self.approximate_bound() > threshold && self.confirm() {
+                return self.doc;
+            }
+            if self.doc == TERMINATED {
+                // `confirm` met a decode error (kept for `error()`).
+                return TERMINATED;
+            }
+            target = self.doc + 1;
+        }
+    }
+    fn advance_competitive(&mut self, threshold: f32) -> u32 {
+        if self.doc == TERMINATED {
+            return TERMINATED;
+        }
+        self.seek_competitive(self.doc + 1, threshold)
     }
     fn cost(&self) -> u64 {
         u64::from(self.terms[0].cursor.doc_freq())

@@ -544,6 +544,11 @@ fn conjunction_strategy() -> impl Strategy<Value = String> {
         // Nested: the inner conjunction is sought to the outer clause's docs.
         (word(), word(), word()).prop_map(|(x, y, z)| format!("+(+a:{x} +a:{y}) +\"{z}\"")),
         (word(), word(), word()).prop_map(|(x, y, z)| format!("(+a:{x} +a:{y}) OR a:{z}")),
+        // A phrase's top k passes over docs whose terms' frequencies bound it below the
+        // threshold, alone and as a clause.
+        (word(), word()).prop_map(|(x, y)| format!("\"{x} {y}\"")),
+        (word(), word(), word()).prop_map(|(x, y, z)| format!("+\"{x} {y}\" +a:{z}")),
+        (word(), word(), word()).prop_map(|(x, y, z)| format!("+\"{x} {y} {x}\" +a:{z} -a:{y}")),
     ]
 }
 

@@ -397,9 +397,21 @@ fn check_ranked(
         // TOP_k_COUNT takes other paths (one pass, or the top k and a count apart): the same
         // hits as TOP_k, and the count.
         let (top, count) = searcher.top_k_count(&query, k).unwrap();
-        prop_assert_eq!(count, expected.len() as u64, "top-{}-count count of {}", k, text);
+        prop_assert_eq!(
+            count,
+            expected.len() as u64,
+            "top-{}-count count of {}",
+            k,
+            text
+        );
         let top_alone = searcher.top_k(&query, k).unwrap();
-        prop_assert_eq!(top.len(), top_alone.len(), "top-{}-count size of {}", k, text);
+        prop_assert_eq!(
+            top.len(),
+            top_alone.len(),
+            "top-{}-count size of {}",
+            k,
+            text
+        );
         for (a, b) in top.iter().zip(&top_alone) {
             prop_assert!(
                 (a.score - b.score).abs() <= 1e-4 * b.score.abs().max(1.0),

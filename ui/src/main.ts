@@ -188,7 +188,11 @@ function baseParams(): [string, string][] {
 // ---- searching ----
 
 async function run(): Promise<void> {
-  live.stop();
+  // While the tail runs, a new query (or tenant) restarts it instead.
+  if (live.on) {
+    live.start();
+    return;
+  }
   searchAbort?.abort();
   const abort = new AbortController();
   searchAbort = abort;
@@ -601,7 +605,9 @@ class LiveTail {
     }
   }
 
+  /** Starts the tail of the current query (again, if it runs). */
   start(): void {
+    if (this.on) this.stop();
     searchAbort?.abort();
     generation++;
     this.on = true;
@@ -625,10 +631,11 @@ class LiveTail {
       FIRST_PAGE,
       abort.signal,
       () => (this.openedAt = performance.now()),
-      (hit) => this.onHit({ _time: hit._time, event: hit.event, score: null }),
-      () => this.ended('the server dropped this stream: the browser read slower than events came'),
+      (hit) => !abort.signal.aborted && this.onHit({ _time: hit._time, event: hit.event, score: null }),
+      () => !abort.signal.aborted && this.ended('the server dropped this stream: the browser read slower than events came'),
     )
-      .then(() => this.ended('the stream ended'))
+      // A stream stopped here (aborted) ends quietly; one the server ended says so.
+      .then(() => !abort.signal.aborted && this.ended('the stream ended'))
       .catch((error) => {
         if (abort.signal.aborted) return;
         this.stop();

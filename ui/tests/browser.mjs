@@ -426,12 +426,24 @@ try {
     await page.waitForFunction((m) => document.querySelector('.row[data-index="0"]')?.textContent.includes(m), marker2, { timeout: 15_000 });
     check((await page.locator('.row[data-index="1"]').innerText()).includes(marker), 'the first tail event is second now');
     log('paused while scrolled down; the event waiting came in on return to the top');
+    // A new query while live restarts the tail with it: its history is that query's matches
+    // (the two events sent, on fresh data).
+    const markers = Math.min(100, await apiCount('tailmarker', '', ''));
+    await page.fill('#query', 'tailmarker');
+    await page.press('#query', 'Enter');
+    await page.waitForFunction((n) => document.querySelector('#table').dataset.rows === String(n) && document.querySelector('.status .live-badge'), markers, { timeout: 15_000 });
+    check((await page.locator('.row[data-index="0"]').innerText()).includes(marker2), 'the restarted tail shows the newest first');
+    log(`a new query while live restarted the tail: ${markers} rows`);
     before = await searches();
     await page.click('#live-btn');
     await waitSearch(before, 'stopping the live tail');
 
     // ---- relevance (BM25) ----
     step = 'relevance';
+    before = await searches();
+    await page.fill('#query', 'tailmarker OR level:error');
+    await page.press('#query', 'Enter');
+    await waitSearch(before, 'the query for relevance');
     before = await searches();
     await page.selectOption('#sort', 'relevance');
     await waitSearch(before, 'sort by relevance');

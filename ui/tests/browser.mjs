@@ -156,6 +156,11 @@ try {
     check((await page.evaluate(() => localStorage.length)) === 0 || !(await page.evaluate(() => JSON.stringify(localStorage))).includes(key), 'the key is not in local storage');
     log('401 asked for the key; with it', count, 'hits, as the API; rendered', s.renderMs.toFixed(1), 'ms');
     await shot('11-with-key');
+    // The live tail sends the key too (fetch, not EventSource): its history is every event.
+    await page.click('#live-btn');
+    await page.waitForFunction((n) => document.querySelector('#table').dataset.rows === String(n), Math.min(100, count), { timeout: 15_000 });
+    check((await page.locator('.status .live-badge').count()) === 1 && (await page.locator('#error-bar').isHidden()), 'the tail runs with the key');
+    log('the live tail with the key streamed', Math.min(100, count), 'events');
   } else if (args.measure) {
     // The search of a query over the whole data: histogram and the first 100 rows drawn.
     step = 'measure';

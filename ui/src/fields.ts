@@ -11,6 +11,9 @@ export interface FieldHandlers {
   toggleColumn(field: string): void;
 }
 
+/** Top values slower than this are not counted again by each new query. */
+const SLOW_MS = 2000;
+
 const TYPE_BADGE: Record<string, [string, string]> = {
   string: ['t', 'text'],
   i64: ['#', 'number'],
@@ -54,8 +57,21 @@ export class FieldList {
   /** A new query ran: open fields load their values again. */
   refresh(): void {
     this.generation++;
-    for (const name of this.open) this.loadValues(name);
+    for (const name of this.open) {
+      if (this.slow.has(name)) {
+        // Counted again only when asked: a field of mostly distinct values (a message) can
+        // take seconds over millions of events, and every query would ask again.
+        this.valuesHtml.set(name, `<div class="muted small">Its top values took ${(this.slow.get(name)! / 1000).toFixed(1)} s. <button class="btn small recount">Count for this query</button></div>`);
+        const box = this.valueBox(name);
+        if (box) box.innerHTML = this.valuesHtml.get(name)!;
+      } else {
+        this.loadValues(name);
+      }
+    }
   }
+
+  /** Fields whose top values took longer than SLOW_MS, and how long. */
+  private slow = new Map<string, number>();
 
   static typeOf(field: FieldInfo): string {
     let best = 'string';
@@ -104,8 +120,12 @@ export class FieldList {
 
   private async loadValues(name: string): Promise<void> {
     const generation = this.generation;
+    const started = performance.now();
     try {
       const { terms, total } = await this.handlers.topValues(name);
+      const took = performance.now() - started;
+      if (took > SLOW_MS) this.slow.set(name, took);
+      else this.slow.delete(name);
       if (generation !== this.generation) return;
       let html = '';
       for (const bucket of terms.buckets) {
@@ -133,6 +153,12 @@ export class FieldList {
     if (!fieldEl) return;
     const name = fieldEl.dataset.field!;
     const type = fieldEl.dataset.type!;
+    if (target.closest('.recount')) {
+      const box = this.valueBox(name);
+      if (box) box.innerHTML = '<div class="muted small">Loading…</div>';
+      this.loadValues(name);
+      return;
+    }
     if (target.closest('.col-btn')) {
       this.handlers.toggleColumn(name);
       return;

@@ -52,6 +52,37 @@ pub fn norm_cache(params: Bm25Params, stats: FieldStats) -> [f32; 256] {
     cache
 }
 
+/// Norm caches already computed, by parameters and statistics: 256 divides per scored field
+/// were about a tenth of a one-word TOP_10's instructions (callgrind, Wikipedia), and a
+/// snapshot's statistics stay the same from query to query. Emptied when full (a server's
+/// statistics change with every refresh).
+static NORM_CACHES: std::sync::Mutex<Option<NormCaches>> = std::sync::Mutex::new(None);
+type NormCaches = std::collections::HashMap<(u32, u32, u64, u64), std::sync::Arc<[f32; 256]>>;
+const NORM_CACHES_HELD: usize = 256;
+
+/// `norm_cache`, shared with every query of the same parameters and statistics.
+pub fn shared_norm_cache(params: Bm25Params, stats: FieldStats) -> std::sync::Arc<[f32; 256]> {
+    let key = (
+        params.k1.to_bits(),
+        params.b.to_bits(),
+        stats.docs_with_field,
+        stats.total_tokens,
+    );
+    // A poisoned lock only means another query panicked while holding it; the map itself is
+    // always whole (one insert or clear at a time).
+    let mut caches = NORM_CACHES.lock().unwrap_or_else(|e| e.into_inner());
+    let caches = caches.get_or_insert_with(Default::default);
+    if let Some(cache) = caches.get(&key) {
+        return cache.clone();
+    }
+    if caches.len() >= NORM_CACHES_HELD {
+        caches.clear();
+    }
+    let cache = std::sync::Arc::new(norm_cache(params, stats));
+    caches.insert(key, cache.clone());
+    cache
+}
+
 #[inline]
 pub fn score(weight: f32, tf: u32, norm: f32) -> f32 {
     score_freq(weight, tf as f32, norm)
@@ -78,5 +109,7 @@ mod tests {
         // dl = 10 = avgdl: norm = k1
         assert!((cache[10] - 1.2).abs() < 1e-6);
         assert!((score(2.0, 3, cache[10]) - 2.0 * 3.0 / 4.2).abs() < 1e-6);
+        assert_eq!(*shared_norm_cache(Bm25Params::default(), stats), cache);
+        assert_eq!(*shared_norm_cache(Bm25Params::default(), stats), cache);
     }
 }

@@ -218,7 +218,7 @@ impl Weight {
         let mut cache_of = |field: &str| {
             caches
                 .entry(field.to_owned())
-                .or_insert_with(|| Arc::new(bm25::norm_cache(params, field_stats(field))))
+                .or_insert_with(|| bm25::shared_norm_cache(params, field_stats(field)))
                 .clone()
         };
         let infos_of = |field: &str, term: &str| -> BlockTermInfos {

@@ -131,7 +131,7 @@ export class FieldList {
       for (const bucket of terms.buckets) {
         const share = total > 0 ? (100 * bucket.count) / total : 0;
         html += `<div class="value" data-value="${escapeHtml(bucket.key)}" data-count="${bucket.count}">
-          <div class="vtext" title="Filter for this value">${escapeHtml(bucket.key === '' ? '(empty)' : bucket.key)}</div>
+          <div class="vtext" title="${escapeHtml(bucket.key)} (click: filter for it)">${escapeHtml(bucket.key === '' ? '(empty)' : bucket.key)}</div>
           <div class="vcount">${formatCount(bucket.count)}</div>
           <button class="vbtn plus" title="Filter for value">+</button><button class="vbtn minus" title="Filter out value">−</button>
           <div class="vbar"><span style="width:${share.toFixed(1)}%"></span></div></div>`;

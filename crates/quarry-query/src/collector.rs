@@ -95,8 +95,14 @@ impl TopK {
     }
 }
 
-/// Exhaustive collection of one block's scorer.
+/// Exhaustive collection of one block's scorer (which may collect its own way).
 pub fn collect_all(scorer: &mut dyn Scorer, block: u32, top: &mut TopK) {
+    scorer.collect_top_k(block, top)
+}
+
+/// `Scorer::collect_top_k`'s default: every match, less those `seek_competitive` and
+/// `advance_competitive` skip once the threshold is known.
+pub fn collect_pruned<S: Scorer + ?Sized>(scorer: &mut S, block: u32, top: &mut TopK) {
     if let Some(threshold) = top.threshold() {
         if scorer.max_score() <= threshold {
             return;
@@ -124,15 +130,7 @@ pub fn collect_all(scorer: &mut dyn Scorer, block: u32, top: &mut TopK) {
 /// (phrases, conjunctions), where a pruned top-k pass and a counting pass would each run the
 /// expensive part (intersections, position checks) again.
 pub fn collect_all_counted(scorer: &mut dyn Scorer, block: u32, top: &mut TopK) -> u64 {
-    let mut count = 0;
-    let mut doc = scorer.doc();
-    while doc != TERMINATED {
-        count += 1;
-        let score = scorer.score();
-        top.offer(ScoredDoc { score, block, doc });
-        doc = scorer.advance();
-    }
-    count
+    scorer.collect_counted(block, top)
 }
 
 /// Top-k of a disjunction (sum of the matching clauses' scores) by MaxScore (Turtle & Flood):

@@ -369,28 +369,26 @@ impl BlockReader {
         lo: &[u8],
         hi: &[u8],
     ) -> Result<Vec<TermInfo>> {
-        use fst::{IntoStreamer, Streamer};
+        use fst::IntoStreamer;
         let (mut lo_key, mut hi_key) = (Vec::new(), Vec::new());
         term_key(&mut lo_key, field, kind, lo);
         term_key(&mut hi_key, field, kind, hi);
-        let mut stream = self.terms.range().ge(&lo_key).le(&hi_key).into_stream();
-        let mut infos = Vec::new();
-        let mut term_infos = self.term_infos();
-        while let Some((_, ordinal)) = stream.next() {
-            infos.push(term_infos.get(ordinal)?);
-        }
-        Ok(infos)
+        self.infos_of(self.terms.range().ge(&lo_key).le(&hi_key).into_stream())
     }
 
     /// Every term of `kind` in `field`, in key order.
     pub fn field_terms(&self, field: u16, kind: TermKind) -> Result<Vec<TermInfo>> {
-        use fst::{IntoStreamer, Streamer};
-        let mut prefix = Vec::new();
-        term_key(&mut prefix, field, kind, &[]);
-        let mut end = prefix.clone();
-        // The prefix's last byte is the kind (< 255), so incrementing it bounds the prefix.
-        *end.last_mut().expect("term keys have a kind byte") += 1;
-        let mut stream = self.terms.range().ge(&prefix).lt(&end).into_stream();
+        use fst::IntoStreamer;
+        let (start, end) = kind_key_range(field, kind);
+        self.infos_of(self.terms.range().ge(&start).lt(&end).into_stream())
+    }
+
+    /// The term infos of the dictionary entries `stream` yields, in its order.
+    fn infos_of(
+        &self,
+        mut stream: fst::map::Stream<'_, fst::automaton::AlwaysMatch>,
+    ) -> Result<Vec<TermInfo>> {
+        use fst::Streamer;
         let mut infos = Vec::new();
         let mut term_infos = self.term_infos();
         while let Some((_, ordinal)) = stream.next() {
@@ -403,12 +401,8 @@ impl BlockReader {
     /// have none, and range queries then scan the column instead).
     pub fn has_terms_of_kind(&self, field: u16, kind: TermKind) -> bool {
         use fst::{IntoStreamer, Streamer};
-        let mut prefix = Vec::new();
-        term_key(&mut prefix, field, kind, &[]);
-        let mut end = prefix.clone();
-        // The prefix's last byte is the kind (< 255), so incrementing it bounds the prefix.
-        *end.last_mut().expect("term keys have a kind byte") += 1;
-        let mut stream = self.terms.range().ge(&prefix).lt(&end).into_stream();
+        let (start, end) = kind_key_range(field, kind);
+        let mut stream = self.terms.range().ge(&start).lt(&end).into_stream();
         stream.next().is_some()
     }
 
@@ -856,4 +850,14 @@ impl TermInfos<'_> {
             .get(ordinal)
             .map_err(|e| self.block.corrupt("term infos", e))
     }
+}
+
+/// The dictionary keys of `field`'s terms of `kind` are those in `start..end`.
+fn kind_key_range(field: u16, kind: TermKind) -> (Vec<u8>, Vec<u8>) {
+    let mut start = Vec::new();
+    term_key(&mut start, field, kind, &[]);
+    let mut end = start.clone();
+    // The key's last byte is the kind (< 255), so incrementing it bounds the range.
+    *end.last_mut().expect("term keys have a kind byte") += 1;
+    (start, end)
 }

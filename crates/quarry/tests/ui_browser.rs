@@ -157,21 +157,12 @@ fn the_web_ui_works_in_a_real_browser() {
     );
     let server = Server::start(&data);
     let shots = repo_root().join("target/ui-screenshots");
-    let output = Command::new("node")
-        .arg(ui.join("tests/browser.mjs"))
-        .args(["--url", &format!("http://{}", server.addr)])
-        .args(["--from", from, "--to", to])
-        .args(["--shots", shots.to_str().unwrap()])
-        .env("QUARRY_CHROMIUM", &chromium)
-        .output()
-        .expect("run node");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    eprintln!("{stdout}");
-    assert!(
-        output.status.success(),
-        "ui/tests/browser.mjs failed (screenshots in {}):\n{stdout}\n{}",
-        shots.display(),
-        String::from_utf8_lossy(&output.stderr)
+    let url = format!("http://{}", server.addr);
+    run_browser(
+        &ui,
+        &chromium,
+        &shots,
+        &["--url", &url, "--from", from, "--to", to],
     );
     drop(server);
 
@@ -201,19 +192,37 @@ fn the_web_ui_works_in_a_real_browser() {
         (200, Some(50)),
         "{ingested}"
     );
+    let url = format!("http://{}", keyed.addr);
+    run_browser(
+        &ui,
+        &chromium,
+        &shots,
+        &[
+            "--url",
+            &url,
+            "--auth-tenant",
+            "payments",
+            "--auth-key",
+            &key,
+        ],
+    );
+}
+
+/// Runs `ui/tests/browser.mjs` with `args` (and `--shots`), printing what it printed, and
+/// fails the test if it failed.
+fn run_browser(ui: &Path, chromium: &str, shots: &Path, args: &[&str]) {
     let output = Command::new("node")
         .arg(ui.join("tests/browser.mjs"))
-        .args(["--url", &format!("http://{}", keyed.addr)])
-        .args(["--auth-tenant", "payments", "--auth-key", &key])
+        .args(args)
         .args(["--shots", shots.to_str().unwrap()])
-        .env("QUARRY_CHROMIUM", &chromium)
+        .env("QUARRY_CHROMIUM", chromium)
         .output()
         .expect("run node");
     let stdout = String::from_utf8_lossy(&output.stdout);
     eprintln!("{stdout}");
     assert!(
         output.status.success(),
-        "ui/tests/browser.mjs --auth-tenant failed (screenshots in {}):\n{stdout}\n{}",
+        "ui/tests/browser.mjs {args:?} failed (screenshots in {}):\n{stdout}\n{}",
         shots.display(),
         String::from_utf8_lossy(&output.stderr)
     );

@@ -219,6 +219,7 @@ impl<'a> TermScorer<'a> {
             return;
         }
         let mut scores = [0f32; quarry_format::limits::POSTINGS_BLOCK_LEN];
+        let mut doc_norms = [0f32; quarry_format::limits::POSTINGS_BLOCK_LEN];
         let mut doc = self.cursor.doc();
         while doc != TERMINATED {
             if let Some(threshold) = top.threshold() {
@@ -229,8 +230,13 @@ impl<'a> TermScorer<'a> {
             }
             let (weight, norms, cache) = (self.weight, self.norms, self.cache);
             let (docs, tfs) = self.cursor.block_rest();
-            for ((score, &doc), &tf) in scores.iter_mut().zip(docs).zip(tfs) {
-                let norm = cache[norms.get(doc as usize).copied().unwrap_or(0) as usize];
+            // The norms gathered first, then the scores in a loop of plain arithmetic over
+            // arrays, which the compiler vectorizes (four divides at a time): a common term's
+            // TOP_10 (`all`, most docs, no block skipped) was 3x tantivy's, a divide per doc.
+            for (slot, &doc) in doc_norms.iter_mut().zip(docs) {
+                *slot = cache[norms.get(doc as usize).copied().unwrap_or(0) as usize];
+            }
+            for ((score, &tf), &norm) in scores.iter_mut().zip(tfs).zip(&doc_norms) {
                 *score = bm25::score(weight, tf, norm);
             }
             let mut threshold = top.threshold();

@@ -258,6 +258,9 @@ impl Scorer for TermScorer<'_> {
     fn doc(&self) -> u32 {
         self.cursor.doc()
     }
+    fn collect_top_k(&mut self, block: u32, top: &mut TopK) {
+        self.collect_top_k_excluding(block, top, None);
+    }
     #[inline]
     fn advance(&mut self) -> u32 {
         self.cursor.advance()

@@ -133,12 +133,32 @@ pub fn collect_all_counted(scorer: &mut dyn Scorer, block: u32, top: &mut TopK) 
     scorer.collect_counted(block, top)
 }
 
+/// `Scorer::collect_counted`'s default: every match offered, one at a time.
+pub fn collect_each<S: Scorer + ?Sized>(scorer: &mut S, block: u32, top: &mut TopK) -> u64 {
+    let mut count = 0;
+    let mut doc = scorer.doc();
+    while doc != TERMINATED {
+        count += 1;
+        let score = scorer.score();
+        top.offer(ScoredDoc { score, block, doc });
+        doc = scorer.advance();
+    }
+    count
+}
+
 /// Top-k of a disjunction (sum of the matching clauses' scores) by MaxScore (Turtle & Flood):
 /// clauses sorted by score bound; the longest prefix whose bounds sum to at most the current
 /// threshold is "non-essential": a doc matching only those cannot enter the top k, so
 /// candidates come from the essential clauses alone, and non-essential clauses are only
 /// probed (`seek`) while the candidate can still beat the threshold.
 pub fn collect_max_score<S: Scorer>(clauses: &mut [S], block: u32, top: &mut TopK) {
+    // One clause left in this block (the others are not in it: a misspelt word, `american
+    // tonerserv`) collects as a query of its own: a term's blocks are scored whole, where
+    // this loop took 3x as long.
+    if let [only] = clauses {
+        only.collect_top_k(block, top);
+        return;
+    }
     clauses.sort_by(|a, b| a.max_score().total_cmp(&b.max_score()));
     let mut bounds = Vec::with_capacity(clauses.len());
     let mut sum = 0f32;

@@ -72,15 +72,7 @@ pub trait Scorer {
     /// (the top k and the count in one pass), exhausting the scorer. Scorers that can score
     /// a block of matches at once override it.
     fn collect_counted(&mut self, block: u32, top: &mut TopK) -> u64 {
-        let mut count = 0;
-        let mut doc = self.doc();
-        while doc != TERMINATED {
-            count += 1;
-            let score = self.score();
-            top.offer(ScoredDoc { score, block, doc });
-            doc = self.advance();
-        }
-        count
+        crate::collector::collect_each(self, block, top)
     }
     /// Offers the matches from the current doc on to `top`, skipping those that cannot
     /// enter it where the scorer can tell, exhausting the scorer.
@@ -196,19 +188,10 @@ impl<'a> TermScorer<'a> {
         self.cache[self.norms.get(doc as usize).copied().unwrap_or(0) as usize]
     }
 
-    /// The top k of this term alone (a ranked one-word query): blocks whose bound cannot
-    /// beat the threshold are skipped (`seek_competitive`), and each other block is scored
-    /// whole in one loop with no branch per doc, then its docs above the threshold offered.
-    /// The same scores as `score` (same operations), so the same hits as `collect_all`; a
-    /// common term's TOP_10 spent 43% of its time in `score`, one divide waiting on the
-    /// last, doc by doc.
-    pub fn collect_top_k(&mut self, block: u32, top: &mut TopK) {
-        self.collect_top_k_excluding(block, top, None);
-    }
-
-    /// `collect_top_k` less the docs of `excluded` (`+a -b`): only a doc that would enter the
-    /// top k is looked up in `excluded`, so the exclusion costs a seek per competitive doc,
-    /// where an ExclusionScorer sought it for every doc of `a` and scored them one by one.
+    /// The top k less the docs of `excluded` (`+a -b`; `None` for the term alone): only a doc
+    /// that would enter the top k is looked up in `excluded`, so the exclusion costs a seek
+    /// per competitive doc, where an ExclusionScorer sought it for every doc of `a` and scored
+    /// them one by one.
     pub fn collect_top_k_excluding(
         &mut self,
         block: u32,
@@ -258,6 +241,12 @@ impl Scorer for TermScorer<'_> {
     fn doc(&self) -> u32 {
         self.cursor.doc()
     }
+    /// The top k of this term alone (a ranked one-word query): blocks whose bound cannot
+    /// beat the threshold are skipped (`seek_competitive`), and each other block is scored
+    /// whole in one loop with no branch per doc, then its docs above the threshold offered.
+    /// The same scores as `score` (same operations), so the same hits as `collect_all`; a
+    /// common term's TOP_10 spent 43% of its time in `score`, one divide waiting on the
+    /// last, doc by doc.
     fn collect_top_k(&mut self, block: u32, top: &mut TopK) {
         self.collect_top_k_excluding(block, top, None);
     }
@@ -710,15 +699,7 @@ impl Scorer for TermConjunctionScorer<'_> {
     /// (callgrind). The same operations as `score`, so the same scores.
     fn collect_counted(&mut self, block: u32, top: &mut TopK) -> u64 {
         if self.merged.is_none() {
-            let mut count = 0;
-            let mut doc = self.doc;
-            while doc != TERMINATED {
-                count += 1;
-                let score = self.score();
-                top.offer(ScoredDoc { score, block, doc });
-                doc = self.advance();
-            }
-            return count;
+            return crate::collector::collect_each(self, block, top);
         }
         let mut scores = [0f32; BLOCK_LEN];
         let mut count = 0;
@@ -868,6 +849,14 @@ impl<'a> ExclusionScorer<'a> {
         }
         doc
     }
+
+    /// `skip_excluded` for a top k: the required clause moves on competitively.
+    fn skip_excluded_competitive(&mut self, mut doc: u32, threshold: f32) -> u32 {
+        while doc != TERMINATED && self.excluded.seek(doc) == doc {
+            doc = self.required.advance_competitive(threshold);
+        }
+        doc
+    }
 }
 
 impl Scorer for ExclusionScorer<'_> {
@@ -885,18 +874,12 @@ impl Scorer for ExclusionScorer<'_> {
     /// What the required clause can skip as not competitive, the exclusion can too (it only
     /// removes docs): `+a -b`'s top k keeps `a`'s block-max pruning.
     fn seek_competitive(&mut self, target: u32, threshold: f32) -> u32 {
-        let mut doc = self.required.seek_competitive(target, threshold);
-        while doc != TERMINATED && self.excluded.seek(doc) == doc {
-            doc = self.required.advance_competitive(threshold);
-        }
-        doc
+        let doc = self.required.seek_competitive(target, threshold);
+        self.skip_excluded_competitive(doc, threshold)
     }
     fn advance_competitive(&mut self, threshold: f32) -> u32 {
-        let mut doc = self.required.advance_competitive(threshold);
-        while doc != TERMINATED && self.excluded.seek(doc) == doc {
-            doc = self.required.advance_competitive(threshold);
-        }
-        doc
+        let doc = self.required.advance_competitive(threshold);
+        self.skip_excluded_competitive(doc, threshold)
     }
     fn score(&mut self) -> f32 {
         self.required.score()
@@ -1030,6 +1013,11 @@ impl<'a> PhraseScorer<'a> {
         leapfrog(&mut self.terms, target, |term, target| {
             term.cursor.seek(target)
         })
+    }
+
+    /// The BM25 length term of the current doc.
+    fn doc_norm(&self) -> f32 {
+        self.cache[self.norms.get(self.doc as usize).copied().unwrap_or(0) as usize]
     }
 
     /// The first doc `>= target` where the phrase occurs.
@@ -1233,8 +1221,7 @@ impl Scorer for PhraseScorer<'_> {
         }
     }
     fn score(&mut self) -> f32 {
-        let norm = self.cache[self.norms.get(self.doc as usize).copied().unwrap_or(0) as usize];
-        bm25::score_freq(self.weight, self.freq, norm)
+        bm25::score_freq(self.weight, self.freq, self.doc_norm())
     }
     fn max_score(&self) -> f32 {
         self.max_score
@@ -1255,8 +1242,7 @@ impl Scorer for PhraseScorer<'_> {
             .map(|t| t.cursor.term_freq())
             .min()
             .unwrap_or(0);
-        let norm = self.cache[self.norms.get(self.doc as usize).copied().unwrap_or(0) as usize];
-        inflate(bm25::score(self.weight, least_tf, norm))
+        inflate(bm25::score(self.weight, least_tf, self.doc_norm()))
     }
     /// A candidate (every term in the doc) whose bound is at most `threshold` is passed over
     /// before its positions are read: a phrase's top k reads positions only where a match

@@ -428,6 +428,7 @@ impl Searcher {
             return Ok(Vec::new());
         }
         let disjunction = disjunction_clauses(weight);
+        let term_less = term_less_others(weight);
         for (index, block) in self.blocks.iter().enumerate() {
             match &disjunction {
                 // The common ranked query, terms ORed (over fields), gets concrete scorers.
@@ -439,13 +440,7 @@ impl Searcher {
                     for clause in clauses {
                         scorers.extend(clause.term_scorer(index, block)?);
                     }
-                    // One term left in this block (the others are not in it: a misspelt
-                    // word, `american tonerserv`) is a one-word query: its blocks are scored
-                    // whole, where MaxScore's loop took 3x as long.
-                    match scorers.as_mut_slice() {
-                        [only] => only.collect_top_k(index as u32, &mut top),
-                        all => collect_max_score(all, index as u32, &mut top),
-                    }
+                    collect_max_score(&mut scorers, index as u32, &mut top);
                     for scorer in &scorers {
                         self.check_scorer(index, scorer)?;
                     }
@@ -455,10 +450,7 @@ impl Searcher {
                     for clause in clauses {
                         scorers.extend(clause.scorer(index, block)?);
                     }
-                    match scorers.as_mut_slice() {
-                        [only] => only.collect_top_k(index as u32, &mut top),
-                        all => collect_max_score(all, index as u32, &mut top),
-                    }
+                    collect_max_score(&mut scorers, index as u32, &mut top);
                     for scorer in &scorers {
                         self.check_scorer(index, scorer.as_ref())?;
                     }
@@ -471,8 +463,8 @@ impl Searcher {
                 }
                 // `+a -b ...`: `a`'s blocks scored whole, the exclusions looked up only for
                 // docs that would enter the top k.
-                _ if term_less_others(weight).is_some() => {
-                    let (required, must_not) = term_less_others(weight).expect("matched");
+                _ if term_less.is_some() => {
+                    let (required, must_not) = term_less.expect("guarded by is_some");
                     if let Some(mut scorer) = required.term_scorer(index, block)? {
                         let mut excluded = Weight::any_scorer(must_not, index, block)?;
                         scorer.collect_top_k_excluding(

@@ -7,13 +7,14 @@
 //! ```
 //! The manifest lists the fields (with their columns and text statistics), the `_time` range and
 //! every section as (offset, length, crc32). Readers mmap the file, check the footer and the
-//! manifest's crc, check every section lies inside the file, and verify the crc of the small
-//! sections they load whole (term dictionary, term infos, norms, time index, chunk directories).
-//! Column chunks carry their own crc, checked when decoded; postings and positions carry a crc
-//! per 16 KiB page (`pages`), checked the first time a query reads the page; so every byte a
-//! query reads is under a checksum checked before use. `BlockReader::verify` checks every
-//! section's crc. A reader reads bytes, not paths: a mapped file or a buffer in memory. Full
-//! byte grammar: FORMAT.md.
+//! manifest's crc, check every section lies inside the file, and copy the sections read at
+//! random (term dictionary, term infos, norms, time index and offsets, chunk directories, doc
+//! values) into private memory, checking each copy's crc. Column chunks carry their own crc,
+//! checked each time one is decoded; postings and positions carry a crc per 16 KiB page
+//! (`pages`), checked by every cursor that reads the page; so every byte a query reads is under
+//! a checksum checked before use, even when the file changes under an open reader (issue 26).
+//! `BlockReader::verify` checks every section's crc. A reader reads bytes, not paths: a mapped
+//! file or a buffer in memory. Full byte grammar: FORMAT.md.
 //!
 //! Invariants: doc ids are positions in `_time` order (stable for equal times); every doc has a
 //! `_time`; chunks of a column partition `[0, doc_count)`; term keys are unique and sorted.

@@ -1,6 +1,6 @@
 //! Page checksums: the postings and positions sections are read piecemeal (one term's
-//! postings, one doc's positions), so a query checks the crc of each page it reads, once per
-//! open block, instead of the crc of a section that may be most of the file.
+//! postings, one doc's positions), so a query checks the crc of each page it reads instead of
+//! the crc of a section that may be most of the file.
 //!
 //! ```text
 //! page_checksums := page_len:u32 crc32{ceil(postings.len / page_len)}
@@ -10,15 +10,20 @@
 //! Blocks before version 4 have no such section: each of the two sections is then one page
 //! whose crc is the section's own.
 //!
-//! Invariant: a byte of postings or positions reaches a decoder only after the crc of its page
-//! matched (`PageChecksums::verify`); a verified page stays verified while the block is open
-//! (its bytes are immutable), so the check costs once per page and open.
+//! Invariant: a byte of postings or positions reaches a decoder's answer only after the crc of
+//! its page matched, checked by the reader that reads it (`PageGuard`, one per postings
+//! cursor). Nothing is remembered across readers: the bytes are a mapped file, and a file
+//! that changes under a running server (issue 26: a byte flipped in a block already open gave
+//! a different aggregation with no warning) must fail the next query that reads the page, not
+//! pass because an earlier query checked it. A guard checks each page once in its life (one
+//! term in one block for one query), so a cursor that reads a whole list checks each page
+//! once, and one that skips checks only the pages it lands on.
 
 use super::manifest::SectionRef;
 use crate::codec::{put_u32, ByteReader};
 use crate::error::{DecodeError, DecodeResult};
 use crate::limits::{MAX_CHECKSUM_PAGE_LEN, MIN_CHECKSUM_PAGE_LEN};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::ops::Range;
 
 /// The two paged sections, in the order their crcs are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,8 +55,6 @@ struct Pages {
     section: SectionRef,
     page_len: u64,
     crcs: Vec<u32>,
-    /// One bit per page: its crc matched.
-    verified: Box<[AtomicU64]>,
 }
 
 /// A page whose bytes do not match its crc.
@@ -63,7 +66,12 @@ pub struct PageMismatch {
     pub got: u32,
 }
 
-/// The page crcs of an open block, with the pages verified so far.
+impl PageMismatch {
+    /// What a decoder reports when a page it was about to read is not what was written.
+    pub const DECODE_ERROR: DecodeError = DecodeError::new("page checksum mismatch");
+}
+
+/// The page crcs of an open block.
 pub struct PageChecksums {
     sections: [Pages; 2],
 }
@@ -89,7 +97,11 @@ impl PageChecksums {
             for _ in 0..count {
                 crcs.push(r.u32()?);
             }
-            Ok(Pages::new(section, u64::from(page_len), crcs))
+            Ok(Pages {
+                section,
+                page_len: u64::from(page_len),
+                crcs,
+            })
         };
         let sections = [read(postings)?, read(positions)?];
         if !r.is_empty() {
@@ -100,16 +112,19 @@ impl PageChecksums {
 
     /// For blocks before version 4: each section is one page with the section's crc.
     pub fn whole_sections(postings: SectionRef, positions: SectionRef) -> PageChecksums {
-        let whole =
-            |section: SectionRef| Pages::new(section, section.len.max(1), vec![section.crc]);
+        let whole = |section: SectionRef| Pages {
+            section,
+            page_len: section.len.max(1),
+            crcs: vec![section.crc],
+        };
         PageChecksums {
             sections: [whole(postings), whole(positions)],
         }
     }
 
-    /// Checks the crc of every page that `range` (offsets within the section) touches and has
-    /// not been checked yet. `file` is the whole block. The range must lie inside the section
-    /// (callers bound it first); a range outside it checks nothing and is the caller's error.
+    /// Checks the crc of every page that `range` (offsets within the section) touches. `file`
+    /// is the whole block. The range must lie inside the section (callers bound it first); a
+    /// range outside it checks nothing and is the caller's error.
     pub fn verify(
         &self,
         file: &[u8],
@@ -123,40 +138,83 @@ impl PageChecksums {
             return Ok(());
         }
         for page in start / pages.page_len..=(end - 1) / pages.page_len {
-            let (word, bit) = ((page / 64) as usize, 1u64 << (page % 64));
-            if pages.verified[word].load(Ordering::Relaxed) & bit != 0 {
-                continue;
-            }
-            let page_start = pages.section.offset + page * pages.page_len;
-            let page_end =
-                pages.section.offset + ((page + 1) * pages.page_len).min(pages.section.len);
-            // In bounds: the section lies inside the file (checked at open).
-            let got = crc32fast::hash(&file[page_start as usize..page_end as usize]);
-            let expected = pages.crcs[page as usize];
-            if got != expected {
-                return Err(PageMismatch {
-                    section: which,
-                    page,
-                    expected,
-                    got,
-                });
-            }
-            // Two threads may both check a page; both find the same answer.
-            pages.verified[word].fetch_or(bit, Ordering::Relaxed);
+            pages.verify_page(file, which, page)?;
+        }
+        Ok(())
+    }
+
+    /// A guard for one reader of `which`, whose bytes are `file[section]`.
+    pub fn guard<'a>(&'a self, file: &'a [u8], which: PagedSection) -> PageGuard<'a> {
+        PageGuard {
+            pages: &self.sections[which as usize],
+            which,
+            file,
+            verified: 0..0,
+        }
+    }
+}
+
+impl Pages {
+    fn verify_page(&self, file: &[u8], which: PagedSection, page: u64) -> Result<(), PageMismatch> {
+        let page_start = self.section.offset + page * self.page_len;
+        let page_end = self.section.offset + ((page + 1) * self.page_len).min(self.section.len);
+        // In bounds: the section lies inside the file (checked at open) and `page` is one of
+        // its pages (callers clamp to the section's length).
+        let got = crc32fast::hash(&file[page_start as usize..page_end as usize]);
+        let expected = self.crcs[page as usize];
+        if got != expected {
+            return Err(PageMismatch {
+                section: which,
+                page,
+                expected,
+                got,
+            });
         }
         Ok(())
     }
 }
 
-impl Pages {
-    fn new(section: SectionRef, page_len: u64, crcs: Vec<u32>) -> Pages {
-        let words = crcs.len().div_ceil(64);
-        Pages {
-            section,
-            page_len,
-            crcs,
-            verified: (0..words).map(|_| AtomicU64::new(0)).collect(),
+/// Checks the pages one reader (a postings cursor) reads, each at most once in the guard's
+/// life. Readers move forward, so the pages checked are kept as one range: a read inside it
+/// costs two comparisons, and a read past it checks the new pages and extends the range (or
+/// starts a new one after a jump).
+pub struct PageGuard<'a> {
+    pages: &'a Pages,
+    which: PagedSection,
+    file: &'a [u8],
+    /// Pages checked by this guard.
+    verified: Range<u64>,
+}
+
+impl PageGuard<'_> {
+    /// Checks the pages of bytes `start..end` of the section (not yet checked by this guard).
+    #[inline]
+    pub fn check(&mut self, start: u64, end: u64) -> Result<(), PageMismatch> {
+        let end = end.min(self.pages.section.len);
+        if start >= end {
+            return Ok(());
         }
+        let (first, last) = (start / self.pages.page_len, (end - 1) / self.pages.page_len);
+        if self.verified.start <= first && last < self.verified.end {
+            return Ok(());
+        }
+        self.check_slow(first, last)
+    }
+
+    #[cold]
+    fn check_slow(&mut self, first: u64, last: u64) -> Result<(), PageMismatch> {
+        for page in first..=last {
+            if !self.verified.contains(&page) {
+                self.pages.verify_page(self.file, self.which, page)?;
+            }
+        }
+        let adjoins = first <= self.verified.end && self.verified.start <= last + 1;
+        self.verified = if adjoins && !self.verified.is_empty() {
+            self.verified.start.min(first)..self.verified.end.max(last + 1)
+        } else {
+            first..last + 1
+        };
+        Ok(())
     }
 }
 
@@ -198,6 +256,37 @@ mod tests {
         let whole = PageChecksums::whole_sections(postings, positions);
         assert!(whole.verify(&file, PagedSection::Positions, 0, 1).is_err());
         assert_eq!(whole.verify(&file, PagedSection::Postings, 5, 6), Ok(()));
+    }
+
+    #[test]
+    fn a_page_that_changes_after_a_check_fails_the_next_reader() {
+        let mut file: Vec<u8> = (0..5000u32).map(|i| (i * 13 % 251) as u8).collect();
+        let (postings, positions) = (section(0, 3000, &file), section(3000, 2000, &file));
+        let mut encoded = Vec::new();
+        encode_page_checksums(512, &file[..3000], &file[3000..], &mut encoded);
+        let pages = PageChecksums::decode(&encoded, postings, positions).unwrap();
+        let mut guard = pages.guard(&file, PagedSection::Postings);
+        assert_eq!(guard.check(100, 700), Ok(()));
+        assert_eq!(guard.verified, 0..2);
+        assert_eq!(guard.check(2100, 2200), Ok(()));
+        assert_eq!(guard.verified, 4..5, "a jump starts a new range");
+        assert_eq!(guard.check(2600, 2700), Ok(()));
+        assert_eq!(guard.verified, 4..6, "an adjoining page extends it");
+        drop(guard);
+        // The mapped bytes change under the open block (issue 26): what one reader checked
+        // proves nothing to the next.
+        file[1030] ^= 0x40;
+        let mut guard = pages.guard(&file, PagedSection::Postings);
+        assert_eq!(guard.check(0, 512), Ok(()));
+        let error = guard.check(1000, 1100).unwrap_err();
+        assert_eq!((error.section, error.page), (PagedSection::Postings, 2));
+        assert!(pages
+            .verify(&file, PagedSection::Postings, 1024, 1025)
+            .is_err());
+        assert_eq!(
+            pages.guard(&file, PagedSection::Positions).check(0, 2000),
+            Ok(())
+        );
     }
 
     #[test]

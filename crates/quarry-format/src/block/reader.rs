@@ -10,7 +10,7 @@ use crate::limits::{
     TIME_INDEX_INTERVAL,
 };
 use crate::packed::{packed4x_get, prefetch};
-use crate::postings::{PostingsCursor, TermInfo};
+use crate::postings::{CursorGuards, PostingsCursor, TermInfo};
 use crate::termdict::{term_infos_fit, term_key, TermInfoCursor, TermKind};
 use crate::value::{ColumnType, Value};
 use std::path::{Path, PathBuf};
@@ -26,20 +26,6 @@ pub const TIME_GROUP_ENTRY_LEN: usize = 16;
 /// cached ranges of an object. Immutable while any reader holds them.
 pub type BlockBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
 
-/// A byte range of the block that the FST can own.
-#[derive(Clone)]
-pub struct MappedBytes {
-    bytes: BlockBytes,
-    start: usize,
-    end: usize,
-}
-
-impl AsRef<[u8]> for MappedBytes {
-    fn as_ref(&self) -> &[u8] {
-        &(*self.bytes).as_ref()[self.start..self.end]
-    }
-}
-
 struct Mapped(memmap2::Mmap);
 
 impl AsRef<[u8]> for Mapped {
@@ -48,15 +34,20 @@ impl AsRef<[u8]> for Mapped {
     }
 }
 
-/// An open block. Opening checks the footer, the manifest and the small sections; the rest is
-/// decoded lazily, on demand, each piece checked against its crc first. Shareable across
-/// threads.
+/// An open block. Opening checks the footer, the manifest and the sections read at random
+/// (term dictionary and infos, time index and offsets, column directories, doc values, norms)
+/// and keeps private copies of them, checked after copying (`Resident`); the rest (column
+/// chunks, postings, positions) is read from the block's bytes on demand, each piece checked
+/// against its crc by every read. So a byte that changes in a mapped file under an open
+/// reader is either never read again or fails the read that reads it (issue 26). Shareable
+/// across threads.
 pub struct BlockReader {
     /// The file the bytes came from, or a name for a block in memory; errors carry it.
     path: PathBuf,
     bytes: BlockBytes,
     manifest: Manifest,
-    terms: fst::Map<MappedBytes>,
+    terms: fst::Map<Vec<u8>>,
+    resident: Resident,
     pages: PageChecksums,
     /// The format version the block was written in (footer).
     version: u32,
@@ -162,6 +153,8 @@ impl BlockReader {
         }
         // Sections loaded whole are checked now; the FST in particular must not be walked if
         // corrupt.
+        // Doc values are copied (and checked) here, the others below.
+        let mut eager_copies = Resident::default();
         let mut eager = vec![
             ("time index".to_owned(), manifest.time_index),
             ("term dictionary".to_owned(), manifest.term_fst),
@@ -179,9 +172,10 @@ impl BlockReader {
                 eager.push((format!("column {} directory", field.name), column.directory));
                 if let Some(section) = column.doc_values {
                     let name = format!("column {}:{} doc values", field.name, column.ty.name());
-                    check_crc(path, bytes, &name, section)?;
-                    let values = section_bytes(bytes, section, manifest_offset)
-                        .ok_or_else(|| corrupt(&name, "section outside file"))?;
+                    if section_bytes(bytes, section, manifest_offset).is_none() {
+                        return Err(corrupt(&name, "section outside file"));
+                    }
+                    let values = eager_copies.copy_checked(path, bytes, &name, section)?;
                     match DocValues::new(values) {
                         Ok(v) if v.doc_count() == manifest.doc_count => {}
                         Ok(_) => return Err(corrupt(&name, "doc count differs from the block's")),
@@ -191,20 +185,25 @@ impl BlockReader {
             }
             if let Some(text) = &field.text {
                 // In bounds: every section was checked against the file length above.
+                let norms = eager_copies.copy_checked(
+                    path,
+                    bytes,
+                    &format!("norms of {}", field.name),
+                    text.norms,
+                )?;
                 let fits = if version >= PACKED_NORMS_VERSION {
-                    section_bytes(bytes, text.norms, manifest_offset)
-                        .is_some_and(|norms| fieldnorm::packed_fits(norms, manifest.doc_count))
+                    fieldnorm::packed_fits(norms, manifest.doc_count)
                 } else {
                     text.norms.len == u64::from(manifest.doc_count)
                 };
                 if !fits {
                     return Err(corrupt(&field.name, "norms length is not the doc count"));
                 }
-                eager.push((format!("norms of {}", field.name), text.norms));
             }
         }
+        let mut resident = eager_copies;
         for (name, section) in eager {
-            check_crc(path, bytes, &name, section)?;
+            resident.copy_checked(path, bytes, &name, section)?;
         }
         let expected_index_len = u64::from(manifest.doc_count.div_ceil(TIME_INDEX_INTERVAL)) * 8;
         if manifest.time_index.len != expected_index_len {
@@ -215,19 +214,20 @@ impl BlockReader {
         }
         let pages = match manifest.page_checksums {
             Some(section) => {
-                check_crc(path, bytes, "page checksums", section)?;
-                let page_bytes = section_bytes(bytes, section, manifest_offset)
-                    .ok_or_else(|| corrupt("page checksums", "section outside file"))?;
-                PageChecksums::decode(page_bytes, manifest.postings, manifest.positions)
-                    .map_err(|e| e.in_file(path, "page checksums"))?
+                let page_bytes = resident.copy_checked(path, bytes, "page checksums", section)?;
+                let pages =
+                    PageChecksums::decode(page_bytes, manifest.postings, manifest.positions)
+                        .map_err(|e| e.in_file(path, "page checksums"))?;
+                // Decoded: the copy is not needed again.
+                resident.take(section);
+                pages
             }
             None => PageChecksums::whole_sections(manifest.postings, manifest.positions),
         };
-        let fst_bytes = MappedBytes {
-            bytes: block_bytes.clone(),
-            start: manifest.term_fst.offset as usize,
-            end: (manifest.term_fst.offset + manifest.term_fst.len) as usize,
-        };
+        let fst_bytes = resident
+            .take(manifest.term_fst)
+            .map(Vec::from)
+            .unwrap_or_default();
         let terms =
             fst::Map::new(fst_bytes).map_err(|_| corrupt("term dictionary", "not an fst"))?;
         // The fst crate may panic walking bytes that are not a valid FST ("the caller is
@@ -254,6 +254,7 @@ impl BlockReader {
             bytes: block_bytes,
             manifest,
             terms,
+            resident,
             pages,
             version,
             uid: NEXT_READER_UID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
@@ -326,12 +327,33 @@ impl BlockReader {
         }
     }
 
+    /// A section read at random: its private copy, checked at open.
     fn section(&self, section: SectionRef) -> &[u8] {
+        match self.resident.get(section) {
+            Some(bytes) => bytes,
+            // Every section this is asked for was copied at open; an empty slice (never a
+            // read of unchecked bytes) if a caller asked for another.
+            None => {
+                debug_assert!(section.len == 0, "section not held resident");
+                &[]
+            }
+        }
+    }
+
+    /// A section read from the block's bytes, each read checked by its reader: postings and
+    /// positions by their page guards, column data by each chunk's crc.
+    fn mapped(&self, section: SectionRef) -> &[u8] {
         // In bounds: checked for every section at open.
         &self.file()[section.offset as usize..(section.offset + section.len) as usize]
     }
 
-    pub fn term_dictionary(&self) -> &fst::Map<MappedBytes> {
+    /// Bytes held in private copies of the block's sections (what an open block costs in
+    /// memory beyond its mapped file).
+    pub fn resident_bytes(&self) -> usize {
+        self.resident.bytes + self.terms.as_fst().as_bytes().len()
+    }
+
+    pub fn term_dictionary(&self) -> &fst::Map<Vec<u8>> {
         &self.terms
     }
 
@@ -406,52 +428,39 @@ impl BlockReader {
         stream.next().is_some()
     }
 
-    /// A term's postings without positions (`positions()` on the cursor finds none): the
-    /// pages of its postings are checked first.
+    /// A term's postings without positions (`positions()` on the cursor finds none). The
+    /// cursor checks the page checksums of what it reads as it reads it (`PageGuard`).
     pub fn postings(&self, info: &TermInfo) -> Result<PostingsCursor<'_>> {
-        self.check_pages(
-            PagedSection::Postings,
-            info.postings_offset,
-            u64::from(info.postings_len),
-        )?;
-        PostingsCursor::try_new_without_positions(info, self.section(self.manifest.postings))
-            .map_err(|e| self.corrupt("postings", e))
+        self.cursor(info, false)
     }
 
-    /// A term's postings with its positions (phrases); the pages of both are checked first.
+    /// A term's postings with its positions (phrases), checked as `postings` is.
     pub fn postings_with_positions(&self, info: &TermInfo) -> Result<PostingsCursor<'_>> {
-        self.check_pages(
-            PagedSection::Postings,
-            info.postings_offset,
-            u64::from(info.postings_len),
-        )?;
-        if info.has_positions {
-            self.check_pages(
-                PagedSection::Positions,
-                info.positions_offset,
-                info.positions_len,
-            )?;
-        }
-        PostingsCursor::try_new(
-            info,
-            self.section(self.manifest.postings),
-            self.section(self.manifest.positions),
-        )
-        .map_err(|e| self.corrupt("postings", e))
+        self.cursor(info, true)
     }
 
-    /// Checks the pages of `len` bytes at `offset` in a paged section. A range that leaves the
-    /// section is left to the decoder, which rejects it.
-    fn check_pages(&self, which: PagedSection, offset: u64, len: u64) -> Result<()> {
-        let end = offset.saturating_add(len);
-        self.pages
-            .verify(self.file(), which, offset, end)
-            .map_err(|mismatch: PageMismatch| FormatError::ChecksumMismatch {
-                path: self.path.clone(),
-                part: format!("{} page {}", mismatch.section.name(), mismatch.page),
-                expected: mismatch.expected,
-                got: mismatch.got,
-            })
+    fn cursor(&self, info: &TermInfo, with_positions: bool) -> Result<PostingsCursor<'_>> {
+        let guards = CursorGuards {
+            postings: self.pages.guard(self.file(), PagedSection::Postings),
+            positions: with_positions
+                .then(|| self.pages.guard(self.file(), PagedSection::Positions)),
+        };
+        PostingsCursor::try_new_guarded(
+            info,
+            self.mapped(self.manifest.postings),
+            self.mapped(self.manifest.positions),
+            guards,
+        )
+        .map_err(|e| self.postings_error(e))
+    }
+
+    /// A postings cursor's error, named as a checksum mismatch when it was one.
+    pub fn postings_error(&self, error: DecodeError) -> FormatError {
+        if error == PageMismatch::DECODE_ERROR {
+            self.corrupt("postings or positions page", error)
+        } else {
+            self.corrupt("postings", error)
+        }
     }
 
     /// Field-length ids of a tokenized field, one per doc. Packed norms (format version 6)
@@ -480,7 +489,7 @@ impl BlockReader {
             ty,
             self.manifest.doc_count,
             self.section(column.directory),
-            self.section(column.data),
+            self.mapped(column.data),
         )
         .ok()
         .map(|reader| reader.with_doc_values(doc_values))
@@ -860,4 +869,68 @@ fn kind_key_range(field: u16, kind: TermKind) -> (Vec<u8>, Vec<u8>) {
     // The key's last byte is the kind (< 255), so incrementing it bounds the range.
     *end.last_mut().expect("term keys have a kind byte") += 1;
     (start, end)
+}
+
+/// Private copies of the sections read at random, each checked against its crc after it was
+/// copied: what a query reads of them cannot change under it, whatever happens to the file.
+/// Sorted by (offset, length), so a lookup is a binary search over a few dozen entries.
+#[derive(Default)]
+struct Resident {
+    sections: Vec<((u64, u64), Box<[u8]>)>,
+    bytes: usize,
+}
+
+impl Resident {
+    /// Copies `section` of `file` (in bounds: checked by the caller), checks the copy's crc,
+    /// keeps it and returns it.
+    fn copy_checked(
+        &mut self,
+        path: &Path,
+        file: &[u8],
+        name: &str,
+        section: SectionRef,
+    ) -> Result<&[u8]> {
+        let key = (section.offset, section.len);
+        let at = match self.sections.binary_search_by_key(&key, |(key, _)| *key) {
+            Ok(at) => at,
+            Err(at) => {
+                let copy: Box<[u8]> =
+                    file[section.offset as usize..(section.offset + section.len) as usize].into();
+                let got = crc32fast::hash(&copy);
+                if got != section.crc {
+                    return Err(FormatError::ChecksumMismatch {
+                        path: path.to_path_buf(),
+                        part: name.to_owned(),
+                        expected: section.crc,
+                        got,
+                    });
+                }
+                self.bytes += copy.len();
+                self.sections.insert(at, (key, copy));
+                at
+            }
+        };
+        Ok(&self.sections[at].1)
+    }
+
+    fn get(&self, section: SectionRef) -> Option<&[u8]> {
+        let key = (section.offset, section.len);
+        let at = self
+            .sections
+            .binary_search_by_key(&key, |(key, _)| *key)
+            .ok()?;
+        Some(&self.sections[at].1)
+    }
+
+    /// Removes a copy and returns it (the FST, which owns its bytes).
+    fn take(&mut self, section: SectionRef) -> Option<Box<[u8]>> {
+        let key = (section.offset, section.len);
+        let at = self
+            .sections
+            .binary_search_by_key(&key, |(key, _)| *key)
+            .ok()?;
+        let (_, bytes) = self.sections.remove(at);
+        self.bytes -= bytes.len();
+        Some(bytes)
+    }
 }

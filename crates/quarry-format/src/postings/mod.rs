@@ -12,7 +12,7 @@
 mod reader;
 mod writer;
 
-pub use reader::PostingsCursor;
+pub use reader::{CursorGuards, PostingsCursor};
 pub use writer::PostingsWriter;
 
 use crate::codec::{put_u32, put_u8, put_varint, unzigzag, zigzag, ByteReader};

@@ -1,4 +1,5 @@
 use super::{SkipEntry, TermInfo, SKIP_ENTRY_LEN, TERMINATED};
+use crate::block::pages::{PageGuard, PageMismatch};
 use crate::codec::ByteReader;
 use crate::error::{DecodeError, DecodeResult};
 use crate::limits::POSTINGS_BLOCK_LEN;
@@ -42,24 +43,50 @@ pub struct PostingsCursor<'a> {
     /// The term's one position in every doc, when its info says so (no positions bytes).
     constant_position: Option<u32>,
     error: Option<DecodeError>,
+    /// Checks the pages of the postings and positions bytes this cursor reads before they
+    /// are decoded (`None`: whoever made the cursor vouches for the bytes, as tests do).
+    postings_guard: Option<PageGuard<'a>>,
+    positions_guard: Option<PageGuard<'a>>,
+    /// Where `blocks` and `positions` start in their sections (what the guards count in).
+    blocks_base: u64,
+    positions_base: u64,
+}
+
+/// The page guards of a cursor over a block's sections ([`PostingsCursor::try_new_guarded`]).
+pub struct CursorGuards<'a> {
+    pub postings: PageGuard<'a>,
+    pub positions: Option<PageGuard<'a>>,
 }
 
 impl<'a> PostingsCursor<'a> {
     /// `postings` and `positions` are the block's whole sections; `info` locates the term.
     pub fn try_new(info: &TermInfo, postings: &'a [u8], positions: &'a [u8]) -> DecodeResult<Self> {
-        Self::new_inner(info, postings, Some(positions))
+        Self::new_inner(info, postings, Some(positions), None)
+    }
+
+    /// A cursor that checks the page checksums of every byte before decoding it (what a block
+    /// reader hands out): positions are read only when `guards` has a positions guard.
+    pub fn try_new_guarded(
+        info: &TermInfo,
+        postings: &'a [u8],
+        positions: &'a [u8],
+        guards: CursorGuards<'a>,
+    ) -> DecodeResult<Self> {
+        let positions = guards.positions.is_some().then_some(positions);
+        Self::new_inner(info, postings, positions, Some(guards))
     }
 
     /// A cursor that reads no positions (`positions` then fails for a doc with tf > 0): the
     /// caller need not have checked the positions' bytes.
     pub fn try_new_without_positions(info: &TermInfo, postings: &'a [u8]) -> DecodeResult<Self> {
-        Self::new_inner(info, postings, None)
+        Self::new_inner(info, postings, None, None)
     }
 
     fn new_inner(
         info: &TermInfo,
         postings: &'a [u8],
         positions: Option<&'a [u8]>,
+        guards: Option<CursorGuards<'a>>,
     ) -> DecodeResult<Self> {
         let start = usize::try_from(info.postings_offset)
             .map_err(|_| DecodeError::new("postings offset"))?;
@@ -90,6 +117,10 @@ impl<'a> PostingsCursor<'a> {
             }
             _ => &[],
         };
+        let (postings_guard, positions_guard) = match guards {
+            Some(guards) => (Some(guards.postings), guards.positions),
+            None => (None, None),
+        };
         let mut cursor = PostingsCursor {
             packer: BitPacker4x::new(),
             skips: &bytes[..skip_len],
@@ -109,7 +140,17 @@ impl<'a> PostingsCursor<'a> {
             positions_byte: 0,
             constant_position,
             error: None,
+            postings_guard,
+            positions_guard,
+            blocks_base: info.postings_offset + skip_len as u64,
+            positions_base: info.positions_offset,
         };
+        // The skip entries are read in any order (binary searches): checked whole, up front.
+        if let Some(guard) = &mut cursor.postings_guard {
+            guard
+                .check(info.postings_offset, cursor.blocks_base)
+                .map_err(|_| PageMismatch::DECODE_ERROR)?;
+        }
         if let Some(doc) = info.inline_doc {
             if doc == TERMINATED || info.max_tf == 0 {
                 return Err(DecodeError::new("inline doc"));
@@ -188,10 +229,11 @@ impl<'a> PostingsCursor<'a> {
             let start = entry.doc_offset as usize;
             let doc_len = entry.doc_bits as usize * BLOCK / 8;
             let tf_len = entry.tf_bits as usize * BLOCK / 8;
-            let packed = self
-                .blocks
+            let blocks = self.blocks;
+            let packed = blocks
                 .get(start..start + doc_len + tf_len)
                 .ok_or(DecodeError::new("postings block outside term"))?;
+            self.check_blocks(start, start + doc_len + tf_len)?;
             self.packer.decompress_sorted(
                 initial,
                 &packed[..doc_len],
@@ -233,6 +275,9 @@ impl<'a> PostingsCursor<'a> {
                     .checked_add(1)
                     .ok_or(DecodeError::new("tf"))?;
             }
+            // Checked after decoding (where the varints end is known) and before the docs are
+            // used: every byte read lies in the range checked.
+            self.check_blocks(start, self.blocks.len() - r.remaining())?;
             self.docs[count..count + SEEK_WINDOW].fill(TERMINATED);
             self.len = count;
             self.block_positions_start = self.tail_positions_start()?;
@@ -257,7 +302,7 @@ impl<'a> PostingsCursor<'a> {
         Ok(())
     }
 
-    fn tail_positions_start(&self) -> DecodeResult<usize> {
+    fn tail_positions_start(&mut self) -> DecodeResult<usize> {
         if self.positions.is_empty() || self.full_blocks == 0 {
             return Ok(0);
         }
@@ -266,13 +311,46 @@ impl<'a> PostingsCursor<'a> {
         let last = self.skip_entry(self.full_blocks - 1)?;
         let mut tfs = [0u32; BLOCK];
         let start = last.doc_offset as usize + last.doc_bits as usize * 16;
-        let packed = self
-            .blocks
-            .get(start..start + last.tf_bits as usize * 16)
+        let tf_end = start + last.tf_bits as usize * 16;
+        let blocks = self.blocks;
+        let packed = blocks
+            .get(start..tf_end)
             .ok_or(DecodeError::new("postings block outside term"))?;
+        self.check_blocks(start, tf_end)?;
         self.packer.decompress(packed, &mut tfs, last.tf_bits);
         let count: u64 = tfs.iter().map(|&tf| u64::from(tf) + 1).sum();
-        skip_varints(self.positions, last.positions_offset as usize, count)
+        let from = last.positions_offset as usize;
+        let end = skip_varints(self.positions, from, count)?;
+        self.check_positions(from, end)?;
+        Ok(end)
+    }
+
+    /// Checks the pages of `blocks[start..end]` before their bytes are used.
+    #[inline]
+    fn check_blocks(&mut self, start: usize, end: usize) -> DecodeResult<()> {
+        match &mut self.postings_guard {
+            Some(guard) => guard
+                .check(
+                    self.blocks_base + start as u64,
+                    self.blocks_base + end as u64,
+                )
+                .map_err(|_| PageMismatch::DECODE_ERROR),
+            None => Ok(()),
+        }
+    }
+
+    /// Checks the pages of `positions[start..end]` before their bytes are used.
+    #[inline]
+    fn check_positions(&mut self, start: usize, end: usize) -> DecodeResult<()> {
+        match &mut self.positions_guard {
+            Some(guard) => guard
+                .check(
+                    self.positions_base + start as u64,
+                    self.positions_base + end as u64,
+                )
+                .map_err(|_| PageMismatch::DECODE_ERROR),
+            None => Ok(()),
+        }
     }
 
     fn fail(&mut self, error: DecodeError) -> u32 {
@@ -563,6 +641,9 @@ impl<'a> PostingsCursor<'a> {
                 .ok_or(DecodeError::new("position overflow"))?;
             *slot = position;
         }
+        // Every byte read (the varints skipped to reach this doc, then its own) lies in
+        // `positions_byte..start + at`: checked before the positions are returned.
+        self.check_positions(self.positions_byte, start + at)?;
         self.positions_doc = self.cursor + 1;
         self.positions_byte = start + at;
         Ok(())

@@ -871,12 +871,15 @@ fn kind_key_range(field: u16, kind: TermKind) -> (Vec<u8>, Vec<u8>) {
     (start, end)
 }
 
+type SectionKey = (u64, u64);
+
 /// Private copies of the sections read at random, each checked against its crc after it was
 /// copied: what a query reads of them cannot change under it, whatever happens to the file.
 /// Sorted by (offset, length), so a lookup is a binary search over a few dozen entries.
 #[derive(Default)]
 struct Resident {
-    sections: Vec<((u64, u64), Box<[u8]>)>,
+    /// ((offset, length), copy).
+    sections: Vec<(SectionKey, Box<[u8]>)>,
     bytes: usize,
 }
 

@@ -28,4 +28,6 @@ pub use cursor::Cursor;
 pub use error::QueryError;
 pub use query::Query;
 pub use request::{Bucket, HistogramInterval, HitEvent, SearchRequest, SearchResponse, Warning};
-pub use searcher::{value_to_json, DamagedBlock, Hit, Hits, HitsRequest, Searcher, SortOrder};
+pub use searcher::{
+    value_to_json, DamageReport, DamagedBlock, Hit, Hits, HitsRequest, Searcher, SortOrder,
+};

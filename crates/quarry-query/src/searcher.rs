@@ -61,6 +61,9 @@ pub struct DamagedBlock {
     pub error: String,
 }
 
+/// Called with each block a search leaves out because reading it failed.
+pub type DamageReport = Arc<dyn Fn(&DamagedBlock) + Send + Sync>;
+
 /// An immutable snapshot of what is searchable: cheap to clone (the blocks are shared), so a
 /// request that finds a damaged block answers from its own copy without it.
 #[derive(Clone)]
@@ -75,6 +78,9 @@ pub struct Searcher {
     params: Bm25Params,
     pub(crate) optimizations: Optimizations,
     damaged: Vec<DamagedBlock>,
+    /// Told of each block a search finds damaged while reading it (a server takes the block
+    /// out of its later snapshots and reports it in its health and metrics).
+    damage_report: Option<DamageReport>,
     /// Decoded column chunks shared with other snapshots and requests (a server's); without
     /// one, each request decodes what it fetches.
     chunk_cache: Option<Arc<ChunkCache>>,
@@ -137,10 +143,14 @@ impl Searcher {
         self.blocks.remove(index);
         self.block_ids.remove(index);
         self.text_fields = text_fields(&self.blocks, &self.schema);
-        self.damaged.push(DamagedBlock {
+        let damaged = DamagedBlock {
             path: path.to_path_buf(),
             error: format_error.to_string(),
-        });
+        };
+        if let Some(report) = &self.damage_report {
+            report(&damaged);
+        }
+        self.damaged.push(damaged);
         true
     }
 
@@ -194,6 +204,7 @@ impl Searcher {
             params: Bm25Params::default(),
             optimizations: Optimizations::default(),
             damaged: Vec::new(),
+            damage_report: None,
             chunk_cache: None,
         }
     }
@@ -220,6 +231,12 @@ impl Searcher {
     /// blocks itself says which failed).
     pub fn with_damaged(mut self, damaged: Vec<DamagedBlock>) -> Searcher {
         self.damaged = damaged;
+        self
+    }
+
+    /// The same searcher, telling `report` of each block a search finds damaged.
+    pub fn with_damage_report(mut self, report: DamageReport) -> Searcher {
+        self.damage_report = Some(report);
         self
     }
 

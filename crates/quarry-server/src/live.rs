@@ -290,6 +290,10 @@ pub struct LiveIndex {
     stats: BackgroundStats,
     /// Live tails: every memory block a seal makes, i.e. the events it makes searchable, once.
     sealed: tokio::sync::broadcast::Sender<Arc<BlockReader>>,
+    /// Blocks that searches found damaged while reading them (a checksum that failed after
+    /// the block was opened: the file changed under the server), not yet taken out of
+    /// `State::disk` (`take_reported_damage`).
+    reported_damage: Arc<Mutex<Vec<DamagedBlock>>>,
 }
 
 /// Sealed blocks a live tail may fall behind by before it is dropped (the blocks it has not
@@ -415,6 +419,7 @@ impl LiveIndex {
             wal_dir: wal_dir.to_path_buf(),
             stats: BackgroundStats::default(),
             sealed: tokio::sync::broadcast::channel(TAIL_BACKLOG_BLOCKS).0,
+            reported_damage: Arc::default(),
             tenant: tenant.to_owned(),
             schema: Mutex::new(schema),
             config,
@@ -544,6 +549,33 @@ impl LiveIndex {
         self.snapshot_of(&mut state)
     }
 
+    /// Moves the block files that searches found damaged out of the searchable ones and into
+    /// the damaged list, so later snapshots leave them out from the start, health and metrics
+    /// count them, and merges skip them.
+    fn take_reported_damage(&self, state: &mut State) {
+        let reported = std::mem::take(&mut *lock(&self.reported_damage));
+        for damaged in reported {
+            let Some(at) = state
+                .disk
+                .iter()
+                .position(|(_, reader)| reader.path() == damaged.path)
+            else {
+                // Already moved (two searches found it), or a memory block, whose bytes are
+                // the server's own and cannot change under it.
+                continue;
+            };
+            let (id, _) = state.disk.remove(at);
+            tracing::error!(
+                tenant = %self.tenant,
+                block = %damaged.path.display(),
+                error = %damaged.error,
+                "block damaged while open: left out of answers until `quarry check --repair`"
+            );
+            state.damaged.push((id, damaged));
+            state.snapshot = None;
+        }
+    }
+
     /// For a live tail: the snapshot of what is searchable now, and a receiver of every memory
     /// block sealed after it. Both are taken under the state lock, which seals also hold
     /// while they publish, so each event is in exactly one of the two: no gap, no repeat.
@@ -582,6 +614,7 @@ impl LiveIndex {
     }
 
     fn snapshot_of(&self, state: &mut State) -> Arc<Searcher> {
+        self.take_reported_damage(state);
         if let Some(snapshot) = &state.snapshot {
             return snapshot.clone();
         }
@@ -595,6 +628,10 @@ impl LiveIndex {
         let searcher = Arc::new(
             Searcher::from_shared_with(blocks, self.schema())
                 .with_damaged(damaged)
+                .with_damage_report({
+                    let reported = self.reported_damage.clone();
+                    Arc::new(move |damaged: &DamagedBlock| lock(&reported).push(damaged.clone()))
+                })
                 .with_chunk_cache(self.chunk_cache.clone()),
         );
         state.snapshot = Some(searcher.clone());

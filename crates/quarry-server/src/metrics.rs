@@ -130,6 +130,7 @@ pub(crate) struct Metrics {
     requests: Family<RequestLabels, Histogram, fn() -> Histogram>,
     events: Family<TenantLabel, Gauge>,
     blocks: Family<TenantLabel, Gauge>,
+    damaged_blocks: Family<TenantLabel, Gauge>,
     gauges: Vec<Family<TenantLabel, Gauge>>,
     counts: Vec<Family<TenantLabel, Counter>>,
     seconds: Vec<Family<TenantLabel, Seconds>>,
@@ -179,6 +180,12 @@ impl Metrics {
         registry.register("quarry_events", "Events searchable", events.clone());
         let blocks = Family::<TenantLabel, Gauge>::default();
         registry.register("quarry_blocks", "Blocks (files and memory)", blocks.clone());
+        let damaged_blocks = Family::<TenantLabel, Gauge>::default();
+        registry.register(
+            "quarry_damaged_blocks",
+            "Block files left out of answers: failed to open, to merge, or a checksum while read",
+            damaged_blocks.clone(),
+        );
         let gauges = GAUGES
             .iter()
             .map(|(name, help, _)| {
@@ -213,6 +220,7 @@ impl Metrics {
             requests,
             events,
             blocks,
+            damaged_blocks,
             gauges,
             counts,
             seconds,
@@ -239,7 +247,11 @@ impl Metrics {
         ] {
             family.remove(&label);
         }
-        for family in self.gauges.iter().chain([&self.events, &self.blocks]) {
+        for family in self
+            .gauges
+            .iter()
+            .chain([&self.events, &self.blocks, &self.damaged_blocks])
+        {
             family.remove(&label);
         }
         for family in &self.counts {
@@ -268,6 +280,9 @@ impl Metrics {
             self.blocks
                 .get_or_create(&label)
                 .set(snapshot.blocks().len() as i64);
+            self.damaged_blocks
+                .get_or_create(&label)
+                .set(snapshot.damaged().len() as i64);
             for ((_, _, read), family) in GAUGES.iter().zip(&self.gauges) {
                 family.get_or_create(&label).set(read(live) as i64);
             }

@@ -17,6 +17,8 @@
 
 mod admin;
 mod es_search;
+mod export;
+mod guard;
 mod ingest;
 pub mod listener;
 pub mod live;
@@ -74,6 +76,15 @@ pub struct ServerConfig {
     /// Longest a request may take, its body included (408 beyond): a body trickled a byte at
     /// a time does not hold a connection longer.
     pub request_timeout: Duration,
+    /// A connection that sends nothing this long after accept is closed.
+    pub first_byte_timeout: Duration,
+    /// A connection idle this long between requests is closed.
+    pub keep_alive_timeout: Duration,
+    /// Connections open at once (503 beyond); `None`: `listener::max_connections_for` the
+    /// open-file limit.
+    pub max_connections: Option<usize>,
+    /// Without an admin token, the `Host` names served besides loopback ones (guard.rs).
+    pub allowed_hosts: Vec<String>,
 }
 
 impl ServerConfig {
@@ -91,6 +102,10 @@ impl ServerConfig {
             max_inflight_bytes: Self::DEFAULT_MAX_INFLIGHT_BYTES,
             tls: None,
             request_timeout: Self::DEFAULT_REQUEST_TIMEOUT,
+            first_byte_timeout: listener::ConnectionLimits::DEFAULT_FIRST_BYTE_TIMEOUT,
+            keep_alive_timeout: listener::ConnectionLimits::DEFAULT_KEEP_ALIVE_TIMEOUT,
+            max_connections: None,
+            allowed_hosts: Vec::new(),
         }
     }
 }
@@ -186,10 +201,28 @@ pub async fn serve(
         addr: config.listen,
         source,
     })?;
+    let open_file_limit = listener::open_file_limit();
+    let limits = listener::ConnectionLimits {
+        first_byte_timeout: config.first_byte_timeout,
+        header_timeout: listener::HEADER_READ_TIMEOUT.min(config.request_timeout),
+        keep_alive_timeout: config.keep_alive_timeout,
+        max_connections: config
+            .max_connections
+            .unwrap_or_else(|| listener::max_connections_for(open_file_limit)),
+    };
+    if let Some(limit) = open_file_limit {
+        if limits.max_connections > listener::max_connections_for(Some(limit)) {
+            tracing::warn!(max_connections = limits.max_connections, open_file_limit = limit, "--max-connections leaves few descriptors for block files and the WAL under the open-file limit (ulimit -n): idle connections could take them all");
+        }
+    }
+    if state.admin.is_some() && !config.allowed_hosts.is_empty() {
+        tracing::warn!("--allowed-host has no effect with an admin token: every Host is served, requests need keys");
+    }
     on_listening(addr);
-    tracing::info!(%addr, data = %config.data.display(), tenants = state.all_tenants().len(), keys = state.admin.is_some(), tls = config.tls.is_some(), "listening");
-    let app = router(state.clone(), config.request_timeout);
-    let served = listener::run(socket, app, tls, config.request_timeout, shutdown)
+    tracing::info!(%addr, data = %config.data.display(), tenants = state.all_tenants().len(), keys = state.admin.is_some(), tls = config.tls.is_some(), max_connections = limits.max_connections, "listening");
+    let guard = guard::Guard::new(state.admin.is_none(), &config.allowed_hosts);
+    let app = router(state.clone(), guard, config.request_timeout);
+    let served = listener::run(socket, app, tls, limits, shutdown)
         .await
         .map_err(ServerError::Serve);
     let mut flushed = Ok(());
@@ -204,7 +237,7 @@ pub async fn serve(
 }
 
 /// The API's routes.
-fn router(state: Arc<AppState>, request_timeout: Duration) -> Router {
+fn router(state: Arc<AppState>, guard: guard::Guard, request_timeout: Duration) -> Router {
     let body_limit = state.max_body_bytes;
     // Ingest bodies are held from reading to acknowledgement: their bytes are reserved from
     // `max_inflight_bytes` first (429 when it is spent).
@@ -225,6 +258,7 @@ fn router(state: Arc<AppState>, request_timeout: Duration) -> Router {
         )
         .route("/health/ready", get(ready))
         .route("/api/v1/{tenant}/search", get(search_get).post(search_post))
+        .route("/api/v1/{tenant}/export", get(export::export))
         .route("/api/v1/{tenant}/fields", get(fields))
         .route(
             "/api/v1/{tenant}/mapping",
@@ -270,6 +304,11 @@ fn router(state: Arc<AppState>, request_timeout: Duration) -> Router {
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             request_timeout,
+        ))
+        // Before any route: the Host check (keyless) and cross-origin browser writes.
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::new(guard),
+            guard::check,
         ))
         // One span per request, its method, path, status and latency logged at debug
         // (RUST_LOG=tower_http=debug).
@@ -377,9 +416,24 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// Ready when every tenant's WAL takes records; totals over all tenants.
-async fn ready(State(state): State<Arc<AppState>>) -> Result<Json<JsonValue>, ApiError> {
+/// Ready when every tenant's WAL takes records; totals over all tenants. With keys on, the
+/// status code alone for anyone without the admin token (a load balancer has no key): tenant
+/// names and counts are not for everyone who can reach the port.
+async fn ready(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+) -> Result<Json<JsonValue>, ApiError> {
+    let details = state.admin.is_none() || state.require_admin(&headers).is_ok();
     let tenants = state.all_tenants();
+    if !details {
+        if tenants
+            .iter()
+            .any(|tenant| tenant.live.wal_failure().is_some())
+        {
+            return Err(ApiError::unavailable("not ready"));
+        }
+        return Ok(Json(json!({"status": "ready"})));
+    }
     for tenant in &tenants {
         if let Some(error) = tenant.live.wal_failure() {
             return Err(ApiError::unavailable(format!(
@@ -491,9 +545,15 @@ async fn run_search(
     Ok(Json(body))
 }
 
+/// The most hits one search answers with (Elasticsearch's `index.max_result_window`): more
+/// would be held in memory whole and sent as one body (issue 26: `limit=10000000` took the
+/// server from 80 MB to 3.3 GB). Larger result sets page with `search_after` or stream from
+/// the export endpoint.
+pub const MAX_SEARCH_LIMIT: usize = 10_000;
+
 /// The request from its parameters (query string, form or JSON body): `query`, `start`,
 /// `end`, `sort`, `limit`, `search_after`, `count`, `histogram`, `aggs` (repeatable).
-fn search_request(params: &[(String, String)]) -> Result<SearchRequest, ApiError> {
+pub(crate) fn search_request(params: &[(String, String)]) -> Result<SearchRequest, ApiError> {
     let now = now_nanos();
     let mut request = SearchRequest::default();
     let mut after = None;
@@ -518,7 +578,13 @@ fn search_request(params: &[(String, String)]) -> Result<SearchRequest, ApiError
             "limit" => {
                 request.limit = value.parse().map_err(|_| {
                     ApiError::bad_request(format!("limit: {value:?} is not a count"))
-                })?
+                })?;
+                if request.limit > MAX_SEARCH_LIMIT {
+                    return Err(ApiError::bad_request(format!(
+                        "limit: {} is above the maximum {MAX_SEARCH_LIMIT}; page with search_after (the last hit's _cursor), or take every match as NDJSON from /api/v1/{{tenant}}/export",
+                        request.limit
+                    )));
+                }
             }
             "search_after" => after = Some(value),
             "count" => {

@@ -75,6 +75,30 @@ pub struct ServeArgs {
     /// Longest a request may take, body included, in seconds (408 beyond) [default: 120]
     #[arg(long, env = "QUARRY_REQUEST_TIMEOUT", value_name = "SECONDS")]
     request_timeout: Option<f64>,
+    /// Seconds a new connection may wait before sending its first byte; then it is closed
+    /// (connections that send nothing must not hold descriptors) [default: 5]
+    #[arg(long, env = "QUARRY_FIRST_BYTE_TIMEOUT", value_name = "SECONDS")]
+    first_byte_timeout: Option<f64>,
+    /// Seconds a connection may stay idle between requests before it is closed
+    /// [default: 60]
+    #[arg(long, env = "QUARRY_KEEP_ALIVE_TIMEOUT", value_name = "SECONDS")]
+    keep_alive_timeout: Option<f64>,
+    /// Connections open at once; beyond, a new one is answered 503 and closed
+    /// [default: 10000, fewer under a low open-file limit (ulimit -n): a quarter of it, at
+    /// most 1024, is kept for block files and the WAL]
+    #[arg(long, env = "QUARRY_MAX_CONNECTIONS", value_name = "N")]
+    max_connections: Option<usize>,
+    /// Without an admin token, requests are served only if their Host is a loopback name or
+    /// address (localhost, 127.0.0.1, [::1]), so that a web page cannot reach the server
+    /// through DNS rebinding; this serves another name too, on any port (repeatable; the
+    /// environment variable takes a comma-separated list)
+    #[arg(
+        long = "allowed-host",
+        env = "QUARRY_ALLOWED_HOSTS",
+        value_name = "NAME",
+        value_delimiter = ','
+    )]
+    allowed_hosts: Vec<String>,
 }
 
 /// The config file: every key optional, unknown keys refused (a typo must not be ignored).
@@ -93,6 +117,19 @@ struct ConfigFile {
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
     request_timeout: Option<f64>,
+    first_byte_timeout: Option<f64>,
+    keep_alive_timeout: Option<f64>,
+    max_connections: Option<usize>,
+    allowed_hosts: Option<Vec<String>>,
+}
+
+/// A positive number of seconds, `what` naming it in the error.
+fn positive_seconds(what: &str, seconds: f64) -> Result<Duration> {
+    anyhow::ensure!(
+        seconds.is_finite() && seconds > 0.0,
+        "{what} must be a positive number of seconds, not {seconds}"
+    );
+    Duration::try_from_secs_f64(seconds).with_context(|| format!("{what}: {seconds} seconds"))
 }
 
 /// Flags and environment variables, then the config file, then the defaults.
@@ -173,6 +210,27 @@ fn settings(args: ServeArgs) -> Result<ServerConfig> {
             "request timeout must be a positive number of seconds, not {seconds}"
         );
         config.request_timeout = Duration::from_secs_f64(seconds);
+    }
+    if let Some(seconds) = args.first_byte_timeout.or(file.first_byte_timeout) {
+        config.first_byte_timeout = positive_seconds("first-byte timeout", seconds)?;
+    }
+    if let Some(seconds) = args.keep_alive_timeout.or(file.keep_alive_timeout) {
+        config.keep_alive_timeout = positive_seconds("keep-alive timeout", seconds)?;
+    }
+    if let Some(count) = args.max_connections.or(file.max_connections) {
+        anyhow::ensure!(count > 0, "max connections must be at least 1");
+        config.max_connections = Some(count);
+    }
+    config.allowed_hosts = if args.allowed_hosts.is_empty() {
+        file.allowed_hosts.unwrap_or_default()
+    } else {
+        args.allowed_hosts
+    };
+    for host in &config.allowed_hosts {
+        anyhow::ensure!(
+            !host.trim().is_empty() && !host.contains(['/', ' ']),
+            "allowed host {host:?} is not a host name"
+        );
     }
     Ok(config)
 }

@@ -130,9 +130,18 @@ fn ten_times_what_the_server_takes_is_refused_explicitly_and_memory_stays_bounde
         refused >= 9 * accepted_requests,
         "offered less than 10x what was accepted: not an overload"
     );
-    // Peak RSS within what the configuration allows, plus the process's own base (the
-    // binary, the runtime, allocator slack, merges of the small flushed blocks): 160 MB.
-    let budget = memory_limit + inflight + cache + (160 << 20);
+    // Peak RSS bounded by the configuration. What the configuration allows plus the
+    // process's own base (the binary, the runtime, allocator slack, merges of the small
+    // flushed blocks), 56 + 160 MB, is what a quiet machine needs (178 MB measured), not a
+    // bound: on a loaded one flushes, merges and the allocator's purges of freed pages
+    // (mimalloc, 100 ms, cli_serve.rs) run late, and the peak reached 223 MB (issue 26,
+    // item 6). So the budget is twice that, 432 MB, about twice the worst peak seen. It still
+    // catches memory that grows with the load, which is what this test is for: the clients
+    // offer gigabytes a minute (5 GB/s in a release build, BENCHMARKS.md), so refused bodies
+    // kept would pass it within seconds; without the in-flight cap, 32 clients' 1 MB bodies
+    // at 11x (ingest.rs) hold 350 MB over the base; and events kept past --memory-limit grow
+    // with the minute's acknowledged bodies (340 MB in a release build) and more as events.
+    let budget = 2 * (memory_limit + inflight + cache + (160 << 20));
     assert!(
         peak <= budget,
         "peak RSS {} MB over the budget {} MB",

@@ -98,7 +98,7 @@ fn slow_clients_are_cut_off() {
     // A head that never ends: the connection is closed.
     let mut slowloris = TcpStream::connect(&server.addr).unwrap();
     slowloris
-        .write_all(b"GET /health/live HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+        .write_all(b"GET /health/live HTTP/1.1\r\nHost: localhost\r\nX-Slow: ")
         .unwrap();
     let answer = read_until_closed(&mut slowloris);
     assert!(
@@ -110,7 +110,7 @@ fn slow_clients_are_cut_off() {
     let mut trickle = TcpStream::connect(&server.addr).unwrap();
     trickle
         .write_all(
-            b"POST /api/v1/default/ingest HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{",
+            b"POST /api/v1/default/ingest HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000\r\n\r\n{",
         )
         .unwrap();
     let writer = {

@@ -58,7 +58,7 @@ impl Tail {
             .unwrap_or_default();
         write!(
             stream,
-            "GET /api/v1/default/tail?{query} HTTP/1.0\r\nHost: x\r\nAccept: text/event-stream\r\n{resume}\r\n"
+            "GET /api/v1/default/tail?{query} HTTP/1.0\r\nHost: localhost\r\nAccept: text/event-stream\r\n{resume}\r\n"
         )
         .unwrap();
         stream

@@ -107,7 +107,7 @@ impl Default for TermDictWriter {
 impl TermDictWriter {
     pub fn insert(&mut self, key: &[u8], info: &TermInfo) -> Result<(), fst::Error> {
         self.builder.insert(key, self.count)?;
-        if self.count % TERM_INFO_GROUP == 0 {
+        if self.count.is_multiple_of(TERM_INFO_GROUP) {
             let offset = u32::try_from(self.groups.len()).map_err(|_| {
                 fst::Error::Io(std::io::Error::other("term infos over 4 GiB in one block"))
             })?;
@@ -294,7 +294,7 @@ mod tests {
             move |(mut infos, contiguous)| {
                 let (mut postings, mut positions) = (0u64, 0u64);
                 for (i, info) in infos.iter_mut().enumerate() {
-                    if i as u64 % TERM_INFO_GROUP == 0 {
+                    if (i as u64).is_multiple_of(TERM_INFO_GROUP) {
                         (postings, positions) = (0, 0);
                     }
                     if contiguous {
@@ -342,7 +342,7 @@ mod tests {
         }
         let (mut offsets, mut groups) = (Vec::new(), Vec::new());
         for (i, info) in infos.iter().enumerate() {
-            let first = i as u64 % TERM_INFO_GROUP == 0;
+            let first = (i as u64).is_multiple_of(TERM_INFO_GROUP);
             if first {
                 offsets.extend_from_slice(&(groups.len() as u32).to_le_bytes());
             }
@@ -358,7 +358,7 @@ mod tests {
         let mut expected = infos.to_vec();
         if version >= INLINE_TERM_INFOS_VERSION {
             for i in 0..expected.len() {
-                let prev = (i as u64 % TERM_INFO_GROUP != 0).then(|| expected[i - 1]);
+                let prev = (!(i as u64).is_multiple_of(TERM_INFO_GROUP)).then(|| expected[i - 1]);
                 expected[i] = expected[i].v6_form(prev.as_ref());
             }
         }

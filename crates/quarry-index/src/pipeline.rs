@@ -831,11 +831,8 @@ fn index_chunks(
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as i64);
-        let mut line_number = chunk.first_line;
         let mut failed_lines = 0u64;
-        for line in chunk.bytes.split(|&b| b == b'\n') {
-            let number = line_number;
-            line_number += 1;
+        for (line, number) in chunk.bytes.split(|&b| b == b'\n').zip(chunk.first_line..) {
             let line = line.strip_suffix(b"\r").unwrap_or(line);
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;

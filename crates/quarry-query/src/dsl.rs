@@ -116,7 +116,7 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
                 Some("phrase") => true,
                 Some(other) => return Err(error(path, format!("type {other:?} is not supported"))),
             };
-            let operator = operator_of(&options, path)?;
+            let operator = operator_of(options, path)?;
             let fields: Vec<Option<String>> = match options.get("fields") {
                 None => vec![None],
                 Some(Value::Array(names)) => names
@@ -278,33 +278,33 @@ fn compile_bool(body: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
     // Elasticsearch: with a must or filter clause, should clauses are optional unless
     // minimum_should_match says otherwise; without one, at least one should must match
     // (the query language's rule too).
-    match object.get("minimum_should_match") {
-        None => {}
-        Some(v) if v.as_u64() == Some(0) || v.as_str() == Some("0") => {
-            if !has_required {
-                // `should` may then all miss: they only score.
-                clauses.push((Occur::Must, Ast::All));
-            }
-        }
-        Some(v) if v.as_u64() == Some(1) || v.as_str() == Some("1") => {
-            if has_required {
-                let should: Vec<(Occur, Ast)> = clauses
-                    .iter()
-                    .filter(|(o, _)| *o == Occur::Should)
-                    .cloned()
-                    .collect();
-                clauses.retain(|(o, _)| *o != Occur::Should);
-                if !should.is_empty() {
-                    clauses.push((Occur::Must, Ast::Bool(should)));
-                }
-            }
-        }
+    let minimum_should_match = match object.get("minimum_should_match") {
+        None => None,
+        Some(v) if v.as_u64() == Some(0) || v.as_str() == Some("0") => Some(0),
+        Some(v) if v.as_u64() == Some(1) || v.as_str() == Some("1") => Some(1),
         Some(other) => {
             return Err(error(
                 path,
                 format!("minimum_should_match {other} is not supported (0 or 1)"),
             ))
         }
+    };
+    match minimum_should_match {
+        // 0 without a required clause: `should` may then all miss, they only score.
+        Some(0) if !has_required => clauses.push((Occur::Must, Ast::All)),
+        // 1 beside a required clause: at least one `should` must match too.
+        Some(1) if has_required => {
+            let should: Vec<(Occur, Ast)> = clauses
+                .iter()
+                .filter(|(o, _)| *o == Occur::Should)
+                .cloned()
+                .collect();
+            clauses.retain(|(o, _)| *o != Occur::Should);
+            if !should.is_empty() {
+                clauses.push((Occur::Must, Ast::Bool(should)));
+            }
+        }
+        _ => {}
     }
     if clauses.is_empty() {
         return Ok(Ast::All);
@@ -312,13 +312,17 @@ fn compile_bool(body: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
     Ok(Ast::Bool(clauses))
 }
 
+/// A leaf query's field name and its options: borrowed from the body when they are an
+/// object there, owned when `field_and_options` built them around a bare value.
+type FieldAndOptions<'a> = (&'a str, std::borrow::Cow<'a, Map<String, Value>>);
+
 /// `{"field": "text"}` or `{"field": {"query": "text", ...}}`: the field and its options
 /// (a bare value is put under `bare_key`).
 fn field_and_options<'a>(
     body: &'a Value,
     path: &str,
     bare_key: &str,
-) -> Result<(&'a str, std::borrow::Cow<'a, Map<String, Value>>), DslError> {
+) -> Result<FieldAndOptions<'a>, DslError> {
     let object = body
         .as_object()
         .ok_or_else(|| error(path, "expected {\"field\": ...}"))?;

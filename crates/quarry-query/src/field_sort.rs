@@ -257,7 +257,7 @@ impl Searcher {
                         FieldValue::Ordinal(ordinal, dictionary) => {
                             // Doc values hold the column's strings, which are UTF-8.
                             let bytes = dictionary.string(ordinal).unwrap_or_default();
-                            offer(ValueRef::Str(&*String::from_utf8_lossy(bytes)))
+                            offer(ValueRef::Str(&String::from_utf8_lossy(bytes)))
                         }
                     }
                 })?;

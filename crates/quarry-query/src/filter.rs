@@ -414,30 +414,6 @@ fn bit_set_range(words: &mut [u64], start: u32, end: u32) {
     }
 }
 
-#[cfg(test)]
-mod bit_tests {
-    #[test]
-    fn ranges_set_the_bits_one_by_one_would() {
-        for (start, end) in [
-            (0, 0),
-            (0, 1),
-            (3, 64),
-            (60, 70),
-            (64, 128),
-            (5, 190),
-            (120, u32::MAX),
-        ] {
-            let mut words = vec![0u64; 3];
-            super::bit_set_range(&mut words, start, end);
-            let mut expected = vec![0u64; 3];
-            for doc in start..end.min(192) {
-                super::bit_set(&mut expected, doc);
-            }
-            assert_eq!(words, expected, "{start}..{end}");
-        }
-    }
-}
-
 fn empty_bits(block: &BlockReader) -> Vec<u64> {
     vec![0u64; block.doc_count() as usize / 64 + 1]
 }
@@ -1021,4 +997,28 @@ fn indexed_exists_scorer(block: &BlockReader, ordinal: u16) -> Result<Option<Box
     }
     let scorer = BitSetScorer::new(words);
     Ok((scorer.doc() != TERMINATED).then(|| Box::new(scorer) as BoxScorer))
+}
+
+#[cfg(test)]
+mod bit_tests {
+    #[test]
+    fn ranges_set_the_bits_one_by_one_would() {
+        for (start, end) in [
+            (0, 0),
+            (0, 1),
+            (3, 64),
+            (60, 70),
+            (64, 128),
+            (5, 190),
+            (120, u32::MAX),
+        ] {
+            let mut words = vec![0u64; 3];
+            super::bit_set_range(&mut words, start, end);
+            let mut expected = vec![0u64; 3];
+            for doc in start..end.min(192) {
+                super::bit_set(&mut expected, doc);
+            }
+            assert_eq!(words, expected, "{start}..{end}");
+        }
+    }
 }

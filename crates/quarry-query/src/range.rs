@@ -259,7 +259,7 @@ mod tests {
         };
         assert!(below_2_64.contains_u64(u64::MAX));
         let above_2_63 = NumericRange {
-            lower: Bound::Excluded(Number::Float(9.223372036854775808e18)),
+            lower: Bound::Excluded(Number::Float((1u64 << 63) as f64)),
             upper: Bound::Unbounded,
         };
         assert!(!above_2_63.contains_u64(1 << 63));

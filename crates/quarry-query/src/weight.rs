@@ -68,19 +68,22 @@ pub enum Weight {
     Nothing,
 }
 
+/// Where a term is in one block: (field ordinal, term info), `None` where it is absent.
+type TermInBlock = Option<(u16, TermInfo)>;
+
 /// Where a term is in each block (by block position): (field ordinal, term info), `None`
 /// where it is absent. Scored searches look every block up while gathering statistics (idf
 /// needs them all); filters look a block up when it is first asked for, so a tail that stops
 /// in its newest block reads no other block's term dictionary.
 #[derive(Debug, Clone)]
-pub struct BlockTermInfos(Arc<[OnceLock<Option<(u16, TermInfo)>>]>);
+pub struct BlockTermInfos(Arc<[OnceLock<TermInBlock>]>);
 
 impl BlockTermInfos {
     fn unresolved(blocks: usize) -> BlockTermInfos {
         BlockTermInfos((0..blocks).map(|_| OnceLock::new()).collect())
     }
 
-    fn resolved(infos: Vec<Option<(u16, TermInfo)>>) -> BlockTermInfos {
+    fn resolved(infos: Vec<TermInBlock>) -> BlockTermInfos {
         BlockTermInfos(infos.into_iter().map(OnceLock::from).collect())
     }
 
@@ -92,7 +95,7 @@ impl BlockTermInfos {
         block: &BlockReader,
         field: &str,
         term: &str,
-    ) -> Result<Option<(u16, TermInfo)>> {
+    ) -> Result<TermInBlock> {
         let Some(slot) = self.0.get(index) else {
             return Ok(None);
         };
@@ -106,7 +109,7 @@ impl BlockTermInfos {
     }
 }
 
-fn look_up(block: &BlockReader, field: &str, term: &str) -> Result<Option<(u16, TermInfo)>> {
+fn look_up(block: &BlockReader, field: &str, term: &str) -> Result<TermInBlock> {
     let Some(ordinal) = block.field_ordinal(field) else {
         return Ok(None);
     };

@@ -507,8 +507,8 @@ fn without_norms_length_does_not_change_the_score() {
         let mut segment = SegmentBuilder::with_schema(schema.clone());
         let short = Value::Str("alpha beta".into());
         let long = Value::Str("alpha beta gamma delta eps zeta eta theta iota kappa".into());
-        segment.add_event(1, [("a", &short)].into_iter());
-        segment.add_event(2, [("a", &long)].into_iter());
+        segment.add_event(1, [("a", &short)]);
+        segment.add_event(2, [("a", &long)]);
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("1.qblk");
         segment.write_block(&path).unwrap();

@@ -75,7 +75,7 @@ pub(crate) async fn msearch(
         let text = std::str::from_utf8(&body)
             .map_err(|_| ApiError::bad_request("the _msearch body is not UTF-8"))?;
         let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-        if lines.len() % 2 != 0 {
+        if !lines.len().is_multiple_of(2) {
             return Err(ApiError::bad_request(
                 "the _msearch body must hold pairs of lines: a header, then a search",
             ));
@@ -894,7 +894,11 @@ impl BucketAgg {
                 if let (Some(low), Some(high)) = (low, high) {
                     let first = ((low - offset) / interval).floor();
                     let last = ((high - offset) / interval).floor();
-                    if !(last - first < MAX_HISTOGRAM_BUCKETS) {
+                    // Only a span known to be under the cap passes: NaN (from infinite bounds)
+                    // is refused too.
+                    if (last - first).partial_cmp(&MAX_HISTOGRAM_BUCKETS)
+                        != Some(std::cmp::Ordering::Less)
+                    {
                         return Err(ApiError::bad_request(format!(
                             "aggregation [{}]: more than {MAX_HISTOGRAM_BUCKETS} buckets; use a larger interval",
                             self.name
@@ -949,15 +953,19 @@ impl BucketAgg {
     }
 }
 
+/// Histogram buckets by start: each one's doc count and sub-aggregations (`None` for the
+/// empty buckets `min_doc_count: 0` adds).
+type BucketsByStart<'a> =
+    std::collections::BTreeMap<i64, (u64, Option<&'a Map<String, JsonValue>>)>;
+
 impl Histogram {
     fn render(&self, response: &SearchResponse) -> JsonValue {
-        let mut counts: std::collections::BTreeMap<i64, (u64, Option<&Map<String, JsonValue>>)> =
-            response
-                .histogram
-                .iter()
-                .flatten()
-                .map(|b| (b.start, (b.count, b.aggregations.as_ref())))
-                .collect();
+        let mut counts: BucketsByStart<'_> = response
+            .histogram
+            .iter()
+            .flatten()
+            .map(|b| (b.start, (b.count, b.aggregations.as_ref())))
+            .collect();
         if let (0, Some((min, max))) = (self.min_doc_count, self.bounds) {
             let mut start = min.div_euclid(self.interval) * self.interval;
             // Bounded: at most 10,000 empty buckets are added (Elasticsearch refuses more).

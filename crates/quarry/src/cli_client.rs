@@ -452,11 +452,9 @@ fn quota_text(quotas: &JsonValue) -> String {
 }
 
 /// Seconds in the largest unit that divides them: `30d`, `12h`, `90s`.
-// `is_multiple_of` needs Rust 1.87; the workspace's rust-version is 1.85.
-#[allow(clippy::manual_is_multiple_of)]
 fn format_seconds(seconds: u64) -> String {
     for (unit, size) in [("d", 86_400), ("h", 3_600), ("m", 60)] {
-        if seconds > 0 && seconds % size == 0 {
+        if seconds > 0 && seconds.is_multiple_of(size) {
             return format!("{}{unit}", seconds / size);
         }
     }

@@ -52,6 +52,9 @@ fn count(data: &Path, query: &str) -> u64 {
     lines[0]["count"].as_u64().unwrap()
 }
 
+/// What a query should match, by brute force: a test on an event's tokens, field by field.
+type BruteMatch = Box<dyn Fn(&[Vec<String>]) -> bool>;
+
 /// Brute force: events (field -> text) whose tokens satisfy `matches`.
 fn brute_count(events: &[Vec<(String, String)>], matches: impl Fn(&[Vec<String>]) -> bool) -> u64 {
     let analyzer = Analyzer::default();
@@ -148,7 +151,7 @@ fn loghub_index_search_resume_merge() {
     );
     assert_eq!(count(&data, "*"), events.len() as u64);
 
-    let checks: Vec<(&str, Box<dyn Fn(&[Vec<String>]) -> bool>)> = vec![
+    let checks: Vec<(&str, BruteMatch)> = vec![
         ("error", Box::new(|f: &[Vec<String>]| has(f, "error"))),
         ("INFO", Box::new(|f: &[Vec<String>]| has(f, "info"))),
         (

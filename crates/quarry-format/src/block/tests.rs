@@ -91,7 +91,7 @@ fn time_of(doc: u32) -> i64 {
 fn message_of(doc: u32) -> String {
     let d = doc as usize;
     let mut words = vec!["the", WORDS[d % 7], WORDS[d * 3 % 5]];
-    if d % 3 == 0 {
+    if d.is_multiple_of(3) {
         words.push("the");
     }
     words.join(" ")

@@ -44,6 +44,9 @@ pub struct InvertedIndexWriter {
 
 impl InvertedIndexWriter {
     /// See `PostingsWriter::write_term` for the arguments' contract.
+    // The key's three parts plus `write_term`'s four: a struct would be built per term only
+    // to be taken apart again.
+    #[allow(clippy::too_many_arguments)]
     pub fn add_term(
         &mut self,
         field: u16,

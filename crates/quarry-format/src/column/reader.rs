@@ -44,7 +44,7 @@ impl<'a> ColumnReader<'a> {
         directory: &'a [u8],
         data: &'a [u8],
     ) -> DecodeResult<Self> {
-        if directory.len() % CHUNK_META_LEN != 0 {
+        if !directory.len().is_multiple_of(CHUNK_META_LEN) {
             return Err(DecodeError::new(
                 "chunk directory length not a whole number of entries",
             ));

@@ -132,7 +132,7 @@ fn positions_of(tf: u32, seed: u64) -> Vec<u32> {
                 state ^= state << 13;
                 state ^= state >> 7;
                 state ^= state << 17;
-                let gap = if state % 16 == 0 {
+                let gap = if state.is_multiple_of(16) {
                     state % 100_000
                 } else {
                     state % 8

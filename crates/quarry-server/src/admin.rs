@@ -28,6 +28,8 @@ pub(crate) struct Tenant {
     threads: Mutex<Vec<JoinHandle<()>>>,
     /// The ingest rate quota's bucket, when the tenant has one.
     bucket: Mutex<Option<TokenBucket>>,
+    /// Keys of acknowledged ingests (`Idempotency-Key`).
+    pub(crate) idempotency: crate::idempotency::IdempotencyKeys,
 }
 
 impl Tenant {
@@ -70,6 +72,7 @@ impl Tenant {
             stop,
             threads: Mutex::new(threads),
             bucket: Mutex::new(bucket),
+            idempotency: Default::default(),
         })
     }
 

@@ -9,6 +9,7 @@
 //! the others are ingested.
 
 use crate::admin::Tenant;
+use crate::idempotency::Claim;
 use crate::live::{Batch, Ingested, LiveError, LiveIndex};
 use crate::{blocking, ApiError, AppState};
 use axum::body::Bytes;
@@ -79,9 +80,29 @@ pub(crate) async fn ingest(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Bytes,
-) -> Result<Json<JsonValue>, ApiError> {
+) -> Result<Response, ApiError> {
     let tenant = state.authorize(&tenant, &headers)?;
     let durable = durability(query.as_deref(), &[])?;
+    let key = crate::idempotency::key_of(&headers).map_err(ApiError::bad_request)?;
+    let claim = match &key {
+        None => None,
+        Some(key) => match tenant.idempotency.claim(key) {
+            Claim::New(guard) => Some(guard),
+            Claim::Done(answer) => {
+                let mut response = Json(answer).into_response();
+                response
+                    .headers_mut()
+                    .insert("idempotent-replayed", HeaderValue::from_static("true"));
+                return Ok(response);
+            }
+            Claim::UnderWay => {
+                return Err(ApiError::new(
+                    StatusCode::CONFLICT,
+                    format!("a request with Idempotency-Key {key:?} is under way: retry once it is answered"),
+                ))
+            }
+        },
+    };
     let is_text = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -114,12 +135,16 @@ pub(crate) async fn ingest(
         .take(MAX_LISTED_ERRORS)
         .map(|(line, reason)| json!({"line": line, "reason": reason}))
         .collect();
-    Ok(Json(json!({
+    let answer = json!({
         "ingested": ingested,
         "failed": error_count,
         "errors": listed,
         "durability": if durable { "fsync" } else { "async" },
-    })))
+    });
+    if let Some(guard) = claim {
+        guard.complete(&answer);
+    }
+    Ok(Json(answer).into_response())
 }
 
 /// Waits until an ingest may be acknowledged: its events searchable (the seal round that
@@ -319,6 +344,9 @@ const BULK_IGNORED: &[&str] = &[
     "human",
 ];
 
+/// Whether a bulk request may write to an index: its tenant, or the error for its items.
+type TenantDecision = Result<Arc<Tenant>, ItemError>;
+
 async fn bulk_inner(
     state: Arc<AppState>,
     default_index: String,
@@ -338,7 +366,7 @@ async fn bulk_inner(
         let mut by_tenant: Vec<TenantDocs> = Vec::new();
         let mut items = items;
         // Each index named is authorized once (a key check hashes the key).
-        let mut decided: Vec<(Arc<str>, Result<Arc<Tenant>, ItemError>)> = Vec::new();
+        let mut decided: Vec<(Arc<str>, TenantDecision)> = Vec::new();
         for (item_index, doc) in docs {
             let item = &mut items[item_index];
             let decision = match decided.iter().find(|(index, _)| *index == item.index) {
@@ -494,7 +522,7 @@ fn parse_bulk<'a>(
         let (name, index, id) = match &last_action {
             Some((bytes, action)) if *bytes == line => action.clone(),
             _ => {
-                let (name, index_name, id) = read_action(line).map_err(|why| malformed(why))?;
+                let (name, index_name, id) = read_action(line).map_err(malformed)?;
                 let index_name = index_name.as_deref().unwrap_or(default_index);
                 let index = match items.last() {
                     Some(BulkItem { index, .. }) if &**index == index_name => Arc::clone(index),

@@ -19,6 +19,7 @@ mod admin;
 mod es_search;
 mod export;
 mod guard;
+mod idempotency;
 mod ingest;
 pub mod listener;
 pub mod live;

@@ -706,6 +706,10 @@ impl LiveIndex {
     /// blocks if there are too many, else one merge step of block files if one is due.
     /// Returns whether it did anything.
     pub fn background_step(&self) -> Result<bool> {
+        if self.wal.failure().is_some() {
+            // Nothing is flushed from a memory that may hold events of failed requests.
+            return self.recover_wal();
+        }
         let due = {
             let state = self.state();
             let bytes = self.memory_bytes(&state);
@@ -831,6 +835,14 @@ impl LiveIndex {
             )?;
             entries.extend(merged);
         }
+        // Only durable events are committed: events of requests whose WAL record failed were
+        // answered with an error, and the recovery drops them.
+        if let Err(error) = self.wal.barrier() {
+            for entry in &entries {
+                let _ = std::fs::remove_file(catalog.block_location(entry.id));
+            }
+            return Err(LiveError::Wal(error));
+        }
         catalog.commit_flush(entries.clone(), &self.tenant, through)?;
         let opened = open_entries(&**catalog, &entries)?;
         drop(catalog);
@@ -847,6 +859,58 @@ impl LiveIndex {
         BackgroundStats::record(&self.stats.flushes, &self.stats.flush_nanos, started);
         self.wal.committed(through);
         Ok(())
+    }
+
+    /// After the WAL failed (a full disk): once it can write again, drops the records it did
+    /// not make durable and rebuilds memory from the records on disk, so that events of
+    /// requests answered with an error are not stored (a client's retry would store them
+    /// twice), while every acknowledged event stays. The same replay as a restart's. Runs on
+    /// the background thread, which also flushes and compacts memory, so neither runs
+    /// meanwhile; every active segment and the sequence lock are held, so no ingest or seal
+    /// does either. Returns whether the log recovered.
+    fn recover_wal(&self) -> Result<bool> {
+        // Read before the segments are locked (the catalog lock is taken before them
+        // elsewhere); only a flush, on this thread, changes it.
+        let committed = self.catalog().wal_committed(&self.tenant);
+        let mut actives = self.lock_actives();
+        let mut last_seq = lock(&self.last_seq);
+        let (durable, records) = match self.wal.recover() {
+            Ok(recovered) => recovered,
+            Err(reason) => {
+                tracing::debug!(tenant = %self.tenant, %reason, "write-ahead log not recovered yet");
+                return Ok(false);
+            }
+        };
+        let dropped = *last_seq - durable;
+        for active in actives.iter_mut() {
+            drop(self.take(active));
+        }
+        {
+            let mut state = self.state();
+            state.memory.clear();
+            state.unflushed_since = None;
+            state.snapshot = None;
+        }
+        let mut replayed = 0;
+        for record in records {
+            if record.seq <= committed || record.seq > durable {
+                continue;
+            }
+            let events = Batch::from_payload(record.seq, &record.payload)?;
+            replayed += events.len();
+            self.add_events(&mut actives[0], &events)?;
+        }
+        *last_seq = durable;
+        drop(last_seq);
+        drop(actives);
+        self.seal_round()?;
+        tracing::warn!(
+            tenant = %self.tenant,
+            dropped_records = dropped,
+            replayed_events = replayed,
+            "write-ahead log recovered: records of failed requests dropped, memory rebuilt from the log"
+        );
+        Ok(true)
     }
 
     /// Memory blocks below this many bytes are merged once there are more than

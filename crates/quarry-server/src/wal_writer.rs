@@ -7,11 +7,14 @@
 //! rounds, not the number of requests. Records queued without a waiter (`durability=async`)
 //! are synced with the next round, or within `ASYNC_SYNC_INTERVAL`.
 //!
-//! A failed write or sync leaves the log in an unknown state: every waiter of that round and
-//! every later append answers with the error (nothing is acknowledged that may not be
-//! durable), and the server reports itself not ready.
+//! A failed write or sync leaves the log's tail in an unknown state: every waiter of that
+//! round and every later append answers with the error (nothing is acknowledged that may not
+//! be durable), and the server reports itself not ready, until the live index asks for a
+//! recovery ([`WalHandle::recover`], issue 26): once the disk has `RECOVERY_FREE_BYTES` free,
+//! the records that were not made durable are cut off (`Wal::recover`) and appends go on.
+//! Nothing stays latched.
 
-use quarry_store::Wal;
+use quarry_store::{Wal, WalRecord};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
@@ -24,6 +27,12 @@ pub type WalWait = tokio::sync::oneshot::Receiver<Result<(), String>>;
 const ASYNC_SYNC_INTERVAL: Duration = Duration::from_secs(1);
 /// A segment longer than this is closed and a new one started.
 const SEGMENT_BYTES: u64 = 64 << 20;
+/// Free space the WAL's file system must have before a failed log is written again: a few
+/// large batches, so that a disk freed by a few bytes does not fail the next round at once.
+pub const RECOVERY_FREE_BYTES: u64 = 16 << 20;
+
+/// What a recovery answers: the last durable sequence number and every record on disk.
+pub type Recovered = Result<(u64, Vec<WalRecord>), String>;
 
 enum Command {
     Append {
@@ -33,6 +42,10 @@ enum Command {
     },
     /// Records through this sequence number are in committed blocks.
     Committed(u64),
+    /// Answers once everything queued before it is durable (Ok) or cannot be (the error).
+    Barrier(std::sync::mpsc::Sender<Result<(), String>>),
+    /// After a failure: drop what was not durable and go on, if the disk has room.
+    Recover(std::sync::mpsc::Sender<Recovered>),
     Close,
 }
 
@@ -50,7 +63,13 @@ pub struct WalHandle {
 impl WalHandle {
     pub fn start(wal: Wal) -> WalHandle {
         let (sender, receiver) = channel();
-        let failed = Arc::new(Mutex::new(None));
+        // A log that could not create a segment at open (a full disk) starts failed: ingest
+        // is refused with the reason until a recovery creates one.
+        let open_failure = wal.open_failure().map(str::to_owned);
+        if let Some(error) = &open_failure {
+            tracing::error!(%error, "write-ahead log cannot write: ingest is refused until it can");
+        }
+        let failed = Arc::new(Mutex::new(open_failure));
         let queued = Arc::new(AtomicU64::new(0));
         let queued_bytes = Arc::new(AtomicU64::new(0));
         let (thread_failed, thread_queued, thread_bytes) =
@@ -97,6 +116,25 @@ impl WalHandle {
         self.send(Command::Committed(seq));
     }
 
+    /// Waits until every record queued so far is durable; the error if the log failed.
+    pub fn barrier(&self) -> Result<(), String> {
+        let (done, wait) = std::sync::mpsc::channel();
+        self.send(Command::Barrier(done));
+        wait.recv()
+            .unwrap_or_else(|_| Err("the write-ahead log is closed".to_owned()))
+    }
+
+    /// After a failure: once the disk has room, drops the records that were not made durable
+    /// and clears the failure; answers the last durable sequence number and the records on
+    /// disk (for the caller to rebuild what it holds in memory). The caller holds whatever
+    /// keeps new records from being queued meanwhile.
+    pub fn recover(&self) -> Recovered {
+        let (done, wait) = std::sync::mpsc::channel();
+        self.send(Command::Recover(done));
+        wait.recv()
+            .unwrap_or_else(|_| Err("the write-ahead log is closed".to_owned()))
+    }
+
     /// The error that stopped the WAL, if one did.
     pub fn failure(&self) -> Option<String> {
         self.failed
@@ -132,7 +170,7 @@ fn run(
     queued_bytes: Arc<AtomicU64>,
 ) {
     let mut unsynced_since: Option<Instant> = None;
-    let mut broken: Option<String> = None;
+    let mut broken: Option<String> = wal.open_failure().map(str::to_owned);
     let mut round = Vec::new();
     loop {
         let first = match unsynced_since {
@@ -154,6 +192,7 @@ fn run(
             }
         }
         let mut waiters = Vec::new();
+        let (mut barriers, mut recoveries) = (Vec::new(), Vec::new());
         let mut committed = None;
         let (mut appended, mut appended_bytes) = (0, 0);
         for command in round.drain(..) {
@@ -170,10 +209,14 @@ fn run(
                     waiters.extend(done);
                 }
                 Command::Committed(seq) => committed = Some(committed.unwrap_or(0).max(seq)),
+                Command::Barrier(done) => barriers.push(done),
+                Command::Recover(done) => recoveries.push(done),
                 Command::Close => closing = true,
             }
         }
         let sync_due = !waiters.is_empty()
+            || !barriers.is_empty()
+            || !recoveries.is_empty()
             || closing
             || unsynced_since.is_some_and(|since| since.elapsed() >= ASYNC_SYNC_INTERVAL);
         if sync_due && unsynced_since.is_some() && broken.is_none() {
@@ -191,6 +234,9 @@ fn run(
         };
         for waiter in waiters {
             let _ = waiter.send(answer.clone());
+        }
+        for barrier in barriers {
+            let _ = barrier.send(answer.clone());
         }
         queued.fetch_sub(appended, Ordering::Relaxed);
         queued_bytes.fetch_sub(appended_bytes, Ordering::Relaxed);
@@ -214,8 +260,46 @@ fn run(
                 }
             }
         }
+        for recovery in recoveries {
+            let answer = match &broken {
+                None => wal.read_back().map(|records| (wal.synced_seq(), records)),
+                Some(_) => match free_bytes(wal.dir()) {
+                    Some(free) if free < RECOVERY_FREE_BYTES => {
+                        let _ = recovery.send(Err(format!(
+                            "{} has {free} bytes free, below the {RECOVERY_FREE_BYTES} the write-ahead log waits for",
+                            wal.dir().display()
+                        )));
+                        continue;
+                    }
+                    _ => wal
+                        .recover()
+                        .and_then(|durable| Ok((durable, wal.read_back()?))),
+                },
+            };
+            let answer = answer.map_err(|error| error.to_string());
+            if answer.is_ok() && broken.take().is_some() {
+                *failed.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                tracing::warn!(dir = %wal.dir().display(), "write-ahead log recovered: appends go on");
+            }
+            let _ = recovery.send(answer);
+        }
         if closing {
             return;
         }
     }
+}
+
+/// Bytes an unprivileged writer can still use on the file system of `path` (None if unknown).
+fn free_bytes(path: &std::path::Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is a NUL-terminated string and `stat` a writable statvfs.
+    if unsafe { libc::statvfs(path.as_ptr(), &mut stat) } != 0 {
+        return None;
+    }
+    // The fields are u64 on Linux, narrower elsewhere.
+    #[allow(clippy::useless_conversion)]
+    let (blocks, size) = (u64::from(stat.f_bavail), u64::from(stat.f_frsize));
+    Some(blocks * size)
 }

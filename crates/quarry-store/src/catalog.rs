@@ -412,14 +412,17 @@ impl Catalog {
             });
         }
         let path = dir.join(CATALOG_FILE);
-        let state = match std::fs::read(&path) {
-            Ok(bytes) => CatalogState::parse(&path, &bytes)?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => CatalogState {
-                version: CATALOG_VERSION,
-                settings,
-                next_block_id: 1,
-                ..Default::default()
-            },
+        let (state, on_disk) = match std::fs::read(&path) {
+            Ok(bytes) => (CatalogState::parse(&path, &bytes)?, Some(bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (
+                CatalogState {
+                    version: CATALOG_VERSION,
+                    settings,
+                    next_block_id: 1,
+                    ..Default::default()
+                },
+                None,
+            ),
             Err(e) => return Err(io(&path)(e)),
         };
         let mut catalog = Catalog {
@@ -427,7 +430,15 @@ impl Catalog {
             state,
             _lock: lock,
         };
-        catalog.save()?;
+        // Written only when new or migrated: a server must start (and answer searches) on a
+        // full disk, where writing even this file fails (issue 26).
+        let unchanged = on_disk.is_some_and(|bytes| {
+            // unwrap: as in `save`, the state always serializes.
+            serde_json::to_vec_pretty(&catalog.state).unwrap() == bytes
+        });
+        if !unchanged {
+            catalog.save()?;
+        }
         catalog.remove_orphans()?;
         Ok(catalog)
     }

@@ -28,6 +28,13 @@
 //! new one (on open, past a size, and when a flush asks so that the flushed records sit in
 //! segments of their own). [`Wal::remove_through`] deletes the segments whose records are all
 //! at or below a committed sequence number.
+//!
+//! **Failed writes.** A write or sync that fails (a full disk, an I/O error) leaves the
+//! segment's tail in an unknown state. The records appended since the last successful sync
+//! were never acknowledged; [`Wal::recover`] drops them: it cuts the segment back to what the
+//! last sync made durable (shrinking a file needs no free space) on a new file handle, syncs
+//! that, and appends go on from the last durable record. Nothing is latched: once the disk
+//! has room again, the log works as before.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Read, Write};
@@ -96,12 +103,20 @@ struct Segment {
 /// An open WAL directory, appending to its newest segment.
 pub struct Wal {
     dir: PathBuf,
-    /// Oldest first; the last one is `out`'s.
+    /// Oldest first; the last one is `out`'s when there is an `out`.
     segments: Vec<Segment>,
-    out: BufWriter<File>,
+    /// The segment being written; None after `open` could not create one (a full disk): the
+    /// first append or `recover` creates it.
+    out: Option<BufWriter<File>>,
+    /// Why `open` could not create a segment.
+    open_failure: Option<String>,
     out_len: u64,
     /// Sequence number of the last record appended or read (0: none ever).
     last_seq: u64,
+    /// What the last successful sync made durable: the segment's length then, and the last
+    /// record's sequence number. [`Wal::recover`] goes back to it.
+    synced_len: u64,
+    synced_seq: u64,
 }
 
 impl Wal {
@@ -173,18 +188,55 @@ impl Wal {
             }
             !empty
         });
-        let (out, segment) = create_segment(dir, last_seq + 1)?;
-        segments.push(segment);
+        // A full disk must not keep the server from starting and answering searches: without
+        // a segment, appends fail (and the server refuses ingest, saying why) until one can
+        // be created.
+        let (out, open_failure) = match create_segment(dir, last_seq + 1) {
+            Ok((out, segment)) => {
+                segments.push(segment);
+                (Some(out), None)
+            }
+            Err(error) => (None, Some(error.to_string())),
+        };
         Ok((
             Wal {
                 dir: dir.to_path_buf(),
                 segments,
                 out,
+                open_failure,
                 out_len: HEADER_LEN,
                 last_seq,
+                synced_len: HEADER_LEN,
+                synced_seq: last_seq,
             },
             replay,
         ))
+    }
+
+    /// The directory of the segments.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Why `open` could not create a segment to append to (a full disk), if it could not.
+    pub fn open_failure(&self) -> Option<&str> {
+        self.open_failure.as_deref()
+    }
+
+    /// The segment being written and its path, created if `open` could not.
+    fn out(&mut self) -> Result<(&mut BufWriter<File>, &Path)> {
+        if self.out.is_none() {
+            let (out, segment) = create_segment(&self.dir, self.last_seq + 1)?;
+            (self.out, self.out_len, self.synced_len) = (Some(out), HEADER_LEN, HEADER_LEN);
+            self.segments.push(segment);
+            self.open_failure = None;
+        }
+        let path = &self
+            .segments
+            .last()
+            .expect("a segment whenever there is an out")
+            .path;
+        Ok((self.out.as_mut().expect("created above"), path))
     }
 
     /// The sequence number of the last record (0: none yet).
@@ -216,9 +268,9 @@ impl Wal {
         head[0..4].copy_from_slice(&(payload.len() as u32).to_le_bytes());
         head[4..8].copy_from_slice(&crc.finalize().to_le_bytes());
         head[8..16].copy_from_slice(&seq.to_le_bytes());
-        let path = &self.segments.last().expect("always one segment").path;
-        self.out.write_all(&head).map_err(io(path))?;
-        self.out.write_all(payload).map_err(io(path))?;
+        let (out, path) = self.out()?;
+        out.write_all(&head).map_err(io(path))?;
+        out.write_all(payload).map_err(io(path))?;
         self.out_len += (RECORD_HEAD + payload.len()) as u64;
         self.last_seq = seq;
         self.segments
@@ -230,26 +282,92 @@ impl Wal {
 
     /// Makes every appended record durable (one fdatasync for all of them: group commit).
     pub fn sync(&mut self) -> Result<()> {
-        let path = &self.segments.last().expect("always one segment").path;
-        self.out.flush().map_err(io(path))?;
-        self.out.get_ref().sync_data().map_err(io(path))
+        let Some(out) = &mut self.out else {
+            // Nothing was appended since `open` (an append creates the segment).
+            return Ok(());
+        };
+        let path = &self
+            .segments
+            .last()
+            .expect("a segment whenever there is an out")
+            .path;
+        out.flush().map_err(io(path))?;
+        out.get_ref().sync_data().map_err(io(path))?;
+        (self.synced_len, self.synced_seq) = (self.out_len, self.last_seq);
+        Ok(())
+    }
+
+    /// The last record the last successful sync made durable.
+    pub fn synced_seq(&self) -> u64 {
+        self.synced_seq
+    }
+
+    /// After a failed append or sync: drops every record appended since the last successful
+    /// sync (none was acknowledged), cutting the segment back to its durable length on a new
+    /// file handle (an fd whose write-back failed may report later syncs as good), and syncs
+    /// that. Returns the last durable sequence number: the next append is one past it. Fails,
+    /// changing nothing the next try depends on, while the file system refuses even that.
+    pub fn recover(&mut self) -> Result<u64> {
+        if self.out.is_none() {
+            self.out()?;
+            return Ok(self.synced_seq);
+        }
+        let path = self
+            .segments
+            .last()
+            .expect("a segment whenever there is an out")
+            .path
+            .clone();
+        let file = OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .map_err(io(&path))?;
+        file.set_len(self.synced_len).map_err(io(&path))?;
+        file.sync_all().map_err(io(&path))?;
+        let mut file = file;
+        std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(self.synced_len))
+            .map_err(io(&path))?;
+        // The old writer's buffer holds the dropped records: discarded, never written.
+        let old = self.out.replace(BufWriter::with_capacity(1 << 20, file));
+        drop(old.map(BufWriter::into_parts));
+        self.out_len = self.synced_len;
+        self.last_seq = self.synced_seq;
+        let durable = self.synced_seq;
+        let segment = self
+            .segments
+            .last_mut()
+            .expect("a segment whenever there is an out");
+        if segment.last_seq.is_some_and(|last| last > durable) {
+            // Nothing of this segment was durable if its first record is past the last
+            // durable one (it starts at `durable + 1` or later).
+            let first = segment_first_seq(&segment.path);
+            segment.last_seq = (first <= durable).then_some(durable);
+        }
+        Ok(durable)
+    }
+
+    /// Every record in the segments on disk, in sequence order (what a restart would replay).
+    /// Appended records must have been synced (or dropped by `recover`) first.
+    pub fn read_back(&self) -> Result<Vec<WalRecord>> {
+        let mut records = Vec::new();
+        for segment in &self.segments {
+            records.extend(read_segment(&segment.path)?.records);
+        }
+        records.sort_by_key(|r| r.seq);
+        Ok(records)
     }
 
     /// Syncs, then starts a new segment (unless the current one is still empty).
     pub fn rotate(&mut self) -> Result<()> {
-        if self
-            .segments
-            .last()
-            .expect("always one segment")
-            .last_seq
-            .is_none()
-        {
+        let writing_empty = self.segments.last().is_none_or(|s| s.last_seq.is_none());
+        if self.out.is_none() || writing_empty {
             return Ok(());
         }
         self.sync()?;
         let (out, segment) = create_segment(&self.dir, self.last_seq + 1)?;
-        self.out = out;
+        self.out = Some(out);
         self.out_len = HEADER_LEN;
+        self.synced_len = HEADER_LEN;
         self.segments.push(segment);
         Ok(())
     }
@@ -257,7 +375,7 @@ impl Wal {
     /// Deletes every segment, except the one being written, whose records all have sequence
     /// numbers at or below `seq` (they are in committed blocks).
     pub fn remove_through(&mut self, seq: u64) -> Result<()> {
-        let keep_from = self.segments.len() - 1;
+        let keep_from = self.segments.len() - usize::from(self.out.is_some());
         let mut removed = 0;
         for segment in &self.segments[..keep_from] {
             if segment.last_seq.is_some_and(|last| last > seq) {
@@ -274,6 +392,14 @@ impl Wal {
     pub fn segment_paths(&self) -> Vec<PathBuf> {
         self.segments.iter().map(|s| s.path.clone()).collect()
     }
+}
+
+/// The first sequence number a segment may hold, from its name (0 if it has no number).
+fn segment_first_seq(path: &Path) -> u64 {
+    path.file_stem()
+        .and_then(|s| s.to_str())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> WalError {
@@ -419,6 +545,42 @@ mod tests {
         }
         assert_eq!(replay.torn_bytes, 0);
         assert_eq!(wal.last_seq(), 9);
+    }
+
+    /// Issue 26, defect 4: after a failed write or sync, `recover` drops what was not
+    /// durable (records appended, some even written out by a full buffer, never synced) and
+    /// the log goes on from the last durable record, in this process and after a restart.
+    #[test]
+    fn recover_drops_what_the_last_sync_did_not_make_durable() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut wal, _) = Wal::open(dir.path(), 1).unwrap();
+        append_all(&mut wal, 1..=4);
+        wal.rotate().unwrap();
+        append_all(&mut wal, 5..=6);
+        // Not synced: 7 stays in the buffer, 8 is large enough to be written out.
+        wal.append(7, &payload(7)).unwrap();
+        wal.append(8, &vec![b'x'; 3 << 20]).unwrap();
+        assert_eq!(wal.recover().unwrap(), 6);
+        assert_eq!(wal.last_seq(), 6);
+        let seqs_read: Vec<u64> = wal.read_back().unwrap().iter().map(|r| r.seq).collect();
+        assert_eq!(seqs_read, (1..=6).collect::<Vec<_>>());
+        assert!(matches!(
+            wal.append(9, b"x"),
+            Err(WalError::OutOfOrder { last: 6, got: 9 })
+        ));
+        append_all(&mut wal, 7..=8);
+        // A fresh segment with nothing durable in it goes back to empty.
+        wal.rotate().unwrap();
+        wal.append(9, &payload(9)).unwrap();
+        assert_eq!(wal.recover().unwrap(), 8);
+        append_all(&mut wal, 9..=10);
+        drop(wal);
+        let (wal, replay) = Wal::open(dir.path(), 1).unwrap();
+        assert_eq!(seqs(&replay), (1..=10).collect::<Vec<_>>());
+        for record in &replay.records {
+            assert_eq!(record.payload, payload(record.seq));
+        }
+        assert_eq!((replay.torn_bytes, wal.last_seq()), (0, 10));
     }
 
     #[test]

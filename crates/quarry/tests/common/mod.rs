@@ -139,6 +139,22 @@ impl Server {
         self.request("GET", target, None)
     }
 
+    /// Every event of `GET /api/v1/default/export?PARAMS` (NDJSON, each with its `_time`).
+    pub fn export(&self, params: &str) -> Vec<serde_json::Value> {
+        let authorization = self.token.as_ref().map(|t| format!("Bearer {t}"));
+        let headers: Vec<(&str, &str)> = authorization
+            .iter()
+            .map(|value| ("Authorization", value.as_str()))
+            .collect();
+        let target = format!("/api/v1/default/export?{params}");
+        let answer = self.send("GET", &target, &headers, b"");
+        let body = String::from_utf8_lossy(&answer.body);
+        assert_eq!(answer.status, 200, "{target}: {body}");
+        body.lines()
+            .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+            .collect()
+    }
+
     /// Sends SIGTERM and waits for the process; returns whether it exited successfully.
     pub fn terminate(mut self) -> bool {
         let killed = Command::new("kill")

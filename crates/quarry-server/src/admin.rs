@@ -29,7 +29,7 @@ pub(crate) struct Tenant {
     /// The ingest rate quota's bucket, when the tenant has one.
     bucket: Mutex<Option<TokenBucket>>,
     /// Keys of acknowledged ingests (`Idempotency-Key`).
-    pub(crate) idempotency: crate::idempotency::IdempotencyKeys,
+    pub(crate) idempotency: Arc<crate::idempotency::IdempotencyKeys>,
 }
 
 impl Tenant {

@@ -10,7 +10,7 @@
 //! oldest go first): a retry after the server itself restarted is not recognized.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How long an acknowledged key is remembered: retries come within minutes; a day covers a
@@ -35,9 +35,9 @@ struct Inner {
 }
 
 /// What a request with a key should do.
-pub(crate) enum Claim<'a> {
+pub(crate) enum Claim {
     /// Process it; `complete` the guard with the answer once acknowledged.
-    New(KeyGuard<'a>),
+    New(KeyGuard),
     /// Acknowledged before: answer this again, store nothing.
     Done(serde_json::Value),
     /// A request with this key is under way.
@@ -45,7 +45,7 @@ pub(crate) enum Claim<'a> {
 }
 
 impl IdempotencyKeys {
-    pub(crate) fn claim(&self, key: &str) -> Claim<'_> {
+    pub(crate) fn claim(self: &Arc<Self>, key: &str) -> Claim {
         let mut inner = self.lock();
         inner.forget_old(Instant::now());
         match inner.keys.get(key) {
@@ -54,7 +54,7 @@ impl IdempotencyKeys {
             None => {
                 inner.keys.insert(key.to_owned(), None);
                 Claim::New(KeyGuard {
-                    keys: self,
+                    keys: self.clone(),
                     key: key.to_owned(),
                     completed: false,
                 })
@@ -80,14 +80,15 @@ impl Inner {
 }
 
 /// A key whose first request is under way: completed with its answer, or released (dropped)
-/// when the request failed.
-pub(crate) struct KeyGuard<'a> {
-    keys: &'a IdempotencyKeys,
+/// when the request failed. Owned by the task that processes the request, which runs to its
+/// end even when the client goes away, so a batch that was stored always completes its key.
+pub(crate) struct KeyGuard {
+    keys: Arc<IdempotencyKeys>,
     key: String,
     completed: bool,
 }
 
-impl KeyGuard<'_> {
+impl KeyGuard {
     pub(crate) fn complete(mut self, answer: &serde_json::Value) {
         let mut inner = self.keys.lock();
         inner.keys.insert(self.key.clone(), Some(answer.clone()));
@@ -97,7 +98,7 @@ impl KeyGuard<'_> {
     }
 }
 
-impl Drop for KeyGuard<'_> {
+impl Drop for KeyGuard {
     fn drop(&mut self) {
         if !self.completed {
             self.keys.lock().keys.remove(&self.key);
@@ -130,7 +131,7 @@ mod tests {
 
     #[test]
     fn a_key_is_processed_once_answered_again_and_released_on_failure() {
-        let keys = IdempotencyKeys::default();
+        let keys = Arc::new(IdempotencyKeys::default());
         let Claim::New(first) = keys.claim("a") else {
             panic!("new key")
         };

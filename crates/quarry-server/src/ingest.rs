@@ -103,6 +103,22 @@ pub(crate) async fn ingest(
             }
         },
     };
+    // Processed in a task of its own, which runs to its end even if the client goes away or
+    // the request times out: a batch that was added is acknowledged (or refused) and its
+    // idempotency key completed (or released) accordingly, never left in between.
+    let task = tokio::spawn(ingest_batch(state, tenant, durable, headers, body, claim));
+    let answer = task.await.map_err(ApiError::internal)??;
+    Ok(Json(answer).into_response())
+}
+
+async fn ingest_batch(
+    state: Arc<AppState>,
+    tenant: Arc<Tenant>,
+    durable: bool,
+    headers: HeaderMap,
+    body: Bytes,
+    claim: Option<crate::idempotency::KeyGuard>,
+) -> Result<JsonValue, ApiError> {
     let is_text = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -144,7 +160,7 @@ pub(crate) async fn ingest(
     if let Some(guard) = claim {
         guard.complete(&answer);
     }
-    Ok(Json(answer).into_response())
+    Ok(answer)
 }
 
 /// Waits until an ingest may be acknowledged: its events searchable (the seal round that

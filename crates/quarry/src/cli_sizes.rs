@@ -61,15 +61,6 @@ pub fn print_sizes(blocks: &[BlockReader]) -> Result<()> {
     for (kind, bytes) in &kinds {
         println!("{kind:>24}: {bytes:>12} bytes");
     }
-    // What a server holds in memory for these blocks while they are open: the checked private
-    // copies of the sections read at random (issue 26), beside the mapped files.
-    let files: u64 = blocks.iter().map(BlockReader::file_len).sum();
-    let resident: usize = blocks.iter().map(BlockReader::resident_bytes).sum();
-    println!(
-        "{:>24}: {resident:>12} bytes ({:.1}% of the {files} bytes of block files)",
-        "held in memory when open",
-        100.0 * resident as f64 / files.max(1) as f64
-    );
     let mut rows: Vec<(&String, &FieldBytes)> = fields.iter().collect();
     rows.sort_by_key(|(_, bytes)| std::cmp::Reverse(bytes.total()));
     println!(
@@ -98,6 +89,14 @@ pub fn print_sizes(blocks: &[BlockReader]) -> Result<()> {
         );
     }
     println!("(the term dictionary's FST is not split by field; it is in the first table)");
+    // What a server holds in memory for these blocks while they are open: the checked private
+    // copies of the sections read at random (issue 26), beside the mapped files.
+    let files: u64 = blocks.iter().map(BlockReader::file_len).sum();
+    let resident: usize = blocks.iter().map(BlockReader::resident_bytes).sum();
+    println!(
+        "(held in memory while open: {resident} bytes, {:.1}% of the {files} bytes of block files: the checked copies of the sections read at random)",
+        100.0 * resident as f64 / files.max(1) as f64
+    );
     Ok(())
 }
 

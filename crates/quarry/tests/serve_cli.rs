@@ -345,7 +345,10 @@ fn every_operation_of_the_openapi_document_answers_as_it_says() {
                 // NDJSON: every line an object (the export, tested in serve_results.rs).
                 let query = operation["x-quarry-example"].as_str().unwrap_or("");
                 let lines = server.export(query);
-                assert!(!lines.is_empty() && lines.iter().all(|l| l.is_object()), "{target}");
+                assert!(
+                    !lines.is_empty() && lines.iter().all(|l| l.is_object()),
+                    "{target}"
+                );
                 operations += 1;
                 continue;
             }

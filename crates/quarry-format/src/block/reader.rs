@@ -48,6 +48,11 @@ pub struct BlockReader {
     manifest: Manifest,
     terms: fst::Map<Vec<u8>>,
     resident: Resident,
+    /// The hottest resident sections, found once: tails and histograms read them per hit
+    /// and per bucket (a lookup each time cost a tail 15%, bench/ab/ab_logs.py).
+    time_index: Box<[u8]>,
+    time_offsets: Option<Box<[u8]>>,
+    term_infos: Box<[u8]>,
     pages: PageChecksums,
     /// The format version the block was written in (footer).
     version: u32,
@@ -249,12 +254,20 @@ impl BlockReader {
             ));
         }
         let field_count = manifest.fields.len();
+        let time_index = resident.take(manifest.time_index).unwrap_or_default();
+        let time_offsets = manifest
+            .time_offsets
+            .map(|section| resident.take(section).unwrap_or_default());
+        let term_infos = resident.take(manifest.term_infos).unwrap_or_default();
         let reader = BlockReader {
             path: path.to_path_buf(),
             bytes: block_bytes,
             manifest,
             terms,
             resident,
+            time_index,
+            time_offsets,
+            term_infos,
             pages,
             version,
             uid: NEXT_READER_UID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
@@ -350,7 +363,11 @@ impl BlockReader {
     /// Bytes held in private copies of the block's sections (what an open block costs in
     /// memory beyond its mapped file).
     pub fn resident_bytes(&self) -> usize {
-        self.resident.bytes + self.terms.as_fst().as_bytes().len()
+        self.resident.bytes
+            + self.terms.as_fst().as_bytes().len()
+            + self.time_index.len()
+            + self.time_offsets.as_ref().map_or(0, |t| t.len())
+            + self.term_infos.len()
     }
 
     pub fn term_dictionary(&self) -> &fst::Map<Vec<u8>> {
@@ -367,7 +384,7 @@ impl BlockReader {
         TermInfos {
             block: self,
             cursor: TermInfoCursor::new(
-                self.section(self.manifest.term_infos),
+                &self.term_infos,
                 self.format_version(),
                 self.manifest.term_count,
             ),
@@ -501,7 +518,7 @@ impl BlockReader {
 
     /// The sparse time index: `_time` of docs 0, N, 2N, ... (N = `TIME_INDEX_INTERVAL`).
     pub fn sparse_time(&self, index: usize) -> Option<i64> {
-        let bytes = self.section(self.manifest.time_index);
+        let bytes = &self.time_index;
         let start = index.checked_mul(8)?;
         let raw = bytes.get(start..start.checked_add(8)?)?;
         // unwrap: the slice is 8 bytes long.
@@ -563,10 +580,9 @@ impl BlockReader {
     /// of coming one after another: a tail's 100 hit times took 25 µs when every miss waited
     /// for the one before, after other queries had flushed the caches (BENCHMARKS.md).
     pub fn prefetch_times(&self, docs: &[u32]) {
-        let (Some(offsets), index) = (self.manifest.time_offsets, self.manifest.time_index) else {
+        let (Some(offsets), index) = (self.time_offsets.as_deref(), &self.time_index) else {
             return;
         };
-        let (offsets, index) = (self.section(offsets), self.section(index));
         let (Some(&first), Some(&last)) = (docs.iter().min(), docs.iter().max()) else {
             return;
         };
@@ -599,7 +615,7 @@ impl BlockReader {
 
     /// Group `group`'s time offsets entry: where its packed bytes start, and how to read them.
     fn time_group_entry(&self, group: usize) -> Option<(usize, TimeGroupEntry)> {
-        let bytes = self.section(self.manifest.time_offsets?);
+        let bytes = self.time_offsets.as_deref()?;
         let entry = bytes.get(group * TIME_GROUP_ENTRY_LEN..(group + 1) * TIME_GROUP_ENTRY_LEN)?;
         // unwraps: the entry is 16 bytes long.
         let offset = u32::from_le_bytes(entry[0..4].try_into().unwrap()) as usize;
@@ -619,7 +635,7 @@ impl BlockReader {
         if entry.bits > 32 {
             return None;
         }
-        let bytes = self.section(self.manifest.time_offsets?);
+        let bytes = self.time_offsets.as_deref()?;
         let packed = bytes.get(offset..offset.checked_add(16 * entry.bits as usize)?)?;
         Some((entry, packed))
     }

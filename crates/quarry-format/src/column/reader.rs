@@ -99,17 +99,31 @@ impl<'a> ColumnReader<'a> {
         if count == 0 || doc >= self.doc_count {
             return Ok(None);
         }
-        // Binary search for the last chunk whose first_doc <= doc.
+        // Binary search for the last chunk whose first_doc <= doc, reading only that field of
+        // each entry: decoding whole entries made this a quarter of fetching a tail's events
+        // (callgrind, issue 26's A/B in BENCHMARKS.md).
         let (mut lo, mut hi) = (0usize, count);
         while hi - lo > 1 {
             let mid = (lo + hi) / 2;
-            if self.chunk_meta(mid)?.first_doc <= doc {
+            if self.first_doc(mid)? <= doc {
                 lo = mid;
             } else {
                 hi = mid;
             }
         }
-        Ok((self.chunk_meta(lo)?.first_doc <= doc).then_some(lo))
+        Ok((self.first_doc(lo)? <= doc).then_some(lo))
+    }
+
+    /// The first doc of chunk `index` (the first field of its directory entry).
+    #[inline]
+    fn first_doc(&self, index: usize) -> DecodeResult<u32> {
+        let start = index * CHUNK_META_LEN;
+        let bytes: [u8; 4] = self
+            .directory
+            .get(start..start + 4)
+            .and_then(|b| b.try_into().ok())
+            .ok_or(DecodeError::new("chunk index out of range"))?;
+        Ok(u32::from_le_bytes(bytes))
     }
 
     /// The doc after the last doc chunk `index` covers.

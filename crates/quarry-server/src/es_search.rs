@@ -13,7 +13,7 @@
 //! months and years, several `date_histogram`s in one request: each is refused by name.
 
 use crate::ingest::es_error;
-use crate::{blocking, event_json, ApiError, AppState};
+use crate::{event_json, ApiError, AppState};
 use axum::body::Bytes;
 use axum::extract::{Path as UrlPath, RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderValue};
@@ -224,16 +224,17 @@ async fn search_one(
     };
     let plan = SearchPlan::new(&object, params)?;
     let run = plan.clone();
-    let (response, aggregations) = blocking(move || {
-        // One snapshot for the main search and every bucket's: their counts agree.
-        let searcher = live.published_snapshot();
-        let response = searcher
-            .execute(&run.request)
-            .map_err(ApiError::from_query)?;
-        let aggregations = run.aggs.evaluate(&searcher, &run.request, &response)?;
-        Ok::<_, ApiError>((response, aggregations))
-    })
-    .await?;
+    let (response, aggregations) = state
+        .search(move || {
+            // One snapshot for the main search and every bucket's: their counts agree.
+            let searcher = live.published_snapshot();
+            let response = searcher
+                .execute(&run.request)
+                .map_err(ApiError::from_query)?;
+            let aggregations = run.aggs.evaluate(&searcher, &run.request, &response)?;
+            Ok::<_, ApiError>((response, aggregations))
+        })
+        .await?;
     Ok(plan.answer(index, &response, aggregations, started))
 }
 

@@ -10,7 +10,7 @@
 //! stream began ends the stream without its final chunk, so the client sees an error, never a
 //! silently shorter export.
 
-use crate::{blocking, event_json, search_request, ApiError, AppState};
+use crate::{event_json, search_request, ApiError, AppState};
 use axum::body::{Body, Bytes};
 use axum::extract::{Path as UrlPath, RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderValue};
@@ -57,11 +57,14 @@ pub(crate) async fn export(
     let snapshot = live.published_snapshot();
     let first = {
         let (snapshot, request) = (snapshot.clone(), request.clone());
-        blocking(move || snapshot.execute(&request).map_err(ApiError::from_query)).await?
+        state
+            .search(move || snapshot.execute(&request).map_err(ApiError::from_query))
+            .await?
     };
     let partial: Vec<String> = damaged_blocks(&first);
     let (sender, receiver) = mpsc::channel::<Result<Bytes, std::io::Error>>(2);
     let known_damaged = partial.len();
+    let state = state.clone();
     tokio::spawn(async move {
         let mut page = first;
         loop {
@@ -72,7 +75,8 @@ pub(crate) async fn export(
             }
             let Some(next) = next else { return };
             let snapshot = snapshot.clone();
-            let answer = blocking(move || snapshot.execute(&next).map_err(ApiError::from_query));
+            let answer =
+                state.search(move || snapshot.execute(&next).map_err(ApiError::from_query));
             page = match answer.await {
                 Ok(page) if damaged_blocks(&page).len() > known_damaged => {
                     let blocks = damaged_blocks(&page).join(", ");

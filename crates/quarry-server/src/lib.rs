@@ -86,6 +86,9 @@ pub struct ServerConfig {
     pub max_connections: Option<usize>,
     /// Without an admin token, the `Host` names served besides loopback ones (guard.rs).
     pub allowed_hosts: Vec<String>,
+    /// Searches run at once (each holds at most `MAX_SEARCH_LIMIT` events and its aggregation
+    /// states); more wait up to `SEARCH_QUEUE_WAIT`, then answer 429. `None`: 4 per core.
+    pub max_searches: Option<usize>,
 }
 
 impl ServerConfig {
@@ -107,6 +110,7 @@ impl ServerConfig {
             keep_alive_timeout: listener::ConnectionLimits::DEFAULT_KEEP_ALIVE_TIMEOUT,
             max_connections: None,
             allowed_hosts: Vec::new(),
+            max_searches: None,
         }
     }
 }
@@ -191,6 +195,12 @@ pub async fn serve(
         metrics: metrics::Metrics::new(),
         inflight: tokio::sync::Semaphore::new(inflight_kib as usize),
         inflight_kib,
+        searches: SearchTurns::new(
+            config
+                .max_searches
+                .unwrap_or_else(|| 4 * std::thread::available_parallelism().map_or(1, |n| n.get())),
+            SEARCH_QUEUE_WAIT,
+        ),
     });
     let socket = tokio::net::TcpListener::bind(config.listen)
         .await
@@ -347,6 +357,98 @@ pub(crate) struct AppState {
     inflight: tokio::sync::Semaphore,
     /// The whole of `inflight`.
     inflight_kib: u32,
+    /// Searches that may run at once (`ServerConfig::max_searches`).
+    searches: SearchTurns,
+}
+
+/// How long a search waits for a turn before it answers 429: a burst is queued, a flood that
+/// would hold every search's results in memory at once is refused.
+pub const SEARCH_QUEUE_WAIT: Duration = Duration::from_secs(5);
+
+impl AppState {
+    /// Runs a search's work once one of the `max_searches` turns is free (a 429 after
+    /// `SEARCH_QUEUE_WAIT`), so the memory of searches under way is bounded by configuration:
+    /// turns times what one search holds (at most `MAX_SEARCH_LIMIT` events).
+    pub(crate) async fn search<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+    ) -> Result<T, ApiError> {
+        self.searches.run(work).await
+    }
+}
+
+/// Turns for searches: at most `semaphore`'s count run at once; one that waits longer than
+/// `wait` for a turn answers 429.
+struct SearchTurns {
+    semaphore: tokio::sync::Semaphore,
+    wait: Duration,
+}
+
+impl SearchTurns {
+    fn new(turns: usize, wait: Duration) -> SearchTurns {
+        SearchTurns {
+            semaphore: tokio::sync::Semaphore::new(turns),
+            wait,
+        }
+    }
+
+    async fn run<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let wait = self.wait;
+        let _turn = match tokio::time::timeout(wait, self.semaphore.acquire()).await {
+            Ok(Ok(turn)) => turn,
+            _ => {
+                return Err(ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    format!(
+                    "every search turn (--max-searches) stayed taken for {wait:?}: retry shortly"
+                ),
+                ))
+            }
+        };
+        blocking(work).await
+    }
+}
+
+#[cfg(test)]
+mod search_turn_tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn searches_beyond_the_turns_wait_then_are_refused() {
+        let turns = Arc::new(SearchTurns::new(1, Duration::from_millis(200)));
+        let (started, release) = (
+            Arc::new(tokio::sync::Notify::new()),
+            Arc::new(std::sync::Barrier::new(2)),
+        );
+        let holder = {
+            let (turns, started, release) = (turns.clone(), started.clone(), release.clone());
+            tokio::spawn(async move {
+                turns
+                    .run(move || {
+                        started.notify_one();
+                        release.wait();
+                        Ok(1)
+                    })
+                    .await
+            })
+        };
+        started.notified().await;
+        // The one turn is taken: a second search waits, then gets 429 with the reason.
+        let refused = turns.run(|| Ok(2)).await.expect_err("refused");
+        assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS);
+        assert!(
+            refused.message.contains("--max-searches"),
+            "{}",
+            refused.message
+        );
+        release.wait();
+        assert_eq!(holder.await.unwrap().unwrap(), 1);
+        // Free again: the next one runs.
+        assert_eq!(turns.run(|| Ok(3)).await.unwrap(), 3);
+    }
 }
 
 /// An error answer: a status and `{"error": ..., "position": ...}`.
@@ -490,7 +592,7 @@ async fn search_get(
             .into_owned()
             .collect();
     let request = search_request(&params)?;
-    run_search(live, request).await
+    run_search(&state, live, request).await
 }
 
 /// `POST`: the same parameters as a JSON object (`aggs` a list) or as a form body.
@@ -528,19 +630,21 @@ async fn search_post(
         params
     };
     let request = search_request(&params)?;
-    run_search(live, request).await
+    run_search(&state, live, request).await
 }
 
 async fn run_search(
+    state: &AppState,
     live: Arc<LiveIndex>,
     request: SearchRequest,
 ) -> Result<Json<JsonValue>, ApiError> {
     let started = Instant::now();
-    let response = blocking(move || {
-        let searcher = live.published_snapshot();
-        searcher.execute(&request).map_err(ApiError::from_query)
-    })
-    .await?;
+    let response = state
+        .search(move || {
+            let searcher = live.published_snapshot();
+            searcher.execute(&request).map_err(ApiError::from_query)
+        })
+        .await?;
     let mut body = response_json(&response);
     body["took_ms"] = (started.elapsed().as_secs_f64() * 1000.0).into();
     Ok(Json(body))

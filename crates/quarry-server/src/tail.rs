@@ -16,7 +16,7 @@
 //! blocks sealed meanwhile pass `TAIL_BACKLOG_BLOCKS` (live.rs) it is dropped; memory does not
 //! grow with a slow reader.
 
-use crate::{blocking, ApiError, AppState};
+use crate::{ApiError, AppState};
 use axum::extract::{Path as UrlPath, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -101,7 +101,9 @@ pub(crate) async fn tail(
             ..SearchRequest::default()
         },
     };
-    let first = blocking(move || snapshot.execute(&request).map_err(ApiError::from_query)).await?;
+    let first = state
+        .search(move || snapshot.execute(&request).map_err(ApiError::from_query))
+        .await?;
     let mut history_hits: Vec<&HitEvent> = first.hits.iter().collect();
     match after {
         None => history_hits.reverse(),

@@ -88,6 +88,11 @@ pub struct ServeArgs {
     /// most 1024, is kept for block files and the WAL]
     #[arg(long, env = "QUARRY_MAX_CONNECTIONS", value_name = "N")]
     max_connections: Option<usize>,
+    /// Searches run at once (each holds at most 10,000 hits); more wait up to 5 s for a turn,
+    /// then answer 429, so searches' memory is bounded by this times one search's
+    /// [default: 4 per core]
+    #[arg(long, env = "QUARRY_MAX_SEARCHES", value_name = "N")]
+    max_searches: Option<usize>,
     /// Without an admin token, requests are served only if their Host is a loopback name or
     /// address (localhost, 127.0.0.1, [::1]), so that a web page cannot reach the server
     /// through DNS rebinding; this serves another name too, on any port (repeatable; the
@@ -121,6 +126,7 @@ struct ConfigFile {
     keep_alive_timeout: Option<f64>,
     max_connections: Option<usize>,
     allowed_hosts: Option<Vec<String>>,
+    max_searches: Option<usize>,
 }
 
 /// A positive number of seconds, `what` naming it in the error.
@@ -220,6 +226,10 @@ fn settings(args: ServeArgs) -> Result<ServerConfig> {
     if let Some(count) = args.max_connections.or(file.max_connections) {
         anyhow::ensure!(count > 0, "max connections must be at least 1");
         config.max_connections = Some(count);
+    }
+    if let Some(count) = args.max_searches.or(file.max_searches) {
+        anyhow::ensure!(count > 0, "max searches must be at least 1");
+        config.max_searches = Some(count);
     }
     config.allowed_hosts = if args.allowed_hosts.is_empty() {
         file.allowed_hosts.unwrap_or_default()

@@ -30,6 +30,8 @@ pub(crate) struct Tenant {
     bucket: Mutex<Option<TokenBucket>>,
     /// Keys of acknowledged ingests (`Idempotency-Key`).
     pub(crate) idempotency: Arc<crate::idempotency::IdempotencyKeys>,
+    /// `_id`s bulk `create` actions under way are creating.
+    pub(crate) created_ids: Arc<crate::idempotency::CreatedIds>,
 }
 
 impl Tenant {
@@ -73,6 +75,7 @@ impl Tenant {
             threads: Mutex::new(threads),
             bucket: Mutex::new(bucket),
             idempotency: Default::default(),
+            created_ids: Default::default(),
         })
     }
 

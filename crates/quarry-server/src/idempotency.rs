@@ -165,3 +165,96 @@ mod tests {
         assert!(inner.keys.is_empty());
     }
 }
+
+/// Bulk `create` actions with an `_id` (issue 26): Elasticsearch stores such a document once
+/// and answers a second `create` of the `_id` with 409, which shippers (Logstash, Beats, the
+/// clients' `helpers.bulk` with `_op_type: create`) take as "already there": their retries
+/// are then idempotent. Here an `_id` is taken if an event of the tenant has it (found with
+/// one search per request over the snapshot) or a request under way is creating it (`claim`).
+#[derive(Default)]
+pub(crate) struct CreatedIds {
+    under_way: Mutex<std::collections::HashSet<String>>,
+}
+
+impl CreatedIds {
+    /// Claims the ids no request under way is creating; returns the claim (released when
+    /// dropped: the request is answered, its events visible) and the ids refused.
+    pub(crate) fn claim(self: &Arc<Self>, ids: &[&str]) -> (IdClaim, Vec<String>) {
+        let mut under_way = self.under_way.lock().unwrap_or_else(|p| p.into_inner());
+        let (mut claimed, mut refused) = (Vec::new(), Vec::new());
+        for &id in ids {
+            if under_way.insert(id.to_owned()) {
+                claimed.push(id.to_owned());
+            } else {
+                refused.push(id.to_owned());
+            }
+        }
+        (
+            IdClaim {
+                ids: self.clone(),
+                claimed,
+            },
+            refused,
+        )
+    }
+}
+
+/// Ids a bulk request is creating; released when it is dropped.
+pub(crate) struct IdClaim {
+    ids: Arc<CreatedIds>,
+    claimed: Vec<String>,
+}
+
+impl IdClaim {
+    pub(crate) fn ids(&self) -> Vec<&str> {
+        self.claimed.iter().map(String::as_str).collect()
+    }
+}
+
+impl Drop for IdClaim {
+    fn drop(&mut self) {
+        let mut under_way = self.ids.under_way.lock().unwrap_or_else(|p| p.into_inner());
+        for id in &self.claimed {
+            under_way.remove(id);
+        }
+    }
+}
+
+/// Which of `ids` an event of `searcher` has as its `_id` (exact values; in chunks of the
+/// search limit).
+pub(crate) fn existing_ids(
+    searcher: &quarry_query::Searcher,
+    ids: &[&str],
+) -> Result<std::collections::HashSet<String>, quarry_query::QueryError> {
+    use quarry_query::parser::{Ast, Occur};
+    let mut found = std::collections::HashSet::new();
+    for chunk in ids.chunks(1_000) {
+        let ast = Ast::Bool(
+            chunk
+                .iter()
+                .map(|id| {
+                    let exact = Ast::Exact {
+                        field: "_id".to_owned(),
+                        value: (*id).to_owned(),
+                    };
+                    (Occur::Should, exact)
+                })
+                .collect(),
+        );
+        let request = quarry_query::SearchRequest {
+            ast: Some(ast),
+            sort: quarry_query::SortOrder::TimeDesc,
+            // An id stored twice before this check existed still fits: each is named once.
+            limit: crate::MAX_SEARCH_LIMIT,
+            ..Default::default()
+        };
+        for hit in searcher.execute(&request)?.hits {
+            for (name, value) in &hit.event {
+                if let (true, quarry_format::Value::Str(id)) = (name == "_id", value) {
+                    found.insert(id.to_string());
+                }
+            }
+        }
+    }
+    Ok(found)
+}

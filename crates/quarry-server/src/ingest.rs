@@ -283,7 +283,10 @@ fn text_batch(
 }
 
 /// A tenant and the documents of a bulk request it receives: (item index, document).
-type TenantDocs<'a> = (Arc<Tenant>, Vec<(usize, Cow<'a, [u8]>)>);
+type TenantDocs<'a> = (Arc<Tenant>, Vec<BulkDoc<'a>>);
+
+/// A bulk document: its item's index in the request, and its line (`_id` spliced in).
+type BulkDoc<'a> = (usize, Cow<'a, [u8]>);
 
 /// Why a bulk item failed: (status, Elasticsearch's error type, reason).
 type ItemError = (u16, &'static str, String);
@@ -317,7 +320,18 @@ pub(crate) async fn bulk(
     let default_index = crate::es_search::index_or_default(path_index);
     // A request without any key is refused whole; a key is checked against each item's tenant.
     let answer = match state.require_some_key(&headers) {
-        Ok(()) => bulk_inner(state, default_index, query, headers, body, started).await,
+        // In a task of its own, as an ingest: a request whose client left still finishes, so
+        // the `_id`s it claimed are released only once its events are visible.
+        Ok(()) => tokio::spawn(bulk_inner(
+            state,
+            default_index,
+            query,
+            headers,
+            body,
+            started,
+        ))
+        .await
+        .unwrap_or_else(|error| Err(ApiError::internal(error))),
         Err(error) => Err(error),
     };
     crate::es_search::es_response(answer)
@@ -375,7 +389,7 @@ async fn bulk_inner(
     let limit = state.max_body_bytes;
     let now = now_nanos();
     let work_state = state.clone();
-    let (mut items, batch_errors, waits, counts) = blocking(move || {
+    let (mut items, batch_errors, waits, counts, _claims) = blocking(move || {
         let body = decode_body(&headers, body, limit)?;
         let (items, docs) = parse_bulk(&body, &default_index)?;
         // One tenant per batch: group the documents by the tenant they name.
@@ -418,7 +432,10 @@ async fn bulk_inner(
         let mut errors = Vec::new();
         let mut waits = Vec::new();
         let mut counts = Vec::new();
+        let mut claims = Vec::new();
         for (tenant, docs) in by_tenant {
+            let (docs, claim) = created_once(&tenant, docs, &mut items)?;
+            claims.push(claim);
             let bytes = docs.iter().map(|(_, doc)| doc.len()).sum();
             if let Err(refused) = tenant.admit(docs.len(), bytes) {
                 work_state.count_refused(&tenant, &refused);
@@ -448,7 +465,7 @@ async fn bulk_inner(
             waits.push((live, done));
             counts.push((tenant, events, bytes, failed));
         }
-        Ok((items, errors, waits, counts))
+        Ok((items, errors, waits, counts, claims))
     })
     .await?;
     for done in waits {
@@ -467,6 +484,55 @@ async fn bulk_inner(
         started.elapsed().as_millis() as u64,
         now,
     ))
+}
+
+/// A tenant's documents without the `create`s whose `_id` is taken (stored already, under way
+/// in another request, or earlier in this one): those items answer 409 as in Elasticsearch.
+/// The claim on the others is held until the request is answered.
+fn created_once<'a>(
+    tenant: &Arc<Tenant>,
+    docs: Vec<BulkDoc<'a>>,
+    items: &mut [BulkItem],
+) -> Result<(Vec<BulkDoc<'a>>, crate::idempotency::IdClaim), ApiError> {
+    let mut ids: Vec<String> = docs
+        .iter()
+        .filter_map(|(i, _)| created_id(&items[*i]).map(str::to_owned))
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let (claim, under_way) = tenant.created_ids.claim(&ids);
+    let stored = if claim.ids().is_empty() {
+        Default::default()
+    } else {
+        let snapshot = tenant.live.published_snapshot();
+        crate::idempotency::existing_ids(&snapshot, &claim.ids()).map_err(ApiError::from_query)?
+    };
+    let mut taken: std::collections::HashSet<String> = under_way.into_iter().collect();
+    taken.extend(stored);
+    let mut kept = Vec::with_capacity(docs.len());
+    for (item_index, doc) in docs {
+        let item = &mut items[item_index];
+        if let Some(id) = created_id(item).map(str::to_owned) {
+            if !taken.insert(id.clone()) {
+                item.error = Some((
+                    409,
+                    "version_conflict_engine_exception",
+                    format!(
+                        "[{id}]: version conflict, document already exists (current version [1])"
+                    ),
+                ));
+                continue;
+            }
+        }
+        kept.push((item_index, doc));
+    }
+    Ok((kept, claim))
+}
+
+/// The `_id` of a `create` action that names one.
+fn created_id(item: &BulkItem) -> Option<&str> {
+    (item.action == "create").then_some(item.id.as_deref())?
 }
 
 /// The bulk answer in Elasticsearch's shape, written directly (a JSON value per item cost

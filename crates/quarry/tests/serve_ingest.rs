@@ -344,3 +344,80 @@ fn acknowledged_events_survive_sigkill_torn_tails_and_restarts_exactly_once() {
         "{wal_bytes}"
     );
 }
+
+/// Issue 26: bulk `create` with an `_id` stores the document once, as Elasticsearch does: a
+/// second `create` of the `_id` (in the same request, a retry, or a request racing it)
+/// answers 409 `version_conflict_engine_exception` for that item and stores nothing.
+#[test]
+fn bulk_create_with_an_id_stores_the_document_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("d"));
+    let bulk = |body: &str| {
+        let answer = server.send(
+            "POST",
+            "/_bulk",
+            &[("Content-Type", "application/x-ndjson")],
+            body.as_bytes(),
+        );
+        assert_eq!(answer.status, 200);
+        answer.json()["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|item| {
+                let (action, body) = item.as_object().unwrap().iter().next().unwrap();
+                (action.clone(), body["status"].as_u64().unwrap())
+            })
+            .collect::<Vec<_>>()
+    };
+    let first = bulk(concat!(
+        "{\"create\":{\"_id\":\"a\"}}\n{\"message\":\"created once\"}\n",
+        "{\"create\":{\"_id\":\"b\"}}\n{\"message\":\"created once\"}\n",
+        "{\"index\":{}}\n{\"message\":\"created once\"}\n",
+        "{\"create\":{\"_id\":\"a\"}}\n{\"message\":\"created once\"}\n",
+    ));
+    let statuses: Vec<u64> = first.iter().map(|(_, s)| *s).collect();
+    assert_eq!(statuses, [201, 201, 201, 409], "{first:?}");
+    // The retry of a request whose answer was lost: what was stored is 409, the rest 201.
+    let retry = bulk(concat!(
+        "{\"create\":{\"_id\":\"a\"}}\n{\"message\":\"created once\"}\n",
+        "{\"create\":{\"_id\":\"b\"}}\n{\"message\":\"created once\"}\n",
+        "{\"create\":{\"_id\":\"c\"}}\n{\"message\":\"created once\"}\n",
+    ));
+    let statuses: Vec<u64> = retry.iter().map(|(_, s)| *s).collect();
+    assert_eq!(statuses, [409, 409, 201]);
+    // Requests racing with the same ids: each id stored by exactly one of them.
+    let racers: Vec<_> = (0..4)
+        .map(|_| {
+            let addr = server.addr.clone();
+            std::thread::spawn(move || {
+                let body: String = (0..50)
+                    .map(|i| format!("{{\"create\":{{\"_id\":\"race-{i}\"}}}}\n{{\"message\":\"created once\"}}\n"))
+                    .collect();
+                common::send_to(&addr, "POST", "/_bulk", &[], body.as_bytes())
+                    .unwrap()
+                    .status
+            })
+        })
+        .collect();
+    for racer in racers {
+        assert_eq!(racer.join().unwrap(), 200);
+    }
+    let encode = |query: &str| -> String {
+        query
+            .bytes()
+            .map(|b| match b {
+                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' => (b as char).to_string(),
+                other => format!("%{other:02X}"),
+            })
+            .collect()
+    };
+    assert_eq!(count(&server, &encode("message:\"created once\"")), 4 + 50);
+    for id in ["a", "b", "c", "race-0", "race-49"] {
+        assert_eq!(
+            count(&server, &encode(&format!("_id:=\"{id}\""))),
+            1,
+            "{id}"
+        );
+    }
+}

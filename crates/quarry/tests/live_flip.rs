@@ -9,7 +9,7 @@
 mod common;
 
 use common::{quarry, Server};
-use quarry_format::BlockReader;
+use quarry_format::{BlockReader, TermKind};
 use serde_json::Value;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -63,6 +63,38 @@ fn blocks(data: &Path) -> Vec<(PathBuf, Vec<Section>)> {
             (path, sections)
         })
         .collect()
+}
+
+/// Offsets in `path` of postings and positions bytes that `REQUESTS` read: those of
+/// `message:error`, `message:received` and `message:block` (the phrase), `service:nginx`.
+fn read_by_requests(path: &Path) -> Vec<(String, u64)> {
+    let reader = BlockReader::open(path).unwrap();
+    let manifest = reader.manifest();
+    let mut out = Vec::new();
+    for (field, term) in [
+        ("message", "error"),
+        ("message", "received"),
+        ("message", "block"),
+        ("service", "nginx"),
+    ] {
+        let Some(ordinal) = reader.field_ordinal(field) else {
+            continue;
+        };
+        let Ok(Some(info)) = reader.term_info(ordinal, TermKind::Token, term.as_bytes()) else {
+            continue;
+        };
+        for k in [0, 1, 2] {
+            if u64::from(info.postings_len) > 0 {
+                let at = info.postings_offset + u64::from(info.postings_len) * k / 3;
+                out.push(("postings".to_owned(), manifest.postings.offset + at));
+            }
+            if info.positions_len > 0 && field == "message" {
+                let at = info.positions_offset + info.positions_len * k / 3;
+                out.push(("positions".to_owned(), manifest.positions.offset + at));
+            }
+        }
+    }
+    out
 }
 
 fn damaged_blocks(server: &Server) -> (u64, f64) {
@@ -144,6 +176,16 @@ fn bytes_flipped_under_a_running_server_never_change_an_answer() {
                     offset + (i * len + len / 3) / count % len,
                 ));
             }
+        }
+        // Flips spread over a section mostly land in bytes no request reads (and change
+        // nothing, rightly); a few more land in the postings and positions the requests do
+        // read, so that the checks of those reads are exercised every run.
+        for (block, (path, _)) in blocks.iter().enumerate() {
+            targets.extend(
+                read_by_requests(path)
+                    .into_iter()
+                    .map(|(n, o)| (block, n, o)),
+            );
         }
         targets
     };

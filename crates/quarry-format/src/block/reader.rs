@@ -915,15 +915,12 @@ impl Resident {
             Err(at) => {
                 let copy: Box<[u8]> =
                     file[section.offset as usize..(section.offset + section.len) as usize].into();
-                let got = crc32fast::hash(&copy);
-                if got != section.crc {
-                    return Err(FormatError::ChecksumMismatch {
-                        path: path.to_path_buf(),
-                        part: name.to_owned(),
-                        expected: section.crc,
-                        got,
-                    });
-                }
+                // The copy is what readers will read: it is what must match.
+                let whole = SectionRef {
+                    offset: 0,
+                    ..section
+                };
+                check_crc(path, &copy, name, whole)?;
                 self.bytes += copy.len();
                 self.sections.insert(at, (key, copy));
                 at
@@ -933,22 +930,19 @@ impl Resident {
     }
 
     fn get(&self, section: SectionRef) -> Option<&[u8]> {
+        Some(&self.sections[self.position(section)?].1)
+    }
+
+    fn position(&self, section: SectionRef) -> Option<usize> {
         let key = (section.offset, section.len);
-        let at = self
-            .sections
+        self.sections
             .binary_search_by_key(&key, |(key, _)| *key)
-            .ok()?;
-        Some(&self.sections[at].1)
+            .ok()
     }
 
     /// Removes a copy and returns it (the FST, which owns its bytes).
     fn take(&mut self, section: SectionRef) -> Option<Box<[u8]>> {
-        let key = (section.offset, section.len);
-        let at = self
-            .sections
-            .binary_search_by_key(&key, |(key, _)| *key)
-            .ok()?;
-        let (_, bytes) = self.sections.remove(at);
+        let (_, bytes) = self.sections.remove(self.position(section)?);
         self.bytes -= bytes.len();
         Some(bytes)
     }

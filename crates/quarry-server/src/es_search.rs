@@ -32,8 +32,8 @@ use std::ops::Bound;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Elasticsearch's `index.max_result_window`.
-const MAX_RESULT_WINDOW: usize = 10_000;
+/// Elasticsearch's `index.max_result_window`: the native API's bound too.
+const MAX_RESULT_WINDOW: usize = crate::MAX_SEARCH_LIMIT;
 
 pub(crate) async fn search(
     State(state): State<Arc<AppState>>,

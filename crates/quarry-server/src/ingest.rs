@@ -502,11 +502,12 @@ fn created_once<'a>(
     ids.dedup();
     let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
     let (claim, under_way) = tenant.created_ids.claim(&ids);
-    let stored = if claim.ids().is_empty() {
+    let claimed = claim.ids();
+    let stored = if claimed.is_empty() {
         Default::default()
     } else {
         let snapshot = tenant.live.published_snapshot();
-        crate::idempotency::existing_ids(&snapshot, &claim.ids()).map_err(ApiError::from_query)?
+        crate::idempotency::existing_ids(&snapshot, &claimed).map_err(ApiError::from_query)?
     };
     let mut taken: std::collections::HashSet<String> = under_way.into_iter().collect();
     taken.extend(stored);

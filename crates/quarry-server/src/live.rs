@@ -437,16 +437,11 @@ impl LiveIndex {
                 wake: Condvar::new(),
             },
         };
-        for record in replay.records {
-            if record.seq <= committed {
-                continue;
-            }
-            let events = Batch::from_payload(record.seq, &record.payload)?;
-            recovery.records += 1;
-            recovery.events += events.len();
+        let replayed = {
             let mut active = lock(&live.actives[0]);
-            live.add_events(&mut active, &events)?;
-        }
+            live.replay(&mut active, replay.records, committed)?
+        };
+        (recovery.records, recovery.events) = replayed;
         // Replayed events were acknowledged once: searchable before the first search.
         live.seal_round()?;
         Ok((live, recovery))
@@ -861,6 +856,24 @@ impl LiveIndex {
         Ok(())
     }
 
+    /// Adds the events of the WAL records past `committed` (those not in committed blocks) to
+    /// `active`; returns how many records and events.
+    fn replay(
+        &self,
+        active: &mut Active,
+        records: Vec<quarry_store::WalRecord>,
+        committed: u64,
+    ) -> Result<(usize, usize)> {
+        let (mut replayed, mut events) = (0, 0);
+        for record in records.into_iter().filter(|r| r.seq > committed) {
+            let batch = Batch::from_payload(record.seq, &record.payload)?;
+            replayed += 1;
+            events += batch.len();
+            self.add_events(active, &batch)?;
+        }
+        Ok((replayed, events))
+    }
+
     /// After the WAL failed (a full disk): once it can write again, drops the records it did
     /// not make durable and rebuilds memory from the records on disk, so that events of
     /// requests answered with an error are not stored (a client's retry would store them
@@ -891,15 +904,8 @@ impl LiveIndex {
             state.unflushed_since = None;
             state.snapshot = None;
         }
-        let mut replayed = 0;
-        for record in records {
-            if record.seq <= committed || record.seq > durable {
-                continue;
-            }
-            let events = Batch::from_payload(record.seq, &record.payload)?;
-            replayed += events.len();
-            self.add_events(&mut actives[0], &events)?;
-        }
+        // `Wal::recover` cut off every record past `durable`.
+        let (_, replayed) = self.replay(&mut actives[0], records, committed)?;
         *last_seq = durable;
         drop(last_seq);
         drop(actives);

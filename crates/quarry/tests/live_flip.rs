@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{quarry, Server};
+use common::Server;
 use quarry_format::{BlockReader, TermKind};
 use serde_json::Value;
 use std::os::unix::fs::FileExt;
@@ -116,32 +116,8 @@ fn bytes_flipped_under_a_running_server_never_change_an_answer() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(240);
     let dir = tempfile::tempdir().unwrap();
-    let (events, data) = (dir.path().join("events.json"), dir.path().join("data"));
-    let out = quarry(&[
-        "gen-logs",
-        "--events",
-        "30000",
-        "--start",
-        "2026-01-01T00:00:00Z",
-        "-o",
-        events.to_str().unwrap(),
-    ]);
-    assert!(out.status.success());
     // Two blocks, so a damaged one costs only itself.
-    let out = quarry(&[
-        "index",
-        "--data",
-        data.to_str().unwrap(),
-        "--threads",
-        "2",
-        "--no-merge",
-        events.to_str().unwrap(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let data = common::indexed_logs(dir.path(), 30_000, &["--threads", "2", "--no-merge"]);
     let blocks = blocks(&data);
     assert!(!blocks.is_empty());
 

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{quarry, Server};
+use common::Server;
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
@@ -36,29 +36,7 @@ fn sortable_time(time: &str) -> String {
 #[test]
 fn limits_are_bounded_and_exports_stream_in_constant_memory() {
     let dir = tempfile::tempdir().unwrap();
-    let (events, data) = (dir.path().join("events.json"), dir.path().join("data"));
-    let count = EVENTS.to_string();
-    let out = quarry(&[
-        "gen-logs",
-        "--events",
-        &count,
-        "--start",
-        "2026-01-01T00:00:00Z",
-        "-o",
-        events.to_str().unwrap(),
-    ]);
-    assert!(out.status.success());
-    let out = quarry(&[
-        "index",
-        "--data",
-        data.to_str().unwrap(),
-        events.to_str().unwrap(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let data = common::indexed_logs(dir.path(), EVENTS, &[]);
     // Events ingested meanwhile are held to the memory limit, so what the export costs shows.
     let server = Server::start_with(&data, &["--memory-limit", "32MB"]);
 

@@ -91,6 +91,18 @@ pub struct PageMismatch {
 impl PageMismatch {
     /// What a decoder reports when a page it was about to read is not what was written.
     pub const DECODE_ERROR: DecodeError = DecodeError::new("page checksum mismatch");
+
+    fn check(section: PagedSection, page: u64, expected: u32, got: u32) -> Result<(), Self> {
+        if got == expected {
+            return Ok(());
+        }
+        Err(PageMismatch {
+            section,
+            page,
+            expected,
+            got,
+        })
+    }
 }
 
 /// The page crcs of an open block.
@@ -139,8 +151,10 @@ impl PageChecksums {
 
     /// Checks the crc of every page that `range` (offsets within the section) touches. `file`
     /// is the whole block. The range must lie inside the section (callers bound it first); a
-    /// range outside it checks nothing and is the caller's error.
-    pub fn verify(
+    /// range outside it checks nothing and is the caller's error. (Readers check through a
+    /// `PageGuard`; this is the tests' way in.)
+    #[cfg(test)]
+    fn verify(
         &self,
         file: &[u8],
         which: PagedSection,
@@ -204,15 +218,7 @@ impl Pages {
         let got =
             crc32fast::hash(self.bytes(file, start..(start + self.sub_len).min(self.section.len)));
         let expected = self.sub_crcs[sub as usize].load(Ordering::Relaxed);
-        if got != expected {
-            return Err(PageMismatch {
-                section: which,
-                page,
-                expected,
-                got,
-            });
-        }
-        Ok(())
+        PageMismatch::check(which, page, expected, got)
     }
 
     /// Checks page `page` whole, from a copy, and keeps the crcs of its pieces (of the copy,
@@ -222,16 +228,12 @@ impl Pages {
         let start = page * self.page_len;
         let end = (start + self.page_len).min(self.section.len);
         let copy = self.bytes(file, start..end).to_vec();
-        let got = crc32fast::hash(&copy);
-        let expected = self.crcs[page as usize];
-        if got != expected {
-            return Err(PageMismatch {
-                section: which,
-                page,
-                expected,
-                got,
-            });
-        }
+        PageMismatch::check(
+            which,
+            page,
+            self.crcs[page as usize],
+            crc32fast::hash(&copy),
+        )?;
         let first_sub = start / self.sub_len;
         for (i, piece) in copy.chunks(self.sub_len as usize).enumerate() {
             self.sub_crcs[first_sub as usize + i].store(crc32fast::hash(piece), Ordering::Relaxed);

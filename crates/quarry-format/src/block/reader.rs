@@ -1,5 +1,5 @@
 use super::manifest::{Manifest, SectionRef};
-use super::pages::{PageChecksums, PageMismatch, PagedSection};
+use super::pages::{PageChecksums, PagedSection};
 use super::TIME_FIELD;
 use crate::column::{ChunkCache, ColumnReader, DecodedChunk};
 use crate::docvalues::DocValues;
@@ -156,10 +156,10 @@ impl BlockReader {
                 return Err(corrupt(&name, "section outside file"));
             }
         }
-        // Sections loaded whole are checked now; the FST in particular must not be walked if
-        // corrupt.
-        // Doc values are copied (and checked) here, the others below.
-        let mut eager_copies = Resident::default();
+        // Sections read at random are copied and checked now (doc values and norms in the loop
+        // below, where their shapes are checked too; the others after it); the FST in
+        // particular must not be walked if corrupt.
+        let mut resident = Resident::default();
         let mut eager = vec![
             ("time index".to_owned(), manifest.time_index),
             ("term dictionary".to_owned(), manifest.term_fst),
@@ -177,10 +177,7 @@ impl BlockReader {
                 eager.push((format!("column {} directory", field.name), column.directory));
                 if let Some(section) = column.doc_values {
                     let name = format!("column {}:{} doc values", field.name, column.ty.name());
-                    if section_bytes(bytes, section, manifest_offset).is_none() {
-                        return Err(corrupt(&name, "section outside file"));
-                    }
-                    let values = eager_copies.copy_checked(path, bytes, &name, section)?;
+                    let values = resident.copy_checked(path, bytes, &name, section)?;
                     match DocValues::new(values) {
                         Ok(v) if v.doc_count() == manifest.doc_count => {}
                         Ok(_) => return Err(corrupt(&name, "doc count differs from the block's")),
@@ -190,7 +187,7 @@ impl BlockReader {
             }
             if let Some(text) = &field.text {
                 // In bounds: every section was checked against the file length above.
-                let norms = eager_copies.copy_checked(
+                let norms = resident.copy_checked(
                     path,
                     bytes,
                     &format!("norms of {}", field.name),
@@ -206,7 +203,6 @@ impl BlockReader {
                 }
             }
         }
-        let mut resident = eager_copies;
         for (name, section) in eager {
             resident.copy_checked(path, bytes, &name, section)?;
         }
@@ -468,16 +464,7 @@ impl BlockReader {
             self.mapped(self.manifest.positions),
             guards,
         )
-        .map_err(|e| self.postings_error(e))
-    }
-
-    /// A postings cursor's error, named as a checksum mismatch when it was one.
-    pub fn postings_error(&self, error: DecodeError) -> FormatError {
-        if error == PageMismatch::DECODE_ERROR {
-            self.corrupt("postings or positions page", error)
-        } else {
-            self.corrupt("postings", error)
-        }
+        .map_err(|e| self.corrupt("postings", e))
     }
 
     /// Field-length ids of a tokenized field, one per doc. Packed norms (format version 6)

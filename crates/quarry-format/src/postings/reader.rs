@@ -328,29 +328,13 @@ impl<'a> PostingsCursor<'a> {
     /// Checks the pages of `blocks[start..end]` before their bytes are used.
     #[inline]
     fn check_blocks(&mut self, start: usize, end: usize) -> DecodeResult<()> {
-        match &mut self.postings_guard {
-            Some(guard) => guard
-                .check(
-                    self.blocks_base + start as u64,
-                    self.blocks_base + end as u64,
-                )
-                .map_err(|_| PageMismatch::DECODE_ERROR),
-            None => Ok(()),
-        }
+        check_with(&mut self.postings_guard, self.blocks_base, start, end)
     }
 
     /// Checks the pages of `positions[start..end]` before their bytes are used.
     #[inline]
     fn check_positions(&mut self, start: usize, end: usize) -> DecodeResult<()> {
-        match &mut self.positions_guard {
-            Some(guard) => guard
-                .check(
-                    self.positions_base + start as u64,
-                    self.positions_base + end as u64,
-                )
-                .map_err(|_| PageMismatch::DECODE_ERROR),
-            None => Ok(()),
-        }
+        check_with(&mut self.positions_guard, self.positions_base, start, end)
     }
 
     fn fail(&mut self, error: DecodeError) -> u32 {
@@ -671,6 +655,23 @@ impl<'a> PostingsCursor<'a> {
 /// them are the zero high bits of a u64: a phrase over a common term skips most of that
 /// term's positions (those of docs the rarer terms rule out), and this loop was the largest
 /// part of `"the who"` (perf: 78% of its time decoding positions, before).
+/// Checks bytes `start..end` of a slice that starts `base` bytes into its section, with
+/// `guard` if the cursor has one.
+#[inline]
+fn check_with(
+    guard: &mut Option<PageGuard<'_>>,
+    base: u64,
+    start: usize,
+    end: usize,
+) -> DecodeResult<()> {
+    match guard {
+        Some(guard) => guard
+            .check(base + start as u64, base + end as u64)
+            .map_err(|_| PageMismatch::DECODE_ERROR),
+        None => Ok(()),
+    }
+}
+
 fn skip_varints(bytes: &[u8], start: usize, count: u64) -> DecodeResult<usize> {
     const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
     let mut offset = start;

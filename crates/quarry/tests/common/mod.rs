@@ -14,6 +14,42 @@ pub fn quarry(args: &[&str]) -> Output {
         .expect("run quarry")
 }
 
+/// A data directory `DIR/data` of `events` generated events from 2026-01-01 (the same on every
+/// machine), indexed by `quarry index` with `index_args`.
+pub fn indexed_logs(dir: &Path, events: usize, index_args: &[&str]) -> std::path::PathBuf {
+    let (file, data) = (dir.join("events.json"), dir.join("data"));
+    let count = events.to_string();
+    let start = "2026-01-01T00:00:00Z";
+    let out = quarry(&[
+        "gen-logs",
+        "--events",
+        &count,
+        "--start",
+        start,
+        "-o",
+        path(&file),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut args = vec!["index", "--data", path(&data)];
+    args.extend_from_slice(index_args);
+    args.push(path(&file));
+    let out = quarry(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    data
+}
+
+fn path(path: &Path) -> &str {
+    path.to_str().expect("test paths are UTF-8")
+}
+
 pub struct Server {
     pub child: Child,
     pub addr: String,

@@ -171,6 +171,7 @@ fn quota_error(message: String, retry_after: Option<u64>) -> ApiError {
         message,
         position: None,
         retry_after: Some(retry_after.unwrap_or(1)),
+        es_kind: None,
     }
 }
 
@@ -234,16 +235,43 @@ fn spawn_sealer(live: Arc<LiveIndex>, stop: Arc<AtomicBool>) -> JoinHandle<()> {
         .expect("spawning the sealer thread")
 }
 
-/// The bearer token of a request, if it has one.
-fn bearer(headers: &HeaderMap) -> Option<&str> {
+/// The secret a request presents: its API key or the admin token, in any of the forms
+/// Elasticsearch clients send it:
+/// - `Authorization: Bearer <key>`;
+/// - `Authorization: Basic base64(user:<key>)`: the password is the key, the user name is not
+///   checked (shippers such as rsyslog's omelasticsearch know only a user and a password;
+///   by convention the user is the tenant's name);
+/// - `Authorization: ApiKey <key>` or `ApiKey base64(id:<key>)` (the Python client's
+///   `api_key=(id, key)`): the part after the colon is the key.
+fn presented_secret(headers: &HeaderMap) -> Option<String> {
+    use base64::Engine as _;
     let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = value.split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+    let (scheme, credentials) = value.trim().split_once(' ')?;
+    let credentials = credentials.trim();
+    let decoded = || {
+        base64::engine::general_purpose::STANDARD
+            .decode(credentials)
+            .ok()
+            .and_then(|bytes| String::from_utf8(bytes).ok())
+    };
+    let after_colon = |pair: String| pair.split_once(':').map(|(_, key)| key.to_owned());
+    match scheme.to_ascii_lowercase().as_str() {
+        "bearer" => Some(credentials.to_owned()),
+        "basic" => decoded().and_then(after_colon),
+        "apikey" => Some(
+            decoded()
+                .and_then(after_colon)
+                .unwrap_or_else(|| credentials.to_owned()),
+        ),
+        _ => None,
+    }
 }
 
 /// A hash no key has (compared against when the tenant is unknown or keyless, so that every
 /// refusal costs the same).
 const NO_KEY: [u8; 32] = [0xff; 32];
+
+const NEEDS_KEY: &str = "this server needs an API key: send Authorization: Bearer <key> (or Basic with the key as the password, or ApiKey)";
 
 fn unauthorized(message: &str) -> ApiError {
     ApiError::new(StatusCode::UNAUTHORIZED, message)
@@ -268,12 +296,10 @@ impl AppState {
         let Some(admin) = &self.admin else {
             return found.ok_or_else(|| not_found(tenant));
         };
-        let Some(token) = bearer(headers) else {
-            return Err(unauthorized(
-                "this server needs an API key: send Authorization: Bearer <key>",
-            ));
+        let Some(token) = presented_secret(headers) else {
+            return Err(unauthorized(NEEDS_KEY));
         };
-        let presented = tenants::secret_hash(token);
+        let presented = tenants::secret_hash(&token);
         let is_admin = tenants::hashes_equal(&presented, admin);
         let expected = found.as_ref().and_then(|t| t.key_hash()).unwrap_or(NO_KEY);
         let is_tenant = tenants::hashes_equal(&presented, &expected);
@@ -304,10 +330,8 @@ impl AppState {
 
     /// 401 when the server needs keys and the request has none.
     pub(crate) fn require_some_key(&self, headers: &HeaderMap) -> Result<(), ApiError> {
-        if self.admin.is_some() && bearer(headers).is_none() {
-            return Err(unauthorized(
-                "this server needs an API key: send Authorization: Bearer <key>",
-            ));
+        if self.admin.is_some() && presented_secret(headers).is_none() {
+            return Err(unauthorized(NEEDS_KEY));
         }
         Ok(())
     }
@@ -320,7 +344,9 @@ impl AppState {
                 "tenants need an admin token: start quarry serve with --admin-token (or QUARRY_ADMIN_TOKEN)",
             ));
         };
-        let presented = bearer(headers).map(tenants::secret_hash).unwrap_or(NO_KEY);
+        let presented = presented_secret(headers)
+            .map(|secret| tenants::secret_hash(&secret))
+            .unwrap_or(NO_KEY);
         if tenants::hashes_equal(&presented, admin) {
             Ok(())
         } else {
@@ -379,7 +405,19 @@ pub(crate) async fn create(
         quotas: request.quotas,
         created: quarry_index::event::format_time(quarry_query::time::now_nanos()),
     };
+    let tenant = add_tenant(&state, spec).await?;
+    let mut body = describe(&tenant);
+    body["api_key"] = key.into();
+    Ok((StatusCode::CREATED, Json(body)))
+}
+
+/// Opens a new tenant and adds it to the registry (409 if the name is taken).
+pub(crate) async fn add_tenant(
+    state: &Arc<AppState>,
+    spec: TenantSpec,
+) -> Result<Arc<Tenant>, ApiError> {
     let work = state.clone();
+    let name = spec.name.clone();
     let tenant = blocking(move || {
         let _registry = work.registry.lock().unwrap_or_else(PoisonError::into_inner);
         if work.open_tenant(&spec.name).is_some() {
@@ -406,10 +444,8 @@ pub(crate) async fn create(
         Ok(tenant)
     })
     .await?;
-    tracing::info!(tenant = %request.name, "tenant created");
-    let mut body = describe(&tenant);
-    body["api_key"] = key.into();
-    Ok((StatusCode::CREATED, Json(body)))
+    tracing::info!(tenant = %name, "tenant created");
+    Ok(tenant)
 }
 
 fn retention_of(text: Option<&str>) -> Result<Option<u64>, ApiError> {
@@ -533,8 +569,15 @@ pub(crate) async fn delete(
             "the default tenant holds the data directory's own catalog and cannot be deleted",
         ));
     }
+    remove_tenant(&state, &name).await?;
+    Ok(Json(json!({ "deleted": name })))
+}
+
+/// Closes a tenant, drops what it holds in memory and deletes its files and registry entry
+/// (404 if there is none; the default tenant is the caller's to refuse).
+pub(crate) async fn remove_tenant(state: &Arc<AppState>, name: &str) -> Result<(), ApiError> {
     let work = state.clone();
-    let deleted = name.clone();
+    let deleted = name.to_owned();
     blocking(move || {
         let _registry = work.registry.lock().unwrap_or_else(PoisonError::into_inner);
         let tenant = work
@@ -559,9 +602,9 @@ pub(crate) async fn delete(
         Ok(())
     })
     .await?;
-    state.metrics.remove_tenant(&name);
+    state.metrics.remove_tenant(name);
     tracing::info!(tenant = %name, "tenant deleted");
-    Ok(Json(json!({ "deleted": name })))
+    Ok(())
 }
 
 /// Renames `dir` to `.deleted-NAME` beside it, syncs the parent, then removes it.
@@ -594,4 +637,34 @@ pub(crate) fn remove_leftovers(data: &Path) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod auth_tests {
+    use super::*;
+
+    fn secret_of(authorization: &str) -> Option<String> {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::AUTHORIZATION, authorization.parse().unwrap());
+        presented_secret(&headers)
+    }
+
+    #[test]
+    fn keys_come_as_bearer_basic_password_or_api_key() {
+        use base64::Engine as _;
+        let b64 = |text: &str| base64::engine::general_purpose::STANDARD.encode(text);
+        assert_eq!(secret_of("Bearer qk_1").as_deref(), Some("qk_1"));
+        assert_eq!(secret_of("bearer  qk_1 ").as_deref(), Some("qk_1"));
+        // Basic: the password is the key, whatever the user; a key may hold colons.
+        let basic = format!("Basic {}", b64("logs:qk_2:x"));
+        assert_eq!(secret_of(&basic).as_deref(), Some("qk_2:x"));
+        assert_eq!(secret_of(&format!("Basic {}", b64("no-colon"))), None);
+        assert_eq!(secret_of("Basic not base64!"), None);
+        // ApiKey: base64(id:key) as the Python client's api_key=(id, key) sends, or the key.
+        let api_key = format!("ApiKey {}", b64("any-id:qk_3"));
+        assert_eq!(secret_of(&api_key).as_deref(), Some("qk_3"));
+        assert_eq!(secret_of("ApiKey qk_4").as_deref(), Some("qk_4"));
+        assert_eq!(secret_of("Digest qk_5"), None);
+        assert_eq!(secret_of("qk_6"), None);
+    }
 }

@@ -12,13 +12,15 @@
 //! `value_count`. Not yet: `terms` or `histogram` or `range` with sub-aggregations, calendar
 //! months and years, several `date_histogram`s in one request: each is refused by name.
 
-use crate::ingest::es_error;
+use crate::es_api::{es_error, es_response, index_or_default, EsParams};
+use crate::es_hits::{HitView, QueryWords};
+use crate::es_indices::{self, Missing};
+use crate::live::LiveIndex;
 use crate::{event_json, ApiError, AppState};
 use axum::body::Bytes;
 use axum::extract::{Path as UrlPath, RawQuery, State};
-use axum::http::{header, HeaderMap, HeaderValue};
-use axum::response::{IntoResponse, Response};
-use quarry_format::Value as EventValue;
+use axum::http::HeaderMap;
+use axum::response::Response;
 use quarry_query::aggregation::AggSpec;
 use quarry_query::dsl::{self, DslError};
 use quarry_query::field_sort::{FieldSort, SortCursor, SortSpec};
@@ -44,11 +46,9 @@ pub(crate) async fn search(
 ) -> Response {
     let started = Instant::now();
     let index = index_or_default(path_index);
-    let params: Vec<(String, String)> =
-        form_urlencoded::parse(query.unwrap_or_default().as_bytes())
-            .into_owned()
-            .collect();
     let answer = async {
+        let params = EsParams::parse(query.as_deref())?;
+        params.check("_search", &SearchPlan::params())?;
         let body: JsonValue = if body.iter().all(u8::is_ascii_whitespace) {
             json!({})
         } else {
@@ -61,17 +61,115 @@ pub(crate) async fn search(
     es_response(answer.map(|body| body.to_string()))
 }
 
+/// `GET|POST /{index}/_count` and `/_count`: how many events match the body's `query` (or the
+/// `q` parameter); every event without one.
+pub(crate) async fn count(
+    State(state): State<Arc<AppState>>,
+    path_index: Option<UrlPath<String>>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let index = index_or_default(path_index);
+    let answer = async {
+        let params = EsParams::parse(query.as_deref())?;
+        params.check(
+            "_count",
+            &[
+                "q",
+                "ignore_unavailable",
+                "allow_no_indices",
+                "expand_wildcards",
+                "preference",
+                "ignore_throttled",
+            ],
+        )?;
+        let now = now_nanos();
+        let mut ast = match params.get("q") {
+            Some(q) => Some(
+                quarry_query::parser::parse_at(q, now)
+                    .map_err(|e| ApiError::bad_request(format!("q: {e}")))?,
+            ),
+            None => None,
+        };
+        if !body.iter().all(u8::is_ascii_whitespace) {
+            let body: JsonValue = serde_json::from_slice(&body)
+                .map_err(|e| ApiError::bad_request(format!("request body is not JSON: {e}")))?;
+            let object = body
+                .as_object()
+                .ok_or_else(|| ApiError::bad_request("the _count body must be a JSON object"))?;
+            for (key, value) in object {
+                match key.as_str() {
+                    "query" => ast = Some(dsl::compile(value, "query", now).map_err(dsl_error)?),
+                    other => {
+                        return Err(ApiError::bad_request(format!(
+                            "unsupported: [{other}] in the _count body (it takes query)"
+                        )))
+                    }
+                }
+            }
+        }
+        let live = state.authorize(&index, &headers)?.live.clone();
+        let request = SearchRequest {
+            ast,
+            limit: 0,
+            count: true,
+            ..SearchRequest::default()
+        };
+        let response = state
+            .search(move || {
+                live.published_snapshot()
+                    .execute(&request)
+                    .map_err(ApiError::from_query)
+            })
+            .await?;
+        Ok(json!({
+            "count": response.count.unwrap_or(0),
+            "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0},
+        })
+        .to_string())
+    }
+    .await;
+    es_response(answer)
+}
+
 /// `_msearch`: NDJSON pairs of a header (`{"index": ...}`, may be empty) and a search body;
 /// each answered in `responses`, a failed one as its error with its status.
 pub(crate) async fn msearch(
     State(state): State<Arc<AppState>>,
     path_index: Option<UrlPath<String>>,
+    RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
     let started = Instant::now();
     let default_index = index_or_default(path_index);
     let answer = async {
+        let params = EsParams::parse(query.as_deref())?;
+        // Every search of the body is run in turn on its tenant's single index; the rest
+        // steer a cluster's fan-out.
+        params.check(
+            "_msearch",
+            &[
+                "rest_total_hits_as_int",
+                "search_type",
+                "max_concurrent_searches",
+                "max_concurrent_shard_requests",
+                "pre_filter_shard_size",
+                "ccs_minimize_roundtrips",
+                "ignore_unavailable",
+                "allow_no_indices",
+                "expand_wildcards",
+            ],
+        )?;
+        // What each search takes from the URL.
+        let mut shared = Vec::new();
+        for name in ["rest_total_hits_as_int", "search_type"] {
+            if let Some(value) = params.get(name) {
+                shared.push(format!("{name}={value}"));
+            }
+        }
+        let shared = EsParams::parse(Some(&shared.join("&")))?;
         let text = std::str::from_utf8(&body)
             .map_err(|_| ApiError::bad_request("the _msearch body is not UTF-8"))?;
         let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
@@ -92,6 +190,26 @@ pub(crate) async fn msearch(
                     2 * pair + 2
                 ))),
                 Ok((header, body)) => {
+                    if let Some(key) = header.as_object().and_then(|h| {
+                        h.keys().find(|k| {
+                            !matches!(
+                                k.as_str(),
+                                "index"
+                                    | "search_type"
+                                    | "ignore_unavailable"
+                                    | "allow_no_indices"
+                                    | "expand_wildcards"
+                                    | "preference"
+                                    | "request_cache"
+                            )
+                        })
+                    }) {
+                        let error = ApiError::bad_request(format!(
+                            "unsupported: [{key}] in the header of search {pair}"
+                        ));
+                        responses.push(error_item(error));
+                        continue;
+                    }
                     let index = match header.get("index") {
                         Some(JsonValue::String(index)) => index.clone(),
                         Some(JsonValue::Array(names)) if names.len() == 1 => {
@@ -99,7 +217,7 @@ pub(crate) async fn msearch(
                         }
                         _ => default_index.clone(),
                     };
-                    search_one(&state, &index, &[], &body, &headers, started).await
+                    search_one(&state, &index, &shared, &body, &headers, started).await
                 }
             };
             responses.push(match result {
@@ -107,12 +225,7 @@ pub(crate) async fn msearch(
                     body["status"] = 200.into();
                     body
                 }
-                Err(error) => {
-                    let status = error.status.as_u16();
-                    let (_, axum::Json(mut body)) = es_error(error);
-                    body["status"] = status.into();
-                    body
-                }
+                Err(error) => error_item(error),
             });
         }
         let took = started.elapsed().as_millis() as u64;
@@ -122,81 +235,93 @@ pub(crate) async fn msearch(
     es_response(answer)
 }
 
-/// `GET /{index}/_mapping`: mapped fields as their mapping says, the others as
-/// Elasticsearch's dynamic mapping would type them (strings as `text` with a `keyword`
-/// sub-field, as Quarry indexes both), dotted names as nested `properties`, `_time` as
-/// `@timestamp`. Enough for clients and Grafana's field lists.
+/// A failed search of an `_msearch`: its error with its status.
+fn error_item(error: ApiError) -> JsonValue {
+    let status = error.status.as_u16();
+    let (_, axum::Json(mut body)) = es_error(error);
+    body["status"] = status.into();
+    body
+}
+
+/// `GET /{index}/_mapping` and `GET /_mapping` (every index the key may read).
 pub(crate) async fn mapping(
     State(state): State<Arc<AppState>>,
-    UrlPath(index): UrlPath<String>,
+    index: Option<UrlPath<String>>,
+    RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Response {
     let answer = (|| {
-        let live = state.authorize(&index, &headers)?.live.clone();
-        let searcher = live.published_snapshot();
-        let schema = live.schema();
-        let mut properties = Map::new();
-        // Mapped names first (patterns are not field names: the fields they map show below).
-        for (name, rules) in &schema.mapping().fields {
-            if !name.contains('*') {
-                insert_dotted(
-                    &mut properties,
-                    name.clone(),
-                    rules.to_es_json(),
-                    Some("properties"),
-                );
-            }
-        }
-        for (name, (types, _)) in crate::field_summary(&searcher) {
-            let has = |ty: &str| types.get(ty).is_some_and(|&n| n > 0);
-            let mapping = if let Some(rules) = schema.rules(&name) {
-                rules.to_es_json()
-            } else if name == quarry_format::TIME_FIELD || has("timestamp") && types.len() == 1 {
-                json!({"type": "date"})
-            } else if has("string") || has("json") {
-                json!({"type": "text", "fields": {"keyword": {"type": "keyword", "ignore_above": quarry_format::limits::MAX_EXACT_TERM_LEN}}})
-            } else if has("f64") {
-                json!({"type": "double"})
-            } else if has("i64") || has("u64") {
-                json!({"type": "long"})
-            } else if has("bool") {
-                json!({"type": "boolean"})
-            } else {
-                continue;
-            };
-            let name = if name == quarry_format::TIME_FIELD {
-                "@timestamp".to_owned()
-            } else {
-                name
-            };
-            insert_dotted(&mut properties, name, mapping, Some("properties"));
-        }
-        Ok::<_, ApiError>(
-            json!({ index.clone(): {"mappings": {"properties": properties}} }).to_string(),
-        )
+        let params = EsParams::parse(query.as_deref())?;
+        params.check(
+            "get mapping",
+            &[
+                "ignore_unavailable",
+                "allow_no_indices",
+                "expand_wildcards",
+                "local",
+            ],
+        )?;
+        let missing = if params.flag("ignore_unavailable", false)? {
+            Missing::Skip
+        } else {
+            Missing::Refuse
+        };
+        state.require_some_key(&headers)?;
+        let expression = index.map_or_else(|| "_all".to_owned(), |UrlPath(index)| index);
+        let indices: Map<String, JsonValue> =
+            es_indices::resolve(&state, &expression, &headers, missing)?
+                .into_iter()
+                .map(|(name, tenant)| (name, json!({"mappings": mapping_of(&tenant.live)})))
+                .collect();
+        Ok::<_, ApiError>(JsonValue::Object(indices).to_string())
     })();
     es_response(answer)
 }
 
-/// The `{index}` of an Elasticsearch path, or the `default` tenant's for a path without one.
-pub(crate) fn index_or_default(path_index: Option<UrlPath<String>>) -> String {
-    path_index
-        .map(|UrlPath(index)| index)
-        .unwrap_or_else(|| crate::DEFAULT_TENANT.to_owned())
-}
-
-/// An Elasticsearch API's answer: its JSON text, or its error in Elasticsearch's shape, with
-/// the product header the official clients check.
-pub(crate) fn es_response(answer: Result<String, ApiError>) -> Response {
-    let mut response = match answer {
-        Ok(text) => ([(header::CONTENT_TYPE, "application/json")], text).into_response(),
-        Err(error) => es_error(error).into_response(),
-    };
-    response.headers_mut().insert(
-        "x-elastic-product",
-        HeaderValue::from_static("Elasticsearch"),
-    );
-    response
+/// A tenant's fields as an Elasticsearch mapping (`{"properties": ...}`): mapped fields as
+/// their mapping says, the others as Elasticsearch's dynamic mapping would type them (strings
+/// as `text` with a `keyword` sub-field, as Quarry indexes both), dotted names as nested
+/// `properties`, `_time` as `@timestamp`. Enough for clients and Grafana's field lists.
+pub(crate) fn mapping_of(live: &LiveIndex) -> JsonValue {
+    let searcher = live.published_snapshot();
+    let schema = live.schema();
+    let mut properties = Map::new();
+    // Mapped names first (patterns are not field names: the fields they map show below).
+    for (name, rules) in &schema.mapping().fields {
+        if !name.contains('*') {
+            insert_dotted(
+                &mut properties,
+                name.clone(),
+                rules.to_es_json(),
+                Some("properties"),
+            );
+        }
+    }
+    for (name, (types, _)) in crate::field_summary(&searcher) {
+        let has = |ty: &str| types.get(ty).is_some_and(|&n| n > 0);
+        let mapping = if let Some(rules) = schema.rules(&name) {
+            rules.to_es_json()
+        } else if name == quarry_format::TIME_FIELD || has("timestamp") && types.len() == 1 {
+            json!({"type": "date"})
+        } else if has("string") || has("json") {
+            json!({"type": "text", "fields": {"keyword": {"type": "keyword", "ignore_above": quarry_format::limits::MAX_EXACT_TERM_LEN}}})
+        } else if has("f64") {
+            json!({"type": "double"})
+        } else if has("i64") || has("u64") {
+            json!({"type": "long"})
+        } else if has("bool") {
+            json!({"type": "boolean"})
+        } else {
+            continue;
+        };
+        let name = if name == quarry_format::TIME_FIELD {
+            "@timestamp".to_owned()
+        } else {
+            name
+        };
+        insert_dotted(&mut properties, name, mapping, Some("properties"));
+    }
+    json!({ "properties": properties })
 }
 
 fn dsl_error(error: DslError) -> ApiError {
@@ -208,7 +333,7 @@ fn dsl_error(error: DslError) -> ApiError {
 async fn search_one(
     state: &Arc<AppState>,
     index: &str,
-    params: &[(String, String)],
+    params: &EsParams,
     body: &JsonValue,
     headers: &HeaderMap,
     started: Instant,
@@ -244,6 +369,9 @@ struct SearchPlan {
     request: SearchRequest,
     from: usize,
     track_total_hits: bool,
+    /// `rest_total_hits_as_int`: `hits.total` as a number, as before Elasticsearch 7.
+    total_as_int: bool,
+    view: HitView,
     aggs: Aggs,
 }
 
@@ -328,10 +456,36 @@ struct EsAgg {
 const KEY_ORDER_LIMIT: u64 = 10_000;
 
 impl SearchPlan {
-    fn new(
-        body: &Map<String, JsonValue>,
-        params: &[(String, String)],
-    ) -> Result<SearchPlan, ApiError> {
+    /// The URL parameters `_search` takes. Those that only steer how a cluster of shards
+    /// runs a search (`search_type`, `preference`, `max_concurrent_shard_requests`, ...)
+    /// change nothing over a tenant's single index, and `ignore_unavailable`,
+    /// `allow_no_indices` and `expand_wildcards` nothing for one concrete index.
+    fn params() -> Vec<&'static str> {
+        let mut known = vec![
+            "q",
+            "size",
+            "from",
+            "track_total_hits",
+            "rest_total_hits_as_int",
+            "search_type",
+            "preference",
+            "request_cache",
+            "batched_reduce_size",
+            "max_concurrent_shard_requests",
+            "pre_filter_shard_size",
+            "ccs_minimize_roundtrips",
+            "allow_partial_search_results",
+            "ignore_unavailable",
+            "allow_no_indices",
+            "expand_wildcards",
+            "ignore_throttled",
+            "timeout",
+        ];
+        known.extend_from_slice(HitView::PARAMS);
+        known
+    }
+
+    fn new(body: &Map<String, JsonValue>, params: &EsParams) -> Result<SearchPlan, ApiError> {
         let now = now_nanos();
         let mut request = SearchRequest {
             sort: SortOrder::Relevance,
@@ -342,21 +496,36 @@ impl SearchPlan {
         let mut from = 0usize;
         let mut track_total_hits = true;
         let mut aggs = Aggs::default();
+        let mut view = HitView::default();
         let mut search_after = None;
-        for (key, value) in params {
-            match key.as_str() {
-                "q" => {
-                    request.ast = Some(
-                        quarry_query::parser::parse_at(value, now)
-                            .map_err(|e| ApiError::bad_request(format!("q: {e}")))?,
-                    )
-                }
-                "size" => size = number_param(key, value)?,
-                "from" => from = number_param(key, value)?,
-                _ => {}
+        if let Some(q) = params.get("q") {
+            request.ast = Some(
+                quarry_query::parser::parse_at(q, now)
+                    .map_err(|e| ApiError::bad_request(format!("q: {e}")))?,
+            );
+        }
+        if let Some(value) = params.get("size") {
+            size = number_param("size", value)?;
+        }
+        if let Some(value) = params.get("from") {
+            from = number_param("from", value)?;
+        }
+        if let Some(value) = params.get("track_total_hits") {
+            track_total_hits = value != "false";
+        }
+        let total_as_int = params.flag("rest_total_hits_as_int", false)?;
+        view.read_params(params)?;
+        if let Some(kind) = params.get("search_type") {
+            if !matches!(kind, "query_then_fetch" | "dfs_query_then_fetch") {
+                return Err(ApiError::bad_request(format!(
+                    "unsupported: search_type [{kind}] (query_then_fetch or dfs_query_then_fetch; with one index per tenant they are the same)"
+                )));
             }
         }
         for (key, value) in body {
+            if view.read_body_key(key, value)? {
+                continue;
+            }
             match key.as_str() {
                 "query" => {
                     request.ast = Some(dsl::compile(value, "query", now).map_err(dsl_error)?)
@@ -375,25 +544,16 @@ impl SearchPlan {
                     })?;
                     aggs = parse_aggs(object, key)?;
                 }
-                // Accepted and ignored: every field of an event is returned, and highlighting,
-                // scripts and the rest are not implemented.
-                "_source"
-                | "timeout"
-                | "stored_fields"
-                | "docvalue_fields"
-                | "script_fields"
-                | "highlight"
-                | "version"
-                | "seq_no_primary_term"
-                | "fields"
-                | "explain"
-                | "profile"
-                | "track_scores"
-                | "min_score"
-                | "runtime_mappings" => {}
+                // No-ops: Quarry's own request timeout bounds every search; a shard-level
+                // timeout cannot give a different answer over one index.
+                "timeout" => {}
+                // Options at their default ask for nothing.
+                "explain" | "profile" | "track_scores" | "seq_no_primary_term"
+                    if value == &JsonValue::Bool(false) => {}
+                "runtime_mappings" | "script_fields" | "stats" if is_empty(value) => {}
                 other => {
                     return Err(ApiError::bad_request(format!(
-                        "unknown key [{other}] in the search body"
+                        "unsupported: [{other}] in the search body"
                     )))
                 }
             }
@@ -427,6 +587,8 @@ impl SearchPlan {
             request,
             from,
             track_total_hits,
+            total_as_int,
+            view,
             aggs,
         })
     }
@@ -439,16 +601,15 @@ impl SearchPlan {
         aggregations: Map<String, JsonValue>,
         started: Instant,
     ) -> JsonValue {
+        let words = QueryWords::of(self.request.ast.as_ref());
         let hits: Vec<JsonValue> = response
             .hits
             .iter()
             .skip(self.from)
             .map(|hit| {
-                let mut source = nested(event_json(&hit.event));
-                let time = crate::format_time(hit.time);
-                source.insert("@timestamp".into(), time.into());
-                let id = match hit.event.iter().find(|(name, _)| name == "_id") {
-                    Some((_, EventValue::Str(id))) => id.clone(),
+                let flat = event_json(&hit.event);
+                let id = match flat.get("_id") {
+                    Some(JsonValue::String(id)) => id.clone(),
                     _ => match (&hit.cursor, &hit.sort_cursor) {
                         (Some(cursor), _) => cursor.to_string(),
                         (None, Some(sorted)) => {
@@ -461,8 +622,8 @@ impl SearchPlan {
                     "_index": index,
                     "_id": id,
                     "_score": hit.score.map(f64::from),
-                    "_source": source,
                 });
+                self.view.render(&mut json, &flat, hit.time, &words);
                 if let Some(cursor) = hit.cursor {
                     json["sort"] = json!([hit.time.div_euclid(1_000_000), cursor.to_string()]);
                 }
@@ -483,8 +644,11 @@ impl SearchPlan {
             "max_score": max_score.map(f64::from),
             "hits": hits,
         });
-        if self.track_total_hits {
-            hits_json["total"] = json!({"value": response.count.unwrap_or(0), "relation": "eq"});
+        let total = response.count.unwrap_or(0);
+        if self.total_as_int {
+            hits_json["total"] = total.into();
+        } else if self.track_total_hits {
+            hits_json["total"] = json!({"value": total, "relation": "eq"});
         }
         let mut body = json!({
             "took": started.elapsed().as_millis() as u64,
@@ -502,7 +666,7 @@ impl SearchPlan {
 /// An event's flattened fields (`client.seq`) as the nested objects a client sent
 /// (`{"client": {"seq": ...}}`), as Elasticsearch returns `_source`. A name that is both a
 /// value and an object's prefix (`a` and `a.b`) keeps its dotted form.
-fn nested(flat: Map<String, JsonValue>) -> Map<String, JsonValue> {
+pub(crate) fn nested(flat: Map<String, JsonValue>) -> Map<String, JsonValue> {
     let mut out = Map::new();
     let mut dotted = Vec::new();
     for (name, value) in flat {
@@ -1028,6 +1192,16 @@ fn key_filter(field: &str, key: &JsonValue) -> Option<Ast> {
         },
         _ => return None,
     })
+}
+
+/// Whether a value asks for nothing: null, false, or an empty object or list.
+fn is_empty(value: &JsonValue) -> bool {
+    match value {
+        JsonValue::Null | JsonValue::Bool(false) => true,
+        JsonValue::Object(object) => object.is_empty(),
+        JsonValue::Array(items) => items.is_empty(),
+        _ => false,
+    }
 }
 
 fn number_param(key: &str, value: &str) -> Result<usize, ApiError> {

@@ -317,7 +317,7 @@ pub(crate) async fn bulk(
     body: Bytes,
 ) -> Response {
     let started = Instant::now();
-    let default_index = crate::es_search::index_or_default(path_index);
+    let default_index = crate::es_api::index_or_default(path_index);
     // A request without any key is refused whole; a key is checked against each item's tenant.
     let answer = match state.require_some_key(&headers) {
         // In a task of its own, as an ingest: a request whose client left still finishes, so
@@ -334,30 +334,7 @@ pub(crate) async fn bulk(
         .unwrap_or_else(|error| Err(ApiError::internal(error))),
         Err(error) => Err(error),
     };
-    crate::es_search::es_response(answer)
-}
-
-/// An error in Elasticsearch's shape: `{"error": {"type", "reason"}, "status"}`.
-pub(crate) fn es_error(error: ApiError) -> (StatusCode, Json<JsonValue>) {
-    let kind = match error.status {
-        StatusCode::NOT_FOUND => "index_not_found_exception",
-        StatusCode::UNAUTHORIZED => "security_exception",
-        StatusCode::PAYLOAD_TOO_LARGE => "content_too_long_exception",
-        StatusCode::TOO_MANY_REQUESTS => "es_rejected_execution_exception",
-        s if s.is_client_error() => "illegal_argument_exception",
-        _ => "exception",
-    };
-    (
-        error.status,
-        Json(json!({
-            "error": {
-                "root_cause": [{"type": kind, "reason": error.message}],
-                "type": kind,
-                "reason": error.message,
-            },
-            "status": error.status.as_u16(),
-        })),
-    )
+    crate::es_api::es_response(answer)
 }
 
 const BULK_IGNORED: &[&str] = &[
@@ -734,31 +711,6 @@ fn splice_id<'a>(doc: &'a [u8], id: &str) -> Cow<'a, [u8]> {
     }
     out.extend_from_slice(rest);
     Cow::Owned(out)
-}
-
-/// `GET /` in Elasticsearch's shape, for shippers that check the version before sending.
-pub(crate) async fn es_info() -> Response {
-    let mut response = Json(json!({
-        "name": "quarry",
-        "cluster_name": "quarry",
-        "cluster_uuid": "quarry",
-        "version": {
-            "number": "8.11.0",
-            "build_flavor": "default",
-            "build_type": "quarry",
-            "lucene_version": "9.8.0",
-            "minimum_wire_compatibility_version": "7.17.0",
-            "minimum_index_compatibility_version": "7.0.0",
-        },
-        "tagline": "You Know, for Search",
-        "quarry_version": env!("CARGO_PKG_VERSION"),
-    }))
-    .into_response();
-    response.headers_mut().insert(
-        "x-elastic-product",
-        HeaderValue::from_static("Elasticsearch"),
-    );
-    response
 }
 
 #[cfg(test)]

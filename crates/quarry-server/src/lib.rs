@@ -16,6 +16,9 @@
 //! and `quarry search` reads what is in block files.
 
 mod admin;
+mod es_api;
+mod es_hits;
+mod es_indices;
 mod es_search;
 mod export;
 mod guard;
@@ -35,7 +38,7 @@ use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path as UrlPath, RawQuery, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use live::{IngestConfig, LiveIndex};
 use quarry_index::event::format_time;
@@ -278,7 +281,7 @@ fn router(state: Arc<AppState>, guard: guard::Guard, request_timeout: Duration) 
         .route("/api/v1/{tenant}/tail", get(tail::tail))
         .merge(ingest_routes)
         // The web UI for browsers, Elasticsearch's info for everyone else (ui.rs).
-        .route("/", get(ui::root).head(ingest::es_info))
+        .route("/", get(ui::root).head(es_api::es_info))
         .route("/ui", get(ui::index))
         .route("/ui/", get(ui::index))
         .route("/ui/assets/{name}", get(ui::asset))
@@ -299,6 +302,32 @@ fn router(state: Arc<AppState>, guard: guard::Guard, request_timeout: Duration) 
             "/{index}/_mapping",
             get(es_search::mapping).put(mapping::es_put),
         )
+        .route("/_mapping", get(es_search::mapping))
+        .route("/_count", get(es_search::count).post(es_search::count))
+        .route(
+            "/{index}/_count",
+            get(es_search::count).post(es_search::count),
+        )
+        // Elasticsearch's index APIs: an index is a tenant (es_indices.rs).
+        .route(
+            "/{index}",
+            put(es_indices::create)
+                .delete(es_indices::delete)
+                .head(es_indices::exists)
+                .get(es_indices::get),
+        )
+        .route(
+            "/_refresh",
+            get(es_indices::refresh).post(es_indices::refresh),
+        )
+        .route(
+            "/{index}/_refresh",
+            get(es_indices::refresh).post(es_indices::refresh),
+        )
+        .route("/_cluster/health", get(es_indices::cluster_health))
+        .route("/_cluster/health/{index}", get(es_indices::cluster_health))
+        .route("/_cat/indices", get(es_indices::cat_indices))
+        .route("/_cat/indices/{index}", get(es_indices::cat_indices))
         .route("/api/v1/openapi.json", get(openapi))
         .route("/metrics", get(metrics::scrape))
         .route("/api/v1/tenants", post(admin::create).get(admin::list))
@@ -338,7 +367,7 @@ async fn tenant_bulk(
     body: Bytes,
 ) -> Response {
     if let Err(error) = state.authorize(&tenant, &headers) {
-        return ingest::es_error(error).into_response();
+        return es_api::es_error(error).into_response();
     }
     ingest::bulk(state, Some(tenant), query, headers, body).await
 }
@@ -459,6 +488,9 @@ pub(crate) struct ApiError {
     position: Option<usize>,
     /// Seconds for `Retry-After` (429 answers; 1 when a 429 does not say).
     retry_after: Option<u64>,
+    /// The error type an Elasticsearch endpoint answers, when the status does not tell it
+    /// (`es_api::es_error`).
+    es_kind: Option<&'static str>,
 }
 
 impl ApiError {
@@ -468,7 +500,14 @@ impl ApiError {
             message: message.into(),
             position: None,
             retry_after: None,
+            es_kind: None,
         }
+    }
+
+    /// The same error with the Elasticsearch error type `kind`.
+    fn with_kind(mut self, kind: &'static str) -> ApiError {
+        self.es_kind = Some(kind);
+        self
     }
 
     fn bad_request(message: impl Into<String>) -> ApiError {
@@ -492,6 +531,7 @@ impl ApiError {
                 message: format!("bad query: {parse}"),
                 position: Some(parse.position),
                 retry_after: None,
+                es_kind: Some("parse_exception"),
             },
             QueryError::TooManyBuckets { .. } | QueryError::Invalid(_) => {
                 ApiError::bad_request(error.to_string())

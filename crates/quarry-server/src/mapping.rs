@@ -4,7 +4,7 @@
 //! it). Events ingested from then on follow it; blocks already written keep how they were
 //! indexed, and queries plan with the mapping at once.
 
-use crate::{blocking, es_search::es_response, ApiError, AppState};
+use crate::{blocking, es_api::es_response, ApiError, AppState};
 use axum::body::Bytes;
 use axum::extract::{Path as UrlPath, State};
 use axum::http::HeaderMap;

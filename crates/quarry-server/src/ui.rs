@@ -11,7 +11,6 @@
 //! marked immutable; `index.html` (which names them) is `no-cache`, so a new build is seen on
 //! the next load. Text assets are gzipped once, on first request, when the client takes gzip.
 
-use crate::ingest;
 use axum::extract::Path as UrlPath;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -32,7 +31,7 @@ pub(crate) async fn root(headers: HeaderMap) -> Response {
     let mut response = if wants_html {
         index(headers).await
     } else {
-        ingest::es_info().await
+        crate::es_api::es_info().await
     };
     // One URL, two representations: caches must key on Accept.
     response.headers_mut().insert(

@@ -1,0 +1,210 @@
+//! What every Elasticsearch-compatible endpoint shares: errors and answers in Elasticsearch's
+//! shape (with the product header the official clients check), the `{index}` of a path, `GET /`,
+//! and URL parameters read strictly: a parameter an endpoint does not know is refused with a 400
+//! that names it, never ignored (issue 27), and one that is not UTF-8 is refused too.
+
+use crate::ApiError;
+use axum::extract::Path as UrlPath;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Value as JsonValue};
+
+/// An error in Elasticsearch's shape: `{"error": {"type", "reason"}, "status"}`.
+pub(crate) fn es_error(error: ApiError) -> (StatusCode, Json<JsonValue>) {
+    let kind = error.es_kind.unwrap_or(match error.status {
+        StatusCode::NOT_FOUND => "index_not_found_exception",
+        StatusCode::UNAUTHORIZED => "security_exception",
+        StatusCode::FORBIDDEN => "security_exception",
+        StatusCode::CONFLICT => "resource_already_exists_exception",
+        StatusCode::PAYLOAD_TOO_LARGE => "content_too_long_exception",
+        StatusCode::TOO_MANY_REQUESTS => "es_rejected_execution_exception",
+        s if s.is_client_error() => "illegal_argument_exception",
+        _ => "exception",
+    });
+    (
+        error.status,
+        Json(json!({
+            "error": {
+                "root_cause": [{"type": kind, "reason": error.message}],
+                "type": kind,
+                "reason": error.message,
+            },
+            "status": error.status.as_u16(),
+        })),
+    )
+}
+
+/// An Elasticsearch API's answer: its JSON text, or its error in Elasticsearch's shape, with
+/// the product header the official clients check.
+pub(crate) fn es_response(answer: Result<String, ApiError>) -> Response {
+    let mut response = match answer {
+        Ok(text) => ([(header::CONTENT_TYPE, "application/json")], text).into_response(),
+        Err(error) => es_error(error).into_response(),
+    };
+    mark_elasticsearch(&mut response);
+    response
+}
+
+/// The header the official clients check before they trust an answer.
+pub(crate) fn mark_elasticsearch(response: &mut Response) {
+    response.headers_mut().insert(
+        "x-elastic-product",
+        HeaderValue::from_static("Elasticsearch"),
+    );
+}
+
+/// The `{index}` of an Elasticsearch path, or the `default` tenant's for a path without one.
+pub(crate) fn index_or_default(path_index: Option<UrlPath<String>>) -> String {
+    path_index
+        .map(|UrlPath(index)| index)
+        .unwrap_or_else(|| crate::DEFAULT_TENANT.to_owned())
+}
+
+/// `GET /` in Elasticsearch's shape, for shippers that check the version before sending.
+pub(crate) async fn es_info() -> Response {
+    let mut response = Json(json!({
+        "name": "quarry",
+        "cluster_name": "quarry",
+        "cluster_uuid": "quarry",
+        "version": {
+            "number": "8.11.0",
+            "build_flavor": "default",
+            "build_type": "quarry",
+            "lucene_version": "9.8.0",
+            "minimum_wire_compatibility_version": "7.17.0",
+            "minimum_index_compatibility_version": "7.0.0",
+        },
+        "tagline": "You Know, for Search",
+        "quarry_version": env!("CARGO_PKG_VERSION"),
+    }))
+    .into_response();
+    mark_elasticsearch(&mut response);
+    response
+}
+
+/// Parameters every Elasticsearch endpoint takes that change nothing in Quarry's answer:
+/// `pretty` and `human` are formatting (the JSON is the same), `error_trace` adds a Java
+/// stack trace Quarry does not have, and the timeouts of a cluster's master bound a wait a
+/// single node never has.
+const NO_OP_PARAMS: &[&str] = &[
+    "pretty",
+    "human",
+    "error_trace",
+    "master_timeout",
+    "cluster_manager_timeout",
+];
+
+/// A request's URL parameters, percent-decoded, in order.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct EsParams {
+    pairs: Vec<(String, String)>,
+}
+
+impl EsParams {
+    /// Reads a query string; a name or value that is not UTF-8 once decoded is a 400 naming it.
+    pub(crate) fn parse(query: Option<&str>) -> Result<EsParams, ApiError> {
+        let mut pairs = Vec::new();
+        for part in query.unwrap_or_default().split('&') {
+            if part.is_empty() {
+                continue;
+            }
+            let (name, value) = part.split_once('=').unwrap_or((part, ""));
+            let name = decode(name).map_err(|_| {
+                ApiError::bad_request(format!("a URL parameter's name is not UTF-8: {name:?}"))
+            })?;
+            let value = decode(value).map_err(|_| {
+                ApiError::bad_request(format!("URL parameter {name:?} is not UTF-8"))
+            })?;
+            pairs.push((name, value));
+        }
+        Ok(EsParams { pairs })
+    }
+
+    /// 400 naming the first parameter that is neither in `known` nor a no-op every endpoint
+    /// takes (`NO_OP_PARAMS`).
+    pub(crate) fn check(&self, api: &str, known: &[&str]) -> Result<(), ApiError> {
+        match self.pairs.iter().find(|(name, _)| {
+            !known.contains(&name.as_str()) && !NO_OP_PARAMS.contains(&name.as_str())
+        }) {
+            Some((name, _)) => Err(ApiError::bad_request(format!(
+                "unsupported: {api} URL parameter [{name}] (Quarry takes: {})",
+                known.join(", ")
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// The last value given for `name`.
+    pub(crate) fn get(&self, name: &str) -> Option<&str> {
+        self.pairs
+            .iter()
+            .rev()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+    }
+
+    /// A boolean parameter: absent is `default`; present with no value, `true` or `false`.
+    pub(crate) fn flag(&self, name: &str, default: bool) -> Result<bool, ApiError> {
+        match self.get(name) {
+            None => Ok(default),
+            Some("" | "true") => Ok(true),
+            Some("false") => Ok(false),
+            Some(other) => Err(ApiError::bad_request(format!(
+                "URL parameter [{name}]: expected true or false, not {other:?}"
+            ))),
+        }
+    }
+}
+
+/// Percent-decodes a part of a query string (`+` is a space).
+fn decode(text: &str) -> Result<String, std::string::FromUtf8Error> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        let hex = |i: usize| bytes.get(i).and_then(|&b| (b as char).to_digit(16));
+        match bytes[at] {
+            b'+' => out.push(b' '),
+            b'%' => match (hex(at + 1), hex(at + 2)) {
+                (Some(high), Some(low)) => {
+                    out.push((high * 16 + low) as u8);
+                    at += 2;
+                }
+                _ => out.push(b'%'),
+            },
+            byte => out.push(byte),
+        }
+        at += 1;
+    }
+    String::from_utf8(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_decode_and_unknown_or_invalid_ones_are_refused() {
+        let params = EsParams::parse(Some("q=level%3Aerror+x&size=5&pretty&q=%C3%A9")).unwrap();
+        assert_eq!(params.get("q"), Some("é"));
+        assert_eq!(params.get("size"), Some("5"));
+        assert_eq!(params.pairs[0].1, "level:error x");
+        assert!(params.flag("pretty", false).unwrap());
+        assert!(params.check("_search", &["q", "size"]).is_ok());
+        let refused = params.check("_count", &["q"]).unwrap_err();
+        assert!(refused.message.contains("[size]"), "{}", refused.message);
+        let invalid = EsParams::parse(Some("q=%FF%FE")).unwrap_err();
+        assert_eq!(invalid.status, StatusCode::BAD_REQUEST);
+        assert!(invalid.message.contains("\"q\""), "{}", invalid.message);
+        // A lone % stays itself.
+        assert_eq!(
+            EsParams::parse(Some("q=100%")).unwrap().get("q"),
+            Some("100%")
+        );
+        assert!(EsParams::parse(Some("x=maybe"))
+            .unwrap()
+            .flag("x", false)
+            .is_err());
+    }
+}

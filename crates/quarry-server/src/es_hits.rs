@@ -1,0 +1,519 @@
+//! How a `_search` hit is shown, as its request asks: `_source` filtering (`false`, a pattern or
+//! a list, `includes`/`excludes`, and the `_source*` URL parameters), `fields` and
+//! `docvalue_fields` (values as lists, `@timestamp` in the date format asked for), `version`,
+//! and `highlight` (the query's words wrapped in `pre_tags`/`post_tags`, Grafana's logs panel).
+//! Every option of these is honoured or refused by name.
+
+use crate::es_api::EsParams;
+use crate::ApiError;
+use quarry_index::analysis::for_each_word;
+use quarry_query::parser::{Ast, Occur};
+use quarry_query::pattern::Pattern;
+use serde_json::{json, Map, Value as JsonValue};
+use std::sync::Arc;
+
+/// What a hit shows besides its `_id` and score.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct HitView {
+    source: SourceFilter,
+    /// `fields` and `docvalue_fields`: patterns and the date format for `@timestamp`.
+    fields: Vec<(String, DateFormat)>,
+    highlight: Option<Highlight>,
+    version: bool,
+}
+
+#[derive(Clone, Debug)]
+struct SourceFilter {
+    enabled: bool,
+    includes: Vec<String>,
+    excludes: Vec<String>,
+}
+
+impl Default for SourceFilter {
+    fn default() -> Self {
+        SourceFilter {
+            enabled: true,
+            includes: Vec::new(),
+            excludes: Vec::new(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum DateFormat {
+    /// `strict_date_optional_time` (Elasticsearch's default): milliseconds.
+    Millis,
+    /// `strict_date_optional_time_nanos`.
+    Nanos,
+    /// `epoch_millis`: the number as a string.
+    EpochMillis,
+}
+
+#[derive(Clone, Debug)]
+struct Highlight {
+    fields: Vec<String>,
+    pre_tag: String,
+    post_tag: String,
+    /// Characters per fragment; `None` shows the whole value.
+    fragment_size: Option<usize>,
+    fragments: usize,
+}
+
+fn unsupported(path: &str) -> ApiError {
+    ApiError::bad_request(format!("unsupported: [{path}] in the search body"))
+}
+
+fn strings(value: &JsonValue, path: &str) -> Result<Vec<String>, ApiError> {
+    match value {
+        JsonValue::String(one) => Ok(vec![one.clone()]),
+        JsonValue::Array(items) => items
+            .iter()
+            .map(|item| {
+                item.as_str().map(str::to_owned).ok_or_else(|| {
+                    ApiError::bad_request(format!("{path}: expected field names or patterns"))
+                })
+            })
+            .collect(),
+        _ => Err(ApiError::bad_request(format!(
+            "{path}: expected a field name, a pattern or a list of them"
+        ))),
+    }
+}
+
+impl HitView {
+    /// Reads one key of a search body if it is about hits; `Ok(false)` when it is not.
+    pub(crate) fn read_body_key(&mut self, key: &str, value: &JsonValue) -> Result<bool, ApiError> {
+        match key {
+            "_source" => self.source = source_filter(value)?,
+            "version" => {
+                self.version = value
+                    .as_bool()
+                    .ok_or_else(|| ApiError::bad_request("version: expected true or false"))?
+            }
+            "fields" | "docvalue_fields" => {
+                let items = match value {
+                    JsonValue::Array(items) => items.clone(),
+                    other => vec![other.clone()],
+                };
+                for (at, item) in items.iter().enumerate() {
+                    let path = format!("{key}[{at}]");
+                    self.fields.push(match item {
+                        JsonValue::String(name) => (name.clone(), DateFormat::Millis),
+                        JsonValue::Object(object) => {
+                            if let Some(other) = object.keys().find(|k| *k != "field" && *k != "format") {
+                                return Err(unsupported(&format!("{path}.{other}")));
+                            }
+                            let name = object.get("field").and_then(JsonValue::as_str).ok_or_else(
+                                || ApiError::bad_request(format!("{path}: expected a field")),
+                            )?;
+                            let format = match object.get("format").and_then(JsonValue::as_str) {
+                                None | Some("strict_date_optional_time" | "date_optional_time") => {
+                                    DateFormat::Millis
+                                }
+                                Some("strict_date_optional_time_nanos") => DateFormat::Nanos,
+                                Some("epoch_millis") => DateFormat::EpochMillis,
+                                Some(other) => {
+                                    return Err(ApiError::bad_request(format!(
+                                        "unsupported: {path}.format {other:?} (strict_date_optional_time, strict_date_optional_time_nanos, epoch_millis)"
+                                    )))
+                                }
+                            };
+                            (name.to_owned(), format)
+                        }
+                        _ => return Err(ApiError::bad_request(format!("{path}: expected a field"))),
+                    });
+                }
+            }
+            // An empty object asks for nothing (Grafana sends one).
+            "script_fields" if value.as_object().is_some_and(Map::is_empty) => {}
+            "stored_fields" if value.as_str() == Some("_none_") => {
+                self.source.enabled = false;
+            }
+            "highlight" => self.highlight = Some(highlight(value)?),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The URL parameters about hits: `_source`, `_source_includes`, `_source_excludes`,
+    /// `version`.
+    pub(crate) const PARAMS: &'static [&'static str] =
+        &["_source", "_source_includes", "_source_excludes", "version"];
+
+    pub(crate) fn read_params(&mut self, params: &EsParams) -> Result<(), ApiError> {
+        if let Some(value) = params.get("_source") {
+            self.source = match value {
+                "true" | "" => SourceFilter::default(),
+                "false" => source_filter(&JsonValue::Bool(false))?,
+                list => source_filter(&json!(list.split(',').collect::<Vec<_>>()))?,
+            };
+        }
+        if let Some(list) = params.get("_source_includes") {
+            self.source.includes = list.split(',').map(str::to_owned).collect();
+        }
+        if let Some(list) = params.get("_source_excludes") {
+            self.source.excludes = list.split(',').map(str::to_owned).collect();
+        }
+        self.version |= params.flag("version", false)?;
+        Ok(())
+    }
+
+    /// Adds to `hit` what the view shows of the event `flat` (fields by dotted name) at `time`
+    /// (ns): `_source`, `fields`, `_version`, `highlight`; `words` are the query's.
+    pub(crate) fn render(
+        &self,
+        hit: &mut JsonValue,
+        flat: &Map<String, JsonValue>,
+        time: i64,
+        words: &QueryWords,
+    ) {
+        if self.source.enabled {
+            let kept: Map<String, JsonValue> = flat
+                .iter()
+                .filter(|(name, _)| self.source.keeps(name))
+                .map(|(name, value)| (name.clone(), value.clone()))
+                .collect();
+            let mut source = crate::es_search::nested(kept);
+            if self.source.keeps("@timestamp") {
+                source.insert("@timestamp".into(), crate::format_time(time).into());
+            }
+            hit["_source"] = source.into();
+        }
+        if self.version {
+            // Events are written once and never updated.
+            hit["_version"] = 1.into();
+        }
+        if !self.fields.is_empty() {
+            let mut fields = Map::new();
+            for (pattern, format) in &self.fields {
+                if matches_pattern(pattern, "@timestamp") {
+                    let ms = time.div_euclid(1_000_000);
+                    let text = match format {
+                        DateFormat::EpochMillis => ms.to_string(),
+                        DateFormat::Nanos => crate::format_time(time),
+                        DateFormat::Millis => crate::format_time(ms * 1_000_000),
+                    };
+                    fields.insert("@timestamp".into(), json!([text]));
+                }
+                for (name, value) in flat {
+                    if matches_pattern(pattern, name) {
+                        let values = match value {
+                            JsonValue::Array(items) => items.clone(),
+                            one => vec![one.clone()],
+                        };
+                        fields.insert(name.clone(), values.into());
+                    }
+                }
+            }
+            if !fields.is_empty() {
+                hit["fields"] = fields.into();
+            }
+        }
+        if let Some(highlight) = &self.highlight {
+            let mut out = Map::new();
+            for (name, value) in flat {
+                let Some(text) = value.as_str() else { continue };
+                if !highlight.fields.iter().any(|p| matches_pattern(p, name)) {
+                    continue;
+                }
+                let fragments = highlight.mark(text, |token| words.matches(name, token));
+                if !fragments.is_empty() {
+                    out.insert(name.clone(), fragments.into());
+                }
+            }
+            if !out.is_empty() {
+                hit["highlight"] = out.into();
+            }
+        }
+    }
+}
+
+impl SourceFilter {
+    /// Whether a field (dotted name) is shown: an include pattern matches it or an object
+    /// above it, and no exclude pattern does.
+    fn keeps(&self, name: &str) -> bool {
+        let covers = |pattern: &String| {
+            matches_pattern(pattern, name)
+                || name
+                    .char_indices()
+                    .filter(|&(_, c)| c == '.')
+                    .any(|(at, _)| matches_pattern(pattern, &name[..at]))
+        };
+        (self.includes.is_empty() || self.includes.iter().any(covers))
+            && !self.excludes.iter().any(covers)
+    }
+}
+
+fn source_filter(value: &JsonValue) -> Result<SourceFilter, ApiError> {
+    let mut filter = SourceFilter::default();
+    match value {
+        JsonValue::Bool(enabled) => filter.enabled = *enabled,
+        JsonValue::String(_) | JsonValue::Array(_) => filter.includes = strings(value, "_source")?,
+        JsonValue::Object(object) => {
+            for (key, value) in object {
+                match key.as_str() {
+                    "includes" | "include" => filter.includes = strings(value, "_source.includes")?,
+                    "excludes" | "exclude" => filter.excludes = strings(value, "_source.excludes")?,
+                    other => return Err(unsupported(&format!("_source.{other}"))),
+                }
+            }
+        }
+        _ => {
+            return Err(ApiError::bad_request(
+                "_source: expected true, false, patterns or {includes, excludes}",
+            ))
+        }
+    }
+    Ok(filter)
+}
+
+fn highlight(value: &JsonValue) -> Result<Highlight, ApiError> {
+    let object = value
+        .as_object()
+        .ok_or_else(|| ApiError::bad_request("highlight: expected an object"))?;
+    let mut highlight = Highlight {
+        fields: Vec::new(),
+        pre_tag: "<em>".into(),
+        post_tag: "</em>".into(),
+        fragment_size: Some(100),
+        fragments: 5,
+    };
+    let one_tag = |value: &JsonValue, path: &str| -> Result<String, ApiError> {
+        match strings(value, path)?.as_slice() {
+            [one] => Ok(one.clone()),
+            _ => Err(unsupported(&format!("{path} with more than one tag"))),
+        }
+    };
+    for (key, value) in object {
+        let path = format!("highlight.{key}");
+        match key.as_str() {
+            "fields" => match value {
+                JsonValue::Object(fields) => {
+                    for (name, options) in fields {
+                        if let Some(option) = options.as_object().and_then(|o| o.keys().next()) {
+                            return Err(unsupported(&format!("{path}.{name}.{option}")));
+                        }
+                        highlight.fields.push(name.clone());
+                    }
+                }
+                JsonValue::Array(list) => {
+                    for item in list {
+                        let Some((name, options)) = item.as_object().and_then(|o| o.iter().next())
+                        else {
+                            return Err(ApiError::bad_request(format!(
+                                "{path}: expected {{field: {{}}}}"
+                            )));
+                        };
+                        if let Some(option) = options.as_object().and_then(|o| o.keys().next()) {
+                            return Err(unsupported(&format!("{path}.{name}.{option}")));
+                        }
+                        highlight.fields.push(name.clone());
+                    }
+                }
+                _ => return Err(ApiError::bad_request(format!("{path}: expected an object"))),
+            },
+            "pre_tags" => highlight.pre_tag = one_tag(value, &path)?,
+            "post_tags" => highlight.post_tag = one_tag(value, &path)?,
+            "fragment_size" => {
+                let size = value
+                    .as_u64()
+                    .ok_or_else(|| ApiError::bad_request(format!("{path}: expected a number")))?;
+                // Grafana asks for 2147483647: the whole value.
+                highlight.fragment_size = (size < 1 << 20).then_some(size.max(1) as usize);
+            }
+            "number_of_fragments" => {
+                let count = value
+                    .as_u64()
+                    .ok_or_else(|| ApiError::bad_request(format!("{path}: expected a number")))?;
+                // 0: the whole value, highlighted.
+                if count == 0 {
+                    highlight.fragment_size = None;
+                }
+                highlight.fragments = count.max(1) as usize;
+            }
+            _ => return Err(unsupported(&path)),
+        }
+    }
+    Ok(highlight)
+}
+
+impl Highlight {
+    /// `text` with each token `hit` accepts wrapped in the tags, as whole or in fragments
+    /// around the first matches; empty when no token matches.
+    fn mark(&self, text: &str, hit: impl Fn(&str) -> bool) -> Vec<String> {
+        let mut spans = Vec::new();
+        for_each_word(text, &mut |word: &str| {
+            let start = word.as_ptr() as usize - text.as_ptr() as usize;
+            if hit(&word.to_lowercase()) {
+                spans.push(start..start + word.len());
+            }
+        });
+        if spans.is_empty() {
+            return Vec::new();
+        }
+        let wrap = |range: std::ops::Range<usize>| {
+            let mut out = String::new();
+            let mut at = range.start;
+            for span in spans
+                .iter()
+                .filter(|s| s.start >= range.start && s.end <= range.end)
+            {
+                out.push_str(&text[at..span.start]);
+                out.push_str(&self.pre_tag);
+                out.push_str(&text[span.clone()]);
+                out.push_str(&self.post_tag);
+                at = span.end;
+            }
+            out.push_str(&text[at..range.end]);
+            out
+        };
+        let Some(size) = self.fragment_size.filter(|&size| text.len() > size) else {
+            return vec![wrap(0..text.len())];
+        };
+        // Fragments of about `size` bytes, each starting at a match and ending on a char
+        // boundary, without overlaps.
+        let mut fragments = Vec::new();
+        let mut covered = 0;
+        for span in &spans {
+            if fragments.len() == self.fragments {
+                break;
+            }
+            if span.start < covered {
+                continue;
+            }
+            let mut end = (span.start + size).max(span.end).min(text.len());
+            while !text.is_char_boundary(end) {
+                end += 1;
+            }
+            fragments.push(wrap(span.start..end));
+            covered = end;
+        }
+        fragments
+    }
+}
+
+/// `*` matches any run of characters in a field pattern.
+fn matches_pattern(pattern: &str, name: &str) -> bool {
+    if !pattern.contains('*') {
+        return pattern == name;
+    }
+    let parts: Vec<&str> = pattern.split('*').collect();
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !name.starts_with(first) || name.len() < first.len() + last.len() || !name.ends_with(last) {
+        return false;
+    }
+    let mut rest = &name[first.len()..name.len() - last.len()];
+    for piece in &parts[1..parts.len() - 1] {
+        match rest.find(piece) {
+            Some(at) => rest = &rest[at + piece.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+/// The words and patterns a query looks for (not those it excludes), each with its field
+/// (`None`: any field), for highlighting.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct QueryWords {
+    words: Vec<(Option<String>, String)>,
+    patterns: Vec<(Option<String>, Arc<Pattern>)>,
+}
+
+impl QueryWords {
+    pub(crate) fn of(ast: Option<&Ast>) -> QueryWords {
+        let mut words = QueryWords::default();
+        if let Some(ast) = ast {
+            words.collect(ast);
+        }
+        words
+    }
+
+    fn collect(&mut self, ast: &Ast) {
+        let mut text_words = |field: &Option<String>, text: &str| {
+            for_each_word(text, &mut |word: &str| {
+                self.words.push((field.clone(), word.to_lowercase()));
+            });
+        };
+        match ast {
+            Ast::Word { field, text } | Ast::Phrase { field, text, .. } => text_words(field, text),
+            Ast::Exact { field, value } => text_words(&Some(field.clone()), value),
+            Ast::Pattern { field, pattern } => self.patterns.push((field.clone(), pattern.clone())),
+            Ast::Boost { inner, .. } => self.collect(inner),
+            Ast::Bool(clauses) => {
+                for (occur, clause) in clauses {
+                    if *occur != Occur::MustNot {
+                        self.collect(clause);
+                    }
+                }
+            }
+            Ast::Range { .. } | Ast::Exists { .. } | Ast::All => {}
+        }
+    }
+
+    fn matches(&self, field: &str, token: &str) -> bool {
+        let field_fits = |wanted: &Option<String>| {
+            wanted.as_deref().is_none_or(|wanted| {
+                wanted == field || wanted.strip_suffix(".keyword") == Some(field)
+            })
+        };
+        self.words
+            .iter()
+            .any(|(wanted, word)| word == token && field_fits(wanted))
+            || self
+                .patterns
+                .iter()
+                .any(|(wanted, pattern)| field_fits(wanted) && pattern.matches(token))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sources_keep_what_includes_name_and_excludes_do_not() {
+        let filter = source_filter(
+            &json!({"includes": ["client.*", "host"], "excludes": ["client.secret"]}),
+        )
+        .unwrap();
+        assert!(filter.keeps("host"));
+        assert!(filter.keeps("client.seq"));
+        assert!(!filter.keeps("client.secret"));
+        assert!(!filter.keeps("message"));
+        // An object's name covers its fields.
+        let filter = source_filter(&json!("client")).unwrap();
+        assert!(filter.keeps("client.seq") && !filter.keeps("clientele"));
+        assert!(!source_filter(&json!(false)).unwrap().enabled);
+        assert!(source_filter(&json!({"fields": ["a"]})).is_err());
+    }
+
+    #[test]
+    fn highlights_wrap_matching_words() {
+        let mut view = HitView::default();
+        view.read_body_key(
+            "highlight",
+            &json!({"fields": {"*": {}}, "pre_tags": ["@H@"], "post_tags": ["@/H@"], "fragment_size": 2147483647u64}),
+        )
+        .unwrap();
+        let words = QueryWords::of(Some(
+            &quarry_query::parser::parse("level:error OR timeout -debug").unwrap(),
+        ));
+        let flat =
+            json!({"message": "Timeout: error while reading, debug on", "level": "error", "n": 5});
+        let mut hit = json!({});
+        view.render(&mut hit, flat.as_object().unwrap(), 0, &words);
+        assert_eq!(
+            hit["highlight"]["message"],
+            json!(["@H@Timeout@/H@: error while reading, debug on"])
+        );
+        assert_eq!(hit["highlight"]["level"], json!(["@H@error@/H@"]));
+        assert!(hit["highlight"].get("n").is_none());
+        assert!(view
+            .read_body_key("highlight", &json!({"fields": {"*": {"type": "plain"}}}))
+            .is_err());
+        assert!(view
+            .read_body_key("highlight", &json!({"order": "score"}))
+            .is_err());
+    }
+}

@@ -1,0 +1,634 @@
+//! Elasticsearch's index APIs, where an index is a Quarry tenant: `PUT /{index}` (create, with
+//! `mappings`), `DELETE /{index}`, `HEAD`/`GET /{index}`, `/{index}/_refresh` (a no-op:
+//! events are searchable once acknowledged), `GET /_cluster/health`, `GET /_cat/indices`, and
+//! index expressions (`logs-*`, `_all`, `a,b`) resolved over the tenants a key may read.
+//!
+//! Who may create and delete: with keys on, the admin token (a new index is a tenant without
+//! a key of its own: the admin API issues keys); keyless, anyone who can reach the server,
+//! which listens on loopback only and already lets every caller write the `default` tenant.
+
+use crate::admin::{self, Tenant};
+use crate::es_api::{es_response, EsParams};
+use crate::tenants::{self, TenantSpec, DEFAULT_TENANT};
+use crate::{blocking, ApiError, AppState};
+use axum::body::Bytes;
+use axum::extract::{Path as UrlPath, RawQuery, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use quarry_store::Mapping;
+use serde_json::{json, Map, Value as JsonValue};
+use std::sync::Arc;
+
+/// Settings a create-index body may hold that mean nothing for a tenant: Quarry keeps one
+/// index per tenant with no replicas of its own (durability is the WAL's and, in a cluster,
+/// the object store's), and events are searchable as soon as they are acknowledged, sooner
+/// than any refresh interval.
+const NO_OP_SETTINGS: &[&str] = &[
+    "index.number_of_shards",
+    "index.number_of_replicas",
+    "index.refresh_interval",
+    "index.auto_expand_replicas",
+];
+
+/// `PUT /{index}`: creates the tenant, with the body's `mappings`.
+pub(crate) async fn create(
+    State(state): State<Arc<AppState>>,
+    UrlPath(index): UrlPath<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let answer = async {
+        let params = EsParams::parse(query.as_deref())?;
+        params.check(
+            "create index",
+            &["wait_for_active_shards", "timeout", "include_type_name"],
+        )?;
+        state.may_manage_indices(&headers)?;
+        tenants::validate_name(&index).map_err(|reason| {
+            ApiError::bad_request(format!("invalid index name [{index}]: {reason}"))
+        })?;
+        let mapping = create_body(&body)?;
+        if state.open_tenant(&index).is_some() {
+            return Err(already_exists(&index));
+        }
+        let spec = TenantSpec {
+            name: index.clone(),
+            key_sha256: None,
+            retention_seconds: None,
+            quotas: Default::default(),
+            created: quarry_index::event::format_time(quarry_query::time::now_nanos()),
+        };
+        let tenant = admin::add_tenant(&state, spec).await.map_err(|error| {
+            if error.status == StatusCode::CONFLICT {
+                already_exists(&index)
+            } else {
+                error
+            }
+        })?;
+        if let Some(mapping) = mapping {
+            let live = tenant.live.clone();
+            let applied = blocking(move || {
+                live.set_mapping(&mapping)
+                    .map_err(|e| ApiError::bad_request(e.to_string()))
+            })
+            .await;
+            if let Err(error) = applied {
+                // The index is created whole or not at all.
+                let _ = admin::remove_tenant(&state, &index).await;
+                return Err(error);
+            }
+        }
+        Ok(json!({"acknowledged": true, "shards_acknowledged": true, "index": index}).to_string())
+    }
+    .await;
+    es_response(answer)
+}
+
+/// Elasticsearch answers an existing index with 400 `resource_already_exists_exception`.
+fn already_exists(index: &str) -> ApiError {
+    ApiError::bad_request(format!("index [{index}] already exists"))
+        .with_kind("resource_already_exists_exception")
+}
+
+/// A create-index body's mapping: `mappings` is read, `settings` may hold only no-ops
+/// (`NO_OP_SETTINGS`), and anything else (`aliases`) is refused by name.
+fn create_body(body: &[u8]) -> Result<Option<Mapping>, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    let body: JsonValue = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("request body is not JSON: {e}")))?;
+    let object = body
+        .as_object()
+        .ok_or_else(|| ApiError::bad_request("the create-index body must be a JSON object"))?;
+    let mut mapping = None;
+    for (key, value) in object {
+        match key.as_str() {
+            "mappings" => {
+                mapping = Some(
+                    Mapping::from_value(&json!({ "mappings": value }))
+                        .map_err(|e| ApiError::bad_request(e.to_string()))?,
+                )
+            }
+            "settings" => {
+                let mut flat = Vec::new();
+                flatten("", value, &mut flat);
+                for (name, _) in flat {
+                    let name = if name.starts_with("index.") {
+                        name
+                    } else {
+                        format!("index.{name}")
+                    };
+                    if !NO_OP_SETTINGS.contains(&name.as_str()) {
+                        return Err(ApiError::bad_request(format!(
+                            "unsupported: index setting [{name}] (Quarry accepts {} and ignores them: one index per tenant, searchable at once)",
+                            NO_OP_SETTINGS.join(", ")
+                        )));
+                    }
+                }
+            }
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "unsupported: [{other}] in a create-index body (Quarry reads mappings and settings)"
+                )))
+            }
+        }
+    }
+    Ok(mapping)
+}
+
+/// A JSON tree's leaves with their dotted paths.
+fn flatten(prefix: &str, value: &JsonValue, out: &mut Vec<(String, JsonValue)>) {
+    match value {
+        JsonValue::Object(object) if !object.is_empty() => {
+            for (key, value) in object {
+                let path = if prefix.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{prefix}.{key}")
+                };
+                flatten(&path, value, out);
+            }
+        }
+        leaf => out.push((prefix.to_owned(), leaf.clone())),
+    }
+}
+
+/// `DELETE /{index}`: deletes the named tenants (a comma list; wildcards are refused, as
+/// Elasticsearch refuses them by default: a deletion names what it deletes).
+pub(crate) async fn delete(
+    State(state): State<Arc<AppState>>,
+    UrlPath(index): UrlPath<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    let answer = async {
+        let params = EsParams::parse(query.as_deref())?;
+        params.check(
+            "delete index",
+            &[
+                "ignore_unavailable",
+                "allow_no_indices",
+                "expand_wildcards",
+                "timeout",
+            ],
+        )?;
+        let ignore_unavailable = params.flag("ignore_unavailable", false)?;
+        state.may_manage_indices(&headers)?;
+        let names: Vec<&str> = index.split(',').filter(|n| !n.is_empty()).collect();
+        if let Some(pattern) = names.iter().find(|n| is_pattern(n)) {
+            return Err(ApiError::bad_request(format!(
+                "deleting [{pattern}]: a deletion names each index (no wildcards or _all)"
+            )));
+        }
+        if names.contains(&DEFAULT_TENANT) {
+            return Err(ApiError::bad_request(
+                "the default index holds the data directory's own catalog and cannot be deleted",
+            ));
+        }
+        let missing: Vec<&&str> = names
+            .iter()
+            .filter(|name| state.open_tenant(name).is_none())
+            .collect();
+        if let (Some(name), false) = (missing.first(), ignore_unavailable) {
+            return Err(no_such_index(name));
+        }
+        for name in names {
+            if state.open_tenant(name).is_some() {
+                admin::remove_tenant(&state, name).await?;
+            }
+        }
+        Ok(json!({"acknowledged": true}).to_string())
+    }
+    .await;
+    es_response(answer)
+}
+
+pub(crate) fn no_such_index(name: &str) -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, format!("no such index [{name}]"))
+}
+
+/// `HEAD /{index}`: 200 when every index named exists and the key may read it, else 404.
+pub(crate) async fn exists(
+    State(state): State<Arc<AppState>>,
+    UrlPath(index): UrlPath<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    let status = match EsParams::parse(query.as_deref()).and_then(|params| {
+        params.check(
+            "index exists",
+            &[
+                "ignore_unavailable",
+                "allow_no_indices",
+                "expand_wildcards",
+                "local",
+                "flat_settings",
+                "include_defaults",
+            ],
+        )?;
+        resolve(&state, &index, &headers, Missing::Refuse)
+    }) {
+        Ok(found) if !found.is_empty() => StatusCode::OK,
+        Ok(_) => StatusCode::NOT_FOUND,
+        Err(error) => error.status,
+    };
+    let mut response = status.into_response();
+    crate::es_api::mark_elasticsearch(&mut response);
+    response
+}
+
+/// `GET /{index}`: each index's mappings and settings.
+pub(crate) async fn get(
+    State(state): State<Arc<AppState>>,
+    UrlPath(index): UrlPath<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    let answer = (|| {
+        let params = EsParams::parse(query.as_deref())?;
+        params.check(
+            "get index",
+            &[
+                "ignore_unavailable",
+                "allow_no_indices",
+                "expand_wildcards",
+                "local",
+                "include_defaults",
+            ],
+        )?;
+        let mut out = Map::new();
+        for (name, tenant) in resolve(&state, &index, &headers, missing_rule(&params)?)? {
+            let created = tenant.spec().created;
+            let created_ms = quarry_query::time::parse_time(&created, 0)
+                .map(|nanos| (nanos / 1_000_000).to_string())
+                .unwrap_or_else(|_| "0".to_owned());
+            out.insert(
+                name.clone(),
+                json!({
+                    "aliases": {},
+                    "mappings": crate::es_search::mapping_of(&tenant.live),
+                    "settings": {"index": {
+                        "number_of_shards": "1",
+                        "number_of_replicas": "0",
+                        "provided_name": name,
+                        "creation_date": created_ms,
+                        "uuid": name,
+                    }},
+                }),
+            );
+        }
+        Ok(JsonValue::Object(out).to_string())
+    })();
+    es_response(answer)
+}
+
+/// `/_refresh`, `/{index}/_refresh`: nothing to do (acknowledged events are searchable), but
+/// an unknown index is still a 404.
+pub(crate) async fn refresh(
+    State(state): State<Arc<AppState>>,
+    index: Option<UrlPath<String>>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    let answer = (|| {
+        let params = EsParams::parse(query.as_deref())?;
+        params.check(
+            "refresh",
+            &["ignore_unavailable", "allow_no_indices", "expand_wildcards"],
+        )?;
+        let expression = index.map_or_else(|| "_all".to_owned(), |UrlPath(index)| index);
+        let found = resolve(&state, &expression, &headers, missing_rule(&params)?)?;
+        let shards = found.len();
+        Ok(json!({"_shards": {"total": shards, "successful": shards, "failed": 0}}).to_string())
+    })();
+    es_response(answer)
+}
+
+/// `GET /_cluster/health` (Grafana's health check) and `/_cluster/health/{index}`: a single
+/// node that serves is green.
+pub(crate) async fn cluster_health(
+    State(state): State<Arc<AppState>>,
+    index: Option<UrlPath<String>>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    let answer = (|| {
+        let params = EsParams::parse(query.as_deref())?;
+        // The waits are for a state a single node that answers is already in.
+        params.check(
+            "cluster health",
+            &[
+                "wait_for_status",
+                "wait_for_nodes",
+                "wait_for_events",
+                "wait_for_active_shards",
+                "wait_for_no_relocating_shards",
+                "wait_for_no_initializing_shards",
+                "timeout",
+                "local",
+                "level",
+                "expand_wildcards",
+            ],
+        )?;
+        let level = params.get("level").unwrap_or("cluster");
+        if !matches!(level, "cluster" | "indices") {
+            return Err(ApiError::bad_request(format!(
+                "unsupported: cluster health level [{level}] (cluster or indices)"
+            )));
+        }
+        state.require_some_key(&headers)?;
+        let expression = index.map_or_else(|| "_all".to_owned(), |UrlPath(index)| index);
+        let found = resolve(&state, &expression, &headers, Missing::Refuse)?;
+        let shards = found.len();
+        let mut health = json!({
+            "cluster_name": "quarry",
+            "status": "green",
+            "timed_out": false,
+            "number_of_nodes": 1,
+            "number_of_data_nodes": 1,
+            "discovered_master": true,
+            "discovered_cluster_manager": true,
+            "active_primary_shards": shards,
+            "active_shards": shards,
+            "relocating_shards": 0,
+            "initializing_shards": 0,
+            "unassigned_shards": 0,
+            "delayed_unassigned_shards": 0,
+            "number_of_pending_tasks": 0,
+            "number_of_in_flight_fetch": 0,
+            "task_max_waiting_in_queue_millis": 0,
+            "active_shards_percent_as_number": 100.0,
+        });
+        if level == "indices" {
+            let indices: Map<String, JsonValue> = found
+                .iter()
+                .map(|(name, _)| {
+                    let shard = json!({
+                        "status": "green", "number_of_shards": 1, "number_of_replicas": 0,
+                        "active_primary_shards": 1, "active_shards": 1, "relocating_shards": 0,
+                        "initializing_shards": 0, "unassigned_shards": 0,
+                    });
+                    (name.clone(), shard)
+                })
+                .collect();
+            health["indices"] = indices.into();
+        }
+        Ok(health.to_string())
+    })();
+    es_response(answer)
+}
+
+/// `GET /_cat/indices[/{index}]`: a text table (`v` for headers, `h` to choose columns) or
+/// JSON (`format=json`).
+pub(crate) async fn cat_indices(
+    State(state): State<Arc<AppState>>,
+    index: Option<UrlPath<String>>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    let answer = (|| {
+        let params = EsParams::parse(query.as_deref())?;
+        params.check(
+            "cat indices",
+            &["format", "v", "h", "expand_wildcards", "local"],
+        )?;
+        state.require_some_key(&headers)?;
+        let expression = index.map_or_else(|| "_all".to_owned(), |UrlPath(index)| index);
+        let found = resolve(&state, &expression, &headers, Missing::Refuse)?;
+        const COLUMNS: &[&str] = &[
+            "health",
+            "status",
+            "index",
+            "uuid",
+            "pri",
+            "rep",
+            "docs.count",
+            "docs.deleted",
+            "store.size",
+            "pri.store.size",
+        ];
+        let columns: Vec<&str> = match params.get("h") {
+            None => COLUMNS.to_vec(),
+            Some(list) => list.split(',').collect(),
+        };
+        if let Some(unknown) = columns.iter().find(|c| !COLUMNS.contains(c)) {
+            return Err(ApiError::bad_request(format!(
+                "unsupported: _cat/indices column [{unknown}] ({})",
+                COLUMNS.join(", ")
+            )));
+        }
+        let rows: Vec<Vec<String>> = found
+            .iter()
+            .map(|(name, tenant)| {
+                let events = tenant.live.published_snapshot().doc_count();
+                let bytes = tenant.live.stored_bytes();
+                columns
+                    .iter()
+                    .map(|column| match *column {
+                        "health" => "green".to_owned(),
+                        "status" => "open".to_owned(),
+                        "index" | "uuid" => name.clone(),
+                        "pri" => "1".to_owned(),
+                        "rep" | "docs.deleted" => "0".to_owned(),
+                        "docs.count" => events.to_string(),
+                        _ => bytes.to_string(),
+                    })
+                    .collect()
+            })
+            .collect();
+        match params.get("format") {
+            Some("json") => Ok(JsonValue::Array(
+                rows.iter()
+                    .map(|row| {
+                        columns
+                            .iter()
+                            .zip(row)
+                            .map(|(c, v)| (c.to_string(), JsonValue::from(v.clone())))
+                            .collect::<Map<_, _>>()
+                            .into()
+                    })
+                    .collect(),
+            )
+            .to_string()),
+            None | Some("text" | "txt") => {
+                let mut table = Vec::new();
+                if params.flag("v", false)? {
+                    table.push(columns.iter().map(|c| c.to_string()).collect::<Vec<_>>());
+                }
+                table.extend(rows);
+                Ok(text_table(&table))
+            }
+            Some(other) => Err(ApiError::bad_request(format!(
+                "unsupported: _cat format [{other}] (json or text)"
+            ))),
+        }
+    })();
+    es_response(answer)
+}
+
+/// Rows as left-aligned columns separated by a space.
+fn text_table(rows: &[Vec<String>]) -> String {
+    let width = |column: usize| rows.iter().map(|r| r[column].len()).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..rows.first().map_or(0, Vec::len)).map(width).collect();
+    let mut out = String::new();
+    for row in rows {
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(value, &width)| format!("{value:width$}"))
+            .collect();
+        out.push_str(line.join(" ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// What an index expression does with a name that is not there.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Missing {
+    /// 404 naming it (Elasticsearch's default for a concrete name).
+    Refuse,
+    /// Left out (`ignore_unavailable=true`).
+    Skip,
+}
+
+fn missing_rule(params: &EsParams) -> Result<Missing, ApiError> {
+    Ok(if params.flag("ignore_unavailable", false)? {
+        Missing::Skip
+    } else {
+        Missing::Refuse
+    })
+}
+
+fn is_pattern(name: &str) -> bool {
+    name == "_all" || name.contains('*')
+}
+
+/// The tenants an index expression names, in name order without repeats: a comma list of
+/// names and patterns (`*` anywhere, `_all`), patterns over the tenants the request's key may
+/// read. A concrete name the key may not read is 401, as `authorize` answers; one that does
+/// not exist is 404 (or skipped).
+pub(crate) fn resolve(
+    state: &Arc<AppState>,
+    expression: &str,
+    headers: &HeaderMap,
+    missing: Missing,
+) -> Result<Vec<(String, Arc<Tenant>)>, ApiError> {
+    let mut found: Vec<(String, Arc<Tenant>)> = Vec::new();
+    for part in expression.split(',').filter(|p| !p.is_empty()) {
+        if let Some(excluded) = part.strip_prefix('-') {
+            found.retain(|(name, _)| !glob_matches(excluded, name));
+            continue;
+        }
+        if is_pattern(part) {
+            let pattern = if part == "_all" { "*" } else { part };
+            for tenant in state.all_tenants() {
+                let name = tenant.name();
+                if glob_matches(pattern, &name) && state.authorize(&name, headers).is_ok() {
+                    found.push((name, tenant));
+                }
+            }
+            continue;
+        }
+        match state.authorize(part, headers) {
+            Ok(tenant) => found.push((part.to_owned(), tenant)),
+            Err(error) if error.status == StatusCode::NOT_FOUND => {
+                if missing == Missing::Refuse {
+                    return Err(no_such_index(part));
+                }
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    found.dedup_by(|a, b| a.0 == b.0);
+    Ok(found)
+}
+
+/// `*` matches any run of characters; everything else itself.
+fn glob_matches(pattern: &str, name: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or_default();
+    let Some(mut rest) = name.strip_prefix(first) else {
+        return false;
+    };
+    let pieces: Vec<&str> = parts.collect();
+    let Some((last, middle)) = pieces.split_last() else {
+        return rest.is_empty();
+    };
+    for piece in middle {
+        match rest.find(piece) {
+            Some(at) => rest = &rest[at + piece.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
+impl AppState {
+    /// Creating and deleting indices: the admin token when keys are on; keyless, anyone (the
+    /// server is on loopback, module doc).
+    pub(crate) fn may_manage_indices(&self, headers: &HeaderMap) -> Result<(), ApiError> {
+        if self.admin.is_some() {
+            self.require_admin(headers)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs_match_like_index_patterns() {
+        for (pattern, name, expected) in [
+            ("*", "logs", true),
+            ("logs-*", "logs-2026", true),
+            ("logs-*", "logs", false),
+            ("*-prod", "web-prod", true),
+            ("*-prod", "web-production", false),
+            ("a*b*c", "aXbYc", true),
+            ("a*b*c", "acb", false),
+            ("a*a", "a", false),
+            ("a*a", "aa", true),
+            ("exact", "exact", true),
+            ("exact", "exactly", false),
+        ] {
+            assert_eq!(glob_matches(pattern, name), expected, "{pattern} {name}");
+        }
+    }
+
+    #[test]
+    fn create_bodies_read_mappings_and_refuse_what_they_cannot_honour() {
+        let mapping = create_body(
+            br#"{"settings": {"number_of_shards": 1, "index": {"number_of_replicas": 0}},
+                 "mappings": {"properties": {"status": {"type": "long"}}}}"#,
+        )
+        .unwrap()
+        .expect("a mapping");
+        assert!(mapping.fields.contains_key("status"));
+        assert!(create_body(b"").unwrap().is_none());
+        for (body, named) in [
+            (r#"{"aliases": {"a": {}}}"#, "[aliases]"),
+            (
+                r#"{"settings": {"index": {"analysis": {"analyzer": {}}}}}"#,
+                "index.analysis",
+            ),
+            (
+                r#"{"settings": {"number_of_routing_shards": 4}}"#,
+                "number_of_routing_shards",
+            ),
+        ] {
+            let refused = create_body(body.as_bytes()).unwrap_err();
+            assert!(
+                refused.message.contains(named),
+                "{named}: {}",
+                refused.message
+            );
+        }
+    }
+}

@@ -18,10 +18,28 @@
 //! a value of the wrong type is an error naming its JSON path (`query.bool.must[1].range`),
 //! never a query silently read as something else.
 
-use crate::parser::{parse_at, Ast, Occur, TIME_FIELD};
+use crate::parser::{parse_classic, Ast, ClassicOptions, Occur, TIME_FIELD};
 use crate::pattern::{Pattern, PatternKind};
 use crate::range::{Number, NumericRange};
-use crate::time::parse_time;
+use crate::time::{parse_time_in, Rounding, Zone};
+
+/// The date formats a `range` on the time may name (`a||b` for several): what its bounds are
+/// read as anyway (epoch numbers, ISO 8601 times and dates). Any other is refused: read as
+/// these, its bounds could mean other times.
+const DATE_FORMATS: &[&str] = &[
+    "epoch_millis",
+    "epoch_second",
+    "strict_date_optional_time",
+    "strict_date_optional_time_nanos",
+    "date_optional_time",
+    "strict_date_time",
+    "date_time",
+    "strict_date",
+    "date",
+    "yyyy-MM-dd",
+    "strict_date_hour_minute_second",
+    "yyyy-MM-dd'T'HH:mm:ss",
+];
 use serde_json::{Map, Value};
 use std::ops::Bound;
 use std::sync::Arc;
@@ -72,7 +90,7 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
         "match" => {
             let (field, options) = field_and_options(body, path, "query")?;
             let text = text_of(options.get("query"), path)?;
-            let operator = operator_of(&options, path)?;
+            let operator = operator_of(&options, path, "operator")?;
             check_keys(
                 &options,
                 &[
@@ -95,7 +113,7 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
             Ok(Ast::Phrase {
                 field: Some(field_name(field).to_owned()),
                 text: text_of(options.get("query"), path)?,
-                slop: slop_of(&options, path)?,
+                slop: slop_of(&options, path, "slop")?,
             })
         }
         "multi_match" => {
@@ -109,14 +127,14 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
                 ],
                 path,
             )?;
-            let slop = slop_of(options, path)?;
+            let slop = slop_of(options, path, "slop")?;
             let text = text_of(options.get("query"), path)?;
             let phrase = match options.get("type").and_then(Value::as_str) {
                 None | Some("best_fields") | Some("most_fields") | Some("cross_fields") => false,
                 Some("phrase") => true,
                 Some(other) => return Err(error(path, format!("type {other:?} is not supported"))),
             };
-            let operator = operator_of(options, path)?;
+            let operator = operator_of(options, path, "operator")?;
             let fields: Vec<Option<String>> = match options.get("fields") {
                 None => vec![None],
                 Some(Value::Array(names)) => names
@@ -154,8 +172,7 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
             let options = body
                 .as_object()
                 .ok_or_else(|| error(path, "expected an object with a query"))?;
-            let text = text_of(options.get("query"), path)?;
-            parse_at(&text, now).map_err(|e| error(path, format!("query {text:?}: {e}")))
+            query_string(kind == "simple_query_string", options, path, now)
         }
         "term" => {
             let (field, options) = field_and_options(body, path, "value")?;
@@ -163,7 +180,7 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
             let value = options
                 .get("value")
                 .ok_or_else(|| error(path, "expected a value"))?;
-            term(field, value, path)
+            term(field, value, case_insensitive(&options, path)?, path)
         }
         "terms" => {
             let object = body
@@ -178,7 +195,7 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
                     .as_array()
                     .ok_or_else(|| error(path, format!("{field}: expected a list of values")))?;
                 for value in values {
-                    clauses.push((Occur::Should, term(field, value, path)?));
+                    clauses.push((Occur::Should, term(field, value, false, path)?));
                 }
             }
             if clauses.is_empty() {
@@ -201,13 +218,50 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
         }
         "prefix" | "wildcard" | "regexp" | "fuzzy" => {
             let (field, options) = field_and_options(body, path, "value")?;
+            let known: &[&str] = match kind.as_str() {
+                "prefix" => &["value", "boost", "rewrite", "case_insensitive"],
+                "wildcard" => &["value", "wildcard", "boost", "rewrite", "case_insensitive"],
+                "regexp" => &[
+                    "value",
+                    "boost",
+                    "rewrite",
+                    "case_insensitive",
+                    "flags",
+                    "max_determinized_states",
+                ],
+                _ => &[
+                    "value",
+                    "boost",
+                    "rewrite",
+                    "fuzziness",
+                    "max_expansions",
+                    "prefix_length",
+                    "transpositions",
+                ],
+            };
+            check_keys(&options, known, path)?;
+            // Options that would change what matches, honoured only at their defaults.
+            for (option, default) in [
+                ("flags", Value::from("ALL")),
+                ("prefix_length", Value::from(0)),
+                ("transpositions", Value::Bool(true)),
+            ] {
+                if options.get(option).is_some_and(|value| *value != default) {
+                    return Err(error(
+                        path,
+                        format!("{option} other than {default} is not supported"),
+                    ));
+                }
+            }
             let value = match options.get("value").or_else(|| options.get("wildcard")) {
                 Some(Value::String(value)) => value.clone(),
                 _ => return Err(error(path, "expected a string value")),
             };
+            // As written: the pattern lowercases itself for tokens and keeps the case for
+            // whole values (`X.keyword`, keyword fields), as Elasticsearch does.
             let kind = match kind.as_str() {
-                "prefix" => PatternKind::Prefix(value.to_lowercase()),
-                "wildcard" => PatternKind::wildcard(wildcard_chars(&value)),
+                "prefix" => PatternKind::Prefix(value),
+                "wildcard" => PatternKind::wildcard_as_written(wildcard_chars(&value)),
                 "regexp" => PatternKind::Regex(value),
                 _ => {
                     let distance = match options.get("fuzziness") {
@@ -227,12 +281,13 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
                             .ok_or_else(|| error(path, "fuzziness must be 0, 1, 2 or AUTO"))?,
                     };
                     PatternKind::Fuzzy {
-                        term: value.to_lowercase(),
+                        term: value,
                         distance,
                     }
                 }
             };
-            let pattern = Pattern::new(kind).map_err(|e| error(path, e.0))?;
+            let pattern = Pattern::as_written(kind, case_insensitive(&options, path)?)
+                .map_err(|e| error(path, e.0))?;
             Ok(Ast::Pattern {
                 field: Some(field_name(field).to_owned()),
                 pattern: Arc::new(pattern),
@@ -248,6 +303,304 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
             path,
             format!("query type [{other}] is not supported"),
         )),
+    }
+}
+
+/// `query_string` in Lucene's classic reading (`parser::ClassicOptions`), with its options:
+/// `default_operator`, `default_field` or `fields` (bare words over several fields: each word
+/// is ORed over them), `time_zone`, `phrase_slop`; those that only change scoring or analysis
+/// Quarry does the same way are accepted (`analyze_wildcard`, `boost`, `type: best_fields`,
+/// `auto_generate_synonyms_phrase_query`, `max_determinized_states`, `rewrite`,
+/// `enable_position_increments`); every other option is refused by name.
+///
+/// `simple_query_string` has a syntax of its own (`simple_query`); `flags` other than `ALL`
+/// are refused.
+pub fn query_string(
+    simple: bool,
+    options: &Map<String, Value>,
+    path: &str,
+    now: i64,
+) -> Result<Ast, DslError> {
+    let mut classic = ClassicOptions::default();
+    let mut fields: Vec<String> = Vec::new();
+    let mut phrase_slop = 0;
+    for (key, value) in options {
+        let bad = |what: &str| error(path, format!("{key}: expected {what}"));
+        match key.as_str() {
+            "query" => {}
+            "default_operator" => {
+                classic.default_operator = operator_of(options, path, "default_operator")?
+            }
+            "default_field" => {
+                let field = value.as_str().ok_or_else(|| bad("a field name"))?;
+                classic.default_field = (field != "*").then(|| field_name(field).to_owned());
+            }
+            "fields" => {
+                for name in value
+                    .as_array()
+                    .ok_or_else(|| bad("a list of field names"))?
+                {
+                    let name = name.as_str().ok_or_else(|| bad("field names"))?;
+                    if name.contains('^') {
+                        return Err(error(
+                            path,
+                            format!("unsupported: a boost in fields ({name:?})"),
+                        ));
+                    }
+                    if name != "*" {
+                        fields.push(field_name(name).to_owned());
+                    }
+                }
+            }
+            "time_zone" => {
+                let zone = value.as_str().ok_or_else(|| bad("a zone"))?;
+                classic.zone = Zone::parse(zone).map_err(|e| error(path, e))?;
+            }
+            "phrase_slop" => phrase_slop = slop_of(options, path, "phrase_slop")?,
+            "analyze_wildcard"
+            | "auto_generate_synonyms_phrase_query"
+            | "enable_position_increments"
+                if value.is_boolean() => {}
+            "boost" | "max_determinized_states" if value.is_number() => {}
+            "rewrite" if value.is_string() => {}
+            "type" if value.as_str() == Some("best_fields") => {}
+            "allow_leading_wildcard" if value == &Value::Bool(true) => {}
+            "lenient" if value == &Value::Bool(false) => {}
+            "flags" if simple && value.as_str() == Some("ALL") => {}
+            other => {
+                return Err(error(path, format!("unsupported: option [{other}]")));
+            }
+        }
+    }
+    let text = text_of(options.get("query"), path)?;
+    let mut ast = if simple {
+        let ast = simple_query(&text, classic.default_operator, path)?;
+        match classic.default_field.take() {
+            Some(field) => over_fields(ast, &[field]),
+            None => ast,
+        }
+    } else {
+        parse_classic(&text, now, &classic)
+            .map_err(|e| error(path, format!("query {text:?}: {e}")))?
+    };
+    if phrase_slop > 0 {
+        ast = with_phrase_slop(ast, phrase_slop);
+    }
+    if classic.default_field.is_none() && !fields.is_empty() {
+        ast = over_fields(ast, &fields);
+    }
+    Ok(ast)
+}
+
+/// `simple_query_string`'s syntax, as Lucene's simple query parser reads it: terms, `"phrases"`
+/// (`~N` a slop), `prefix*`, `fuzzy~N`, `( )` groups, `-` before a clause for "not", and `+`
+/// (AND) or `|` (OR) between clauses, the default operator where there is none. There is no
+/// precedence: operators apply left to right, so `a + b | c` is `(a AND b) OR c`; a negated
+/// clause is "every event but those", so with OR, `a -b` also matches events that have
+/// neither. Like Elasticsearch it never fails on syntax: an unclosed quote or group ends at
+/// the end of the text, a stray `)` is skipped.
+fn simple_query(text: &str, default_operator: Occur, path: &str) -> Result<Ast, DslError> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut at = 0;
+    let ast = simple_clauses(&chars, &mut at, default_operator, 0, path)?;
+    Ok(ast.unwrap_or_else(nothing))
+}
+
+fn simple_clauses(
+    chars: &[char],
+    at: &mut usize,
+    default_operator: Occur,
+    depth: usize,
+    path: &str,
+) -> Result<Option<Ast>, DslError> {
+    if depth > 64 {
+        return Err(error(path, "groups nested too deeply"));
+    }
+    let mut current: Option<Ast> = None;
+    let mut operator: Option<Occur> = None;
+    let mut negate = false;
+    while *at < chars.len() {
+        let c = chars[*at];
+        match c {
+            c if c.is_whitespace() => *at += 1,
+            '|' => {
+                operator = Some(Occur::Should);
+                *at += 1;
+            }
+            '+' => {
+                operator = Some(Occur::Must);
+                *at += 1;
+            }
+            '-' => {
+                negate = !negate;
+                *at += 1;
+            }
+            ')' if depth > 0 => {
+                *at += 1;
+                break;
+            }
+            ')' => *at += 1,
+            _ => {
+                let clause = if c == '(' {
+                    *at += 1;
+                    simple_clauses(chars, at, default_operator, depth + 1, path)?
+                } else {
+                    Some(simple_leaf(chars, at, path)?)
+                };
+                let Some(mut clause) = clause else { continue };
+                if std::mem::take(&mut negate) {
+                    clause = Ast::Bool(vec![(Occur::Should, Ast::All), (Occur::MustNot, clause)]);
+                }
+                let occur = operator.take().unwrap_or(default_operator);
+                current = Some(match current {
+                    None => clause,
+                    Some(before) => Ast::Bool(vec![(occur, before), (occur, clause)]),
+                });
+            }
+        }
+    }
+    Ok(current)
+}
+
+/// A term, phrase, prefix or fuzzy term at `at`.
+fn simple_leaf(chars: &[char], at: &mut usize, path: &str) -> Result<Ast, DslError> {
+    let mut text = String::new();
+    let phrase = chars[*at] == '"';
+    if phrase {
+        *at += 1;
+        while *at < chars.len() && chars[*at] != '"' {
+            if chars[*at] == '\\' && *at + 1 < chars.len() {
+                *at += 1;
+            }
+            text.push(chars[*at]);
+            *at += 1;
+        }
+        *at += 1;
+    } else {
+        while *at < chars.len() {
+            let c = chars[*at];
+            if c.is_whitespace() || matches!(c, '(' | ')' | '|' | '+' | '"') {
+                break;
+            }
+            if c == '\\' && *at + 1 < chars.len() {
+                *at += 1;
+            } else if c == '~' || (c == '*' && !text.is_empty()) {
+                break;
+            }
+            text.push(chars[*at]);
+            *at += 1;
+        }
+    }
+    let suffix = chars.get(*at).copied();
+    if suffix == Some('*') && !phrase {
+        *at += 1;
+        let pattern =
+            Pattern::new(PatternKind::Prefix(text.to_lowercase())).map_err(|e| error(path, e.0))?;
+        return Ok(Ast::Pattern {
+            field: None,
+            pattern: Arc::new(pattern),
+        });
+    }
+    if suffix == Some('~') {
+        *at += 1;
+        let digits: String = chars[*at..]
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .collect();
+        *at += digits.len();
+        let number: u32 = digits.parse().unwrap_or(2);
+        if phrase {
+            return Ok(Ast::Phrase {
+                field: None,
+                text,
+                slop: number,
+            });
+        }
+        let kind = PatternKind::Fuzzy {
+            term: text.to_lowercase(),
+            distance: number.min(2) as u8,
+        };
+        let pattern = Pattern::new(kind).map_err(|e| error(path, e.0))?;
+        return Ok(Ast::Pattern {
+            field: None,
+            pattern: Arc::new(pattern),
+        });
+    }
+    Ok(if phrase {
+        Ast::Phrase {
+            field: None,
+            text,
+            slop: 0,
+        }
+    } else {
+        Ast::Word { field: None, text }
+    })
+}
+
+/// Phrases written without a slop get `slop`.
+fn with_phrase_slop(ast: Ast, slop: u32) -> Ast {
+    match ast {
+        Ast::Phrase {
+            field,
+            text,
+            slop: 0,
+        } => Ast::Phrase { field, text, slop },
+        Ast::Bool(clauses) => Ast::Bool(
+            clauses
+                .into_iter()
+                .map(|(occur, clause)| (occur, with_phrase_slop(clause, slop)))
+                .collect(),
+        ),
+        Ast::Boost { inner, boost } => Ast::Boost {
+            inner: Box::new(with_phrase_slop(*inner, slop)),
+            boost,
+        },
+        other => other,
+    }
+}
+
+/// Each clause without a field, ORed over `fields` (Elasticsearch's `fields` for bare words).
+fn over_fields(ast: Ast, fields: &[String]) -> Ast {
+    let spread = |make: &dyn Fn(String) -> Ast| {
+        Ast::Bool(
+            fields
+                .iter()
+                .map(|f| (Occur::Should, make(f.clone())))
+                .collect(),
+        )
+    };
+    match ast {
+        Ast::Word { field: None, text } => spread(&|f| Ast::Word {
+            field: Some(f),
+            text: text.clone(),
+        }),
+        Ast::Phrase {
+            field: None,
+            text,
+            slop,
+        } => spread(&|f| Ast::Phrase {
+            field: Some(f),
+            text: text.clone(),
+            slop,
+        }),
+        Ast::Pattern {
+            field: None,
+            pattern,
+        } => spread(&|f| Ast::Pattern {
+            field: Some(f),
+            pattern: pattern.clone(),
+        }),
+        Ast::Bool(clauses) => Ast::Bool(
+            clauses
+                .into_iter()
+                .map(|(occur, clause)| (occur, over_fields(clause, fields)))
+                .collect(),
+        ),
+        Ast::Boost { inner, boost } => Ast::Boost {
+            inner: Box::new(over_fields(*inner, fields)),
+            boost,
+        },
+        other => other,
     }
 }
 
@@ -354,8 +707,8 @@ fn check_keys(options: &Map<String, Value>, known: &[&str], path: &str) -> Resul
 }
 
 /// `match`'s `operator`: how the words join.
-fn operator_of(options: &Map<String, Value>, path: &str) -> Result<Occur, DslError> {
-    match options.get("operator").and_then(Value::as_str) {
+fn operator_of(options: &Map<String, Value>, path: &str, key: &str) -> Result<Occur, DslError> {
+    match options.get(key).and_then(Value::as_str) {
         None | Some("or") | Some("OR") => Ok(Occur::Should),
         Some("and") | Some("AND") => Ok(Occur::Must),
         Some(other) => Err(error(path, format!("unknown operator {other:?}"))),
@@ -364,15 +717,15 @@ fn operator_of(options: &Map<String, Value>, path: &str) -> Result<Occur, DslErr
 
 /// `match_phrase`'s and `multi_match`'s `slop`: a whole number (Elasticsearch also takes its
 /// string form).
-fn slop_of(options: &Map<String, Value>, path: &str) -> Result<u32, DslError> {
-    let slop = match options.get("slop") {
+fn slop_of(options: &Map<String, Value>, path: &str, key: &str) -> Result<u32, DslError> {
+    let slop = match options.get(key) {
         None => return Ok(0),
         Some(Value::Number(n)) => n.as_u64(),
         Some(Value::String(s)) => s.parse::<u64>().ok(),
         Some(_) => None,
     };
     slop.and_then(|s| u32::try_from(s).ok())
-        .ok_or_else(|| error(path, "slop: expected a whole number of positions"))
+        .ok_or_else(|| error(path, format!("{key}: expected a whole number of positions")))
 }
 
 /// A query that matches no event.
@@ -412,17 +765,46 @@ fn words(field: Option<&str>, text: &str, occur: Occur) -> Ast {
     }
 }
 
-fn term(field: &str, value: &Value, path: &str) -> Result<Ast, DslError> {
-    let field = field_name(field.strip_suffix(".keyword").unwrap_or(field));
+/// A `term`: a string is the exact whole value, or the number it spells; a number that number;
+/// a boolean the exact value `true` or `false` (a boolean, or that string: query.rs).
+/// `case_insensitive` with a string that has cased letters: the whole value ignoring case, a
+/// pattern over `X.keyword` (query.rs: the whole values of `X`).
+fn term(field: &str, value: &Value, case_insensitive: bool, path: &str) -> Result<Ast, DslError> {
+    let base = field.strip_suffix(".keyword").unwrap_or(field);
+    let field = field_name(base);
     match value {
+        Value::String(text)
+            if case_insensitive
+                && field != TIME_FIELD
+                && text.to_lowercase() != text.to_uppercase() =>
+        {
+            let literal = PatternKind::wildcard_as_written(text.chars().map(|c| (c, false)));
+            let pattern = Pattern::as_written(literal, true).map_err(|e| error(path, e.0))?;
+            Ok(Ast::Pattern {
+                field: Some(format!("{base}.keyword")),
+                pattern: Arc::new(pattern),
+            })
+        }
         Value::String(text) if field == TIME_FIELD => {
-            let time = parse_time(text, 0).map_err(|e| error(path, e))?;
+            let time = crate::time::parse_time(text, 0).map_err(|e| error(path, e))?;
             Ok(point(field, Number::Int(time)))
         }
-        Value::String(text) => Ok(Ast::Exact {
-            field: field.to_owned(),
-            value: text.clone(),
-        }),
+        Value::String(text) => {
+            let exact = Ast::Exact {
+                field: field.to_owned(),
+                value: text.clone(),
+            };
+            // Elasticsearch reads the string as the field's type: on a number field, a
+            // number. Quarry's fields are typed per value, so a string that spells a number
+            // matches the string or the number.
+            Ok(match Number::parse(text) {
+                Some(number) => Ast::Bool(vec![
+                    (Occur::Should, exact),
+                    (Occur::Should, point(field, number)),
+                ]),
+                None => exact,
+            })
+        }
         Value::Number(n) if field == TIME_FIELD => {
             let millis = n
                 .as_i64()
@@ -434,11 +816,20 @@ fn term(field: &str, value: &Value, path: &str) -> Result<Ast, DslError> {
                 .ok_or_else(|| error(path, format!("{n} is not a finite number")))?;
             Ok(point(field, number))
         }
-        Value::Bool(b) => Ok(Ast::Word {
-            field: Some(field.to_owned()),
-            text: b.to_string(),
+        Value::Bool(b) => Ok(Ast::Exact {
+            field: field.to_owned(),
+            value: b.to_string(),
         }),
         _ => Err(error(path, "expected a string, number or bool value")),
+    }
+}
+
+/// The `case_insensitive` option of `term`, `prefix`, `wildcard` and `regexp`.
+fn case_insensitive(options: &Map<String, Value>, path: &str) -> Result<bool, DslError> {
+    match options.get("case_insensitive") {
+        None => Ok(false),
+        Some(Value::Bool(value)) => Ok(*value),
+        Some(_) => Err(error(path, "case_insensitive: expected true or false")),
     }
 }
 
@@ -478,7 +869,35 @@ fn range(
     let field = field_name(field);
     let is_time = field == TIME_FIELD;
     let format = options.get("format").and_then(Value::as_str).unwrap_or("");
-    let bound_value = |value: &Value| -> Result<Option<Number>, DslError> {
+    for part in format.split("||").filter(|part| !part.is_empty()) {
+        if !DATE_FORMATS.contains(&part) {
+            return Err(error(
+                path,
+                format!(
+                    "unsupported: date format {part:?} ({}); ISO 8601 times and dates are read without one",
+                    DATE_FORMATS.join(", ")
+                ),
+            ));
+        }
+    }
+    let zone = match options.get("time_zone") {
+        None => Zone::Utc,
+        Some(Value::String(text)) if is_time => Zone::parse(text).map_err(|e| error(path, e))?,
+        Some(Value::String(_)) => {
+            return Err(error(path, "time_zone applies to the time field only"))
+        }
+        Some(_) => return Err(error(path, "time_zone: expected a zone name or offset")),
+    };
+    let include = |key: &str| options.get(key).and_then(Value::as_bool).unwrap_or(true);
+    let (include_lower, include_upper) = (include("include_lower"), include("include_upper"));
+    let bound_value = |key: &str, value: &Value| -> Result<Option<Number>, DslError> {
+        // Elasticsearch rounds `lte` and `gt` bounds up (`lte: now/d` is all of today).
+        let rounding = match key {
+            "lte" | "gt" => Rounding::Up,
+            "to" if include_upper => Rounding::Up,
+            "from" if !include_lower => Rounding::Up,
+            _ => Rounding::Down,
+        };
         match value {
             Value::Null => Ok(None),
             Value::Number(n) if is_time => {
@@ -498,7 +917,7 @@ fn range(
                 let nanos = if format.contains("epoch_millis") && text.parse::<i64>().is_ok() {
                     text.parse::<i64>().unwrap_or(0).saturating_mul(1_000_000)
                 } else {
-                    parse_time(text, now).map_err(|e| error(path, e))?
+                    parse_time_in(text, now, zone, rounding).map_err(|e| error(path, e))?
                 };
                 Ok(Some(Number::Int(nanos)))
             }
@@ -531,7 +950,7 @@ fn range(
 /// `include_lower`/`include_upper`), each value read by `read` (`None`: no bound).
 fn range_bounds<T>(
     options: &Map<String, Value>,
-    read: impl Fn(&Value) -> Result<Option<T>, DslError>,
+    read: impl Fn(&str, &Value) -> Result<Option<T>, DslError>,
 ) -> Result<(Bound<T>, Bound<T>), DslError> {
     let include = |key: &str| options.get(key).and_then(Value::as_bool).unwrap_or(true);
     let (include_lower, include_upper) = (include("include_lower"), include("include_upper"));
@@ -541,7 +960,9 @@ fn range_bounds<T>(
         if !matches!(key.as_str(), "gt" | "gte" | "lt" | "lte" | "from" | "to") {
             continue;
         }
-        let Some(bound) = read(value)? else { continue };
+        let Some(bound) = read(key, value)? else {
+            continue;
+        };
         let (side, bound) = range_bound(key, bound, include_lower, include_upper);
         *if side { &mut upper } else { &mut lower } = bound;
     }
@@ -577,7 +998,7 @@ fn term_range(field: &str, options: &Map<String, Value>, path: &str) -> Result<A
         Value::Null => Ok(None),
         _ => Err(error(path, "expected a string or number bound")),
     };
-    let (lower, upper) = range_bounds(options, text)?;
+    let (lower, upper) = range_bounds(options, |_, value| text(value))?;
     let pattern =
         Pattern::new(PatternKind::TermRange { lower, upper }).map_err(|e| error(path, e.0))?;
     Ok(Ast::Pattern {
@@ -603,6 +1024,7 @@ fn wildcard_chars(value: &str) -> Vec<(char, bool)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::parser::parse_at;
     use serde_json::json;
 
     const NOW: i64 = 1_762_000_000_000_000_000;
@@ -700,14 +1122,132 @@ mod tests {
     }
 
     #[test]
-    fn date_math_rounds_down() {
-        let day = 86_400_000_000_000;
-        assert_eq!(parse_time("now/d", NOW).unwrap(), NOW / day * day);
-        assert_eq!(
-            parse_time("now-1d/d", NOW).unwrap(),
-            (NOW - day) / day * day
+    fn query_strings_read_as_elasticsearch_reads_them() {
+        let qs = |options: Value| json!({"query_string": options});
+        same(qs(json!({"query": "a OR b AND c"})), "(a +b +c)");
+        same(
+            qs(json!({"query": "a b", "default_operator": "AND"})),
+            "(+a +b)",
         );
-        assert!(parse_time("now/q", NOW).is_err());
+        same(
+            qs(json!({"query": "a b", "default_operator": "and", "analyze_wildcard": true})),
+            "(+a +b)",
+        );
+        same(
+            qs(json!({"query": "disk AND level:error", "default_field": "message"})),
+            "(+message:disk +level:error)",
+        );
+        same(
+            qs(json!({"query": "disk -\"read only\"", "fields": ["message", "host"]})),
+            "((message:disk host:disk) -(message:\"read only\" host:\"read only\"))",
+        );
+        same(
+            qs(json!({"query": "\"disk full\" x", "phrase_slop": 2})),
+            "(\"disk full\"~2 x)",
+        );
+        same(
+            qs(json!({"query": "@timestamp:[2026-01-01 TO 2026-01-01]"})),
+            "_time:[1767225600000000000 TO 1767311999999999999]",
+        );
+        for option in [
+            json!({"fuzziness": 1}),
+            json!({"minimum_should_match": "2"}),
+            json!({"lenient": true}),
+            json!({"quote_field_suffix": ".exact"}),
+            json!({"default_operator": "XOR"}),
+            json!({"fields": ["message^2"]}),
+        ] {
+            let mut body = option.as_object().unwrap().clone();
+            body.insert("query".into(), json!("a"));
+            let error = compile(&qs(body.into()), "query", NOW).unwrap_err();
+            assert!(
+                error.to_string().starts_with("query.query_string: "),
+                "{error}"
+            );
+        }
+    }
+
+    #[test]
+    fn simple_query_strings_apply_operators_left_to_right() {
+        let sqs = |query: &str, operator: &str| json!({"simple_query_string": {"query": query, "default_operator": operator}});
+        same(sqs("a + b | c", "or"), "((+a +b) c)");
+        same(sqs("a b", "or"), "(a b)");
+        same(sqs("a b", "and"), "(+a +b)");
+        same(sqs("a -b", "or"), "(a (* -b))");
+        same(sqs("a -b", "and"), "(+a +(* -b))");
+        same(sqs("(a | b) + \"c d\"~1", "or"), "(+(a b) +\"c d\"~1)");
+        same(sqs("err* warn~1", "or"), "(err* warn~1)");
+        // Never a syntax error: an unclosed quote or group ends with the text.
+        same(sqs("\"a b", "or"), "\"a b\"");
+        same(sqs("(a | b", "or"), "(a b)");
+        same(sqs("a) b", "or"), "(a b)");
+    }
+
+    #[test]
+    fn date_math_rounds_as_elasticsearch_does() {
+        let day = 86_400_000_000_000;
+        let (today, tomorrow) = (NOW / day * day, NOW / day * day + day);
+        let bounds = |options: Value| match compile(
+            &json!({"range": {"@timestamp": options}}),
+            "query",
+            NOW,
+        ) {
+            Ok(Ast::Range { range, .. }) => (range.lower, range.upper),
+            other => panic!("{other:?}"),
+        };
+        use Bound::{Excluded, Included, Unbounded};
+        let t = Number::Int;
+        // gte and lt round down, lte and gt up: `lte now/d` holds all of today.
+        assert_eq!(
+            bounds(json!({"gte": "now/d"})),
+            (Included(t(today)), Unbounded)
+        );
+        assert_eq!(
+            bounds(json!({"lt": "now/d"})),
+            (Unbounded, Excluded(t(today)))
+        );
+        assert_eq!(
+            bounds(json!({"lte": "now/d"})),
+            (Unbounded, Included(t(tomorrow - 1)))
+        );
+        assert_eq!(
+            bounds(json!({"gt": "now/d"})),
+            (Excluded(t(tomorrow - 1)), Unbounded)
+        );
+        assert_eq!(
+            bounds(json!({"from": "now/d", "to": "now/d", "include_lower": false})),
+            (Excluded(t(tomorrow - 1)), Included(t(tomorrow - 1)))
+        );
+        // In a zone two hours ahead of UTC, its day starts two hours earlier.
+        let hour = 3_600_000_000_000;
+        assert_eq!(
+            bounds(json!({"gte": "now/d", "time_zone": "+02:00"})).0,
+            Included(t(today - 2 * hour))
+        );
+        assert_eq!(
+            bounds(json!({"gte": "2026-01-01T00:00:00", "time_zone": "+02:00"})).0,
+            Included(t(1_767_225_600_000_000_000 - 2 * hour))
+        );
+        for (options, message) in [
+            (
+                json!({"gte": "01/02/2026", "format": "dd/MM/yyyy"}),
+                "query.range: unsupported: date format \"dd/MM/yyyy\"",
+            ),
+            (
+                json!({"gte": "now", "time_zone": "Mars/Olympus"}),
+                "query.range: unknown time zone",
+            ),
+        ] {
+            let dsl = json!({"range": {"@timestamp": options}});
+            let error = compile(&dsl, "query", NOW).unwrap_err().to_string();
+            assert!(error.starts_with(message), "{error}");
+        }
+        assert!(compile(
+            &json!({"range": {"@timestamp": {"gte": "now/q"}}}),
+            "q",
+            NOW
+        )
+        .is_err());
     }
 
     #[test]

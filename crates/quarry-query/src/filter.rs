@@ -1,5 +1,6 @@
-//! Filters that score nothing: time ranges, numeric ranges and `_exists_`, each turned into a
-//! doc set per block with whatever structure answers it cheapest.
+//! Filters that score nothing: time ranges, numeric ranges, `_exists_`, long exact values and
+//! dynamic booleans, each turned into a doc set per block with whatever structure answers it
+//! cheapest.
 //!
 //! - A time range is a doc range, because docs are in `_time` order: its two ends are found
 //!   through the sparse time index (one binary search, then one decoded 1024-doc `_time`
@@ -818,6 +819,40 @@ fn scan_columns<'a>(
     Ok((scorer.doc() != TERMINATED).then(|| Box::new(scorer) as BoxScorer))
 }
 
+/// Whether `field` in `block` holds boolean values and `value` is one written out: a
+/// `Query::Exact` of it then matches them too (`boolean_scorer`).
+pub fn holds_booleans(block: &BlockReader, field: &str, value: &str) -> bool {
+    matches!(value, "true" | "false")
+        && block
+            .field_ordinal(field)
+            .is_some_and(|ordinal| block.column(ordinal, ColumnType::Bool).is_some())
+}
+
+/// The docs whose `field` holds the boolean `value`. A dynamic field indexes a boolean only as
+/// the token `true` or `false`, which a string holds too (`"it is true"`): the token's docs
+/// are checked against the field's boolean column. (A field mapped `boolean` holds exact terms
+/// instead, which `Query::Exact` finds.)
+pub fn boolean_scorer<'a>(
+    block: &'a BlockReader,
+    field: &str,
+    value: bool,
+) -> Result<Option<BoxScorer<'a>>> {
+    let Some(ordinal) = block.field_ordinal(field) else {
+        return Ok(None);
+    };
+    let Some(column) = block.column(ordinal, ColumnType::Bool) else {
+        return Ok(None);
+    };
+    let token: &[u8] = if value { b"true" } else { b"false" };
+    let Some(info) = block.term_info(ordinal, TermKind::Token, token)? else {
+        return Ok(None);
+    };
+    let candidates = Box::new(ConstScorer {
+        cursor: block.postings(&info)?,
+    });
+    Ok(checked_scorer(candidates, column, Expected::Bool(value)))
+}
+
 /// The scorer of `field:="value"` for a value longer than `EXACT_TERM_LEN`, which has no exact
 /// term: the docs holding every one of the value's `tokens` (all docs with a string value
 /// when it has none), each checked against the field's string column.
@@ -847,31 +882,55 @@ pub fn long_exact_scorer<'a>(
         1 => candidates.pop().expect("one candidate scorer"),
         _ => Box::new(ConjunctionScorer::new(candidates)),
     };
+    Ok(checked_scorer(candidates, column, Expected::Str(value)))
+}
+
+/// The `candidates` whose value in `column` is `expected`, or `None` if there is none.
+fn checked_scorer<'a>(
+    candidates: BoxScorer<'a>,
+    column: ColumnReader<'a>,
+    expected: Expected<'a>,
+) -> Option<BoxScorer<'a>> {
     let mut scorer = CheckedExactScorer {
         candidates,
         column: ChunkCursor::new(column),
-        value,
+        expected,
         doc: TERMINATED,
         error: None,
     };
     let first = scorer.candidates.doc();
     scorer.doc = scorer.first_match(first);
-    Ok((scorer.doc != TERMINATED).then(|| Box::new(scorer) as BoxScorer))
+    (scorer.doc != TERMINATED).then(|| Box::new(scorer) as BoxScorer)
 }
 
-/// Candidate docs whose string value is checked to equal `value` (`long_exact_scorer`).
+/// The value a `CheckedExactScorer` checks its candidates against.
+#[derive(Debug, Clone, Copy)]
+enum Expected<'a> {
+    /// In a string column.
+    Str(&'a str),
+    /// In a boolean column.
+    Bool(bool),
+}
+
+/// Candidate docs whose value is checked to be `expected` (`long_exact_scorer`,
+/// `boolean_scorer`).
 struct CheckedExactScorer<'a> {
     candidates: BoxScorer<'a>,
     column: ChunkCursor<'a>,
-    value: &'a str,
+    expected: Expected<'a>,
     doc: u32,
     error: Option<DecodeError>,
 }
 
 impl CheckedExactScorer<'_> {
     fn holds(&mut self, doc: u32) -> std::result::Result<bool, DecodeError> {
-        let found = self.column.find(doc)?;
-        Ok(found.and_then(|(chunk, position)| chunk.str_at(position)) == Some(self.value))
+        let Some((chunk, position)) = self.column.find(doc)? else {
+            return Ok(false);
+        };
+        Ok(match self.expected {
+            Expected::Str(value) => chunk.str_at(position) == Some(value),
+            Expected::Bool(value) => chunk.raw(position).map(|raw| raw != 0) == Some(value),
+        })
     }
 
     /// The first candidate from `doc` (the candidates' current doc) on whose value matches.

@@ -36,7 +36,7 @@
 
 use crate::pattern::{Pattern, PatternKind};
 use crate::range::{Number, NumericRange};
-use crate::time::{now_nanos, parse_time};
+use crate::time::{now_nanos, parse_time_in, Rounding, Zone};
 use std::fmt;
 use std::ops::Bound;
 use std::sync::Arc;
@@ -638,6 +638,54 @@ struct Parser<'a> {
     depth: usize,
     /// What `now` means in relative times, in nanoseconds since the epoch.
     now: i64,
+    /// Set for Elasticsearch's `query_string`: Lucene's classic reading of AND, OR and
+    /// juxtaposition (`parse_classic`).
+    classic: Option<ClassicOptions>,
+}
+
+/// How Elasticsearch's `query_string` (and the `q` parameter) reads a query, as Lucene's
+/// classic query parser does, where Quarry's own language gives AND precedence over OR:
+/// - AND and OR are not operators with a precedence but marks on their neighbours: `a AND b`
+///   makes both required, `a OR b` leaves both optional, so `a OR b AND c` is `a +b +c`
+///   (Quarry's own language reads it `a OR (b AND c)`);
+/// - a clause with no operator before it is optional (`default_operator` OR) or required
+///   (AND), and with AND, `a OR b` makes both optional again;
+/// - `+` requires, `-`/`NOT` excludes; a group of exclusions alone matches every event but
+///   those (Elasticsearch adds the match-all Lucene leaves out);
+/// - `@timestamp` is the event time, so `@timestamp:[now-1h TO now]` is a time range, with
+///   `]` and `{` rounding their date math up as Elasticsearch's ranges do, in `zone`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClassicOptions {
+    /// `Occur::Should` (OR, the default) or `Occur::Must` (AND).
+    pub default_operator: Occur,
+    /// The field bare words search (`default_field`, `df`); `None`: the default search
+    /// fields.
+    pub default_field: Option<String>,
+    /// The zone of times without one and of date-math roundings (`time_zone`).
+    pub zone: Zone,
+}
+
+impl Default for ClassicOptions {
+    fn default() -> Self {
+        ClassicOptions {
+            default_operator: Occur::Should,
+            default_field: None,
+            zone: Zone::Utc,
+        }
+    }
+}
+
+/// Parses `input` as Elasticsearch's `query_string` does (`ClassicOptions`).
+pub fn parse_classic(input: &str, now: i64, options: &ClassicOptions) -> Result<Ast, ParseError> {
+    let mut parser = Parser {
+        tokens: lex(input)?,
+        next: 0,
+        input,
+        depth: 0,
+        now,
+        classic: Some(options.clone()),
+    };
+    parser.parse_all(options.default_field.as_deref())
 }
 
 /// Deep nesting is refused rather than risking the stack.
@@ -655,24 +703,97 @@ pub fn parse_at(input: &str, now: i64) -> Result<Ast, ParseError> {
         input,
         depth: 0,
         now,
+        classic: None,
     };
-    if parser.tokens.is_empty() {
-        return Err(ParseError {
-            position: 0,
-            kind: ParseErrorKind::Empty,
-        });
-    }
-    let ast = parser.or_expr(None)?;
-    if let Some((position, _)) = parser.tokens.get(parser.next) {
-        return Err(ParseError {
-            position: *position,
-            kind: ParseErrorKind::UnbalancedClose,
-        });
-    }
-    Ok(ast)
+    parser.parse_all(None)
 }
 
 impl Parser<'_> {
+    fn parse_all(&mut self, field: Option<&str>) -> Result<Ast, ParseError> {
+        if self.tokens.is_empty() {
+            return Err(ParseError {
+                position: 0,
+                kind: ParseErrorKind::Empty,
+            });
+        }
+        let ast = self.or_expr(field)?;
+        if let Some((position, _)) = self.tokens.get(self.next) {
+            return Err(ParseError {
+                position: *position,
+                kind: ParseErrorKind::UnbalancedClose,
+            });
+        }
+        Ok(ast)
+    }
+
+    /// A field name as the query means it: in the classic reading, `@timestamp` is `_time`.
+    fn field_name(&self, name: String) -> String {
+        if self.classic.is_some() && name == "@timestamp" {
+            TIME_FIELD.to_owned()
+        } else {
+            name
+        }
+    }
+
+    /// The clauses of a query or group in Lucene's classic reading (`ClassicOptions`).
+    fn classic_expr(&mut self, field: Option<&str>, and_default: bool) -> Result<Ast, ParseError> {
+        let mut clauses: Vec<(Occur, Ast)> = Vec::new();
+        loop {
+            let conjunction = match self.peek() {
+                None | Some(Token::Close) => break,
+                Some(&Token::Or) | Some(&Token::And) => {
+                    let (operator, is_and) = match self.peek() {
+                        Some(Token::And) => ("AND", true),
+                        _ => ("OR", false),
+                    };
+                    if clauses.is_empty() {
+                        return Err(self.error(ParseErrorKind::NoClauseBefore { operator }));
+                    }
+                    self.next += 1;
+                    if matches!(
+                        self.peek(),
+                        None | Some(Token::Close) | Some(Token::Or) | Some(Token::And)
+                    ) {
+                        return Err(self.error(ParseErrorKind::NoClauseAfter { operator }));
+                    }
+                    Some(is_and)
+                }
+                _ => None,
+            };
+            let (sign, ast) = self.unary(field)?;
+            let excluded = sign == Occur::MustNot;
+            if let Some(last) = clauses.last_mut().filter(|last| last.0 != Occur::MustNot) {
+                match conjunction {
+                    // `a AND b`: the clause before is required too.
+                    Some(true) => last.0 = Occur::Must,
+                    // `a OR b` under AND: the clause before is optional again.
+                    Some(false) if and_default => last.0 = Occur::Should,
+                    _ => {}
+                }
+            }
+            let required = if and_default {
+                conjunction != Some(false)
+            } else {
+                sign == Occur::Must || conjunction == Some(true)
+            };
+            let occur = if excluded {
+                Occur::MustNot
+            } else if required {
+                Occur::Must
+            } else {
+                Occur::Should
+            };
+            clauses.push((occur, ast));
+        }
+        if clauses.is_empty() {
+            return Err(self.error(ParseErrorKind::ExpectedClause));
+        }
+        if clauses.iter().all(|(occur, _)| *occur == Occur::MustNot) {
+            clauses.insert(0, (Occur::Must, Ast::All));
+        }
+        Ok(simplify(clauses))
+    }
+
     fn peek(&self) -> Option<&Token> {
         self.tokens.get(self.next).map(|(_, t)| t)
     }
@@ -697,6 +818,10 @@ impl Parser<'_> {
     }
 
     fn or_expr(&mut self, field: Option<&str>) -> Result<Ast, ParseError> {
+        if let Some(options) = &self.classic {
+            let and_default = options.default_operator == Occur::Must;
+            return self.classic_expr(field, and_default);
+        }
         let mut clauses = Vec::new();
         loop {
             match self.peek() {
@@ -840,23 +965,28 @@ impl Parser<'_> {
             Token::Field(name) if name == "_exists_" => match self.peek().cloned() {
                 Some(Token::Word(field)) | Some(Token::Phrase { text: field, .. }) => {
                     self.next += 1;
-                    Ok(Ast::Exists { field })
+                    Ok(Ast::Exists {
+                        field: self.field_name(field),
+                    })
                 }
                 _ => Err(self.error(ParseErrorKind::ExpectedExistsField)),
             },
-            Token::Field(name) => match self.peek().cloned() {
-                Some(Token::Range {
-                    lower,
-                    lower_inclusive,
-                    upper,
-                    upper_inclusive,
-                }) => {
+            Token::Field(name) => match (self.field_name(name), self.peek().cloned()) {
+                (
+                    name,
+                    Some(Token::Range {
+                        lower,
+                        lower_inclusive,
+                        upper,
+                        upper_inclusive,
+                    }),
+                ) => {
                     let ast =
                         self.range(name, (&lower, lower_inclusive), (&upper, upper_inclusive))?;
                     self.next += 1;
                     Ok(ast)
                 }
-                Some(Token::Compare { op, value }) => {
+                (name, Some(Token::Compare { op, value })) => {
                     let bound = (value.as_str(), op.ends_with('='));
                     let ast = if op.starts_with('>') {
                         self.range(name, bound, ("*", true))?
@@ -866,10 +996,10 @@ impl Parser<'_> {
                     self.next += 1;
                     Ok(ast)
                 }
-                Some(Token::BadRange(kind)) => Err(self.error(kind)),
-                Some(Token::Open) => self.primary(Some(&name)),
+                (_, Some(Token::BadRange(kind))) => Err(self.error(kind)),
+                (name, Some(Token::Open)) => self.primary(Some(&name)),
                 // `field:*` is Lucene's "the field has a value"; `*:*` is everything.
-                Some(Token::Star) => {
+                (name, Some(Token::Star)) => {
                     self.next += 1;
                     Ok(if name == "*" {
                         Ast::All
@@ -877,11 +1007,12 @@ impl Parser<'_> {
                         Ast::Exists { field: name }
                     })
                 }
-                Some(Token::Word(_)) | Some(Token::Phrase { .. }) | Some(Token::Pattern(_)) => {
-                    self.primary(Some(&name))
-                }
+                (
+                    name,
+                    Some(Token::Word(_)) | Some(Token::Phrase { .. }) | Some(Token::Pattern(_)),
+                ) => self.primary(Some(&name)),
                 // `field:AND` and the like: the keyword is the value.
-                Some(Token::And) | Some(Token::Or) | Some(Token::Not) => {
+                (name, Some(Token::And) | Some(Token::Or) | Some(Token::Not)) => {
                     let text = self.input[self.position()..]
                         .split_whitespace()
                         .next()
@@ -893,12 +1024,15 @@ impl Parser<'_> {
                         text,
                     })
                 }
-                _ => Err(self.error(ParseErrorKind::ExpectedValue { field: name })),
+                (name, _) => Err(self.error(ParseErrorKind::ExpectedValue { field: name })),
             },
             Token::ExactField(name) => match self.tokens.get(self.next).cloned() {
                 Some((_, Token::Word(value))) | Some((_, Token::Phrase { text: value, .. })) => {
                     self.next += 1;
-                    Ok(Ast::Exact { field: name, value })
+                    Ok(Ast::Exact {
+                        field: self.field_name(name),
+                        value,
+                    })
                 }
                 _ => Err(self.error(ParseErrorKind::ExpectedExactValue { field: name })),
             },
@@ -950,20 +1084,34 @@ impl Parser<'_> {
                 pattern: Arc::new(pattern),
             });
         }
-        let lower = self.bound(&field, lower.0, lower.1)?;
-        let upper = self.bound(&field, upper.0, upper.1)?;
+        let lower = self.bound(&field, lower.0, lower.1, false)?;
+        let upper = self.bound(&field, upper.0, upper.1, true)?;
         Ok(Ast::Range {
             field,
             range: NumericRange { lower, upper },
         })
     }
 
-    fn bound(&self, field: &str, text: &str, inclusive: bool) -> Result<Bound<Number>, ParseError> {
+    /// One bound; `upper` says which side it is.
+    fn bound(
+        &self,
+        field: &str,
+        text: &str,
+        inclusive: bool,
+        upper: bool,
+    ) -> Result<Bound<Number>, ParseError> {
         if text == "*" {
             return Ok(Bound::Unbounded);
         }
         let number = if field == TIME_FIELD {
-            parse_time(text, self.now)
+            // Elasticsearch rounds date math up in `]` upper and `{` lower bounds.
+            let rounding = if inclusive == upper {
+                Rounding::Up
+            } else {
+                Rounding::Down
+            };
+            let zone = self.classic.as_ref().map_or(Zone::Utc, |c| c.zone);
+            parse_time_in(text, self.now, zone, rounding)
                 .map(Number::Int)
                 .map_err(|message| self.error(ParseErrorKind::BadTime { message }))?
         } else {
@@ -1314,5 +1462,113 @@ mod tests {
                 (None, true) => {}
             }
         }
+    }
+
+    /// The classic reading of `input` is the Quarry reading of `same_as`.
+    fn classic(input: &str, options: &ClassicOptions, same_as: &str) {
+        assert_eq!(
+            parse_classic(input, NOW, options),
+            parse_at(same_as, NOW),
+            "{input:?} should read as {same_as:?}"
+        );
+    }
+
+    #[test]
+    fn classic_reading_marks_neighbours_as_lucene_does() {
+        let or = ClassicOptions::default();
+        let and = ClassicOptions {
+            default_operator: Occur::Must,
+            ..ClassicOptions::default()
+        };
+        for (input, with_or, with_and) in [
+            ("a OR b AND c", "a +b +c", "a +b +c"),
+            ("a b", "a b", "+a +b"),
+            ("a OR b", "a b", "a b"),
+            ("a AND b OR c", "+a +b c", "+a b c"),
+            ("a b OR c", "a b c", "+a b c"),
+            ("a AND NOT b", "+a -b", "+a -b"),
+            ("a -b", "a -b", "+a -b"),
+            ("+a b", "+a b", "+a +b"),
+            ("(a AND b) OR c", "(+a +b) c", "(+a +b) c"),
+            (
+                "level:(error OR warn) AND service:api",
+                "+level:(error warn) +service:api",
+                "+level:(error warn) +service:api",
+            ),
+            ("NOT a", "* -a", "* -a"),
+            ("-a -b", "* -a -b", "* -a -b"),
+            ("x (-a)", "x (* -a)", "+x +(* -a)"),
+        ] {
+            let plus_all = |q: &str| q.replacen("* -", "+* -", 1);
+            classic(input, &or, &plus_all(with_or));
+            classic(input, &and, &plus_all(with_and));
+        }
+        // The default field takes the bare words.
+        let df = ClassicOptions {
+            default_field: Some("message".into()),
+            ..ClassicOptions::default()
+        };
+        classic("disk AND level:error", &df, "+message:disk +level:error");
+        // Errors still name their position.
+        assert_eq!(
+            parse_classic("a AND", NOW, &or).unwrap_err().kind,
+            ParseErrorKind::NoClauseAfter { operator: "AND" }
+        );
+        assert_eq!(parse_classic("OR a", NOW, &or).unwrap_err().position, 0);
+    }
+
+    #[test]
+    fn classic_reading_knows_the_timestamp_and_rounds_ranges_up() {
+        let options = ClassicOptions::default();
+        let day = 86_400_000_000_000;
+        let (today, tomorrow) = (NOW / day * day, NOW / day * day + day);
+        let range = |input: &str| match parse_classic(input, NOW, &options).unwrap() {
+            Ast::Range { field, range } => {
+                assert_eq!(field, TIME_FIELD);
+                (range.lower, range.upper)
+            }
+            other => panic!("{input}: {other:?}"),
+        };
+        use Bound::{Excluded, Included};
+        let t = Number::Int;
+        assert_eq!(
+            range("@timestamp:[now-1h TO now]"),
+            (Included(t(NOW - 3_600_000_000_000)), Included(t(NOW)))
+        );
+        assert_eq!(
+            range("@timestamp:[now/d TO now/d]"),
+            (Included(t(today)), Included(t(tomorrow - 1)))
+        );
+        assert_eq!(
+            range("@timestamp:{now/d TO now/d}"),
+            (Excluded(t(tomorrow - 1)), Excluded(t(today)))
+        );
+        assert_eq!(range("@timestamp:<=now/d").1, Included(t(tomorrow - 1)));
+        let paris = ClassicOptions {
+            zone: Zone::parse("+01:00").unwrap(),
+            ..ClassicOptions::default()
+        };
+        assert_eq!(
+            parse_classic("@timestamp:>=now/d", NOW, &paris).unwrap(),
+            Ast::Range {
+                field: TIME_FIELD.into(),
+                range: NumericRange {
+                    lower: Included(t(today - 3_600_000_000_000)),
+                    upper: Bound::Unbounded
+                }
+            }
+        );
+        // `_exists_:@timestamp` and `@timestamp:=...` name the time field too.
+        assert_eq!(
+            parse_classic("_exists_:@timestamp", NOW, &options).unwrap(),
+            Ast::Exists {
+                field: TIME_FIELD.into()
+            }
+        );
+        // Quarry's own language keeps its reading.
+        assert_eq!(
+            parse_at("a OR b AND c", NOW).unwrap().to_string(),
+            "(a (+b +c))"
+        );
     }
 }

@@ -12,10 +12,15 @@
 //! million distinct tokens is slow, never an explosion of memory. Matches score as filters (constant, nothing added to BM25), as
 //! Elasticsearch's default `constant_score` rewrite of multi-term queries does.
 //!
-//! Tokens are lowercase, so prefix, wildcard and fuzzy terms are lowercased as the analyzer
-//! would; a regular expression is matched against the tokens as written (`/Err.*/` matches
-//! nothing: write `/err.*/`). Fuzzy distance counts a transposition as one edit (Lucene's
-//! `FuzzyQuery` default); `~` alone means 2, the most allowed.
+//! A pattern matches either a field's tokens or its whole values (its exact terms, what
+//! Elasticsearch's dynamic mapping shows as the `.keyword` subfield, and what a field mapped
+//! `keyword` holds): the planner chooses (query.rs), `Pattern::scorer` is told which. Tokens
+//! are lowercase, so prefix, wildcard and fuzzy terms are lowercased as the analyzer would; a
+//! regular expression is matched against the tokens as written (`/Err.*/` matches nothing:
+//! write `/err.*/`). Whole values are matched case-sensitively, as Elasticsearch's keyword
+//! fields are, by the pattern as written (`Pattern::as_written`); with `case_insensitive`, by a
+//! regular expression under `(?i)`. Fuzzy distance counts a transposition as one edit
+//! (Lucene's `FuzzyQuery` default); `~` alone means 2, the most allowed.
 
 use crate::filter::Optimizations;
 use crate::scorer::BoxScorer;
@@ -61,14 +66,19 @@ impl PatternKind {
     /// `?`). Literals are lowercased, as tokens are; `lit*` is a prefix (a key range, no
     /// automaton).
     pub fn wildcard(chars: impl IntoIterator<Item = (char, bool)>) -> PatternKind {
+        PatternKind::wildcard_as_written(chars).lowercased()
+    }
+
+    /// `wildcard` with its literals as written, for whole values.
+    pub fn wildcard_as_written(chars: impl IntoIterator<Item = (char, bool)>) -> PatternKind {
         let mut parts: Vec<WildcardPart> = Vec::new();
         for (c, operator) in chars {
             match (c, operator) {
                 ('*', true) => parts.push(WildcardPart::AnyRun),
                 ('?', true) => parts.push(WildcardPart::AnyChar),
                 (c, _) => match parts.last_mut() {
-                    Some(WildcardPart::Literal(literal)) => literal.extend(c.to_lowercase()),
-                    _ => parts.push(WildcardPart::Literal(c.to_lowercase().collect())),
+                    Some(WildcardPart::Literal(literal)) => literal.push(c),
+                    _ => parts.push(WildcardPart::Literal(c.to_string())),
                 },
             }
         }
@@ -79,6 +89,60 @@ impl PatternKind {
             _ => PatternKind::Wildcard(parts),
         }
     }
+
+    /// The pattern for tokens: prefix, wildcard and fuzzy literals lowercased char by char, as
+    /// the analyzer lowercases tokens. A regular expression is matched as written (the module
+    /// doc); a term range's bounds were lowercased where they were read.
+    pub fn lowercased(&self) -> PatternKind {
+        let lower = |text: &str| {
+            text.chars()
+                .flat_map(char::to_lowercase)
+                .collect::<String>()
+        };
+        match self {
+            PatternKind::Prefix(prefix) => PatternKind::Prefix(lower(prefix)),
+            PatternKind::Wildcard(parts) => PatternKind::Wildcard(
+                parts
+                    .iter()
+                    .map(|part| match part {
+                        WildcardPart::Literal(text) => WildcardPart::Literal(lower(text)),
+                        other => other.clone(),
+                    })
+                    .collect(),
+            ),
+            PatternKind::Fuzzy { term, distance } => PatternKind::Fuzzy {
+                term: lower(term),
+                distance: *distance,
+            },
+            PatternKind::Regex(_) | PatternKind::TermRange { .. } => self.clone(),
+        }
+    }
+
+    /// The same pattern ignoring case: a regular expression under `(?i)` (Unicode simple case
+    /// folding); `None` for fuzzy terms and term ranges, which have no such form.
+    fn case_insensitive(&self) -> Option<PatternKind> {
+        let regex = match self {
+            PatternKind::Prefix(prefix) => format!("(?s:{}.*)", regex_syntax::escape(prefix)),
+            PatternKind::Wildcard(parts) => wildcard_regex(parts),
+            PatternKind::Regex(regex) => regex.clone(),
+            PatternKind::Fuzzy { .. } | PatternKind::TermRange { .. } => return None,
+        };
+        Some(PatternKind::Regex(format!("(?i:{regex})")))
+    }
+}
+
+/// A wildcard's parts as a regular expression (`.` matching any char, newlines too).
+fn wildcard_regex(parts: &[WildcardPart]) -> String {
+    let mut regex = String::from("(?s:");
+    for part in parts {
+        match part {
+            WildcardPart::Literal(text) => regex.push_str(&regex_syntax::escape(text)),
+            WildcardPart::AnyRun => regex.push_str(".*"),
+            WildcardPart::AnyChar => regex.push('.'),
+        }
+    }
+    regex.push(')');
+    regex
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,6 +162,9 @@ pub struct Pattern {
     required: Option<memchr::memmem::Finder<'static>>,
     /// The same wildcard's literals, for the trigram index (`ngram.rs`).
     literals: Vec<Vec<u8>>,
+    /// The pattern for whole values, where it is not this one (which then matches tokens):
+    /// the pattern as written, its case kept (`as_written`).
+    whole_values: Option<Arc<Pattern>>,
 }
 
 // One per pattern, built once per query: its size costs nothing, a `Box` would only add an
@@ -118,7 +185,7 @@ impl fmt::Debug for Pattern {
 
 impl PartialEq for Pattern {
     fn eq(&self, other: &Self) -> bool {
-        self.kind == other.kind
+        self.kind == other.kind && self.whole_values == other.whole_values
     }
 }
 
@@ -185,18 +252,7 @@ impl Pattern {
         let matcher = match &kind {
             PatternKind::Prefix(prefix) => Matcher::Prefix(prefix.clone()),
             PatternKind::Wildcard(parts) => {
-                let mut regex = String::from("(?s:");
-                for part in parts {
-                    match part {
-                        WildcardPart::Literal(text) => {
-                            regex.push_str(&regex_syntax::escape(text));
-                        }
-                        WildcardPart::AnyRun => regex.push_str(".*"),
-                        WildcardPart::AnyChar => regex.push('.'),
-                    }
-                }
-                regex.push(')');
-                Matcher::Regex(RegexAutomaton::new(&regex)?)
+                Matcher::Regex(RegexAutomaton::new(&wildcard_regex(parts))?)
             }
             PatternKind::Regex(regex) => Matcher::Regex(RegexAutomaton::new(regex)?),
             PatternKind::Fuzzy { term, distance } => {
@@ -233,7 +289,41 @@ impl Pattern {
             matcher,
             required,
             literals,
+            whole_values: None,
         })
+    }
+
+    /// A pattern as a user wrote it (`Web-0*`), for tokens and whole values alike: tokens are
+    /// matched by its lowercased form (`PatternKind::lowercased`), whole values by the pattern
+    /// as written, case-sensitively as Elasticsearch's keyword fields are. `case_insensitive`
+    /// (Elasticsearch's option of `prefix`, `wildcard`, `regexp` and `term`) matches whole
+    /// values, and tokens for a regular expression, ignoring case.
+    pub fn as_written(kind: PatternKind, case_insensitive: bool) -> Result<Pattern, PatternError> {
+        let values = if case_insensitive {
+            kind.case_insensitive().ok_or_else(|| {
+                PatternError("case_insensitive is not supported for fuzzy terms and ranges".into())
+            })?
+        } else {
+            kind.clone()
+        };
+        let tokens = match kind {
+            PatternKind::Regex(_) => values.clone(),
+            kind => kind.lowercased(),
+        };
+        let mut pattern = Pattern::new(tokens)?;
+        if values != pattern.kind {
+            pattern.whole_values = Some(Arc::new(Pattern::new(values)?));
+        }
+        Ok(pattern)
+    }
+
+    /// This pattern for terms of `kind`: the pattern as written for whole values
+    /// (`TermKind::Exact`), else this one.
+    pub fn for_terms(self: &Arc<Self>, kind: TermKind) -> Arc<Pattern> {
+        match (&self.whole_values, kind) {
+            (Some(values), TermKind::Exact) => values.clone(),
+            _ => self.clone(),
+        }
     }
 
     pub fn kind(&self) -> &PatternKind {
@@ -262,12 +352,14 @@ impl Pattern {
         }
     }
 
-    /// The docs of `block` whose `field` holds a token this pattern matches, through the
-    /// expansion cache and the trigram index where `optimizations` allow them.
+    /// The docs of `block` whose `field` holds a term of kind `terms` (tokens, or whole values
+    /// as exact terms) this pattern matches, through the expansion cache and, for tokens, the
+    /// trigram index, where `optimizations` allow them.
     pub fn scorer<'a>(
         &self,
         block: &'a BlockReader,
         field: &str,
+        terms: TermKind,
         optimizations: &Optimizations,
     ) -> Result<Option<BoxScorer<'a>>> {
         let cached = optimizations.expansion_cache;
@@ -275,11 +367,13 @@ impl Pattern {
             return Ok(None);
         };
         let mut start = Vec::new();
-        term_key(&mut start, ordinal, TermKind::Token, &[]);
+        term_key(&mut start, ordinal, terms, &[]);
         let mut end = start.clone();
-        // The last byte is the kind (< 255): incrementing it bounds the field's tokens.
+        // The last byte is the kind (< 255): incrementing it bounds the field's terms of it.
         *end.last_mut().expect("term keys have a kind byte") += 1;
-        let cache_key = (block.uid(), ordinal, self.to_string());
+        // The trigram index is built over tokens only (`ngram::index_for`).
+        let ngram_index = optimizations.ngram_index && terms == TermKind::Token;
+        let cache_key = (block.uid(), ordinal, terms as u8, self.to_string());
         let hit = if cached {
             expansions().get(&cache_key)
         } else {
@@ -288,8 +382,7 @@ impl Pattern {
         let ordinals = match hit {
             Some(ordinals) => ordinals,
             None => {
-                let ordinals =
-                    Arc::new(self.expand(block, ordinal, &start, &end, optimizations.ngram_index));
+                let ordinals = Arc::new(self.expand(block, ordinal, &start, &end, ngram_index));
                 if cached && ordinals.len() <= MAX_CACHED_EXPANSION {
                     expansions().insert(cache_key, ordinals.clone());
                 }
@@ -304,7 +397,8 @@ impl Pattern {
         crate::filter::postings_union(block, &infos)
     }
 
-    /// The ordinals of the field's token terms (keys in `start..end`) this pattern matches.
+    /// The ordinals of the field's terms of one kind (keys in `start..end`) this pattern
+    /// matches; `ngram_index` only for tokens.
     fn expand(
         &self,
         block: &BlockReader,
@@ -403,7 +497,8 @@ const EXPANSION_CACHE_ORDINALS: u64 = 8 << 20;
 /// A pattern's matching terms per block and field, kept across queries (seed 002 caches the
 /// automata's expansions per segment): a dashboard that refreshes `host:web-*` or `*timeout*`
 /// walks each block's dictionary once. Keyed by the reader's process-unique id, so a block
-/// replaced by a merge never answers from another's terms; bounded by the ordinals held.
+/// replaced by a merge never answers from another's terms; the field's ordinal and the term
+/// kind (tokens or whole values) complete the key. Bounded by the ordinals held.
 fn expansions() -> &'static ExpansionCache {
     static CACHE: OnceLock<ExpansionCache> = OnceLock::new();
     CACHE.get_or_init(|| {
@@ -411,13 +506,16 @@ fn expansions() -> &'static ExpansionCache {
     })
 }
 
-type ExpansionCache = quick_cache::sync::Cache<(u64, u16, String), Arc<Vec<u64>>, OrdinalCount>;
+/// (block reader uid, field ordinal, `TermKind` byte, the pattern as `Display` writes it).
+type ExpansionKey = (u64, u16, u8, String);
+
+type ExpansionCache = quick_cache::sync::Cache<ExpansionKey, Arc<Vec<u64>>, OrdinalCount>;
 
 #[derive(Clone)]
 struct OrdinalCount;
 
-impl quick_cache::Weighter<(u64, u16, String), Arc<Vec<u64>>> for OrdinalCount {
-    fn weight(&self, _key: &(u64, u16, String), ordinals: &Arc<Vec<u64>>) -> u64 {
+impl quick_cache::Weighter<ExpansionKey, Arc<Vec<u64>>> for OrdinalCount {
+    fn weight(&self, _key: &ExpansionKey, ordinals: &Arc<Vec<u64>>) -> u64 {
         ordinals.len() as u64 + 1
     }
 }
@@ -653,39 +751,123 @@ mod tests {
         .is_err());
     }
 
+    /// A block whose field `msg` holds `words`, one per event.
+    fn block(words: &[&str]) -> BlockReader {
+        let mut segment =
+            quarry_index::SegmentBuilder::new(Arc::new(quarry_index::Analyzer::default()));
+        for (i, word) in words.iter().enumerate() {
+            let value = quarry_format::Value::Str((*word).to_owned());
+            segment.add_event(i as i64, [("msg", &value)]);
+        }
+        let path = std::path::Path::new("/same/00000001.qblk");
+        let (_, bytes) = segment.encode_block(path).unwrap();
+        BlockReader::from_bytes(path, Arc::new(bytes)).unwrap()
+    }
+
+    /// The docs of `block` whose `msg` terms of kind `terms` `pattern` matches.
+    fn count(block: &BlockReader, pattern: &Pattern, terms: TermKind) -> usize {
+        let Some(mut scorer) = pattern
+            .scorer(block, "msg", terms, &crate::filter::Optimizations::ALL)
+            .unwrap()
+        else {
+            return 0;
+        };
+        let mut n = 0;
+        while scorer.doc() != quarry_format::TERMINATED {
+            n += 1;
+            scorer.advance();
+        }
+        n
+    }
+
     /// The expansion cache keys blocks by reader, not by path: a block written again at the
     /// same path (a merge's output, a sealed memory block) never answers from the old terms.
     #[test]
     fn expansions_are_cached_per_reader() {
-        use quarry_format::{Value, TERMINATED};
-        let block = |words: &[&str]| {
-            let mut segment =
-                quarry_index::SegmentBuilder::new(Arc::new(quarry_index::Analyzer::default()));
-            for (i, word) in words.iter().enumerate() {
-                let value = Value::Str((*word).to_owned());
-                segment.add_event(i as i64, [("msg", &value)]);
-            }
-            let path = std::path::Path::new("/same/00000001.qblk");
-            let (_, bytes) = segment.encode_block(path).unwrap();
-            BlockReader::from_bytes(path, Arc::new(bytes)).unwrap()
-        };
-        let count = |block: &BlockReader, pattern: &Pattern| {
-            let mut scorer = pattern
-                .scorer(block, "msg", &crate::filter::Optimizations::ALL)
-                .unwrap()
-                .unwrap();
-            let mut n = 0;
-            while scorer.doc() != TERMINATED {
-                n += 1;
-                scorer.advance();
-            }
-            n
-        };
         let pattern = wildcard("*lph*");
         let first = block(&["alpha", "beta", "alphabet"]);
-        assert_eq!(count(&first, &pattern), 2);
-        assert_eq!(count(&first, &pattern), 2, "from the cache");
+        assert_eq!(count(&first, &pattern, TermKind::Token), 2);
+        assert_eq!(
+            count(&first, &pattern, TermKind::Token),
+            2,
+            "from the cache"
+        );
         let second = block(&["delphi", "zeta", "zeta", "zeta"]);
-        assert_eq!(count(&second, &pattern), 1);
+        assert_eq!(count(&second, &pattern, TermKind::Token), 1);
+    }
+
+    /// Whole values (exact terms) are matched by the pattern as written, case-sensitively
+    /// unless asked otherwise; tokens by its lowercased form. `web-0*` matches no token
+    /// (`web-01` is the tokens `web` and `01`) and one whole value.
+    #[test]
+    fn whole_values_are_matched_as_written() {
+        use PatternKind::*;
+        let block = block(&["web-01", "Web-07", "web-12", "db-1", "web-01"]);
+        let cases: &[(PatternKind, bool, usize, usize)] = &[
+            // (pattern as written, case_insensitive, docs by tokens, docs by whole values)
+            (Prefix("web-0".into()), false, 0, 2),
+            (Prefix("Web".into()), false, 4, 1),
+            (Prefix("WEB-0".into()), true, 0, 3),
+            (PatternKind::wildcard_as_written(chars("*-1?")), false, 0, 1),
+            (
+                PatternKind::wildcard_as_written(chars("W*-0?")),
+                false,
+                0,
+                1,
+            ),
+            (PatternKind::wildcard_as_written(chars("w?B-*")), true, 0, 4),
+            (PatternKind::wildcard_as_written(chars("0?")), false, 3, 0),
+            (Regex("web-0[1-7]".into()), false, 0, 2),
+            (Regex("web-0[1-7]".into()), true, 0, 3),
+            (Regex("WEB".into()), true, 4, 0),
+            (
+                Fuzzy {
+                    term: "DB-2".into(),
+                    distance: 1,
+                },
+                false,
+                0,
+                0,
+            ),
+            (
+                Fuzzy {
+                    term: "db-2".into(),
+                    distance: 1,
+                },
+                false,
+                0,
+                1,
+            ),
+        ];
+        for (kind, case_insensitive, tokens, values) in cases {
+            let pattern = Arc::new(Pattern::as_written(kind.clone(), *case_insensitive).unwrap());
+            let got = (
+                count(&block, &pattern.for_terms(TermKind::Token), TermKind::Token),
+                count(&block, &pattern.for_terms(TermKind::Exact), TermKind::Exact),
+            );
+            assert_eq!(
+                got,
+                (*tokens, *values),
+                "{kind:?} case_insensitive {case_insensitive}"
+            );
+        }
+        // One pattern over both kinds: the cache keeps their expansions apart.
+        let web = Pattern::new(Prefix("web".into())).unwrap();
+        for _ in 0..2 {
+            assert_eq!(count(&block, &web, TermKind::Token), 4);
+            assert_eq!(count(&block, &web, TermKind::Exact), 3);
+        }
+        assert!(Pattern::as_written(
+            Fuzzy {
+                term: "a".into(),
+                distance: 1
+            },
+            true
+        )
+        .is_err());
+    }
+
+    fn chars(text: &str) -> Vec<(char, bool)> {
+        text.chars().map(|c| (c, c == '*' || c == '?')).collect()
     }
 }

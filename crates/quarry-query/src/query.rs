@@ -1,11 +1,17 @@
 //! Analyzed queries: the parser's `Ast` with its text run through the analyzer and bare words
 //! expanded over the text fields.
+//!
+//! A field name `X.keyword` that is not mapped itself stands for the whole values of `X` (its
+//! exact terms), as Elasticsearch's dynamic mapping shows a string field: a text field with a
+//! keyword subfield (quarry-server's `_mapping`). A word, phrase or exact value there is the
+//! whole value; a pattern matches whole values as written.
 
 use crate::error::{QueryError, Result};
 use crate::parser::{Ast, Occur, TIME_FIELD};
 use crate::pattern::Pattern;
 use crate::range::{Number, NumericRange};
 use quarry_format::limits::EXACT_TERM_LEN;
+use quarry_format::TermKind;
 use quarry_index::Schema;
 use quarry_store::mapping::FieldType;
 use std::ops::Bound;
@@ -25,18 +31,22 @@ pub enum Query {
         terms: Vec<(u32, String)>,
         slop: u32,
     },
-    /// A whole string value, byte for byte. `tokens`: the value's distinct tokens when it is
-    /// longer than `EXACT_TERM_LEN` (it has no exact term then, and is found through them).
+    /// A whole string value, byte for byte, or a boolean written `true` or `false` (a dynamic
+    /// field holds a boolean as a token; its boolean column tells it from a string). `tokens`:
+    /// the value's distinct tokens when it is longer than `EXACT_TERM_LEN` (it has no exact
+    /// term then, and is found through them).
     Exact {
         field: String,
         value: String,
         tokens: Vec<String>,
     },
-    /// Token terms of one field matched by a pattern (prefix, wildcard, regex, fuzzy); a
-    /// filter: it scores nothing.
+    /// Terms of one field matched by a pattern (prefix, wildcard, regex, fuzzy): its tokens,
+    /// or its whole values (`TermKind::Exact`: a keyword field, or `X.keyword`). A filter: it
+    /// scores nothing.
     Pattern {
         field: String,
         pattern: Arc<Pattern>,
+        terms: TermKind,
     },
     /// The clause's scores times `boost` (`clause^2`).
     Boost {
@@ -81,6 +91,9 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
                 _ => 0,
             };
             let per_field = |field: &str| -> Result<Query> {
+                if let Some(base) = keyword_subfield(schema, field) {
+                    return exact(schema, base, text);
+                }
                 match mapped(schema, field)? {
                     Some(FieldType::Keyword) => Ok(Query::Exact {
                         field: field.to_owned(),
@@ -139,43 +152,32 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
         },
         Ast::Pattern { field, pattern } => {
             let per_field = |field: &str| -> Result<Query> {
-                match mapped(schema, field)? {
-                    Some(FieldType::Text) | None => Ok(Query::Pattern {
-                        field: field.to_owned(),
-                        pattern: pattern.clone(),
-                    }),
-                    Some(_) => Err(QueryError::Invalid(format!(
-                        "field {field:?}: prefix, wildcard, regex and fuzzy terms search text \
-                         fields; this one is mapped otherwise"
-                    ))),
-                }
+                let (field, subfield) = match keyword_subfield(schema, field) {
+                    Some(base) => (base, true),
+                    None => (field, false),
+                };
+                let terms = match mapped(schema, field)? {
+                    Some(FieldType::Text) | None if subfield => TermKind::Exact,
+                    Some(FieldType::Text) | None => TermKind::Token,
+                    Some(FieldType::Keyword) => TermKind::Exact,
+                    Some(_) => {
+                        return Err(QueryError::Invalid(format!(
+                            "field {field:?}: prefix, wildcard, regex and fuzzy terms search \
+                             text and keyword fields; this one is mapped otherwise"
+                        )))
+                    }
+                };
+                Ok(Query::Pattern {
+                    field: field.to_owned(),
+                    pattern: pattern.for_terms(terms),
+                    terms,
+                })
             };
             over_fields(field.as_deref(), text_fields, per_field)?
         }
         Ast::Exact { field, value } => {
-            let kind = mapped(schema, field)?;
-            let mut tokens = Vec::new();
-            if value.len() > EXACT_TERM_LEN && kind != Some(FieldType::Keyword) {
-                if schema.rules(field).is_some_and(|rules| !rules.stored) {
-                    return Err(QueryError::Invalid(format!(
-                        "field {field:?} is not stored (its mapping): an exact value longer \
-                         than {EXACT_TERM_LEN} bytes is checked against the stored value"
-                    )));
-                }
-                tokens = schema
-                    .analyzer_for(field)
-                    .tokens(value)
-                    .into_iter()
-                    .map(|(_, t)| t)
-                    .collect();
-                tokens.sort_unstable();
-                tokens.dedup();
-            }
-            Query::Exact {
-                field: field.clone(),
-                value: value.clone(),
-                tokens,
-            }
+            let field = keyword_subfield(schema, field).unwrap_or(field);
+            exact(schema, field, value)?
         }
         Ast::Range { field, range } if field == TIME_FIELD => match range.half_open_i64() {
             Some((start, end)) => Query::TimeRange { start, end },
@@ -231,6 +233,40 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
             }
         }
     })
+}
+
+/// The whole value `value` of `field` (`Query::Exact`).
+fn exact(schema: &Schema, field: &str, value: &str) -> Result<Query> {
+    let kind = mapped(schema, field)?;
+    let mut tokens = Vec::new();
+    if value.len() > EXACT_TERM_LEN && kind != Some(FieldType::Keyword) {
+        if schema.rules(field).is_some_and(|rules| !rules.stored) {
+            return Err(QueryError::Invalid(format!(
+                "field {field:?} is not stored (its mapping): an exact value longer than \
+                 {EXACT_TERM_LEN} bytes is checked against the stored value"
+            )));
+        }
+        tokens = schema
+            .analyzer_for(field)
+            .tokens(value)
+            .into_iter()
+            .map(|(_, t)| t)
+            .collect();
+        tokens.sort_unstable();
+        tokens.dedup();
+    }
+    Ok(Query::Exact {
+        field: field.to_owned(),
+        value: value.to_owned(),
+        tokens,
+    })
+}
+
+/// The field whose whole values `field` names, when it is `X.keyword` and not mapped itself
+/// (the module doc).
+fn keyword_subfield<'f>(schema: &Schema, field: &'f str) -> Option<&'f str> {
+    let base = field.strip_suffix(".keyword")?;
+    (!base.is_empty() && schema.rules(field).is_none()).then_some(base)
 }
 
 /// `per_field` of `field`, or of every text field (ORed) for a bare value.
@@ -370,5 +406,190 @@ impl Query {
             }
             _ => ((i64::MIN, i64::MAX), true),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pattern::PatternKind;
+    use quarry_format::{BlockReader, Value, TERMINATED};
+    use quarry_store::mapping::{FieldMapping, Mapping};
+
+    fn schema(mapped: &[(&str, FieldType)]) -> Schema {
+        let mut mapping = Mapping::default();
+        for (name, ty) in mapped {
+            mapping
+                .fields
+                .insert((*name).to_owned(), FieldMapping::new(*ty));
+        }
+        Schema::new(Arc::new(quarry_index::Analyzer::default()), mapping)
+    }
+
+    fn exact(field: &str, value: &str) -> Query {
+        Query::Exact {
+            field: field.to_owned(),
+            value: value.to_owned(),
+            tokens: Vec::new(),
+        }
+    }
+
+    fn point(field: &str, n: i64) -> Query {
+        Query::Range {
+            field: field.to_owned(),
+            range: NumericRange {
+                lower: Bound::Included(Number::Int(n)),
+                upper: Bound::Included(Number::Int(n)),
+            },
+        }
+    }
+
+    /// `Web-0*` as the DSL builds it: lowercased for tokens, as written for whole values.
+    fn web_prefix(field: &str) -> Ast {
+        Ast::Pattern {
+            field: Some(field.to_owned()),
+            pattern: Arc::new(
+                Pattern::as_written(PatternKind::Prefix("Web-0".into()), false).unwrap(),
+            ),
+        }
+    }
+
+    /// The field, term kind and pattern (as written) of a planned pattern.
+    fn pattern_of(query: &Query) -> (&str, TermKind, String) {
+        match query {
+            Query::Pattern {
+                field,
+                pattern,
+                terms,
+            } => (field, *terms, pattern.to_string()),
+            other => panic!("not a pattern: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn keyword_subfields_are_whole_values() {
+        let dynamic = schema(&[]);
+        let word = |field: &str, text: &str| Ast::Word {
+            field: Some(field.to_owned()),
+            text: text.to_owned(),
+        };
+        let plan = |ast: &Ast, schema: &Schema| plan(ast, schema, &[]).unwrap();
+        assert_eq!(
+            plan(&word("host.keyword", "Web-07"), &dynamic),
+            exact("host", "Web-07")
+        );
+        let phrase = Ast::Phrase {
+            field: Some("host.keyword".into()),
+            text: "disk full".into(),
+            slop: 0,
+        };
+        assert_eq!(plan(&phrase, &dynamic), exact("host", "disk full"));
+        let whole = Ast::Exact {
+            field: "host.keyword".into(),
+            value: "500".into(),
+        };
+        assert_eq!(plan(&whole, &dynamic), exact("host", "500"));
+        let cases = [
+            (
+                "host.keyword",
+                &dynamic,
+                ("host", TermKind::Exact, "Web-0*"),
+            ),
+            ("host", &dynamic, ("host", TermKind::Token, "web-0*")),
+        ];
+        for (field, schema, want) in cases {
+            let query = plan(&web_prefix(field), schema);
+            let (field, terms, pattern) = pattern_of(&query);
+            assert_eq!((field, terms, pattern.as_str()), want);
+        }
+        // A field mapped `keyword` holds whole values; a field named `x.keyword` is itself.
+        let mapped = schema(&[("host", FieldType::Keyword), ("x.keyword", FieldType::Text)]);
+        let query = plan(&web_prefix("host"), &mapped);
+        assert_eq!(
+            pattern_of(&query),
+            ("host", TermKind::Exact, "Web-0*".into())
+        );
+        let query = plan(&web_prefix("x.keyword"), &mapped);
+        assert_eq!(
+            pattern_of(&query),
+            ("x.keyword", TermKind::Token, "web-0*".into())
+        );
+        assert!(matches!(
+            plan(&word("x.keyword", "a"), &mapped),
+            Query::Term { .. }
+        ));
+    }
+
+    /// A DSL `term` string that spells a number matches the string or the number (on a field
+    /// mapped as a number, only the number can be there); a boolean, the whole value.
+    #[test]
+    fn term_strings_that_spell_numbers_match_numbers() {
+        let term = |value: serde_json::Value, schema: &Schema| {
+            let dsl = serde_json::json!({"term": {"status": value}});
+            let ast = crate::dsl::compile(&dsl, "query", 0).unwrap();
+            plan(&ast, schema, &[]).unwrap()
+        };
+        let either = |n: i64| Query::Bool {
+            must: Vec::new(),
+            should: vec![exact("status", &n.to_string()), point("status", n)],
+            must_not: Vec::new(),
+        };
+        let dynamic = schema(&[]);
+        assert_eq!(term("500".into(), &dynamic), either(500));
+        assert_eq!(term("5xx".into(), &dynamic), exact("status", "5xx"));
+        assert_eq!(term(500.into(), &dynamic), point("status", 500));
+        let numbers = schema(&[("status", FieldType::Number)]);
+        assert_eq!(term("500".into(), &numbers), either(500));
+        assert_eq!(term(true.into(), &dynamic), exact("status", "true"));
+    }
+
+    /// A dynamic field holds a boolean as a token, as a string holds a word: `:="true"`
+    /// matches the boolean and the whole string `true`, never `it is true`.
+    #[test]
+    fn exact_true_matches_booleans_not_words() {
+        let values = [
+            Value::Bool(true),
+            Value::Str("true".into()),
+            Value::Str("it is true".into()),
+            Value::Bool(false),
+            Value::Str("false".into()),
+        ];
+        let mut segment =
+            quarry_index::SegmentBuilder::new(Arc::new(quarry_index::Analyzer::default()));
+        for (i, value) in values.iter().enumerate() {
+            segment.add_event(i as i64, [("flag", value)]);
+        }
+        let path = std::path::Path::new("/flags/00000001.qblk");
+        let (_, bytes) = segment.encode_block(path).unwrap();
+        let block = Arc::new(BlockReader::from_bytes(path, Arc::new(bytes)).unwrap());
+        let docs = |value: &str| {
+            let ast = Ast::Exact {
+                field: "flag".into(),
+                value: value.into(),
+            };
+            let query = plan(&ast, &schema(&[]), &[]).unwrap();
+            let blocks = [block.clone()];
+            let stats = crate::weight::CollectionStats::unscored(&query, &blocks);
+            let weight = crate::weight::Weight::new(
+                &query,
+                &stats,
+                crate::bm25::Bm25Params::default(),
+                crate::filter::Optimizations::ALL,
+            );
+            assert!(
+                weight.single_postings(0, &block).unwrap().is_none(),
+                "the exact term's postings are not all of {value:?}"
+            );
+            let mut docs = Vec::new();
+            if let Some(mut scorer) = weight.scorer(0, &block).unwrap() {
+                while scorer.doc() != TERMINATED {
+                    docs.push(scorer.doc());
+                    scorer.advance();
+                }
+            }
+            docs
+        };
+        assert_eq!(docs("true"), [0, 1]);
+        assert_eq!(docs("false"), [3, 4]);
     }
 }

@@ -20,35 +20,144 @@ pub fn now_nanos() -> i64 {
 /// day of February), weeks start on Monday, and everything is UTC: `now-1d/d` is yesterday's
 /// midnight, `2026-11-01||+1M/M` December's first. A time without a zone is UTC.
 pub fn parse_time(text: &str, now: i64) -> Result<i64, String> {
+    parse_time_in(text, now, Zone::Utc, Rounding::Down)
+}
+
+/// Which way a `/unit` rounding goes. Elasticsearch rounds a range's `gte` and `lt` bounds
+/// down (the unit's first instant) and its `lte` and `gt` bounds up (the unit's last
+/// instant), so that `lte: now/d` includes all of today and `gt: now/d` starts tomorrow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rounding {
+    Down,
+    Up,
+}
+
+/// A time zone for times written without one and for date-math roundings (`now/d` is
+/// midnight there): UTC, a fixed offset (`+01:00`) or a named zone (`Europe/Paris`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Zone {
+    #[default]
+    Utc,
+    Fixed(chrono::FixedOffset),
+    Named(chrono_tz::Tz),
+}
+
+impl Zone {
+    /// `UTC`, `Z`, `+01:00`, `-0530`, `+01`, or an IANA name such as `Europe/Paris`.
+    pub fn parse(text: &str) -> Result<Zone, String> {
+        let text = text.trim();
+        if matches!(text, "UTC" | "utc" | "Z" | "z" | "Etc/UTC" | "GMT") {
+            return Ok(Zone::Utc);
+        }
+        if let Some(sign) = text.chars().next().filter(|c| matches!(c, '+' | '-')) {
+            let digits: String = text[1..].chars().filter(|c| *c != ':').collect();
+            let (hours, minutes) = match digits.len() {
+                1 | 2 => (digits.as_str(), "0"),
+                4 => digits.split_at(2),
+                _ => return Err(format!("time zone {text:?}: expected +HH:MM")),
+            };
+            let seconds = hours
+                .parse::<i32>()
+                .ok()
+                .zip(minutes.parse::<i32>().ok())
+                .filter(|&(h, m)| h <= 18 && m < 60)
+                .map(|(h, m)| (h * 3600 + m * 60) * if sign == '-' { -1 } else { 1 })
+                .ok_or_else(|| format!("time zone {text:?}: expected +HH:MM"))?;
+            return chrono::FixedOffset::east_opt(seconds)
+                .map(Zone::Fixed)
+                .ok_or_else(|| format!("time zone {text:?} out of range"));
+        }
+        text.parse::<chrono_tz::Tz>().map(Zone::Named).map_err(|_| {
+            format!("unknown time zone {text:?} (an IANA name such as Europe/Paris, or +01:00)")
+        })
+    }
+
+    /// The offset from UTC in seconds at the instant `nanos`.
+    pub fn offset_at(self, nanos: i64) -> i64 {
+        use chrono::{Offset, TimeZone};
+        let utc = chrono::DateTime::from_timestamp_nanos(nanos).naive_utc();
+        match self {
+            Zone::Utc => 0,
+            Zone::Fixed(offset) => i64::from(offset.local_minus_utc()),
+            Zone::Named(tz) => i64::from(tz.offset_from_utc_datetime(&utc).fix().local_minus_utc()),
+        }
+    }
+
+    /// The instant of a wall-clock time here (the earlier one when clocks go back; the first
+    /// after the gap when they go forward).
+    pub fn instant_of(self, local: chrono::NaiveDateTime) -> Option<i64> {
+        use chrono::TimeZone;
+        let utc = match self {
+            Zone::Utc => Some(local.and_utc()),
+            Zone::Fixed(offset) => offset
+                .from_local_datetime(&local)
+                .earliest()
+                .map(|t| t.to_utc()),
+            Zone::Named(tz) => tz
+                .from_local_datetime(&local)
+                .earliest()
+                .or_else(|| {
+                    tz.from_local_datetime(&(local + chrono::Duration::hours(1)))
+                        .earliest()
+                })
+                .map(|t| t.to_utc()),
+        }?;
+        utc.timestamp_nanos_opt()
+    }
+
+    /// The wall-clock time here at the instant `nanos`.
+    pub fn local_of(self, nanos: i64) -> chrono::NaiveDateTime {
+        chrono::DateTime::from_timestamp_nanos(nanos).naive_utc()
+            + chrono::Duration::seconds(self.offset_at(nanos))
+    }
+}
+
+/// `parse_time` with a zone for times without one and for roundings, and a rounding
+/// direction.
+pub fn parse_time_in(text: &str, now: i64, zone: Zone, rounding: Rounding) -> Result<i64, String> {
     let text = text.trim();
     let (anchor, math) = if let Some(math) = text.strip_prefix("now") {
         (now, math)
     } else if let Some((base, math)) = text.split_once("||") {
-        (parse_absolute(base)?, math)
+        (parse_absolute(base, zone, Rounding::Down)?, math)
     } else {
-        return parse_absolute(text);
+        return parse_absolute(text, zone, rounding);
     };
-    date_math(anchor, math).map_err(|reason| format!("bad date math in {text:?}: {reason}"))
+    date_math(anchor, math, zone, rounding)
+        .map_err(|reason| format!("bad date math in {text:?}: {reason}"))
 }
 
-fn parse_absolute(text: &str) -> Result<i64, String> {
+/// A time as written; rounded `Up`, a time written without its smaller units is the last
+/// instant it names (`2026-01-01` is its day's last nanosecond), as Elasticsearch reads an
+/// inclusive upper bound.
+fn parse_absolute(text: &str, zone: Zone, rounding: Rounding) -> Result<i64, String> {
+    let in_zone = |local: chrono::NaiveDateTime| {
+        zone.instant_of(local)
+            .ok_or_else(|| format!("time {text:?} out of range"))
+    };
     if let Ok(date) = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d") {
-        return date
+        let start = date
             .and_hms_opt(0, 0, 0)
-            .and_then(|t| t.and_utc().timestamp_nanos_opt())
-            .ok_or_else(|| format!("date {text:?} out of range"));
+            .ok_or_else(|| format!("date {text:?} out of range"))
+            .and_then(in_zone)?;
+        return match rounding {
+            Rounding::Down => Ok(start),
+            Rounding::Up => Ok(next_unit(start, "d", zone)? - 1),
+        };
     }
-    // ISO 8601 without a zone: UTC (Elasticsearch's default time zone).
+    if rounding == Rounding::Up {
+        if let Ok(time) = chrono::NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M") {
+            return Ok(in_zone(time)? + 60 * NANOS_PER_SECOND - 1);
+        }
+    }
+    // ISO 8601 without a zone: in `zone` (UTC unless the request says).
     for format in [
         "%Y-%m-%dT%H:%M:%S%.f",
         "%Y-%m-%dT%H:%M",
         "%Y-%m-%d %H:%M:%S%.f",
     ] {
         if let Ok(time) = chrono::NaiveDateTime::parse_from_str(text, format) {
-            return time
-                .and_utc()
-                .timestamp_nanos_opt()
-                .ok_or_else(|| format!("time {text:?} out of range"));
+            return in_zone(time);
         }
     }
     quarry_index::event::parse_time_str(text).ok_or_else(|| {
@@ -58,9 +167,10 @@ fn parse_absolute(text: &str) -> Result<i64, String> {
     })
 }
 
-/// Applies date-math steps (`-1d`, `+2h`, `/d`, ...) to `time`.
-fn date_math(mut time: i64, mut math: &str) -> Result<i64, String> {
-    use chrono::{Datelike, Months, TimeZone, Timelike};
+/// Applies date-math steps (`-1d`, `+2h`, `/d`, ...) to `time`; calendar steps and roundings
+/// count in `zone`'s wall-clock time, and a rounding goes `rounding`'s way.
+fn date_math(mut time: i64, mut math: &str, zone: Zone, rounding: Rounding) -> Result<i64, String> {
+    use chrono::{Months, TimeZone};
     let out_of_range = || "out of range".to_owned();
     while let Some(op) = math.chars().next() {
         // The op may be any char (a bad one is an error below): step over all its bytes.
@@ -115,28 +225,11 @@ fn date_math(mut time: i64, mut math: &str) -> Result<i64, String> {
                 }
             }
             '/' if number.is_empty() => {
-                let date = moment.date_naive();
-                let midnight = |date: chrono::NaiveDate| {
-                    date.and_hms_opt(0, 0, 0)
-                        .and_then(|t| t.and_utc().timestamp_nanos_opt())
-                        .ok_or_else(out_of_range)
-                };
-                match unit {
-                    "y" => midnight(date.with_ordinal(1).ok_or_else(out_of_range)?)?,
-                    "M" => midnight(date.with_day(1).ok_or_else(out_of_range)?)?,
-                    "w" => midnight(
-                        date - chrono::Days::new(u64::from(date.weekday().num_days_from_monday())),
-                    )?,
-                    "d" => midnight(date)?,
-                    "h" | "H" => {
-                        time - (i64::from(moment.minute()) * 60 + i64::from(moment.second()))
-                            * NANOS_PER_SECOND
-                            - i64::from(moment.nanosecond())
-                    }
-                    _ => {
-                        let step = parse_interval(&format!("1{unit}"))?;
-                        time.div_euclid(step) * step
-                    }
+                let start = unit_start(time, unit, zone)?;
+                match rounding {
+                    Rounding::Down => start,
+                    // The unit's last nanosecond: the next unit's start, less one.
+                    Rounding::Up => unit_start(next_unit(start, unit, zone)?, unit, zone)? - 1,
                 }
             }
             '/' => return Err("a rounding takes a unit only, as /d".to_owned()),
@@ -144,6 +237,66 @@ fn date_math(mut time: i64, mut math: &str) -> Result<i64, String> {
         };
     }
     Ok(time)
+}
+
+/// The first instant of the `unit` (y, M, w, d, h, m, s, ms) holding `time`, in `zone`'s
+/// wall-clock time; weeks start on Monday.
+pub fn unit_start(time: i64, unit: &str, zone: Zone) -> Result<i64, String> {
+    use chrono::{Datelike, Timelike};
+    let out_of_range = || "out of range".to_owned();
+    let local = zone.local_of(time);
+    let date = local.date();
+    let midnight = |date: chrono::NaiveDate| {
+        date.and_hms_opt(0, 0, 0)
+            .and_then(|t| zone.instant_of(t))
+            .ok_or_else(out_of_range)
+    };
+    match unit {
+        "y" => midnight(date.with_ordinal(1).ok_or_else(out_of_range)?),
+        "M" => midnight(date.with_day(1).ok_or_else(out_of_range)?),
+        "q" => midnight(
+            date.with_day(1)
+                .and_then(|d| d.with_month0(d.month0() / 3 * 3))
+                .ok_or_else(out_of_range)?,
+        ),
+        "w" => midnight(date - chrono::Days::new(u64::from(date.weekday().num_days_from_monday()))),
+        "d" => midnight(date),
+        "h" | "H" => date
+            .and_hms_opt(local.hour(), 0, 0)
+            .and_then(|t| zone.instant_of(t))
+            .ok_or_else(out_of_range),
+        _ => {
+            // Minutes and shorter: the same in every zone (offsets are whole minutes).
+            let step = parse_interval(&format!("1{unit}"))?;
+            Ok(time.div_euclid(step) * step)
+        }
+    }
+}
+
+/// The start of the unit after the one starting at `start` (in `zone`'s calendar).
+pub fn next_unit(start: i64, unit: &str, zone: Zone) -> Result<i64, String> {
+    let out_of_range = || "out of range".to_owned();
+    let local = zone.local_of(start);
+    let months = match unit {
+        "y" => Some(12),
+        "q" => Some(3),
+        "M" => Some(1),
+        _ => None,
+    };
+    let next_local = match (months, unit) {
+        (Some(months), _) => local
+            .checked_add_months(chrono::Months::new(months))
+            .ok_or_else(out_of_range)?,
+        (None, "w") => local + chrono::Days::new(7),
+        (None, "d") => local + chrono::Days::new(1),
+        (None, "h" | "H") => local + chrono::Duration::hours(1),
+        _ => return Ok(start + parse_interval(&format!("1{unit}"))?),
+    };
+    // Days and longer start at a wall-clock midnight; an hour may not (a shifted offset).
+    match unit {
+        "h" | "H" => Ok(start + 3_600 * NANOS_PER_SECOND),
+        _ => zone.instant_of(next_local).ok_or_else(out_of_range),
+    }
 }
 
 /// Parses an interval such as `500ms`, `30s`, `5m`, `1h`, `1d`, `1w` into nanoseconds (> 0).
@@ -252,5 +405,70 @@ mod tests {
         assert!(parse_interval("m").is_err());
         assert!(parse_interval("1y").is_err());
         assert!(parse_interval("99999999999999d").is_err());
+    }
+
+    #[test]
+    fn roundings_go_up_for_inclusive_upper_bounds_and_count_in_the_zone() {
+        let today = NOW / DAY * DAY;
+        let up = |text: &str| parse_time_in(text, NOW, Zone::Utc, Rounding::Up).unwrap();
+        assert_eq!(up("now/d"), today + DAY - 1);
+        assert_eq!(up("now-1d/d"), today - 1);
+        assert_eq!(up("now"), NOW, "nothing to round");
+        // 2025-11-01T12:26:40Z is a Saturday: its week is Monday October 27th to Sunday.
+        let monday = today - 5 * DAY;
+        assert_eq!(parse_time("now/w", NOW).unwrap(), monday);
+        assert_eq!(up("now/w"), monday + 7 * DAY - 1);
+        // November has 30 days.
+        let november = parse_time("2025-11-01", 0).unwrap();
+        assert_eq!(up("now/M"), parse_time("2025-12-01", 0).unwrap() - 1);
+        assert_eq!(parse_time("now/M", NOW).unwrap(), november);
+
+        // In Paris (UTC+1 in November) a day starts at 23:00 UTC the day before.
+        let paris = Zone::parse("Europe/Paris").unwrap();
+        let hour = 3_600 * NANOS_PER_SECOND;
+        assert_eq!(
+            parse_time_in("now/d", NOW, paris, Rounding::Down).unwrap(),
+            today - hour
+        );
+        assert_eq!(
+            parse_time_in("2025-11-01T00:00:00", NOW, paris, Rounding::Down).unwrap(),
+            november - hour
+        );
+        let plus_two = Zone::parse("+02:00").unwrap();
+        assert_eq!(
+            parse_time_in("now/d", NOW, plus_two, Rounding::Up).unwrap(),
+            today + DAY - 2 * hour - 1
+        );
+        // A time with its own zone keeps it.
+        assert_eq!(
+            parse_time_in("2026-11-01T00:00:00Z", NOW, paris, Rounding::Down).unwrap(),
+            1_793_491_200 * NANOS_PER_SECOND
+        );
+        for bad in ["Mars/Olympus", "+25:00", "+1:2:3"] {
+            assert!(Zone::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            Zone::parse("-05:30").unwrap().offset_at(0),
+            -(5 * 3600 + 1800)
+        );
+    }
+
+    #[test]
+    fn units_follow_the_zone_calendar_across_daylight_saving() {
+        // Paris goes from UTC+2 to UTC+1 on 2025-10-26: that day has 25 hours.
+        let paris = Zone::parse("Europe/Paris").unwrap();
+        let day_start = parse_time_in("2025-10-26T00:00:00", 0, paris, Rounding::Down).unwrap();
+        let next = next_unit(day_start, "d", paris).unwrap();
+        assert_eq!(next - day_start, 25 * 3_600 * NANOS_PER_SECOND);
+        assert_eq!(unit_start(next - 1, "d", paris).unwrap(), day_start);
+        assert_eq!(
+            next_unit(day_start, "q", paris).unwrap(),
+            parse_time_in("2026-01-26T00:00:00", 0, paris, Rounding::Down).unwrap()
+        );
+        let quarter = unit_start(day_start, "q", paris).unwrap();
+        assert_eq!(
+            quarter,
+            parse_time_in("2025-10-01T00:00:00", 0, paris, Rounding::Down).unwrap()
+        );
     }
 }

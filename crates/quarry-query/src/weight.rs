@@ -38,6 +38,8 @@ pub enum Weight {
     Pattern {
         field: String,
         pattern: Arc<crate::pattern::Pattern>,
+        /// Tokens or whole values (see `Query::Pattern`).
+        terms: TermKind,
         /// The expansion cache and the trigram index are used where these allow them.
         optimizations: crate::filter::Optimizations,
     },
@@ -273,9 +275,14 @@ impl Weight {
                 value: value.clone(),
                 tokens: tokens.clone(),
             },
-            Query::Pattern { field, pattern } => Weight::Pattern {
+            Query::Pattern {
+                field,
+                pattern,
+                terms,
+            } => Weight::Pattern {
                 field: field.clone(),
                 pattern: pattern.clone(),
+                terms: *terms,
                 optimizations,
             },
             Query::Any(clauses) => Weight::Any(all(clauses, caches)),
@@ -360,6 +367,10 @@ impl Weight {
                 None => Ok(Some(None)),
             },
             Weight::Exact { value, .. } if value.len() > EXACT_TERM_LEN => Ok(None),
+            // `true` or `false` is also a boolean value, not in the exact term's postings.
+            Weight::Exact { field, value, .. } if filter::holds_booleans(block, field, value) => {
+                Ok(None)
+            }
             Weight::Exact { field, value, .. } => {
                 let info = match block.field_ordinal(field) {
                     Some(ordinal) => block.term_info(ordinal, TermKind::Exact, value.as_bytes())?,
@@ -466,19 +477,30 @@ impl Weight {
                 let Some(ordinal) = block.field_ordinal(field) else {
                     return Ok(None);
                 };
-                let Some(info) = block.term_info(ordinal, TermKind::Exact, value.as_bytes())?
-                else {
-                    return Ok(None);
+                let exact = match block.term_info(ordinal, TermKind::Exact, value.as_bytes())? {
+                    Some(info) => Some(Box::new(ConstScorer {
+                        cursor: block.postings(&info)?,
+                    }) as BoxScorer),
+                    None => None,
                 };
-                Some(Box::new(ConstScorer {
-                    cursor: block.postings(&info)?,
-                }))
+                let boolean = match value.as_str() {
+                    "true" => filter::boolean_scorer(block, field, true)?,
+                    "false" => filter::boolean_scorer(block, field, false)?,
+                    _ => None,
+                };
+                match (exact, boolean) {
+                    (Some(exact), Some(boolean)) => {
+                        Some(Box::new(UnionScorer::new(vec![exact, boolean])) as BoxScorer)
+                    }
+                    (exact, boolean) => exact.or(boolean),
+                }
             }
             Weight::Pattern {
                 field,
                 pattern,
+                terms,
                 optimizations,
-            } => pattern.scorer(block, field, optimizations)?,
+            } => pattern.scorer(block, field, *terms, optimizations)?,
             Weight::TimeRange {
                 start,
                 end,

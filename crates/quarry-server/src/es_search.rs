@@ -77,6 +77,10 @@ pub(crate) async fn count(
             "_count",
             &[
                 "q",
+                "df",
+                "default_operator",
+                "analyze_wildcard",
+                "lenient",
                 "ignore_unavailable",
                 "allow_no_indices",
                 "expand_wildcards",
@@ -85,13 +89,7 @@ pub(crate) async fn count(
             ],
         )?;
         let now = now_nanos();
-        let mut ast = match params.get("q") {
-            Some(q) => Some(
-                quarry_query::parser::parse_at(q, now)
-                    .map_err(|e| ApiError::bad_request(format!("q: {e}")))?,
-            ),
-            None => None,
-        };
+        let mut ast = q_param(&params, now)?;
         if !body.iter().all(u8::is_ascii_whitespace) {
             let body: JsonValue = serde_json::from_slice(&body)
                 .map_err(|e| ApiError::bad_request(format!("request body is not JSON: {e}")))?;
@@ -463,6 +461,10 @@ impl SearchPlan {
     fn params() -> Vec<&'static str> {
         let mut known = vec![
             "q",
+            "df",
+            "default_operator",
+            "analyze_wildcard",
+            "lenient",
             "size",
             "from",
             "track_total_hits",
@@ -498,12 +500,7 @@ impl SearchPlan {
         let mut aggs = Aggs::default();
         let mut view = HitView::default();
         let mut search_after = None;
-        if let Some(q) = params.get("q") {
-            request.ast = Some(
-                quarry_query::parser::parse_at(q, now)
-                    .map_err(|e| ApiError::bad_request(format!("q: {e}")))?,
-            );
-        }
+        request.ast = q_param(params, now)?;
         if let Some(value) = params.get("size") {
             size = number_param("size", value)?;
         }
@@ -1192,6 +1189,32 @@ fn key_filter(field: &str, key: &JsonValue) -> Option<Ast> {
         },
         _ => return None,
     })
+}
+
+/// The `q` URL parameter, read as Elasticsearch's `query_string` with the parameters that go
+/// with it (`df`, `default_operator`, `analyze_wildcard`, `lenient`).
+fn q_param(params: &EsParams, now: i64) -> Result<Option<Ast>, ApiError> {
+    let Some(q) = params.get("q") else {
+        return Ok(None);
+    };
+    let mut options = Map::new();
+    options.insert("query".into(), q.into());
+    for (param, option) in [
+        ("df", "default_field"),
+        ("default_operator", "default_operator"),
+    ] {
+        if let Some(value) = params.get(param) {
+            options.insert(option.into(), value.into());
+        }
+    }
+    for flag in ["analyze_wildcard", "lenient"] {
+        if params.get(flag).is_some() {
+            options.insert(flag.into(), params.flag(flag, false)?.into());
+        }
+    }
+    dsl::query_string(false, &options, "q", now)
+        .map(Some)
+        .map_err(dsl_error)
 }
 
 /// Whether a value asks for nothing: null, false, or an empty object or list.

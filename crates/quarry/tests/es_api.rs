@@ -247,13 +247,49 @@ fn hits_show_what_the_request_asks_and_unsupported_options_are_refused() {
             json!({}),
             "terminate_after",
         ),
-        ("/default/_count?df=message", json!({}), "df"),
+        ("/default/_count?routing=a", json!({}), "routing"),
+        ("/default/_count?q=a&default_operator=XOR", json!({}), "XOR"),
     ] {
         let (status, answer) = server.request("POST", target, Some(&body.to_string()));
         assert_eq!(status, 400, "{target} {body}: {answer}");
         let reason = answer["error"]["reason"].as_str().unwrap();
         assert!(reason.contains(named), "{target} {body}: {reason}");
     }
+    // `q` and query_string as Lucene's classic parser reads them: `a OR b AND c` is `a +b +c`.
+    let count = |target: &str| {
+        let (status, answer) = server.get(target);
+        assert_eq!(status, 200, "{target}: {answer}");
+        answer["count"].as_u64().unwrap() as usize
+    };
+    let warn_timed = (0..EVENTS)
+        .filter(|&i| level(i) == "warn" && i % 5 == 0)
+        .count();
+    assert_eq!(
+        count("/default/_count?q=level:error%20OR%20level:warn%20AND%20message:timed"),
+        warn_timed
+    );
+    let (_, answer) = server.request(
+        "POST",
+        "/default/_count",
+        Some(r#"{"query": {"query_string": {"query": "level:error OR level:warn AND message:timed"}}}"#),
+    );
+    assert_eq!(answer["count"], warn_timed as u64);
+    assert_eq!(count("/default/_count?q=timed%20done"), EVENTS);
+    assert_eq!(
+        count("/default/_count?q=timed%20request&default_operator=AND"),
+        EVENTS.div_ceil(5)
+    );
+    assert_eq!(count("/default/_count?q=error&df=level"), EVENTS / 3);
+    // A time range on @timestamp in Lucene syntax, its upper day included whole.
+    assert_eq!(
+        count("/default/_count?q=@timestamp:%5B2026-03-01%20TO%202026-03-01%5D"),
+        EVENTS
+    );
+    assert_eq!(
+        count("/default/_count?q=@timestamp:%5B*%20TO%202026-03-01T00:01%7D"),
+        60
+    );
+
     // A query string that is not UTF-8 once decoded.
     let (status, answer) = server.get("/default/_search?q=%FF");
     assert_eq!(status, 400, "{answer}");

@@ -1,0 +1,301 @@
+//! Keyword values and coerced terms through the Elasticsearch API, as the official clients
+//! send them: `prefix`, `wildcard`, `regexp` and `fuzzy` on `X.keyword` match whole values
+//! case-sensitively (`web-0*` finds `web-01`, not `Web-07`), on a text field they match its
+//! tokens; a `term` string `"500"` finds the number 500 and `"true"` the boolean. Every count
+//! is checked against a brute-force filter over the generated events.
+
+mod common;
+
+use common::Server;
+use serde_json::{json, Value};
+
+const EVENTS: usize = 300;
+
+struct Event {
+    host: String,
+    status: u64,
+    flag: bool,
+    note: &'static str,
+}
+
+fn event(i: usize) -> Event {
+    let host = if i % 25 == 7 {
+        "Web-07".to_owned()
+    } else if i.is_multiple_of(17) {
+        "db-1".to_owned()
+    } else {
+        format!("web-{:02}", i % 12 + 1)
+    };
+    Event {
+        host,
+        status: [200, 200, 200, 404, 500][i % 5],
+        flag: i.is_multiple_of(4),
+        note: ["true", "it is true", "false", "maybe"][i % 7 % 4],
+    }
+}
+
+fn send_bulk(server: &Server, index: &str) {
+    let body: String = (0..EVENTS)
+        .map(|i| {
+            let e = event(i);
+            let source = json!({
+                "@timestamp": format!("2026-03-01T00:{:02}:{:02}Z", i / 60, i % 60),
+                "message": format!("request {i}"),
+                "host": e.host,
+                "status": e.status,
+                "flag": e.flag,
+                "note": e.note,
+            });
+            format!("{{\"index\":{{}}}}\n{source}\n")
+        })
+        .collect();
+    let (status, answer) = server.request("POST", &format!("/{index}/_bulk"), Some(&body));
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["errors"], false, "{answer}");
+    let (status, answer) = server.request("POST", &format!("/{index}/_refresh"), None);
+    assert_eq!(status, 200, "{answer}");
+}
+
+fn expected(keep: impl Fn(&Event) -> bool) -> u64 {
+    (0..EVENTS).map(event).filter(|e| keep(e)).count() as u64
+}
+
+/// The count of `query` in `index`, by `_count` and by `_search`'s total (they must agree).
+fn count(server: &Server, index: &str, query: &Value) -> u64 {
+    let body = json!({ "query": query }).to_string();
+    let (status, answer) = server.request("POST", &format!("/{index}/_count"), Some(&body));
+    assert_eq!(status, 200, "{query}: {answer}");
+    let counted = answer["count"].as_u64().expect("a count");
+    let body = json!({"query": query, "size": 0, "track_total_hits": true}).to_string();
+    let (status, answer) = server.request("POST", &format!("/{index}/_search"), Some(&body));
+    assert_eq!(status, 200, "{query}: {answer}");
+    assert_eq!(answer["hits"]["total"]["value"], counted, "{query}");
+    counted
+}
+
+/// Restricted Damerau-Levenshtein distance (a transposition is one edit, as Lucene's fuzzy
+/// queries count it), in chars.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            d[i][j] = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
+            }
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+#[test]
+fn keyword_patterns_and_coerced_terms_match_a_brute_force_filter() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("d"));
+    send_bulk(&server, "default");
+
+    let host_tokens = |e: &Event| -> Vec<String> {
+        e.host
+            .to_lowercase()
+            .split(|c: char| !c.is_alphanumeric())
+            .map(str::to_owned)
+            .collect()
+    };
+    type Case = (Value, Box<dyn Fn(&Event) -> bool>);
+    let cases: Vec<Case> = vec![
+        // Patterns on `.keyword`: the whole value, case-sensitively.
+        (
+            json!({"prefix": {"host.keyword": "web-0"}}),
+            Box::new(|e| e.host.starts_with("web-0")),
+        ),
+        (
+            json!({"prefix": {"host.keyword": {"value": "Web-0"}}}),
+            Box::new(|e| e.host.starts_with("Web-0")),
+        ),
+        (
+            json!({"wildcard": {"host.keyword": "web-0*"}}),
+            Box::new(|e| e.host.starts_with("web-0")),
+        ),
+        (
+            json!({"wildcard": {"host.keyword": {"value": "*-1?"}}}),
+            Box::new(|e| e.host.len() >= 4 && e.host[e.host.len() - 3..].starts_with("-1")),
+        ),
+        (
+            json!({"wildcard": {"host.keyword": {"wildcard": "W*"}}}),
+            Box::new(|e| e.host.starts_with('W')),
+        ),
+        (
+            json!({"regexp": {"host.keyword": "web-0[1-3]"}}),
+            Box::new(|e| ["web-01", "web-02", "web-03"].contains(&e.host.as_str())),
+        ),
+        (
+            json!({"fuzzy": {"host.keyword": {"value": "web-0l", "fuzziness": 1}}}),
+            Box::new(|e| edit_distance(&e.host, "web-0l") <= 1),
+        ),
+        (
+            json!({"fuzzy": {"host.keyword": {"value": "DB-1", "fuzziness": "AUTO"}}}),
+            Box::new(|e| edit_distance(&e.host, "DB-1") <= 1),
+        ),
+        // `case_insensitive`.
+        (
+            json!({"prefix": {"host.keyword": {"value": "WEB-0", "case_insensitive": true}}}),
+            Box::new(|e| e.host.to_lowercase().starts_with("web-0")),
+        ),
+        (
+            json!({"wildcard": {"host.keyword": {"value": "wEb-*7", "case_insensitive": true}}}),
+            Box::new(|e| e.host.to_lowercase().starts_with("web-") && e.host.ends_with('7')),
+        ),
+        (
+            json!({"regexp": {"host.keyword": {"value": "web-0[5-7]", "case_insensitive": true}}}),
+            Box::new(|e| ["web-05", "web-06", "web-07"].contains(&e.host.to_lowercase().as_str())),
+        ),
+        (
+            json!({"term": {"host.keyword": {"value": "WEB-07", "case_insensitive": true}}}),
+            Box::new(|e| e.host.eq_ignore_ascii_case("web-07")),
+        ),
+        (
+            json!({"term": {"host.keyword": "Web-07"}}),
+            Box::new(|e| e.host == "Web-07"),
+        ),
+        // On the text field, patterns match its tokens (`web-01` is `web`, `01`).
+        (
+            json!({"prefix": {"host": "We"}}),
+            Box::new(move |e| host_tokens(e).iter().any(|t| t.starts_with("we"))),
+        ),
+        (
+            json!({"wildcard": {"host": "0?"}}),
+            Box::new(move |e| {
+                host_tokens(e)
+                    .iter()
+                    .any(|t| t.len() == 2 && t.starts_with('0'))
+            }),
+        ),
+        // A string term on a number field is that number.
+        (
+            json!({"term": {"status": "500"}}),
+            Box::new(|e| e.status == 500),
+        ),
+        (
+            json!({"term": {"status": {"value": "404"}}}),
+            Box::new(|e| e.status == 404),
+        ),
+        (
+            json!({"term": {"status": 500}}),
+            Box::new(|e| e.status == 500),
+        ),
+        (
+            json!({"terms": {"status": ["404", "500"]}}),
+            Box::new(|e| e.status != 200),
+        ),
+        (
+            json!({"terms": {"status": [200, "404"]}}),
+            Box::new(|e| e.status != 500),
+        ),
+        // A string term on a boolean field is that boolean; a boolean on a string, its text.
+        (json!({"term": {"flag": "true"}}), Box::new(|e| e.flag)),
+        (json!({"term": {"flag": "false"}}), Box::new(|e| !e.flag)),
+        (json!({"term": {"flag": true}}), Box::new(|e| e.flag)),
+        (json!({"terms": {"flag": ["false"]}}), Box::new(|e| !e.flag)),
+        (
+            json!({"term": {"note.keyword": true}}),
+            Box::new(|e| e.note == "true"),
+        ),
+        (
+            json!({"term": {"note.keyword": "true"}}),
+            Box::new(|e| e.note == "true"),
+        ),
+        // The query language's `field.keyword:value` is the whole value of the field.
+        (
+            json!({"query_string": {"query": "host.keyword:web-01"}}),
+            Box::new(|e| e.host == "web-01"),
+        ),
+        (
+            json!({"query_string": {"query": "host.keyword:\"Web-07\""}}),
+            Box::new(|e| e.host == "Web-07"),
+        ),
+        (
+            json!({"query_string": {"query": "host.keyword:web-1*"}}),
+            Box::new(|e| e.host.starts_with("web-1")),
+        ),
+        (
+            json!({"query_string": {"query": "note.keyword:true"}}),
+            Box::new(|e| e.note == "true"),
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (query, keep) in &cases {
+        let want = expected(keep);
+        let got = count(&server, "default", query);
+        if got != want {
+            wrong.push(format!("{query}: {got} hits, expected {want}"));
+        }
+    }
+    assert!(wrong.is_empty(), "wrong counts:\n{}", wrong.join("\n"));
+}
+
+/// A field mapped `keyword` is matched by patterns as whole values (case-sensitively), a field
+/// mapped as a number takes a string term that is a number, a boolean field the string
+/// `"true"`.
+#[test]
+fn mapped_keyword_and_number_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("d"));
+    let (status, answer) = server.request(
+        "PUT",
+        "/mapped",
+        Some(
+            r#"{"mappings": {"properties": {"host": {"type": "keyword"},
+                 "status": {"type": "long"}, "flag": {"type": "boolean"}}}}"#,
+        ),
+    );
+    assert_eq!(status, 200, "{answer}");
+    send_bulk(&server, "mapped");
+    type Case = (Value, Box<dyn Fn(&Event) -> bool>);
+    let cases: Vec<Case> = vec![
+        (
+            json!({"prefix": {"host": "web-0"}}),
+            Box::new(|e| e.host.starts_with("web-0")),
+        ),
+        (
+            json!({"wildcard": {"host": "W*"}}),
+            Box::new(|e| e.host.starts_with('W')),
+        ),
+        (
+            json!({"regexp": {"host": "(web|db)-1"}}),
+            Box::new(|e| e.host == "db-1"),
+        ),
+        (
+            json!({"term": {"status": "500"}}),
+            Box::new(|e| e.status == 500),
+        ),
+        (
+            json!({"terms": {"status": ["200", 404]}}),
+            Box::new(|e| e.status != 500),
+        ),
+        (json!({"term": {"flag": "true"}}), Box::new(|e| e.flag)),
+        (json!({"term": {"flag": false}}), Box::new(|e| !e.flag)),
+        (
+            json!({"query_string": {"query": "host:web-0*"}}),
+            Box::new(|e| e.host.starts_with("web-0")),
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (query, keep) in &cases {
+        let want = expected(keep);
+        let got = count(&server, "mapped", query);
+        if got != want {
+            wrong.push(format!("{query}: {got} hits, expected {want}"));
+        }
+    }
+    assert!(wrong.is_empty(), "wrong counts:\n{}", wrong.join("\n"));
+}

@@ -392,6 +392,8 @@ struct Histogram {
     min_doc_count: u64,
     /// `extended_bounds` (ns): with `min_doc_count` 0, empty buckets fill them.
     bounds: Option<(i64, i64)>,
+    /// `format: epoch_millis`: `key_as_string` is the key's digits, else an ISO time.
+    key_millis: bool,
     metrics: Vec<EsAgg>,
 }
 
@@ -448,6 +450,10 @@ struct EsAgg {
     /// picks them.
     key_order: Option<bool>,
     size: usize,
+    /// `terms`' `min_doc_count` (1 unless asked).
+    min_doc_count: u64,
+    /// `percentiles`' `keyed` (true unless asked): values by percent, or a list.
+    keyed: bool,
 }
 
 /// The most distinct keys a `terms` ordered by `_key` reads before sorting.
@@ -735,6 +741,7 @@ fn parse_aggs(object: &Map<String, JsonValue>, path: &str) -> Result<Aggs, ApiEr
     for (name, definition) in object {
         let path = format!("{path}.{name}");
         let (kind, body, sub) = agg_parts(definition, &path)?;
+        check_agg_options(kind, body, &format!("{path}.{kind}"))?;
         let sub = match sub {
             Some(sub) => Some(parse_aggs(sub, &format!("{path}.aggs"))?),
             None => None,
@@ -755,6 +762,8 @@ fn parse_aggs(object: &Map<String, JsonValue>, path: &str) -> Result<Aggs, ApiEr
                     interval,
                     min_doc_count,
                     bounds,
+                    key_millis: body.get("format").and_then(JsonValue::as_str)
+                        == Some("epoch_millis"),
                     metrics: Vec::new(),
                 };
                 if only_metrics && aggs.histogram.is_none() {
@@ -784,6 +793,93 @@ fn parse_aggs(object: &Map<String, JsonValue>, path: &str) -> Result<Aggs, ApiEr
         }
     }
     Ok(aggs)
+}
+
+/// The options each aggregation type takes: those honoured, and those that cannot change
+/// its answer here (`shard_size`, `execution_hint`, `collect_mode`: counts are exact over one
+/// index). Some are honoured only at certain values (`option_value_supported`). Any other
+/// option is a 400 naming it: ignored, it would give a different answer than asked for.
+fn check_agg_options(kind: &str, body: &JsonValue, path: &str) -> Result<(), ApiError> {
+    let known: &[&str] = match kind {
+        "date_histogram" => &[
+            "field",
+            "fixed_interval",
+            "calendar_interval",
+            "interval",
+            "min_doc_count",
+            "extended_bounds",
+            "format",
+            "time_zone",
+            "keyed",
+        ],
+        "terms" => &[
+            "field",
+            "size",
+            "order",
+            "min_doc_count",
+            "shard_size",
+            "execution_hint",
+            "collect_mode",
+            "show_term_doc_count_error",
+        ],
+        "histogram" => &[
+            "field",
+            "interval",
+            "offset",
+            "min_doc_count",
+            "extended_bounds",
+        ],
+        "range" => &["field", "ranges", "keyed"],
+        "avg" | "min" | "max" | "sum" | "stats" | "value_count" => &["field"],
+        "cardinality" => &["field", "precision_threshold"],
+        "percentiles" => &["field", "percents", "keyed"],
+        // The type itself is refused where it is built.
+        _ => return Ok(()),
+    };
+    let Some(options) = body.as_object() else {
+        return Err(ApiError::bad_request(format!(
+            "{path}: expected an object of options"
+        )));
+    };
+    for (key, value) in options {
+        if !known.contains(&key.as_str()) {
+            return Err(ApiError::bad_request(format!(
+                "unsupported: {path}.{key} (Quarry takes {} here)",
+                known.join(", ")
+            )));
+        }
+        if !option_value_supported(kind, key, value) {
+            return Err(ApiError::bad_request(format!(
+                "unsupported: {path}.{key} = {value}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Options honoured at some values only.
+fn option_value_supported(kind: &str, key: &str, value: &JsonValue) -> bool {
+    let text = value.as_str().unwrap_or_default();
+    match (kind, key) {
+        // Buckets are counted in UTC (time zones come with the one-pass aggregations).
+        ("date_histogram", "time_zone") => {
+            matches!(
+                text,
+                "UTC" | "utc" | "Z" | "z" | "Etc/UTC" | "GMT" | "+00:00" | "-00:00"
+            )
+        }
+        ("date_histogram", "format") => {
+            matches!(
+                text,
+                "epoch_millis" | "strict_date_optional_time" | "date_optional_time"
+            )
+        }
+        ("date_histogram", "keyed") => value == &JsonValue::Bool(false),
+        ("terms", "show_term_doc_count_error") => value.is_boolean(),
+        // Empty buckets of terms would need every value of the field.
+        ("terms", "min_doc_count") => value.as_u64().is_some_and(|n| n >= 1),
+        _ => true,
+    }
 }
 
 fn field_of(body: &JsonValue, path: &str) -> Result<String, ApiError> {
@@ -868,12 +964,58 @@ impl Aggs {
 
     /// This level's aggregations, rendered: `response` is the answer to `request` (made with
     /// `apply`); what it does not hold is searched for, on `searcher`.
+    /// Refuses number metrics over a field that holds other values: `value_count` counts
+    /// numbers only so far, and the others have no answer for strings (Elasticsearch refuses
+    /// them on text and keyword fields too).
+    fn check_fields(&self, summary: &FieldSummary) -> Result<(), ApiError> {
+        let metrics = self
+            .metrics
+            .iter()
+            .chain(self.histogram.iter().flat_map(|h| h.metrics.iter()));
+        for agg in metrics {
+            let number_metric = matches!(
+                agg.kind.as_str(),
+                "value_count" | "avg" | "min" | "max" | "sum" | "stats" | "percentiles"
+            );
+            let Some(field) = agg.spec.field.as_deref() else {
+                continue;
+            };
+            if !number_metric || field == quarry_format::TIME_FIELD {
+                continue;
+            }
+            let Some((types, _)) = summary.get(field) else {
+                continue;
+            };
+            let other = types
+                .iter()
+                .find(|(ty, count)| **count > 0 && !matches!(**ty, "i64" | "u64" | "f64"));
+            if let Some((ty, _)) = other {
+                let ty = if *ty == "json" { "string" } else { ty };
+                return Err(ApiError::bad_request(if agg.kind == "value_count" {
+                    format!(
+                        "unsupported: value_count of [{field}], which holds {ty} values (it counts numbers only so far)"
+                    )
+                } else {
+                    format!(
+                        "field [{field}] holds {ty} values: [{}] needs numbers",
+                        agg.kind
+                    )
+                }));
+            }
+        }
+        for bucket in &self.buckets {
+            bucket.sub.check_fields(summary)?;
+        }
+        Ok(())
+    }
+
     fn evaluate(
         &self,
         searcher: &Searcher,
         request: &SearchRequest,
         response: &SearchResponse,
     ) -> Result<Map<String, JsonValue>, ApiError> {
+        self.check_fields(&crate::field_summary(searcher))?;
         let mut out = Map::new();
         if let Some(histogram) = &self.histogram {
             out.insert(histogram.name.clone(), histogram.render(response));
@@ -901,6 +1043,9 @@ impl Aggs {
         Ok(out)
     }
 }
+
+type FieldSummary =
+    std::collections::BTreeMap<String, (std::collections::BTreeMap<&'static str, u64>, bool)>;
 
 /// `request` without hits, histogram or aggregations, its query ANDed with `filter`.
 fn within(request: &SearchRequest, filter: Option<Ast>) -> SearchRequest {
@@ -1142,9 +1287,15 @@ impl Histogram {
             .into_iter()
             .filter(|(_, (count, _))| *count >= self.min_doc_count)
             .map(|(start, (count, aggregations))| {
+                let millis = start.div_euclid(1_000_000);
+                let key_as_string = if self.key_millis {
+                    millis.to_string()
+                } else {
+                    crate::format_time(start)
+                };
                 let mut json = json!({
-                    "key_as_string": crate::format_time(start),
-                    "key": start.div_euclid(1_000_000),
+                    "key_as_string": key_as_string,
+                    "key": millis,
                     "doc_count": count,
                 });
                 for metric in &self.metrics {
@@ -1360,13 +1511,19 @@ fn date_histogram(
         .iter()
         .find_map(|key| body.get(*key).and_then(JsonValue::as_str))
         .ok_or_else(|| ApiError::bad_request(format!("{path}: expected fixed_interval")))?;
-    // Calendar units of a fixed length; months, quarters and years vary and are refused.
+    // Calendar units of a fixed length in UTC. Weeks (which start on Monday, not on the
+    // epoch's Thursday), months, quarters and years are refused until the one-pass
+    // aggregations bucket by the calendar.
     let interval = match interval {
         "minute" | "1m" => "1m".to_owned(),
         "hour" | "1h" => "1h".to_owned(),
         "day" | "1d" => "1d".to_owned(),
-        "week" | "1w" => "1w".to_owned(),
         "second" | "1s" => "1s".to_owned(),
+        "week" | "1w" | "month" | "1M" | "quarter" | "1q" | "year" | "1y" => {
+            return Err(ApiError::bad_request(format!(
+                "unsupported: {path}: calendar interval [{interval}] (fixed intervals and calendar minutes, hours and days are)"
+            )))
+        }
         other => other.to_owned(),
     };
     let nanos =
@@ -1440,7 +1597,21 @@ fn es_agg(name: &str, kind: &str, body: &JsonValue, path: &str) -> Result<EsAgg,
         }
         "percentiles" => {
             let percents: Vec<String> = match body.get("percents") {
-                Some(JsonValue::Array(values)) => values.iter().map(|v| v.to_string()).collect(),
+                // Numbers, or their text (Grafana sends ["25", "50", ...]).
+                Some(JsonValue::Array(values)) => values
+                    .iter()
+                    .map(|v| {
+                        v.as_f64()
+                            .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+                            .filter(|p| (0.0..=100.0).contains(p))
+                            .map(|p| format!("{p:?}"))
+                            .ok_or_else(|| {
+                                ApiError::bad_request(format!(
+                                    "{path}: percents are numbers from 0 to 100, not {v}"
+                                ))
+                            })
+                    })
+                    .collect::<Result<_, _>>()?,
                 _ => ["1", "5", "25", "50", "75", "95", "99"]
                     .iter()
                     .map(|s| s.to_string())
@@ -1461,13 +1632,66 @@ fn es_agg(name: &str, kind: &str, body: &JsonValue, path: &str) -> Result<EsAgg,
         spec,
         key_order,
         size: requested,
+        min_doc_count: body
+            .get("min_doc_count")
+            .and_then(JsonValue::as_u64)
+            .unwrap_or(1),
+        keyed: body
+            .get("keyed")
+            .and_then(JsonValue::as_bool)
+            .unwrap_or(true),
     })
+}
+
+/// A metric of the event time as Elasticsearch gives a date's: milliseconds since the epoch,
+/// with the time as text beside each (`value_as_string`, `min_as_string`, ...).
+fn time_agg_value(agg: &EsAgg, value: &JsonValue) -> JsonValue {
+    let millis = |v: &JsonValue| v.as_f64().map(|nanos| nanos / 1e6);
+    let text = |v: &JsonValue| v.as_f64().map(|nanos| crate::format_time(nanos as i64));
+    match agg.kind.as_str() {
+        "avg" | "min" | "max" | "sum" => {
+            let mut out = json!({ "value": millis(value) });
+            if let Some(text) = text(value) {
+                out["value_as_string"] = text.into();
+            }
+            out
+        }
+        "stats" => {
+            let mut out = json!({"count": value.get("count").cloned().unwrap_or(0.into())});
+            for key in ["min", "max", "avg", "sum"] {
+                let v = value.get(key).unwrap_or(&JsonValue::Null);
+                out[key] = millis(v).into();
+                if let Some(text) = text(v) {
+                    out[format!("{key}_as_string")] = text.into();
+                }
+            }
+            out
+        }
+        "percentiles" => {
+            let mut values = Map::new();
+            for (p, v) in value.as_object().into_iter().flatten() {
+                let key = p
+                    .parse::<f64>()
+                    .map_or_else(|_| p.clone(), |p| format!("{p:?}"));
+                values.insert(key.clone(), millis(v).into());
+                if let Some(text) = text(v) {
+                    values.insert(format!("{key}_as_string"), text.into());
+                }
+            }
+            json!({ "values": values })
+        }
+        "value_count" => json!({ "value": value.get("count").cloned().unwrap_or(0.into()) }),
+        _ => json!({ "value": value }),
+    }
 }
 
 /// Quarry's result of `agg` in Elasticsearch's shape.
 fn es_agg_value(agg: &EsAgg, value: Option<&JsonValue>) -> JsonValue {
     let null = JsonValue::Null;
     let value = value.unwrap_or(&null);
+    if agg.spec.field.as_deref() == Some(quarry_format::TIME_FIELD) {
+        return time_agg_value(agg, value);
+    }
     match agg.kind.as_str() {
         "avg" | "min" | "max" | "sum" | "cardinality" => json!({ "value": value }),
         "value_count" => json!({ "value": value.get("count").cloned().unwrap_or(0.into()) }),
@@ -1489,7 +1713,20 @@ fn es_agg_value(agg: &EsAgg, value: Option<&JsonValue>) -> JsonValue {
                         .collect()
                 })
                 .unwrap_or_default();
-            json!({ "values": values })
+            if agg.keyed {
+                json!({ "values": values })
+            } else {
+                let mut list: Vec<(f64, JsonValue)> = values
+                    .into_iter()
+                    .map(|(p, v)| (p.parse::<f64>().unwrap_or(0.0), v))
+                    .collect();
+                list.sort_by(|a, b| a.0.total_cmp(&b.0));
+                let list: Vec<JsonValue> = list
+                    .into_iter()
+                    .map(|(p, v)| json!({"key": p, "value": v}))
+                    .collect();
+                json!({ "values": list })
+            }
         }
         "terms" => {
             let mut buckets: Vec<JsonValue> = value
@@ -1506,6 +1743,14 @@ fn es_agg_value(agg: &EsAgg, value: Option<&JsonValue>) -> JsonValue {
                 .get("other_count")
                 .and_then(JsonValue::as_u64)
                 .unwrap_or(0);
+            buckets.retain(|bucket| {
+                let count = bucket["doc_count"].as_u64().unwrap_or(0);
+                let kept = count >= agg.min_doc_count;
+                if !kept {
+                    other += count;
+                }
+                kept
+            });
             if let Some(descending) = agg.key_order {
                 buckets.sort_by(|a, b| {
                     let order = compare_keys(&a["key"], &b["key"]);

@@ -208,6 +208,22 @@ fn hits_show_what_the_request_asks_and_unsupported_options_are_refused() {
         json!(["@HIGHLIGHT@error@/HIGHLIGHT@"])
     );
 
+    // Aggregation options honoured: min_doc_count on terms, string percents, dates of the
+    // event time in milliseconds with their text.
+    let answer = search(json!({"size": 0, "aggs": {
+        "few": {"terms": {"field": "level", "min_doc_count": 101}},
+        "all": {"terms": {"field": "level", "min_doc_count": 100}},
+        "p": {"percentiles": {"field": "client.seq", "percents": ["50", "100"]}},
+        "first": {"min": {"field": "@timestamp"}},
+    }}));
+    let aggs = &answer["aggregations"];
+    assert_eq!(aggs["few"]["buckets"], json!([]), "{aggs}");
+    assert_eq!(aggs["few"]["sum_other_doc_count"], EVENTS as u64);
+    assert_eq!(aggs["all"]["buckets"].as_array().unwrap().len(), 3);
+    assert_eq!(aggs["p"]["values"]["100.0"], (EVENTS - 1) as f64, "{aggs}");
+    assert_eq!(aggs["first"]["value"], 1_772_323_200_000.0);
+    assert_eq!(aggs["first"]["value_as_string"], "2026-03-01T00:00:00Z");
+
     // rest_total_hits_as_int.
     let (_, answer) = server.get("/default/_search?rest_total_hits_as_int=true&size=0");
     assert_eq!(answer["hits"]["total"], EVENTS as u64);
@@ -241,6 +257,46 @@ fn hits_show_what_the_request_asks_and_unsupported_options_are_refused() {
             "highlight.order",
         ),
         ("/default/_search?scroll=1m", json!({}), "scroll"),
+        (
+            "/default/_search",
+            json!({"aggs": {"t": {"terms": {"field": "level", "missing": "none"}}}}),
+            "aggs.t.terms.missing",
+        ),
+        (
+            "/default/_search",
+            json!({"aggs": {"t": {"terms": {"field": "level", "include": "e.*"}}}}),
+            "aggs.t.terms.include",
+        ),
+        (
+            "/default/_search",
+            json!({"aggs": {"h": {"date_histogram": {"field": "@timestamp", "fixed_interval": "1h", "time_zone": "Europe/Paris"}}}}),
+            "time_zone",
+        ),
+        (
+            "/default/_search",
+            json!({"aggs": {"h": {"date_histogram": {"field": "@timestamp", "calendar_interval": "1w"}}}}),
+            "[1w]",
+        ),
+        (
+            "/default/_search",
+            json!({"aggs": {"h": {"date_histogram": {"field": "@timestamp", "fixed_interval": "1h", "offset": "+6h"}}}}),
+            "offset",
+        ),
+        (
+            "/default/_search",
+            json!({"aggs": {"c": {"value_count": {"field": "level"}}}}),
+            "value_count of [level]",
+        ),
+        (
+            "/default/_search",
+            json!({"aggs": {"a": {"avg": {"field": "message"}}}}),
+            "[avg] needs numbers",
+        ),
+        (
+            "/default/_search",
+            json!({"aggs": {"a": {"avg": {"field": "client.seq", "missing": 0}}}}),
+            "aggs.a.avg.missing",
+        ),
         ("/default/_search?typed_keys=true", json!({}), "typed_keys"),
         (
             "/default/_search?terminate_after=5",

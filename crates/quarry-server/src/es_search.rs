@@ -1411,11 +1411,22 @@ fn sort_of(value: &JsonValue) -> Result<SortSpec, ApiError> {
                 for (field, spec) in object {
                     let order = match spec {
                         JsonValue::String(order) => order.clone(),
-                        JsonValue::Object(spec) => spec
-                            .get("order")
-                            .and_then(JsonValue::as_str)
-                            .unwrap_or("")
-                            .to_owned(),
+                        JsonValue::Object(spec) => {
+                            // `unmapped_type` changes nothing: a field no event has sorts
+                            // nothing either way.
+                            if let Some(option) = spec
+                                .keys()
+                                .find(|k| !matches!(k.as_str(), "order" | "unmapped_type"))
+                            {
+                                return Err(ApiError::bad_request(format!(
+                                    "unsupported: sort.{field}.{option}"
+                                )));
+                            }
+                            spec.get("order")
+                                .and_then(JsonValue::as_str)
+                                .unwrap_or("")
+                                .to_owned()
+                        }
                         _ => String::new(),
                     };
                     keys.push((field.clone(), order));
@@ -1428,8 +1439,20 @@ fn sort_of(value: &JsonValue) -> Result<SortSpec, ApiError> {
             }
         }
     }
-    // The first key decides; later ones are tie-breaks, and Quarry's own tie-break (time
-    // order) is total.
+    // One key decides, with Quarry's own total tie-break; `_doc` keys (an unspecified order)
+    // add nothing. A second real key would be a silent reorder of ties: it is refused.
+    // `_doc` alone is index order, which for Quarry is time order, newest first (what
+    // scrolls ask for: `helpers.scan` sorts by `_doc`).
+    let doc_order_only = !keys.is_empty() && keys.iter().all(|(field, _)| field == "_doc");
+    if doc_order_only {
+        return Ok(SortSpec::Order(SortOrder::TimeDesc));
+    }
+    keys.retain(|(field, _)| field != "_doc");
+    if let [(first, _), (second, _), ..] = keys.as_slice() {
+        return Err(ApiError::bad_request(format!(
+            "unsupported: sort by more than one key ([{first}], then [{second}])"
+        )));
+    }
     let mut sort = None;
     for (field, order) in keys {
         let descending = match order.as_str() {
@@ -1445,7 +1468,6 @@ fn sort_of(value: &JsonValue) -> Result<SortSpec, ApiError> {
             }
         };
         let this = match dsl::field_name(&field) {
-            "_doc" => continue,
             "_score" => SortSpec::Order(SortOrder::Relevance),
             "_time" if descending => SortSpec::Order(SortOrder::TimeDesc),
             "_time" => SortSpec::Order(SortOrder::TimeAsc),

@@ -204,7 +204,8 @@ fn durability(query: Option<&str>, ignored: &[&str]) -> Result<bool, ApiError> {
             key if ignored.contains(&key) => {}
             other => {
                 return Err(ApiError::bad_request(format!(
-                    "unknown parameter {other:?} (durability)"
+                    "unsupported: URL parameter [{other}] (durability{})",
+                    ignored.iter().map(|k| format!(", {k}")).collect::<String>()
                 )))
             }
         }
@@ -317,7 +318,22 @@ pub(crate) async fn bulk(
     body: Bytes,
 ) -> Response {
     let started = Instant::now();
-    let default_index = crate::es_api::index_or_default(path_index);
+    let params = match crate::es_api::EsParams::parse(query.as_deref()) {
+        Ok(params) => params,
+        Err(error) => return crate::es_api::es_response(Err(error)),
+    };
+    // `?index=` names the default index when the path does not.
+    let default_index = match (&path_index, params.get("index")) {
+        (None, Some(index)) if !index.is_empty() => index.to_owned(),
+        _ => crate::es_api::index_or_default(path_index),
+    };
+    for flag in ["require_alias", "require_data_stream"] {
+        if params.get(flag).is_some_and(|value| value != "false") {
+            return crate::es_api::es_response(Err(ApiError::bad_request(format!(
+                "unsupported: bulk URL parameter [{flag}]=true (Quarry has no aliases or data streams)"
+            ))));
+        }
+    }
     // A request without any key is refused whole; a key is checked against each item's tenant.
     let answer = match state.require_some_key(&headers) {
         // In a task of its own, as an ingest: a request whose client left still finishes, so
@@ -337,18 +353,23 @@ pub(crate) async fn bulk(
     crate::es_api::es_response(answer)
 }
 
+/// Bulk URL parameters that change nothing in Quarry: an acknowledged event is searchable at
+/// once (`refresh` of any kind is already satisfied), a tenant has one index (`routing`,
+/// `wait_for_active_shards`), and the request's own timeout bounds it (`timeout`).
+/// `require_alias` and `require_data_stream` are taken at `false` only, `index` names the
+/// default index; `pipeline` (an ingest pipeline would change the documents) and the rest are
+/// refused by name.
 const BULK_IGNORED: &[&str] = &[
     "refresh",
     "timeout",
-    "pipeline",
     "routing",
-    "require_alias",
-    "require_data_stream",
     "wait_for_active_shards",
-    "filter_path",
     "error_trace",
     "pretty",
     "human",
+    "require_alias",
+    "require_data_stream",
+    "index",
 ];
 
 /// Whether a bulk request may write to an index: its tenant, or the error for its items.

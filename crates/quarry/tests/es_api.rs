@@ -224,9 +224,24 @@ fn hits_show_what_the_request_asks_and_unsupported_options_are_refused() {
     assert_eq!(aggs["first"]["value"], 1_772_323_200_000.0);
     assert_eq!(aggs["first"]["value_as_string"], "2026-03-01T00:00:00Z");
 
+    // `_doc` alone is index order (newest first), `_doc` after a key adds nothing.
+    let answer = search(json!({"size": 2, "sort": ["_doc"]}));
+    assert_eq!(
+        answer["hits"]["hits"][0]["_source"]["client"]["seq"],
+        EVENTS - 1
+    );
+    let answer = search(json!({"size": 1, "sort": [{"client.seq": "asc"}, "_doc"]}));
+    assert_eq!(answer["hits"]["hits"][0]["_source"]["client"]["seq"], 0);
+    // `/_bulk?index=` names the default index.
+    let body = "{\"index\":{}}\n{\"message\":\"via the index parameter\"}\n";
+    let (status, answer) =
+        server.request("POST", "/_bulk?index=default&refresh=wait_for", Some(body));
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["items"][0]["index"]["_index"], "default");
+
     // rest_total_hits_as_int.
     let (_, answer) = server.get("/default/_search?rest_total_hits_as_int=true&size=0");
-    assert_eq!(answer["hits"]["total"], EVENTS as u64);
+    assert_eq!(answer["hits"]["total"], EVENTS as u64 + 1);
 
     // Each unsupported option: a 400 that names it, never a silent answer.
     for (target, body, named) in [
@@ -256,7 +271,22 @@ fn hits_show_what_the_request_asks_and_unsupported_options_are_refused() {
             json!({"highlight": {"fields": {"*": {}}, "order": "score"}}),
             "highlight.order",
         ),
-        ("/default/_search?scroll=1m", json!({}), "scroll"),
+        (
+            "/default/_search",
+            json!({"sort": [{"level.keyword": "asc"}, {"client.seq": "desc"}]}),
+            "more than one key",
+        ),
+        (
+            "/default/_search",
+            json!({"sort": [{"client.seq": {"order": "asc", "missing": "_first"}}]}),
+            "sort.client.seq.missing",
+        ),
+        ("/default/_bulk?pipeline=geoip", json!({}), "pipeline"),
+        (
+            "/default/_bulk?require_alias=true",
+            json!({}),
+            "require_alias",
+        ),
         (
             "/default/_search",
             json!({"aggs": {"t": {"terms": {"field": "level", "missing": "none"}}}}),

@@ -15,6 +15,7 @@
 use crate::es_api::{es_error, es_response, index_or_default, EsParams};
 use crate::es_hits::{HitView, QueryWords};
 use crate::es_indices::{self, Missing};
+use crate::es_scroll;
 use crate::live::LiveIndex;
 use crate::{event_json, ApiError, AppState};
 use axum::body::Bytes;
@@ -328,7 +329,7 @@ fn dsl_error(error: DslError) -> ApiError {
 
 /// One search: the request from `body` (and URL `params`: `q`, `size`, `from`), run on
 /// `index`'s snapshot, answered in Elasticsearch's shape.
-async fn search_one(
+pub(crate) async fn search_one(
     state: &Arc<AppState>,
     index: &str,
     params: &EsParams,
@@ -336,7 +337,6 @@ async fn search_one(
     headers: &HeaderMap,
     started: Instant,
 ) -> Result<JsonValue, ApiError> {
-    let live = state.authorize(index, headers)?.live.clone();
     let object = match body {
         JsonValue::Object(object) => object.clone(),
         _ => {
@@ -346,26 +346,42 @@ async fn search_one(
         }
     };
     let plan = SearchPlan::new(&object, params)?;
+    if let Some(keep_alive) = params.get("scroll") {
+        let keep_alive = es_scroll::keep_alive(keep_alive, "scroll")?;
+        return es_scroll::start(state, index, plan, keep_alive, headers, started).await;
+    }
+    // A point in time: its snapshot and tenant; else the index's current snapshot.
+    let (tenant, snapshot) = match &plan.pit {
+        Some((id, keep_alive)) => {
+            let (tenant, snapshot) = state.contexts.point_in_time(id, *keep_alive)?;
+            state.authorize(&tenant, headers)?;
+            (tenant, Some(snapshot))
+        }
+        None => (index.to_owned(), None),
+    };
+    let live = state.authorize(&tenant, headers)?.live.clone();
     let run = plan.clone();
     let (response, aggregations) = state
         .search(move || {
             // One snapshot for the main search and every bucket's: their counts agree.
-            let searcher = live.published_snapshot();
-            let response = searcher
-                .execute(&run.request)
-                .map_err(ApiError::from_query)?;
-            let aggregations = run.aggs.evaluate(&searcher, &run.request, &response)?;
-            Ok::<_, ApiError>((response, aggregations))
+            let searcher = snapshot.unwrap_or_else(|| live.published_snapshot());
+            run.execute(&searcher)
         })
         .await?;
-    Ok(plan.answer(index, &response, aggregations, started))
+    let mut answer = plan.answer(&tenant, &response, aggregations, started);
+    if let Some((id, _)) = &plan.pit {
+        answer["pit_id"] = id.clone().into();
+    }
+    Ok(answer)
 }
 
 /// What one `_search` body asks for, as Quarry's request plus what the answer's shape needs.
 #[derive(Clone)]
-struct SearchPlan {
-    request: SearchRequest,
+pub(crate) struct SearchPlan {
+    pub(crate) request: SearchRequest,
     from: usize,
+    /// `pit`: a point in time's id and its renewed keep-alive.
+    pit: Option<(String, Option<std::time::Duration>)>,
     track_total_hits: bool,
     /// `rest_total_hits_as_int`: `hits.total` as a number, as before Elasticsearch 7.
     total_as_int: bool,
@@ -488,6 +504,7 @@ impl SearchPlan {
             "expand_wildcards",
             "ignore_throttled",
             "timeout",
+            "scroll",
         ];
         known.extend_from_slice(HitView::PARAMS);
         known
@@ -506,6 +523,7 @@ impl SearchPlan {
         let mut aggs = Aggs::default();
         let mut view = HitView::default();
         let mut search_after = None;
+        let mut pit = None;
         request.ast = q_param(params, now)?;
         if let Some(value) = params.get("size") {
             size = number_param("size", value)?;
@@ -540,6 +558,7 @@ impl SearchPlan {
                     SortSpec::Field(field) => request.sort_field = Some(field),
                 },
                 "search_after" => search_after = Some(value),
+                "pit" => pit = Some(point_in_time(value)?),
                 "track_total_hits" => track_total_hits = value.as_bool() != Some(false),
                 "aggs" | "aggregations" => {
                     let object = value.as_object().ok_or_else(|| {
@@ -589,6 +608,7 @@ impl SearchPlan {
         Ok(SearchPlan {
             request,
             from,
+            pit,
             track_total_hits,
             total_as_int,
             view,
@@ -596,8 +616,42 @@ impl SearchPlan {
         })
     }
 
+    /// Runs the search and its aggregations on one snapshot.
+    pub(crate) fn execute(
+        &self,
+        searcher: &Searcher,
+    ) -> Result<(SearchResponse, Map<String, JsonValue>), ApiError> {
+        let response = searcher
+            .execute(&self.request)
+            .map_err(ApiError::from_query)?;
+        let aggregations = self.aggs.evaluate(searcher, &self.request, &response)?;
+        Ok((response, aggregations))
+    }
+
+    /// Hits skipped before the first shown (`from`).
+    pub(crate) fn from(&self) -> usize {
+        self.from
+    }
+
+    pub(crate) fn set_from(&mut self, from: usize) {
+        self.from = from;
+    }
+
+    pub(crate) fn set_total_as_int(&mut self, as_int: bool) {
+        self.total_as_int = as_int;
+    }
+
+    /// The same search without its aggregations (a scroll's later pages).
+    pub(crate) fn without_aggregations(&self) -> SearchPlan {
+        let mut plan = self.clone();
+        plan.aggs = Aggs::default();
+        plan.request.aggregations.clear();
+        plan.request.histogram = None;
+        plan
+    }
+
     /// The answer in Elasticsearch's shape, with the aggregations `Aggs::evaluate` rendered.
-    fn answer(
+    pub(crate) fn answer(
         &self,
         index: &str,
         response: &SearchResponse,
@@ -1340,6 +1394,26 @@ fn key_filter(field: &str, key: &JsonValue) -> Option<Ast> {
         },
         _ => return None,
     })
+}
+
+/// A search body's `pit`: `{"id": ..., "keep_alive": "1m"}`.
+fn point_in_time(value: &JsonValue) -> Result<(String, Option<std::time::Duration>), ApiError> {
+    let object = value
+        .as_object()
+        .ok_or_else(|| ApiError::bad_request("pit: expected {\"id\": ..., \"keep_alive\": ...}"))?;
+    let mut id = None;
+    let mut keep_alive = None;
+    for (key, value) in object {
+        match (key.as_str(), value.as_str()) {
+            ("id", Some(text)) => id = Some(text.to_owned()),
+            ("keep_alive", Some(text)) => {
+                keep_alive = Some(es_scroll::keep_alive(text, "pit.keep_alive")?)
+            }
+            _ => return Err(ApiError::bad_request(format!("unsupported: pit.{key}"))),
+        }
+    }
+    let id = id.ok_or_else(|| ApiError::bad_request("pit: expected an id"))?;
+    Ok((id, keep_alive))
 }
 
 /// The `q` URL parameter, read as Elasticsearch's `query_string` with the parameters that go

@@ -19,6 +19,7 @@ mod admin;
 mod es_api;
 mod es_hits;
 mod es_indices;
+mod es_scroll;
 mod es_search;
 mod export;
 mod guard;
@@ -204,6 +205,7 @@ pub async fn serve(
                 .unwrap_or_else(|| 4 * std::thread::available_parallelism().map_or(1, |n| n.get())),
             SEARCH_QUEUE_WAIT,
         ),
+        contexts: Default::default(),
     });
     let socket = tokio::net::TcpListener::bind(config.listen)
         .await
@@ -324,6 +326,20 @@ fn router(state: Arc<AppState>, guard: guard::Guard, request_timeout: Duration) 
             "/{index}/_refresh",
             get(es_indices::refresh).post(es_indices::refresh),
         )
+        .route(
+            "/_search/scroll",
+            get(es_scroll::next)
+                .post(es_scroll::next)
+                .delete(es_scroll::clear),
+        )
+        .route(
+            "/_search/scroll/{id}",
+            get(es_scroll::next)
+                .post(es_scroll::next)
+                .delete(es_scroll::clear),
+        )
+        .route("/{index}/_pit", post(es_scroll::open_pit))
+        .route("/_pit", axum::routing::delete(es_scroll::close_pit))
         .route("/_cluster/health", get(es_indices::cluster_health))
         .route("/_cluster/health/{index}", get(es_indices::cluster_health))
         .route("/_cat/indices", get(es_indices::cat_indices))
@@ -388,6 +404,8 @@ pub(crate) struct AppState {
     inflight_kib: u32,
     /// Searches that may run at once (`ServerConfig::max_searches`).
     searches: SearchTurns,
+    /// Open Elasticsearch scrolls and points in time.
+    contexts: es_scroll::Contexts,
 }
 
 /// How long a search waits for a turn before it answers 429: a burst is queued, a flood that

@@ -385,6 +385,9 @@ pub(crate) struct SearchPlan {
     track_total_hits: bool,
     /// `rest_total_hits_as_int`: `hits.total` as a number, as before Elasticsearch 7.
     total_as_int: bool,
+    /// `typed_keys`: each aggregation's name prefixed with its type (`sterms#by_host`), as
+    /// the Java client asks.
+    typed_keys: bool,
     view: HitView,
     aggs: Aggs,
 }
@@ -505,6 +508,7 @@ impl SearchPlan {
             "ignore_throttled",
             "timeout",
             "scroll",
+            "typed_keys",
         ];
         known.extend_from_slice(HitView::PARAMS);
         known
@@ -535,6 +539,7 @@ impl SearchPlan {
             track_total_hits = value != "false";
         }
         let total_as_int = params.flag("rest_total_hits_as_int", false)?;
+        let typed_keys = params.flag("typed_keys", false)?;
         view.read_params(params)?;
         if let Some(kind) = params.get("search_type") {
             if !matches!(kind, "query_then_fetch" | "dfs_query_then_fetch") {
@@ -611,6 +616,7 @@ impl SearchPlan {
             pit,
             track_total_hits,
             total_as_int,
+            typed_keys,
             view,
             aggs,
         })
@@ -714,6 +720,10 @@ impl SearchPlan {
             "hits": hits_json,
         });
         if !aggregations.is_empty() {
+            let mut aggregations = aggregations;
+            if self.typed_keys {
+                self.aggs.type_keys(&mut aggregations);
+            }
             body["aggregations"] = aggregations.into();
         }
         body
@@ -1069,10 +1079,11 @@ impl Aggs {
         request: &SearchRequest,
         response: &SearchResponse,
     ) -> Result<Map<String, JsonValue>, ApiError> {
-        self.check_fields(&crate::field_summary(searcher))?;
+        let summary = crate::field_summary(searcher);
+        self.check_fields(&summary)?;
         let mut out = Map::new();
         if let Some(histogram) = &self.histogram {
-            out.insert(histogram.name.clone(), histogram.render(response));
+            out.insert(histogram.name.clone(), histogram.render(response, &summary));
         }
         // Metrics beside a histogram were not in the level's search.
         let metrics_answer;
@@ -1089,7 +1100,7 @@ impl Aggs {
                 .aggregations
                 .as_ref()
                 .and_then(|a| a.get(&agg.spec.name));
-            out.insert(agg.name.clone(), es_agg_value(agg, value));
+            out.insert(agg.name.clone(), rendered(agg, value, &summary));
         }
         for bucket in &self.buckets {
             out.insert(bucket.name.clone(), bucket.evaluate(searcher, request)?);
@@ -1100,6 +1111,78 @@ impl Aggs {
 
 type FieldSummary =
     std::collections::BTreeMap<String, (std::collections::BTreeMap<&'static str, u64>, bool)>;
+
+impl Aggs {
+    /// Renames each aggregation of `out` (this level's answer) `TYPE#NAME`, with Elasticsearch's
+    /// type names, and those in each bucket below.
+    fn type_keys(&self, out: &mut Map<String, JsonValue>) {
+        for metric in &self.metrics {
+            let ty = match metric.kind.as_str() {
+                "terms" => terms_type(out.get(&metric.name)),
+                kind => metric_type(kind),
+            };
+            rename(out, &metric.name, ty);
+        }
+        if let Some(histogram) = &self.histogram {
+            for bucket in buckets_of(out.get_mut(&histogram.name)) {
+                for metric in &histogram.metrics {
+                    rename(bucket, &metric.name, metric_type(&metric.kind));
+                }
+            }
+            rename(out, &histogram.name, "date_histogram");
+        }
+        for agg in &self.buckets {
+            let ty = match &agg.kind {
+                BucketKind::Terms { .. } => terms_type(out.get(&agg.name)),
+                BucketKind::DateHistogram(_) => "date_histogram",
+                BucketKind::Histogram { .. } => "histogram",
+                BucketKind::Range { .. } => "range",
+            };
+            for bucket in buckets_of(out.get_mut(&agg.name)) {
+                agg.sub.type_keys(bucket);
+            }
+            rename(out, &agg.name, ty);
+        }
+    }
+}
+
+/// `terms`' type name by its keys: strings `sterms`, integers `lterms`, floats `dterms`.
+fn terms_type(answer: Option<&JsonValue>) -> &'static str {
+    match answer.and_then(|a| a["buckets"].get(0)).map(|b| &b["key"]) {
+        Some(JsonValue::Number(n)) if n.is_f64() => "dterms",
+        Some(JsonValue::Number(_)) => "lterms",
+        _ => "sterms",
+    }
+}
+
+/// Elasticsearch's type name of a metric aggregation.
+fn metric_type(kind: &str) -> &str {
+    match kind {
+        "percentiles" => "tdigest_percentiles",
+        other => other,
+    }
+}
+
+fn rename(out: &mut Map<String, JsonValue>, name: &str, ty: &str) {
+    if let Some(value) = out.remove(name) {
+        out.insert(format!("{ty}#{name}"), value);
+    }
+}
+
+/// The bucket objects of a bucket aggregation's answer (a list, or keyed by name).
+fn buckets_of(answer: Option<&mut JsonValue>) -> Vec<&mut Map<String, JsonValue>> {
+    match answer.and_then(|a| a.get_mut("buckets")) {
+        Some(JsonValue::Array(list)) => list
+            .iter_mut()
+            .filter_map(JsonValue::as_object_mut)
+            .collect(),
+        Some(JsonValue::Object(keyed)) => keyed
+            .values_mut()
+            .filter_map(JsonValue::as_object_mut)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
 
 /// `request` without hits, histogram or aggregations, its query ANDed with `filter`.
 fn within(request: &SearchRequest, filter: Option<Ast>) -> SearchRequest {
@@ -1183,17 +1266,21 @@ impl BucketAgg {
                     .aggregations
                     .as_ref()
                     .and_then(|a| a.get(&terms.spec.name));
-                let mut rendered = es_agg_value(terms, value);
+                let summary = crate::field_summary(searcher);
+                let mut rendered = rendered(terms, value, &summary);
                 let mut buckets = Vec::new();
                 for key in rendered["buckets"].as_array().cloned().unwrap_or_default() {
-                    let Some(filter) = key_filter(field, &key["key"]) else {
+                    // A boolean's key is 1 or 0; its text is the value.
+                    let value = key.get("key_as_string").unwrap_or(&key["key"]);
+                    let Some(filter) = key_filter(field, value) else {
                         continue;
                     };
                     let (count, sub) = self.bucket(searcher, request, filter)?;
-                    buckets.push(with_sub(
-                        json!({"key": key["key"], "doc_count": count}),
-                        sub,
-                    ));
+                    let mut bucket = json!({"key": key["key"], "doc_count": count});
+                    if let Some(text) = key.get("key_as_string") {
+                        bucket["key_as_string"] = text.clone();
+                    }
+                    buckets.push(with_sub(bucket, sub));
                 }
                 rendered["buckets"] = buckets.into();
                 Ok(rendered)
@@ -1201,7 +1288,10 @@ impl BucketAgg {
             BucketKind::DateHistogram(histogram) => {
                 let mut counts = within(request, None);
                 counts.histogram = Some(HistogramInterval::Fixed(histogram.interval));
-                let mut rendered = histogram.render(&execute(searcher, &counts)?);
+                let mut rendered = histogram.render(
+                    &execute(searcher, &counts)?,
+                    &crate::field_summary(searcher),
+                );
                 let mut buckets = Vec::new();
                 for bucket in rendered["buckets"].as_array().cloned().unwrap_or_default() {
                     let start = bucket["key"]
@@ -1320,7 +1410,7 @@ type BucketsByStart<'a> =
     std::collections::BTreeMap<i64, (u64, Option<&'a Map<String, JsonValue>>)>;
 
 impl Histogram {
-    fn render(&self, response: &SearchResponse) -> JsonValue {
+    fn render(&self, response: &SearchResponse, summary: &FieldSummary) -> JsonValue {
         let mut counts: BucketsByStart<'_> = response
             .histogram
             .iter()
@@ -1354,7 +1444,7 @@ impl Histogram {
                 });
                 for metric in &self.metrics {
                     let value = aggregations.and_then(|a| a.get(&metric.spec.name));
-                    json[&metric.name] = es_agg_value(metric, value);
+                    json[&metric.name] = rendered(metric, value, summary);
                 }
                 json
             })
@@ -1737,6 +1827,58 @@ fn es_agg(name: &str, kind: &str, body: &JsonValue, path: &str) -> Result<EsAgg,
             .and_then(JsonValue::as_bool)
             .unwrap_or(true),
     })
+}
+
+/// `es_agg_value`, with `terms` keys typed as the field's values (`type_terms_keys`).
+fn rendered(agg: &EsAgg, value: Option<&JsonValue>, summary: &FieldSummary) -> JsonValue {
+    let mut out = es_agg_value(agg, value);
+    if agg.kind == "terms" {
+        if let Some(field) = &agg.spec.field {
+            type_terms_keys(&mut out, field, summary);
+        }
+    }
+    out
+}
+
+/// Quarry's terms come back as text; Elasticsearch gives a number field's keys as numbers and
+/// a boolean field's as 1 or 0 with `key_as_string` `"true"` or `"false"`. A field that holds
+/// strings too keeps text keys.
+fn type_terms_keys(rendered: &mut JsonValue, field: &str, summary: &FieldSummary) {
+    let Some((types, _)) = summary.get(field) else {
+        return;
+    };
+    let present: Vec<&str> = types
+        .iter()
+        .filter(|(_, count)| **count > 0)
+        .map(|(ty, _)| *ty)
+        .collect();
+    let numbers =
+        !present.is_empty() && present.iter().all(|t| matches!(*t, "i64" | "u64" | "f64"));
+    let booleans = present == ["bool"];
+    if !numbers && !booleans {
+        return;
+    }
+    let Some(buckets) = rendered
+        .get_mut("buckets")
+        .and_then(JsonValue::as_array_mut)
+    else {
+        return;
+    };
+    for bucket in buckets {
+        let Some(text) = bucket["key"].as_str().map(str::to_owned) else {
+            continue;
+        };
+        if booleans {
+            bucket["key"] = u8::from(text == "true").into();
+            bucket["key_as_string"] = text.into();
+        } else if let Ok(integer) = text.parse::<i64>() {
+            bucket["key"] = integer.into();
+        } else if let Ok(unsigned) = text.parse::<u64>() {
+            bucket["key"] = unsigned.into();
+        } else if let Ok(float) = text.parse::<f64>() {
+            bucket["key"] = float.into();
+        }
+    }
 }
 
 /// A metric of the event time as Elasticsearch gives a date's: milliseconds since the epoch,

@@ -239,6 +239,37 @@ fn hits_show_what_the_request_asks_and_unsupported_options_are_refused() {
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["items"][0]["index"]["_index"], "default");
 
+    // typed_keys: each aggregation's name with its type, at every level.
+    let (status, answer) = server.request(
+        "POST",
+        "/default/_search?typed_keys=true",
+        Some(&json!({"size": 0, "aggs": {
+            "levels": {"terms": {"field": "level"}, "aggs": {"top": {"max": {"field": "client.seq"}}}},
+            "seqs": {"terms": {"field": "client.seq", "size": 1}},
+            "nested": {"terms": {"field": "client.seq", "size": 2}, "aggs": {"lv": {"terms": {"field": "level"}}}},
+            "p": {"percentiles": {"field": "client.seq"}},
+        }}).to_string()),
+    );
+    assert_eq!(status, 200, "{answer}");
+    let aggs = &answer["aggregations"];
+    assert!(
+        aggs["sterms#levels"]["buckets"][0]["max#top"]["value"].is_number(),
+        "{aggs}"
+    );
+    // Number keys are numbers, and a bucket under one counts its events (a text key once
+    // matched nothing on a number field).
+    assert!(aggs["lterms#seqs"]["buckets"][0]["key"].is_u64(), "{aggs}");
+    for bucket in aggs["lterms#nested"]["buckets"].as_array().unwrap() {
+        assert_eq!(bucket["doc_count"], 1, "{bucket}");
+        let seq = bucket["key"].as_u64().unwrap() as usize;
+        assert_eq!(
+            bucket["sterms#lv"]["buckets"][0]["key"],
+            level(seq),
+            "{bucket}"
+        );
+    }
+    assert!(aggs["tdigest_percentiles#p"].is_object(), "{aggs}");
+
     // rest_total_hits_as_int.
     let (_, answer) = server.get("/default/_search?rest_total_hits_as_int=true&size=0");
     assert_eq!(answer["hits"]["total"], EVENTS as u64 + 1);
@@ -327,7 +358,6 @@ fn hits_show_what_the_request_asks_and_unsupported_options_are_refused() {
             json!({"aggs": {"a": {"avg": {"field": "client.seq", "missing": 0}}}}),
             "aggs.a.avg.missing",
         ),
-        ("/default/_search?typed_keys=true", json!({}), "typed_keys"),
         (
             "/default/_search?terminate_after=5",
             json!({}),

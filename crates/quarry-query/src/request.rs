@@ -79,6 +79,9 @@ pub struct HitEvent {
     pub cursor: Option<Cursor>,
     /// For field sorts: the hit's value and where the next page starts (`sort_after`).
     pub sort_cursor: Option<SortCursor>,
+    /// Where the event is, in any sort: its time, block id and doc (a searcher made by
+    /// `Searcher::union` tells from the block id which part it came from).
+    pub location: Cursor,
     pub event: Vec<(String, Value)>,
 }
 
@@ -194,6 +197,7 @@ impl Searcher {
                     score: None,
                     cursor: None,
                     sort_cursor: Some(cursor),
+                    location: self.cursor_of(hit),
                     event,
                 })
                 .collect();
@@ -218,6 +222,7 @@ impl Searcher {
                     score: hit.score,
                     cursor: (request.sort != SortOrder::Relevance).then(|| self.cursor_of(hit)),
                     sort_cursor: None,
+                    location: self.cursor_of(hit),
                     event,
                 })
                 .collect();

@@ -61,6 +61,13 @@ pub struct DamagedBlock {
     pub error: String,
 }
 
+/// Where `Searcher::union` puts a part's rank in a block id: ids of blocks (their file
+/// numbers, and a server's in-memory blocks from 2^48 up) stay below 2^56.
+const PART_SHIFT: u32 = 56;
+
+/// The most searchers `Searcher::union` joins.
+pub const MAX_UNION_PARTS: usize = 1 << (64 - PART_SHIFT);
+
 /// Called with each block a search leaves out because reading it failed.
 pub type DamageReport = Arc<dyn Fn(&DamagedBlock) + Send + Sync>;
 
@@ -207,6 +214,56 @@ impl Searcher {
             damage_report: None,
             chunk_cache: None,
         }
+    }
+
+    /// One searcher over several (a search over several tenants' indices, as an
+    /// Elasticsearch index pattern asks): their blocks side by side, each block's id made
+    /// unique by its part's rank in the top bits (`part_of` reads it back), so cursors stay
+    /// total. Queries are planned as the first part's schema says; a damaged block is reported
+    /// to every part (each takes out only its own).
+    pub fn union(parts: &[Arc<Searcher>]) -> Searcher {
+        assert!(parts.len() <= MAX_UNION_PARTS, "too many parts");
+        let mut blocks: Vec<(Arc<BlockReader>, u64)> = Vec::new();
+        let mut damaged = Vec::new();
+        for (rank, part) in parts.iter().enumerate() {
+            for (block, id) in part.blocks.iter().zip(&part.block_ids) {
+                debug_assert!(*id < 1 << PART_SHIFT);
+                blocks.push((block.clone(), ((rank as u64) << PART_SHIFT) | id));
+            }
+            damaged.extend(part.damaged.iter().cloned());
+        }
+        blocks.sort_by(|(a, _), (b, _)| {
+            (a.manifest().time_min, a.path()).cmp(&(b.manifest().time_min, b.path()))
+        });
+        let reports: Vec<DamageReport> = parts
+            .iter()
+            .filter_map(|p| p.damage_report.clone())
+            .collect();
+        let first = parts.first();
+        let schema = first.map_or_else(
+            || Arc::new(Schema::dynamic(Arc::new(Analyzer::default()))),
+            |p| p.schema.clone(),
+        );
+        let (blocks, block_ids): (Vec<_>, Vec<_>) = blocks.into_iter().unzip();
+        Searcher {
+            text_fields: text_fields(&blocks, &schema),
+            blocks,
+            block_ids,
+            schema,
+            params: first.map_or_else(Bm25Params::default, |p| p.params),
+            optimizations: first.map_or_else(Optimizations::default, |p| p.optimizations),
+            damaged,
+            damage_report: (!reports.is_empty()).then(|| {
+                Arc::new(move |block: &DamagedBlock| reports.iter().for_each(|r| r(block)))
+                    as DamageReport
+            }),
+            chunk_cache: first.and_then(|p| p.chunk_cache.clone()),
+        }
+    }
+
+    /// Which part of a `union` a block id (a hit's `location.block_id`) belongs to.
+    pub fn part_of(block_id: u64) -> usize {
+        (block_id >> PART_SHIFT) as usize
     }
 
     /// The same searcher, its queries planned as `schema` says fields are indexed.

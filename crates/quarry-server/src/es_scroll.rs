@@ -176,6 +176,11 @@ pub(crate) async fn start(
     headers: &HeaderMap,
     started: Instant,
 ) -> Result<JsonValue, ApiError> {
+    if tenant.contains([',', '*']) || tenant == "_all" {
+        return Err(ApiError::bad_request(
+            "unsupported: a scroll over several indices (scroll one index at a time)",
+        ));
+    }
     if plan.from() > 0 {
         return Err(ApiError::bad_request(
             "unsupported: [from] in a scroll (each page starts where the last ended)",
@@ -192,7 +197,7 @@ pub(crate) async fn start(
         })
         .await?;
     let position = next_position(&plan, &response, size, 0);
-    let mut answer = plan.answer(tenant, &response, aggregations, started);
+    let mut answer = plan.answer(&[tenant.to_owned()], &response, aggregations, started);
     let context = Context {
         tenant: tenant.to_owned(),
         snapshot,
@@ -322,7 +327,7 @@ async fn page(
             let snapshot = snapshot.clone();
             let run = empty.clone();
             let (response, _) = state.search(move || run.execute(&snapshot)).await?;
-            let answer = empty.answer(tenant, &response, Map::new(), started);
+            let answer = empty.answer(&[tenant.to_owned()], &response, Map::new(), started);
             return Ok((answer, Position::Done));
         }
         Position::After(cursor) => {
@@ -350,7 +355,7 @@ async fn page(
     let snapshot = snapshot.clone();
     let (response, _) = state.search(move || run.execute(&snapshot)).await?;
     let position = next_position(&plan, &response, scroll.size, skipped);
-    let answer = plan.answer(tenant, &response, Map::new(), started);
+    let answer = plan.answer(&[tenant.to_owned()], &response, Map::new(), started);
     Ok((answer, position))
 }
 

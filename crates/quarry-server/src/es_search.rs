@@ -108,7 +108,7 @@ pub(crate) async fn count(
                 }
             }
         }
-        let live = state.authorize(&index, &headers)?.live.clone();
+        let (_, snapshots) = snapshots_of(&state, &index, &headers, &params)?;
         let request = SearchRequest {
             ast,
             limit: 0,
@@ -117,7 +117,7 @@ pub(crate) async fn count(
         };
         let response = state
             .search(move || {
-                live.published_snapshot()
+                searcher_over(&snapshots)
                     .execute(&request)
                     .map_err(ApiError::from_query)
             })
@@ -151,6 +151,7 @@ pub(crate) async fn msearch(
             "_msearch",
             &[
                 "rest_total_hits_as_int",
+                "typed_keys",
                 "search_type",
                 "max_concurrent_searches",
                 "max_concurrent_shard_requests",
@@ -163,12 +164,17 @@ pub(crate) async fn msearch(
         )?;
         // What each search takes from the URL.
         let mut shared = Vec::new();
-        for name in ["rest_total_hits_as_int", "search_type"] {
+        for name in [
+            "rest_total_hits_as_int",
+            "search_type",
+            "typed_keys",
+            "ignore_unavailable",
+        ] {
             if let Some(value) = params.get(name) {
                 shared.push(format!("{name}={value}"));
             }
         }
-        let shared = EsParams::parse(Some(&shared.join("&")))?;
+        let shared_text = shared;
         let text = std::str::from_utf8(&body)
             .map_err(|_| ApiError::bad_request("the _msearch body is not UTF-8"))?;
         let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
@@ -211,12 +217,24 @@ pub(crate) async fn msearch(
                     }
                     let index = match header.get("index") {
                         Some(JsonValue::String(index)) => index.clone(),
-                        Some(JsonValue::Array(names)) if names.len() == 1 => {
-                            names[0].as_str().unwrap_or(&default_index).to_owned()
-                        }
+                        Some(JsonValue::Array(names)) if !names.is_empty() => names
+                            .iter()
+                            .filter_map(JsonValue::as_str)
+                            .collect::<Vec<_>>()
+                            .join(","),
                         _ => default_index.clone(),
                     };
-                    search_one(&state, &index, &shared, &body, &headers, started).await
+                    // The header's own flags join the URL's.
+                    let mut own = shared_text.clone();
+                    if header.get("ignore_unavailable") == Some(&JsonValue::Bool(true)) {
+                        own.push("ignore_unavailable=true".to_owned());
+                    }
+                    match EsParams::parse(Some(&own.join("&"))) {
+                        Ok(params) => {
+                            search_one(&state, &index, &params, &body, &headers, started).await
+                        }
+                        Err(error) => Err(error),
+                    }
                 }
             };
             responses.push(match result {
@@ -350,29 +368,68 @@ pub(crate) async fn search_one(
         let keep_alive = es_scroll::keep_alive(keep_alive, "scroll")?;
         return es_scroll::start(state, index, plan, keep_alive, headers, started).await;
     }
-    // A point in time: its snapshot and tenant; else the index's current snapshot.
-    let (tenant, snapshot) = match &plan.pit {
+    // A point in time: its snapshot and tenant; else the current snapshot of the indices the
+    // path names (several: one searcher over all of them).
+    let (indices, snapshots) = match &plan.pit {
         Some((id, keep_alive)) => {
             let (tenant, snapshot) = state.contexts.point_in_time(id, *keep_alive)?;
             state.authorize(&tenant, headers)?;
-            (tenant, Some(snapshot))
+            (vec![tenant], vec![snapshot])
         }
-        None => (index.to_owned(), None),
+        None => snapshots_of(state, index, headers, params)?,
     };
-    let live = state.authorize(&tenant, headers)?.live.clone();
     let run = plan.clone();
     let (response, aggregations) = state
         .search(move || {
             // One snapshot for the main search and every bucket's: their counts agree.
-            let searcher = snapshot.unwrap_or_else(|| live.published_snapshot());
-            run.execute(&searcher)
+            run.execute(&searcher_over(&snapshots))
         })
         .await?;
-    let mut answer = plan.answer(&tenant, &response, aggregations, started);
+    let mut answer = plan.answer(&indices, &response, aggregations, started);
     if let Some((id, _)) = &plan.pit {
         answer["pit_id"] = id.clone().into();
     }
     Ok(answer)
+}
+
+/// The indices an index expression names and their current snapshots.
+fn snapshots_of(
+    state: &Arc<AppState>,
+    index: &str,
+    headers: &HeaderMap,
+    params: &EsParams,
+) -> Result<(Vec<String>, Vec<Arc<Searcher>>), ApiError> {
+    let found = es_indices::resolve(state, index, headers, missing_rule(params)?)?;
+    if found.len() > quarry_query::searcher::MAX_UNION_PARTS {
+        return Err(ApiError::bad_request(format!(
+            "[{index}] names {} indices; one search reads at most {}",
+            found.len(),
+            quarry_query::searcher::MAX_UNION_PARTS
+        )));
+    }
+    let indices = found.iter().map(|(name, _)| name.clone()).collect();
+    let snapshots = found
+        .iter()
+        .map(|(_, tenant)| tenant.live.published_snapshot())
+        .collect();
+    Ok((indices, snapshots))
+}
+
+/// One searcher over `snapshots` (a union of several).
+fn searcher_over(snapshots: &[Arc<Searcher>]) -> Arc<Searcher> {
+    match snapshots {
+        [one] => one.clone(),
+        many => Arc::new(Searcher::union(many)),
+    }
+}
+
+/// `ignore_unavailable=true` leaves out an index that is not there; without it, a 404.
+fn missing_rule(params: &EsParams) -> Result<Missing, ApiError> {
+    Ok(if params.flag("ignore_unavailable", false)? {
+        Missing::Skip
+    } else {
+        Missing::Refuse
+    })
 }
 
 /// What one `_search` body asks for, as Quarry's request plus what the answer's shape needs.
@@ -656,10 +713,12 @@ impl SearchPlan {
         plan
     }
 
-    /// The answer in Elasticsearch's shape, with the aggregations `Aggs::evaluate` rendered.
+    /// The answer in Elasticsearch's shape, with the aggregations `Aggs::evaluate` rendered;
+    /// `indices` are the searched indices (several: the hits came from a `Searcher::union`
+    /// of them, in that order).
     pub(crate) fn answer(
         &self,
-        index: &str,
+        indices: &[String],
         response: &SearchResponse,
         aggregations: Map<String, JsonValue>,
         started: Instant,
@@ -680,6 +739,12 @@ impl SearchPlan {
                         }
                         (None, None) => format!("{}", hit.time),
                     },
+                };
+                let index = match indices {
+                    [one] => one,
+                    many => many
+                        .get(Searcher::part_of(hit.location.block_id))
+                        .map_or("", String::as_str),
                 };
                 let mut json = json!({
                     "_index": index,

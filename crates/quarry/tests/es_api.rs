@@ -448,3 +448,93 @@ fn tenant_keys_are_accepted_as_basic_and_api_key_credentials() {
     let (_, answer) = server.get("/shop/_count");
     assert_eq!(answer["count"], 3);
 }
+
+#[test]
+fn index_patterns_search_every_index_they_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("d"));
+    for index in ["logs-a", "logs-b", "other"] {
+        let (status, answer) = server.request("PUT", &format!("/{index}"), None);
+        assert_eq!(status, 200, "{answer}");
+    }
+    // logs-a has the even seconds, logs-b the odd ones, other all of them.
+    let bulk = |index: &str, keep: &dyn Fn(usize) -> bool| {
+        let body: String = events()
+            .lines()
+            .enumerate()
+            .filter(|(i, _)| keep(*i))
+            .map(|(_, line)| format!("{{\"index\":{{}}}}\n{line}\n"))
+            .collect();
+        let (status, answer) = server.request("POST", &format!("/{index}/_bulk"), Some(&body));
+        assert_eq!(status, 200, "{answer}");
+    };
+    bulk("logs-a", &|i| i % 2 == 0);
+    bulk("logs-b", &|i| i % 2 == 1);
+    bulk("other", &|_| true);
+
+    let search = |target: &str, body: serde_json::Value| {
+        let (status, answer) = server.request("POST", target, Some(&body.to_string()));
+        assert_eq!(status, 200, "{target}: {answer}");
+        answer
+    };
+    // Newest first across both: 299 (odd, logs-b), 298 (logs-a), ...
+    for target in [
+        "/logs-*/_search",
+        "/logs-a,logs-b/_search",
+        "/logs-*,-other/_search",
+    ] {
+        let answer = search(target, json!({"size": 4, "sort": [{"@timestamp": "desc"}]}));
+        assert_eq!(answer["hits"]["total"]["value"], EVENTS as u64, "{target}");
+        let hits = answer["hits"]["hits"].as_array().unwrap();
+        let seen: Vec<(u64, &str)> = hits
+            .iter()
+            .map(|h| {
+                (
+                    h["_source"]["client"]["seq"].as_u64().unwrap(),
+                    h["_index"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (299, "logs-b"),
+                (298, "logs-a"),
+                (297, "logs-b"),
+                (296, "logs-a")
+            ],
+            "{target}"
+        );
+    }
+    // Aggregations over the union count every event once.
+    let answer = search(
+        "/logs-*/_search",
+        json!({"size": 0, "aggs": {"levels": {"terms": {"field": "level"}}}}),
+    );
+    for bucket in answer["aggregations"]["levels"]["buckets"]
+        .as_array()
+        .unwrap()
+    {
+        assert_eq!(bucket["doc_count"], (EVENTS / 3) as u64, "{bucket}");
+    }
+    let (_, answer) = server.get("/_all/_count");
+    assert_eq!(answer["count"], 2 * EVENTS as u64);
+    let (_, answer) = server.get("/logs-a,other/_count?q=level:error");
+    assert_eq!(
+        answer["count"],
+        ((0..EVENTS)
+            .filter(|i| i % 2 == 0 && level(*i) == "error")
+            .count()
+            + EVENTS / 3) as u64
+    );
+    // A pattern that matches nothing answers no hits; a missing name is a 404 unless ignored.
+    let answer = search("/nothing-*/_search", json!({}));
+    assert_eq!(answer["hits"]["total"]["value"], 0);
+    let (status, _) = server.request("POST", "/logs-a,nope/_search", Some("{}"));
+    assert_eq!(status, 404);
+    let answer = search(
+        "/logs-a,nope/_search?ignore_unavailable=true",
+        json!({"size": 0}),
+    );
+    assert_eq!(answer["hits"]["total"]["value"], (EVENTS / 2) as u64);
+}

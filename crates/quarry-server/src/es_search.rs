@@ -1,18 +1,18 @@
-//! Elasticsearch's search API, enough for its clients and Grafana to read from Quarry:
-//! `GET|POST /{index}/_search` and `/{index}/_msearch` (`_index` is the tenant; `/_search`
-//! is the `default` tenant's).
+//! Elasticsearch's search API: `GET|POST /{index}/_search`, `/_msearch` and `/_count`, where
+//! `{index}` is an index expression over tenants (`logs-*`, `a,b`; none: every index the key
+//! may read), answered from one snapshot (several indices: one `Searcher::union`).
 //!
-//! The request's `query` is compiled by `quarry_query::dsl` into the query language's tree;
-//! `size`, `from` (from + size ≤ 10,000, Elasticsearch's `max_result_window`), `sort` on
-//! `@timestamp` (or `_score`; `_doc` tie-breakers are accepted and ignored), `search_after`
-//! (the `sort` values of a hit: its time in milliseconds and Quarry's cursor), and
-//! `track_total_hits` (counts are always exact). Aggregations, answered in Elasticsearch's
-//! shape: `date_histogram` on `@timestamp` (fixed intervals; the metrics below nested under
-//! it), `terms`, `avg`, `min`, `max`, `sum`, `stats`, `percentiles`, `cardinality`,
-//! `value_count`. Not yet: `terms` or `histogram` or `range` with sub-aggregations, calendar
-//! months and years, several `date_histogram`s in one request: each is refused by name.
+//! The request's `query` is compiled by `quarry_query::dsl` into the query language's tree,
+//! `q` as Lucene's classic parser reads it. `size`, `from` (from + size ≤ 10,000,
+//! Elasticsearch's `max_result_window`), one `sort` key (`_doc` alone is index order), and
+//! `search_after` (a hit's `sort` values: its time in milliseconds or field value, and Quarry's
+//! cursor); hits are shown as `es_hits` says; scrolls and points in time are `es_scroll`'s.
+//! Aggregations (`parse_aggs`): `date_histogram`, `histogram`, `range`, `terms` and the
+//! metrics, nested to any depth; each bucket below the first level is one more search over the
+//! same snapshot. Every option of a body, URL or aggregation that Quarry does not honour is
+//! refused by name (`check_agg_options`, `EsParams::check`).
 
-use crate::es_api::{es_error, es_response, index_or_default, EsParams};
+use crate::es_api::{es_error, es_response, EsParams};
 use crate::es_hits::{HitView, QueryWords};
 use crate::es_indices::{self, Missing};
 use crate::es_scroll;
@@ -46,7 +46,7 @@ pub(crate) async fn search(
     body: Bytes,
 ) -> Response {
     let started = Instant::now();
-    let index = index_or_default(path_index);
+    let index = all_or(path_index);
     let answer = async {
         let params = EsParams::parse(query.as_deref())?;
         params.check("_search", &SearchPlan::params())?;
@@ -71,7 +71,7 @@ pub(crate) async fn count(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let index = index_or_default(path_index);
+    let index = all_or(path_index);
     let answer = async {
         let params = EsParams::parse(query.as_deref())?;
         params.check(
@@ -142,7 +142,7 @@ pub(crate) async fn msearch(
     body: Bytes,
 ) -> Response {
     let started = Instant::now();
-    let default_index = index_or_default(path_index);
+    let default_index = all_or(path_index);
     let answer = async {
         let params = EsParams::parse(query.as_deref())?;
         // Every search of the body is run in turn on its tenant's single index; the rest
@@ -250,6 +250,12 @@ pub(crate) async fn msearch(
     }
     .await;
     es_response(answer)
+}
+
+/// The index expression of a search path: without one, every index the key may read, as in
+/// Elasticsearch (`GET /_search`).
+fn all_or(path_index: Option<UrlPath<String>>) -> String {
+    path_index.map_or_else(|| "_all".to_owned(), |UrlPath(index)| index)
 }
 
 /// A failed search of an `_msearch`: its error with its status.

@@ -417,33 +417,38 @@ pub(crate) async fn add_tenant(
     spec: TenantSpec,
 ) -> Result<Arc<Tenant>, ApiError> {
     let work = state.clone();
+    blocking(move || add_tenant_now(&work, spec)).await
+}
+
+/// `add_tenant` on the calling thread (it opens files: not on an async worker).
+pub(crate) fn add_tenant_now(state: &AppState, spec: TenantSpec) -> Result<Arc<Tenant>, ApiError> {
     let name = spec.name.clone();
-    let tenant = blocking(move || {
-        let _registry = work.registry.lock().unwrap_or_else(PoisonError::into_inner);
-        if work.open_tenant(&spec.name).is_some() {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                format!("tenant {:?} exists", spec.name),
-            ));
-        }
-        let mut specs = tenants::load(&work.data).map_err(ApiError::internal)?;
-        // Open first: a tenant the registry lists always opens.
-        let tenant = Arc::new(
-            Tenant::open(&work.data, spec.clone(), &work.ingest_config)
-                .map_err(ApiError::internal)?,
-        );
-        specs.push(spec.clone());
-        if let Err(error) = tenants::store(&work.data, &specs) {
-            let _ = tenant.close(false);
-            return Err(ApiError::internal(error));
-        }
-        work.tenants
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(spec.name.clone(), tenant.clone());
-        Ok(tenant)
-    })
-    .await?;
+    let _registry = state
+        .registry
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if state.open_tenant(&spec.name).is_some() {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            format!("tenant {:?} exists", spec.name),
+        ));
+    }
+    let mut specs = tenants::load(&state.data).map_err(ApiError::internal)?;
+    // Open first: a tenant the registry lists always opens.
+    let tenant = Arc::new(
+        Tenant::open(&state.data, spec.clone(), &state.ingest_config)
+            .map_err(ApiError::internal)?,
+    );
+    specs.push(spec.clone());
+    if let Err(error) = tenants::store(&state.data, &specs) {
+        let _ = tenant.close(false);
+        return Err(ApiError::internal(error));
+    }
+    state
+        .tenants
+        .write()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(spec.name.clone(), tenant.clone());
     tracing::info!(tenant = %name, "tenant created");
     Ok(tenant)
 }

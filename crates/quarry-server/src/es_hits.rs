@@ -168,9 +168,10 @@ impl HitView {
         words: &QueryWords,
     ) {
         if self.source.enabled {
+            // `_id` is the hit's, not a field of its source.
             let kept: Map<String, JsonValue> = flat
                 .iter()
-                .filter(|(name, _)| self.source.keeps(name))
+                .filter(|(name, _)| *name != "_id" && self.source.keeps(name))
                 .map(|(name, value)| (name.clone(), value.clone()))
                 .collect();
             let mut source = crate::es_search::nested(kept);

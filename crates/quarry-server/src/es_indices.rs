@@ -85,6 +85,28 @@ pub(crate) async fn create(
     es_response(answer)
 }
 
+/// Creates the index a write names when it does not exist (Elasticsearch's automatic index
+/// creation), without a mapping; the caller has checked who may.
+pub(crate) fn create_for_write(state: &AppState, index: &str) -> Result<Arc<Tenant>, ApiError> {
+    tenants::validate_name(index).map_err(|reason| {
+        ApiError::bad_request(format!("invalid index name [{index}]: {reason}"))
+    })?;
+    let spec = TenantSpec {
+        name: index.to_owned(),
+        key_sha256: None,
+        retention_seconds: None,
+        quotas: Default::default(),
+        created: quarry_index::event::format_time(quarry_query::time::now_nanos()),
+    };
+    match admin::add_tenant_now(state, spec) {
+        // Created meanwhile by another request: use it.
+        Err(error) if error.status == StatusCode::CONFLICT => {
+            state.open_tenant(index).ok_or_else(|| no_such_index(index))
+        }
+        other => other,
+    }
+}
+
 /// Elasticsearch answers an existing index with 400 `resource_already_exists_exception`.
 fn already_exists(index: &str) -> ApiError {
     ApiError::bad_request(format!("index [{index}] already exists"))

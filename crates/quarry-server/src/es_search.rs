@@ -736,16 +736,7 @@ impl SearchPlan {
             .skip(self.from)
             .map(|hit| {
                 let flat = event_json(&hit.event);
-                let id = match flat.get("_id") {
-                    Some(JsonValue::String(id)) => id.clone(),
-                    _ => match (&hit.cursor, &hit.sort_cursor) {
-                        (Some(cursor), _) => cursor.to_string(),
-                        (None, Some(sorted)) => {
-                            format!("{}:{}:{}", sorted.time, sorted.block_id, sorted.doc)
-                        }
-                        (None, None) => format!("{}", hit.time),
-                    },
-                };
+                let id = crate::es_ids::id_of(hit.time, &hit.event);
                 let index = match indices {
                     [one] => one,
                     many => many

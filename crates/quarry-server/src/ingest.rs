@@ -359,6 +359,28 @@ pub(crate) async fn bulk(
 /// `require_alias` and `require_data_stream` are taken at `false` only, `index` names the
 /// default index; `pipeline` (an ingest pipeline would change the documents) and the rest are
 /// refused by name.
+/// One bulk request made by another API (es_docs.rs): its reply as JSON.
+pub(crate) async fn bulk_one(
+    state: Arc<AppState>,
+    default_index: String,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<JsonValue, ApiError> {
+    state.require_some_key(&headers)?;
+    let started = Instant::now();
+    let reply = tokio::spawn(bulk_inner(
+        state,
+        default_index,
+        None,
+        headers,
+        body,
+        started,
+    ))
+    .await
+    .map_err(ApiError::internal)??;
+    serde_json::from_str(&reply).map_err(ApiError::internal)
+}
+
 const BULK_IGNORED: &[&str] = &[
     "refresh",
     "timeout",
@@ -405,6 +427,19 @@ async fn bulk_inner(
                         Err(error) if error.status == StatusCode::UNAUTHORIZED => {
                             Err((401, "security_exception", error.message))
                         }
+                        // A missing index is created, as Elasticsearch's bulk does, for those
+                        // who may create indices (es_indices.rs).
+                        Err(_) if work_state.may_manage_indices(&headers).is_ok() => {
+                            crate::es_indices::create_for_write(&work_state, &item.index).map_err(
+                                |error| {
+                                    (
+                                        error.status.as_u16(),
+                                        "invalid_index_name_exception",
+                                        error.message,
+                                    )
+                                },
+                            )
+                        }
                         Err(_) => Err((
                             404,
                             "index_not_found_exception",
@@ -447,11 +482,32 @@ async fn bulk_inner(
                 }
                 continue;
             }
+            let schema = tenant.live.schema();
             let (batch, mut parse_errors) = Batch::parse(
                 now,
                 docs.iter().map(|(i, doc)| (items[*i].line, &doc[..])),
-                &tenant.live.schema(),
+                &schema,
             );
+            // Documents without an `_id` are answered with their content's
+            // (es_ids.rs), the id their hits will show.
+            let failed_lines: std::collections::HashSet<usize> =
+                parse_errors.iter().map(|(line, _)| *line).collect();
+            let parsed: Vec<usize> = docs
+                .iter()
+                .map(|(i, _)| *i)
+                .filter(|i| !failed_lines.contains(&items[*i].line))
+                .collect();
+            for (item_index, event) in parsed.into_iter().zip(batch.events()) {
+                let item = &mut items[item_index];
+                if item.id.is_none() {
+                    let stored = event
+                        .fields
+                        .iter()
+                        .filter(|(name, _)| schema.rules(name).is_none_or(|r| r.stored))
+                        .map(|(name, value)| (name.as_str(), value));
+                    item.id = Some(crate::es_ids::content_id(event.time, stored));
+                }
+            }
             let failed = parse_errors.len();
             errors.append(&mut parse_errors);
             let live = tenant.live.clone();

@@ -17,7 +17,9 @@
 
 mod admin;
 mod es_api;
+mod es_docs;
 mod es_hits;
+mod es_ids;
 mod es_indices;
 mod es_scroll;
 mod es_search;
@@ -339,6 +341,25 @@ fn router(state: Arc<AppState>, guard: guard::Guard, request_timeout: Duration) 
                 .delete(es_scroll::clear),
         )
         .route("/{index}/_pit", post(es_scroll::open_pit))
+        // Single documents (es_docs.rs).
+        .route("/{index}/_doc", post(es_docs::index_auto))
+        .route(
+            "/{index}/_doc/{id}",
+            put(es_docs::index_with_id)
+                .post(es_docs::index_with_id)
+                .get(es_docs::get)
+                .head(es_docs::get)
+                .delete(es_docs::refuse_change),
+        )
+        .route(
+            "/{index}/_create/{id}",
+            put(es_docs::index_with_id).post(es_docs::index_with_id),
+        )
+        .route(
+            "/{index}/_source/{id}",
+            get(es_docs::source).head(es_docs::source),
+        )
+        .route("/{index}/_update/{id}", post(es_docs::refuse_change))
         .route("/_pit", axum::routing::delete(es_scroll::close_pit))
         .route("/_cluster/health", get(es_indices::cluster_health))
         .route("/_cluster/health/{index}", get(es_indices::cluster_health))

@@ -222,6 +222,11 @@ impl Batch {
         self.events.len()
     }
 
+    /// The parsed events, in the order of the lines that parsed.
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
     pub fn is_empty(&self) -> bool {
         self.events.is_empty()
     }

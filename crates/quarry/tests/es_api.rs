@@ -538,3 +538,118 @@ fn index_patterns_search_every_index_they_name() {
     );
     assert_eq!(answer["hits"]["total"]["value"], (EVENTS / 2) as u64);
 }
+
+#[test]
+fn documents_have_one_stable_id_to_read_them_back_by() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("d"));
+
+    // A document under a given id: created, read back, never replaced.
+    let (status, answer) = server.request(
+        "PUT",
+        "/shop/_doc/order-1?refresh=true",
+        Some("{\"item\": \"lamp\",\n \"price\": 12.5}"),
+    );
+    assert_eq!(status, 201, "{answer}");
+    assert_eq!(answer["result"], "created");
+    assert_eq!(answer["_id"], "order-1");
+    let (status, answer) = server.get("/shop/_doc/order-1");
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["found"], true);
+    let source = answer["_source"].as_object().unwrap();
+    assert_eq!(source["item"], "lamp");
+    assert_eq!(source["price"], 12.5);
+    assert!(
+        !source.contains_key("_id"),
+        "the id is not a field of the source: {answer}"
+    );
+    let (status, answer) =
+        server.request("PUT", "/shop/_doc/order-1", Some(r#"{"item": "chair"}"#));
+    assert_eq!(status, 409, "{answer}");
+    assert_eq!(answer["error"]["type"], "version_conflict_engine_exception");
+    let (_, answer) = server.get("/shop/_source/order-1");
+    assert_eq!(answer["item"], "lamp", "the first stays");
+    assert_eq!(
+        server.send("HEAD", "/shop/_doc/order-1", &[], b"").status,
+        200
+    );
+    assert_eq!(
+        server.send("HEAD", "/shop/_doc/order-2", &[], b"").status,
+        404
+    );
+    let (status, answer) = server.get("/shop/_doc/order-2");
+    assert_eq!((status, &answer["found"]), (404, &json!(false)));
+    let (status, _) = server.request("DELETE", "/shop/_doc/order-1", None);
+    assert_eq!(status, 400);
+    let (status, _) = server.request("PUT", "/shop/_doc/x?version=3", Some("{}"));
+    assert_eq!(status, 400);
+
+    // Without an id, a document's id is its content's: what POST _doc and _bulk answer is
+    // what its hits show and what reads it back, even for events with the same time.
+    let (status, answer) = server.request(
+        "POST",
+        "/shop/_doc",
+        Some(r#"{"@timestamp": "2026-03-01T00:00:00Z", "item": "desk"}"#),
+    );
+    assert_eq!(status, 201, "{answer}");
+    let desk = answer["_id"].as_str().unwrap().to_owned();
+    let body: String = (0..50)
+        .map(|i| {
+            format!(
+                "{{\"index\":{{}}}}\n{{\"@timestamp\":\"2026-03-01T00:00:00Z\",\"item\":\"pen {i}\",\"n\":{i},\"ok\":true,\"tags\":[\"a\",{i}],\"x\":{{\"y\":1.5}}}}\n"
+            )
+        })
+        .collect();
+    let (status, answer) = server.request("POST", "/shop/_bulk", Some(&body));
+    assert_eq!(status, 200, "{answer}");
+    let mut given: Vec<String> = answer["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["index"]["_id"].as_str().unwrap().to_owned())
+        .collect();
+    given.push(desk.clone());
+    let (_, answer) = server.request(
+        "POST",
+        "/shop/_search",
+        Some(
+            r#"{"size": 100, "query": {"range": {"@timestamp": {"lte": "2026-03-01T00:00:00Z"}}}}"#,
+        ),
+    );
+    let mut shown: Vec<String> = answer["hits"]["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|hit| hit["_id"].as_str().unwrap().to_owned())
+        .collect();
+    given.sort();
+    shown.sort();
+    assert_eq!(shown, given, "the ids hits show are the ids given");
+    let distinct: std::collections::HashSet<&String> = shown.iter().collect();
+    assert_eq!(
+        distinct.len(),
+        51,
+        "events of the same time have ids of their own"
+    );
+    for id in [&desk, &given[7]] {
+        let (status, answer) = server.get(&format!("/shop/_doc/{id}"));
+        assert_eq!(status, 200, "{id}: {answer}");
+        assert_eq!(answer["_id"], id.as_str());
+    }
+    let (_, answer) = server.get(&format!("/shop/_doc/{desk}"));
+    assert_eq!(answer["_source"]["item"], "desk");
+    // An id of the right shape that is no event's.
+    let (status, _) = server.get("/shop/_doc/AAAAAAAAAAAAAAAAAAAAAA");
+    assert_eq!(status, 404);
+
+    // _bulk creates a missing index (the server is keyless: anyone on loopback may).
+    let (status, answer) = server.request(
+        "POST",
+        "/_bulk",
+        Some("{\"index\":{\"_index\":\"made-by-bulk\"}}\n{\"a\":1}\n"),
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["errors"], false, "{answer}");
+    let (_, answer) = server.get("/made-by-bulk/_count");
+    assert_eq!(answer["count"], 1);
+}

@@ -20,7 +20,7 @@ use serde_json::{json, Map, Value as JsonValue};
 use std::sync::Arc;
 
 /// Settings a create-index body may hold that mean nothing for a tenant: Quarry keeps one
-/// index per tenant with no replicas of its own (durability is the WAL's and, in a cluster,
+/// index per tenant (no shards to route to or split) with no replicas of its own (durability is the WAL's and, in a cluster,
 /// the object store's), and events are searchable as soon as they are acknowledged, sooner
 /// than any refresh interval.
 const NO_OP_SETTINGS: &[&str] = &[
@@ -28,6 +28,7 @@ const NO_OP_SETTINGS: &[&str] = &[
     "index.number_of_replicas",
     "index.refresh_interval",
     "index.auto_expand_replicas",
+    "index.number_of_routing_shards",
 ];
 
 /// `PUT /{index}`: creates the tenant, with the body's `mappings`.

@@ -396,7 +396,9 @@ fn read_field(
         None => return Err(error(path, "missing `type`")),
     };
     let ty = match ty_name {
-        "text" => FieldType::Text,
+        // `match_only_text` is text that keeps no positions or scores by them: the answers
+        // are text's (phrases are checked against the source there), so it is text here.
+        "text" | "match_only_text" => FieldType::Text,
         "keyword" => FieldType::Keyword,
         "boolean" => FieldType::Boolean,
         number if NUMBER_TYPES.contains(&number) => FieldType::Number,
@@ -404,7 +406,7 @@ fn read_field(
             return Err(error(
                 &ty_path,
                 format!(
-                    "unsupported type {other:?} (supported: text, keyword, boolean, {})",
+                    "unsupported type {other:?} (supported: text, match_only_text, keyword, boolean, {})",
                     NUMBER_TYPES.join(", ")
                 ),
             ))

@@ -61,6 +61,12 @@ pub(crate) fn index_or_default(path_index: Option<UrlPath<String>>) -> String {
         .unwrap_or_else(|| crate::DEFAULT_TENANT.to_owned())
 }
 
+/// The index expression of a path that reads indices: without one, every index the key may
+/// read (`_all`), as in Elasticsearch (`GET /_search`, `GET /_mapping`).
+pub(crate) fn all_or(path_index: Option<UrlPath<String>>) -> String {
+    path_index.map_or_else(|| "_all".to_owned(), |UrlPath(index)| index)
+}
+
 /// `GET /` in Elasticsearch's shape, for shippers that check the version before sending.
 pub(crate) async fn es_info() -> Response {
     let mut response = Json(json!({

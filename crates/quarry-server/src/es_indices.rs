@@ -321,7 +321,7 @@ pub(crate) async fn refresh(
             "refresh",
             &["ignore_unavailable", "allow_no_indices", "expand_wildcards"],
         )?;
-        let expression = index.map_or_else(|| "_all".to_owned(), |UrlPath(index)| index);
+        let expression = crate::es_api::all_or(index);
         let found = resolve(&state, &expression, &headers, missing_rule(&params)?)?;
         let shards = found.len();
         Ok(json!({"_shards": {"total": shards, "successful": shards, "failed": 0}}).to_string())
@@ -362,7 +362,7 @@ pub(crate) async fn cluster_health(
             )));
         }
         state.require_some_key(&headers)?;
-        let expression = index.map_or_else(|| "_all".to_owned(), |UrlPath(index)| index);
+        let expression = crate::es_api::all_or(index);
         let found = resolve(&state, &expression, &headers, Missing::Refuse)?;
         let shards = found.len();
         let mut health = json!({
@@ -418,7 +418,7 @@ pub(crate) async fn cat_indices(
             &["format", "v", "h", "expand_wildcards", "local"],
         )?;
         state.require_some_key(&headers)?;
-        let expression = index.map_or_else(|| "_all".to_owned(), |UrlPath(index)| index);
+        let expression = crate::es_api::all_or(index);
         let found = resolve(&state, &expression, &headers, Missing::Refuse)?;
         const COLUMNS: &[&str] = &[
             "health",
@@ -517,7 +517,8 @@ pub(crate) enum Missing {
     Skip,
 }
 
-fn missing_rule(params: &EsParams) -> Result<Missing, ApiError> {
+/// `ignore_unavailable=true` leaves out an index that is not there; without it, a 404.
+pub(crate) fn missing_rule(params: &EsParams) -> Result<Missing, ApiError> {
     Ok(if params.flag("ignore_unavailable", false)? {
         Missing::Skip
     } else {

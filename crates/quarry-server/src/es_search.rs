@@ -14,7 +14,7 @@
 
 use crate::es_api::{es_error, es_response, EsParams};
 use crate::es_hits::{HitView, QueryWords};
-use crate::es_indices::{self, Missing};
+use crate::es_indices;
 use crate::es_scroll;
 use crate::live::LiveIndex;
 use crate::{event_json, ApiError, AppState};
@@ -46,7 +46,7 @@ pub(crate) async fn search(
     body: Bytes,
 ) -> Response {
     let started = Instant::now();
-    let index = all_or(path_index);
+    let index = crate::es_api::all_or(path_index);
     let answer = async {
         let params = EsParams::parse(query.as_deref())?;
         params.check("_search", &SearchPlan::params())?;
@@ -71,7 +71,7 @@ pub(crate) async fn count(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let index = all_or(path_index);
+    let index = crate::es_api::all_or(path_index);
     let answer = async {
         let params = EsParams::parse(query.as_deref())?;
         params.check(
@@ -142,7 +142,7 @@ pub(crate) async fn msearch(
     body: Bytes,
 ) -> Response {
     let started = Instant::now();
-    let default_index = all_or(path_index);
+    let default_index = crate::es_api::all_or(path_index);
     let answer = async {
         let params = EsParams::parse(query.as_deref())?;
         // Every search of the body is run in turn on its tenant's single index; the rest
@@ -252,12 +252,6 @@ pub(crate) async fn msearch(
     es_response(answer)
 }
 
-/// The index expression of a search path: without one, every index the key may read, as in
-/// Elasticsearch (`GET /_search`).
-fn all_or(path_index: Option<UrlPath<String>>) -> String {
-    path_index.map_or_else(|| "_all".to_owned(), |UrlPath(index)| index)
-}
-
 /// A failed search of an `_msearch`: its error with its status.
 fn error_item(error: ApiError) -> JsonValue {
     let status = error.status.as_u16();
@@ -284,13 +278,9 @@ pub(crate) async fn mapping(
                 "local",
             ],
         )?;
-        let missing = if params.flag("ignore_unavailable", false)? {
-            Missing::Skip
-        } else {
-            Missing::Refuse
-        };
         state.require_some_key(&headers)?;
-        let expression = index.map_or_else(|| "_all".to_owned(), |UrlPath(index)| index);
+        let expression = crate::es_api::all_or(index);
+        let missing = es_indices::missing_rule(&params)?;
         let indices: Map<String, JsonValue> =
             es_indices::resolve(&state, &expression, &headers, missing)?
                 .into_iter()
@@ -405,7 +395,7 @@ fn snapshots_of(
     headers: &HeaderMap,
     params: &EsParams,
 ) -> Result<(Vec<String>, Vec<Arc<Searcher>>), ApiError> {
-    let found = es_indices::resolve(state, index, headers, missing_rule(params)?)?;
+    let found = es_indices::resolve(state, index, headers, es_indices::missing_rule(params)?)?;
     if found.len() > quarry_query::searcher::MAX_UNION_PARTS {
         return Err(ApiError::bad_request(format!(
             "[{index}] names {} indices; one search reads at most {}",
@@ -427,15 +417,6 @@ fn searcher_over(snapshots: &[Arc<Searcher>]) -> Arc<Searcher> {
         [one] => one.clone(),
         many => Arc::new(Searcher::union(many)),
     }
-}
-
-/// `ignore_unavailable=true` leaves out an index that is not there; without it, a 404.
-fn missing_rule(params: &EsParams) -> Result<Missing, ApiError> {
-    Ok(if params.flag("ignore_unavailable", false)? {
-        Missing::Skip
-    } else {
-        Missing::Refuse
-    })
 }
 
 /// What one `_search` body asks for, as Quarry's request plus what the answer's shape needs.

@@ -643,8 +643,8 @@ mod tests {
                 "index.analysis",
             ),
             (
-                r#"{"settings": {"number_of_routing_shards": 4}}"#,
-                "number_of_routing_shards",
+                r#"{"settings": {"max_result_window": 4}}"#,
+                "index.max_result_window",
             ),
         ] {
             let refused = create_body(body.as_bytes()).unwrap_err();

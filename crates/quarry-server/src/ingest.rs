@@ -497,13 +497,17 @@ async fn bulk_inner(
                 .map(|(i, _)| *i)
                 .filter(|i| !failed_lines.contains(&items[*i].line))
                 .collect();
+            // Most mappings keep every field: then no field's rules need looking up.
+            let all_stored = schema.mapping().fields.values().all(|rules| rules.stored);
             for (item_index, event) in parsed.into_iter().zip(batch.events()) {
                 let item = &mut items[item_index];
                 if item.id.is_none() {
                     let stored = event
                         .fields
                         .iter()
-                        .filter(|(name, _)| schema.rules(name).is_none_or(|r| r.stored))
+                        .filter(|(name, _)| {
+                            all_stored || schema.rules(name).is_none_or(|r| r.stored)
+                        })
                         .map(|(name, value)| (name.as_str(), value));
                     item.id = Some(crate::es_ids::content_id(event.time, stored));
                 }

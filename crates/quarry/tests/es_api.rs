@@ -642,6 +642,37 @@ fn documents_have_one_stable_id_to_read_them_back_by() {
     let (status, _) = server.get("/shop/_doc/AAAAAAAAAAAAAAAAAAAAAA");
     assert_eq!(status, 404);
 
+    // A field the mapping does not store is not part of the id: the hits cannot show it.
+    let (status, answer) = server.request(
+        "PUT",
+        "/private",
+        Some(r#"{"mappings": {"properties": {"secret": {"type": "keyword", "stored": false}}}}"#),
+    );
+    assert_eq!(status, 200, "{answer}");
+    let body: String = (0..3)
+        .map(|i| format!("{{\"index\":{{}}}}\n{{\"user\":\"u{i}\",\"secret\":\"s{i}\"}}\n"))
+        .collect();
+    let (_, answer) = server.request("POST", "/private/_bulk", Some(&body));
+    let mut given: Vec<String> = answer["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["index"]["_id"].as_str().unwrap().to_owned())
+        .collect();
+    let (_, answer) = server.request("POST", "/private/_search", Some("{}"));
+    let mut shown: Vec<String> = answer["hits"]["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|hit| hit["_id"].as_str().unwrap().to_owned())
+        .collect();
+    given.sort();
+    shown.sort();
+    assert_eq!(shown, given, "{answer}");
+    let (status, answer) = server.get(&format!("/private/_doc/{}", given[0]));
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer["_source"].get("secret").is_none(), "{answer}");
+
     // _bulk creates a missing index (the server is keyless: anyone on loopback may).
     let (status, answer) = server.request(
         "POST",

@@ -111,6 +111,12 @@ try {
       const p = i === 0 ? page : await context.newPage();
       await p.goto(start, { waitUntil: 'load' });
       await p.waitForFunction(() => window.__quarry && window.__quarry.searches.length > 0, null, { timeout: 30_000 });
+      // Paint timings are reported once the frame is presented, which on a busy machine can
+      // come after the first search is recorded: wait for them rather than read them early.
+      await p.waitForFunction(() => {
+        const names = performance.getEntriesByType('paint').map((e) => e.name);
+        return names.includes('first-paint') && names.includes('first-contentful-paint');
+      }, null, { timeout: 30_000 });
       const timing = await p.evaluate(() => {
         const paint = Object.fromEntries(performance.getEntriesByType('paint').map((e) => [e.name, e.startTime]));
         const nav = performance.getEntriesByType('navigation')[0];

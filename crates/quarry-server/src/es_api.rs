@@ -8,7 +8,7 @@ use axum::extract::Path as UrlPath;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::{json, Value as JsonValue};
+use serde_json::{json, Map, Value as JsonValue};
 
 /// An error in Elasticsearch's shape: `{"error": {"type", "reason"}, "status"}`.
 pub(crate) fn es_error(error: ApiError) -> (StatusCode, Json<JsonValue>) {
@@ -87,6 +87,23 @@ pub(crate) async fn es_info() -> Response {
     .into_response();
     mark_elasticsearch(&mut response);
     response
+}
+
+/// A request body as a JSON object: an empty body is an empty object; `what` names the body
+/// in the error when it is another JSON value.
+pub(crate) fn body_object(body: &[u8], what: &str) -> Result<Map<String, JsonValue>, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Map::new());
+    }
+    match serde_json::from_slice(body) {
+        Ok(JsonValue::Object(object)) => Ok(object),
+        Ok(_) => Err(ApiError::bad_request(format!(
+            "{what} must be a JSON object"
+        ))),
+        Err(e) => Err(ApiError::bad_request(format!(
+            "request body is not JSON: {e}"
+        ))),
+    }
 }
 
 /// Parameters every Elasticsearch endpoint takes that change nothing in Quarry's answer:

@@ -9,6 +9,7 @@ use crate::ApiError;
 use quarry_index::analysis::for_each_word;
 use quarry_query::parser::{Ast, Occur};
 use quarry_query::pattern::Pattern;
+use quarry_store::mapping::glob_matches;
 use serde_json::{json, Map, Value as JsonValue};
 use std::sync::Arc;
 
@@ -187,7 +188,7 @@ impl HitView {
         if !self.fields.is_empty() {
             let mut fields = Map::new();
             for (pattern, format) in &self.fields {
-                if matches_pattern(pattern, "@timestamp") {
+                if glob_matches(pattern, "@timestamp") {
                     let ms = time.div_euclid(1_000_000);
                     let text = match format {
                         DateFormat::EpochMillis => ms.to_string(),
@@ -197,7 +198,7 @@ impl HitView {
                     fields.insert("@timestamp".into(), json!([text]));
                 }
                 for (name, value) in flat {
-                    if matches_pattern(pattern, name) {
+                    if glob_matches(pattern, name) {
                         let values = match value {
                             JsonValue::Array(items) => items.clone(),
                             one => vec![one.clone()],
@@ -214,7 +215,7 @@ impl HitView {
             let mut out = Map::new();
             for (name, value) in flat {
                 let Some(text) = value.as_str() else { continue };
-                if !highlight.fields.iter().any(|p| matches_pattern(p, name)) {
+                if !highlight.fields.iter().any(|p| glob_matches(p, name)) {
                     continue;
                 }
                 let fragments = highlight.mark(text, |token| words.matches(name, token));
@@ -234,11 +235,11 @@ impl SourceFilter {
     /// above it, and no exclude pattern does.
     fn keeps(&self, name: &str) -> bool {
         let covers = |pattern: &String| {
-            matches_pattern(pattern, name)
+            glob_matches(pattern, name)
                 || name
                     .char_indices()
                     .filter(|&(_, c)| c == '.')
-                    .any(|(at, _)| matches_pattern(pattern, &name[..at]))
+                    .any(|(at, _)| glob_matches(pattern, &name[..at]))
         };
         (self.includes.is_empty() || self.includes.iter().any(covers))
             && !self.excludes.iter().any(covers)
@@ -391,26 +392,6 @@ impl Highlight {
         }
         fragments
     }
-}
-
-/// `*` matches any run of characters in a field pattern.
-fn matches_pattern(pattern: &str, name: &str) -> bool {
-    if !pattern.contains('*') {
-        return pattern == name;
-    }
-    let parts: Vec<&str> = pattern.split('*').collect();
-    let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !name.starts_with(first) || name.len() < first.len() + last.len() || !name.ends_with(last) {
-        return false;
-    }
-    let mut rest = &name[first.len()..name.len() - last.len()];
-    for piece in &parts[1..parts.len() - 1] {
-        match rest.find(piece) {
-            Some(at) => rest = &rest[at + piece.len()..],
-            None => return false,
-        }
-    }
-    true
 }
 
 /// The words and patterns a query looks for (not those it excludes), each with its field

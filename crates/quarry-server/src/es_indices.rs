@@ -15,6 +15,7 @@ use axum::body::Bytes;
 use axum::extract::{Path as UrlPath, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use quarry_store::mapping::glob_matches;
 use quarry_store::Mapping;
 use serde_json::{json, Map, Value as JsonValue};
 use std::sync::Arc;
@@ -117,16 +118,8 @@ fn already_exists(index: &str) -> ApiError {
 /// A create-index body's mapping: `mappings` is read, `settings` may hold only no-ops
 /// (`NO_OP_SETTINGS`), and anything else (`aliases`) is refused by name.
 fn create_body(body: &[u8]) -> Result<Option<Mapping>, ApiError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(None);
-    }
-    let body: JsonValue = serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(format!("request body is not JSON: {e}")))?;
-    let object = body
-        .as_object()
-        .ok_or_else(|| ApiError::bad_request("the create-index body must be a JSON object"))?;
     let mut mapping = None;
-    for (key, value) in object {
+    for (key, value) in &crate::es_api::body_object(body, "the create-index body")? {
         match key.as_str() {
             "mappings" => {
                 mapping = Some(
@@ -569,26 +562,6 @@ pub(crate) fn resolve(
     found.sort_by(|a, b| a.0.cmp(&b.0));
     found.dedup_by(|a, b| a.0 == b.0);
     Ok(found)
-}
-
-/// `*` matches any run of characters; everything else itself.
-fn glob_matches(pattern: &str, name: &str) -> bool {
-    let mut parts = pattern.split('*');
-    let first = parts.next().unwrap_or_default();
-    let Some(mut rest) = name.strip_prefix(first) else {
-        return false;
-    };
-    let pieces: Vec<&str> = parts.collect();
-    let Some((last, middle)) = pieces.split_last() else {
-        return rest.is_empty();
-    };
-    for piece in middle {
-        match rest.find(piece) {
-            Some(at) => rest = &rest[at + piece.len()..],
-            None => return false,
-        }
-    }
-    rest.len() >= last.len() && rest.ends_with(last)
 }
 
 impl AppState {

@@ -14,7 +14,7 @@
 //! `MAX_OPEN_CONTEXTS` at once (429 beyond, as Elasticsearch's `search.max_open_scroll_context`),
 //! each kept at most `MAX_KEEP_ALIVE`. A context answers only keys that may read its tenant.
 
-use crate::es_api::{es_response, EsParams};
+use crate::es_api::{body_object, es_response, EsParams};
 use crate::es_search::SearchPlan;
 use crate::{ApiError, AppState};
 use axum::body::Bytes;
@@ -246,7 +246,7 @@ pub(crate) async fn next(
     let answer = async {
         let params = EsParams::parse(query.as_deref())?;
         params.check("scroll", &["scroll", "scroll_id", "rest_total_hits_as_int"])?;
-        let body = json_body(&body)?;
+        let body = body_object(&body, "the body")?;
         let mut id = path_id.map(|UrlPath(id)| id);
         let mut renew = params.get("scroll").map(str::to_owned);
         if let Some(value) = params.get("scroll_id") {
@@ -379,7 +379,7 @@ pub(crate) async fn clear(
         if let Some(list) = params.get("scroll_id") {
             ids.extend(list.split(',').map(str::to_owned));
         }
-        for (key, value) in json_body(&body)? {
+        for (key, value) in body_object(&body, "the body")? {
             match (key.as_str(), value) {
                 ("scroll_id", JsonValue::String(id)) => ids.push(id),
                 ("scroll_id", JsonValue::Array(list)) => {
@@ -453,7 +453,7 @@ pub(crate) async fn close_pit(
     let answer = (|| {
         state.require_some_key(&headers)?;
         let mut ids = Vec::new();
-        for (key, value) in json_body(&body)? {
+        for (key, value) in body_object(&body, "the body")? {
             match (key.as_str(), value) {
                 ("id", JsonValue::String(id)) => ids.push(id),
                 (other, _) => {
@@ -472,17 +472,4 @@ pub(crate) async fn close_pit(
         Ok(json!({"succeeded": true, "num_freed": freed}).to_string())
     })();
     es_response(answer)
-}
-
-fn json_body(body: &[u8]) -> Result<Map<String, JsonValue>, ApiError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(Map::new());
-    }
-    match serde_json::from_slice(body) {
-        Ok(JsonValue::Object(object)) => Ok(object),
-        Ok(_) => Err(ApiError::bad_request("the body must be a JSON object")),
-        Err(e) => Err(ApiError::bad_request(format!(
-            "request body is not JSON: {e}"
-        ))),
-    }
 }

@@ -12,7 +12,7 @@
 //! same snapshot. Every option of a body, URL or aggregation that Quarry does not honour is
 //! refused by name (`check_agg_options`, `EsParams::check`).
 
-use crate::es_api::{es_error, es_response, EsParams};
+use crate::es_api::{body_object, es_error, es_response, EsParams};
 use crate::es_hits::{HitView, QueryWords};
 use crate::es_indices;
 use crate::es_scroll;
@@ -50,12 +50,7 @@ pub(crate) async fn search(
     let answer = async {
         let params = EsParams::parse(query.as_deref())?;
         params.check("_search", &SearchPlan::params())?;
-        let body: JsonValue = if body.iter().all(u8::is_ascii_whitespace) {
-            json!({})
-        } else {
-            serde_json::from_slice(&body)
-                .map_err(|e| ApiError::bad_request(format!("request body is not JSON: {e}")))?
-        };
+        let body = JsonValue::Object(body_object(&body, "the search body")?);
         search_one(&state, &index, &params, &body, &headers, started).await
     }
     .await;
@@ -91,20 +86,13 @@ pub(crate) async fn count(
         )?;
         let now = now_nanos();
         let mut ast = q_param(&params, now)?;
-        if !body.iter().all(u8::is_ascii_whitespace) {
-            let body: JsonValue = serde_json::from_slice(&body)
-                .map_err(|e| ApiError::bad_request(format!("request body is not JSON: {e}")))?;
-            let object = body
-                .as_object()
-                .ok_or_else(|| ApiError::bad_request("the _count body must be a JSON object"))?;
-            for (key, value) in object {
-                match key.as_str() {
-                    "query" => ast = Some(dsl::compile(value, "query", now).map_err(dsl_error)?),
-                    other => {
-                        return Err(ApiError::bad_request(format!(
-                            "unsupported: [{other}] in the _count body (it takes query)"
-                        )))
-                    }
+        for (key, value) in &body_object(&body, "the _count body")? {
+            match key.as_str() {
+                "query" => ast = Some(dsl::compile(value, "query", now).map_err(dsl_error)?),
+                other => {
+                    return Err(ApiError::bad_request(format!(
+                        "unsupported: [{other}] in the _count body (it takes query)"
+                    )))
                 }
             }
         }

@@ -64,6 +64,15 @@ pub enum EventError {
     /// A value that does not fit its field's mapping (`Schema::check`).
     #[error("field {field:?} {message}")]
     Mapping { field: String, message: String },
+    /// A field no mapping names, under `dynamic: strict` (Elasticsearch's words).
+    #[error(
+        "mapping set to strict, dynamic introduction of [{name}] within [{parent}] is not allowed"
+    )]
+    StrictDynamic {
+        /// The field's last name part, and the object holding it (`_doc`: the top level).
+        name: String,
+        parent: String,
+    },
 }
 
 /// An error message quotes at most this many bytes of a value: enough to recognise it, while

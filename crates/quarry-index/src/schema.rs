@@ -6,8 +6,11 @@
 use crate::analysis::{Analyzer, Tokenizer, ENGLISH_STOP_WORDS};
 use crate::event::{Event, EventError};
 use quarry_format::Value;
-use quarry_store::mapping::{AnalyzerName, FieldMapping, FieldType, Mapping, MAX_KEYWORD_LEN};
+use quarry_store::mapping::{
+    AnalyzerName, Dynamic, FieldMapping, FieldType, Mapping, MAX_KEYWORD_LEN,
+};
 use quarry_store::Settings;
+use std::net::IpAddr;
 use std::sync::Arc;
 
 #[derive(Debug, Clone)]
@@ -75,6 +78,11 @@ impl Schema {
         let which = self
             .rules(name)
             .map_or(AnalyzerName::Standard, |r| r.analyzer);
+        self.analyzer_named(which)
+    }
+
+    /// The analyzer a mapping (or a query's `analyzer` option) names.
+    pub fn analyzer_named(&self, which: AnalyzerName) -> &Arc<Analyzer> {
         let index = AnalyzerName::ALL
             .iter()
             .position(|&a| a == which)
@@ -82,31 +90,65 @@ impl Schema {
         &self.analyzers[index]
     }
 
+    /// The rules a segment indexes field `name` by: its mapping's; for an unmapped field
+    /// that `dynamic` does not let in (false, or strict on a WAL replayed after the mapping
+    /// changed), kept and not indexed; `None`: dynamic.
+    pub fn index_rules(&self, name: &str) -> Option<FieldMapping> {
+        if let Some(rules) = self.rules(name) {
+            return Some(*rules);
+        }
+        match self.mapping.dynamic_for(name) {
+            Dynamic::True => None,
+            Dynamic::False | Dynamic::Strict => Some(FieldMapping::new(FieldType::Binary)),
+        }
+    }
+
+    /// Whether field `name` is unmapped and kept without being indexed (`dynamic: false`):
+    /// every query on it matches nothing, as in Elasticsearch.
+    pub fn is_unindexed_unmapped(&self, name: &str) -> bool {
+        self.rules(name).is_none() && self.mapping.dynamic_for(name) != Dynamic::True
+    }
+
     /// Checks that `event`'s values fit their mapped types: a number field takes numbers, a
-    /// boolean field booleans, a keyword at most `MAX_KEYWORD_LEN` bytes (arrays: each item).
-    /// An event that does not fit is rejected at ingest, with its line, as Elasticsearch
-    /// rejects it; nothing of it is stored.
+    /// boolean field booleans, a keyword at most `MAX_KEYWORD_LEN` bytes, a date field dates
+    /// in its formats, an ip field addresses (arrays: each item); and that under `dynamic:
+    /// strict` it holds no unmapped field. An event that does not fit is rejected at ingest,
+    /// with its line, as Elasticsearch rejects it; nothing of it is stored. Fields mapped
+    /// `ignore_malformed` take any value (one that does not fit is kept, not indexed).
     pub fn check(&self, event: &Event) -> Result<(), EventError> {
-        if self.mapping.fields.is_empty() {
+        if self.mapping.fields.is_empty() && self.mapping.all_dynamic() {
             return Ok(());
         }
         for (name, value) in &event.fields {
             let Some(rules) = self.rules(name) else {
+                if self.mapping.dynamic_for(name) == Dynamic::Strict {
+                    let (parent, name) = name.rsplit_once('.').unwrap_or(("_doc", name));
+                    return Err(EventError::StrictDynamic {
+                        name: name.to_owned(),
+                        parent: parent.to_owned(),
+                    });
+                }
                 continue;
             };
-            if !rules.index {
+            if !rules.index || rules.ignore_malformed {
                 continue;
             }
             let expected = match rules.ty {
-                FieldType::Text => continue,
+                FieldType::Text | FieldType::Binary | FieldType::GeoPoint => continue,
                 FieldType::Keyword if keyword_items(value).all(|i| i.len() <= MAX_KEYWORD_LEN) => {
                     continue
                 }
                 FieldType::Number if numbers(value).is_some() => continue,
                 FieldType::Boolean if booleans(value).is_some() => continue,
+                FieldType::Date | FieldType::DateNanos if dates(rules, value).is_some() => continue,
+                FieldType::Ip if ip_addresses(value).is_some() => continue,
                 FieldType::Keyword => format!("a keyword of at most {MAX_KEYWORD_LEN} bytes"),
                 FieldType::Number => "a number".to_owned(),
                 FieldType::Boolean => "true or false".to_owned(),
+                FieldType::Date | FieldType::DateNanos => {
+                    format!("a date in the format [{}]", rules.format.name())
+                }
+                FieldType::Ip => "an IP address".to_owned(),
             };
             let got = match value {
                 Value::Str(s) => serde_json::to_string(s).unwrap_or_default(),
@@ -174,6 +216,52 @@ pub(crate) fn booleans(value: &Value) -> Option<Vec<bool>> {
         .into_iter()
         .map(|item| match item {
             Value::Bool(b) => Some(b),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A date field's values as its indexed numbers (epoch milliseconds, or nanoseconds for
+/// `date_nanos`), or `None` if an item is not a date in the field's formats. A number is read
+/// as its text, as Elasticsearch reads it (`epoch_millis` in the default formats).
+pub fn dates(rules: &FieldMapping, value: &Value) -> Option<Vec<i64>> {
+    let unit = rules.ty.date_unit_nanos()?;
+    items(value)
+        .into_iter()
+        .map(|item| {
+            let text = match item {
+                Value::Str(s) => s,
+                Value::I64(_) | Value::U64(_) => crate::event::value_text(&item),
+                // Display never writes an exponent: 1.5e12 is `1500000000000`.
+                Value::F64(v) if v.is_finite() => format!("{v}"),
+                _ => return None,
+            };
+            let nanos = rules.format.read_utc(&text)?;
+            // `date_nanos` holds 1970 to 2262 (non-negative i64 nanoseconds), as in
+            // Elasticsearch.
+            if rules.ty == FieldType::DateNanos && nanos < 0 {
+                return None;
+            }
+            i64::try_from(nanos.div_euclid(unit)).ok()
+        })
+        .collect()
+}
+
+/// An address as an ip field indexes it: an IPv4 address (also written as IPv4-mapped IPv6,
+/// `::ffff:1.2.3.4`) as `IpAddr::V4`, any other IPv6 one as `IpAddr::V6`.
+pub fn ip_address(text: &str) -> Option<IpAddr> {
+    match text.parse::<IpAddr>().ok()? {
+        IpAddr::V6(v6) => Some(v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4)),
+        v4 => Some(v4),
+    }
+}
+
+/// An ip field's values, or `None` if an item is not an address string.
+pub fn ip_addresses(value: &Value) -> Option<Vec<IpAddr>> {
+    items(value)
+        .into_iter()
+        .map(|item| match item {
+            Value::Str(s) => ip_address(&s),
             _ => None,
         })
         .collect()

@@ -16,8 +16,10 @@ use quarry_format::column::{ColumnData, ColumnWriter};
 use quarry_format::fieldnorm::length_to_id;
 use quarry_format::limits::{EXACT_TERM_LEN, MAX_DOCS_PER_BLOCK, MAX_FIELDS};
 use quarry_format::{f64_term, i64_term, ColumnType, FormatError, TermKind, Value, TIME_FIELD};
+use quarry_store::mapping::IGNORED_FIELD;
 use quarry_store::mapping::{FieldMapping, FieldType};
 use smallvec::SmallVec;
+use std::net::IpAddr;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -294,7 +296,7 @@ impl SegmentBuilder {
         let id = self.fields.len() as u16;
         self.fields.push(FieldBuffer {
             name: name.to_owned(),
-            rules: self.schema.rules(name).copied(),
+            rules: self.schema.index_rules(name),
             analyzer: self.schema.analyzer_for(name).clone(),
             columns: Vec::new(),
             lengths: Vec::new(),
@@ -358,7 +360,8 @@ impl SegmentBuilder {
     /// Adds the value of a mapped field (`quarry_store::mapping`). A value that does not fit
     /// its type (which `Schema::check` rejects at ingest, so only a mapping grown since, as on
     /// a WAL replay, lets one through) is indexed dynamically: kept and searchable, never
-    /// dropped.
+    /// dropped. Under `ignore_malformed` (and a keyword's `ignore_above`) it is kept, not
+    /// indexed, and the field is named in `_ignored`, as Elasticsearch does.
     fn add_mapped(&mut self, field: u16, doc: u32, value: &Value, rules: FieldMapping) {
         if rules.stored {
             self.add_column_value(field, doc, value);
@@ -366,6 +369,13 @@ impl SegmentBuilder {
         if !rules.index {
             return;
         }
+        let fallback = |this: &mut Self| {
+            if rules.ignore_malformed {
+                this.add_ignored(field, doc);
+            } else {
+                this.index_text(field, doc, &crate::event::value_text(value));
+            }
+        };
         match rules.ty {
             FieldType::Text => {
                 self.index_text(field, doc, &crate::event::value_text(value));
@@ -377,6 +387,11 @@ impl SegmentBuilder {
             }
             FieldType::Keyword => {
                 for item in schema::keyword_items(value) {
+                    let limit = rules.ignore_above.map_or(usize::MAX, |n| n as usize);
+                    if item.chars().count() > limit {
+                        self.add_ignored(field, doc);
+                        continue;
+                    }
                     self.add_exact(field, doc, TermKind::Exact, item.as_bytes());
                 }
             }
@@ -386,7 +401,7 @@ impl SegmentBuilder {
                         self.add_number(field, doc, number);
                     }
                 }
-                None => self.index_text(field, doc, &crate::event::value_text(value)),
+                None => fallback(self),
             },
             FieldType::Boolean => match schema::booleans(value) {
                 Some(booleans) => {
@@ -395,9 +410,52 @@ impl SegmentBuilder {
                         self.add_exact(field, doc, TermKind::Exact, text.as_bytes());
                     }
                 }
-                None => self.index_text(field, doc, &crate::event::value_text(value)),
+                None => fallback(self),
             },
+            FieldType::Date | FieldType::DateNanos => match schema::dates(&rules, value) {
+                Some(dates) => {
+                    for date in dates {
+                        self.add_exact(field, doc, TermKind::I64, &i64_term(date));
+                    }
+                }
+                None => fallback(self),
+            },
+            FieldType::Ip => match schema::ip_addresses(value) {
+                Some(addresses) => {
+                    for address in addresses {
+                        self.add_ip(field, doc, address);
+                    }
+                }
+                None => fallback(self),
+            },
+            FieldType::Binary | FieldType::GeoPoint => {}
         }
+    }
+
+    /// An ip field's address: IPv4 as its u32 number term (so ranges and CIDR blocks are
+    /// number ranges), IPv6 as its canonical text, an exact term.
+    fn add_ip(&mut self, field: u16, doc: u32, address: IpAddr) {
+        match address {
+            IpAddr::V4(v4) => {
+                let number = i64::from(u32::from(v4));
+                self.add_exact(field, doc, TermKind::I64, &i64_term(number));
+            }
+            IpAddr::V6(v6) => {
+                self.add_exact(field, doc, TermKind::Exact, v6.to_string().as_bytes());
+            }
+        }
+    }
+
+    /// Names `field` in `doc`'s `_ignored` (an exact term): one of its values was kept but not
+    /// indexed. A segment already holding its last field name has no room for `_ignored`;
+    /// then only the name is missing there, the value itself is kept.
+    fn add_ignored(&mut self, field: u16, doc: u32) {
+        if !self.field_ids.contains_key(IGNORED_FIELD) && self.fields.len() >= MAX_SEGMENT_FIELDS {
+            return;
+        }
+        let name = self.fields[field as usize].name.clone();
+        let ignored = self.field_id(IGNORED_FIELD);
+        self.add_exact(ignored, doc, TermKind::Exact, name.as_bytes());
     }
 
     /// A number's exact term: an integer's i64 bytes, else (above i64, or a fraction) its f64

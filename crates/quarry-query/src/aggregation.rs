@@ -30,7 +30,7 @@ use std::hash::BuildHasherDefault;
 /// Relative accuracy of percentile estimates.
 pub const PERCENTILE_RELATIVE_ERROR: f64 = 0.01;
 /// HyperLogLog++ precision: 2^14 registers.
-const CARDINALITY_PRECISION: u8 = 14;
+pub(crate) const CARDINALITY_PRECISION: u8 = 14;
 const DEFAULT_PERCENTS: [f64; 3] = [50.0, 95.0, 99.0];
 
 #[derive(Debug, Clone, PartialEq)]
@@ -126,7 +126,8 @@ impl AggSpec {
     }
 }
 
-type Hll = HyperLogLogPlus<[u8], BuildHasherDefault<std::collections::hash_map::DefaultHasher>>;
+pub(crate) type Hll =
+    HyperLogLogPlus<[u8], BuildHasherDefault<std::collections::hash_map::DefaultHasher>>;
 
 /// Counts by dictionary ordinal of one block's doc values, folded into the string counts when
 /// values come from another block (or at the end).
@@ -347,7 +348,7 @@ impl<'a> AggState<'a> {
 /// mostly small integers, and a count is cheaper than a sketch insert, which was half of a
 /// percentiles request in the profile. Exact percentiles are the value at rank
 /// `floor(q * (n - 1))`.
-struct Percentiles {
+pub(crate) struct Percentiles {
     /// Counts of the integers `offset..offset + counts.len()`, while they span at most
     /// `dense_span_max` values (0: never, as for per-bucket states, which are many).
     dense: Option<(i64, Vec<u64>)>,
@@ -362,7 +363,7 @@ const EXACT_VALUES_MAX: usize = 1 << 16;
 const DENSE_SPAN_MAX: usize = 1 << 20;
 
 impl Percentiles {
-    fn new(single_group: bool) -> Percentiles {
+    pub(crate) fn new(single_group: bool) -> Percentiles {
         Percentiles {
             dense: None,
             dense_span_max: if single_group { DENSE_SPAN_MAX } else { 0 },
@@ -371,7 +372,7 @@ impl Percentiles {
         }
     }
 
-    fn add(&mut self, v: f64) {
+    pub(crate) fn add(&mut self, v: f64) {
         if !v.is_finite() {
             return;
         }
@@ -459,7 +460,7 @@ impl Percentiles {
 
     /// Adds `other`'s values: exact counts while both are exact and few enough, else the
     /// sketch.
-    fn merge(&mut self, mut other: Percentiles) {
+    pub(crate) fn merge(&mut self, mut other: Percentiles) {
         if self.sketch.is_none() && other.sketch.is_none() {
             let mut exact = self.exact.take().unwrap_or_default();
             for (value, n) in self.dense_counts().into_iter().chain(other.counted()) {
@@ -516,7 +517,7 @@ impl Percentiles {
         self.sketch = Some(sketch);
     }
 
-    fn quantile(&self, q: f64) -> Option<f64> {
+    pub(crate) fn quantile(&self, q: f64) -> Option<f64> {
         if let Some(sketch) = &self.sketch {
             return sketch.quantile(q).ok().flatten();
         }
@@ -526,15 +527,50 @@ impl Percentiles {
             return None;
         }
         let rank = (q.clamp(0.0, 1.0) * (total - 1) as f64).floor() as u64;
-        let mut seen = 0u64;
-        for (value, n) in values {
-            seen += n;
-            if seen > rank {
-                return Some(value as f64);
-            }
-        }
-        None
+        Some(at_rank(&values, rank))
     }
+
+    /// The quantile `q` as Elasticsearch's t-digest gives it while every value is its own
+    /// centroid (few values): each value sits at the middle of its unit of rank, and `q * n`
+    /// is interpolated between the two values around it (below the first's middle: the
+    /// minimum; past the last's: the maximum). The median of 1 and 3 is 2. Beyond exact
+    /// counting, the sketch's estimate.
+    pub(crate) fn interpolated(&self, q: f64) -> Option<f64> {
+        if let Some(sketch) = &self.sketch {
+            return sketch.quantile(q).ok().flatten();
+        }
+        let values = self.counted();
+        let total: u64 = values.iter().map(|&(_, n)| n).sum();
+        if total == 0 {
+            return None;
+        }
+        let at = |rank: u64| at_rank(&values, rank);
+        let index = q.clamp(0.0, 1.0) * total as f64;
+        if index < 1.0 {
+            return Some(at(0));
+        }
+        if index >= total as f64 - 0.5 {
+            return Some(at(total - 1));
+        }
+        let below = (index - 0.5).floor();
+        let fraction = index - 0.5 - below;
+        let below = below as u64;
+        let (low, high) = (at(below), at(below + 1));
+        Some(low + (high - low) * fraction)
+    }
+}
+
+/// The value of rank `rank` (0-based) among `counted` values (ascending, with their counts);
+/// the largest past the end.
+fn at_rank(counted: &[(i64, u64)], rank: u64) -> f64 {
+    let mut seen = 0u64;
+    for &(value, n) in counted {
+        seen += n;
+        if seen > rank {
+            return value as f64;
+        }
+    }
+    counted.last().map_or(0.0, |&(v, _)| v as f64)
 }
 
 /// Adds one block's ordinal counts to the counts by string.
@@ -555,7 +591,7 @@ fn fold_ordinals(counts: &mut HashMap<String, u64>, ordinals: Option<OrdinalCoun
     }
 }
 
-fn format_number(v: f64) -> String {
+pub(crate) fn format_number(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 {
         format!("{}", v as i64)
     } else {
@@ -570,6 +606,36 @@ pub(crate) enum FieldValue<'v, 'a> {
     Number(f64),
     /// A string as its ordinal in the block's doc-values dictionary.
     Ordinal(u32, DocValues<'a>),
+}
+
+impl FieldValue<'_, '_> {
+    /// The value as a number, or `None` for strings.
+    pub(crate) fn number(self) -> Option<f64> {
+        match self {
+            FieldValue::Number(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+/// One value of a field with its column type.
+#[derive(Clone, Copy)]
+pub(crate) enum TypedValue<'v, 'a> {
+    Str(&'v str),
+    /// A string as its ordinal in the block's doc-values dictionary.
+    Ordinal(u32, DocValues<'a>),
+    /// A number, boolean or time: its column's raw 64-bit pattern.
+    Raw(ColumnType, u64),
+}
+
+impl<'v, 'a> TypedValue<'v, 'a> {
+    pub(crate) fn untyped(self) -> FieldValue<'v, 'a> {
+        match self {
+            TypedValue::Str(s) => FieldValue::Str(s),
+            TypedValue::Ordinal(o, dictionary) => FieldValue::Ordinal(o, dictionary),
+            TypedValue::Raw(ty, raw) => FieldValue::Number(number(ty, raw)),
+        }
+    }
 }
 
 /// One field's columns in one block, read in increasing doc order.
@@ -633,17 +699,25 @@ impl<'a> FieldCursor<'a> {
         doc: u32,
         f: &mut dyn FnMut(FieldValue<'_, 'a>),
     ) -> Result<()> {
+        self.with_typed_value(doc, &mut |value| f(value.untyped()))
+    }
+
+    /// `with_value`, with a number's column type (integers, floats, booleans and times stay
+    /// apart: a terms key keeps its type).
+    pub(crate) fn with_typed_value(
+        &mut self,
+        doc: u32,
+        f: &mut dyn FnMut(TypedValue<'_, 'a>),
+    ) -> Result<()> {
         if let Some(doc_values) = &mut self.doc_values {
             for (ty, values) in doc_values {
                 let value = if *ty == ColumnType::Str {
                     let dictionary = values.values();
                     values
                         .ordinal(doc)
-                        .map(|o| FieldValue::Ordinal(o, dictionary))
+                        .map(|o| TypedValue::Ordinal(o, dictionary))
                 } else {
-                    values
-                        .raw(doc)
-                        .map(|raw| FieldValue::Number(number(*ty, raw)))
+                    values.raw(doc).map(|raw| TypedValue::Raw(*ty, raw))
                 };
                 if let Some(value) = value {
                     f(value);
@@ -674,7 +748,13 @@ impl<'a> FieldCursor<'a> {
             let Some(position) = position else {
                 continue;
             };
-            if let Some(value) = value_at(chunk, position) {
+            let value = match &chunk.values {
+                ChunkValues::Bytes { .. } => chunk.str_at(position).map(TypedValue::Str),
+                ChunkValues::Numbers(values) => values
+                    .get(position)
+                    .map(|raw| TypedValue::Raw(chunk.ty, *raw)),
+            };
+            if let Some(value) = value {
                 f(value);
                 return Ok(());
             }
@@ -959,6 +1039,57 @@ fn merge_groups<'a>(total: &mut BTreeMap<i64, Group<'a>>, partial: BTreeMap<i64,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Elasticsearch's answers over few values (its REST suite's: 1, 51, 101, 151), and the
+    /// interpolation against a sorted list, values repeated or not, whole-result and bucket
+    /// states.
+    #[test]
+    fn interpolated_percentiles_follow_the_t_digest_over_few_values() {
+        let state = |values: &[i64], single: bool| {
+            let mut p = Percentiles::new(single);
+            for &v in values {
+                p.add(v as f64);
+            }
+            p
+        };
+        let p = state(&[151, 1, 101, 51], true);
+        let got: Vec<f64> = [1.0, 5.0, 25.0, 50.0, 75.0, 95.0, 99.0]
+            .iter()
+            .map(|q| p.interpolated(q / 100.0).unwrap())
+            .collect();
+        assert_eq!(got, [1.0, 1.0, 26.0, 76.0, 126.0, 151.0, 151.0]);
+        assert_eq!(state(&[1, 3], false).interpolated(0.5), Some(2.0));
+        assert_eq!(state(&[], false).interpolated(0.5), None);
+        for seed in 0..200u64 {
+            let n = (seed % 17 + 1) as usize;
+            let values: Vec<i64> = (0..n as u64)
+                .map(|i| ((i * 7919 + seed * 31) % 23) as i64 - 5)
+                .collect();
+            let mut sorted = values.clone();
+            sorted.sort_unstable();
+            let p = state(&values, seed % 2 == 0);
+            for percent in [
+                0.0, 1.0, 10.0, 25.0, 33.0, 50.0, 66.6, 75.0, 90.0, 99.0, 100.0,
+            ] {
+                let index = percent / 100.0 * n as f64;
+                let want = if index < 1.0 {
+                    sorted[0] as f64
+                } else if index >= n as f64 - 0.5 {
+                    sorted[n - 1] as f64
+                } else {
+                    // Between the values whose middles (k + 0.5) are around `index`.
+                    let k = (0..n - 1).rfind(|&k| k as f64 + 0.5 <= index).unwrap();
+                    let f = index - (k as f64 + 0.5);
+                    sorted[k] as f64 * (1.0 - f) + sorted[k + 1] as f64 * f
+                };
+                let got = p.interpolated(percent / 100.0).unwrap();
+                assert!(
+                    (got - want).abs() < 1e-9,
+                    "{values:?} p{percent}: {got} vs {want}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn positions_found_walking_forward() {

@@ -6,10 +6,11 @@
 //! | `match_all` | every event |
 //! | `match` (`operator` `or`/`and`) | each whitespace-separated word of the text, ORed or ANDed |
 //! | `match_phrase` | a phrase |
-//! | `multi_match` (`fields`, `type` `phrase` too) | `match` per field, ORed |
+//! | `multi_match` (`fields` with `^` boosts, `type` `phrase` and `bool_prefix` too) | `match` (or `match_phrase`, `match_bool_prefix`) per field, ORed |
+//! | `match_bool_prefix` (`operator`, `minimum_should_match`, `analyzer`, `fuzziness`) | the text analyzed as the field is: each token a term, the last a prefix scored 1 (`Ast::BoolPrefix`, planned in query.rs) |
 //! | `query_string`, `simple_query_string` | the query language itself (parser.rs) |
 //! | `term`, `terms` | a string: the exact whole value (`field:="v"`; a `.keyword` suffix is dropped); a number: that number; a bool: its token |
-//! | `range` (`gt`/`gte`/`lt`/`lte`, `format`) | a numeric range, or on `@timestamp`/`_time` a time range with date math (`now-15m`, `now/d`) and epoch milliseconds for numbers |
+//! | `range` (`gt`/`gte`/`lt`/`lte`, `format`, `time_zone`) | a numeric range, or on `@timestamp`/`_time` a time range with date math (`now-15m`, `now/d`) and epoch milliseconds for numbers; on a date or ip field the bounds are read in its type when planned (query.rs) |
 //! | `exists` | `_exists_:field` |
 //! | `prefix`, `wildcard`, `regexp`, `fuzzy` | the pattern (pattern.rs) over the field's tokens |
 //! | `bool` (`must`, `filter`, `should`, `must_not`, `minimum_should_match` 0 or 1) | the query language's `+`, `+`, ` `, `-` |
@@ -22,6 +23,7 @@ use crate::parser::{parse_classic, Ast, ClassicOptions, Occur, TIME_FIELD};
 use crate::pattern::{Pattern, PatternKind};
 use crate::range::{Number, NumericRange};
 use crate::time::{parse_time_in, Rounding, Zone};
+use quarry_store::mapping::AnalyzerName;
 
 /// The date formats a `range` on the time may name (`a||b` for several): what its bounds are
 /// read as anyway (epoch numbers, ISO 8601 times and dates). Any other is refused: read as
@@ -39,6 +41,8 @@ const DATE_FORMATS: &[&str] = &[
     "yyyy-MM-dd",
     "strict_date_hour_minute_second",
     "yyyy-MM-dd'T'HH:mm:ss",
+    "yyyy-MM-dd HH:mm:ss",
+    "yyyy-MM-dd HH:mm:ss.SSS",
 ];
 use serde_json::{Map, Value};
 use std::ops::Bound;
@@ -53,6 +57,71 @@ pub const TIMESTAMP_ALIAS: &str = "@timestamp";
 pub struct DslError {
     pub path: String,
     pub reason: String,
+}
+
+/// `match_bool_prefix`: the text analyzed (as its field is, or by `analyzer`), each token a
+/// term clause (within `fuzziness` edits) and the last a prefix scored a constant 1, joined by
+/// `operator` or `minimum_should_match` (query.rs plans it, as only the field's mapping says
+/// how to analyze the text).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BoolPrefix {
+    /// `None`: every text field, each on its own.
+    pub field: Option<String>,
+    pub text: String,
+    /// The analyzer to use instead of the field's.
+    pub analyzer: Option<AnalyzerName>,
+    /// `Must`: every clause (`operator: and`); `Should`: any, or `minimum_should_match`.
+    pub operator: Occur,
+    pub minimum_should_match: Option<MinimumShouldMatch>,
+    /// Edits allowed in the term clauses (not the prefix, as in Elasticsearch).
+    pub fuzziness: Option<Fuzziness>,
+    /// How many first characters of a fuzzy term must be as written.
+    pub prefix_length: usize,
+}
+
+/// Elasticsearch's `minimum_should_match` of optional clauses: a count (`3`, or `-1`: all
+/// but one) or a percentage of them (`75%`, `-25%`), truncated toward zero.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MinimumShouldMatch {
+    Count(i64),
+    Percent(i64),
+}
+
+impl MinimumShouldMatch {
+    /// How many of `optional` clauses must match (possibly more than there are: then none
+    /// matches, as in Elasticsearch).
+    pub fn of(self, optional: usize) -> usize {
+        let n = optional as i64;
+        let required = match self {
+            MinimumShouldMatch::Count(count) if count < 0 => n + count,
+            MinimumShouldMatch::Count(count) => count,
+            MinimumShouldMatch::Percent(percent) if percent < 0 => n + n * percent / 100,
+            MinimumShouldMatch::Percent(percent) => n * percent / 100,
+        };
+        usize::try_from(required.max(0)).unwrap_or(usize::MAX)
+    }
+}
+
+/// Elasticsearch's `fuzziness`: a number of edits, or `AUTO` (`AUTO:low,high`: none for
+/// terms shorter than `low` characters, one below `high`, else two).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fuzziness {
+    Edits(u8),
+    Auto { low: usize, high: usize },
+}
+
+impl Fuzziness {
+    /// The edits allowed for `term`.
+    pub fn distance(self, term: &str) -> u8 {
+        match self {
+            Fuzziness::Edits(edits) => edits,
+            Fuzziness::Auto { low, high } => match term.chars().count() {
+                n if n < low => 0,
+                n if n < high => 1,
+                _ => 2,
+            },
+        }
+    }
 }
 
 fn error(path: &str, reason: impl Into<String>) -> DslError {
@@ -116,57 +185,108 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
                 slop: slop_of(&options, path, "slop")?,
             })
         }
+        "match_bool_prefix" => {
+            let (field, options) = field_and_options(body, path, "query")?;
+            check_keys(&options, BOOL_PREFIX_OPTIONS, path)?;
+            let text = text_of(options.get("query"), path)?;
+            let query = bool_prefix(Some(field_name(field).to_owned()), text, &options, path)?;
+            boosted(Ast::BoolPrefix(Box::new(query)), options.get("boost"), path)
+        }
         "multi_match" => {
             let options = body
                 .as_object()
                 .ok_or_else(|| error(path, "expected an object with query and fields"))?;
-            check_keys(
-                options,
-                &[
+            let kind = match options.get("type") {
+                None => "best_fields",
+                Some(Value::String(kind)) => kind.as_str(),
+                Some(_) => return Err(error(path, "type: expected a string")),
+            };
+            let known: &[&str] = match kind {
+                "best_fields" | "most_fields" | "cross_fields" | "phrase" => &[
                     "query", "fields", "type", "operator", "boost", "lenient", "slop",
                 ],
-                path,
-            )?;
+                "bool_prefix" => {
+                    // Elasticsearch's words for options a bool_prefix query has no use for.
+                    for option in ["slop", "cutoff_frequency"] {
+                        if options.contains_key(option) {
+                            return Err(error(
+                                path,
+                                format!("[{option}] not allowed for type [bool_prefix]"),
+                            ));
+                        }
+                    }
+                    &[
+                        "query",
+                        "fields",
+                        "type",
+                        "operator",
+                        "boost",
+                        "lenient",
+                        "analyzer",
+                        "minimum_should_match",
+                        "fuzziness",
+                        "prefix_length",
+                        "max_expansions",
+                        "fuzzy_transpositions",
+                        "fuzzy_rewrite",
+                    ]
+                }
+                other => return Err(error(path, format!("type {other:?} is not supported"))),
+            };
+            check_keys(options, known, path)?;
             let slop = slop_of(options, path, "slop")?;
             let text = text_of(options.get("query"), path)?;
-            let phrase = match options.get("type").and_then(Value::as_str) {
-                None | Some("best_fields") | Some("most_fields") | Some("cross_fields") => false,
-                Some("phrase") => true,
-                Some(other) => return Err(error(path, format!("type {other:?} is not supported"))),
-            };
             let operator = operator_of(options, path, "operator")?;
-            let fields: Vec<Option<String>> = match options.get("fields") {
-                None => vec![None],
+            // Each field with its `^` boost; `*` is every text field.
+            let fields: Vec<(Option<String>, Option<f32>)> = match options.get("fields") {
+                None => vec![(None, None)],
                 Some(Value::Array(names)) => names
                     .iter()
                     .map(|n| {
                         let name = n
                             .as_str()
                             .ok_or_else(|| error(path, "fields must be strings"))?;
-                        // `title^2` boosts are accepted and ignored (no boosts yet); `*` is
-                        // every text field.
-                        let name = name.split('^').next().unwrap_or(name);
-                        Ok((name != "*").then(|| field_name(name).to_owned()))
+                        let (name, boost) = match name.split_once('^') {
+                            Some((name, boost)) => {
+                                let boost = boost
+                                    .parse::<f32>()
+                                    .ok()
+                                    .filter(|b| b.is_finite() && *b >= 0.0);
+                                let boost = boost.ok_or_else(|| {
+                                    error(path, format!("fields: {n} has a bad boost"))
+                                })?;
+                                (name, Some(boost))
+                            }
+                            None => (name, None),
+                        };
+                        Ok(((name != "*").then(|| field_name(name).to_owned()), boost))
                     })
                     .collect::<Result<_, DslError>>()?,
                 Some(_) => return Err(error(path, "fields must be a list of names")),
             };
-            let per_field = fields
-                .into_iter()
-                .map(|field| {
-                    let ast = if phrase {
-                        Ast::Phrase {
-                            field,
-                            text: text.clone(),
-                            slop,
-                        }
-                    } else {
-                        words(field.as_deref(), &text, operator)
-                    };
-                    (Occur::Should, ast)
-                })
-                .collect();
-            Ok(Ast::Bool(per_field))
+            let mut per_field = Vec::with_capacity(fields.len());
+            for (field, boost) in fields {
+                let ast = match kind {
+                    "phrase" => Ast::Phrase {
+                        field,
+                        text: text.clone(),
+                        slop,
+                    },
+                    "bool_prefix" => {
+                        Ast::BoolPrefix(Box::new(bool_prefix(field, text.clone(), options, path)?))
+                    }
+                    _ => words(field.as_deref(), &text, operator),
+                };
+                let ast = match boost {
+                    Some(boost) if boost != 1.0 => Ast::Boost {
+                        inner: Box::new(ast),
+                        boost,
+                    },
+                    _ => ast,
+                };
+                per_field.push((Occur::Should, ast));
+            }
+            boosted(Ast::Bool(per_field), options.get("boost"), path)
         }
         "query_string" | "simple_query_string" => {
             let options = body
@@ -243,7 +363,6 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
             // Options that would change what matches, honoured only at their defaults.
             for (option, default) in [
                 ("flags", Value::from("ALL")),
-                ("prefix_length", Value::from(0)),
                 ("transpositions", Value::Bool(true)),
             ] {
                 if options.get(option).is_some_and(|value| *value != default) {
@@ -266,23 +385,12 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
                 _ => {
                     let distance = match options.get("fuzziness") {
                         None => 2,
-                        Some(Value::String(s)) if s.eq_ignore_ascii_case("auto") => {
-                            // Elasticsearch's AUTO: 0 edits up to 2 chars, 1 up to 5, else 2.
-                            match value.chars().count() {
-                                0..=2 => 0,
-                                3..=5 => 1,
-                                _ => 2,
-                            }
-                        }
-                        Some(v) => v
-                            .as_u64()
-                            .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
-                            .and_then(|d| u8::try_from(d).ok())
-                            .ok_or_else(|| error(path, "fuzziness must be 0, 1, 2 or AUTO"))?,
+                        Some(fuzziness) => fuzziness_of(fuzziness, path)?.distance(&value),
                     };
                     PatternKind::Fuzzy {
                         term: value,
                         distance,
+                        prefix_length: prefix_length_of(&options, path)?,
                     }
                 }
             };
@@ -519,6 +627,7 @@ fn simple_leaf(chars: &[char], at: &mut usize, path: &str) -> Result<Ast, DslErr
         let kind = PatternKind::Fuzzy {
             term: text.to_lowercase(),
             distance: number.min(2) as u8,
+            prefix_length: 0,
         };
         let pattern = Pattern::new(kind).map_err(|e| error(path, e.0))?;
         return Ok(Ast::Pattern {
@@ -696,6 +805,172 @@ fn field_and_options<'a>(
             path,
             format!("{field}: expected an object of options"),
         )),
+    }
+}
+
+/// The options of `match_bool_prefix`. `max_expansions` and `fuzzy_rewrite` are accepted as
+/// the `fuzzy` query accepts them: Quarry expands a fuzzy term to every term within its
+/// edits, and scores the expansion as a filter.
+const BOOL_PREFIX_OPTIONS: &[&str] = &[
+    "query",
+    "analyzer",
+    "operator",
+    "minimum_should_match",
+    "fuzziness",
+    "prefix_length",
+    "max_expansions",
+    "fuzzy_transpositions",
+    "fuzzy_rewrite",
+    "boost",
+];
+
+/// A `match_bool_prefix` of `text` on `field` with `options` (checked by the caller).
+fn bool_prefix(
+    field: Option<String>,
+    text: String,
+    options: &Map<String, Value>,
+    path: &str,
+) -> Result<BoolPrefix, DslError> {
+    at_default(options, "fuzzy_transpositions", Value::Bool(true), path)?;
+    let analyzer = match options.get("analyzer") {
+        None => None,
+        Some(Value::String(name)) => Some(
+            AnalyzerName::ALL
+                .into_iter()
+                .find(|a| a.as_str() == name)
+                .ok_or_else(|| {
+                    error(
+                        path,
+                        format!(
+                            "analyzer [{name}] is not supported (standard, stop, whitespace, \
+                             keyword)"
+                        ),
+                    )
+                })?,
+        ),
+        Some(_) => return Err(error(path, "analyzer: expected a name")),
+    };
+    Ok(BoolPrefix {
+        field,
+        text,
+        analyzer,
+        operator: operator_of(options, path, "operator")?,
+        minimum_should_match: options
+            .get("minimum_should_match")
+            .map(|value| minimum_should_match_of(value, path))
+            .transpose()?,
+        fuzziness: options
+            .get("fuzziness")
+            .map(|value| fuzziness_of(value, path))
+            .transpose()?,
+        prefix_length: prefix_length_of(options, path)?,
+    })
+}
+
+/// `prefix_length` of a fuzzy term: how many of its first characters must be as written.
+fn prefix_length_of(options: &Map<String, Value>, path: &str) -> Result<usize, DslError> {
+    match options.get("prefix_length") {
+        None => Ok(0),
+        Some(value) => value
+            .as_u64()
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| error(path, "prefix_length: expected a whole number")),
+    }
+}
+
+/// Refuses `option` unless it is absent or `default` (an option that would change what
+/// matches, honoured only at its default).
+fn at_default(
+    options: &Map<String, Value>,
+    option: &str,
+    default: Value,
+    path: &str,
+) -> Result<(), DslError> {
+    match options.get(option) {
+        Some(value) if *value != default => Err(error(
+            path,
+            format!("{option} other than {default} is not supported"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// `ast` times the `boost` option, when there is one other than 1.
+fn boosted(ast: Ast, boost: Option<&Value>, path: &str) -> Result<Ast, DslError> {
+    let boost = match boost {
+        None => return Ok(ast),
+        Some(value) => value
+            .as_f64()
+            .filter(|b| b.is_finite() && *b >= 0.0)
+            .ok_or_else(|| error(path, "boost: expected a number, 0 or more"))?,
+    };
+    Ok(if boost == 1.0 {
+        ast
+    } else {
+        Ast::Boost {
+            inner: Box::new(ast),
+            boost: boost as f32,
+        }
+    })
+}
+
+/// `minimum_should_match`: `3`, `-1`, `"75%"`, `"-25%"`; combinations (`"3<90%"`) are refused.
+fn minimum_should_match_of(value: &Value, path: &str) -> Result<MinimumShouldMatch, DslError> {
+    let bad = || {
+        error(
+            path,
+            format!(
+                "minimum_should_match {value} is not supported (a count like 2 or -1, or a \
+                 percentage like \"75%\")"
+            ),
+        )
+    };
+    match value {
+        Value::Number(n) => n.as_i64().map(MinimumShouldMatch::Count).ok_or_else(bad),
+        Value::String(text) => {
+            let text = text.trim();
+            match text.strip_suffix('%') {
+                Some(percent) => percent
+                    .parse()
+                    .map(MinimumShouldMatch::Percent)
+                    .map_err(|_| bad()),
+                None => text
+                    .parse()
+                    .map(MinimumShouldMatch::Count)
+                    .map_err(|_| bad()),
+            }
+        }
+        _ => Err(bad()),
+    }
+}
+
+/// `fuzziness`: 0, 1 or 2 (a number or its string), `AUTO` or `AUTO:low,high`.
+fn fuzziness_of(value: &Value, path: &str) -> Result<Fuzziness, DslError> {
+    let bad = || error(path, "fuzziness must be 0, 1, 2, AUTO or AUTO:low,high");
+    let edits = |n: u64| {
+        u8::try_from(n)
+            .ok()
+            .filter(|&n| n <= crate::pattern::MAX_FUZZY_DISTANCE)
+            .map(Fuzziness::Edits)
+    };
+    match value {
+        Value::Number(n) => n.as_u64().and_then(edits).ok_or_else(bad),
+        Value::String(text) => {
+            let upper = text.trim().to_ascii_uppercase();
+            if upper == "AUTO" {
+                return Ok(Fuzziness::Auto { low: 3, high: 6 });
+            }
+            if let Some(bounds) = upper.strip_prefix("AUTO:") {
+                let (low, high) = bounds.split_once(',').ok_or_else(bad)?;
+                let low: usize = low.trim().parse().map_err(|_| bad())?;
+                let high: usize = high.trim().parse().map_err(|_| bad())?;
+                return (low <= high)
+                    .then_some(Fuzziness::Auto { low, high })
+                    .ok_or_else(bad);
+            }
+            upper.parse().ok().and_then(edits).ok_or_else(bad)
+        }
+        _ => Err(bad()),
     }
 }
 
@@ -880,14 +1155,12 @@ fn range(
             ));
         }
     }
-    let zone = match options.get("time_zone") {
-        None => Zone::Utc,
-        Some(Value::String(text)) if is_time => Zone::parse(text).map_err(|e| error(path, e))?,
-        Some(Value::String(_)) => {
-            return Err(error(path, "time_zone applies to the time field only"))
-        }
+    let given_zone = match options.get("time_zone") {
+        None => None,
+        Some(Value::String(text)) => Some(Zone::parse(text).map_err(|e| error(path, e))?),
         Some(_) => return Err(error(path, "time_zone: expected a zone name or offset")),
     };
+    let zone = given_zone.unwrap_or_default();
     let include = |key: &str| options.get(key).and_then(Value::as_bool).unwrap_or(true);
     let (include_lower, include_upper) = (include("include_lower"), include("include_upper"));
     let bound_value = |key: &str, value: &Value| -> Result<Option<Number>, DslError> {
@@ -936,13 +1209,34 @@ fn range(
         bound_keys.contains(&key.as_str())
             && matches!(value, Value::String(text) if Number::parse(text).is_none())
     });
-    if string_bound && !is_time {
-        return term_range(field, &options, path);
+    let otherwise = if string_bound && !is_time {
+        term_range(field, &options, path)?
+    } else {
+        let (lower, upper) = range_bounds(&options, bound_value)?;
+        Ast::Range {
+            field: field.to_owned(),
+            range: NumericRange { lower, upper },
+        }
+    };
+    if is_time {
+        return Ok(otherwise);
     }
-    let (lower, upper) = range_bounds(&options, bound_value)?;
-    Ok(Ast::Range {
+    // The bounds as written, for a date or ip field to read in its type (query.rs).
+    let as_written = |_: &str, value: &Value| match value {
+        Value::String(text) => Ok(Some(text.clone())),
+        Value::Number(n) => Ok(Some(n.to_string())),
+        Value::Null => Ok(None),
+        _ => Err(error(path, "expected a string or number bound")),
+    };
+    let (lower, upper) = range_bounds(&options, as_written)?;
+    Ok(Ast::TypedRange {
         field: field.to_owned(),
-        range: NumericRange { lower, upper },
+        lower,
+        upper,
+        format: (!format.is_empty()).then(|| format.to_owned()),
+        zone: given_zone,
+        now,
+        otherwise: Box::new(otherwise),
     })
 }
 
@@ -1276,5 +1570,85 @@ mod tests {
             json!([]),
             "query: expected a query object like {\"match_all\": {}}",
         );
+    }
+
+    #[test]
+    fn bool_prefix_options_are_read_or_refused() {
+        let read = |dsl: Value| match compile(&dsl, "query", 0).unwrap() {
+            Ast::BoolPrefix(query) => *query,
+            Ast::Boost { inner, .. } => match *inner {
+                Ast::BoolPrefix(query) => *query,
+                other => panic!("{other:?}"),
+            },
+            other => panic!("{other:?}"),
+        };
+        let query = read(json!({"match_bool_prefix": {"m": {
+            "query": "quick br", "operator": "AND", "analyzer": "whitespace",
+            "fuzziness": "AUTO:2,4", "prefix_length": 1, "boost": 2,
+        }}}));
+        assert_eq!(query.field.as_deref(), Some("m"));
+        assert_eq!(query.operator, Occur::Must);
+        assert_eq!(query.analyzer, Some(AnalyzerName::Whitespace));
+        assert_eq!(query.fuzziness, Some(Fuzziness::Auto { low: 2, high: 4 }));
+        assert_eq!(query.prefix_length, 1);
+        let cases = [
+            ("2", 2),
+            ("-1", 2),
+            ("50%", 1),
+            ("-50%", 2),
+            ("75%", 2),
+            ("-25%", 3),
+        ];
+        for (written, of_three) in cases {
+            let query = read(json!({"match_bool_prefix": {"m": {
+                "query": "a b c", "minimum_should_match": written,
+            }}}));
+            let minimum = query.minimum_should_match.unwrap();
+            assert_eq!(minimum.of(3), of_three, "{written}");
+        }
+        for (fuzziness, term, distance) in
+            [("AUTO", "ab", 0), ("AUTO", "abc", 1), ("AUTO", "abcdef", 2)]
+        {
+            let parsed = fuzziness_of(&json!(fuzziness), "q").unwrap();
+            assert_eq!(parsed.distance(term), distance, "{fuzziness} {term}");
+        }
+        let multi = |extra: Value| {
+            let mut body = json!({"query": "brown", "type": "bool_prefix", "fields": ["a", "b"]});
+            body.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            json!({ "multi_match": body })
+        };
+        fails(
+            multi(json!({"slop": 1})),
+            "query.multi_match: [slop] not allowed for type [bool_prefix]",
+        );
+        fails(
+            multi(json!({"cutoff_frequency": 0.001})),
+            "query.multi_match: [cutoff_frequency] not allowed for type [bool_prefix]",
+        );
+        fails(
+            multi(json!({"analyzer": "french"})),
+            "query.multi_match: analyzer [french] is not supported (standard, stop, whitespace, keyword)",
+        );
+        fails(
+            json!({"match_bool_prefix": {"m": {"query": "a", "minimum_should_match": "2<75%"}}}),
+            "query.match_bool_prefix: minimum_should_match \"2<75%\" is not supported (a count like 2 or -1, or a percentage like \"75%\")",
+        );
+        fails(
+            json!({"match_bool_prefix": {"m": {"query": "a", "fuzzy_transpositions": false}}}),
+            "query.match_bool_prefix: fuzzy_transpositions other than true is not supported",
+        );
+        // Other multi_match types still refuse bool_prefix's options, and read `^` boosts.
+        fails(
+            json!({"multi_match": {"query": "a", "fuzziness": 1}}),
+            "query.multi_match: unknown option [fuzziness]",
+        );
+        let boosted = compile(
+            &json!({"multi_match": {"query": "a", "fields": ["x^3"]}}),
+            "q",
+            0,
+        );
+        assert_eq!(boosted.unwrap().to_string(), "(x:a^3)");
     }
 }

@@ -12,6 +12,11 @@ pub enum QueryError {
         "the histogram would have {buckets} buckets, more than {limit}: use a larger interval"
     )]
     TooManyBuckets { buckets: i64, limit: i64 },
+    #[error(
+        "the aggregations would make more than {limit} buckets (Elasticsearch's \
+         search.max_buckets): ask for fewer (a larger interval, a smaller size)"
+    )]
+    TooManyAggregationBuckets { limit: usize },
     /// A request that is well-formed but cannot be answered (e.g. a bad aggregation).
     #[error("{0}")]
     Invalid(String),

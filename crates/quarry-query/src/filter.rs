@@ -561,6 +561,18 @@ fn eager_range_scorer<'a>(
     scan_columns(block, ordinal, range, optimizations)
 }
 
+/// The scorer of `field in range` over the field's number terms only (`Query::IndexedRange`).
+pub fn indexed_range_scorer<'a>(
+    block: &'a BlockReader,
+    field: &str,
+    range: &NumericRange,
+) -> Result<Option<BoxScorer<'a>>> {
+    match block.field_ordinal(field) {
+        Some(ordinal) => terms_range_scorer(block, ordinal, range),
+        None => Ok(None),
+    }
+}
+
 /// The union of the numeric terms in `range`: the whole answer for a field without columns.
 fn terms_range_scorer<'a>(
     block: &'a BlockReader,

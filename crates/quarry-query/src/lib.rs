@@ -4,6 +4,7 @@
 //! A search walks Query → Weight (once, with statistics over all blocks) → Scorer (per block)
 //! → Collector (top-k by score with MaxScore pruning, by time, or a count).
 
+pub mod agg_tree;
 pub mod aggregation;
 pub mod bm25;
 pub mod collector;
@@ -22,6 +23,7 @@ pub mod scorer;
 pub mod searcher;
 pub mod time;
 pub mod timeline;
+mod typed;
 pub mod weight;
 
 pub use cursor::Cursor;

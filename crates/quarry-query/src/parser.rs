@@ -177,6 +177,21 @@ pub enum Ast {
         field: String,
         range: NumericRange,
     },
+    /// A range on a field other than `_time` with its bounds as written (`*` is no bound),
+    /// for a date or ip field to read in its own type (query.rs); any other field plans
+    /// `otherwise`, the numeric or term range the bounds read as without a type.
+    TypedRange {
+        field: String,
+        lower: Bound<String>,
+        upper: Bound<String>,
+        /// The DSL's `format` (`a||b`), for a date field instead of its own.
+        format: Option<String>,
+        /// The DSL's or the query string's `time_zone`, for dates written without one.
+        zone: Option<Zone>,
+        /// What `now` means in date math.
+        now: i64,
+        otherwise: Box<Ast>,
+    },
     /// `_exists_:field`.
     Exists {
         field: String,
@@ -194,6 +209,8 @@ pub enum Ast {
     /// `*`: every event.
     All,
     Bool(Vec<(Occur, Ast)>),
+    /// Elasticsearch's `match_bool_prefix` (dsl.rs): only the DSL writes it.
+    BoolPrefix(Box<crate::dsl::BoolPrefix>),
 }
 
 impl fmt::Display for Ast {
@@ -229,8 +246,13 @@ impl fmt::Display for Ast {
             }
             Ast::Exact { field, value } => write!(f, "{field}:=\"{value}\""),
             Ast::Range { field, range } => write!(f, "{field}:{range}"),
+            Ast::TypedRange { otherwise, .. } => write!(f, "{otherwise}"),
             Ast::Exists { field } => write!(f, "_exists_:{field}"),
             Ast::All => write!(f, "*"),
+            Ast::BoolPrefix(query) => {
+                field(f, &query.field)?;
+                write!(f, "match_bool_prefix({:?})", query.text)
+            }
             Ast::Bool(clauses) => {
                 write!(f, "(")?;
                 for (i, (occur, clause)) in clauses.iter().enumerate() {
@@ -624,7 +646,11 @@ fn pattern_of(
                 ))
             })?,
         };
-        return Ok(Some(PatternKind::Fuzzy { term, distance }));
+        return Ok(Some(PatternKind::Fuzzy {
+            term,
+            distance,
+            prefix_length: 0,
+        }));
     }
     Ok(Some(PatternKind::wildcard(
         chars.iter().copied().zip(special.iter().copied()),
@@ -1055,12 +1081,43 @@ impl Parser<'_> {
         }
     }
 
-    /// One bound of a range on `field`, the current token: a number, `*`, or a time for
-    /// `_time`. Errors point at the range token.
-    /// `field:[lower TO upper]` (each bound's text and whether it is inclusive): a numeric
-    /// range where every bound is a number or `*`, a time range on `_time`, else a range of
-    /// terms (`host:[a TO m}`), whose bounds are lowercased as tokens are.
+    /// `field:[lower TO upper]` (each bound's text and whether it is inclusive): on `_time` a
+    /// time range; on another field the bounds as written (`Ast::TypedRange`), read without a
+    /// type as a numeric range where every bound is a number or `*`, else a range of terms
+    /// (`host:[a TO m}`), whose bounds are lowercased as tokens are. Errors point at the range
+    /// token.
     fn range(
+        &self,
+        field: String,
+        lower: (&str, bool),
+        upper: (&str, bool),
+    ) -> Result<Ast, ParseError> {
+        if field == TIME_FIELD {
+            return self.untyped_range(field, lower, upper);
+        }
+        let as_written = |(text, inclusive): (&str, bool)| match text {
+            "*" => Bound::Unbounded,
+            text if inclusive => Bound::Included(text.to_owned()),
+            text => Bound::Excluded(text.to_owned()),
+        };
+        Ok(Ast::TypedRange {
+            lower: as_written(lower),
+            upper: as_written(upper),
+            format: None,
+            zone: self
+                .classic
+                .as_ref()
+                .map(|c| c.zone)
+                .filter(|&zone| zone != Zone::Utc),
+            now: self.now,
+            otherwise: Box::new(self.untyped_range(field.clone(), lower, upper)?),
+            field,
+        })
+    }
+
+    /// A range read without the field's type: numeric where every bound is a number or `*`,
+    /// a time range on `_time`, else a range of terms.
+    fn untyped_range(
         &self,
         field: String,
         lower: (&str, bool),

@@ -51,8 +51,13 @@ pub enum PatternKind {
     Wildcard(Vec<WildcardPart>),
     /// A regular expression matching whole terms (Rust `regex` syntax).
     Regex(String),
-    /// Terms within `distance` edits of `term`.
-    Fuzzy { term: String, distance: u8 },
+    /// Terms within `distance` edits of `term` that start with its first `prefix_length`
+    /// characters (Lucene's FuzzyQuery `prefixLength`: the edits are all after them).
+    Fuzzy {
+        term: String,
+        distance: u8,
+        prefix_length: usize,
+    },
     /// Terms between two strings, byte-wise (`title:[a TO c}`, `host:>m`), Lucene's term
     /// range over an analyzed field: the bounds are lowercased as tokens are.
     TermRange {
@@ -110,9 +115,14 @@ impl PatternKind {
                     })
                     .collect(),
             ),
-            PatternKind::Fuzzy { term, distance } => PatternKind::Fuzzy {
+            PatternKind::Fuzzy {
+                term,
+                distance,
+                prefix_length,
+            } => PatternKind::Fuzzy {
                 term: lower(term),
                 distance: *distance,
+                prefix_length: *prefix_length,
             },
             PatternKind::Regex(_) | PatternKind::TermRange { .. } => self.clone(),
         }
@@ -174,7 +184,11 @@ enum Matcher {
     Prefix(String),
     TermRange(Bound<String>, Bound<String>),
     Regex(RegexAutomaton),
-    Fuzzy(levenshtein_automata::DFA),
+    /// Terms starting with `prefix` whose rest the DFA accepts.
+    Fuzzy {
+        prefix: String,
+        rest: levenshtein_automata::DFA,
+    },
 }
 
 impl fmt::Debug for Pattern {
@@ -204,8 +218,17 @@ impl fmt::Display for Pattern {
                 Ok(())
             }
             PatternKind::Regex(regex) => write!(f, "/{regex}/"),
-            PatternKind::Fuzzy { term, distance } => {
-                write!(f, "{}~{distance}", escape_wildcard(term))
+            PatternKind::Fuzzy {
+                term,
+                distance,
+                prefix_length,
+            } => {
+                write!(f, "{}~{distance}", escape_wildcard(term))?;
+                // Not query syntax, but the expansion cache's key must tell it apart.
+                match prefix_length {
+                    0 => Ok(()),
+                    n => write!(f, " (first {n} exact)"),
+                }
             }
             PatternKind::TermRange { lower, upper } => {
                 let text = |b: &Bound<String>| match b {
@@ -255,13 +278,25 @@ impl Pattern {
                 Matcher::Regex(RegexAutomaton::new(&wildcard_regex(parts))?)
             }
             PatternKind::Regex(regex) => Matcher::Regex(RegexAutomaton::new(regex)?),
-            PatternKind::Fuzzy { term, distance } => {
+            PatternKind::Fuzzy {
+                term,
+                distance,
+                prefix_length,
+            } => {
                 if *distance > MAX_FUZZY_DISTANCE {
                     return Err(PatternError(format!(
                         "fuzzy distance {distance} is above the maximum, {MAX_FUZZY_DISTANCE}"
                     )));
                 }
-                Matcher::Fuzzy(levenshtein_builder(*distance).build_dfa(term))
+                let split = term
+                    .char_indices()
+                    .nth(*prefix_length)
+                    .map_or(term.len(), |(at, _)| at);
+                let (prefix, rest) = term.split_at(split);
+                Matcher::Fuzzy {
+                    prefix: prefix.to_owned(),
+                    rest: levenshtein_builder(*distance).build_dfa(rest),
+                }
             }
             PatternKind::TermRange { lower, upper } => {
                 Matcher::TermRange(lower.clone(), upper.clone())
@@ -335,7 +370,9 @@ impl Pattern {
         match &self.matcher {
             Matcher::Prefix(prefix) => term.starts_with(prefix.as_str()),
             Matcher::Regex(automaton) => accepts(automaton, term.as_bytes()),
-            Matcher::Fuzzy(dfa) => accepts(&FuzzyAutomaton(dfa), term.as_bytes()),
+            Matcher::Fuzzy { prefix, rest } => term
+                .strip_prefix(prefix.as_str())
+                .is_some_and(|term| accepts(&FuzzyAutomaton(rest), term.as_bytes())),
             Matcher::TermRange(lower, upper) => {
                 let above = match lower {
                     Bound::Included(b) => term >= b.as_str(),
@@ -480,8 +517,16 @@ impl Pattern {
                 }
                 None => collect(dictionary, start, end, automaton, &mut ordinals),
             },
-            Matcher::Fuzzy(dfa) => {
-                collect(dictionary, start, end, &FuzzyAutomaton(dfa), &mut ordinals);
+            Matcher::Fuzzy { prefix, rest } => {
+                let mut start = start.to_vec();
+                start.extend_from_slice(prefix.as_bytes());
+                collect(
+                    dictionary,
+                    &start,
+                    end,
+                    &FuzzyAutomaton(rest),
+                    &mut ordinals,
+                );
             }
         }
         ordinals
@@ -727,11 +772,39 @@ mod tests {
         let fuzzy = Pattern::new(PatternKind::Fuzzy {
             term: "error".into(),
             distance: 1,
+            prefix_length: 0,
         })
         .unwrap();
         assert!(fuzzy.matches("eror") && fuzzy.matches("erorr") && fuzzy.matches("rerror"));
         assert!(!fuzzy.matches("rerro") && !fuzzy.matches("errors!!"));
         assert!(fuzzy.matches("erorr"), "a transposition is one edit");
+        // A prefix length keeps the first characters as written: the edits are after them.
+        let kept = |prefix_length| {
+            Pattern::new(PatternKind::Fuzzy {
+                term: "xylophoen".into(),
+                distance: 1,
+                prefix_length,
+            })
+            .unwrap()
+        };
+        for (term, matches) in [
+            ("xylophone", [true, true, true]),
+            ("zylophoen", [true, false, false]),
+            ("xlyophoen", [true, true, false]),
+        ] {
+            for (prefix_length, expected) in matches.into_iter().enumerate() {
+                assert_eq!(
+                    kept(prefix_length).matches(term),
+                    expected,
+                    "{term} {prefix_length}"
+                );
+            }
+        }
+        assert_ne!(
+            kept(0).to_string(),
+            kept(1).to_string(),
+            "the expansion cache's key"
+        );
     }
 
     #[test]
@@ -746,7 +819,8 @@ mod tests {
         );
         assert!(Pattern::new(PatternKind::Fuzzy {
             term: "a".into(),
-            distance: 3
+            distance: 3,
+            prefix_length: 0,
         })
         .is_err());
     }
@@ -824,6 +898,7 @@ mod tests {
                 Fuzzy {
                     term: "DB-2".into(),
                     distance: 1,
+                    prefix_length: 0,
                 },
                 false,
                 0,
@@ -833,6 +908,7 @@ mod tests {
                 Fuzzy {
                     term: "db-2".into(),
                     distance: 1,
+                    prefix_length: 0,
                 },
                 false,
                 0,
@@ -860,7 +936,8 @@ mod tests {
         assert!(Pattern::as_written(
             Fuzzy {
                 term: "a".into(),
-                distance: 1
+                distance: 1,
+                prefix_length: 0,
             },
             true
         )

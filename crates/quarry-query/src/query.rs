@@ -6,14 +6,17 @@
 //! keyword subfield (quarry-server's `_mapping`). A word, phrase or exact value there is the
 //! whole value; a pattern matches whole values as written.
 
+use crate::dsl::BoolPrefix;
 use crate::error::{QueryError, Result};
 use crate::parser::{Ast, Occur, TIME_FIELD};
-use crate::pattern::Pattern;
+use crate::pattern::{Pattern, PatternKind};
 use crate::range::{Number, NumericRange};
+use crate::time::{self, Rounding, Zone};
+use crate::typed::{self, DateReader, IpMatch};
 use quarry_format::limits::EXACT_TERM_LEN;
 use quarry_format::TermKind;
 use quarry_index::Schema;
-use quarry_store::mapping::FieldType;
+use quarry_store::mapping::{FieldMapping, FieldType};
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -56,6 +59,18 @@ pub enum Query {
     /// Matches when any clause matches; the score is the sum of the matching clauses' scores
     /// (a bare word over several fields, as Lucene's MultiFieldQueryParser builds it).
     Any(Vec<Query>),
+    /// Matches when at least `minimum` (2 or more) of `clauses` match; the score is the sum of
+    /// the matching clauses' scores (Elasticsearch's `minimum_should_match`).
+    AtLeast {
+        clauses: Vec<Query>,
+        minimum: usize,
+    },
+    /// The docs of `inner`, each scored `score` (Lucene's constant-score rewrite of a prefix,
+    /// as in `match_bool_prefix`).
+    Constant {
+        inner: Box<Query>,
+        score: f32,
+    },
     /// `_time` in `[start, end)`, nanoseconds since the epoch.
     TimeRange {
         start: i64,
@@ -63,6 +78,13 @@ pub enum Query {
     },
     /// A numeric field's value in a range (integer, unsigned or float columns).
     Range {
+        field: String,
+        range: NumericRange,
+    },
+    /// A range of a field's number terms only, never its columns: a date or ip field keeps
+    /// its values as sent (strings, or numbers in another unit) and indexes them as numbers
+    /// (typed.rs).
+    IndexedRange {
         field: String,
         range: NumericRange,
     },
@@ -94,7 +116,13 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
                 if let Some(base) = keyword_subfield(schema, field) {
                     return exact(schema, base, text);
                 }
+                if schema.is_unindexed_unmapped(field) {
+                    return Ok(Query::Nothing);
+                }
                 match mapped(schema, field)? {
+                    Some(ty @ (FieldType::Date | FieldType::DateNanos | FieldType::Ip)) => {
+                        typed_value(schema, field, ty, text)
+                    }
                     Some(FieldType::Keyword) => Ok(Query::Exact {
                         field: field.to_owned(),
                         value: text.clone(),
@@ -124,6 +152,9 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
                             "field {field:?} is mapped as a boolean; {text:?} is not true or false"
                         ))),
                     },
+                    Some(FieldType::Binary | FieldType::GeoPoint) => {
+                        unreachable!("mapped() refuses fields that are not indexed")
+                    }
                     Some(FieldType::Text) | None => {
                         let tokens = schema.analyzer_for(field).tokens(text);
                         Ok(match tokens.len() {
@@ -156,6 +187,9 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
                     Some(base) => (base, true),
                     None => (field, false),
                 };
+                if schema.is_unindexed_unmapped(field) {
+                    return Ok(Query::Nothing);
+                }
                 let terms = match mapped(schema, field)? {
                     Some(FieldType::Text) | None if subfield => TermKind::Exact,
                     Some(FieldType::Text) | None => TermKind::Token,
@@ -177,16 +211,107 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
         }
         Ast::Exact { field, value } => {
             let field = keyword_subfield(schema, field).unwrap_or(field);
-            exact(schema, field, value)?
+            if schema.is_unindexed_unmapped(field) {
+                return Ok(Query::Nothing);
+            }
+            match mapped(schema, field)? {
+                Some(ty @ (FieldType::Date | FieldType::DateNanos | FieldType::Ip)) => {
+                    typed_value(schema, field, ty, value)?
+                }
+                _ => exact(schema, field, value)?,
+            }
         }
         Ast::Range { field, range } if field == TIME_FIELD => match range.half_open_i64() {
             Some((start, end)) => Query::TimeRange { start, end },
             // An empty range, not `Nothing`: a `Bool` drops `Nothing` clauses.
             None => Query::TimeRange { start: 0, end: 0 },
         },
-        Ast::Range { field, range } => Query::Range {
-            field: field.clone(),
-            range: range.clone(),
+        Ast::Exists { field }
+            if schema.rules(field).is_none() && is_mapped_object(schema, field) =>
+        {
+            // An object has a value when any field under it has one.
+            let prefix = format!("{field}.");
+            Query::Any(
+                schema
+                    .mapping()
+                    .fields
+                    .keys()
+                    .filter(|name| name.starts_with(&prefix) && !name.contains('*'))
+                    .map(|name| Query::Exists {
+                        field: name.clone(),
+                    })
+                    .collect(),
+            )
+        }
+        Ast::Range { .. } | Ast::TypedRange { .. } | Ast::Exists { .. }
+            if field_of(ast).is_some_and(|f| schema.is_unindexed_unmapped(f)) =>
+        {
+            Query::Nothing
+        }
+        Ast::Range { field, range } => match mapped(schema, field)? {
+            Some(ty @ (FieldType::Date | FieldType::DateNanos)) => {
+                let reader = date_reader(schema, field, ty, None, None, time::now_nanos())?;
+                let convert = |bound: &Bound<Number>, up: bool| -> Result<Bound<Number>> {
+                    let rounding = |inclusive: bool| match up == inclusive {
+                        true => Rounding::Up,
+                        false => Rounding::Down,
+                    };
+                    Ok(match *bound {
+                        Bound::Unbounded => Bound::Unbounded,
+                        Bound::Included(n) => {
+                            Bound::Included(Number::Int(reader.number(field, n, rounding(true))?))
+                        }
+                        Bound::Excluded(n) => Bound::Excluded(Number::Int(reader.number(
+                            field,
+                            n,
+                            rounding(false),
+                        )?)),
+                    })
+                };
+                Query::IndexedRange {
+                    field: field.clone(),
+                    range: NumericRange {
+                        lower: convert(&range.lower, false)?,
+                        upper: convert(&range.upper, true)?,
+                    },
+                }
+            }
+            Some(FieldType::Ip) => {
+                return Err(QueryError::Invalid(format!(
+                    "field {field:?} is an ip field: its values are addresses, not numbers"
+                )))
+            }
+            _ => Query::Range {
+                field: field.clone(),
+                range: range.clone(),
+            },
+        },
+        Ast::TypedRange {
+            field,
+            lower,
+            upper,
+            format,
+            zone,
+            now,
+            otherwise,
+        } => match mapped(schema, field)? {
+            Some(ty @ (FieldType::Date | FieldType::DateNanos)) => {
+                let reader = date_reader(schema, field, ty, format.as_deref(), *zone, *now)?;
+                Query::IndexedRange {
+                    field: field.clone(),
+                    range: reader.range(field, lower, upper)?,
+                }
+            }
+            Some(FieldType::Ip) => Query::IndexedRange {
+                field: field.clone(),
+                range: typed::ip_range(field, lower, upper)?,
+            },
+            _ if zone.is_some() => {
+                return Err(QueryError::Invalid(format!(
+                    "time_zone applies to date fields; {field:?} is not one"
+                )))
+            }
+            _ => plan(otherwise, schema, text_fields)?,
         },
         Ast::Exists { field } if field == TIME_FIELD => Query::All,
         Ast::Exists { field } => match schema.rules(field) {
@@ -201,6 +326,9 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
             },
         },
         Ast::All => Query::All,
+        Ast::BoolPrefix(query) => over_fields(query.field.as_deref(), text_fields, |field| {
+            bool_prefix(schema, field, query)
+        })?,
         Ast::Bool(clauses) => {
             let (mut must, mut should, mut must_not) = (Vec::new(), Vec::new(), Vec::new());
             for (occur, clause) in clauses {
@@ -232,6 +360,145 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
                 must_not,
             }
         }
+    })
+}
+
+/// `match_bool_prefix` on one field: the text analyzed as the field is (or by the query's
+/// analyzer), each token but the last a term (a fuzzy pattern with `fuzziness`), the last a
+/// prefix scored 1; a keyword field's whole text is that one prefix of its whole values.
+fn bool_prefix(schema: &Schema, field: &str, query: &BoolPrefix) -> Result<Query> {
+    let (field, terms, tokens) = match keyword_subfield(schema, field) {
+        Some(base) => (base, TermKind::Exact, vec![query.text.clone()]),
+        None if schema.is_unindexed_unmapped(field) => return Ok(Query::Nothing),
+        None => match mapped(schema, field)? {
+            Some(FieldType::Keyword) if query.analyzer.is_some() => {
+                return Err(QueryError::Invalid(format!(
+                    "field {field:?} is mapped as keyword: match_bool_prefix takes its whole \
+                     value, not an analyzer"
+                )))
+            }
+            Some(FieldType::Keyword) => (field, TermKind::Exact, vec![query.text.clone()]),
+            Some(FieldType::Text) | None => {
+                let analyzer = match query.analyzer {
+                    Some(name) => schema.analyzer_named(name),
+                    None => schema.analyzer_for(field),
+                };
+                let tokens = analyzer.tokens(&query.text).into_iter().map(|(_, t)| t);
+                (field, TermKind::Token, tokens.collect())
+            }
+            Some(_) => {
+                return Err(QueryError::Invalid(format!(
+                    "field {field:?}: match_bool_prefix searches text and keyword fields; this \
+                     one is mapped otherwise"
+                )))
+            }
+        },
+    };
+    let pattern = |kind: PatternKind| -> Result<Query> {
+        let pattern = Pattern::new(kind).map_err(|e| QueryError::Invalid(e.0))?;
+        Ok(Query::Pattern {
+            field: field.to_owned(),
+            pattern: Arc::new(pattern),
+            terms,
+        })
+    };
+    let Some((last, rest)) = tokens.split_last() else {
+        return Ok(Query::Nothing);
+    };
+    let mut clauses = Vec::with_capacity(tokens.len());
+    for token in rest {
+        let distance = query.fuzziness.map_or(0, |f| f.distance(token));
+        clauses.push(match (distance, terms) {
+            (0, TermKind::Token) => Query::Term {
+                field: field.to_owned(),
+                term: token.clone(),
+            },
+            _ => pattern(PatternKind::Fuzzy {
+                term: token.clone(),
+                distance,
+                prefix_length: query.prefix_length,
+            })?,
+        });
+    }
+    clauses.push(Query::Constant {
+        inner: Box::new(pattern(PatternKind::Prefix(last.clone()))?),
+        score: 1.0,
+    });
+    let optional = clauses.len();
+    let minimum = match (query.operator, query.minimum_should_match) {
+        (Occur::Must, _) => optional,
+        (_, Some(minimum)) => minimum.of(optional).max(1),
+        (_, None) => 1,
+    };
+    // More required than there are clauses: an `AtLeast` that never matches (not `Nothing`,
+    // which a `Bool` would drop).
+    Ok(match minimum {
+        1 if optional == 1 => clauses.pop().unwrap_or(Query::Nothing),
+        1 => Query::Any(clauses),
+        _ if minimum == optional => Query::Bool {
+            must: clauses,
+            should: Vec::new(),
+            must_not: Vec::new(),
+        },
+        _ => Query::AtLeast { clauses, minimum },
+    })
+}
+
+/// The field a range or exists names.
+fn field_of(ast: &Ast) -> Option<&str> {
+    match ast {
+        Ast::Range { field, .. } | Ast::TypedRange { field, .. } | Ast::Exists { field } => {
+            Some(field)
+        }
+        _ => None,
+    }
+}
+
+/// Whether `name` is an object of the mapping: a mapped field is under it.
+fn is_mapped_object(schema: &Schema, name: &str) -> bool {
+    let prefix = format!("{name}.");
+    schema
+        .mapping()
+        .fields
+        .keys()
+        .any(|field| field.starts_with(&prefix) && !field.contains('*'))
+}
+
+fn date_reader(
+    schema: &Schema,
+    field: &str,
+    ty: FieldType,
+    format: Option<&str>,
+    zone: Option<Zone>,
+    now: i64,
+) -> Result<DateReader> {
+    let rules = schema
+        .rules(field)
+        .copied()
+        .unwrap_or(FieldMapping::new(ty));
+    DateReader::new(field, &rules, format, zone, now)
+}
+
+/// A value on a date field (every instant it names) or an ip field (an address or a CIDR
+/// block), as a term, a word or a whole value.
+fn typed_value(schema: &Schema, field: &str, ty: FieldType, text: &str) -> Result<Query> {
+    if ty == FieldType::Ip {
+        return Ok(match typed::ip_value(field, text)? {
+            IpMatch::V4(range) => Query::IndexedRange {
+                field: field.to_owned(),
+                range,
+            },
+            IpMatch::V6(canonical) => Query::Exact {
+                field: field.to_owned(),
+                value: canonical,
+                tokens: Vec::new(),
+            },
+        });
+    }
+    let reader = date_reader(schema, field, ty, None, None, time::now_nanos())?;
+    Ok(Query::IndexedRange {
+        field: field.to_owned(),
+        range: reader.point(field, text)?,
     })
 }
 
@@ -295,6 +562,11 @@ fn over_fields(
 /// The mapped type of `field` (`None`: dynamic), or an error if its mapping indexes nothing.
 fn mapped(schema: &Schema, field: &str) -> Result<Option<FieldType>> {
     match schema.rules(field) {
+        Some(rules) if !rules.ty.is_searchable() => Err(QueryError::Invalid(format!(
+            "field {field:?} is mapped as {}: its values are kept, not indexed, so it cannot \
+             be searched",
+            rules.to_es_json()["type"]
+        ))),
         Some(rules) if !rules.index => Err(QueryError::Invalid(format!(
             "field {field:?} is not indexed (its mapping says `index: false`), so it cannot \
              be searched"
@@ -314,11 +586,13 @@ impl Query {
         }
     }
 
-    /// The sub-queries of `Any` and `Bool`; none for a leaf.
+    /// The sub-queries of `Any`, `AtLeast`, `Boost`, `Constant` and `Bool`; none for a leaf.
     fn clauses(&self) -> impl Iterator<Item = &Query> {
         let (first, second, third): (&[Query], &[Query], &[Query]) = match self {
-            Query::Any(clauses) => (clauses, &[], &[]),
-            Query::Boost { inner, .. } => (std::slice::from_ref(&**inner), &[], &[]),
+            Query::Any(clauses) | Query::AtLeast { clauses, .. } => (clauses, &[], &[]),
+            Query::Boost { inner, .. } | Query::Constant { inner, .. } => {
+                (std::slice::from_ref(&**inner), &[], &[])
+            }
             Query::Bool {
                 must,
                 should,
@@ -345,6 +619,7 @@ impl Query {
             | Query::Exact { field, .. }
             | Query::Pattern { field, .. }
             | Query::Range { field, .. }
+            | Query::IndexedRange { field, .. }
             | Query::Exists { field } => {
                 names.insert(field);
             }
@@ -414,7 +689,7 @@ mod tests {
     use super::*;
     use crate::pattern::PatternKind;
     use quarry_format::{BlockReader, Value, TERMINATED};
-    use quarry_store::mapping::{FieldMapping, Mapping};
+    use quarry_store::mapping::Mapping;
 
     fn schema(mapped: &[(&str, FieldType)]) -> Schema {
         let mut mapping = Mapping::default();

@@ -4,6 +4,7 @@
 //! Front ends translate into a `SearchRequest` and print a `SearchResponse`; they assemble
 //! nothing themselves (STYLE.md, "Requests and snapshots").
 
+use crate::agg_tree::{AggNode, AggResult};
 use crate::aggregation::AggSpec;
 use crate::cursor::Cursor;
 use crate::error::Result;
@@ -48,6 +49,8 @@ pub struct SearchRequest {
     pub histogram: Option<HistogramInterval>,
     /// Over every match, or per bucket with a histogram.
     pub aggregations: Vec<AggSpec>,
+    /// Nested aggregations (agg_tree.rs), over every match, in one pass.
+    pub tree: Vec<AggNode>,
 }
 
 impl Default for SearchRequest {
@@ -65,6 +68,7 @@ impl Default for SearchRequest {
             count: false,
             histogram: None,
             aggregations: Vec::new(),
+            tree: Vec::new(),
         }
     }
 }
@@ -129,6 +133,8 @@ pub struct SearchResponse {
     pub histogram: Option<Vec<Bucket>>,
     /// With aggregations and no histogram.
     pub aggregations: Option<serde_json::Map<String, serde_json::Value>>,
+    /// With a `tree`: one result per node.
+    pub tree: Option<Vec<AggResult>>,
     pub warnings: Vec<Warning>,
 }
 
@@ -263,6 +269,9 @@ impl Searcher {
                 response.aggregations = Some(self.aggregate(&query, &request.aggregations)?);
             }
             (None, true) => {}
+        }
+        if !request.tree.is_empty() {
+            response.tree = Some(self.aggregate_tree(&query, &request.tree)?);
         }
         Ok(response)
     }

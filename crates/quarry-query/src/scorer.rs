@@ -831,6 +831,135 @@ impl Scorer for UnionScorer<'_> {
     }
 }
 
+/// Docs matched by at least `minimum` of the scorers, scored by the sum of those that match
+/// (Lucene's BooleanQuery with `minimumNumberShouldMatch`).
+pub struct AtLeastScorer<'a> {
+    scorers: Vec<BoxScorer<'a>>,
+    minimum: usize,
+    doc: u32,
+}
+
+impl<'a> AtLeastScorer<'a> {
+    pub fn new(scorers: Vec<BoxScorer<'a>>, minimum: usize) -> Self {
+        let mut scorer = AtLeastScorer {
+            scorers,
+            minimum,
+            doc: 0,
+        };
+        scorer.doc = scorer.settle();
+        scorer
+    }
+
+    /// From where the scorers stand: the first doc at least `minimum` of them are on, moving
+    /// past docs with fewer.
+    fn settle(&mut self) -> u32 {
+        loop {
+            let doc = self
+                .scorers
+                .iter()
+                .map(|s| s.doc())
+                .min()
+                .unwrap_or(TERMINATED);
+            if doc == TERMINATED {
+                return TERMINATED;
+            }
+            let on = self.scorers.iter().filter(|s| s.doc() == doc).count();
+            if on >= self.minimum {
+                return doc;
+            }
+            for scorer in self.scorers.iter_mut().filter(|s| s.doc() == doc) {
+                scorer.advance();
+            }
+        }
+    }
+}
+
+impl Scorer for AtLeastScorer<'_> {
+    fn doc(&self) -> u32 {
+        self.doc
+    }
+    fn advance(&mut self) -> u32 {
+        if self.doc == TERMINATED {
+            return TERMINATED;
+        }
+        let current = self.doc;
+        for scorer in self.scorers.iter_mut().filter(|s| s.doc() == current) {
+            scorer.advance();
+        }
+        self.doc = self.settle();
+        self.doc
+    }
+    fn seek(&mut self, target: u32) -> u32 {
+        if self.doc >= target {
+            return self.doc;
+        }
+        for scorer in &mut self.scorers {
+            scorer.seek(target);
+        }
+        self.doc = self.settle();
+        self.doc
+    }
+    fn score(&mut self) -> f32 {
+        let doc = self.doc;
+        self.scorers
+            .iter_mut()
+            .filter(|s| s.doc() == doc)
+            .map(|s| s.score())
+            .sum()
+    }
+    fn max_score(&self) -> f32 {
+        inflate(self.scorers.iter().map(|s| s.max_score()).sum())
+    }
+    fn cost(&self) -> u64 {
+        self.scorers.iter().map(|s| s.cost()).sum()
+    }
+    fn error(&self) -> Option<DecodeError> {
+        self.scorers.iter().find_map(|s| s.error())
+    }
+}
+
+/// The docs of `inner`, each scored `score`.
+pub struct ConstantScorer<'a> {
+    inner: BoxScorer<'a>,
+    score: f32,
+}
+
+impl<'a> ConstantScorer<'a> {
+    pub fn new(inner: BoxScorer<'a>, score: f32) -> Self {
+        ConstantScorer { inner, score }
+    }
+}
+
+impl Scorer for ConstantScorer<'_> {
+    fn doc(&self) -> u32 {
+        self.inner.doc()
+    }
+    fn advance(&mut self) -> u32 {
+        self.inner.advance()
+    }
+    fn seek(&mut self, target: u32) -> u32 {
+        self.inner.seek(target)
+    }
+    fn score(&mut self) -> f32 {
+        self.score
+    }
+    fn max_score(&self) -> f32 {
+        self.score
+    }
+    fn cost(&self) -> u64 {
+        self.inner.cost()
+    }
+    fn error(&self) -> Option<DecodeError> {
+        self.inner.error()
+    }
+    fn for_each_doc(&mut self, f: &mut dyn FnMut(u32)) {
+        self.inner.for_each_doc(f)
+    }
+    fn count_rest(&mut self) -> u64 {
+        self.inner.count_rest()
+    }
+}
+
 /// Docs of `required` not matched by `excluded`.
 pub struct ExclusionScorer<'a> {
     pub required: BoxScorer<'a>,

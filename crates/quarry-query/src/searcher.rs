@@ -219,9 +219,11 @@ impl Searcher {
     /// One searcher over several (a search over several tenants' indices, as an
     /// Elasticsearch index pattern asks): their blocks side by side, each block's id made
     /// unique by its part's rank in the top bits (`part_of` reads it back), so cursors stay
-    /// total. Queries are planned as the first part's schema says; a damaged block is reported
-    /// to every part (each takes out only its own).
-    pub fn union(parts: &[Arc<Searcher>]) -> Searcher {
+    /// total. Queries are planned with the parts' mappings merged (the first part's
+    /// analyzers): a field that two parts map differently is an error, since one plan could
+    /// not search both as they were indexed. A damaged block is reported to every part (each
+    /// takes out only its own).
+    pub fn union(parts: &[Arc<Searcher>]) -> Result<Searcher, quarry_store::MappingError> {
         assert!(parts.len() <= MAX_UNION_PARTS, "too many parts");
         let mut blocks: Vec<(Arc<BlockReader>, u64)> = Vec::new();
         let mut damaged = Vec::new();
@@ -240,12 +242,19 @@ impl Searcher {
             .filter_map(|p| p.damage_report.clone())
             .collect();
         let first = parts.first();
-        let schema = first.map_or_else(
-            || Arc::new(Schema::dynamic(Arc::new(Analyzer::default()))),
-            |p| p.schema.clone(),
-        );
+        let mut mapping = quarry_store::Mapping::default();
+        for part in parts {
+            mapping = mapping.merged(part.schema.mapping())?;
+        }
+        let schema = Arc::new(Schema::new(
+            first.map_or_else(
+                || Arc::new(Analyzer::default()),
+                |p| p.schema.analyzer().clone(),
+            ),
+            mapping,
+        ));
         let (blocks, block_ids): (Vec<_>, Vec<_>) = blocks.into_iter().unzip();
-        Searcher {
+        Ok(Searcher {
             text_fields: text_fields(&blocks, &schema),
             blocks,
             block_ids,
@@ -258,7 +267,7 @@ impl Searcher {
                     as DamageReport
             }),
             chunk_cache: first.and_then(|p| p.chunk_cache.clone()),
-        }
+        })
     }
 
     /// Which part of a `union` a block id (a hit's `location.block_id`) belongs to.

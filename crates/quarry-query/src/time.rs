@@ -169,7 +169,12 @@ fn parse_absolute(text: &str, zone: Zone, rounding: Rounding) -> Result<i64, Str
 
 /// Applies date-math steps (`-1d`, `+2h`, `/d`, ...) to `time`; calendar steps and roundings
 /// count in `zone`'s wall-clock time, and a rounding goes `rounding`'s way.
-fn date_math(mut time: i64, mut math: &str, zone: Zone, rounding: Rounding) -> Result<i64, String> {
+pub(crate) fn date_math(
+    mut time: i64,
+    mut math: &str,
+    zone: Zone,
+    rounding: Rounding,
+) -> Result<i64, String> {
     use chrono::{Months, TimeZone};
     let out_of_range = || "out of range".to_owned();
     while let Some(op) = math.chars().next() {

@@ -44,6 +44,16 @@ pub enum Weight {
         optimizations: crate::filter::Optimizations,
     },
     Any(Vec<Weight>),
+    /// At least `minimum` of the clauses (`Query::AtLeast`).
+    AtLeast {
+        clauses: Vec<Weight>,
+        minimum: usize,
+    },
+    /// The docs of `inner`, each scored `score` (`Query::Constant`).
+    Constant {
+        inner: Box<Weight>,
+        score: f32,
+    },
     /// Filters (score 0); they carry the optimizations their scorers may use.
     TimeRange {
         start: i64,
@@ -57,6 +67,11 @@ pub enum Weight {
         /// Check docs against the doc values as they are asked for, instead of finding all
         /// the block's matches first (`with_checked_ranges`: time-sorted searches).
         checked: bool,
+    },
+    /// A range of the field's number terms (`Query::IndexedRange`).
+    IndexedRange {
+        field: String,
+        range: NumericRange,
     },
     Exists {
         field: String,
@@ -189,7 +204,10 @@ impl Weight {
     fn boost(&mut self, boost: f32) {
         match self {
             Weight::Term { weight, .. } | Weight::Phrase { weight, .. } => *weight *= boost,
-            Weight::Any(clauses) => clauses.iter_mut().for_each(|c| c.boost(boost)),
+            Weight::Any(clauses) | Weight::AtLeast { clauses, .. } => {
+                clauses.iter_mut().for_each(|c| c.boost(boost))
+            }
+            Weight::Constant { score, .. } => *score *= boost,
             Weight::Bool {
                 must,
                 should,
@@ -286,6 +304,14 @@ impl Weight {
                 optimizations,
             },
             Query::Any(clauses) => Weight::Any(all(clauses, caches)),
+            Query::AtLeast { clauses, minimum } => Weight::AtLeast {
+                clauses: all(clauses, caches),
+                minimum: *minimum,
+            },
+            Query::Constant { inner, score } => Weight::Constant {
+                inner: Box::new(Self::build(inner, stats, params, optimizations, caches)),
+                score: *score,
+            },
             Query::Boost { inner, boost } => {
                 let mut weight = Self::build(inner, stats, params, optimizations, caches);
                 weight.boost(*boost);
@@ -301,6 +327,10 @@ impl Weight {
                 range: range.clone(),
                 optimizations,
                 checked: false,
+            },
+            Query::IndexedRange { field, range } => Weight::IndexedRange {
+                field: field.clone(),
+                range: range.clone(),
             },
             Query::Exists { field } => Weight::Exists {
                 field: field.clone(),
@@ -521,6 +551,9 @@ impl Weight {
                 optimizations,
                 checked,
             } => filter::numeric_range_scorer(block, field, range, *optimizations, *checked)?,
+            Weight::IndexedRange { field, range } => {
+                filter::indexed_range_scorer(block, field, range)?
+            }
             Weight::Exists { field } => filter::exists_scorer(block, field)?,
             Weight::Any(clauses) => {
                 let scorers = Self::scorers(clauses, index, block)?;
@@ -530,6 +563,14 @@ impl Weight {
                     _ => Some(Box::new(UnionScorer::new(scorers))),
                 }
             }
+            Weight::AtLeast { clauses, minimum } => {
+                let scorers = Self::scorers(clauses, index, block)?;
+                (scorers.len() >= *minimum)
+                    .then(|| Box::new(AtLeastScorer::new(scorers, *minimum)) as BoxScorer)
+            }
+            Weight::Constant { inner, score } => inner
+                .scorer(index, block)?
+                .map(|inner| Box::new(ConstantScorer::new(inner, *score)) as BoxScorer),
             Weight::Bool {
                 must,
                 should,
@@ -595,7 +636,10 @@ impl Weight {
     fn check_ranges(&mut self) {
         match self {
             Weight::Range { checked, .. } => *checked = true,
-            Weight::Any(clauses) => clauses.iter_mut().for_each(Weight::check_ranges),
+            Weight::Any(clauses) | Weight::AtLeast { clauses, .. } => {
+                clauses.iter_mut().for_each(Weight::check_ranges)
+            }
+            Weight::Constant { inner, .. } => inner.check_ranges(),
             Weight::Bool {
                 must,
                 should,

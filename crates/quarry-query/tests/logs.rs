@@ -14,6 +14,10 @@ use proptest::test_runner::TestCaseError;
 use quarry_format::{BlockReader, Value};
 use quarry_index::event::format_time;
 use quarry_index::{Analyzer, SegmentBuilder};
+use quarry_query::agg_tree::{
+    AggNode, AggResult, BucketKey, BucketResult, Metric, MetricResult, NodeKind, TermKey,
+    TimeBuckets,
+};
 use quarry_query::aggregation::{AggKind, AggSpec, PERCENTILE_RELATIVE_ERROR};
 use quarry_query::cursor::Cursor;
 use quarry_query::filter::Optimizations;
@@ -1112,6 +1116,13 @@ fn check_answers(
                 &format!("bucket {start}, {context}"),
             )?;
         }
+        check_tree(
+            searcher,
+            &query,
+            &matched_events,
+            case.agg_interval,
+            &context,
+        )?;
         let specs = [AggSpec::parse("count").unwrap()];
         let buckets = searcher
             .aggregate_histogram(&within, case.agg_interval, &specs)
@@ -1129,6 +1140,409 @@ fn check_answers(
     }
     corpus.searcher.set_optimizations(Optimizations::ALL);
     Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Nested aggregations (agg_tree.rs) and their model
+
+/// The filters of the tree's `filters` node, as the model reads them.
+fn tree_filters() -> Vec<Q> {
+    vec![
+        Q::FieldWord("level", "error"),
+        Q::Word("alpha"),
+        Q::Exists("bytes"),
+    ]
+}
+
+/// A tree using every node kind: terms (with a missing key) over time buckets and number
+/// histograms, ranges over terms, filters (with the other bucket) over a missing bucket.
+fn test_tree(interval: i64) -> Vec<AggNode> {
+    let metric = |field: &str, metric: Metric| AggNode {
+        kind: NodeKind::Metric {
+            field: field.into(),
+            metric,
+            missing: None,
+        },
+        children: Vec::new(),
+    };
+    let node = |kind: NodeKind, children: Vec<AggNode>| AggNode { kind, children };
+    vec![
+        node(
+            NodeKind::Terms {
+                field: "level".into(),
+                missing: Some(TermKey::Str("none".into())),
+            },
+            vec![
+                node(
+                    NodeKind::DateHistogram {
+                        field: "_time".into(),
+                        buckets: TimeBuckets::Fixed {
+                            interval,
+                            offset: 0,
+                            zone: Default::default(),
+                        },
+                    },
+                    vec![
+                        metric("ratio", Metric::Stats),
+                        metric("msg", Metric::ValueCount),
+                        metric(
+                            "_time",
+                            Metric::TopHits {
+                                size: 3,
+                                oldest_first: false,
+                            },
+                        ),
+                    ],
+                ),
+                node(
+                    NodeKind::Histogram {
+                        field: "latency".into(),
+                        interval: 50.0,
+                        offset: 7.0,
+                    },
+                    vec![metric("bytes", Metric::Stats)],
+                ),
+            ],
+        ),
+        node(
+            NodeKind::Range {
+                field: "latency".into(),
+                ranges: vec![
+                    (None, Some(0.0)),
+                    (Some(0.0), Some(100.0)),
+                    (Some(50.0), None),
+                ],
+            },
+            vec![node(
+                NodeKind::Terms {
+                    field: "ip".into(),
+                    missing: None,
+                },
+                vec![
+                    metric("ratio", Metric::ValueCount),
+                    metric(
+                        "_time",
+                        Metric::TopHits {
+                            size: 2,
+                            oldest_first: true,
+                        },
+                    ),
+                ],
+            )],
+        ),
+        node(
+            NodeKind::Filters {
+                filters: tree_filters()
+                    .iter()
+                    .map(|q| quarry_query::parser::parse(&q.render()).unwrap())
+                    .collect(),
+                other: true,
+            },
+            vec![
+                node(
+                    NodeKind::Missing {
+                        field: "ratio".into(),
+                    },
+                    vec![metric("ip", Metric::Cardinality)],
+                ),
+                metric("bytes", Metric::Stats),
+            ],
+        ),
+        node(
+            NodeKind::Terms {
+                field: "bytes".into(),
+                missing: None,
+            },
+            Vec::new(),
+        ),
+        node(
+            NodeKind::MultiTerms {
+                fields: vec![
+                    ("level".into(), None),
+                    ("bytes".into(), Some(TermKey::Int(-1))),
+                ],
+            },
+            vec![metric("ratio", Metric::Stats)],
+        ),
+        metric("latency", Metric::ValueCount),
+        AggNode {
+            kind: NodeKind::Metric {
+                field: "latency".into(),
+                metric: Metric::Stats,
+                missing: Some(TermKey::Int(-7)),
+            },
+            children: Vec::new(),
+        },
+    ]
+}
+
+/// The model's terms key of a value (`None`: no key).
+fn model_term(value: &Value) -> Option<TermKey> {
+    Some(match value {
+        Value::Str(s) => TermKey::Str(s.clone()),
+        Value::I64(v) => TermKey::Int(*v),
+        Value::U64(v) => i64::try_from(*v).map_or(TermKey::Uint(*v), TermKey::Int),
+        Value::F64(v) => TermKey::float(*v),
+        Value::Bool(b) => TermKey::Bool(*b),
+        Value::Json(_) | Value::Timestamp(_) => return None,
+    })
+}
+
+/// The tree's answer by brute force: each node groups the events by their keys.
+fn model_tree(nodes: &[AggNode], events: &[&ModelEvent]) -> Vec<AggResult> {
+    nodes.iter().map(|node| model_node(node, events)).collect()
+}
+
+fn model_node(node: &AggNode, events: &[&ModelEvent]) -> AggResult {
+    let keys_of = |event: &ModelEvent| -> Vec<BucketKey> {
+        match &node.kind {
+            NodeKind::Terms { field, missing } => match event.value(field) {
+                Some(value) => model_term(value).map(BucketKey::Term).into_iter().collect(),
+                None => missing.clone().map(BucketKey::Term).into_iter().collect(),
+            },
+            NodeKind::Histogram {
+                field,
+                interval,
+                offset,
+            } => number_of(event, field)
+                .filter(|v| v.is_finite())
+                .map(|v| BucketKey::Slot(((v - offset) / interval).floor() as i64))
+                .into_iter()
+                .collect(),
+            NodeKind::DateHistogram {
+                buckets: TimeBuckets::Fixed { interval, .. },
+                ..
+            } => vec![BucketKey::Slot(event.time.div_euclid(*interval) * interval)],
+            NodeKind::Range { field, ranges } => match number_of(event, field) {
+                Some(v) => ranges
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, (from, to))| {
+                        from.is_none_or(|f| v >= f) && to.is_none_or(|t| v < t)
+                    })
+                    .map(|(i, _)| BucketKey::Slot(i as i64))
+                    .collect(),
+                None => Vec::new(),
+            },
+            NodeKind::Filters { other, .. } => {
+                let filters = tree_filters();
+                let mut keys: Vec<BucketKey> = filters
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, q)| q.matches(event))
+                    .map(|(i, _)| BucketKey::Slot(i as i64))
+                    .collect();
+                if *other && keys.is_empty() {
+                    keys.push(BucketKey::Slot(filters.len() as i64));
+                }
+                keys
+            }
+            NodeKind::MultiTerms { fields } => {
+                let parts: Option<Vec<TermKey>> = fields
+                    .iter()
+                    .map(|(field, missing)| match event.value(field) {
+                        Some(value) => model_term(value),
+                        None => missing.clone(),
+                    })
+                    .collect();
+                parts
+                    .map(|p| BucketKey::Term(TermKey::Tuple(p)))
+                    .into_iter()
+                    .collect()
+            }
+            NodeKind::Missing { field } => {
+                if event.value(field).is_none() {
+                    vec![BucketKey::Slot(0)]
+                } else {
+                    Vec::new()
+                }
+            }
+            other => panic!("no model for {other:?}"),
+        }
+    };
+    if let NodeKind::Metric {
+        field,
+        metric,
+        missing,
+    } = &node.kind
+    {
+        let missing = missing.as_ref().and_then(TermKey::as_f64);
+        return AggResult::Metric(match metric {
+            Metric::Stats => {
+                let numbers: Vec<f64> = events
+                    .iter()
+                    .filter_map(|e| match e.value(field) {
+                        None => missing,
+                        Some(_) => number_of(e, field),
+                    })
+                    .filter(|v| !v.is_nan())
+                    .collect();
+                MetricResult::Stats {
+                    count: numbers.len() as u64,
+                    min: numbers.iter().copied().fold(f64::INFINITY, f64::min),
+                    max: numbers.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                    sum: numbers.iter().sum(),
+                    sum_of_squares: numbers.iter().map(|v| v * v).sum(),
+                }
+            }
+            Metric::ValueCount => MetricResult::ValueCount(
+                events.iter().filter(|e| e.value(field).is_some()).count() as u64,
+            ),
+            Metric::Cardinality => MetricResult::Cardinality(
+                events
+                    .iter()
+                    .filter_map(|e| match e.value(field) {
+                        Some(Value::Str(s)) => Some(s.as_str()),
+                        _ => None,
+                    })
+                    .collect::<HashSet<_>>()
+                    .len() as u64,
+            ),
+            Metric::Percentiles(_) => panic!("percentiles are checked elsewhere"),
+            // Times only: ties in time may come in any order (the tree breaks them by block
+            // and doc).
+            Metric::TopHits { size, oldest_first } => {
+                let mut times: Vec<i64> = events.iter().map(|e| e.time).collect();
+                times.sort_unstable();
+                if !oldest_first {
+                    times.reverse();
+                }
+                MetricResult::TopHits {
+                    total: times.len() as u64,
+                    hits: times
+                        .into_iter()
+                        .take(*size)
+                        .map(|time| quarry_query::Hit {
+                            block: 0,
+                            doc: 0,
+                            score: None,
+                            time,
+                        })
+                        .collect(),
+                }
+            }
+        });
+    }
+    let mut groups: Vec<(BucketKey, Vec<&ModelEvent>)> = Vec::new();
+    for event in events {
+        for key in keys_of(event) {
+            match groups.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, group)) => group.push(event),
+                None => groups.push((key, vec![*event])),
+            }
+        }
+    }
+    AggResult::Buckets(
+        groups
+            .into_iter()
+            .map(|(key, group)| BucketResult {
+                key,
+                count: group.len() as u64,
+                children: model_tree(&node.children, &group),
+            })
+            .collect(),
+    )
+}
+
+fn sorted_buckets(buckets: &[BucketResult]) -> Vec<&BucketResult> {
+    let mut sorted: Vec<&BucketResult> = buckets.iter().collect();
+    sorted.sort_by(|a, b| format!("{:?}", a.key).cmp(&format!("{:?}", b.key)));
+    sorted
+}
+
+/// Compares a tree's answer with the model's: buckets in key order, sums within rounding.
+fn same_tree(got: &[AggResult], want: &[AggResult], path: &str) -> Result<(), String> {
+    if got.len() != want.len() {
+        return Err(format!(
+            "{path}: {} results, model {}",
+            got.len(),
+            want.len()
+        ));
+    }
+    for (i, (got, want)) in got.iter().zip(want).enumerate() {
+        let path = format!("{path}/{i}");
+        match (got, want) {
+            (AggResult::Buckets(got), AggResult::Buckets(want)) => {
+                let (got, want) = (sorted_buckets(got), sorted_buckets(want));
+                let keys = |b: &[&BucketResult]| -> Vec<(BucketKey, u64)> {
+                    b.iter().map(|b| (b.key.clone(), b.count)).collect()
+                };
+                if keys(&got) != keys(&want) {
+                    return Err(format!(
+                        "{path}: buckets {:?}, model {:?}",
+                        keys(&got),
+                        keys(&want)
+                    ));
+                }
+                for (g, w) in got.iter().zip(&want) {
+                    same_tree(&g.children, &w.children, &format!("{path}[{:?}]", g.key))?;
+                }
+            }
+            (
+                AggResult::Metric(MetricResult::Stats {
+                    count,
+                    min,
+                    max,
+                    sum,
+                    sum_of_squares,
+                }),
+                AggResult::Metric(MetricResult::Stats {
+                    count: count2,
+                    min: min2,
+                    max: max2,
+                    sum: sum2,
+                    sum_of_squares: squares2,
+                }),
+            ) => {
+                // Sums differ by rounding in the order of addition: a few ulps of the
+                // largest value, times the count.
+                let largest = min.abs().max(max.abs());
+                let close = |a: f64, b: f64, scale: f64| {
+                    a == b
+                        || (a.is_nan() && b.is_nan())
+                        || (a - b).abs() <= 1e-12 * scale * (*count as f64)
+                };
+                if count != count2
+                    || min != min2
+                    || max != max2
+                    || !close(*sum, *sum2, largest)
+                    || !close(*sum_of_squares, *squares2, largest * largest)
+                {
+                    return Err(format!("{path}: {got:?}, model {want:?}"));
+                }
+            }
+            (
+                AggResult::Metric(MetricResult::TopHits { hits, total }),
+                AggResult::Metric(MetricResult::TopHits {
+                    hits: model,
+                    total: model_total,
+                }),
+            ) => {
+                let times = |hits: &[quarry_query::Hit]| -> Vec<i64> {
+                    hits.iter().map(|h| h.time).collect()
+                };
+                if total != model_total || times(hits) != times(model) {
+                    return Err(format!("{path}: {got:?}, model {want:?}"));
+                }
+            }
+            _ if got == want => {}
+            _ => return Err(format!("{path}: {got:?}, model {want:?}")),
+        }
+    }
+    Ok(())
+}
+
+fn check_tree(
+    searcher: &Searcher,
+    query: &Query,
+    events: &[&ModelEvent],
+    interval: i64,
+    context: &str,
+) -> Result<(), TestCaseError> {
+    let tree = test_tree(interval);
+    let got = searcher.aggregate_tree(query, &tree).unwrap();
+    let want = model_tree(&tree, events);
+    same_tree(&got, &want, "tree").map_err(|e| TestCaseError::fail(format!("{e}, {context}")))
 }
 
 fn corpus_has_extremes(corpus: &Corpus) -> bool {

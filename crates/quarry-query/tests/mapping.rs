@@ -246,7 +246,14 @@ impl Model<'_> {
                         .is_some_and(|v| Self::numbers(v).contains(&number))
                 })))
             }
-            Some(FieldType::Boolean) => unreachable!("no boolean fields here"),
+            Some(
+                FieldType::Boolean
+                | FieldType::Date
+                | FieldType::DateNanos
+                | FieldType::Ip
+                | FieldType::Binary
+                | FieldType::GeoPoint,
+            ) => unreachable!("no such fields here (tests/typed_fields.rs has dates and ips)"),
             Some(FieldType::Text) | None => {
                 let analyzer = self.schema.analyzer_for(field);
                 let needle = analyzer.tokens(text);

@@ -144,11 +144,14 @@ impl EsParams {
         Ok(EsParams { pairs })
     }
 
-    /// 400 naming the first parameter that is neither in `known` nor a no-op every endpoint
-    /// takes (`NO_OP_PARAMS`).
+    /// 400 naming the first parameter that is neither in `known` nor one every endpoint
+    /// takes (`NO_OP_PARAMS`, and `filter_path`, which a layer over the router answers:
+    /// es_filter_path.rs).
     pub(crate) fn check(&self, api: &str, known: &[&str]) -> Result<(), ApiError> {
         match self.pairs.iter().find(|(name, _)| {
-            !known.contains(&name.as_str()) && !NO_OP_PARAMS.contains(&name.as_str())
+            !known.contains(&name.as_str())
+                && !NO_OP_PARAMS.contains(&name.as_str())
+                && name != crate::es_filter_path::PARAM
         }) {
             Some((name, _)) => Err(ApiError::bad_request(format!(
                 "unsupported: {api} URL parameter [{name}] (Quarry takes: {})",

@@ -1,6 +1,7 @@
 //! How a `_search` hit is shown, as its request asks: `_source` filtering (`false`, a pattern or
 //! a list, `includes`/`excludes`, and the `_source*` URL parameters), `fields` and
-//! `docvalue_fields` (values as lists, `@timestamp` in the date format asked for), `version`,
+//! `docvalue_fields` (values as lists, `@timestamp` in the date format asked for),
+//! `stored_fields` (`_none_`, `[]`, or names shown as `fields` are), `version`,
 //! and `highlight` (the query's words wrapped in `pre_tags`/`post_tags`, Grafana's logs panel).
 //! Every option of these is honoured or refused by name.
 
@@ -8,7 +9,7 @@ use crate::es_api::EsParams;
 use crate::ApiError;
 use quarry_index::analysis::for_each_word;
 use quarry_query::parser::{Ast, Occur};
-use quarry_query::pattern::Pattern;
+use quarry_query::pattern::{Pattern, PatternKind};
 use quarry_store::mapping::glob_matches;
 use serde_json::{json, Map, Value as JsonValue};
 use std::sync::Arc;
@@ -21,6 +22,8 @@ pub(crate) struct HitView {
     fields: Vec<(String, DateFormat)>,
     highlight: Option<Highlight>,
     version: bool,
+    /// `stored_fields: "_none_"`: not even the hit's `_id`.
+    no_stored_fields: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -108,7 +111,8 @@ impl HitView {
                                 || ApiError::bad_request(format!("{path}: expected a field")),
                             )?;
                             let format = match object.get("format").and_then(JsonValue::as_str) {
-                                None | Some("strict_date_optional_time" | "date_optional_time") => {
+                                // `use_field_mapping`: the default, named (Elasticsearch 6's way).
+                                None | Some("strict_date_optional_time" | "date_optional_time" | "use_field_mapping") => {
                                     DateFormat::Millis
                                 }
                                 Some("strict_date_optional_time_nanos") => DateFormat::Nanos,
@@ -127,9 +131,7 @@ impl HitView {
             }
             // An empty object asks for nothing (Grafana sends one).
             "script_fields" if value.as_object().is_some_and(Map::is_empty) => {}
-            "stored_fields" if value.as_str() == Some("_none_") => {
-                self.source.enabled = false;
-            }
+            "stored_fields" => self.stored_fields(&strings(value, key)?),
             "highlight" => self.highlight = Some(highlight(value)?),
             _ => return Ok(false),
         }
@@ -138,8 +140,32 @@ impl HitView {
 
     /// The URL parameters about hits: `_source`, `_source_includes`, `_source_excludes`,
     /// `version`.
-    pub(crate) const PARAMS: &'static [&'static str] =
-        &["_source", "_source_includes", "_source_excludes", "version"];
+    pub(crate) const PARAMS: &'static [&'static str] = &[
+        "_source",
+        "_source_includes",
+        "_source_excludes",
+        "version",
+        "stored_fields",
+        "docvalue_fields",
+    ];
+
+    /// `stored_fields`: `_none_` shows nothing of a hit but where it is from; a list shows
+    /// `_source` only if it names it, and the values of the other fields it names under
+    /// `fields`, as `fields` does: Quarry keeps every field (its mapping's `stored`), so every
+    /// field is stored in Elasticsearch's sense (`store: true`).
+    fn stored_fields(&mut self, names: &[String]) {
+        if names.iter().any(|name| name == "_none_") {
+            self.source.enabled = false;
+            self.no_stored_fields = true;
+            return;
+        }
+        if !names.iter().any(|name| name == "_source") {
+            self.source.enabled = false;
+        }
+        for name in names.iter().filter(|name| *name != "_source") {
+            self.fields.push((name.clone(), DateFormat::Millis));
+        }
+    }
 
     pub(crate) fn read_params(&mut self, params: &EsParams) -> Result<(), ApiError> {
         if let Some(value) = params.get("_source") {
@@ -156,6 +182,15 @@ impl HitView {
             self.source.excludes = list.split(',').map(str::to_owned).collect();
         }
         self.version |= params.flag("version", false)?;
+        if let Some(list) = params.get("docvalue_fields") {
+            for name in list.split(',') {
+                self.fields.push((name.to_owned(), DateFormat::Millis));
+            }
+        }
+        if let Some(list) = params.get("stored_fields") {
+            let names: Vec<String> = list.split(',').map(str::to_owned).collect();
+            self.stored_fields(&names);
+        }
         Ok(())
     }
 
@@ -168,6 +203,11 @@ impl HitView {
         time: i64,
         words: &QueryWords,
     ) {
+        if self.no_stored_fields {
+            if let Some(hit) = hit.as_object_mut() {
+                hit.remove("_id");
+            }
+        }
         if self.source.enabled {
             // `_id` is the hit's, not a field of its source.
             let kept: Map<String, JsonValue> = flat
@@ -429,7 +469,20 @@ impl QueryWords {
                     }
                 }
             }
-            Ast::Range { .. } | Ast::Exists { .. } | Ast::All => {}
+            Ast::BoolPrefix(query) => {
+                // Every word a term, the last also a prefix.
+                let mut last = None;
+                for_each_word(&query.text, &mut |word: &str| {
+                    last = Some(word.to_lowercase());
+                });
+                text_words(&query.field, &query.text);
+                if let Some(last) = last {
+                    if let Ok(prefix) = Pattern::new(PatternKind::Prefix(last)) {
+                        self.patterns.push((query.field.clone(), Arc::new(prefix)));
+                    }
+                }
+            }
+            Ast::Range { .. } | Ast::TypedRange { .. } | Ast::Exists { .. } | Ast::All => {}
         }
     }
 

@@ -189,10 +189,11 @@ pub(crate) async fn start(
     let live = state.authorize(tenant, headers)?.live.clone();
     let size = plan.request.limit;
     let run = plan.clone();
+    let names = [tenant.to_owned()];
     let (snapshot, response, aggregations) = state
         .search(move || {
             let snapshot = live.published_snapshot();
-            let (response, aggregations) = run.execute(&snapshot)?;
+            let (response, aggregations) = run.execute(&snapshot, &names)?;
             Ok((snapshot, response, aggregations))
         })
         .await?;
@@ -326,7 +327,7 @@ async fn page(
             empty.request.limit = 0;
             let snapshot = snapshot.clone();
             let run = empty.clone();
-            let (response, _) = state.search(move || run.execute(&snapshot)).await?;
+            let (response, _) = state.search(move || run.execute(&snapshot, &[])).await?;
             let answer = empty.answer(&[tenant.to_owned()], &response, Map::new(), started);
             return Ok((answer, Position::Done));
         }
@@ -353,7 +354,7 @@ async fn page(
     };
     let run = plan.clone();
     let snapshot = snapshot.clone();
-    let (response, _) = state.search(move || run.execute(&snapshot)).await?;
+    let (response, _) = state.search(move || run.execute(&snapshot, &[])).await?;
     let position = next_position(&plan, &response, scroll.size, skipped);
     let answer = plan.answer(&[tenant.to_owned()], &response, Map::new(), started);
     Ok((answer, position))

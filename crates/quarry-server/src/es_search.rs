@@ -7,11 +7,11 @@
 //! Elasticsearch's `max_result_window`), one `sort` key (`_doc` alone is index order), and
 //! `search_after` (a hit's `sort` values: its time in milliseconds or field value, and Quarry's
 //! cursor); hits are shown as `es_hits` says; scrolls and points in time are `es_scroll`'s.
-//! Aggregations (`parse_aggs`): `date_histogram`, `histogram`, `range`, `terms` and the
-//! metrics, nested to any depth; each bucket below the first level is one more search over the
-//! same snapshot. Every option of a body, URL or aggregation that Quarry does not honour is
-//! refused by name (`check_agg_options`, `EsParams::check`).
+//! Aggregations are `es_aggs`': translated into Quarry's aggregation tree and evaluated in
+//! the same pass as the search. Every option of a body, URL or aggregation that Quarry does
+//! not honour is refused by name (`EsParams::check`, `es_aggs::check_options`).
 
+use crate::es_aggs;
 use crate::es_api::{body_object, es_error, es_response, EsParams};
 use crate::es_hits::{HitView, QueryWords};
 use crate::es_indices;
@@ -22,16 +22,13 @@ use axum::body::Bytes;
 use axum::extract::{Path as UrlPath, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
-use quarry_query::aggregation::AggSpec;
 use quarry_query::dsl::{self, DslError};
 use quarry_query::field_sort::{FieldSort, SortCursor, SortSpec};
-use quarry_query::parser::{Ast, Occur};
-use quarry_query::range::{Number, NumericRange};
-use quarry_query::time::{now_nanos, parse_interval};
+use quarry_query::parser::Ast;
+use quarry_query::time::now_nanos;
 use quarry_query::Cursor;
-use quarry_query::{HistogramInterval, SearchRequest, SearchResponse, Searcher, SortOrder};
+use quarry_query::{SearchRequest, SearchResponse, Searcher, SortOrder};
 use serde_json::{json, Map, Value as JsonValue};
-use std::ops::Bound;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -96,7 +93,7 @@ pub(crate) async fn count(
                 }
             }
         }
-        let (_, snapshots) = snapshots_of(&state, &index, &headers, &params)?;
+        let (indices, snapshots) = snapshots_of(&state, &index, &headers, &params)?;
         let request = SearchRequest {
             ast,
             limit: 0,
@@ -105,7 +102,7 @@ pub(crate) async fn count(
         };
         let response = state
             .search(move || {
-                searcher_over(&snapshots)
+                searcher_over(&indices, &snapshots)?
                     .execute(&request)
                     .map_err(ApiError::from_query)
             })
@@ -299,6 +296,10 @@ pub(crate) fn mapping_of(live: &LiveIndex) -> JsonValue {
         }
     }
     for (name, (types, _)) in crate::field_summary(&searcher) {
+        // Kept but not indexed (`dynamic: false`): Elasticsearch does not list them.
+        if name != quarry_format::TIME_FIELD && schema.is_unindexed_unmapped(&name) {
+            continue;
+        }
         let has = |ty: &str| types.get(ty).is_some_and(|&n| n > 0);
         let mapping = if let Some(rules) = schema.rules(&name) {
             rules.to_es_json()
@@ -322,10 +323,14 @@ pub(crate) fn mapping_of(live: &LiveIndex) -> JsonValue {
         };
         insert_dotted(&mut properties, name, mapping, Some("properties"));
     }
-    json!({ "properties": properties })
+    let mut out = json!({ "properties": properties });
+    if let Some(dynamic) = schema.mapping().to_es_json().get("dynamic") {
+        out["dynamic"] = dynamic.clone();
+    }
+    out
 }
 
-fn dsl_error(error: DslError) -> ApiError {
+pub(crate) fn dsl_error(error: DslError) -> ApiError {
     ApiError::bad_request(format!("[{}] {}", error.path, error.reason))
 }
 
@@ -363,11 +368,9 @@ pub(crate) async fn search_one(
         None => snapshots_of(state, index, headers, params)?,
     };
     let run = plan.clone();
+    let names = indices.clone();
     let (response, aggregations) = state
-        .search(move || {
-            // One snapshot for the main search and every bucket's: their counts agree.
-            run.execute(&searcher_over(&snapshots))
-        })
+        .search(move || run.execute(&*searcher_over(&names, &snapshots)?, &names))
         .await?;
     let mut answer = plan.answer(&indices, &response, aggregations, started);
     if let Some((id, _)) = &plan.pit {
@@ -399,11 +402,20 @@ fn snapshots_of(
     Ok((indices, snapshots))
 }
 
-/// One searcher over `snapshots` (a union of several).
-fn searcher_over(snapshots: &[Arc<Searcher>]) -> Arc<Searcher> {
+/// One searcher over the snapshots of `indices` (a union of several). Indices that map a
+/// field differently cannot be searched as one: a 400 names the field.
+fn searcher_over(
+    indices: &[String],
+    snapshots: &[Arc<Searcher>],
+) -> Result<Arc<Searcher>, ApiError> {
     match snapshots {
-        [one] => one.clone(),
-        many => Arc::new(Searcher::union(many)),
+        [one] => Ok(one.clone()),
+        many => Searcher::union(many).map(Arc::new).map_err(|e| {
+            ApiError::bad_request(format!(
+                "[{}] cannot be searched together: {e}; search them one at a time",
+                indices.join(",")
+            ))
+        }),
     }
 }
 
@@ -414,101 +426,15 @@ pub(crate) struct SearchPlan {
     from: usize,
     /// `pit`: a point in time's id and its renewed keep-alive.
     pit: Option<(String, Option<std::time::Duration>)>,
-    track_total_hits: bool,
+    track_total_hits: TrackTotalHits,
     /// `rest_total_hits_as_int`: `hits.total` as a number, as before Elasticsearch 7.
     total_as_int: bool,
     /// `typed_keys`: each aggregation's name prefixed with its type (`sterms#by_host`), as
     /// the Java client asks.
     typed_keys: bool,
     view: HitView,
-    aggs: Aggs,
+    aggs: es_aggs::Level,
 }
-
-/// The aggregations of one level. Metrics (and `terms` without sub-aggregations) and one
-/// `date_histogram` with only metrics under it are answered by the level's own search (the
-/// main search at the top); every other bucket aggregation (`terms`, `histogram`, `range`,
-/// `date_histogram` with buckets under it) by one more search per bucket over the same
-/// snapshot, its query ANDed with the bucket's filter, recursively.
-#[derive(Clone, Default)]
-struct Aggs {
-    metrics: Vec<EsAgg>,
-    histogram: Option<Histogram>,
-    buckets: Vec<BucketAgg>,
-}
-
-#[derive(Clone)]
-struct Histogram {
-    name: String,
-    interval: i64,
-    min_doc_count: u64,
-    /// `extended_bounds` (ns): with `min_doc_count` 0, empty buckets fill them.
-    bounds: Option<(i64, i64)>,
-    /// `format: epoch_millis`: `key_as_string` is the key's digits, else an ISO time.
-    key_millis: bool,
-    metrics: Vec<EsAgg>,
-}
-
-/// A bucket aggregation answered bucket by bucket.
-#[derive(Clone)]
-struct BucketAgg {
-    name: String,
-    kind: BucketKind,
-    sub: Aggs,
-}
-
-#[derive(Clone)]
-enum BucketKind {
-    /// The buckets of a `terms` (ordered and cut as asked).
-    Terms { terms: EsAgg, field: String },
-    /// A `date_histogram` (its `metrics` are in `sub`).
-    DateHistogram(Histogram),
-    /// Numeric buckets `[key, key + interval)`, keys `offset + n * interval`.
-    Histogram {
-        field: String,
-        interval: f64,
-        offset: f64,
-        min_doc_count: u64,
-        /// `extended_bounds`: buckets from min to max even when empty.
-        bounds: Option<(f64, f64)>,
-    },
-    /// `[from, to)` per range.
-    Range {
-        field: String,
-        ranges: Vec<RangeBucket>,
-        keyed: bool,
-    },
-}
-
-#[derive(Clone)]
-struct RangeBucket {
-    key: String,
-    from: Option<f64>,
-    to: Option<f64>,
-}
-
-/// The most buckets one `histogram` may make (Elasticsearch's `search.max_buckets` is 65,536;
-/// each bucket here is a search).
-const MAX_HISTOGRAM_BUCKETS: f64 = 10_000.0;
-
-/// One metric or terms aggregation: its name in the request, its kind, and Quarry's spec.
-#[derive(Clone)]
-struct EsAgg {
-    name: String,
-    kind: String,
-    spec: AggSpec,
-    /// `terms` ordered by key (`Some(descending)`), and the buckets asked for: all keys (up
-    /// to `KEY_ORDER_LIMIT`) are counted, sorted by key and cut to `size`, as Elasticsearch
-    /// picks them.
-    key_order: Option<bool>,
-    size: usize,
-    /// `terms`' `min_doc_count` (1 unless asked).
-    min_doc_count: u64,
-    /// `percentiles`' `keyed` (true unless asked): values by percent, or a list.
-    keyed: bool,
-}
-
-/// The most distinct keys a `terms` ordered by `_key` reads before sorting.
-const KEY_ORDER_LIMIT: u64 = 10_000;
 
 impl SearchPlan {
     /// The URL parameters `_search` takes. Those that only steer how a cluster of shards
@@ -555,8 +481,8 @@ impl SearchPlan {
         };
         let mut size = 10usize;
         let mut from = 0usize;
-        let mut track_total_hits = true;
-        let mut aggs = Aggs::default();
+        let mut track_total_hits = TrackTotalHits::Exact;
+        let mut aggs = es_aggs::Level::default();
         let mut view = HitView::default();
         let mut search_after = None;
         let mut pit = None;
@@ -568,11 +494,18 @@ impl SearchPlan {
             from = number_param("from", value)?;
         }
         if let Some(value) = params.get("track_total_hits") {
-            track_total_hits = value != "false";
+            track_total_hits = match value {
+                "true" => TrackTotalHits::Exact,
+                "false" => TrackTotalHits::Not,
+                number => TrackTotalHits::up_to(number.parse().map_err(|_| {
+                    ApiError::bad_request(format!(
+                        "track_total_hits: expected true, false or a number, got {number:?}"
+                    ))
+                })?)?,
+            };
         }
         let total_as_int = params.flag("rest_total_hits_as_int", false)?;
         let typed_keys = params.flag("typed_keys", false)?;
-        view.read_params(params)?;
         if let Some(kind) = params.get("search_type") {
             if !matches!(kind, "query_then_fetch" | "dfs_query_then_fetch") {
                 return Err(ApiError::bad_request(format!(
@@ -596,12 +529,22 @@ impl SearchPlan {
                 },
                 "search_after" => search_after = Some(value),
                 "pit" => pit = Some(point_in_time(value)?),
-                "track_total_hits" => track_total_hits = value.as_bool() != Some(false),
+                "track_total_hits" => {
+                    track_total_hits = match value {
+                        JsonValue::Bool(true) => TrackTotalHits::Exact,
+                        JsonValue::Bool(false) => TrackTotalHits::Not,
+                        number => TrackTotalHits::up_to(number.as_i64().ok_or_else(|| {
+                            ApiError::bad_request(
+                                "track_total_hits: expected true, false or a number",
+                            )
+                        })?)?,
+                    }
+                }
                 "aggs" | "aggregations" => {
                     let object = value.as_object().ok_or_else(|| {
                         ApiError::bad_request(format!("{key}: expected an object of aggregations"))
                     })?;
-                    aggs = parse_aggs(object, key)?;
+                    aggs = es_aggs::parse(object, key, now)?;
                 }
                 // No-ops: Quarry's own request timeout bounds every search; a shard-level
                 // timeout cannot give a different answer over one index.
@@ -617,6 +560,9 @@ impl SearchPlan {
                 }
             }
         }
+        // After the body: the URL's `_source*` parameters win over the body's `_source`, as
+        // in Elasticsearch.
+        view.read_params(params)?;
         if let Some(value) = search_after {
             // A hit's `sort` values: [time in ms or the field's value, Quarry's cursor].
             let text = value
@@ -634,6 +580,11 @@ impl SearchPlan {
                 request.after = Some(text.and_then(Cursor::parse).ok_or_else(bad)?);
             }
         }
+        if let (true, TrackTotalHits::UpTo(limit)) = (total_as_int, track_total_hits) {
+            return Err(ApiError::bad_request(format!(
+                "[rest_total_hits_as_int] cannot be used if the tracking of total hits is not accurate, got {limit}"
+            )));
+        }
         if from + size > MAX_RESULT_WINDOW {
             return Err(ApiError::bad_request(format!(
                 "Result window is too large, from + size must be less than or equal to: [{MAX_RESULT_WINDOW}] but was [{}]",
@@ -641,7 +592,7 @@ impl SearchPlan {
             )));
         }
         request.limit = from + size;
-        aggs.apply(&mut request);
+        request.tree = aggs.nodes().to_vec();
         Ok(SearchPlan {
             request,
             from,
@@ -655,14 +606,28 @@ impl SearchPlan {
     }
 
     /// Runs the search and its aggregations on one snapshot.
+    /// `indices`: those `searcher` reads (several: a `Searcher::union` of them, in order),
+    /// named by the hits of `top_hits`.
     pub(crate) fn execute(
         &self,
         searcher: &Searcher,
+        indices: &[String],
     ) -> Result<(SearchResponse, Map<String, JsonValue>), ApiError> {
         let response = searcher
             .execute(&self.request)
             .map_err(ApiError::from_query)?;
-        let aggregations = self.aggs.evaluate(searcher, &self.request, &response)?;
+        let aggregations = match &response.tree {
+            Some(results) => {
+                self.aggs.check_fields(searcher)?;
+                let ctx = es_aggs::Ctx {
+                    typed: self.typed_keys,
+                    searcher,
+                    indices,
+                };
+                self.aggs.render(results, ctx)?
+            }
+            None => Map::new(),
+        };
         Ok((response, aggregations))
     }
 
@@ -682,9 +647,8 @@ impl SearchPlan {
     /// The same search without its aggregations (a scroll's later pages).
     pub(crate) fn without_aggregations(&self) -> SearchPlan {
         let mut plan = self.clone();
-        plan.aggs = Aggs::default();
-        plan.request.aggregations.clear();
-        plan.request.histogram = None;
+        plan.aggs = es_aggs::Level::default();
+        plan.request.tree.clear();
         plan
     }
 
@@ -722,7 +686,13 @@ impl SearchPlan {
                     json["sort"] = json!([hit.time.div_euclid(1_000_000), cursor.to_string()]);
                 }
                 if let Some(cursor) = &hit.sort_cursor {
-                    json["sort"] = json!([cursor.value.to_json(), cursor.to_string()]);
+                    let value = self
+                        .request
+                        .sort_field
+                        .as_ref()
+                        .and_then(|sort| exact_integer(&hit.event, &sort.field, &cursor.value))
+                        .unwrap_or_else(|| cursor.value.to_json());
+                    json["sort"] = json!([value, cursor.to_string()]);
                 }
                 json
             })
@@ -739,10 +709,15 @@ impl SearchPlan {
             "hits": hits,
         });
         let total = response.count.unwrap_or(0);
-        if self.total_as_int {
-            hits_json["total"] = total.into();
-        } else if self.track_total_hits {
-            hits_json["total"] = json!({"value": total, "relation": "eq"});
+        match (self.total_as_int, self.track_total_hits) {
+            // Elasticsearch's -1: not counted.
+            (true, TrackTotalHits::Not) => hits_json["total"] = (-1).into(),
+            (true, _) => hits_json["total"] = total.into(),
+            (false, TrackTotalHits::Not) => {}
+            (false, TrackTotalHits::UpTo(limit)) if total > limit => {
+                hits_json["total"] = json!({"value": limit, "relation": "gte"});
+            }
+            (false, _) => hits_json["total"] = json!({"value": total, "relation": "eq"}),
         }
         let mut body = json!({
             "took": started.elapsed().as_millis() as u64,
@@ -750,14 +725,31 @@ impl SearchPlan {
             "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0},
             "hits": hits_json,
         });
-        if !aggregations.is_empty() {
-            let mut aggregations = aggregations;
-            if self.typed_keys {
-                self.aggs.type_keys(&mut aggregations);
-            }
+        if !self.aggs.is_empty() {
             body["aggregations"] = aggregations.into();
         }
         body
+    }
+}
+
+/// A sort value as the event's own integer when it holds one the (64-bit float) sort value
+/// stands for: a long above 2^53 prints as sent, not rounded.
+fn exact_integer(
+    event: &[(String, quarry_format::Value)],
+    field: &str,
+    value: &quarry_query::field_sort::SortValue,
+) -> Option<JsonValue> {
+    let quarry_query::field_sort::SortValue::Number(number) = value else {
+        return None;
+    };
+    match event
+        .iter()
+        .find(|(name, _)| name == field)
+        .map(|(_, v)| v)?
+    {
+        quarry_format::Value::I64(n) if *n as f64 == *number => Some((*n).into()),
+        quarry_format::Value::U64(n) if *n as f64 == *number => Some((*n).into()),
+        _ => None,
     }
 }
 
@@ -831,691 +823,8 @@ fn insert_path(
     }
 }
 
-fn parse_aggs(object: &Map<String, JsonValue>, path: &str) -> Result<Aggs, ApiError> {
-    let mut aggs = Aggs::default();
-    for (name, definition) in object {
-        let path = format!("{path}.{name}");
-        let (kind, body, sub) = agg_parts(definition, &path)?;
-        check_agg_options(kind, body, &format!("{path}.{kind}"))?;
-        let sub = match sub {
-            Some(sub) => Some(parse_aggs(sub, &format!("{path}.aggs"))?),
-            None => None,
-        };
-        let bucket = |kind: BucketKind, sub: Option<Aggs>| BucketAgg {
-            name: name.clone(),
-            kind,
-            sub: sub.unwrap_or_default(),
-        };
-        match kind {
-            "date_histogram" => {
-                let (interval, min_doc_count, bounds) = date_histogram(body, &path)?;
-                let only_metrics = sub
-                    .as_ref()
-                    .is_none_or(|s| s.histogram.is_none() && s.buckets.is_empty());
-                let mut histogram = Histogram {
-                    name: name.clone(),
-                    interval,
-                    min_doc_count,
-                    bounds,
-                    key_millis: body.get("format").and_then(JsonValue::as_str)
-                        == Some("epoch_millis"),
-                    metrics: Vec::new(),
-                };
-                if only_metrics && aggs.histogram.is_none() {
-                    histogram.metrics = sub.map(|s| s.metrics).unwrap_or_default();
-                    aggs.histogram = Some(histogram);
-                } else {
-                    aggs.buckets
-                        .push(bucket(BucketKind::DateHistogram(histogram), sub));
-                }
-            }
-            "terms" if sub.is_some() => {
-                let terms = es_agg(name, kind, body, &path)?;
-                let field = terms.spec.field.clone().unwrap_or_default();
-                aggs.buckets
-                    .push(bucket(BucketKind::Terms { terms, field }, sub));
-            }
-            "histogram" => aggs
-                .buckets
-                .push(bucket(numeric_histogram(body, &path)?, sub)),
-            "range" => aggs.buckets.push(bucket(range_buckets(body, &path)?, sub)),
-            _ if sub.is_some() => {
-                return Err(ApiError::bad_request(format!(
-                    "{path}: [{kind}] cannot have sub-aggregations"
-                )))
-            }
-            _ => aggs.metrics.push(es_agg(name, kind, body, &path)?),
-        }
-    }
-    Ok(aggs)
-}
-
-/// The options each aggregation type takes: those honoured, and those that cannot change
-/// its answer here (`shard_size`, `execution_hint`, `collect_mode`: counts are exact over one
-/// index). Some are honoured only at certain values (`option_value_supported`). Any other
-/// option is a 400 naming it: ignored, it would give a different answer than asked for.
-fn check_agg_options(kind: &str, body: &JsonValue, path: &str) -> Result<(), ApiError> {
-    let known: &[&str] = match kind {
-        "date_histogram" => &[
-            "field",
-            "fixed_interval",
-            "calendar_interval",
-            "interval",
-            "min_doc_count",
-            "extended_bounds",
-            "format",
-            "time_zone",
-            "keyed",
-        ],
-        "terms" => &[
-            "field",
-            "size",
-            "order",
-            "min_doc_count",
-            "shard_size",
-            "execution_hint",
-            "collect_mode",
-            "show_term_doc_count_error",
-        ],
-        "histogram" => &[
-            "field",
-            "interval",
-            "offset",
-            "min_doc_count",
-            "extended_bounds",
-        ],
-        "range" => &["field", "ranges", "keyed"],
-        "avg" | "min" | "max" | "sum" | "stats" | "value_count" => &["field"],
-        "cardinality" => &["field", "precision_threshold"],
-        "percentiles" => &["field", "percents", "keyed"],
-        // The type itself is refused where it is built.
-        _ => return Ok(()),
-    };
-    let Some(options) = body.as_object() else {
-        return Err(ApiError::bad_request(format!(
-            "{path}: expected an object of options"
-        )));
-    };
-    for (key, value) in options {
-        if !known.contains(&key.as_str()) {
-            return Err(ApiError::bad_request(format!(
-                "unsupported: {path}.{key} (Quarry takes {} here)",
-                known.join(", ")
-            )));
-        }
-        if !option_value_supported(kind, key, value) {
-            return Err(ApiError::bad_request(format!(
-                "unsupported: {path}.{key} = {value}"
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// Options honoured at some values only.
-fn option_value_supported(kind: &str, key: &str, value: &JsonValue) -> bool {
-    let text = value.as_str().unwrap_or_default();
-    match (kind, key) {
-        // Buckets are counted in UTC (time zones come with the one-pass aggregations).
-        ("date_histogram", "time_zone") => {
-            matches!(
-                text,
-                "UTC" | "utc" | "Z" | "z" | "Etc/UTC" | "GMT" | "+00:00" | "-00:00"
-            )
-        }
-        ("date_histogram", "format") => {
-            matches!(
-                text,
-                "epoch_millis" | "strict_date_optional_time" | "date_optional_time"
-            )
-        }
-        ("date_histogram", "keyed") => value == &JsonValue::Bool(false),
-        ("terms", "show_term_doc_count_error") => value.is_boolean(),
-        // Empty buckets of terms would need every value of the field.
-        ("terms", "min_doc_count") => value.as_u64().is_some_and(|n| n >= 1),
-        _ => true,
-    }
-}
-
-fn field_of(body: &JsonValue, path: &str) -> Result<String, ApiError> {
-    body.get("field")
-        .and_then(JsonValue::as_str)
-        .map(|f| dsl::field_name(f.strip_suffix(".keyword").unwrap_or(f)).to_owned())
-        .ok_or_else(|| ApiError::bad_request(format!("{path}: expected a field")))
-}
-
-/// `histogram`: `field`, `interval` (> 0), `offset`, `min_doc_count` (0 by default, as
-/// Elasticsearch's) and `extended_bounds`.
-fn numeric_histogram(body: &JsonValue, path: &str) -> Result<BucketKind, ApiError> {
-    let number = |key: &str| body.get(key).and_then(JsonValue::as_f64);
-    let interval = number("interval")
-        .filter(|i| i.is_finite() && *i > 0.0)
-        .ok_or_else(|| ApiError::bad_request(format!("{path}: expected an interval > 0")))?;
-    let bounds = body
-        .get("extended_bounds")
-        .and_then(|b| Some((b.get("min")?.as_f64()?, b.get("max")?.as_f64()?)));
-    Ok(BucketKind::Histogram {
-        field: field_of(body, path)?,
-        interval,
-        offset: number("offset").unwrap_or(0.0),
-        min_doc_count: body
-            .get("min_doc_count")
-            .and_then(JsonValue::as_u64)
-            .unwrap_or(0),
-        bounds,
-    })
-}
-
-/// `range`: `field`, `ranges` of `{"from", "to", "key"}` (from inclusive, to exclusive),
-/// `keyed`.
-fn range_buckets(body: &JsonValue, path: &str) -> Result<BucketKind, ApiError> {
-    let items = body
-        .get("ranges")
-        .and_then(JsonValue::as_array)
-        .ok_or_else(|| ApiError::bad_request(format!("{path}: expected ranges")))?;
-    let mut ranges = Vec::with_capacity(items.len());
-    for item in items {
-        let bound = |key: &str| -> Result<Option<f64>, ApiError> {
-            match item.get(key) {
-                None | Some(JsonValue::Null) => Ok(None),
-                Some(value) => value
-                    .as_f64()
-                    .or_else(|| value.as_str().and_then(|s| s.parse().ok()))
-                    .map(Some)
-                    .ok_or_else(|| {
-                        ApiError::bad_request(format!("{path}: {key} must be a number"))
-                    }),
-            }
-        };
-        let (from, to) = (bound("from")?, bound("to")?);
-        let text = |v: Option<f64>| v.map_or("*".to_owned(), |v| format!("{v:?}"));
-        let key = match item.get("key").and_then(JsonValue::as_str) {
-            Some(key) => key.to_owned(),
-            None => format!("{}-{}", text(from), text(to)),
-        };
-        ranges.push(RangeBucket { key, from, to });
-    }
-    Ok(BucketKind::Range {
-        field: field_of(body, path)?,
-        ranges,
-        keyed: body
-            .get("keyed")
-            .and_then(JsonValue::as_bool)
-            .unwrap_or(false),
-    })
-}
-
-impl Aggs {
-    /// Sets what `request` must compute for this level in its own search: the histogram (with
-    /// its metrics), else the metrics.
-    fn apply(&self, request: &mut SearchRequest) {
-        if let Some(histogram) = &self.histogram {
-            request.histogram = Some(HistogramInterval::Fixed(histogram.interval));
-            request.aggregations = histogram.metrics.iter().map(|a| a.spec.clone()).collect();
-        } else {
-            request.aggregations = self.metrics.iter().map(|a| a.spec.clone()).collect();
-        }
-    }
-
-    /// This level's aggregations, rendered: `response` is the answer to `request` (made with
-    /// `apply`); what it does not hold is searched for, on `searcher`.
-    /// Refuses number metrics over a field that holds other values: `value_count` counts
-    /// numbers only so far, and the others have no answer for strings (Elasticsearch refuses
-    /// them on text and keyword fields too).
-    fn check_fields(&self, summary: &FieldSummary) -> Result<(), ApiError> {
-        let metrics = self
-            .metrics
-            .iter()
-            .chain(self.histogram.iter().flat_map(|h| h.metrics.iter()));
-        for agg in metrics {
-            let number_metric = matches!(
-                agg.kind.as_str(),
-                "value_count" | "avg" | "min" | "max" | "sum" | "stats" | "percentiles"
-            );
-            let Some(field) = agg.spec.field.as_deref() else {
-                continue;
-            };
-            if !number_metric || field == quarry_format::TIME_FIELD {
-                continue;
-            }
-            let Some((types, _)) = summary.get(field) else {
-                continue;
-            };
-            let other = types
-                .iter()
-                .find(|(ty, count)| **count > 0 && !matches!(**ty, "i64" | "u64" | "f64"));
-            if let Some((ty, _)) = other {
-                let ty = if *ty == "json" { "string" } else { ty };
-                return Err(ApiError::bad_request(if agg.kind == "value_count" {
-                    format!(
-                        "unsupported: value_count of [{field}], which holds {ty} values (it counts numbers only so far)"
-                    )
-                } else {
-                    format!(
-                        "field [{field}] holds {ty} values: [{}] needs numbers",
-                        agg.kind
-                    )
-                }));
-            }
-        }
-        for bucket in &self.buckets {
-            bucket.sub.check_fields(summary)?;
-        }
-        Ok(())
-    }
-
-    fn evaluate(
-        &self,
-        searcher: &Searcher,
-        request: &SearchRequest,
-        response: &SearchResponse,
-    ) -> Result<Map<String, JsonValue>, ApiError> {
-        let summary = crate::field_summary(searcher);
-        self.check_fields(&summary)?;
-        let mut out = Map::new();
-        if let Some(histogram) = &self.histogram {
-            out.insert(histogram.name.clone(), histogram.render(response, &summary));
-        }
-        // Metrics beside a histogram were not in the level's search.
-        let metrics_answer;
-        let metrics_from = if self.histogram.is_some() && !self.metrics.is_empty() {
-            let mut metrics = within(request, None);
-            metrics.aggregations = self.metrics.iter().map(|a| a.spec.clone()).collect();
-            metrics_answer = execute(searcher, &metrics)?;
-            &metrics_answer
-        } else {
-            response
-        };
-        for agg in &self.metrics {
-            let value = metrics_from
-                .aggregations
-                .as_ref()
-                .and_then(|a| a.get(&agg.spec.name));
-            out.insert(agg.name.clone(), rendered(agg, value, &summary));
-        }
-        for bucket in &self.buckets {
-            out.insert(bucket.name.clone(), bucket.evaluate(searcher, request)?);
-        }
-        Ok(out)
-    }
-}
-
-type FieldSummary =
+pub(crate) type FieldSummary =
     std::collections::BTreeMap<String, (std::collections::BTreeMap<&'static str, u64>, bool)>;
-
-impl Aggs {
-    /// Renames each aggregation of `out` (this level's answer) `TYPE#NAME`, with Elasticsearch's
-    /// type names, and those in each bucket below.
-    fn type_keys(&self, out: &mut Map<String, JsonValue>) {
-        for metric in &self.metrics {
-            let ty = match metric.kind.as_str() {
-                "terms" => terms_type(out.get(&metric.name)),
-                kind => metric_type(kind),
-            };
-            rename(out, &metric.name, ty);
-        }
-        if let Some(histogram) = &self.histogram {
-            for bucket in buckets_of(out.get_mut(&histogram.name)) {
-                for metric in &histogram.metrics {
-                    rename(bucket, &metric.name, metric_type(&metric.kind));
-                }
-            }
-            rename(out, &histogram.name, "date_histogram");
-        }
-        for agg in &self.buckets {
-            let ty = match &agg.kind {
-                BucketKind::Terms { .. } => terms_type(out.get(&agg.name)),
-                BucketKind::DateHistogram(_) => "date_histogram",
-                BucketKind::Histogram { .. } => "histogram",
-                BucketKind::Range { .. } => "range",
-            };
-            for bucket in buckets_of(out.get_mut(&agg.name)) {
-                agg.sub.type_keys(bucket);
-            }
-            rename(out, &agg.name, ty);
-        }
-    }
-}
-
-/// `terms`' type name by its keys: strings `sterms`, integers `lterms`, floats `dterms`.
-fn terms_type(answer: Option<&JsonValue>) -> &'static str {
-    match answer.and_then(|a| a["buckets"].get(0)).map(|b| &b["key"]) {
-        Some(JsonValue::Number(n)) if n.is_f64() => "dterms",
-        Some(JsonValue::Number(_)) => "lterms",
-        _ => "sterms",
-    }
-}
-
-/// Elasticsearch's type name of a metric aggregation.
-fn metric_type(kind: &str) -> &str {
-    match kind {
-        "percentiles" => "tdigest_percentiles",
-        other => other,
-    }
-}
-
-fn rename(out: &mut Map<String, JsonValue>, name: &str, ty: &str) {
-    if let Some(value) = out.remove(name) {
-        out.insert(format!("{ty}#{name}"), value);
-    }
-}
-
-/// The bucket objects of a bucket aggregation's answer (a list, or keyed by name).
-fn buckets_of(answer: Option<&mut JsonValue>) -> Vec<&mut Map<String, JsonValue>> {
-    match answer.and_then(|a| a.get_mut("buckets")) {
-        Some(JsonValue::Array(list)) => list
-            .iter_mut()
-            .filter_map(JsonValue::as_object_mut)
-            .collect(),
-        Some(JsonValue::Object(keyed)) => keyed
-            .values_mut()
-            .filter_map(JsonValue::as_object_mut)
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
-/// `request` without hits, histogram or aggregations, its query ANDed with `filter`.
-fn within(request: &SearchRequest, filter: Option<Ast>) -> SearchRequest {
-    let ast = match filter {
-        Some(filter) => {
-            let base = request.ast.clone().unwrap_or(Ast::All);
-            Some(Ast::Bool(vec![(Occur::Must, base), (Occur::Must, filter)]))
-        }
-        None => request.ast.clone(),
-    };
-    SearchRequest {
-        ast,
-        limit: 0,
-        count: true,
-        sort: SortOrder::TimeDesc,
-        sort_field: None,
-        sort_after: None,
-        after: None,
-        histogram: None,
-        aggregations: Vec::new(),
-        ..request.clone()
-    }
-}
-
-fn execute(searcher: &Searcher, request: &SearchRequest) -> Result<SearchResponse, ApiError> {
-    searcher.execute(request).map_err(ApiError::from_query)
-}
-
-/// A numeric bound as the query tree takes it (whole numbers exactly).
-fn bound_number(value: f64) -> Number {
-    if value.fract() == 0.0 && value.abs() < 9.0e15 {
-        Number::Int(value as i64)
-    } else {
-        Number::Float(value)
-    }
-}
-
-/// `field` in `[from, to)`.
-fn range_filter(field: &str, from: Option<f64>, to: Option<f64>) -> Ast {
-    Ast::Range {
-        field: field.to_owned(),
-        range: NumericRange {
-            lower: from.map_or(Bound::Unbounded, |v| Bound::Included(bound_number(v))),
-            upper: to.map_or(Bound::Unbounded, |v| Bound::Excluded(bound_number(v))),
-        },
-    }
-}
-
-impl BucketAgg {
-    /// The bucket matching `filter` within `request`: its count and sub-aggregations.
-    fn bucket(
-        &self,
-        searcher: &Searcher,
-        request: &SearchRequest,
-        filter: Ast,
-    ) -> Result<(u64, Map<String, JsonValue>), ApiError> {
-        let mut bucket = within(request, Some(filter));
-        self.sub.apply(&mut bucket);
-        let answer = execute(searcher, &bucket)?;
-        let sub = self.sub.evaluate(searcher, &bucket, &answer)?;
-        Ok((answer.count.unwrap_or(0), sub))
-    }
-
-    fn evaluate(
-        &self,
-        searcher: &Searcher,
-        request: &SearchRequest,
-    ) -> Result<JsonValue, ApiError> {
-        let with_sub = |mut json: JsonValue, sub: Map<String, JsonValue>| {
-            for (name, value) in sub {
-                json[&name] = value;
-            }
-            json
-        };
-        match &self.kind {
-            BucketKind::Terms { terms, field } => {
-                let mut keys = within(request, None);
-                keys.aggregations = vec![terms.spec.clone()];
-                let answer = execute(searcher, &keys)?;
-                let value = answer
-                    .aggregations
-                    .as_ref()
-                    .and_then(|a| a.get(&terms.spec.name));
-                let summary = crate::field_summary(searcher);
-                let mut rendered = rendered(terms, value, &summary);
-                let mut buckets = Vec::new();
-                for key in rendered["buckets"].as_array().cloned().unwrap_or_default() {
-                    // A boolean's key is 1 or 0; its text is the value.
-                    let value = key.get("key_as_string").unwrap_or(&key["key"]);
-                    let Some(filter) = key_filter(field, value) else {
-                        continue;
-                    };
-                    let (count, sub) = self.bucket(searcher, request, filter)?;
-                    let mut bucket = json!({"key": key["key"], "doc_count": count});
-                    if let Some(text) = key.get("key_as_string") {
-                        bucket["key_as_string"] = text.clone();
-                    }
-                    buckets.push(with_sub(bucket, sub));
-                }
-                rendered["buckets"] = buckets.into();
-                Ok(rendered)
-            }
-            BucketKind::DateHistogram(histogram) => {
-                let mut counts = within(request, None);
-                counts.histogram = Some(HistogramInterval::Fixed(histogram.interval));
-                let mut rendered = histogram.render(
-                    &execute(searcher, &counts)?,
-                    &crate::field_summary(searcher),
-                );
-                let mut buckets = Vec::new();
-                for bucket in rendered["buckets"].as_array().cloned().unwrap_or_default() {
-                    let start = bucket["key"]
-                        .as_i64()
-                        .unwrap_or(0)
-                        .saturating_mul(1_000_000);
-                    let filter = Ast::Range {
-                        field: quarry_format::TIME_FIELD.to_owned(),
-                        range: NumericRange {
-                            lower: Bound::Included(Number::Int(start)),
-                            upper: Bound::Excluded(Number::Int(
-                                start.saturating_add(histogram.interval),
-                            )),
-                        },
-                    };
-                    let (count, sub) = self.bucket(searcher, request, filter)?;
-                    let mut json = with_sub(bucket, sub);
-                    json["doc_count"] = count.into();
-                    buckets.push(json);
-                }
-                rendered["buckets"] = buckets.into();
-                Ok(rendered)
-            }
-            BucketKind::Histogram {
-                field,
-                interval,
-                offset,
-                min_doc_count,
-                bounds,
-            } => {
-                let mut span = within(request, None);
-                span.aggregations = vec![
-                    AggSpec::parse(&format!("min({field})")).map_err(ApiError::bad_request)?,
-                    AggSpec::parse(&format!("max({field})")).map_err(ApiError::bad_request)?,
-                ];
-                let answer = execute(searcher, &span)?;
-                let get = |name: &str| {
-                    answer
-                        .aggregations
-                        .as_ref()
-                        .and_then(|a| a.get(name))
-                        .and_then(JsonValue::as_f64)
-                };
-                let mut low = get(&format!("min({field})"));
-                let mut high = get(&format!("max({field})"));
-                if let (0, Some((min, max))) = (min_doc_count, bounds) {
-                    low = Some(low.map_or(*min, |l| l.min(*min)));
-                    high = Some(high.map_or(*max, |h| h.max(*max)));
-                }
-                let mut buckets = Vec::new();
-                if let (Some(low), Some(high)) = (low, high) {
-                    let first = ((low - offset) / interval).floor();
-                    let last = ((high - offset) / interval).floor();
-                    // Only a span known to be under the cap passes: NaN (from infinite bounds)
-                    // is refused too.
-                    if (last - first).partial_cmp(&MAX_HISTOGRAM_BUCKETS)
-                        != Some(std::cmp::Ordering::Less)
-                    {
-                        return Err(ApiError::bad_request(format!(
-                            "aggregation [{}]: more than {MAX_HISTOGRAM_BUCKETS} buckets; use a larger interval",
-                            self.name
-                        )));
-                    }
-                    let mut n = first;
-                    while n <= last {
-                        let key = offset + n * interval;
-                        let filter = range_filter(field, Some(key), Some(key + interval));
-                        let (count, sub) = self.bucket(searcher, request, filter)?;
-                        if count >= *min_doc_count {
-                            buckets.push(with_sub(json!({"key": key, "doc_count": count}), sub));
-                        }
-                        n += 1.0;
-                    }
-                }
-                Ok(json!({ "buckets": buckets }))
-            }
-            BucketKind::Range {
-                field,
-                ranges,
-                keyed,
-            } => {
-                let mut buckets = Vec::new();
-                for range in ranges {
-                    let filter = range_filter(field, range.from, range.to);
-                    let (count, sub) = self.bucket(searcher, request, filter)?;
-                    let mut json = json!({"key": range.key, "doc_count": count});
-                    if let Some(from) = range.from {
-                        json["from"] = from.into();
-                    }
-                    if let Some(to) = range.to {
-                        json["to"] = to.into();
-                    }
-                    buckets.push(with_sub(json, sub));
-                }
-                if *keyed {
-                    let object: Map<String, JsonValue> = buckets
-                        .into_iter()
-                        .map(|mut b| {
-                            let key = b["key"].as_str().unwrap_or_default().to_owned();
-                            b.as_object_mut().map(|o| o.remove("key"));
-                            (key, b)
-                        })
-                        .collect();
-                    Ok(json!({ "buckets": object }))
-                } else {
-                    Ok(json!({ "buckets": buckets }))
-                }
-            }
-        }
-    }
-}
-
-/// Histogram buckets by start: each one's doc count and sub-aggregations (`None` for the
-/// empty buckets `min_doc_count: 0` adds).
-type BucketsByStart<'a> =
-    std::collections::BTreeMap<i64, (u64, Option<&'a Map<String, JsonValue>>)>;
-
-impl Histogram {
-    fn render(&self, response: &SearchResponse, summary: &FieldSummary) -> JsonValue {
-        let mut counts: BucketsByStart<'_> = response
-            .histogram
-            .iter()
-            .flatten()
-            .map(|b| (b.start, (b.count, b.aggregations.as_ref())))
-            .collect();
-        if let (0, Some((min, max))) = (self.min_doc_count, self.bounds) {
-            let mut start = min.div_euclid(self.interval) * self.interval;
-            // Bounded: at most 10,000 empty buckets are added (Elasticsearch refuses more).
-            let mut added = 0;
-            while start <= max && added < MAX_RESULT_WINDOW {
-                counts.entry(start).or_insert((0, None));
-                start = start.saturating_add(self.interval);
-                added += 1;
-            }
-        }
-        let buckets: Vec<JsonValue> = counts
-            .into_iter()
-            .filter(|(_, (count, _))| *count >= self.min_doc_count)
-            .map(|(start, (count, aggregations))| {
-                let millis = start.div_euclid(1_000_000);
-                let key_as_string = if self.key_millis {
-                    millis.to_string()
-                } else {
-                    crate::format_time(start)
-                };
-                let mut json = json!({
-                    "key_as_string": key_as_string,
-                    "key": millis,
-                    "doc_count": count,
-                });
-                for metric in &self.metrics {
-                    let value = aggregations.and_then(|a| a.get(&metric.spec.name));
-                    json[&metric.name] = rendered(metric, value, summary);
-                }
-                json
-            })
-            .collect();
-        json!({ "buckets": buckets })
-    }
-}
-
-/// Numbers by value, strings by their bytes (Elasticsearch's key order).
-fn compare_keys(a: &JsonValue, b: &JsonValue) -> std::cmp::Ordering {
-    match (a.as_f64(), b.as_f64()) {
-        (Some(x), Some(y)) => x.total_cmp(&y),
-        _ => a.as_str().unwrap_or("").cmp(b.as_str().unwrap_or("")),
-    }
-}
-
-/// The filter for one `terms` bucket: the exact string, the number, or the bool.
-fn key_filter(field: &str, key: &JsonValue) -> Option<Ast> {
-    Some(match key {
-        JsonValue::String(text) => Ast::Exact {
-            field: field.to_owned(),
-            value: text.clone(),
-        },
-        JsonValue::Number(n) => {
-            let number = quarry_query::range::Number::parse(&n.to_string())?;
-            Ast::Range {
-                field: field.to_owned(),
-                range: quarry_query::range::NumericRange {
-                    lower: std::ops::Bound::Included(number),
-                    upper: std::ops::Bound::Included(number),
-                },
-            }
-        }
-        JsonValue::Bool(b) => Ast::Word {
-            field: Some(field.to_owned()),
-            text: b.to_string(),
-        },
-        _ => return None,
-    })
-}
 
 /// A search body's `pit`: `{"id": ..., "keep_alive": "1m"}`.
 fn point_in_time(value: &JsonValue) -> Result<(String, Option<std::time::Duration>), ApiError> {
@@ -1573,17 +882,53 @@ fn is_empty(value: &JsonValue) -> bool {
     }
 }
 
-fn number_param(key: &str, value: &str) -> Result<usize, ApiError> {
-    value
-        .parse()
-        .map_err(|_| ApiError::bad_request(format!("{key}: expected a number, got {value:?}")))
+/// `track_total_hits`: count every match, none, or up to a number (more shows as that
+/// number with relation `gte`, as in Elasticsearch; Quarry counts them all anyway).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TrackTotalHits {
+    Exact,
+    Not,
+    UpTo(u64),
 }
 
+impl TrackTotalHits {
+    /// A number: -1 is every match.
+    fn up_to(number: i64) -> Result<TrackTotalHits, ApiError> {
+        match number {
+            -1 => Ok(TrackTotalHits::Exact),
+            n if n >= 0 => Ok(TrackTotalHits::UpTo(n as u64)),
+            n => Err(ApiError::bad_request(format!(
+                "[track_total_hits] parameter must be positive or equals to -1, got {n}"
+            ))),
+        }
+    }
+}
+
+/// `from` or `size` in the URL: a whole number, 0 or more (Elasticsearch's words for a
+/// negative one).
+fn number_param(key: &str, value: &str) -> Result<usize, ApiError> {
+    match value.parse::<i64>() {
+        Ok(n) if n < 0 => Err(negative(key, n)),
+        Ok(n) => Ok(n as usize),
+        Err(_) => Err(ApiError::bad_request(format!(
+            "{key}: expected a number, got {value:?}"
+        ))),
+    }
+}
+
+/// `from` or `size` in the body.
 fn as_usize(key: &str, value: &JsonValue) -> Result<usize, ApiError> {
-    value
-        .as_u64()
-        .map(|v| v as usize)
-        .ok_or_else(|| ApiError::bad_request(format!("{key}: expected a non-negative integer")))
+    match value.as_i64() {
+        Some(n) if n < 0 => Err(negative(key, n)),
+        Some(n) => Ok(n as usize),
+        None => Err(ApiError::bad_request(format!(
+            "{key}: expected a non-negative integer"
+        ))),
+    }
+}
+
+fn negative(key: &str, n: i64) -> ApiError {
+    ApiError::bad_request(format!("[{key}] parameter cannot be negative, found [{n}]"))
 }
 
 /// `"@timestamp"`, `["_score"]`, `[{"@timestamp": "desc"}]`,
@@ -1674,371 +1019,4 @@ fn sort_of(value: &JsonValue) -> Result<SortSpec, ApiError> {
         sort.get_or_insert(this);
     }
     Ok(sort.unwrap_or(SortSpec::Order(SortOrder::Relevance)))
-}
-
-/// An aggregation's type, its body and its sub-aggregations.
-#[allow(clippy::type_complexity)]
-fn agg_parts<'a>(
-    definition: &'a JsonValue,
-    path: &str,
-) -> Result<(&'a str, &'a JsonValue, Option<&'a Map<String, JsonValue>>), ApiError> {
-    let object = definition
-        .as_object()
-        .ok_or_else(|| ApiError::bad_request(format!("{path}: expected an aggregation object")))?;
-    let mut kind = None;
-    let mut sub = None;
-    for (key, value) in object {
-        match key.as_str() {
-            "aggs" | "aggregations" => {
-                sub = Some(value.as_object().ok_or_else(|| {
-                    ApiError::bad_request(format!("{path}.{key}: expected an object"))
-                })?)
-            }
-            "meta" => {}
-            other if kind.is_none() => kind = Some((other, value)),
-            other => {
-                return Err(ApiError::bad_request(format!(
-                    "{path}: two aggregation types ([{}] and [{other}])",
-                    kind.map_or("", |(k, _)| k)
-                )))
-            }
-        }
-    }
-    let (kind, body) =
-        kind.ok_or_else(|| ApiError::bad_request(format!("{path}: no aggregation type")))?;
-    Ok((kind, body, sub))
-}
-
-/// A date_histogram's interval (ns), min_doc_count and extended_bounds (ns).
-#[allow(clippy::type_complexity)]
-fn date_histogram(
-    body: &JsonValue,
-    path: &str,
-) -> Result<(i64, u64, Option<(i64, i64)>), ApiError> {
-    let field = body
-        .get("field")
-        .and_then(JsonValue::as_str)
-        .unwrap_or("@timestamp");
-    if dsl::field_name(field) != quarry_format::TIME_FIELD {
-        return Err(ApiError::bad_request(format!(
-            "{path}: date_histogram is supported on @timestamp only, not [{field}]"
-        )));
-    }
-    let interval = ["fixed_interval", "calendar_interval", "interval"]
-        .iter()
-        .find_map(|key| body.get(*key).and_then(JsonValue::as_str))
-        .ok_or_else(|| ApiError::bad_request(format!("{path}: expected fixed_interval")))?;
-    // Calendar units of a fixed length in UTC. Weeks (which start on Monday, not on the
-    // epoch's Thursday), months, quarters and years are refused until the one-pass
-    // aggregations bucket by the calendar.
-    let interval = match interval {
-        "minute" | "1m" => "1m".to_owned(),
-        "hour" | "1h" => "1h".to_owned(),
-        "day" | "1d" => "1d".to_owned(),
-        "second" | "1s" => "1s".to_owned(),
-        "week" | "1w" | "month" | "1M" | "quarter" | "1q" | "year" | "1y" => {
-            return Err(ApiError::bad_request(format!(
-                "unsupported: {path}: calendar interval [{interval}] (fixed intervals and calendar minutes, hours and days are)"
-            )))
-        }
-        other => other.to_owned(),
-    };
-    let nanos =
-        parse_interval(&interval).map_err(|e| ApiError::bad_request(format!("{path}: {e}")))?;
-    let min_doc_count = body
-        .get("min_doc_count")
-        .and_then(JsonValue::as_u64)
-        .unwrap_or(0);
-    // Epoch milliseconds (Grafana's), or times.
-    let bound = |key: &str| -> Option<i64> {
-        let value = body.get("extended_bounds")?.get(key)?;
-        match value {
-            JsonValue::Number(n) => n.as_i64().map(|ms| ms.saturating_mul(1_000_000)),
-            JsonValue::String(text) => text
-                .parse::<i64>()
-                .map(|ms| ms.saturating_mul(1_000_000))
-                .ok()
-                .or_else(|| quarry_query::time::parse_time(text, now_nanos()).ok()),
-            _ => None,
-        }
-    };
-    let bounds = bound("min").zip(bound("max"));
-    Ok((nanos, min_doc_count, bounds))
-}
-
-fn es_agg(name: &str, kind: &str, body: &JsonValue, path: &str) -> Result<EsAgg, ApiError> {
-    let field = body
-        .get("field")
-        .and_then(JsonValue::as_str)
-        .map(|f| dsl::field_name(f.strip_suffix(".keyword").unwrap_or(f)).to_owned())
-        .ok_or_else(|| ApiError::bad_request(format!("{path}: expected a field")))?;
-    let mut key_order = None;
-    let mut requested = 0;
-    let text = match kind {
-        "avg" | "min" | "max" | "sum" | "stats" | "cardinality" => format!("{kind}({field})"),
-        "value_count" => format!("stats({field})"),
-        "terms" => {
-            let size = body.get("size").and_then(JsonValue::as_u64).unwrap_or(10);
-            requested = size as usize;
-            let order = body.get("order").and_then(JsonValue::as_object);
-            match order.and_then(|o| o.iter().next()) {
-                None => {}
-                Some((by, direction)) => {
-                    let descending = match direction.as_str() {
-                        Some("desc") => true,
-                        Some("asc") => false,
-                        _ => {
-                            return Err(ApiError::bad_request(format!(
-                                "{path}: order must be asc or desc"
-                            )))
-                        }
-                    };
-                    match (by.as_str(), descending) {
-                        ("_count", true) => {}
-                        ("_key", _) => key_order = Some(descending),
-                        _ => {
-                            return Err(ApiError::bad_request(format!(
-                                "{path}: terms order by [{by}] {} is not supported yet (_count desc, _key asc or desc)",
-                                if descending { "desc" } else { "asc" }
-                            )))
-                        }
-                    }
-                }
-            }
-            let read = if key_order.is_some() {
-                KEY_ORDER_LIMIT
-            } else {
-                size
-            };
-            format!("terms({field}, {read})")
-        }
-        "percentiles" => {
-            let percents: Vec<String> = match body.get("percents") {
-                // Numbers, or their text (Grafana sends ["25", "50", ...]).
-                Some(JsonValue::Array(values)) => values
-                    .iter()
-                    .map(|v| {
-                        v.as_f64()
-                            .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
-                            .filter(|p| (0.0..=100.0).contains(p))
-                            .map(|p| format!("{p:?}"))
-                            .ok_or_else(|| {
-                                ApiError::bad_request(format!(
-                                    "{path}: percents are numbers from 0 to 100, not {v}"
-                                ))
-                            })
-                    })
-                    .collect::<Result<_, _>>()?,
-                _ => ["1", "5", "25", "50", "75", "95", "99"]
-                    .iter()
-                    .map(|s| s.to_string())
-                    .collect(),
-            };
-            format!("percentiles({field}, {})", percents.join(", "))
-        }
-        other => {
-            return Err(ApiError::bad_request(format!(
-                "{path}: aggregation type [{other}] is not supported yet"
-            )))
-        }
-    };
-    let spec = AggSpec::parse(&text).map_err(|e| ApiError::bad_request(format!("{path}: {e}")))?;
-    Ok(EsAgg {
-        name: name.to_owned(),
-        kind: kind.to_owned(),
-        spec,
-        key_order,
-        size: requested,
-        min_doc_count: body
-            .get("min_doc_count")
-            .and_then(JsonValue::as_u64)
-            .unwrap_or(1),
-        keyed: body
-            .get("keyed")
-            .and_then(JsonValue::as_bool)
-            .unwrap_or(true),
-    })
-}
-
-/// `es_agg_value`, with `terms` keys typed as the field's values (`type_terms_keys`).
-fn rendered(agg: &EsAgg, value: Option<&JsonValue>, summary: &FieldSummary) -> JsonValue {
-    let mut out = es_agg_value(agg, value);
-    if agg.kind == "terms" {
-        if let Some(field) = &agg.spec.field {
-            type_terms_keys(&mut out, field, summary);
-        }
-    }
-    out
-}
-
-/// Quarry's terms come back as text; Elasticsearch gives a number field's keys as numbers and
-/// a boolean field's as 1 or 0 with `key_as_string` `"true"` or `"false"`. A field that holds
-/// strings too keeps text keys.
-fn type_terms_keys(rendered: &mut JsonValue, field: &str, summary: &FieldSummary) {
-    let Some((types, _)) = summary.get(field) else {
-        return;
-    };
-    let present: Vec<&str> = types
-        .iter()
-        .filter(|(_, count)| **count > 0)
-        .map(|(ty, _)| *ty)
-        .collect();
-    let numbers =
-        !present.is_empty() && present.iter().all(|t| matches!(*t, "i64" | "u64" | "f64"));
-    let booleans = present == ["bool"];
-    if !numbers && !booleans {
-        return;
-    }
-    let Some(buckets) = rendered
-        .get_mut("buckets")
-        .and_then(JsonValue::as_array_mut)
-    else {
-        return;
-    };
-    for bucket in buckets {
-        let Some(text) = bucket["key"].as_str().map(str::to_owned) else {
-            continue;
-        };
-        if booleans {
-            bucket["key"] = u8::from(text == "true").into();
-            bucket["key_as_string"] = text.into();
-        } else if let Ok(integer) = text.parse::<i64>() {
-            bucket["key"] = integer.into();
-        } else if let Ok(unsigned) = text.parse::<u64>() {
-            bucket["key"] = unsigned.into();
-        } else if let Ok(float) = text.parse::<f64>() {
-            bucket["key"] = float.into();
-        }
-    }
-}
-
-/// A metric of the event time as Elasticsearch gives a date's: milliseconds since the epoch,
-/// with the time as text beside each (`value_as_string`, `min_as_string`, ...).
-fn time_agg_value(agg: &EsAgg, value: &JsonValue) -> JsonValue {
-    let millis = |v: &JsonValue| v.as_f64().map(|nanos| nanos / 1e6);
-    let text = |v: &JsonValue| v.as_f64().map(|nanos| crate::format_time(nanos as i64));
-    match agg.kind.as_str() {
-        "avg" | "min" | "max" | "sum" => {
-            let mut out = json!({ "value": millis(value) });
-            if let Some(text) = text(value) {
-                out["value_as_string"] = text.into();
-            }
-            out
-        }
-        "stats" => {
-            let mut out = json!({"count": value.get("count").cloned().unwrap_or(0.into())});
-            for key in ["min", "max", "avg", "sum"] {
-                let v = value.get(key).unwrap_or(&JsonValue::Null);
-                out[key] = millis(v).into();
-                if let Some(text) = text(v) {
-                    out[format!("{key}_as_string")] = text.into();
-                }
-            }
-            out
-        }
-        "percentiles" => {
-            let mut values = Map::new();
-            for (p, v) in value.as_object().into_iter().flatten() {
-                let key = p
-                    .parse::<f64>()
-                    .map_or_else(|_| p.clone(), |p| format!("{p:?}"));
-                values.insert(key.clone(), millis(v).into());
-                if let Some(text) = text(v) {
-                    values.insert(format!("{key}_as_string"), text.into());
-                }
-            }
-            json!({ "values": values })
-        }
-        "value_count" => json!({ "value": value.get("count").cloned().unwrap_or(0.into()) }),
-        _ => json!({ "value": value }),
-    }
-}
-
-/// Quarry's result of `agg` in Elasticsearch's shape.
-fn es_agg_value(agg: &EsAgg, value: Option<&JsonValue>) -> JsonValue {
-    let null = JsonValue::Null;
-    let value = value.unwrap_or(&null);
-    if agg.spec.field.as_deref() == Some(quarry_format::TIME_FIELD) {
-        return time_agg_value(agg, value);
-    }
-    match agg.kind.as_str() {
-        "avg" | "min" | "max" | "sum" | "cardinality" => json!({ "value": value }),
-        "value_count" => json!({ "value": value.get("count").cloned().unwrap_or(0.into()) }),
-        "stats" => {
-            let get = |k: &str| value.get(k).cloned().unwrap_or(JsonValue::Null);
-            json!({"count": value.get("count").cloned().unwrap_or(0.into()), "min": get("min"), "max": get("max"), "avg": get("avg"), "sum": value.get("sum").cloned().unwrap_or(0.into())})
-        }
-        "percentiles" => {
-            let values: Map<String, JsonValue> = value
-                .as_object()
-                .map(|m| {
-                    m.iter()
-                        .map(|(p, v)| {
-                            let key = p
-                                .parse::<f64>()
-                                .map_or_else(|_| p.clone(), |p| format!("{p:?}"));
-                            (key, v.clone())
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            if agg.keyed {
-                json!({ "values": values })
-            } else {
-                let mut list: Vec<(f64, JsonValue)> = values
-                    .into_iter()
-                    .map(|(p, v)| (p.parse::<f64>().unwrap_or(0.0), v))
-                    .collect();
-                list.sort_by(|a, b| a.0.total_cmp(&b.0));
-                let list: Vec<JsonValue> = list
-                    .into_iter()
-                    .map(|(p, v)| json!({"key": p, "value": v}))
-                    .collect();
-                json!({ "values": list })
-            }
-        }
-        "terms" => {
-            let mut buckets: Vec<JsonValue> = value
-                .get("buckets")
-                .and_then(JsonValue::as_array)
-                .map(|buckets| {
-                    buckets
-                        .iter()
-                        .map(|b| json!({"key": b.get("key"), "doc_count": b.get("count")}))
-                        .collect()
-                })
-                .unwrap_or_default();
-            let mut other = value
-                .get("other_count")
-                .and_then(JsonValue::as_u64)
-                .unwrap_or(0);
-            buckets.retain(|bucket| {
-                let count = bucket["doc_count"].as_u64().unwrap_or(0);
-                let kept = count >= agg.min_doc_count;
-                if !kept {
-                    other += count;
-                }
-                kept
-            });
-            if let Some(descending) = agg.key_order {
-                buckets.sort_by(|a, b| {
-                    let order = compare_keys(&a["key"], &b["key"]);
-                    if descending {
-                        order.reverse()
-                    } else {
-                        order
-                    }
-                });
-                for dropped in buckets.drain(agg.size.min(buckets.len())..) {
-                    other += dropped["doc_count"].as_u64().unwrap_or(0);
-                }
-            }
-            json!({
-                "doc_count_error_upper_bound": 0,
-                "sum_other_doc_count": other,
-                "buckets": buckets,
-            })
-        }
-        _ => value.clone(),
-    }
 }

@@ -16,8 +16,10 @@
 //! and `quarry search` reads what is in block files.
 
 mod admin;
+mod es_aggs;
 mod es_api;
 mod es_docs;
+mod es_filter_path;
 mod es_hits;
 mod es_ids;
 mod es_indices;
@@ -377,6 +379,8 @@ fn router(state: Arc<AppState>, guard: guard::Guard, request_timeout: Duration) 
             state.clone(),
             metrics::observe,
         ))
+        // `filter_path` on every Elasticsearch answer (es_filter_path.rs).
+        .layer(axum::middleware::from_fn(es_filter_path::layer))
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
@@ -572,9 +576,9 @@ impl ApiError {
                 retry_after: None,
                 es_kind: Some("parse_exception"),
             },
-            QueryError::TooManyBuckets { .. } | QueryError::Invalid(_) => {
-                ApiError::bad_request(error.to_string())
-            }
+            QueryError::TooManyBuckets { .. }
+            | QueryError::TooManyAggregationBuckets { .. }
+            | QueryError::Invalid(_) => ApiError::bad_request(error.to_string()),
             other => ApiError::internal(other),
         }
     }

@@ -4,6 +4,7 @@
 
 pub mod block_file;
 pub mod catalog;
+pub mod date;
 pub mod mapping;
 pub mod metastore;
 pub mod wal;

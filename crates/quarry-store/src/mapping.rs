@@ -26,7 +26,24 @@
 //! - `type`: `text` (analyzed), `keyword` (the whole value is one exact term, of any length up
 //!   to `MAX_KEYWORD_LEN`), a number type (`long`, `integer`, `short`, `byte`,
 //!   `unsigned_long`, `double`, `float`, `half_float`, `scaled_float`: indexed as a number,
-//!   for ranges and equality) or `boolean`.
+//!   for ranges and equality), `boolean`, `date` and `date_nanos` (values are strings in the
+//!   field's `format`, `date.rs`, or epoch numbers read the same way; kept as sent, indexed as
+//!   epoch milliseconds or nanoseconds, so terms and ranges in dates work), `ip` (IPv4 or
+//!   IPv6 strings; kept as sent, IPv4 indexed as its u32 number so CIDR blocks and ranges
+//!   work, IPv6 as its canonical text), `binary` and `geo_point` (kept, never indexed:
+//!   `exists` works, other queries on them are errors), or `object` (`properties`, or none).
+//! - A value that does not fit its type rejects its event at ingest (`Schema::check` in
+//!   quarry-index), unless the field says `ignore_malformed: true` (numbers, booleans,
+//!   dates, ips): then it is kept, not indexed, and the field named in the event's `_ignored`.
+//! - `dynamic` (top level, or on an object for the fields under it): `true` (the default:
+//!   unmapped fields are indexed by the dynamic defaults), `false` (kept and shown in hits,
+//!   not indexed: queries on them match nothing) or `"strict"` (an event holding one is
+//!   rejected at ingest, naming it). An object with `enabled: false` keeps everything under
+//!   it unindexed. `strict_allow_templates` and `runtime` are refused.
+//! - `keyword` fields take `ignore_above` (longer values are kept, not indexed); `text`
+//!   fields take `fields: {"keyword": {"type": "keyword"}}`, the whole value Quarry answers as
+//!   `X.keyword` anyway (with `ignore_above`, longer values are not found there); any other
+//!   multi-field is refused. `nested` objects are refused.
 //! - `index` (default true): false keeps the value but indexes nothing; a query on the field
 //!   is an error.
 //! - `stored` (Quarry's; default true): false indexes the value but keeps no copy, so hits do
@@ -46,6 +63,7 @@
 //! error (blocks already written keep the old way; a new tenant or data directory is the way
 //! to change it). Unknown keys are errors, so a typo is not silently ignored.
 
+pub use crate::date::DateFormats;
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
@@ -62,6 +80,90 @@ pub enum FieldType {
     Keyword,
     Number,
     Boolean,
+    /// Indexed as epoch milliseconds (number terms), kept as sent.
+    Date,
+    /// Indexed as epoch nanoseconds (number terms), kept as sent.
+    DateNanos,
+    /// IPv4 indexed as a number (the address as a u32), IPv6 as its canonical text; kept as
+    /// sent.
+    Ip,
+    /// Kept, never indexed (base64 bytes are not searched).
+    Binary,
+    /// Kept, never indexed: geo queries are refused.
+    GeoPoint,
+}
+
+impl FieldType {
+    /// Whether values are indexed at all (`binary` and `geo_point` are only kept).
+    pub fn is_searchable(self) -> bool {
+        !matches!(self, FieldType::Binary | FieldType::GeoPoint)
+    }
+
+    /// For a date type, nanoseconds per indexed unit (milliseconds or nanoseconds).
+    pub fn date_unit_nanos(self) -> Option<i128> {
+        match self {
+            FieldType::Date => Some(1_000_000),
+            FieldType::DateNanos => Some(1),
+            _ => None,
+        }
+    }
+}
+
+/// What happens to a field no mapping names (Elasticsearch's `dynamic`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dynamic {
+    /// Indexed by the dynamic defaults.
+    #[default]
+    True,
+    /// Kept (stored and shown in hits) but not indexed: queries on it match nothing.
+    False,
+    /// An event holding it is rejected at ingest.
+    Strict,
+}
+
+impl Dynamic {
+    fn parse(value: &Json, path: &str) -> Result<Dynamic, MappingError> {
+        match value {
+            Json::Bool(true) => Ok(Dynamic::True),
+            Json::Bool(false) => Ok(Dynamic::False),
+            Json::String(text) => match text.as_str() {
+                "true" => Ok(Dynamic::True),
+                "false" => Ok(Dynamic::False),
+                "strict" => Ok(Dynamic::Strict),
+                "strict_allow_templates" | "runtime" => Err(error(
+                    path,
+                    format!("dynamic {text:?} is not supported (Quarry has no dynamic templates or runtime fields)"),
+                )),
+                _ => Err(error(path, "expected true, false or \"strict\"")),
+            },
+            _ => Err(error(path, "expected true, false or \"strict\"")),
+        }
+    }
+
+    fn to_es_json(self) -> Json {
+        match self {
+            Dynamic::True => Json::from("true"),
+            Dynamic::False => Json::from("false"),
+            Dynamic::Strict => Json::from("strict"),
+        }
+    }
+}
+
+/// An object field's own rules: `dynamic` for the fields under it, `enabled: false` (every
+/// field under it kept, none indexed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObjectMapping {
+    pub dynamic: Option<Dynamic>,
+    pub enabled: bool,
+}
+
+/// A text field's `fields: {"keyword": {"type": "keyword"}}`: the whole value, which Quarry
+/// answers as `X.keyword` anyway (quarry-query's `query.rs`); `ignore_above` there leaves
+/// longer values out of `X.keyword`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeywordSubfield {
+    pub ignore_above: Option<u32>,
 }
 
 /// The analyzers a text field can name.
@@ -103,17 +205,34 @@ pub struct FieldMapping {
     pub doc_values: bool,
     pub norms: bool,
     pub analyzer: AnalyzerName,
+    /// Date types: the formats string values are read in.
+    #[serde(default)]
+    pub format: DateFormats,
+    /// Number, boolean, date and ip types: a value that does not fit is kept but not
+    /// indexed (and its field named in `_ignored`) instead of rejecting the event.
+    #[serde(default)]
+    pub ignore_malformed: bool,
+    /// Keyword: values longer than this many chars are kept but not indexed.
+    #[serde(default)]
+    pub ignore_above: Option<u32>,
+    /// Text: the `keyword` multi-field it declares.
+    #[serde(default)]
+    pub keyword_subfield: Option<KeywordSubfield>,
 }
 
 impl FieldMapping {
     pub fn new(ty: FieldType) -> FieldMapping {
         FieldMapping {
             ty,
-            index: true,
+            index: ty.is_searchable(),
             stored: true,
             doc_values: true,
             norms: ty == FieldType::Text,
             analyzer: AnalyzerName::Standard,
+            format: DateFormats::default(),
+            ignore_malformed: false,
+            ignore_above: None,
+            keyword_subfield: None,
         }
     }
 }
@@ -126,7 +245,22 @@ pub struct Mapping {
     pub fields: BTreeMap<String, FieldMapping>,
     #[serde(default)]
     pub default_search_fields: Vec<String>,
+    /// `dynamic` for fields no object says it for; `None`: true.
+    #[serde(default)]
+    pub dynamic: Option<Dynamic>,
+    /// Object fields with rules of their own, by dotted name.
+    #[serde(default)]
+    pub objects: BTreeMap<String, ObjectMapping>,
 }
+
+/// The field naming, per event, the fields whose values were kept but not indexed
+/// (`ignore_malformed`, `ignore_above`), as Elasticsearch's `_ignored`.
+pub const IGNORED_FIELD: &str = "_ignored";
+
+/// Names every event may hold whatever `dynamic` says: `_id` is the document id Elasticsearch
+/// clients send beside the document (quarry-server splices it in), found by its index;
+/// `_ignored` is written by indexing.
+const ALWAYS_DYNAMIC: [&str; 2] = ["_id", IGNORED_FIELD];
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 #[error("mapping: {path}: {message}")]
@@ -161,7 +295,40 @@ const NUMBER_TYPES: [&str; 9] = [
 
 impl Mapping {
     pub fn is_empty(&self) -> bool {
-        self.fields.is_empty() && self.default_search_fields.is_empty()
+        self.fields.is_empty()
+            && self.default_search_fields.is_empty()
+            && self.dynamic.is_none()
+            && self.objects.is_empty()
+    }
+
+    /// Whether every unmapped field is dynamic (true): no `dynamic` or object rules.
+    pub fn all_dynamic(&self) -> bool {
+        self.dynamic.is_none_or(|d| d == Dynamic::True) && self.objects.is_empty()
+    }
+
+    /// What `dynamic` says for the unmapped field `name`: that of the innermost object
+    /// holding it that says (an object with `enabled: false` holds everything under it kept,
+    /// not indexed), else the mapping's.
+    pub fn dynamic_for(&self, name: &str) -> Dynamic {
+        if self.all_dynamic() || ALWAYS_DYNAMIC.contains(&name) {
+            return Dynamic::True;
+        }
+        if self.objects.get(name).is_some_and(|o| !o.enabled) {
+            return Dynamic::False;
+        }
+        let mut prefix = name;
+        while let Some(dot) = prefix.rfind('.') {
+            prefix = &prefix[..dot];
+            if let Some(object) = self.objects.get(prefix) {
+                if !object.enabled {
+                    return Dynamic::False;
+                }
+                if let Some(dynamic) = object.dynamic {
+                    return dynamic;
+                }
+            }
+        }
+        self.dynamic.unwrap_or_default()
     }
 
     /// Reads a mapping document (module doc): `{"properties": ...}`, optionally wrapped in
@@ -190,7 +357,6 @@ impl Mapping {
         for (key, value) in object(document, &path)? {
             let here = join(&path, key);
             match key.as_str() {
-                "properties" => read_properties(value, &here, "", &mut mapping.fields)?,
                 "default_search_fields" => {
                     mapping.default_search_fields = string_list(value, &here)?;
                 }
@@ -211,12 +377,15 @@ impl Mapping {
                         }
                     }
                 }
-                // Elasticsearch's default for unmapped fields; Quarry maps them dynamically.
-                "dynamic" if value == &Json::Bool(true) || value == "true" => {}
+                "properties" => {
+                    read_properties(value, &here, "", &mut mapping.fields, &mut mapping.objects)?
+                }
+                "dynamic" => mapping.dynamic = Some(Dynamic::parse(value, &here)?),
                 _ => {
                     return Err(error(
                         &here,
-                        "unknown key (expected `properties`, `default_search_fields`, `_source`)",
+                        "unknown key (expected `properties`, `dynamic`, `default_search_fields`, \
+                         `_source`)",
                     ))
                 }
             }
@@ -283,17 +452,38 @@ impl Mapping {
         if !update.default_search_fields.is_empty() {
             merged.default_search_fields = update.default_search_fields.clone();
         }
+        // `dynamic` may change: it decides only about fields not seen yet.
+        if update.dynamic.is_some() {
+            merged.dynamic = update.dynamic;
+        }
+        for (name, object) in &update.objects {
+            merged.objects.insert(name.clone(), *object);
+        }
         Ok(merged)
     }
 
     /// The mapping as an Elasticsearch-style document (what `GET /{index}/_mapping` shows).
     pub fn to_es_json(&self) -> Json {
-        let properties: serde_json::Map<String, Json> = self
+        let mut properties: serde_json::Map<String, Json> = self
             .fields
             .iter()
             .map(|(name, rules)| (name.clone(), rules.to_es_json()))
             .collect();
+        for (name, object) in &self.objects {
+            let mut shown = serde_json::Map::new();
+            shown.insert("type".into(), "object".into());
+            if let Some(dynamic) = object.dynamic {
+                shown.insert("dynamic".into(), dynamic.to_es_json());
+            }
+            if !object.enabled {
+                shown.insert("enabled".into(), false.into());
+            }
+            properties.insert(name.clone(), Json::Object(shown));
+        }
         let mut document = serde_json::Map::new();
+        if let Some(dynamic) = self.dynamic.filter(|&d| d != Dynamic::True) {
+            document.insert("dynamic".into(), dynamic.to_es_json());
+        }
         document.insert("properties".into(), Json::Object(properties));
         if !self.default_search_fields.is_empty() {
             document.insert(
@@ -313,6 +503,11 @@ impl FieldMapping {
             FieldType::Keyword => "keyword",
             FieldType::Number => "double",
             FieldType::Boolean => "boolean",
+            FieldType::Date => "date",
+            FieldType::DateNanos => "date_nanos",
+            FieldType::Ip => "ip",
+            FieldType::Binary => "binary",
+            FieldType::GeoPoint => "geo_point",
         };
         out.insert("type".into(), ty.into());
         let defaults = FieldMapping::new(self.ty);
@@ -331,6 +526,26 @@ impl FieldMapping {
         if self.analyzer != defaults.analyzer {
             out.insert("analyzer".into(), self.analyzer.as_str().into());
         }
+        if self.format != defaults.format {
+            out.insert("format".into(), self.format.name().into());
+        }
+        if self.ignore_malformed {
+            out.insert("ignore_malformed".into(), true.into());
+        }
+        if let Some(limit) = self.ignore_above {
+            out.insert("ignore_above".into(), limit.into());
+        }
+        if let Some(subfield) = self.keyword_subfield {
+            let mut keyword = serde_json::Map::new();
+            keyword.insert("type".into(), "keyword".into());
+            if let Some(limit) = subfield.ignore_above {
+                keyword.insert("ignore_above".into(), limit.into());
+            }
+            out.insert(
+                "fields".into(),
+                serde_json::json!({ "keyword": Json::Object(keyword) }),
+            );
+        }
         Json::Object(out)
     }
 }
@@ -340,6 +555,7 @@ fn read_properties(
     path: &str,
     prefix: &str,
     out: &mut BTreeMap<String, FieldMapping>,
+    objects: &mut BTreeMap<String, ObjectMapping>,
 ) -> Result<(), MappingError> {
     for (name, field) in object(value, path)? {
         let here = join(path, name);
@@ -361,23 +577,54 @@ fn read_properties(
             ));
         }
         let keys = object(field, &here)?;
-        if let Some(nested) = keys.get("properties") {
-            if let Some(other) = keys
-                .keys()
-                .find(|k| !matches!(k.as_str(), "properties" | "type" | "dynamic"))
+        if keys.contains_key("properties") || keys.get("type").is_some_and(|t| t == "object") {
+            let mut rules = ObjectMapping {
+                dynamic: None,
+                enabled: true,
+            };
+            for (key, value) in keys {
+                let at = join(&here, key);
+                match key.as_str() {
+                    "properties" => {}
+                    "type" if value == "object" => {}
+                    "type" if value == "nested" => {
+                        return Err(error(
+                            &at,
+                            "type \"nested\" is not supported: Quarry flattens objects, and \
+                             nested queries need each array item as a document of its own",
+                        ))
+                    }
+                    "type" => return Err(error(&at, "a field with `properties` is an object")),
+                    "dynamic" => rules.dynamic = Some(Dynamic::parse(value, &at)?),
+                    "enabled" => {
+                        rules.enabled = value
+                            .as_bool()
+                            .ok_or_else(|| error(&at, "expected true or false"))?
+                    }
+                    _ => {
+                        return Err(error(
+                            &at,
+                            "an object field holds only `properties`, `type`, `dynamic` and \
+                             `enabled`",
+                        ))
+                    }
+                }
+            }
+            let nested = keys.get("properties");
+            if !rules.enabled && nested.is_some_and(|p| p.as_object().is_none_or(|p| !p.is_empty()))
             {
                 return Err(error(
-                    &join(&here, other),
-                    "an object field holds only `properties`",
+                    &join(&here, "enabled"),
+                    "an object with `enabled: false` keeps everything under it unindexed; it \
+                     cannot map fields",
                 ));
             }
-            if keys.get("type").is_some_and(|t| t != "object") {
-                return Err(error(
-                    &join(&here, "type"),
-                    "a field with `properties` is an object",
-                ));
+            if rules.dynamic.is_some() || !rules.enabled || nested.is_none() {
+                objects.insert(full.clone(), rules);
             }
-            read_properties(nested, &join(&here, "properties"), &full, out)?;
+            if let Some(nested) = nested {
+                read_properties(nested, &join(&here, "properties"), &full, out, objects)?;
+            }
             continue;
         }
         out.insert(full, read_field(keys, &here)?);
@@ -401,17 +648,24 @@ fn read_field(
         "text" | "match_only_text" => FieldType::Text,
         "keyword" => FieldType::Keyword,
         "boolean" => FieldType::Boolean,
+        "date" => FieldType::Date,
+        "date_nanos" => FieldType::DateNanos,
+        "ip" => FieldType::Ip,
+        "binary" => FieldType::Binary,
+        "geo_point" => FieldType::GeoPoint,
         number if NUMBER_TYPES.contains(&number) => FieldType::Number,
         other => {
             return Err(error(
                 &ty_path,
                 format!(
-                    "unsupported type {other:?} (supported: text, match_only_text, keyword, boolean, {})",
+                    "unsupported type {other:?} (supported: text, match_only_text, keyword, \
+                     boolean, date, date_nanos, ip, binary, geo_point, object, {})",
                     NUMBER_TYPES.join(", ")
                 ),
             ))
         }
     };
+    let is_date = ty.date_unit_nanos().is_some();
     let mut rules = FieldMapping::new(ty);
     for (key, value) in keys {
         let here = join(path, key);
@@ -422,7 +676,7 @@ fn read_field(
         };
         match key.as_str() {
             "type" => {}
-            "index" => rules.index = flag()?,
+            "index" if ty.is_searchable() => rules.index = flag()?,
             "stored" => rules.stored = flag()?,
             "doc_values" => rules.doc_values = flag()?,
             // Elasticsearch's extra stored copy: Quarry returns every stored field anyway.
@@ -454,6 +708,24 @@ fn read_field(
                 }
                 rules.analyzer = analyzer;
             }
+            "format" if is_date => {
+                let text = value
+                    .as_str()
+                    .ok_or_else(|| error(&here, "expected a string"))?;
+                rules.format = DateFormats::parse(text).map_err(|e| error(&here, e))?;
+            }
+            "ignore_malformed"
+                if is_date
+                    || matches!(ty, FieldType::Ip | FieldType::Number | FieldType::Boolean) =>
+            {
+                rules.ignore_malformed = flag()?
+            }
+            "ignore_above" if ty == FieldType::Keyword => {
+                rules.ignore_above = Some(limit(value, &here)?)
+            }
+            "fields" if ty == FieldType::Text => {
+                rules.keyword_subfield = Some(read_keyword_subfield(value, &here)?)
+            }
             "index_options" if ty == FieldType::Text => {
                 if value != "positions" && value != "offsets" {
                     return Err(error(
@@ -466,12 +738,17 @@ fn read_field(
                 return Err(error(
                     &here,
                     format!(
-                        "unknown or unsupported key for a {ty_name} field (known: type, index, \
+                        "unknown or unsupported key for a {ty_name} field (known: type, {}\
                          stored, doc_values{})",
-                        if ty == FieldType::Text {
-                            ", norms, analyzer, index_options"
-                        } else {
-                            ""
+                        if ty.is_searchable() { "index, " } else { "" },
+                        match ty {
+                            FieldType::Text => ", norms, analyzer, index_options, fields",
+                            FieldType::Keyword => ", ignore_above",
+                            FieldType::Date | FieldType::DateNanos => ", format, ignore_malformed",
+                            FieldType::Ip | FieldType::Number | FieldType::Boolean => {
+                                ", ignore_malformed"
+                            }
+                            FieldType::Binary | FieldType::GeoPoint => "",
                         }
                     ),
                 ))
@@ -479,6 +756,47 @@ fn read_field(
         }
     }
     Ok(rules)
+}
+
+/// A text field's `fields`: only `{"keyword": {"type": "keyword"}}` (with `ignore_above`),
+/// the whole value Quarry answers as `X.keyword`.
+fn read_keyword_subfield(value: &Json, path: &str) -> Result<KeywordSubfield, MappingError> {
+    let fields = object(value, path)?;
+    let mut subfield = KeywordSubfield { ignore_above: None };
+    for (name, field) in fields {
+        let here = join(path, name);
+        if name != "keyword" {
+            return Err(error(
+                &here,
+                "only a `keyword` multi-field of type keyword is supported (Quarry answers \
+                 `X.keyword` as X's whole value)",
+            ));
+        }
+        for (key, value) in object(field, &here)? {
+            let at = join(&here, key);
+            match key.as_str() {
+                "type" if value == "keyword" => {}
+                "type" => return Err(error(&at, "the `keyword` multi-field is of type keyword")),
+                "ignore_above" => subfield.ignore_above = Some(limit(value, &at)?),
+                _ => {
+                    return Err(error(
+                        &at,
+                        "unknown or unsupported key for the keyword multi-field (known: type, \
+                         ignore_above)",
+                    ))
+                }
+            }
+        }
+    }
+    Ok(subfield)
+}
+
+/// A length limit: a whole number of chars.
+fn limit(value: &Json, path: &str) -> Result<u32, MappingError> {
+    value
+        .as_u64()
+        .and_then(|n| u32::try_from(n).ok())
+        .ok_or_else(|| error(path, "expected a whole number of chars"))
 }
 
 fn object<'a>(
@@ -659,6 +977,129 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn reads_dynamic_dates_ips_and_objects() {
+        let mapping = Mapping::from_json(
+            r#"{"dynamic": "false", "properties": {
+                "d": {"type": "date", "format": "yyyy-MM-dd||epoch_second", "ignore_malformed": true},
+                "n": {"type": "date_nanos"},
+                "ip": {"type": "ip"},
+                "b": {"type": "binary", "doc_values": true},
+                "g": {"type": "geo_point"},
+                "k": {"type": "keyword", "ignore_above": 10},
+                "t": {"type": "text", "fields": {"keyword": {"type": "keyword", "ignore_above": 256}}},
+                "o": {"type": "object", "dynamic": "strict", "properties": {"i": {"type": "keyword"}}},
+                "free": {"type": "object", "dynamic": true},
+                "off": {"type": "object", "enabled": false},
+                "bare": {"type": "object"}
+            }}"#,
+        )
+        .unwrap();
+        let d = mapping.rules("d").unwrap();
+        assert_eq!((d.ty, d.ignore_malformed), (FieldType::Date, true));
+        assert_eq!(d.format.name(), "yyyy-MM-dd||epoch_second");
+        assert_eq!(mapping.rules("n").unwrap().ty, FieldType::DateNanos);
+        assert!(!mapping.rules("b").unwrap().index);
+        assert_eq!(mapping.rules("k").unwrap().ignore_above, Some(10));
+        assert_eq!(
+            mapping.rules("t").unwrap().keyword_subfield,
+            Some(KeywordSubfield {
+                ignore_above: Some(256)
+            })
+        );
+        let cases = [
+            ("x", Dynamic::False),
+            ("o.x", Dynamic::Strict),
+            ("o.deeper.x", Dynamic::Strict),
+            ("free.x", Dynamic::True),
+            ("off", Dynamic::False),
+            ("off.x.y", Dynamic::False),
+            ("bare.x", Dynamic::False),
+            ("_id", Dynamic::True),
+            ("_ignored", Dynamic::True),
+        ];
+        for (name, dynamic) in cases {
+            assert_eq!(mapping.dynamic_for(name), dynamic, "{name}");
+        }
+        assert_eq!(Mapping::default().dynamic_for("x"), Dynamic::True);
+        // What GET shows reads back as the same mapping.
+        let shown = mapping.to_es_json();
+        assert_eq!(shown["dynamic"], "false");
+        assert_eq!(Mapping::from_value(&shown).unwrap(), mapping);
+        for (value, dynamic) in [
+            ("true", Dynamic::True),
+            ("false", Dynamic::False),
+            ("\"strict\"", Dynamic::Strict),
+            ("\"true\"", Dynamic::True),
+        ] {
+            let mapping = Mapping::from_json(&format!(r#"{{"dynamic": {value}}}"#)).unwrap();
+            assert_eq!(mapping.dynamic, Some(dynamic), "{value}");
+        }
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_honour_by_name() {
+        let cases = [
+            (
+                r#"{"dynamic": "strict_allow_templates"}"#,
+                "dynamic",
+                "strict_allow_templates",
+            ),
+            (r#"{"dynamic": "runtime"}"#, "dynamic", "runtime"),
+            (r#"{"dynamic": 1}"#, "dynamic", "strict"),
+            (
+                r#"{"properties": {"d": {"type": "date", "format": "dd/MM/yyyy"}}}"#,
+                "properties.d.format",
+                "dd/MM/yyyy",
+            ),
+            (
+                r#"{"properties": {"d": {"type": "date", "locale": "fr"}}}"#,
+                "properties.d.locale",
+                "unknown",
+            ),
+            (
+                r#"{"properties": {"k": {"type": "keyword", "null_value": "x"}}}"#,
+                "properties.k.null_value",
+                "unknown",
+            ),
+            (
+                r#"{"properties": {"t": {"type": "text", "fields": {"raw": {"type": "keyword"}}}}}"#,
+                "properties.t.fields.raw",
+                "keyword",
+            ),
+            (
+                r#"{"properties": {"t": {"type": "text", "fields": {"keyword": {"type": "text"}}}}}"#,
+                "properties.t.fields.keyword.type",
+                "keyword",
+            ),
+            (
+                r#"{"properties": {"b": {"type": "binary", "index": true}}}"#,
+                "properties.b.index",
+                "unknown",
+            ),
+            (
+                r#"{"properties": {"n": {"type": "nested", "properties": {}}}}"#,
+                "properties.n.type",
+                "nested",
+            ),
+            (
+                r#"{"properties": {"o": {"enabled": false, "properties": {"a": {"type": "long"}}}}}"#,
+                "properties.o.enabled",
+                "cannot map",
+            ),
+            (
+                r#"{"properties": {"o": {"type": "object", "store": true}}}"#,
+                "properties.o.store",
+                "object",
+            ),
+        ];
+        for (text, path, word) in cases {
+            let e = Mapping::from_json(text).unwrap_err();
+            assert_eq!(e.path, path, "{text}: {e}");
+            assert!(e.message.contains(word), "{text}: {e}");
         }
     }
 

@@ -217,6 +217,7 @@ pub fn search(args: SearchArgs) -> Result<ExitCode> {
         count: args.count,
         histogram,
         aggregations: specs,
+        tree: Vec::new(),
     };
     let response = searcher.execute(&request)?;
     print_answer(&response_json(&response))

@@ -222,7 +222,7 @@ fn hits_show_what_the_request_asks_and_unsupported_options_are_refused() {
     assert_eq!(aggs["all"]["buckets"].as_array().unwrap().len(), 3);
     assert_eq!(aggs["p"]["values"]["100.0"], (EVENTS - 1) as f64, "{aggs}");
     assert_eq!(aggs["first"]["value"], 1_772_323_200_000.0);
-    assert_eq!(aggs["first"]["value_as_string"], "2026-03-01T00:00:00Z");
+    assert_eq!(aggs["first"]["value_as_string"], "2026-03-01T00:00:00.000Z");
 
     // `_doc` alone is index order (newest first), `_doc` after a key adds nothing.
     let answer = search(json!({"size": 2, "sort": ["_doc"]}));
@@ -238,6 +238,22 @@ fn hits_show_what_the_request_asks_and_unsupported_options_are_refused() {
         server.request("POST", "/_bulk?index=default&refresh=wait_for", Some(body));
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["items"][0]["index"]["_index"], "default");
+    // A metric's `missing`: events without the field count as holding it.
+    let answer = search(json!({"size": 0, "aggs": {
+        "with": {"avg": {"field": "client.seq", "missing": 1000}},
+        "without": {"avg": {"field": "client.seq"}},
+    }}));
+    let aggs = &answer["aggregations"];
+    let total = answer["hits"]["total"]["value"].as_u64().unwrap() as f64;
+    let sum = (0..EVENTS).sum::<usize>() as f64;
+    let absent = total - EVENTS as f64;
+    assert_eq!(absent, 1.0);
+    assert_eq!(aggs["without"]["value"], sum / EVENTS as f64, "{aggs}");
+    assert_eq!(
+        aggs["with"]["value"],
+        (sum + 1000.0 * absent) / total,
+        "{aggs}"
+    );
 
     // typed_keys: each aggregation's name with its type, at every level.
     let (status, answer) = server.request(
@@ -320,33 +336,8 @@ fn hits_show_what_the_request_asks_and_unsupported_options_are_refused() {
         ),
         (
             "/default/_search",
-            json!({"aggs": {"t": {"terms": {"field": "level", "missing": "none"}}}}),
-            "aggs.t.terms.missing",
-        ),
-        (
-            "/default/_search",
             json!({"aggs": {"t": {"terms": {"field": "level", "include": "e.*"}}}}),
             "aggs.t.terms.include",
-        ),
-        (
-            "/default/_search",
-            json!({"aggs": {"h": {"date_histogram": {"field": "@timestamp", "fixed_interval": "1h", "time_zone": "Europe/Paris"}}}}),
-            "time_zone",
-        ),
-        (
-            "/default/_search",
-            json!({"aggs": {"h": {"date_histogram": {"field": "@timestamp", "calendar_interval": "1w"}}}}),
-            "[1w]",
-        ),
-        (
-            "/default/_search",
-            json!({"aggs": {"h": {"date_histogram": {"field": "@timestamp", "fixed_interval": "1h", "offset": "+6h"}}}}),
-            "offset",
-        ),
-        (
-            "/default/_search",
-            json!({"aggs": {"c": {"value_count": {"field": "level"}}}}),
-            "value_count of [level]",
         ),
         (
             "/default/_search",
@@ -355,8 +346,40 @@ fn hits_show_what_the_request_asks_and_unsupported_options_are_refused() {
         ),
         (
             "/default/_search",
-            json!({"aggs": {"a": {"avg": {"field": "client.seq", "missing": 0}}}}),
-            "aggs.a.avg.missing",
+            json!({"aggs": {"h": {"date_histogram": {"field": "@timestamp", "fixed_interval": "1h", "time_zone": "Mars/Olympus"}}}}),
+            "Mars/Olympus",
+        ),
+        (
+            "/default/_search",
+            json!({"aggs": {"h": {"date_histogram": {"field": "@timestamp", "calendar_interval": "2w"}}}}),
+            "[2w]",
+        ),
+        (
+            "/default/_search",
+            json!({"aggs": {"h": {"date_histogram": {"field": "@timestamp", "fixed_interval": "1h", "format": "yyyy-MM-dd EEE"}}}}),
+            "EEE",
+        ),
+        (
+            "/default/_search",
+            json!({"aggs": {"h": {"date_histogram": {"field": "@timestamp", "fixed_interval": "1m"},
+                "aggs": {"m": {"moving_fn": {"buckets_path": "_count", "window": 2, "script": "values[0] * 2"}}}}}}),
+            "aggs.h.aggs.m.moving_fn.script",
+        ),
+        (
+            "/default/_search",
+            json!({"aggs": {"t": {"terms": {"field": "level"},
+                "aggs": {"d": {"derivative": {"buckets_path": "_count"}}}}}}),
+            "histogram or date_histogram as its parent",
+        ),
+        (
+            "/default/_search",
+            json!({"aggs": {"t": {"terms": {"field": "level", "min_doc_count": 0}}}}),
+            "aggs.t.terms.min_doc_count",
+        ),
+        (
+            "/default/_search",
+            json!({"aggs": {"a": {"avg": {"field": "client.seq", "script": {"source": "_value * 2"}}}}}),
+            "aggs.a.avg.script",
         ),
         (
             "/default/_search?terminate_after=5",
@@ -683,4 +706,135 @@ fn documents_have_one_stable_id_to_read_them_back_by() {
     assert_eq!(answer["errors"], false, "{answer}");
     let (_, answer) = server.get("/made-by-bulk/_count");
     assert_eq!(answer["count"], 1);
+}
+
+/// `match_bool_prefix` counted against the events sent; `track_total_hits` as a number,
+/// `filter_path` on any answer, `stored_fields`, and Elasticsearch's words for a negative
+/// `from` (issue 27's OpenSearch `search` cases).
+#[test]
+fn bool_prefix_total_hits_filter_path_and_stored_fields_answer_as_elasticsearch() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("d"));
+    send_bulk(&server, "default");
+    let search = |url: &str, body: serde_json::Value| {
+        let (status, answer) = server.request("POST", url, Some(&body.to_string()));
+        assert_eq!(status, 200, "{body}: {answer}");
+        answer
+    };
+    // Each word a token; the last a prefix of one. `message` is "request {i} timed out" for
+    // every fifth event, else "request {i} done".
+    let tokens = |i: usize| -> Vec<String> {
+        let words = if i.is_multiple_of(5) {
+            "timed out"
+        } else {
+            "done"
+        };
+        format!("request {i} {words}")
+            .split(' ')
+            .map(str::to_owned)
+            .collect()
+    };
+    for (text, minimum) in [
+        ("timed o", 1),
+        ("done 1", 2),
+        ("request tim", 2),
+        ("done tim", 2),
+    ] {
+        let words: Vec<&str> = text.split(' ').collect();
+        let (last, rest) = words.split_last().unwrap();
+        let expected = (0..EVENTS)
+            .filter(|&i| {
+                let toks = tokens(i);
+                let terms = rest.iter().filter(|w| toks.iter().any(|t| t == *w)).count();
+                let prefix = usize::from(toks.iter().any(|t| t.starts_with(last)));
+                terms + prefix >= minimum
+            })
+            .count();
+        let answer = search(
+            "/default/_search?size=0",
+            json!({"query": {"match_bool_prefix": {"message": {
+                "query": text, "minimum_should_match": minimum,
+            }}}}),
+        );
+        assert_eq!(
+            answer["hits"]["total"]["value"], expected,
+            "{text}: {answer}"
+        );
+    }
+
+    // track_total_hits: a number is a lower bound past it; false with totals as numbers: -1.
+    let answer = search("/default/_search?size=0&track_total_hits=10", json!({}));
+    assert_eq!(
+        answer["hits"]["total"],
+        json!({"value": 10, "relation": "gte"})
+    );
+    let answer = search(
+        "/default/_search?size=0",
+        json!({"track_total_hits": EVENTS}),
+    );
+    assert_eq!(
+        answer["hits"]["total"],
+        json!({"value": EVENTS, "relation": "eq"})
+    );
+    let answer = search(
+        "/default/_search?size=0&track_total_hits=false&rest_total_hits_as_int=true",
+        json!({}),
+    );
+    assert_eq!(answer["hits"]["total"], -1);
+    for (url, body) in [
+        ("/default/_search?from=-5", json!({})),
+        ("/default/_search", json!({"from": -5})),
+    ] {
+        let (status, answer) = server.request("POST", url, Some(&body.to_string()));
+        assert_eq!(status, 400);
+        assert_eq!(
+            answer["error"]["reason"],
+            "[from] parameter cannot be negative, found [-5]"
+        );
+    }
+
+    // filter_path: only what it names, on a search and a count alike.
+    let answer = search(
+        "/default/_search?size=2&filter_path=hits.hits._id,-hits.hits._source",
+        json!({"sort": [{"@timestamp": "desc"}]}),
+    );
+    let hits = answer["hits"]["hits"].as_array().unwrap();
+    assert_eq!(answer.as_object().unwrap().len(), 1, "{answer}");
+    assert_eq!(hits.len(), 2, "{answer}");
+    assert!(
+        hits.iter()
+            .all(|hit| hit.as_object().unwrap().keys().eq(["_id"])),
+        "{answer}"
+    );
+    let (status, answer) = server.request("GET", "/default/_count?filter_path=count", None);
+    assert_eq!(status, 200);
+    assert_eq!(answer, json!({"count": EVENTS}));
+
+    // stored_fields: none of them hides `_source`; `_none_` the `_id` too; names are fields.
+    let answer = search("/default/_search?size=1", json!({"stored_fields": []}));
+    let hit = &answer["hits"]["hits"][0];
+    assert!(
+        hit.get("_source").is_none() && hit.get("_id").is_some(),
+        "{hit}"
+    );
+    let answer = search(
+        "/default/_search?size=1",
+        json!({"stored_fields": "_none_"}),
+    );
+    let hit = &answer["hits"]["hits"][0];
+    assert!(
+        hit.get("_source").is_none() && hit.get("_id").is_none(),
+        "{hit}"
+    );
+    let answer = search(
+        "/default/_search?size=1&stored_fields=level,_source",
+        json!({}),
+    );
+    let hit = &answer["hits"]["hits"][0];
+    assert!(hit.get("_source").is_some(), "{hit}");
+    assert_eq!(
+        hit["fields"]["level"].as_array().map(Vec::len),
+        Some(1),
+        "{hit}"
+    );
 }

@@ -1,0 +1,1044 @@
+//! Nested aggregations in one pass: a tree of bucket aggregations (terms, histograms, time
+//! buckets, ranges, filters, missing) with metrics at any level, as Elasticsearch's `aggs`
+//! nest them, evaluated over every match of a query in a single walk of the matching docs.
+//!
+//! Each block is walked once. A doc goes down the tree: each bucket node finds the doc's
+//! buckets (a terms value, a histogram slot, the ranges or filters it falls in) and the doc
+//! is counted in each and goes on to the node's children there; a metric node adds the doc's
+//! value to its state. The readers (field cursors, time look-ups, filter scorers) belong to
+//! the nodes, not to the buckets, and see docs in increasing order. A block's states are
+//! partial results: string keys read as doc-value ordinals are turned into strings at the end
+//! of the block, and the partial tree is merged into the total, bucket by bucket, the way a
+//! search scattered over nodes will merge them.
+//!
+//! Time buckets over `_time` use the block's time order (the histogram's doc-id endpoints):
+//! a doc's bucket is known from its doc id until the doc past the bucket's end, so `_time` is
+//! read once per bucket and block, not once per doc.
+//!
+//! The tree computes buckets and metric values; choosing, ordering and cutting buckets
+//! (`size`, `order`, `min_doc_count`, empty buckets) is the front end's, which has every
+//! bucket with its sub-results to do it with.
+
+use crate::aggregation::{format_number, FieldCursor, Hll, Percentiles, TypedValue};
+use crate::error::{QueryError, Result};
+use crate::filter::TimeLookup;
+use crate::parser::Ast;
+use crate::scorer::BoxScorer;
+use crate::searcher::Searcher;
+use crate::time::{next_unit, unit_start, Zone};
+use crate::weight::Weight;
+use crate::Query;
+use hashbrown::HashMap;
+use hyperloglogplus::{HyperLogLog, HyperLogLogPlus};
+use quarry_format::docvalues::DocValues;
+use quarry_format::{BlockReader, ColumnType, TERMINATED, TIME_FIELD};
+use std::hash::BuildHasherDefault;
+
+/// The most buckets one request may make over all its bucket nodes (Elasticsearch's
+/// `search.max_buckets`).
+pub const MAX_TREE_BUCKETS: usize = 65_536;
+
+const NANOS_PER_SECOND: i64 = 1_000_000_000;
+
+/// One aggregation of the tree.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AggNode {
+    pub kind: NodeKind,
+    /// Evaluated in each bucket of this node (bucket kinds only).
+    pub children: Vec<AggNode>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum NodeKind {
+    /// Statistics of a field's values; a doc without one counts as holding `missing` when
+    /// it is given.
+    Metric {
+        field: String,
+        metric: Metric,
+        missing: Option<TermKey>,
+    },
+    /// A bucket per distinct value of `field`; docs without one go to `missing` when given.
+    Terms {
+        field: String,
+        missing: Option<TermKey>,
+    },
+    /// A bucket per distinct combination of the fields' values (`TermKey::Tuple`); a doc
+    /// without a value of a field (and no `missing` for it) is in none.
+    MultiTerms {
+        fields: Vec<(String, Option<TermKey>)>,
+    },
+    /// Buckets `[offset + n * interval, offset + (n + 1) * interval)` of a number field
+    /// (keys `BucketKey::Slot(n)`).
+    Histogram {
+        field: String,
+        interval: f64,
+        offset: f64,
+    },
+    /// Buckets of time (keys `BucketKey::Slot(start)`, in ns). Over `_time` or another field
+    /// holding epoch milliseconds or ISO times.
+    DateHistogram { field: String, buckets: TimeBuckets },
+    /// A bucket per range `[from, to)` (keys `BucketKey::Slot(i)`); ranges may overlap.
+    Range {
+        field: String,
+        ranges: Vec<(Option<f64>, Option<f64>)>,
+    },
+    /// A bucket per filter (keys `BucketKey::Slot(i)`), and with `other` one more for docs
+    /// matching none (`Slot(filters.len())`).
+    Filters { filters: Vec<Ast>, other: bool },
+    /// One bucket (`Slot(0)`) of the docs without a value of `field`.
+    Missing { field: String },
+}
+
+/// What a metric node keeps.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Metric {
+    /// Count, min, max, sum and sum of squares of the number values.
+    Stats,
+    /// The number of values of any type.
+    ValueCount,
+    /// Values at these percents (0 to 100), interpolated between ranks as Elasticsearch's
+    /// t-digest does over few values (`Percentiles::interpolated`).
+    Percentiles(Vec<f64>),
+    /// Distinct values, estimated (HyperLogLog++).
+    Cardinality,
+    /// The first `size` matches in time order (newest first unless `oldest_first`), to be
+    /// fetched; the node's field is `_time`.
+    TopHits { size: usize, oldest_first: bool },
+}
+
+/// A terms key: a value with its type.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TermKey {
+    Bool(bool),
+    Int(i64),
+    Uint(u64),
+    /// An f64's bits (a float with a whole value in i64's range is an `Int`).
+    Float(u64),
+    Str(String),
+    /// One value per field (`multi_terms`).
+    Tuple(Vec<TermKey>),
+}
+
+impl TermKey {
+    pub fn float(v: f64) -> TermKey {
+        if v.fract() == 0.0 && v.abs() < 9.0e18 {
+            TermKey::Int(v as i64)
+        } else {
+            TermKey::Float(v.to_bits())
+        }
+    }
+
+    /// The key as a number (booleans 1 and 0), or `None` for strings.
+    pub fn as_f64(&self) -> Option<f64> {
+        match *self {
+            TermKey::Bool(b) => Some(f64::from(u8::from(b))),
+            TermKey::Int(v) => Some(v as f64),
+            TermKey::Uint(v) => Some(v as f64),
+            TermKey::Float(bits) => Some(f64::from_bits(bits)),
+            TermKey::Str(_) | TermKey::Tuple(_) => None,
+        }
+    }
+
+    /// The key as a field value.
+    fn as_value(&self) -> TypedValue<'_, 'static> {
+        match self {
+            TermKey::Bool(b) => TypedValue::Raw(ColumnType::Bool, u64::from(*b)),
+            TermKey::Int(v) => TypedValue::Raw(ColumnType::I64, *v as u64),
+            TermKey::Uint(v) => TypedValue::Raw(ColumnType::U64, *v),
+            TermKey::Float(bits) => TypedValue::Raw(ColumnType::F64, *bits),
+            TermKey::Str(s) => TypedValue::Str(s),
+            // Not a field's value (`multi_terms`' keys only).
+            TermKey::Tuple(_) => TypedValue::Str(""),
+        }
+    }
+
+    fn of(value: TypedValue<'_, '_>) -> TermKey {
+        match value {
+            TypedValue::Str(s) => TermKey::Str(s.to_owned()),
+            TypedValue::Ordinal(ordinal, dictionary) => {
+                TermKey::Str(ordinal_text(ordinal, dictionary))
+            }
+            TypedValue::Raw(ty, raw) => match ty {
+                ColumnType::Bool => TermKey::Bool(raw != 0),
+                ColumnType::I64 | ColumnType::Timestamp => TermKey::Int(raw as i64),
+                ColumnType::U64 => match i64::try_from(raw) {
+                    Ok(v) => TermKey::Int(v),
+                    Err(_) => TermKey::Uint(raw),
+                },
+                _ => TermKey::float(f64::from_bits(raw)),
+            },
+        }
+    }
+}
+
+fn ordinal_text(ordinal: u32, dictionary: DocValues<'_>) -> String {
+    String::from_utf8_lossy(dictionary.string(ordinal).unwrap_or_default()).into_owned()
+}
+
+/// How a time is put in its bucket.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TimeBuckets {
+    /// A fixed width (ns), counted from the epoch in `zone`'s wall-clock time, moved by
+    /// `offset` (ns).
+    Fixed {
+        interval: i64,
+        offset: i64,
+        zone: Zone,
+    },
+    /// Calendar units (`y`, `q`, `M`, `w`, `d`, `h`, `m`, `s`) of `zone`, moved by `offset`.
+    Calendar {
+        unit: CalendarUnit,
+        offset: i64,
+        zone: Zone,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CalendarUnit {
+    Year,
+    Quarter,
+    Month,
+    Week,
+    Day,
+    Hour,
+    Minute,
+    Second,
+}
+
+impl CalendarUnit {
+    fn code(self) -> &'static str {
+        match self {
+            CalendarUnit::Year => "y",
+            CalendarUnit::Quarter => "q",
+            CalendarUnit::Month => "M",
+            CalendarUnit::Week => "w",
+            CalendarUnit::Day => "d",
+            CalendarUnit::Hour => "h",
+            CalendarUnit::Minute => "m",
+            CalendarUnit::Second => "s",
+        }
+    }
+}
+
+impl TimeBuckets {
+    /// The start of the bucket holding `time`.
+    pub fn start_of(&self, time: i64) -> Result<i64> {
+        match *self {
+            TimeBuckets::Fixed {
+                interval,
+                offset,
+                zone,
+            } => {
+                // Counted in wall-clock time: shift into the zone, round, shift back by the
+                // offset in force at the bucket's start.
+                let shift = zone.offset_at(time).saturating_mul(NANOS_PER_SECOND);
+                let local = time.saturating_add(shift).saturating_sub(offset);
+                let start_local = local.div_euclid(interval) * interval + offset;
+                let back = zone
+                    .offset_at(start_local.saturating_sub(shift))
+                    .saturating_mul(NANOS_PER_SECOND);
+                Ok(start_local.saturating_sub(back))
+            }
+            TimeBuckets::Calendar { unit, offset, zone } => {
+                let start = unit_start(time.saturating_sub(offset), unit.code(), zone)
+                    .map_err(QueryError::Invalid)?;
+                Ok(start.saturating_add(offset))
+            }
+        }
+    }
+
+    /// The start of the bucket after the one starting at `start`.
+    pub fn next(&self, start: i64) -> Result<i64> {
+        match *self {
+            TimeBuckets::Fixed { interval, .. } => {
+                // The next local multiple, which a zone's shift can move.
+                let guess = start.saturating_add(interval);
+                let next = self.start_of(guess)?;
+                Ok(if next > start { next } else { guess })
+            }
+            TimeBuckets::Calendar { unit, offset, zone } => {
+                let next = next_unit(start.saturating_sub(offset), unit.code(), zone)
+                    .map_err(QueryError::Invalid)?;
+                Ok(next.saturating_add(offset))
+            }
+        }
+    }
+}
+
+/// A bucket's key.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BucketKey {
+    /// A terms value.
+    Term(TermKey),
+    /// A histogram's slot number, a time bucket's start (ns), or a range's or filter's index.
+    Slot(i64),
+}
+
+/// The answer of one node.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AggResult {
+    Metric(MetricResult),
+    /// Slots in increasing order; terms in no particular order.
+    Buckets(Vec<BucketResult>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct BucketResult {
+    pub key: BucketKey,
+    pub count: u64,
+    /// One per child node.
+    pub children: Vec<AggResult>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum MetricResult {
+    Stats {
+        count: u64,
+        /// Infinite when there are no values.
+        min: f64,
+        max: f64,
+        sum: f64,
+        sum_of_squares: f64,
+    },
+    ValueCount(u64),
+    /// `(percent, value)`; no value without values.
+    Percentiles(Vec<(f64, Option<f64>)>),
+    Cardinality(u64),
+    /// The first hits in the asked order (`Searcher::events` fetches them), of `total`.
+    TopHits {
+        hits: Vec<crate::Hit>,
+        total: u64,
+    },
+}
+
+/// The results of `nodes` over no docs (an empty bucket's sub-aggregations).
+pub fn empty_results(nodes: &[AggNode]) -> Vec<AggResult> {
+    nodes
+        .iter()
+        .map(|node| NodeState::new(node).into_result(node))
+        .collect()
+}
+
+impl Searcher {
+    /// Every node of `nodes` over every match of `query`, in one pass over the matches.
+    pub fn aggregate_tree(&self, query: &Query, nodes: &[AggNode]) -> Result<Vec<AggResult>> {
+        let weight = self.filter_weight(query);
+        let plans: Vec<NodePlan> = nodes
+            .iter()
+            .map(|node| NodePlan::new(self, node))
+            .collect::<Result<_>>()?;
+        let mut total: Vec<NodeState> = nodes.iter().map(NodeState::new).collect();
+        let mut buckets = 0usize;
+        for (index, block) in self.blocks.iter().enumerate() {
+            let Some(mut scorer) = weight.scorer(index, block)? else {
+                continue;
+            };
+            let mut readers: Vec<NodeReader> = nodes
+                .iter()
+                .zip(&plans)
+                .map(|(node, plan)| NodeReader::new(node, plan, index, block, self))
+                .collect::<Result<_>>()?;
+            let mut states: Vec<NodeState> = nodes.iter().map(NodeState::new).collect();
+            let mut walk = Walk {
+                buckets: &mut buckets,
+                block: index as u32,
+            };
+            let mut doc = scorer.doc();
+            while doc != TERMINATED {
+                walk.collect(nodes, &mut states, &mut readers, doc)?;
+                doc = scorer.advance();
+            }
+            self.check_scorer(index, scorer.as_ref())?;
+            for reader in &readers {
+                reader.check(self, index)?;
+            }
+            for ((total, mut state), (node, reader)) in
+                total.iter_mut().zip(states).zip(nodes.iter().zip(&readers))
+            {
+                state.resolve(node, reader);
+                total.merge(state);
+            }
+        }
+        Ok(total
+            .into_iter()
+            .zip(nodes)
+            .map(|(state, node)| state.into_result(node))
+            .collect())
+    }
+}
+
+/// A node's filters, planned once for every block.
+struct NodePlan {
+    filters: Vec<Weight>,
+    children: Vec<NodePlan>,
+}
+
+impl NodePlan {
+    fn new(searcher: &Searcher, node: &AggNode) -> Result<NodePlan> {
+        let filters = match &node.kind {
+            NodeKind::Filters { filters, .. } => filters
+                .iter()
+                .map(|ast| Ok(searcher.filter_weight(&searcher.plan(ast)?)))
+                .collect::<Result<_>>()?,
+            _ => Vec::new(),
+        };
+        Ok(NodePlan {
+            filters,
+            children: node
+                .children
+                .iter()
+                .map(|child| NodePlan::new(searcher, child))
+                .collect::<Result<_>>()?,
+        })
+    }
+}
+
+/// What a node reads docs with in one block.
+struct NodeReader<'a> {
+    source: Source<'a>,
+    /// The block's doc-values dictionary of the field, once a string came as an ordinal.
+    dictionary: Option<DocValues<'a>>,
+    /// The current doc's bucket keys (reused).
+    keys: Vec<Key>,
+    children: Vec<NodeReader<'a>>,
+}
+
+enum Source<'a> {
+    /// A field, with its mapping when it is a date field (values kept as sent are read as
+    /// times).
+    Field(FieldCursor<'a>, Option<quarry_store::FieldMapping>),
+    /// `_time`, with the bucket of the last doc asked for: its docs `[lo, hi)` and start.
+    Time {
+        lookup: TimeLookup<'a>,
+        current: Option<(u32, u32, i64)>,
+    },
+    Filters(Vec<Option<BoxScorer<'a>>>),
+    /// `multi_terms`' fields.
+    Fields(Vec<(FieldCursor<'a>, Option<quarry_store::FieldMapping>)>),
+}
+
+impl<'a> NodeReader<'a> {
+    fn new(
+        node: &AggNode,
+        plan: &'a NodePlan,
+        index: usize,
+        block: &'a BlockReader,
+        searcher: &Searcher,
+    ) -> Result<NodeReader<'a>> {
+        let source = match &node.kind {
+            NodeKind::DateHistogram { field, .. } if field == TIME_FIELD => Source::Time {
+                lookup: TimeLookup::new(block, searcher.optimizations)?,
+                current: None,
+            },
+            NodeKind::Filters { .. } => Source::Filters(
+                plan.filters
+                    .iter()
+                    .map(|weight| weight.scorer(index, block).map_err(QueryError::from))
+                    .collect::<Result<_>>()?,
+            ),
+            NodeKind::MultiTerms { fields } => Source::Fields(
+                fields
+                    .iter()
+                    .map(|(field, _)| (FieldCursor::new(block, field), date_rules(searcher, field)))
+                    .collect(),
+            ),
+            NodeKind::Metric { field, .. }
+            | NodeKind::Terms { field, .. }
+            | NodeKind::Histogram { field, .. }
+            | NodeKind::DateHistogram { field, .. }
+            | NodeKind::Range { field, .. }
+            | NodeKind::Missing { field } => {
+                Source::Field(FieldCursor::new(block, field), date_rules(searcher, field))
+            }
+        };
+        Ok(NodeReader {
+            source,
+            dictionary: None,
+            keys: Vec::new(),
+            children: node
+                .children
+                .iter()
+                .zip(&plan.children)
+                .map(|(child, plan)| NodeReader::new(child, plan, index, block, searcher))
+                .collect::<Result<_>>()?,
+        })
+    }
+
+    /// Reports a filter scorer cut short by a decode error.
+    fn check(&self, searcher: &Searcher, index: usize) -> Result<()> {
+        if let Source::Filters(scorers) = &self.source {
+            for scorer in scorers.iter().flatten() {
+                searcher.check_scorer(index, scorer.as_ref())?;
+            }
+        }
+        self.children
+            .iter()
+            .try_for_each(|child| child.check(searcher, index))
+    }
+
+    /// Sets `self.keys` to `doc`'s buckets of `node`.
+    fn find_keys(&mut self, node: &NodeKind, doc: u32) -> Result<()> {
+        self.keys.clear();
+        let keys = &mut self.keys;
+        match (&mut self.source, node) {
+            (Source::Time { lookup, current }, NodeKind::DateHistogram { buckets, .. }) => {
+                let start = match *current {
+                    Some((lo, hi, start)) if lo <= doc && doc < hi => start,
+                    _ => {
+                        let start = buckets.start_of(lookup.time_of(doc)?)?;
+                        let end = buckets.next(start)?;
+                        let hi = lookup.first_at_or_after(end)?;
+                        *current = Some((doc, hi.max(doc + 1), start));
+                        start
+                    }
+                };
+                keys.push(Key::Slot(start));
+            }
+            (Source::Filters(scorers), NodeKind::Filters { other, .. }) => {
+                for (i, scorer) in scorers.iter_mut().enumerate() {
+                    let Some(scorer) = scorer else { continue };
+                    if scorer.doc() < doc {
+                        scorer.seek(doc);
+                    }
+                    if scorer.doc() == doc {
+                        keys.push(Key::Slot(i as i64));
+                    }
+                }
+                if *other && keys.is_empty() {
+                    keys.push(Key::Slot(scorers.len() as i64));
+                }
+            }
+            (Source::Field(cursor, date), kind) => {
+                let dictionary = &mut self.dictionary;
+                let seen = read_value(cursor, date.as_ref(), doc, &mut |value| {
+                    value_keys(kind, value, dictionary, keys);
+                })?;
+                match kind {
+                    NodeKind::Missing { .. } if !seen => keys.push(Key::Slot(0)),
+                    NodeKind::Terms {
+                        missing: Some(missing),
+                        ..
+                    } if !seen => keys.push(Key::Term(missing.clone())),
+                    _ => {}
+                }
+            }
+            (Source::Fields(cursors), NodeKind::MultiTerms { fields }) => {
+                let mut parts = Vec::with_capacity(cursors.len());
+                for ((cursor, date), (_, missing)) in cursors.iter_mut().zip(fields) {
+                    let mut part = None;
+                    read_value(cursor, date.as_ref(), doc, &mut |value| {
+                        part = Some(TermKey::of(value));
+                    })?;
+                    match part.or_else(|| missing.clone()) {
+                        Some(part) => parts.push(part),
+                        None => return Ok(()),
+                    }
+                }
+                keys.push(Key::Term(TermKey::Tuple(parts)));
+            }
+            _ => unreachable!("a node's source is made for its kind"),
+        }
+        Ok(())
+    }
+}
+
+/// The mapping of `field` when it is a date field.
+fn date_rules(searcher: &Searcher, field: &str) -> Option<quarry_store::FieldMapping> {
+    searcher
+        .schema()
+        .rules(field)
+        .filter(|rules| rules.ty.date_unit_nanos().is_some())
+        .cloned()
+}
+
+/// Calls `f` with `doc`'s value, if it has one (the answer). A date field's value, kept as
+/// sent, is read in the field's formats as a time (ns); one that is not a date (kept under
+/// `ignore_malformed`) counts as no value, as in Elasticsearch's doc values.
+fn read_value<'a>(
+    cursor: &mut FieldCursor<'a>,
+    date: Option<&quarry_store::FieldMapping>,
+    doc: u32,
+    f: &mut dyn FnMut(TypedValue<'_, 'a>),
+) -> Result<bool> {
+    let mut seen = false;
+    cursor.with_typed_value(doc, &mut |value| {
+        let Some(rules) = date else {
+            seen = true;
+            f(value);
+            return;
+        };
+        let text = match value {
+            TypedValue::Str(s) => s.to_owned(),
+            TypedValue::Ordinal(o, dictionary) => ordinal_text(o, dictionary),
+            TypedValue::Raw(ty, raw) => match ty {
+                ColumnType::I64 => (raw as i64).to_string(),
+                ColumnType::U64 => raw.to_string(),
+                ColumnType::F64 => format!("{}", f64::from_bits(raw)),
+                _ => return,
+            },
+        };
+        if let Some(nanos) = rules
+            .format
+            .read_utc(&text)
+            .and_then(|n| i64::try_from(n).ok())
+        {
+            seen = true;
+            f(TypedValue::Raw(ColumnType::Timestamp, nanos as u64));
+        }
+    })?;
+    Ok(seen)
+}
+
+/// The buckets of `kind` that `value` falls in.
+fn value_keys<'a>(
+    kind: &NodeKind,
+    value: TypedValue<'_, 'a>,
+    dictionary: &mut Option<DocValues<'a>>,
+    keys: &mut Vec<Key>,
+) {
+    let number = || match value {
+        TypedValue::Raw(..) => value.untyped().number(),
+        _ => None,
+    };
+    match kind {
+        NodeKind::Terms { .. } => keys.push(match value {
+            TypedValue::Ordinal(ordinal, values) => {
+                *dictionary = Some(values);
+                Key::Ordinal(ordinal)
+            }
+            TypedValue::Str(s) => Key::Str(s.to_owned()),
+            other => Key::Term(TermKey::of(other)),
+        }),
+        NodeKind::Histogram {
+            interval, offset, ..
+        } => {
+            if let Some(v) = number().filter(|v| v.is_finite()) {
+                keys.push(Key::Slot(((v - offset) / interval).floor() as i64));
+            }
+        }
+        NodeKind::DateHistogram { buckets, .. } => {
+            let time = match value {
+                // Epoch milliseconds, or a time.
+                TypedValue::Raw(ColumnType::Timestamp, raw) => Some(raw as i64),
+                TypedValue::Raw(..) => number().map(|ms| (ms * 1e6) as i64),
+                TypedValue::Str(s) => crate::time::parse_time(s, 0).ok(),
+                TypedValue::Ordinal(o, values) => {
+                    crate::time::parse_time(&ordinal_text(o, values), 0).ok()
+                }
+            };
+            if let Some(start) = time.and_then(|t| buckets.start_of(t).ok()) {
+                keys.push(Key::Slot(start));
+            }
+        }
+        NodeKind::Range { ranges, .. } => {
+            if let Some(v) = number() {
+                for (i, (from, to)) in ranges.iter().enumerate() {
+                    if from.is_none_or(|f| v >= f) && to.is_none_or(|t| v < t) {
+                        keys.push(Key::Slot(i as i64));
+                    }
+                }
+            }
+        }
+        NodeKind::Missing { .. }
+        | NodeKind::Metric { .. }
+        | NodeKind::Filters { .. }
+        | NodeKind::MultiTerms { .. } => {}
+    }
+}
+
+/// A bucket's key while a block is read: a string may still be a doc-value ordinal.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Key {
+    Ordinal(u32),
+    Str(String),
+    Term(TermKey),
+    Slot(i64),
+}
+
+/// Counts the buckets made, against `MAX_TREE_BUCKETS`.
+struct Walk<'c> {
+    buckets: &'c mut usize,
+    /// The block being read (its index in the searcher), for top hits.
+    block: u32,
+}
+
+impl Walk<'_> {
+    fn collect(
+        &mut self,
+        nodes: &[AggNode],
+        states: &mut [NodeState],
+        readers: &mut [NodeReader],
+        doc: u32,
+    ) -> Result<()> {
+        for ((node, state), reader) in nodes.iter().zip(states).zip(readers) {
+            match state {
+                NodeState::Metric(metric) => {
+                    let Source::Field(cursor, date) = &mut reader.source else {
+                        unreachable!("a metric reads a field")
+                    };
+                    let block = self.block;
+                    let seen = read_value(cursor, date.as_ref(), doc, &mut |value| {
+                        if let (MetricState::TopHits(hits, total), TypedValue::Raw(_, time)) =
+                            (&mut *metric, value)
+                        {
+                            *total += 1;
+                            hits.push(crate::Hit {
+                                block,
+                                doc,
+                                score: None,
+                                time: time as i64,
+                            });
+                        } else {
+                            metric.add(value);
+                        }
+                    })?;
+                    if let (MetricState::TopHits(hits, _), NodeKind::Metric { metric: kind, .. }) =
+                        (&mut *metric, &node.kind)
+                    {
+                        trim_hits(hits, kind, false);
+                    }
+                    if let (
+                        false,
+                        NodeKind::Metric {
+                            missing: Some(missing),
+                            ..
+                        },
+                    ) = (seen, &node.kind)
+                    {
+                        metric.add(missing.as_value());
+                    }
+                }
+                NodeState::Buckets(buckets) => {
+                    reader.find_keys(&node.kind, doc)?;
+                    let NodeReader { keys, children, .. } = reader;
+                    for key in keys.iter() {
+                        let bucket = match buckets.get_mut(key) {
+                            Some(bucket) => bucket,
+                            None => {
+                                *self.buckets += 1;
+                                if *self.buckets > MAX_TREE_BUCKETS {
+                                    return Err(QueryError::TooManyAggregationBuckets {
+                                        limit: MAX_TREE_BUCKETS,
+                                    });
+                                }
+                                buckets
+                                    .entry(key.clone())
+                                    .or_insert_with(|| Bucket::new(&node.children))
+                            }
+                        };
+                        bucket.count += 1;
+                        self.collect(&node.children, &mut bucket.children, children, doc)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A node's running state over the docs seen so far.
+enum NodeState {
+    Metric(MetricState),
+    Buckets(HashMap<Key, Bucket>),
+}
+
+struct Bucket {
+    count: u64,
+    children: Vec<NodeState>,
+}
+
+impl Bucket {
+    fn new(nodes: &[AggNode]) -> Bucket {
+        Bucket {
+            count: 0,
+            children: nodes.iter().map(NodeState::new).collect(),
+        }
+    }
+}
+
+impl NodeState {
+    fn new(node: &AggNode) -> NodeState {
+        match &node.kind {
+            NodeKind::Metric { metric, .. } => NodeState::Metric(MetricState::new(metric)),
+            _ => NodeState::Buckets(HashMap::new()),
+        }
+    }
+
+    /// Turns ordinal keys (of `reader`'s block) into strings, here and below.
+    fn resolve(&mut self, node: &AggNode, reader: &NodeReader) {
+        let NodeState::Buckets(buckets) = self else {
+            return;
+        };
+        if let Some(dictionary) = reader.dictionary {
+            let ordinals: Vec<Key> = buckets
+                .keys()
+                .filter(|k| matches!(k, Key::Ordinal(_)))
+                .cloned()
+                .collect();
+            for key in ordinals {
+                let Key::Ordinal(ordinal) = key else { continue };
+                let Some(bucket) = buckets.remove(&key) else {
+                    continue;
+                };
+                let text = Key::Str(ordinal_text(ordinal, dictionary));
+                match buckets.get_mut(&text) {
+                    Some(same) => same.merge(bucket),
+                    None => {
+                        buckets.insert(text, bucket);
+                    }
+                }
+            }
+        }
+        for bucket in buckets.values_mut() {
+            for ((state, child), reader) in bucket
+                .children
+                .iter_mut()
+                .zip(&node.children)
+                .zip(&reader.children)
+            {
+                state.resolve(child, reader);
+            }
+        }
+    }
+
+    /// Adds `other`, the same node's state over other docs.
+    fn merge(&mut self, other: NodeState) {
+        match (self, other) {
+            (NodeState::Metric(a), NodeState::Metric(b)) => a.merge(b),
+            (NodeState::Buckets(a), NodeState::Buckets(mut b)) => {
+                if b.len() > a.len() {
+                    std::mem::swap(a, &mut b);
+                }
+                for (key, bucket) in b {
+                    match a.get_mut(&key) {
+                        Some(same) => same.merge(bucket),
+                        None => {
+                            a.insert(key, bucket);
+                        }
+                    }
+                }
+            }
+            _ => unreachable!("partial states of one node are of one kind"),
+        }
+    }
+
+    fn into_result(self, node: &AggNode) -> AggResult {
+        match self {
+            NodeState::Metric(metric) => {
+                let NodeKind::Metric { metric: kind, .. } = &node.kind else {
+                    unreachable!("a metric state is a metric node's")
+                };
+                AggResult::Metric(metric.result(kind))
+            }
+            NodeState::Buckets(buckets) => {
+                let mut out: Vec<BucketResult> = buckets
+                    .into_iter()
+                    .map(|(key, bucket)| BucketResult {
+                        key: match key {
+                            Key::Slot(slot) => BucketKey::Slot(slot),
+                            Key::Term(term) => BucketKey::Term(term),
+                            Key::Str(text) => BucketKey::Term(TermKey::Str(text)),
+                            // Resolved at the end of each block.
+                            Key::Ordinal(o) => BucketKey::Term(TermKey::Str(format!("#{o}"))),
+                        },
+                        count: bucket.count,
+                        children: bucket
+                            .children
+                            .into_iter()
+                            .zip(&node.children)
+                            .map(|(state, child)| state.into_result(child))
+                            .collect(),
+                    })
+                    .collect();
+                out.sort_by(|a, b| match (&a.key, &b.key) {
+                    (BucketKey::Slot(x), BucketKey::Slot(y)) => x.cmp(y),
+                    _ => std::cmp::Ordering::Equal,
+                });
+                AggResult::Buckets(out)
+            }
+        }
+    }
+}
+
+impl Bucket {
+    fn merge(&mut self, other: Bucket) {
+        self.count += other.count;
+        for (state, more) in self.children.iter_mut().zip(other.children) {
+            state.merge(more);
+        }
+    }
+}
+
+enum MetricState {
+    Stats {
+        count: u64,
+        min: f64,
+        max: f64,
+        sum: f64,
+        sum_of_squares: f64,
+    },
+    ValueCount(u64),
+    Percentiles(Box<Percentiles>),
+    Distinct(Box<Hll>),
+    /// The best hits so far, and how many were seen.
+    TopHits(Vec<crate::Hit>, u64),
+}
+
+/// Keeps the first `size` hits of `hits` in `kind`'s order: sorted and cut once they are
+/// twice as many (`done`: now, for the answer).
+fn trim_hits(hits: &mut Vec<crate::Hit>, kind: &Metric, done: bool) {
+    let Metric::TopHits { size, oldest_first } = *kind else {
+        return;
+    };
+    if !done && hits.len() < 2 * size.max(16) {
+        return;
+    }
+    let key = |h: &crate::Hit| (h.time, h.block, h.doc);
+    if oldest_first {
+        hits.sort_unstable_by_key(key);
+    } else {
+        hits.sort_unstable_by_key(|h| std::cmp::Reverse(key(h)));
+    }
+    hits.truncate(size);
+}
+
+impl MetricState {
+    fn new(metric: &Metric) -> MetricState {
+        match metric {
+            Metric::Stats => MetricState::Stats {
+                count: 0,
+                min: f64::INFINITY,
+                max: f64::NEG_INFINITY,
+                sum: 0.0,
+                sum_of_squares: 0.0,
+            },
+            Metric::ValueCount => MetricState::ValueCount(0),
+            Metric::Percentiles(_) => MetricState::Percentiles(Box::new(Percentiles::new(false))),
+            Metric::TopHits { .. } => MetricState::TopHits(Vec::new(), 0),
+            Metric::Cardinality => MetricState::Distinct(Box::new(
+                // The precision is a valid constant.
+                HyperLogLogPlus::new(
+                    crate::aggregation::CARDINALITY_PRECISION,
+                    BuildHasherDefault::default(),
+                )
+                .expect("valid precision"),
+            )),
+        }
+    }
+
+    fn add(&mut self, value: TypedValue<'_, '_>) {
+        match self {
+            MetricState::Stats {
+                count,
+                min,
+                max,
+                sum,
+                sum_of_squares,
+            } => {
+                if let Some(v) = value.untyped().number().filter(|v| !v.is_nan()) {
+                    *count += 1;
+                    *min = min.min(v);
+                    *max = max.max(v);
+                    *sum += v;
+                    *sum_of_squares += v * v;
+                }
+            }
+            MetricState::ValueCount(n) => *n += 1,
+            // Collected with the doc (`Walk::collect`).
+            MetricState::TopHits(..) => {}
+            MetricState::Percentiles(state) => {
+                if let Some(v) = value.untyped().number() {
+                    state.add(v);
+                }
+            }
+            MetricState::Distinct(hll) => match value {
+                TypedValue::Str(s) => hll.insert(s.as_bytes()),
+                TypedValue::Ordinal(o, dictionary) => {
+                    hll.insert(dictionary.string(o).unwrap_or_default())
+                }
+                TypedValue::Raw(..) => {
+                    let v = value.untyped().number().unwrap_or(f64::NAN);
+                    hll.insert(format_number(v).as_bytes())
+                }
+            },
+        }
+    }
+
+    fn merge(&mut self, other: MetricState) {
+        match (self, other) {
+            (
+                MetricState::Stats {
+                    count,
+                    min,
+                    max,
+                    sum,
+                    sum_of_squares,
+                },
+                MetricState::Stats {
+                    count: count2,
+                    min: min2,
+                    max: max2,
+                    sum: sum2,
+                    sum_of_squares: squares2,
+                },
+            ) => {
+                *count += count2;
+                *min = min.min(min2);
+                *max = max.max(max2);
+                *sum += sum2;
+                *sum_of_squares += squares2;
+            }
+            (MetricState::ValueCount(a), MetricState::ValueCount(b)) => *a += b,
+            (MetricState::TopHits(a, n), MetricState::TopHits(b, m)) => {
+                a.extend(b);
+                *n += m;
+            }
+            (MetricState::Percentiles(a), MetricState::Percentiles(b)) => a.merge(*b),
+            (MetricState::Distinct(a), MetricState::Distinct(b)) => {
+                // Same precision by construction, the only way a merge fails.
+                a.merge(&*b).expect("cardinality sketches of one precision");
+            }
+            _ => unreachable!("partial states of one metric are of one kind"),
+        }
+    }
+
+    fn result(self, metric: &Metric) -> MetricResult {
+        match (self, metric) {
+            (
+                MetricState::Stats {
+                    count,
+                    min,
+                    max,
+                    sum,
+                    sum_of_squares,
+                },
+                _,
+            ) => MetricResult::Stats {
+                count,
+                min,
+                max,
+                sum,
+                sum_of_squares,
+            },
+            (MetricState::ValueCount(n), _) => MetricResult::ValueCount(n),
+            (MetricState::TopHits(mut hits, total), kind) => {
+                trim_hits(&mut hits, kind, true);
+                MetricResult::TopHits { hits, total }
+            }
+            (MetricState::Percentiles(state), Metric::Percentiles(percents)) => {
+                MetricResult::Percentiles(
+                    percents
+                        .iter()
+                        .map(|&p| (p, state.interpolated(p / 100.0)))
+                        .collect(),
+                )
+            }
+            (MetricState::Distinct(mut hll), _) => {
+                MetricResult::Cardinality(hll.count().round() as u64)
+            }
+            (MetricState::Percentiles(_), _) => {
+                unreachable!("percentile states are for percentiles")
+            }
+        }
+    }
+}

@@ -1,0 +1,2658 @@
+//! Elasticsearch's `aggs`: the request's tree of aggregations translated once into Quarry's
+//! aggregation tree (`quarry_query::agg_tree`), evaluated in one pass with the search, and its
+//! answer rendered in Elasticsearch's shape.
+//!
+//! - Buckets: `terms` (`size`, `order` by `_count`, `_key` or a metric below, `min_doc_count`,
+//!   `missing`), `histogram`, `date_histogram` (fixed and calendar intervals, `time_zone`,
+//!   `offset`, `format`, `min_doc_count`, `extended_bounds`, `keyed`), `range` and
+//!   `date_range`, `filters` (named or a list, `other_bucket`), `filter` and `missing`.
+//! - Metrics: `avg`, `min`, `max`, `sum`, `stats`, `extended_stats`, `value_count`,
+//!   `cardinality`, `percentiles` (numbers or their text, `keyed`). Metrics of `@timestamp`
+//!   are in milliseconds with the time as text beside them, as a date field's are.
+//! - Pipelines over a parent's buckets (`derivative`, `cumulative_sum`, `serial_diff`,
+//!   `moving_avg`, `moving_fn` with `MovingFunctions`' built-in functions, `bucket_script`
+//!   with arithmetic over its `params`) and over a sibling's buckets (`avg_bucket`,
+//!   `max_bucket`, `min_bucket`, `sum_bucket`), computed from the rendered buckets.
+//!
+//! Every option Quarry does not honour is refused by name (`check_options`); choosing,
+//! ordering and cutting buckets, empty buckets and pipelines are done here, over every bucket
+//! the tree returned.
+
+use crate::ApiError;
+use quarry_query::agg_tree::{
+    AggNode, AggResult, BucketKey, BucketResult, CalendarUnit, Metric, MetricResult, NodeKind,
+    TermKey, TimeBuckets,
+};
+use quarry_query::dsl;
+use quarry_query::parser::Ast;
+use quarry_query::time::{parse_interval, parse_time_in, Rounding, Zone};
+use quarry_query::Searcher;
+use serde_json::{json, Map, Value as JsonValue};
+use std::cmp::Ordering;
+
+/// The most empty buckets a histogram adds between its first and last (or its
+/// `extended_bounds`).
+const MAX_FILLED_BUCKETS: usize = 10_000;
+
+/// One level of aggregations: the tree's nodes and, beside each, how it is shown.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Level {
+    nodes: Vec<AggNode>,
+    aggs: Vec<EsAgg>,
+    /// Computed from this level's answer after it is rendered (in the parent's buckets, or
+    /// from a sibling's buckets).
+    pipelines: Vec<Pipeline>,
+}
+
+#[derive(Clone, Debug)]
+struct EsAgg {
+    name: String,
+    view: View,
+    meta: Option<JsonValue>,
+    /// The sub-aggregations (`node.children` are `sub.nodes`).
+    sub: Level,
+}
+
+/// How an aggregation's answer is shown.
+#[derive(Clone, Debug)]
+enum View {
+    /// Over `@timestamp` or a date field: milliseconds, with the time as text.
+    Metric { kind: MetricKind, field: String },
+    Terms {
+        size: usize,
+        order: Vec<(OrderBy, bool)>,
+        min_doc_count: u64,
+        /// A date field's keys are shown in milliseconds with their text.
+        field: String,
+    },
+    MultiTerms {
+        size: usize,
+        order: Vec<(OrderBy, bool)>,
+        min_doc_count: u64,
+        fields: Vec<String>,
+    },
+    /// `rare_terms`: every value in at most `max_doc_count` events, rarest first.
+    RareTerms { max_doc_count: u64, field: String },
+    Histogram {
+        interval: f64,
+        offset: f64,
+        min_doc_count: u64,
+        bounds: Option<(f64, f64)>,
+        keyed: bool,
+    },
+    DateHistogram {
+        buckets: TimeBuckets,
+        min_doc_count: u64,
+        /// ns.
+        bounds: Option<(i64, i64)>,
+        format: DateFormat,
+        zone: Zone,
+        keyed: bool,
+    },
+    Range {
+        ranges: Vec<RangeView>,
+        keyed: bool,
+        /// A date range: bounds in ns, shown in milliseconds and as text.
+        dates: Option<(DateFormat, Zone)>,
+    },
+    Filters {
+        /// Named filters, or (`None`) a list.
+        names: Option<Vec<String>>,
+        count: usize,
+        other_key: Option<String>,
+        keyed: bool,
+    },
+    /// `filter` and `missing`: one bucket.
+    Single { kind: &'static str },
+    /// `top_hits`: the hits after the first `from`, shown as `view` says.
+    TopHits {
+        from: usize,
+        view: Box<crate::es_hits::HitView>,
+    },
+    /// `top_metrics`: these fields of the top hits, with their times as sort values.
+    TopMetrics { fields: Vec<String> },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum MetricKind {
+    Avg,
+    Min,
+    Max,
+    Sum,
+    Stats,
+    ExtendedStats { sigma: f64 },
+    ValueCount,
+    Cardinality,
+    Percentiles { keyed: bool },
+}
+
+impl MetricKind {
+    fn type_name(self) -> &'static str {
+        match self {
+            MetricKind::Avg => "avg",
+            MetricKind::Min => "min",
+            MetricKind::Max => "max",
+            MetricKind::Sum => "sum",
+            MetricKind::Stats => "stats",
+            MetricKind::ExtendedStats { .. } => "extended_stats",
+            MetricKind::ValueCount => "value_count",
+            MetricKind::Cardinality => "cardinality",
+            MetricKind::Percentiles { .. } => "tdigest_percentiles",
+        }
+    }
+
+    /// Number metrics have no answer for strings.
+    fn needs_numbers(self) -> bool {
+        !matches!(self, MetricKind::ValueCount | MetricKind::Cardinality)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum OrderBy {
+    Count,
+    Key,
+    /// A path to a metric below (`avg_x`, `stats_x.max`, `pct[99]`).
+    Path(String),
+}
+
+#[derive(Clone, Debug)]
+struct RangeView {
+    key: Option<String>,
+    from: Option<f64>,
+    to: Option<f64>,
+}
+
+#[derive(Clone, Debug)]
+struct Pipeline {
+    name: String,
+    kind: PipelineKind,
+    /// `buckets_path`: one path, or `bucket_script`'s named ones.
+    paths: Vec<(String, String)>,
+    /// `gap_policy: insert_zeros` (else missing values are skipped).
+    insert_zeros: bool,
+}
+
+#[derive(Clone, Debug)]
+enum PipelineKind {
+    Derivative,
+    CumulativeSum,
+    SerialDiff {
+        lag: usize,
+    },
+    MovingAvg {
+        window: usize,
+    },
+    MovingFn {
+        window: usize,
+        shift: i64,
+        function: MovingFunction,
+    },
+    BucketScript(Expr),
+    /// `avg_bucket`, `max_bucket`, ... over a sibling's buckets.
+    Sibling(SiblingKind),
+}
+
+#[derive(Clone, Copy, Debug)]
+enum MovingFunction {
+    Max,
+    Min,
+    Sum,
+    UnweightedAvg,
+    LinearWeightedAvg,
+    StdDev,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum SiblingKind {
+    Avg,
+    Max,
+    Min,
+    Sum,
+}
+
+impl PipelineKind {
+    fn type_name(&self) -> &'static str {
+        match self {
+            PipelineKind::Derivative => "derivative",
+            PipelineKind::Sibling(SiblingKind::Max | SiblingKind::Min) => "bucket_metric_value",
+            _ => "simple_value",
+        }
+    }
+}
+
+/// An aggregation's definition: its type, its body, its sub-aggregations and its `meta`
+/// (given back as sent).
+struct Parts<'a> {
+    kind: &'a str,
+    body: &'a JsonValue,
+    sub: Option<&'a Map<String, JsonValue>>,
+    meta: Option<&'a JsonValue>,
+}
+
+fn agg_parts<'a>(definition: &'a JsonValue, path: &str) -> Result<Parts<'a>, ApiError> {
+    let object = definition
+        .as_object()
+        .ok_or_else(|| ApiError::bad_request(format!("{path}: expected an aggregation object")))?;
+    let mut kind = None;
+    let mut sub = None;
+    let mut meta = None;
+    for (key, value) in object {
+        match key.as_str() {
+            "aggs" | "aggregations" => {
+                sub = Some(value.as_object().ok_or_else(|| {
+                    ApiError::bad_request(format!("{path}.{key}: expected an object"))
+                })?)
+            }
+            "meta" if value.is_object() => meta = Some(value),
+            "meta" => return Err(bad(format!("{path}.meta: expected an object"))),
+            other if kind.is_none() => kind = Some((other, value)),
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "{path}: two aggregation types ([{}] and [{other}])",
+                    kind.map_or("", |(k, _)| k)
+                )))
+            }
+        }
+    }
+    let (kind, body) =
+        kind.ok_or_else(|| ApiError::bad_request(format!("{path}: no aggregation type")))?;
+    Ok(Parts {
+        kind,
+        body,
+        sub,
+        meta,
+    })
+}
+
+fn bad(message: impl Into<String>) -> ApiError {
+    ApiError::bad_request(message.into())
+}
+
+/// Reads a request's `aggs` object.
+pub(crate) fn parse(
+    object: &Map<String, JsonValue>,
+    path: &str,
+    now: i64,
+) -> Result<Level, ApiError> {
+    let mut level = Level::default();
+    for (name, definition) in object {
+        let path = format!("{path}.{name}");
+        let Parts {
+            kind,
+            body,
+            sub,
+            meta,
+        } = agg_parts(definition, &path)?;
+        let here = format!("{path}.{kind}");
+        if let Some(pipeline) = parse_pipeline(name, kind, body, &here)? {
+            if sub.is_some() {
+                return Err(bad(format!(
+                    "{path}: a pipeline aggregation has no sub-aggregations"
+                )));
+            }
+            level.pipelines.push(pipeline);
+            continue;
+        }
+        check_options(kind, body, &here)?;
+        let sub = match sub {
+            Some(sub) => parse(sub, &format!("{path}.aggs"), now)?,
+            None => Level::default(),
+        };
+        let (kind, view) = node_of(kind, body, &here, now)?;
+        let is_metric = matches!(
+            view,
+            View::Metric { .. } | View::TopHits { .. } | View::TopMetrics { .. }
+        );
+        if is_metric && !sub.nodes.is_empty() {
+            return Err(bad(format!(
+                "{path}: a metric aggregation has no sub-aggregations"
+            )));
+        }
+        for pipeline in &sub.pipelines {
+            let parent_only = matches!(
+                pipeline.kind,
+                PipelineKind::Derivative
+                    | PipelineKind::CumulativeSum
+                    | PipelineKind::SerialDiff { .. }
+                    | PipelineKind::MovingAvg { .. }
+                    | PipelineKind::MovingFn { .. }
+            );
+            let histogram = matches!(view, View::Histogram { .. } | View::DateHistogram { .. });
+            if parent_only && !histogram {
+                return Err(bad(format!(
+                    "{path}.aggs.{}: this pipeline aggregation needs a histogram or date_histogram as its parent",
+                    pipeline.name
+                )));
+            }
+        }
+        level.nodes.push(AggNode {
+            kind,
+            children: sub.nodes.clone(),
+        });
+        level.aggs.push(EsAgg {
+            name: name.clone(),
+            view,
+            meta: meta.cloned(),
+            sub,
+        });
+    }
+    Ok(level)
+}
+
+impl Level {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.nodes.is_empty() && self.pipelines.is_empty()
+    }
+
+    /// The tree to evaluate.
+    pub(crate) fn nodes(&self) -> &[AggNode] {
+        &self.nodes
+    }
+
+    /// Refuses number metrics over a field that holds strings (Elasticsearch refuses them on
+    /// text and keyword fields).
+    pub(crate) fn check_fields(&self, searcher: &Searcher) -> Result<(), ApiError> {
+        let summary = crate::field_summary(searcher);
+        self.check_fields_in(&summary, searcher.schema())
+    }
+
+    fn check_fields_in(
+        &self,
+        summary: &crate::es_search::FieldSummary,
+        schema: &quarry_index::Schema,
+    ) -> Result<(), ApiError> {
+        for (agg, node) in self.aggs.iter().zip(&self.nodes) {
+            if let (View::Metric { kind, .. }, NodeKind::Metric { field, .. }) =
+                (&agg.view, &node.kind)
+            {
+                // A date field's text values are read as times.
+                let date = schema
+                    .rules(field)
+                    .is_some_and(|r| r.ty.date_unit_nanos().is_some());
+                let holds = summary.get(field).filter(|_| !date).map(|(types, _)| {
+                    types
+                        .iter()
+                        .find(|(ty, count)| {
+                            **count > 0
+                                && !matches!(**ty, "i64" | "u64" | "f64" | "bool" | "timestamp")
+                        })
+                        .map(|(ty, _)| *ty)
+                });
+                if let (true, Some(Some(ty))) = (kind.needs_numbers(), holds) {
+                    let ty = if ty == "json" { "string" } else { ty };
+                    return Err(bad(format!(
+                        "field [{field}] holds {ty} values: [{}] needs numbers",
+                        kind.type_name()
+                    )));
+                }
+            }
+            agg.sub.check_fields_in(summary, schema)?;
+        }
+        Ok(())
+    }
+
+    /// The answer in Elasticsearch's shape (`typed`: names as `TYPE#NAME`).
+    pub(crate) fn render(
+        &self,
+        results: &[AggResult],
+        ctx: Ctx<'_>,
+    ) -> Result<Map<String, JsonValue>, ApiError> {
+        let typed = ctx.typed;
+        let mut out = Map::new();
+        let mut types = Vec::new();
+        for (agg, result) in self.aggs.iter().zip(results) {
+            let (mut value, ty) = agg.render(result, ctx)?;
+            if let (Some(meta), Some(object)) = (&agg.meta, value.as_object_mut()) {
+                object.insert("meta".into(), meta.clone());
+            }
+            types.push((agg.name.clone(), ty));
+            out.insert(agg.name.clone(), value);
+        }
+        for pipeline in &self.pipelines {
+            if let PipelineKind::Sibling(kind) = pipeline.kind {
+                let value = sibling_value(&out, pipeline, kind)?;
+                types.push((pipeline.name.clone(), pipeline.kind.type_name()));
+                out.insert(pipeline.name.clone(), value);
+            }
+        }
+        if typed {
+            for (name, ty) in types {
+                if let Some(value) = out.remove(&name) {
+                    out.insert(format!("{ty}#{name}"), value);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// A bucket's object: its count, key fields and sub-aggregations.
+    fn bucket_json(
+        &self,
+        mut head: Map<String, JsonValue>,
+        bucket_children: &[AggResult],
+        ctx: Ctx<'_>,
+    ) -> Result<Map<String, JsonValue>, ApiError> {
+        for (name, value) in self.render(bucket_children, ctx)? {
+            head.insert(name, value);
+        }
+        Ok(head)
+    }
+
+    /// Adds the parent pipelines' values to `buckets` (in key order).
+    fn apply_pipelines(
+        &self,
+        buckets: &mut [Map<String, JsonValue>],
+        ctx: Ctx<'_>,
+    ) -> Result<(), ApiError> {
+        let typed = ctx.typed;
+        for pipeline in &self.pipelines {
+            if matches!(pipeline.kind, PipelineKind::Sibling(_)) {
+                continue;
+            }
+            let values: Vec<Option<f64>> = buckets
+                .iter()
+                .map(|bucket| {
+                    let path = &pipeline.paths[0].1;
+                    let value = path_value(bucket, path, typed);
+                    match value {
+                        None if pipeline.insert_zeros => Some(0.0),
+                        other => other,
+                    }
+                })
+                .collect();
+            let name = if typed {
+                format!("{}#{}", pipeline.kind.type_name(), pipeline.name)
+            } else {
+                pipeline.name.clone()
+            };
+            let outputs = pipeline_values(pipeline, &values, buckets, typed)?;
+            for (bucket, output) in buckets.iter_mut().zip(outputs) {
+                if let Some(output) = output {
+                    bucket.insert(name.clone(), json!({ "value": finite(output) }));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The values a parent pipeline adds, bucket by bucket (`None`: nothing added there).
+fn pipeline_values(
+    pipeline: &Pipeline,
+    values: &[Option<f64>],
+    buckets: &[Map<String, JsonValue>],
+    typed: bool,
+) -> Result<Vec<Option<Option<f64>>>, ApiError> {
+    let n = values.len();
+    let mut out = vec![None; n];
+    match &pipeline.kind {
+        PipelineKind::Derivative => {
+            let mut previous: Option<f64> = None;
+            // A bucket without a value is skipped: the next one's is against the last
+            // present.
+            for (i, value) in values.iter().enumerate() {
+                if let Some(v) = value {
+                    if let Some(p) = previous {
+                        out[i] = Some(Some(v - p));
+                    }
+                    previous = Some(*v);
+                }
+            }
+        }
+        PipelineKind::CumulativeSum => {
+            let mut sum = 0.0;
+            for (i, value) in values.iter().enumerate() {
+                sum += value.unwrap_or(0.0);
+                out[i] = Some(Some(sum));
+            }
+        }
+        PipelineKind::SerialDiff { lag } => {
+            for i in *lag..n {
+                if let (Some(v), Some(p)) = (values[i], values[i - lag]) {
+                    out[i] = Some(Some(v - p));
+                }
+            }
+        }
+        PipelineKind::MovingAvg { window } => {
+            // The average of the (up to) `window` values before each bucket.
+            for i in 0..n {
+                let before: Vec<f64> = values[i.saturating_sub(*window)..i]
+                    .iter()
+                    .flatten()
+                    .copied()
+                    .collect();
+                if !before.is_empty() {
+                    out[i] = Some(Some(before.iter().sum::<f64>() / before.len() as f64));
+                }
+            }
+        }
+        PipelineKind::MovingFn {
+            window,
+            shift,
+            function,
+        } => {
+            for (i, slot) in out.iter_mut().enumerate() {
+                let end = (i as i64 + shift).clamp(0, n as i64) as usize;
+                let start = (end as i64 - *window as i64).max(0) as usize;
+                let window: Vec<f64> = values[start..end].iter().flatten().copied().collect();
+                *slot = Some(moving(*function, &window));
+            }
+        }
+        PipelineKind::BucketScript(expr) => {
+            for (i, bucket) in buckets.iter().enumerate() {
+                let mut params = Vec::new();
+                let mut complete = true;
+                for (var, path) in &pipeline.paths {
+                    match path_value(bucket, path, typed) {
+                        Some(v) => params.push((var.as_str(), v)),
+                        None if pipeline.insert_zeros => params.push((var.as_str(), 0.0)),
+                        None => complete = false,
+                    }
+                }
+                if complete {
+                    out[i] = Some(Some(expr.eval(&params)));
+                }
+            }
+        }
+        PipelineKind::Sibling(_) => {}
+    }
+    Ok(out)
+}
+
+/// `MovingFunctions`' functions over one window (NaN where they have no answer).
+fn moving(function: MovingFunction, values: &[f64]) -> Option<f64> {
+    let n = values.len() as f64;
+    let value = match function {
+        MovingFunction::Max => values.iter().copied().fold(f64::NAN, f64::max),
+        MovingFunction::Min => values.iter().copied().fold(f64::NAN, f64::min),
+        MovingFunction::Sum => values.iter().sum(),
+        MovingFunction::UnweightedAvg => values.iter().sum::<f64>() / n,
+        MovingFunction::LinearWeightedAvg => {
+            let (mut sum, mut weights) = (0.0, 0.0);
+            for (i, v) in values.iter().enumerate() {
+                let weight = (i + 1) as f64;
+                sum += v * weight;
+                weights += weight;
+            }
+            sum / weights
+        }
+        MovingFunction::StdDev => {
+            let avg = values.iter().sum::<f64>() / n;
+            (values.iter().map(|v| (v - avg) * (v - avg)).sum::<f64>() / n).sqrt()
+        }
+    };
+    Some(value).filter(|v| !v.is_nan())
+}
+
+fn finite(v: Option<f64>) -> JsonValue {
+    match v {
+        Some(v) if v.is_finite() => json!(v),
+        _ => JsonValue::Null,
+    }
+}
+
+/// The number at `path` in a rendered bucket: `_count`, `_key`, `metric`, `metric.stat`,
+/// `metric[percent]` or `single_bucket>...`.
+fn path_value(bucket: &Map<String, JsonValue>, path: &str, typed: bool) -> Option<f64> {
+    let (head, rest) = match path.split_once('>') {
+        Some((head, rest)) => (head, Some(rest)),
+        None => (path, None),
+    };
+    match head {
+        "_count" if rest.is_none() => return bucket.get("doc_count")?.as_f64(),
+        "_key" if rest.is_none() => return bucket.get("key")?.as_f64(),
+        _ => {}
+    }
+    let (name, stat) = match head.split_once('[') {
+        Some((name, percent)) => (name, Some(percent.trim_end_matches(']'))),
+        None => match head.split_once('.') {
+            Some((name, stat)) => (name, Some(stat)),
+            None => (head, None),
+        },
+    };
+    let value = if typed {
+        bucket
+            .iter()
+            .find(|(key, _)| key.split_once('#').map_or(key.as_str(), |(_, n)| n) == name)
+            .map(|(_, v)| v)?
+    } else {
+        bucket.get(name)?
+    };
+    if let Some(rest) = rest {
+        return path_value(value.as_object()?, rest, typed);
+    }
+    match stat {
+        None => value.get("value").and_then(JsonValue::as_f64),
+        Some(stat) => {
+            if let Some(values) = value.get("values") {
+                let percent: f64 = stat.parse().ok()?;
+                return match values {
+                    JsonValue::Object(map) => map
+                        .iter()
+                        .find(|(k, _)| k.parse::<f64>().ok() == Some(percent))
+                        .and_then(|(_, v)| v.as_f64()),
+                    JsonValue::Array(list) => list
+                        .iter()
+                        .find(|item| item["key"].as_f64() == Some(percent))
+                        .and_then(|item| item["value"].as_f64()),
+                    _ => None,
+                };
+            }
+            value.get(stat).and_then(JsonValue::as_f64)
+        }
+    }
+}
+
+/// `avg_bucket` and the like: over the buckets of the sibling `path` names (`agg>metric`).
+fn sibling_value(
+    out: &Map<String, JsonValue>,
+    pipeline: &Pipeline,
+    kind: SiblingKind,
+) -> Result<JsonValue, ApiError> {
+    let path = &pipeline.paths[0].1;
+    let (agg, metric) = path.split_once('>').unwrap_or((path, "_count"));
+    let buckets: Vec<&Map<String, JsonValue>> = match out.get(agg).and_then(|a| a.get("buckets")) {
+        Some(JsonValue::Array(list)) => list.iter().filter_map(JsonValue::as_object).collect(),
+        Some(JsonValue::Object(keyed)) => keyed.values().filter_map(JsonValue::as_object).collect(),
+        _ => {
+            return Err(bad(format!(
+                "{}: buckets_path [{path}] must name a multi-bucket aggregation beside it",
+                pipeline.name
+            )))
+        }
+    };
+    let mut values = Vec::new();
+    let mut keys = Vec::new();
+    for bucket in buckets {
+        let value = path_value(bucket, metric, false);
+        let value = match value {
+            None if pipeline.insert_zeros => Some(0.0),
+            other => other,
+        };
+        if let Some(v) = value {
+            values.push(v);
+            keys.push(
+                bucket
+                    .get("key_as_string")
+                    .or(bucket.get("key"))
+                    .cloned()
+                    .unwrap_or(JsonValue::Null),
+            );
+        }
+    }
+    Ok(match kind {
+        SiblingKind::Sum => json!({ "value": values.iter().sum::<f64>() }),
+        SiblingKind::Avg => json!({
+            "value": finite(Some(values.iter().sum::<f64>() / values.len() as f64))
+        }),
+        SiblingKind::Max | SiblingKind::Min => {
+            let best = values.iter().copied().reduce(|a, b| match kind {
+                SiblingKind::Max => a.max(b),
+                _ => a.min(b),
+            });
+            let keys: Vec<JsonValue> = values
+                .iter()
+                .zip(keys)
+                .filter(|(v, _)| Some(**v) == best)
+                .map(|(_, k)| match k {
+                    JsonValue::String(_) => k,
+                    other => JsonValue::String(other.to_string()),
+                })
+                .collect();
+            json!({ "value": finite(best), "keys": keys })
+        }
+    })
+}
+
+impl EsAgg {
+    /// The answer and its type name.
+    fn render(
+        &self,
+        result: &AggResult,
+        ctx: Ctx<'_>,
+    ) -> Result<(JsonValue, &'static str), ApiError> {
+        match (&self.view, result) {
+            (View::Metric { kind, field }, AggResult::Metric(metric)) => Ok((
+                render_metric(*kind, ctx.is_date(field), metric),
+                kind.type_name(),
+            )),
+            (
+                View::TopHits { from, view },
+                AggResult::Metric(MetricResult::TopHits { hits, total }),
+            ) => Ok((
+                render_top_hits(&hits[(*from).min(hits.len())..], *total, view, ctx)?,
+                "top_hits",
+            )),
+            (
+                View::TopMetrics { fields },
+                AggResult::Metric(MetricResult::TopHits { hits, .. }),
+            ) => Ok((render_top_metrics(hits, fields, ctx)?, "top_metrics")),
+            (view, AggResult::Buckets(buckets)) => self.render_buckets(view, buckets, ctx),
+            _ => Err(ApiError::internal("aggregation answer of another kind")),
+        }
+    }
+
+    /// Terms buckets with counts in `min..=max`, ordered and cut to `size`, and the count of
+    /// the events in the buckets not shown (those under `min` too, as Elasticsearch counts
+    /// them). `dates`: per key part, whether it is a time (shown in milliseconds and as text).
+    #[allow(clippy::too_many_arguments)]
+    fn render_terms(
+        &self,
+        buckets: &[BucketResult],
+        dates: &[bool],
+        min: u64,
+        max: u64,
+        order: &[(OrderBy, bool)],
+        size: usize,
+        ctx: Ctx<'_>,
+    ) -> Result<(Vec<Map<String, JsonValue>>, u64), ApiError> {
+        let mut rendered = Vec::new();
+        for bucket in buckets.iter().filter(|b| (min..=max).contains(&b.count)) {
+            let BucketKey::Term(key) = &bucket.key else {
+                continue;
+            };
+            let mut head = Map::new();
+            match key {
+                TermKey::Tuple(parts) => {
+                    let shown: Vec<(JsonValue, String)> = parts
+                        .iter()
+                        .zip(dates.iter().chain(std::iter::repeat(&false)))
+                        .map(|(part, date)| tuple_part(part, *date))
+                        .collect();
+                    let text: Vec<&str> = shown.iter().map(|(_, t)| t.as_str()).collect();
+                    head.insert("key_as_string".into(), text.join("|").into());
+                    head.insert(
+                        "key".into(),
+                        shown.into_iter().map(|(v, _)| v).collect::<Vec<_>>().into(),
+                    );
+                }
+                single => {
+                    let (value, text) = term_key(single, dates.first() == Some(&true));
+                    head.insert("key".into(), value);
+                    if let Some(text) = text {
+                        head.insert("key_as_string".into(), text.into());
+                    }
+                }
+            }
+            head.insert("doc_count".into(), bucket.count.into());
+            rendered.push((key, self.sub.bucket_json(head, &bucket.children, ctx)?));
+        }
+        rendered.sort_by(|a, b| compare_terms(a, b, order, ctx.typed));
+        rendered.truncate(size);
+        let shown: u64 = rendered
+            .iter()
+            .map(|(_, b)| b["doc_count"].as_u64().unwrap_or(0))
+            .sum();
+        let other = buckets.iter().map(|b| b.count).sum::<u64>() - shown;
+        let mut list: Vec<Map<String, JsonValue>> = rendered.into_iter().map(|(_, b)| b).collect();
+        self.sub.apply_pipelines(&mut list, ctx)?;
+        Ok((list, other))
+    }
+
+    fn render_buckets(
+        &self,
+        view: &View,
+        buckets: &[BucketResult],
+        ctx: Ctx<'_>,
+    ) -> Result<(JsonValue, &'static str), ApiError> {
+        let sub = &self.sub;
+        match view {
+            View::Terms {
+                size,
+                order,
+                min_doc_count,
+                field,
+            } => {
+                let dates = [ctx.is_date(field)];
+                let (list, other) = self.render_terms(
+                    buckets,
+                    &dates,
+                    *min_doc_count,
+                    u64::MAX,
+                    order,
+                    *size,
+                    ctx,
+                )?;
+                let ty = match buckets.first().map(|b| &b.key) {
+                    Some(BucketKey::Term(TermKey::Float(_))) => "dterms",
+                    Some(BucketKey::Term(TermKey::Uint(_))) => "ulterms",
+                    Some(BucketKey::Term(TermKey::Int(_) | TermKey::Bool(_))) => "lterms",
+                    _ => "sterms",
+                };
+                Ok((
+                    json!({
+                        "doc_count_error_upper_bound": 0,
+                        "sum_other_doc_count": other,
+                        "buckets": list,
+                    }),
+                    ty,
+                ))
+            }
+            View::MultiTerms {
+                size,
+                order,
+                min_doc_count,
+                fields,
+            } => {
+                let dates: Vec<bool> = fields.iter().map(|f| ctx.is_date(f)).collect();
+                let (list, other) = self.render_terms(
+                    buckets,
+                    &dates,
+                    *min_doc_count,
+                    u64::MAX,
+                    order,
+                    *size,
+                    ctx,
+                )?;
+                Ok((
+                    json!({
+                        "doc_count_error_upper_bound": 0,
+                        "sum_other_doc_count": other,
+                        "buckets": list,
+                    }),
+                    "multi_terms",
+                ))
+            }
+            View::RareTerms {
+                max_doc_count,
+                field,
+            } => {
+                let dates = [ctx.is_date(field)];
+                let order = [(OrderBy::Count, false)];
+                let (list, _) =
+                    self.render_terms(buckets, &dates, 1, *max_doc_count, &order, usize::MAX, ctx)?;
+                let ty = match buckets.first().map(|b| &b.key) {
+                    Some(BucketKey::Term(TermKey::Float(_))) => "drareterms",
+                    Some(BucketKey::Term(
+                        TermKey::Int(_) | TermKey::Bool(_) | TermKey::Uint(_),
+                    )) => "lrareterms",
+                    _ => "srareterms",
+                };
+                Ok((json!({ "buckets": list }), ty))
+            }
+            View::Histogram {
+                interval,
+                offset,
+                min_doc_count,
+                bounds,
+                keyed,
+            } => {
+                let mut slots: Vec<(i64, u64, Option<&[AggResult]>)> = buckets
+                    .iter()
+                    .filter_map(|b| match b.key {
+                        BucketKey::Slot(n) => Some((n, b.count, Some(&b.children[..]))),
+                        BucketKey::Term(_) => None,
+                    })
+                    .collect();
+                if *min_doc_count == 0 {
+                    let slot = |v: f64| ((v - offset) / interval).floor();
+                    let mut low = slots.first().map(|s| s.0 as f64);
+                    let mut high = slots.last().map(|s| s.0 as f64);
+                    if let Some((min, max)) = bounds {
+                        low = Some(low.map_or(slot(*min), |l| l.min(slot(*min))));
+                        high = Some(high.map_or(slot(*max), |h| h.max(slot(*max))));
+                    }
+                    if let (Some(low), Some(high)) = (low, high) {
+                        // (Written so that NaN spans are refused too.)
+                        if (high - low).partial_cmp(&(MAX_FILLED_BUCKETS as f64))
+                            != Some(Ordering::Less)
+                        {
+                            return Err(bad(format!(
+                                "aggregation [{}]: more than {MAX_FILLED_BUCKETS} buckets; use a larger interval",
+                                self.name
+                            )));
+                        }
+                        slots = fill(slots, low as i64, high as i64, |n| Some(n + 1));
+                    }
+                }
+                let empty = quarry_query::agg_tree::empty_results(&sub.nodes);
+                let mut list = Vec::new();
+                for (n, count, children) in slots {
+                    if count < *min_doc_count {
+                        continue;
+                    }
+                    let key = offset + n as f64 * interval;
+                    let mut head = Map::new();
+                    head.insert("key".into(), json!(key));
+                    head.insert("doc_count".into(), count.into());
+                    list.push(sub.bucket_json(head, children.unwrap_or(&empty), ctx)?);
+                }
+                sub.apply_pipelines(&mut list, ctx)?;
+                Ok((
+                    keyed_or_list(list, *keyed, |b| {
+                        format!("{:?}", b["key"].as_f64().unwrap_or(0.0))
+                    }),
+                    "histogram",
+                ))
+            }
+            View::DateHistogram {
+                buckets: rounding,
+                min_doc_count,
+                bounds,
+                format,
+                zone,
+                keyed,
+            } => {
+                let mut slots: Vec<(i64, u64, Option<&[AggResult]>)> = buckets
+                    .iter()
+                    .filter_map(|b| match b.key {
+                        BucketKey::Slot(start) => Some((start, b.count, Some(&b.children[..]))),
+                        BucketKey::Term(_) => None,
+                    })
+                    .collect();
+                if *min_doc_count == 0 {
+                    let mut low = slots.first().map(|s| s.0);
+                    let mut high = slots.last().map(|s| s.0);
+                    if let Some((min, max)) = bounds {
+                        let (min, max) = (
+                            rounding.start_of(*min).map_err(ApiError::from_query)?,
+                            rounding.start_of(*max).map_err(ApiError::from_query)?,
+                        );
+                        low = Some(low.map_or(min, |l| l.min(min)));
+                        high = Some(high.map_or(max, |h| h.max(max)));
+                    }
+                    if let (Some(low), Some(high)) = (low, high) {
+                        let mut added = 0usize;
+                        let mut too_many = false;
+                        slots = fill(slots, low, high, |start| {
+                            added += 1;
+                            if added > MAX_FILLED_BUCKETS {
+                                too_many = true;
+                                return None;
+                            }
+                            rounding.next(start).ok()
+                        });
+                        if too_many {
+                            return Err(bad(format!(
+                                "aggregation [{}]: more than {MAX_FILLED_BUCKETS} buckets; use a larger interval",
+                                self.name
+                            )));
+                        }
+                    }
+                }
+                let empty = quarry_query::agg_tree::empty_results(&sub.nodes);
+                let mut list = Vec::new();
+                for (start, count, children) in slots {
+                    if count < *min_doc_count {
+                        continue;
+                    }
+                    let mut head = Map::new();
+                    head.insert("key_as_string".into(), format.format(start, *zone).into());
+                    head.insert("key".into(), start.div_euclid(1_000_000).into());
+                    head.insert("doc_count".into(), count.into());
+                    list.push(sub.bucket_json(head, children.unwrap_or(&empty), ctx)?);
+                }
+                sub.apply_pipelines(&mut list, ctx)?;
+                Ok((
+                    keyed_or_list(list, *keyed, |b| {
+                        b["key_as_string"].as_str().unwrap_or("").to_owned()
+                    }),
+                    "date_histogram",
+                ))
+            }
+            View::Range {
+                ranges,
+                keyed,
+                dates,
+            } => {
+                let empty = quarry_query::agg_tree::empty_results(&sub.nodes);
+                let mut list = Vec::new();
+                for (i, range) in ranges.iter().enumerate() {
+                    let found = buckets.iter().find(|b| b.key == BucketKey::Slot(i as i64));
+                    let mut head = Map::new();
+                    let text = |v: Option<f64>| match (v, dates) {
+                        (None, _) => "*".to_owned(),
+                        (Some(v), Some((format, zone))) => format.format(v as i64, *zone),
+                        (Some(v), None) => format!("{v:?}"),
+                    };
+                    let key = range
+                        .key
+                        .clone()
+                        .unwrap_or_else(|| format!("{}-{}", text(range.from), text(range.to)));
+                    head.insert("key".into(), key.into());
+                    for (name, bound) in [("from", range.from), ("to", range.to)] {
+                        if let Some(v) = bound {
+                            match dates {
+                                Some((format, zone)) => {
+                                    head.insert(name.into(), json!((v / 1e6).floor()));
+                                    head.insert(
+                                        format!("{name}_as_string"),
+                                        format.format(v as i64, *zone).into(),
+                                    );
+                                }
+                                None => {
+                                    head.insert(name.into(), json!(v));
+                                }
+                            }
+                        }
+                    }
+                    head.insert("doc_count".into(), found.map_or(0, |b| b.count).into());
+                    list.push(sub.bucket_json(
+                        head,
+                        found.map_or(&empty[..], |b| &b.children),
+                        ctx,
+                    )?);
+                }
+                sub.apply_pipelines(&mut list, ctx)?;
+                let ty = if dates.is_some() {
+                    "date_range"
+                } else {
+                    "range"
+                };
+                Ok((
+                    keyed_or_list(list, *keyed, |b| b["key"].as_str().unwrap_or("").to_owned()),
+                    ty,
+                ))
+            }
+            View::Filters {
+                names,
+                count: filters,
+                other_key,
+                keyed,
+            } => {
+                let filters = *filters;
+                let empty = quarry_query::agg_tree::empty_results(&sub.nodes);
+                let mut list = Vec::new();
+                let mut keys = Vec::new();
+                for i in 0..filters + usize::from(other_key.is_some()) {
+                    let found = buckets.iter().find(|b| b.key == BucketKey::Slot(i as i64));
+                    let mut head = Map::new();
+                    let key = match (names, i < filters) {
+                        (Some(names), true) => Some(names[i].clone()),
+                        (_, false) => other_key.clone(),
+                        (None, true) => None,
+                    };
+                    if let (Some(key), false) = (&key, *keyed) {
+                        head.insert("key".into(), key.clone().into());
+                    }
+                    head.insert("doc_count".into(), found.map_or(0, |b| b.count).into());
+                    list.push(sub.bucket_json(
+                        head,
+                        found.map_or(&empty[..], |b| &b.children),
+                        ctx,
+                    )?);
+                    keys.push(key.unwrap_or_default());
+                }
+                sub.apply_pipelines(&mut list, ctx)?;
+                let buckets = if *keyed && names.is_some() {
+                    JsonValue::Object(
+                        keys.into_iter()
+                            .zip(list)
+                            .map(|(k, b)| (k, JsonValue::Object(b)))
+                            .collect(),
+                    )
+                } else {
+                    list.into_iter()
+                        .map(JsonValue::Object)
+                        .collect::<Vec<_>>()
+                        .into()
+                };
+                Ok((json!({ "buckets": buckets }), "filters"))
+            }
+            View::Single { kind } => {
+                let found = buckets.first();
+                let empty = quarry_query::agg_tree::empty_results(&sub.nodes);
+                let mut head = Map::new();
+                head.insert("doc_count".into(), found.map_or(0, |b| b.count).into());
+                let body = sub.bucket_json(head, found.map_or(&empty[..], |b| &b.children), ctx)?;
+                Ok((JsonValue::Object(body), kind))
+            }
+            View::Metric { .. } | View::TopHits { .. } | View::TopMetrics { .. } => {
+                Err(ApiError::internal("a metric with buckets"))
+            }
+        }
+    }
+}
+
+/// What rendering needs besides the answer: whether names are typed (`TYPE#NAME`), the
+/// searcher that answered (its schema says which fields are dates; it fetches top hits) and
+/// the indices it read, in order.
+#[derive(Clone, Copy)]
+pub(crate) struct Ctx<'a> {
+    pub(crate) typed: bool,
+    pub(crate) searcher: &'a Searcher,
+    pub(crate) indices: &'a [String],
+}
+
+impl Ctx<'_> {
+    /// `@timestamp`, or a field mapped as a date: its values are times (ns in the tree).
+    fn is_date(&self, field: &str) -> bool {
+        field == quarry_format::TIME_FIELD
+            || self
+                .searcher
+                .schema()
+                .rules(field)
+                .is_some_and(|r| r.ty.date_unit_nanos().is_some())
+    }
+
+    /// The index a hit of the searcher came from.
+    fn index_of(&self, hit: &quarry_query::Hit) -> &str {
+        match self.indices {
+            [one] => one,
+            many => {
+                let part = Searcher::part_of(self.searcher.cursor_of(hit).block_id);
+                many.get(part).map_or("", String::as_str)
+            }
+        }
+    }
+}
+
+/// `slots` (in key order) with an empty bucket at every missing key from `low` to `high`,
+/// each key after the last from `next` (`None` stops).
+fn fill(
+    slots: Vec<(i64, u64, Option<&[AggResult]>)>,
+    low: i64,
+    high: i64,
+    mut next: impl FnMut(i64) -> Option<i64>,
+) -> Vec<(i64, u64, Option<&[AggResult]>)> {
+    let mut out = Vec::with_capacity(slots.len());
+    let mut present = slots.into_iter().peekable();
+    let mut key = low;
+    loop {
+        while let Some(slot) = present.next_if(|s| s.0 < key) {
+            out.push(slot);
+        }
+        match present.next_if(|s| s.0 == key) {
+            Some(slot) => out.push(slot),
+            None => out.push((key, 0, None)),
+        }
+        if key >= high {
+            break;
+        }
+        match next(key) {
+            Some(n) if n > key => key = n,
+            _ => break,
+        }
+    }
+    out.extend(present);
+    out
+}
+
+/// A terms key as Elasticsearch shows it: the key, and its text when the key is not it
+/// (booleans are 1 or 0 with "true" or "false"; times are milliseconds with an ISO time).
+fn term_key(key: &TermKey, date: bool) -> (JsonValue, Option<String>) {
+    match key {
+        TermKey::Str(s) => (s.clone().into(), None),
+        TermKey::Bool(b) => (u8::from(*b).into(), Some(b.to_string())),
+        TermKey::Int(v) if date => (
+            v.div_euclid(1_000_000).into(),
+            Some(DateFormat::iso().format(*v, Zone::Utc)),
+        ),
+        TermKey::Int(v) => ((*v).into(), None),
+        TermKey::Uint(v) => ((*v).into(), None),
+        TermKey::Float(bits) => (finite(Some(f64::from_bits(*bits))), None),
+        TermKey::Tuple(_) => (JsonValue::Null, None),
+    }
+}
+
+/// One part of a `multi_terms` key and its text: values as they are, times as ISO text.
+fn tuple_part(part: &TermKey, date: bool) -> (JsonValue, String) {
+    match part {
+        TermKey::Str(s) => (s.clone().into(), s.clone()),
+        TermKey::Bool(b) => ((*b).into(), b.to_string()),
+        TermKey::Int(v) if date => {
+            let text = DateFormat::iso().format(*v, Zone::Utc);
+            (text.clone().into(), text)
+        }
+        TermKey::Int(v) => ((*v).into(), v.to_string()),
+        TermKey::Uint(v) => ((*v).into(), v.to_string()),
+        TermKey::Float(bits) => {
+            let v = f64::from_bits(*bits);
+            (finite(Some(v)), format!("{v}"))
+        }
+        TermKey::Tuple(_) => (JsonValue::Null, String::new()),
+    }
+}
+
+fn keyed_or_list(
+    list: Vec<Map<String, JsonValue>>,
+    keyed: bool,
+    key: impl Fn(&Map<String, JsonValue>) -> String,
+) -> JsonValue {
+    if keyed {
+        let object: Map<String, JsonValue> = list
+            .into_iter()
+            .map(|b| (key(&b), JsonValue::Object(b)))
+            .collect();
+        json!({ "buckets": object })
+    } else {
+        json!({ "buckets": list })
+    }
+}
+
+/// Terms buckets in the asked order, ties by key ascending.
+fn compare_terms(
+    a: &(&TermKey, Map<String, JsonValue>),
+    b: &(&TermKey, Map<String, JsonValue>),
+    order: &[(OrderBy, bool)],
+    typed: bool,
+) -> Ordering {
+    let by_key = |x: &TermKey, y: &TermKey| match (x.as_f64(), y.as_f64()) {
+        (Some(p), Some(q)) => p.total_cmp(&q),
+        _ => x.cmp(y),
+    };
+    for (by, descending) in order {
+        let ordering = match by {
+            OrderBy::Count => a.1["doc_count"].as_u64().cmp(&b.1["doc_count"].as_u64()),
+            OrderBy::Key => by_key(a.0, b.0),
+            OrderBy::Path(path) => {
+                // Buckets without a value go last, either way.
+                match (path_value(&a.1, path, typed), path_value(&b.1, path, typed)) {
+                    (Some(x), Some(y)) => x.total_cmp(&y),
+                    (Some(_), None) => return Ordering::Less,
+                    (None, Some(_)) => return Ordering::Greater,
+                    (None, None) => Ordering::Equal,
+                }
+            }
+        };
+        let ordering = if *descending {
+            ordering.reverse()
+        } else {
+            ordering
+        };
+        if ordering != Ordering::Equal {
+            return ordering;
+        }
+    }
+    by_key(a.0, b.0)
+}
+
+fn render_metric(kind: MetricKind, time: bool, result: &MetricResult) -> JsonValue {
+    // A time metric in milliseconds, with its text.
+    let value = |v: Option<f64>| -> JsonValue {
+        match v.filter(|v| v.is_finite()) {
+            None => JsonValue::Null,
+            Some(v) if time => json!(v / 1e6),
+            Some(v) => json!(v),
+        }
+    };
+    let with_text = |out: &mut Map<String, JsonValue>, key: &str, v: Option<f64>| {
+        out.insert(key.to_owned(), value(v));
+        if let (true, Some(v)) = (time, v.filter(|v| v.is_finite())) {
+            out.insert(
+                format!("{key}_as_string"),
+                DateFormat::iso().format(v as i64, Zone::Utc).into(),
+            );
+        }
+    };
+    let mut out = Map::new();
+    match (kind, result) {
+        (
+            _,
+            MetricResult::Stats {
+                count,
+                min,
+                max,
+                sum,
+                sum_of_squares,
+            },
+        ) => {
+            let n = *count as f64;
+            let some = |v: f64| (*count > 0).then_some(v);
+            let avg = some(sum / n);
+            match kind {
+                MetricKind::Avg => with_text(&mut out, "value", avg),
+                MetricKind::Min => with_text(&mut out, "value", some(*min)),
+                MetricKind::Max => with_text(&mut out, "value", some(*max)),
+                MetricKind::Sum => with_text(&mut out, "value", Some(*sum)),
+                _ => {
+                    out.insert("count".into(), (*count).into());
+                    with_text(&mut out, "min", some(*min));
+                    with_text(&mut out, "max", some(*max));
+                    with_text(&mut out, "avg", avg);
+                    with_text(&mut out, "sum", Some(*sum));
+                    if let MetricKind::ExtendedStats { sigma } = kind {
+                        // Elasticsearch's formulas, so that the last digits agree too.
+                        let spread = sum_of_squares - sum * sum / n;
+                        let variance = some(spread / n).map(|v| v.max(0.0));
+                        let sampling = (*count > 1).then(|| (spread / (n - 1.0)).max(0.0));
+                        let deviation = variance.map(f64::sqrt);
+                        let deviation_sampling = sampling.map(f64::sqrt);
+                        out.insert("sum_of_squares".into(), finite(some(*sum_of_squares)));
+                        out.insert("variance".into(), finite(variance));
+                        out.insert("variance_population".into(), finite(variance));
+                        out.insert("variance_sampling".into(), finite(sampling));
+                        out.insert("std_deviation".into(), finite(deviation));
+                        out.insert("std_deviation_population".into(), finite(deviation));
+                        out.insert("std_deviation_sampling".into(), finite(deviation_sampling));
+                        let bound = |d: Option<f64>, sign: f64| {
+                            finite(avg.zip(d).map(|(a, d)| a + sign * sigma * d))
+                        };
+                        out.insert(
+                            "std_deviation_bounds".into(),
+                            json!({
+                                "upper": bound(deviation, 1.0),
+                                "lower": bound(deviation, -1.0),
+                                "upper_population": bound(deviation, 1.0),
+                                "lower_population": bound(deviation, -1.0),
+                                "upper_sampling": bound(deviation_sampling, 1.0),
+                                "lower_sampling": bound(deviation_sampling, -1.0),
+                            }),
+                        );
+                    }
+                }
+            }
+        }
+        (_, MetricResult::ValueCount(n)) => {
+            out.insert("value".into(), (*n).into());
+        }
+        (_, MetricResult::Cardinality(n)) => {
+            out.insert("value".into(), (*n).into());
+        }
+        (MetricKind::Percentiles { keyed }, MetricResult::Percentiles(values)) => {
+            if keyed {
+                let mut map = Map::new();
+                for (p, v) in values {
+                    with_text(&mut map, &format!("{p:?}"), *v);
+                }
+                out.insert("values".into(), map.into());
+            } else {
+                let list: Vec<JsonValue> = values
+                    .iter()
+                    .map(|(p, v)| {
+                        let mut item = Map::new();
+                        item.insert("key".into(), json!(p));
+                        with_text(&mut item, "value", *v);
+                        JsonValue::Object(item)
+                    })
+                    .collect();
+                out.insert("values".into(), list.into());
+            }
+        }
+        (_, MetricResult::Percentiles(_) | MetricResult::TopHits { .. }) => {}
+    }
+    JsonValue::Object(out)
+}
+
+/// A field name as Quarry stores it (`@timestamp` is `_time`; `x.keyword` is `x`'s whole
+/// value, which terms of `x` count).
+fn field_of(body: &JsonValue, path: &str) -> Result<String, ApiError> {
+    body.get("field")
+        .and_then(JsonValue::as_str)
+        .map(|f| dsl::field_name(f.strip_suffix(".keyword").unwrap_or(f)).to_owned())
+        .ok_or_else(|| bad(format!("{path}: expected a field")))
+}
+
+fn number(body: &JsonValue, key: &str, path: &str) -> Result<Option<f64>, ApiError> {
+    match body.get(key) {
+        None | Some(JsonValue::Null) => Ok(None),
+        Some(value) => value
+            .as_f64()
+            .or_else(|| value.as_str().and_then(|s| s.trim().parse().ok()))
+            .map(Some)
+            .ok_or_else(|| bad(format!("{path}.{key}: expected a number, got {value}"))),
+    }
+}
+
+fn count_option(body: &JsonValue, key: &str, default: u64, path: &str) -> Result<u64, ApiError> {
+    match body.get(key) {
+        None => Ok(default),
+        Some(value) => value.as_u64().ok_or_else(|| {
+            bad(format!(
+                "{path}.{key}: expected a whole number ≥ 0, got {value}"
+            ))
+        }),
+    }
+}
+
+fn flag(body: &JsonValue, key: &str, default: bool, path: &str) -> Result<bool, ApiError> {
+    match body.get(key) {
+        None => Ok(default),
+        Some(JsonValue::Bool(b)) => Ok(*b),
+        Some(value) => Err(bad(format!(
+            "{path}.{key}: expected true or false, got {value}"
+        ))),
+    }
+}
+
+fn zone_of(body: &JsonValue, path: &str) -> Result<Zone, ApiError> {
+    match body.get("time_zone") {
+        None => Ok(Zone::Utc),
+        Some(JsonValue::String(text)) => {
+            Zone::parse(text).map_err(|e| bad(format!("{path}.time_zone: {e}")))
+        }
+        Some(value) => Err(bad(format!(
+            "{path}.time_zone: expected a string, got {value}"
+        ))),
+    }
+}
+
+/// A date given as epoch milliseconds or as a date (with date math), in ns.
+fn date_value(
+    value: &JsonValue,
+    zone: Zone,
+    rounding: Rounding,
+    now: i64,
+    path: &str,
+) -> Result<i64, ApiError> {
+    match value {
+        JsonValue::Number(n) => n
+            .as_f64()
+            .map(|ms| (ms * 1e6) as i64)
+            .ok_or_else(|| bad(format!("{path}: expected a date"))),
+        JsonValue::String(text) => match text.trim().parse::<i64>() {
+            Ok(ms) => Ok(ms.saturating_mul(1_000_000)),
+            Err(_) => {
+                parse_time_in(text, now, zone, rounding).map_err(|e| bad(format!("{path}: {e}")))
+            }
+        },
+        other => Err(bad(format!("{path}: expected a date, got {other}"))),
+    }
+}
+
+/// A node of the tree and how it is shown, from one aggregation's body.
+/// The aggregation's name in `aggs.NAME.TYPE`.
+fn agg_name(path: &str) -> &str {
+    path.rsplit('.').nth(1).unwrap_or(path)
+}
+
+fn node_of(
+    kind: &str,
+    body: &JsonValue,
+    path: &str,
+    now: i64,
+) -> Result<(NodeKind, View), ApiError> {
+    let metric = |metric: Metric, kind: MetricKind| -> Result<(NodeKind, View), ApiError> {
+        let field = field_of(body, path)?;
+        // A number (or its text) stands in for a missing value of a number metric; any
+        // value for a count.
+        let missing = match (missing_value(body, path)?, kind.needs_numbers()) {
+            (Some(TermKey::Str(text)), true) => Some(
+                text.trim()
+                    .parse::<f64>()
+                    .map(TermKey::float)
+                    .map_err(|_| bad(format!("{path}.missing: expected a number, got {text:?}")))?,
+            ),
+            (Some(TermKey::Bool(_)), true) => {
+                return Err(bad(format!("{path}.missing: expected a number")))
+            }
+            (missing, _) => missing,
+        };
+        Ok((
+            NodeKind::Metric {
+                field: field.clone(),
+                metric,
+                missing,
+            },
+            View::Metric { kind, field },
+        ))
+    };
+    match kind {
+        "avg" => metric(Metric::Stats, MetricKind::Avg),
+        "min" => metric(Metric::Stats, MetricKind::Min),
+        "max" => metric(Metric::Stats, MetricKind::Max),
+        "sum" => metric(Metric::Stats, MetricKind::Sum),
+        "stats" => metric(Metric::Stats, MetricKind::Stats),
+        "extended_stats" => {
+            let sigma = number(body, "sigma", path)?.unwrap_or(2.0);
+            if sigma.is_nan() || sigma < 0.0 {
+                return Err(bad(format!(
+                    "[sigma] must be greater than or equal to 0. Found [{sigma:?}] in [{}]",
+                    agg_name(path)
+                )));
+            }
+            metric(Metric::Stats, MetricKind::ExtendedStats { sigma })
+        }
+        "value_count" => metric(Metric::ValueCount, MetricKind::ValueCount),
+        "cardinality" => {
+            // Counts are HyperLogLog++ estimates at one precision (exact below a few
+            // thousand values): the threshold changes only how much memory a shard spends.
+            if let Some(threshold) = body.get("precision_threshold") {
+                if threshold.as_i64().is_none_or(|t| t < 0) {
+                    return Err(bad(format!(
+                        "[precisionThreshold] must be greater than or equal to 0. Found [{threshold}] in [{}]",
+                        agg_name(path)
+                    )));
+                }
+            }
+            metric(Metric::Cardinality, MetricKind::Cardinality)
+        }
+        "percentiles" => {
+            let percents = match body.get("percents") {
+                // Numbers, or their text (Grafana sends ["25", "50", ...]).
+                Some(JsonValue::Array(values)) => values
+                    .iter()
+                    .map(|v| {
+                        v.as_f64()
+                            .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+                            .filter(|p| (0.0..=100.0).contains(p))
+                            .ok_or_else(|| {
+                                bad(format!("{path}.percents: numbers from 0 to 100, not {v}"))
+                            })
+                    })
+                    .collect::<Result<Vec<f64>, _>>()?,
+                Some(other) => {
+                    return Err(bad(format!(
+                        "{path}.percents: expected a list, got {other}"
+                    )))
+                }
+                None => vec![1.0, 5.0, 25.0, 50.0, 75.0, 95.0, 99.0],
+            };
+            let keyed = flag(body, "keyed", true, path)?;
+            metric(
+                Metric::Percentiles(percents),
+                MetricKind::Percentiles { keyed },
+            )
+        }
+        "terms" => {
+            let field = field_of(body, path)?;
+            let size = count_option(body, "size", 10, path)? as usize;
+            let min_doc_count = count_option(body, "min_doc_count", 1, path)?;
+            if min_doc_count == 0 {
+                return Err(bad(format!(
+                    "unsupported: {path}.min_doc_count = 0 (buckets for values no match holds)"
+                )));
+            }
+            let order = terms_order(body.get("order"), path)?;
+            let missing = missing_value(body, path)?;
+            Ok((
+                NodeKind::Terms {
+                    field: field.clone(),
+                    missing,
+                },
+                View::Terms {
+                    size,
+                    order,
+                    min_doc_count,
+                    field,
+                },
+            ))
+        }
+        "multi_terms" => {
+            let items = body
+                .get("terms")
+                .and_then(JsonValue::as_array)
+                .filter(|items| items.len() >= 2)
+                .ok_or_else(|| {
+                    bad(format!(
+                        "{path}.terms: expected a list of at least two fields"
+                    ))
+                })?;
+            let mut fields = Vec::new();
+            for (i, item) in items.iter().enumerate() {
+                let here = format!("{path}.terms.{i}");
+                if let Some(key) = item.as_object().and_then(|o| {
+                    o.keys()
+                        .find(|k| !matches!(k.as_str(), "field" | "missing"))
+                }) {
+                    return Err(bad(format!("unsupported: {here}.{key}")));
+                }
+                fields.push((field_of(item, &here)?, missing_value(item, &here)?));
+            }
+            let min_doc_count = count_option(body, "min_doc_count", 1, path)?;
+            if min_doc_count == 0 {
+                return Err(bad(format!(
+                    "unsupported: {path}.min_doc_count = 0 (buckets for values no match holds)"
+                )));
+            }
+            Ok((
+                NodeKind::MultiTerms {
+                    fields: fields.clone(),
+                },
+                View::MultiTerms {
+                    size: count_option(body, "size", 10, path)? as usize,
+                    order: terms_order(body.get("order"), path)?,
+                    min_doc_count,
+                    fields: fields.into_iter().map(|(f, _)| f).collect(),
+                },
+            ))
+        }
+        "rare_terms" => {
+            let field = field_of(body, path)?;
+            let max_doc_count = count_option(body, "max_doc_count", 1, path)?;
+            if !(1..=100).contains(&max_doc_count) {
+                return Err(bad(format!(
+                    "[max_doc_count] must be greater than 0 and at most 100 in [{}]",
+                    agg_name(path)
+                )));
+            }
+            Ok((
+                NodeKind::Terms {
+                    field: field.clone(),
+                    missing: missing_value(body, path)?,
+                },
+                View::RareTerms {
+                    max_doc_count,
+                    field,
+                },
+            ))
+        }
+        "histogram" => {
+            let field = field_of(body, path)?;
+            let interval = number(body, "interval", path)?
+                .filter(|i| i.is_finite() && *i > 0.0)
+                .ok_or_else(|| bad(format!("{path}: expected an interval > 0")))?;
+            let offset = number(body, "offset", path)?.unwrap_or(0.0);
+            let bounds = match body.get("extended_bounds") {
+                None => None,
+                Some(b) => Some((
+                    number(b, "min", path)?.unwrap_or(f64::INFINITY),
+                    number(b, "max", path)?.unwrap_or(f64::NEG_INFINITY),
+                ))
+                .filter(|(min, max)| min <= max),
+            };
+            Ok((
+                NodeKind::Histogram {
+                    field,
+                    interval,
+                    offset,
+                },
+                View::Histogram {
+                    interval,
+                    offset,
+                    min_doc_count: count_option(body, "min_doc_count", 0, path)?,
+                    bounds,
+                    keyed: flag(body, "keyed", false, path)?,
+                },
+            ))
+        }
+        "date_histogram" => {
+            let field = match body.get("field") {
+                None => quarry_format::TIME_FIELD.to_owned(),
+                Some(_) => field_of(body, path)?,
+            };
+            let zone = zone_of(body, path)?;
+            let offset = match body.get("offset") {
+                None => 0,
+                Some(JsonValue::String(text)) => {
+                    signed_interval(text).map_err(|e| bad(format!("{path}.offset: {e}")))?
+                }
+                Some(JsonValue::Number(n)) => n
+                    .as_i64()
+                    .map(|ms| ms.saturating_mul(1_000_000))
+                    .unwrap_or(0),
+                Some(other) => {
+                    return Err(bad(format!(
+                        "{path}.offset: expected a time like 1h, got {other}"
+                    )))
+                }
+            };
+            let buckets = time_buckets(body, zone, offset, path)?;
+            let format = match body.get("format") {
+                None => DateFormat::iso(),
+                Some(JsonValue::String(text)) => DateFormat::parse(text)
+                    .map_err(|e| bad(format!("unsupported: {path}.format: {e}")))?,
+                Some(other) => {
+                    return Err(bad(format!(
+                        "{path}.format: expected a string, got {other}"
+                    )))
+                }
+            };
+            let bounds = match body.get("extended_bounds") {
+                None => None,
+                Some(b) => {
+                    let get = |key: &str, rounding| -> Result<Option<i64>, ApiError> {
+                        b.get(key)
+                            .map(|v| {
+                                date_value(
+                                    v,
+                                    zone,
+                                    rounding,
+                                    now,
+                                    &format!("{path}.extended_bounds.{key}"),
+                                )
+                            })
+                            .transpose()
+                    };
+                    get("min", Rounding::Down)?.zip(get("max", Rounding::Up)?)
+                }
+            };
+            Ok((
+                NodeKind::DateHistogram { field, buckets },
+                View::DateHistogram {
+                    buckets,
+                    min_doc_count: count_option(body, "min_doc_count", 0, path)?,
+                    bounds,
+                    format,
+                    zone,
+                    keyed: flag(body, "keyed", false, path)?,
+                },
+            ))
+        }
+        "range" | "date_range" => {
+            let field = field_of(body, path)?;
+            let dates = kind == "date_range" || field == quarry_format::TIME_FIELD;
+            let zone = zone_of(body, path)?;
+            let format = match body.get("format") {
+                None => DateFormat::iso(),
+                Some(JsonValue::String(text)) if dates => DateFormat::parse(text)
+                    .map_err(|e| bad(format!("unsupported: {path}.format: {e}")))?,
+                Some(other) => return Err(bad(format!("unsupported: {path}.format = {other}"))),
+            };
+            let items = body
+                .get("ranges")
+                .and_then(JsonValue::as_array)
+                .ok_or_else(|| bad(format!("{path}: expected ranges")))?;
+            let mut ranges = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                let here = format!("{path}.ranges.{i}");
+                if let Some(key) = item.as_object().and_then(|o| {
+                    o.keys()
+                        .find(|k| !matches!(k.as_str(), "from" | "to" | "key"))
+                }) {
+                    return Err(bad(format!("unsupported: {here}.{key}")));
+                }
+                let bound = |key: &str| -> Result<Option<f64>, ApiError> {
+                    match item.get(key) {
+                        None | Some(JsonValue::Null) => Ok(None),
+                        Some(value) if dates => {
+                            date_value(value, zone, Rounding::Down, now, &format!("{here}.{key}"))
+                                .map(|ns| Some(ns as f64))
+                        }
+                        Some(_) => number(item, key, &here),
+                    }
+                };
+                let key = match item.get("key") {
+                    None => None,
+                    Some(JsonValue::String(k)) => Some(k.clone()),
+                    Some(other) => {
+                        return Err(bad(format!("{here}.key: expected a string, got {other}")))
+                    }
+                };
+                ranges.push(RangeView {
+                    key,
+                    from: bound("from")?,
+                    to: bound("to")?,
+                });
+            }
+            Ok((
+                NodeKind::Range {
+                    field,
+                    ranges: ranges.iter().map(|r| (r.from, r.to)).collect(),
+                },
+                View::Range {
+                    ranges,
+                    keyed: flag(body, "keyed", false, path)?,
+                    dates: dates.then_some((format, zone)),
+                },
+            ))
+        }
+        "filters" => {
+            let filters = body
+                .get("filters")
+                .ok_or_else(|| bad(format!("{path}: expected filters")))?;
+            let (names, asts): (Option<Vec<String>>, Vec<Ast>) = match filters {
+                JsonValue::Object(named) => {
+                    let mut names = Vec::new();
+                    let mut asts = Vec::new();
+                    for (name, query) in named {
+                        names.push(name.clone());
+                        asts.push(
+                            dsl::compile(query, &format!("{path}.filters.{name}"), now)
+                                .map_err(crate::es_search::dsl_error)?,
+                        );
+                    }
+                    (Some(names), asts)
+                }
+                JsonValue::Array(list) => (
+                    None,
+                    list.iter()
+                        .enumerate()
+                        .map(|(i, q)| {
+                            dsl::compile(q, &format!("{path}.filters.{i}"), now)
+                                .map_err(crate::es_search::dsl_error)
+                        })
+                        .collect::<Result<_, _>>()?,
+                ),
+                other => {
+                    return Err(bad(format!(
+                        "{path}.filters: expected an object or a list, got {other}"
+                    )))
+                }
+            };
+            let other_key = match (
+                body.get("other_bucket_key"),
+                flag(body, "other_bucket", false, path)?,
+            ) {
+                (Some(JsonValue::String(key)), _) => Some(key.clone()),
+                (Some(other), _) => {
+                    return Err(bad(format!(
+                        "{path}.other_bucket_key: expected a string, got {other}"
+                    )))
+                }
+                (None, true) => Some("_other_".to_owned()),
+                (None, false) => None,
+            };
+            let keyed = flag(body, "keyed", true, path)?;
+            let count = asts.len();
+            Ok((
+                NodeKind::Filters {
+                    filters: asts,
+                    other: other_key.is_some(),
+                },
+                View::Filters {
+                    names,
+                    count,
+                    other_key,
+                    keyed,
+                },
+            ))
+        }
+        "filter" => {
+            let ast = dsl::compile(body, path, now).map_err(crate::es_search::dsl_error)?;
+            Ok((
+                NodeKind::Filters {
+                    filters: vec![ast],
+                    other: false,
+                },
+                View::Single { kind: "filter" },
+            ))
+        }
+        "top_hits" => top_hits(body, path),
+        "top_metrics" => top_metrics(body, path),
+        "missing" => Ok((
+            NodeKind::Missing {
+                field: field_of(body, path)?,
+            },
+            View::Single { kind: "missing" },
+        )),
+        other => Err(bad(format!(
+            "{path}: aggregation type [{other}] is not supported yet"
+        ))),
+    }
+}
+
+/// `missing`: the value a doc without one is taken to hold.
+fn missing_value(body: &JsonValue, path: &str) -> Result<Option<TermKey>, ApiError> {
+    Ok(match body.get("missing") {
+        None => None,
+        Some(JsonValue::String(s)) => Some(TermKey::Str(s.clone())),
+        Some(JsonValue::Bool(b)) => Some(TermKey::Bool(*b)),
+        Some(JsonValue::Number(n)) => Some(match (n.as_i64(), n.as_u64()) {
+            (Some(v), _) => TermKey::Int(v),
+            (None, Some(v)) => TermKey::Uint(v),
+            _ => TermKey::float(n.as_f64().unwrap_or(f64::NAN)),
+        }),
+        Some(other) => {
+            return Err(bad(format!(
+                "{path}.missing: expected a value, got {other}"
+            )))
+        }
+    })
+}
+
+/// A `sort` of hits within an aggregation: on `@timestamp` only (hits are taken in time
+/// order), `desc` or `asc` (true: oldest first).
+fn time_sort(value: &JsonValue, path: &str) -> Result<bool, ApiError> {
+    let refused = || {
+        bad(format!(
+            "unsupported: {path}.sort = {value} (hits within aggregations sort by @timestamp only)"
+        ))
+    };
+    let one = match value {
+        JsonValue::Array(items) if items.len() == 1 => &items[0],
+        JsonValue::Array(_) => return Err(refused()),
+        other => other,
+    };
+    let (field, order) = match one {
+        JsonValue::String(field) => (field.as_str(), None),
+        JsonValue::Object(map) if map.len() == 1 => {
+            let (field, how) = map.iter().next().ok_or_else(refused)?;
+            let order = match how {
+                JsonValue::String(order) => Some(order.as_str()),
+                JsonValue::Object(options) if options.keys().all(|k| k == "order") => {
+                    options.get("order").and_then(JsonValue::as_str)
+                }
+                _ => return Err(refused()),
+            };
+            (field.as_str(), order)
+        }
+        _ => return Err(refused()),
+    };
+    if dsl::field_name(field) != quarry_format::TIME_FIELD {
+        return Err(refused());
+    }
+    match order {
+        // A field sorts ascending unless asked.
+        None | Some("asc") => Ok(true),
+        Some("desc") => Ok(false),
+        Some(_) => Err(refused()),
+    }
+}
+
+/// `top_hits`: `size` (3), `from`, a `sort` on `@timestamp` (required: without one
+/// Elasticsearch ranks by score, which hits within aggregations do not have here), and what
+/// hits show (`_source`, `fields`, `docvalue_fields`, `version`).
+fn top_hits(body: &JsonValue, path: &str) -> Result<(NodeKind, View), ApiError> {
+    let object = body
+        .as_object()
+        .ok_or_else(|| bad(format!("{path}: expected an object of options")))?;
+    let mut view = crate::es_hits::HitView::default();
+    let (mut size, mut from, mut oldest_first) = (3u64, 0u64, None);
+    for (key, value) in object {
+        match key.as_str() {
+            "size" => size = count_option(body, "size", 3, path)?,
+            "from" => from = count_option(body, "from", 0, path)?,
+            "sort" => oldest_first = Some(time_sort(value, path)?),
+            "highlight" => return Err(bad(format!("unsupported: {path}.highlight"))),
+            _ if view.read_body_key(key, value)? => {}
+            other => return Err(bad(format!("unsupported: {path}.{other}"))),
+        }
+    }
+    let oldest_first = oldest_first.ok_or_else(|| {
+        bad(format!(
+            "unsupported: {path} without a sort (give \"sort\": [{{\"@timestamp\": \"desc\"}}]: hits within aggregations are taken in time order)"
+        ))
+    })?;
+    if from + size > 100 {
+        return Err(bad(format!(
+            "Top hits result window is too large, the top hits aggregator [{}]'s from + size must be less than or equal to: [100] but was [{}]",
+            agg_name(path),
+            from + size
+        )));
+    }
+    Ok((
+        NodeKind::Metric {
+            field: quarry_format::TIME_FIELD.to_owned(),
+            metric: Metric::TopHits {
+                size: (from + size) as usize,
+                oldest_first,
+            },
+            missing: None,
+        },
+        View::TopHits {
+            from: from as usize,
+            view: Box::new(view),
+        },
+    ))
+}
+
+/// `top_metrics`: `metrics` (a field or a list of them), a `sort` on `@timestamp`, `size` (1).
+fn top_metrics(body: &JsonValue, path: &str) -> Result<(NodeKind, View), ApiError> {
+    let object = body
+        .as_object()
+        .ok_or_else(|| bad(format!("{path}: expected an object of options")))?;
+    if let Some(key) = object
+        .keys()
+        .find(|k| !matches!(k.as_str(), "metrics" | "sort" | "size"))
+    {
+        return Err(bad(format!(
+            "unsupported: {path}.{key} (Quarry takes metrics, sort, size here)"
+        )));
+    }
+    let items: Vec<&JsonValue> = match object.get("metrics") {
+        Some(JsonValue::Array(items)) => items.iter().collect(),
+        Some(one @ JsonValue::Object(_)) => vec![one],
+        _ => {
+            return Err(bad(format!(
+                "{path}.metrics: expected {{\"field\": ...}} or a list of them"
+            )))
+        }
+    };
+    let fields = items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| field_of(item, &format!("{path}.metrics.{i}")))
+        .collect::<Result<Vec<String>, _>>()?;
+    let oldest_first = time_sort(
+        object
+            .get("sort")
+            .ok_or_else(|| bad(format!("{path}: expected a sort")))?,
+        path,
+    )?;
+    Ok((
+        NodeKind::Metric {
+            field: quarry_format::TIME_FIELD.to_owned(),
+            metric: Metric::TopHits {
+                size: count_option(body, "size", 1, path)?.max(1) as usize,
+                oldest_first,
+            },
+            missing: None,
+        },
+        View::TopMetrics { fields },
+    ))
+}
+
+/// `top_hits`' answer: the hits' events fetched and shown as the view says.
+fn render_top_hits(
+    hits: &[quarry_query::Hit],
+    total: u64,
+    view: &crate::es_hits::HitView,
+    ctx: Ctx<'_>,
+) -> Result<JsonValue, ApiError> {
+    let events = ctx.searcher.events(hits).map_err(ApiError::from_query)?;
+    let words = crate::es_hits::QueryWords::default();
+    let shown: Vec<JsonValue> = hits
+        .iter()
+        .zip(events)
+        .map(|(hit, event)| {
+            let flat = crate::event_json(&event);
+            let mut json = json!({
+                "_index": ctx.index_of(hit),
+                "_id": crate::es_ids::id_of(hit.time, &event),
+                "_score": null,
+            });
+            view.render(&mut json, &flat, hit.time, &words);
+            json["sort"] = json!([hit.time.div_euclid(1_000_000)]);
+            json
+        })
+        .collect();
+    Ok(json!({"hits": {
+        "total": {"value": total, "relation": "eq"},
+        "max_score": null,
+        "hits": shown,
+    }}))
+}
+
+/// `top_metrics`' answer: per top hit, its time as the sort value and the fields' values.
+fn render_top_metrics(
+    hits: &[quarry_query::Hit],
+    fields: &[String],
+    ctx: Ctx<'_>,
+) -> Result<JsonValue, ApiError> {
+    let events = ctx.searcher.events(hits).map_err(ApiError::from_query)?;
+    let top: Vec<JsonValue> = hits
+        .iter()
+        .zip(events)
+        .map(|(hit, event)| {
+            let flat = crate::event_json(&event);
+            let metrics: Map<String, JsonValue> = fields
+                .iter()
+                .map(|field| {
+                    let value = if field == quarry_format::TIME_FIELD {
+                        DateFormat::iso().format(hit.time, Zone::Utc).into()
+                    } else {
+                        flat.get(field).cloned().unwrap_or(JsonValue::Null)
+                    };
+                    (field.clone(), value)
+                })
+                .collect();
+            json!({
+                "sort": [DateFormat::iso().format(hit.time, Zone::Utc)],
+                "metrics": metrics,
+            })
+        })
+        .collect();
+    Ok(json!({ "top": top }))
+}
+
+/// `order`: `{"_count": "desc"}`, `{"_key": "asc"}`, `{"metric": "desc"}`, or a list of them.
+fn terms_order(value: Option<&JsonValue>, path: &str) -> Result<Vec<(OrderBy, bool)>, ApiError> {
+    let items: Vec<&JsonValue> = match value {
+        None => return Ok(vec![(OrderBy::Count, true)]),
+        Some(JsonValue::Array(list)) => list.iter().collect(),
+        Some(one) => vec![one],
+    };
+    let mut order = Vec::new();
+    for item in items {
+        let object = item
+            .as_object()
+            .ok_or_else(|| bad(format!("{path}.order: expected {{\"_count\": \"desc\"}}")))?;
+        for (by, direction) in object {
+            let descending = match direction.as_str() {
+                Some("desc") => true,
+                Some("asc") => false,
+                _ => {
+                    return Err(bad(format!(
+                        "{path}.order.{by}: asc or desc, not {direction}"
+                    )))
+                }
+            };
+            let by = match by.as_str() {
+                "_count" => OrderBy::Count,
+                "_key" | "_term" => OrderBy::Key,
+                path => OrderBy::Path(path.to_owned()),
+            };
+            order.push((by, descending));
+        }
+    }
+    Ok(order)
+}
+
+/// A date_histogram's buckets: `calendar_interval`, `fixed_interval` or the older `interval`.
+fn time_buckets(
+    body: &JsonValue,
+    zone: Zone,
+    offset: i64,
+    path: &str,
+) -> Result<TimeBuckets, ApiError> {
+    let text = |key: &str| {
+        body.get(key).map(|v| {
+            v.as_str()
+                .ok_or_else(|| bad(format!("{path}.{key}: expected a string like 1h, got {v}")))
+        })
+    };
+    let calendar = |unit: &str| -> Option<CalendarUnit> {
+        Some(match unit {
+            "year" | "1y" => CalendarUnit::Year,
+            "quarter" | "1q" => CalendarUnit::Quarter,
+            "month" | "1M" => CalendarUnit::Month,
+            "week" | "1w" => CalendarUnit::Week,
+            "day" | "1d" => CalendarUnit::Day,
+            "hour" | "1h" => CalendarUnit::Hour,
+            "minute" | "1m" => CalendarUnit::Minute,
+            "second" | "1s" => CalendarUnit::Second,
+            _ => return None,
+        })
+    };
+    let fixed = |text: &str| -> Result<TimeBuckets, ApiError> {
+        let interval = parse_interval(text).map_err(|e| bad(format!("{path}: {e}")))?;
+        Ok(TimeBuckets::Fixed {
+            interval,
+            offset,
+            zone,
+        })
+    };
+    match (
+        text("calendar_interval"),
+        text("fixed_interval"),
+        text("interval"),
+    ) {
+        (Some(unit), None, None) => {
+            let unit = unit?;
+            let unit = calendar(unit).ok_or_else(|| bad(format!("{path}.calendar_interval: [{unit}] is not a calendar unit (1m, 1h, 1d, 1w, 1M, 1q, 1y)")))?;
+            Ok(TimeBuckets::Calendar { unit, offset, zone })
+        }
+        (None, Some(interval), None) => fixed(interval?),
+        // The older `interval`: a calendar unit when it is one, else fixed.
+        (None, None, Some(interval)) => {
+            let interval = interval?;
+            match calendar(interval) {
+                Some(unit) => Ok(TimeBuckets::Calendar { unit, offset, zone }),
+                None => fixed(interval),
+            }
+        }
+        (None, None, None) => Err(bad(format!(
+            "{path}: expected calendar_interval or fixed_interval"
+        ))),
+        _ => Err(bad(format!(
+            "{path}: give one of calendar_interval, fixed_interval and interval"
+        ))),
+    }
+}
+
+/// `+1h`, `-30m`, `1d`: ns.
+fn signed_interval(text: &str) -> Result<i64, String> {
+    let text = text.trim();
+    match text.strip_prefix('-') {
+        Some(rest) => parse_interval(rest).map(|v| -v),
+        None => parse_interval(text.strip_prefix('+').unwrap_or(text)),
+    }
+}
+
+/// The options each aggregation type takes: those honoured, and those that cannot change
+/// its answer here (`shard_size`, `execution_hint`, `collect_mode`: counts are exact over one
+/// index). Any other option is a 400 naming it: ignored, it would give a different answer
+/// than asked for.
+fn check_options(kind: &str, body: &JsonValue, path: &str) -> Result<(), ApiError> {
+    let known: &[&str] = match kind {
+        "date_histogram" => &[
+            "field",
+            "fixed_interval",
+            "calendar_interval",
+            "interval",
+            "min_doc_count",
+            "extended_bounds",
+            "format",
+            "time_zone",
+            "offset",
+            "keyed",
+        ],
+        "terms" => &[
+            "field",
+            "size",
+            "order",
+            "min_doc_count",
+            "missing",
+            "shard_size",
+            "shard_min_doc_count",
+            "execution_hint",
+            "collect_mode",
+            "show_term_doc_count_error",
+        ],
+        "multi_terms" => &[
+            "terms",
+            "size",
+            "order",
+            "min_doc_count",
+            "shard_size",
+            "shard_min_doc_count",
+            "collect_mode",
+            "show_term_doc_count_error",
+        ],
+        // `precision` tunes the cuckoo filter of a sharded count; counts here are exact.
+        "rare_terms" => &["field", "max_doc_count", "missing", "precision"],
+        "histogram" => &[
+            "field",
+            "interval",
+            "offset",
+            "min_doc_count",
+            "extended_bounds",
+            "keyed",
+        ],
+        "range" => &["field", "ranges", "keyed"],
+        "date_range" => &["field", "ranges", "keyed", "format", "time_zone"],
+        "avg" | "min" | "max" | "sum" | "stats" | "value_count" => &["field", "missing"],
+        "extended_stats" => &["field", "sigma", "missing"],
+        "cardinality" => &["field", "precision_threshold", "missing"],
+        "percentiles" => &["field", "percents", "keyed", "missing"],
+        "filters" => &["filters", "other_bucket", "other_bucket_key", "keyed"],
+        "missing" => &["field"],
+        // The body is a query, checked as one; unknown types are refused where built.
+        _ => return Ok(()),
+    };
+    let Some(options) = body.as_object() else {
+        return Err(bad(format!("{path}: expected an object of options")));
+    };
+    for (key, value) in options {
+        if !known.contains(&key.as_str()) {
+            return Err(bad(format!(
+                "unsupported: {path}.{key} (Quarry takes {} here)",
+                known.join(", ")
+            )));
+        }
+        let supported = match (kind, key.as_str()) {
+            ("terms", "show_term_doc_count_error") => value.is_boolean(),
+            ("terms", "shard_min_doc_count") => value.as_u64().is_some(),
+            _ => true,
+        };
+        if !supported {
+            return Err(bad(format!("unsupported: {path}.{key} = {value}")));
+        }
+    }
+    Ok(())
+}
+
+/// A pipeline aggregation, or `None` when `kind` is not one.
+fn parse_pipeline(
+    name: &str,
+    kind: &str,
+    body: &JsonValue,
+    path: &str,
+) -> Result<Option<Pipeline>, ApiError> {
+    let known: &[&str] = match kind {
+        "derivative" | "cumulative_sum" => &["buckets_path", "gap_policy", "format"],
+        "serial_diff" => &["buckets_path", "gap_policy", "format", "lag"],
+        "moving_avg" => &["buckets_path", "gap_policy", "format", "window", "model"],
+        "moving_fn" => &[
+            "buckets_path",
+            "gap_policy",
+            "format",
+            "window",
+            "shift",
+            "script",
+        ],
+        "bucket_script" => &["buckets_path", "gap_policy", "format", "script"],
+        "avg_bucket" | "max_bucket" | "min_bucket" | "sum_bucket" => {
+            &["buckets_path", "gap_policy", "format"]
+        }
+        _ => return Ok(None),
+    };
+    let object = body
+        .as_object()
+        .ok_or_else(|| bad(format!("{path}: expected an object")))?;
+    for (key, value) in object {
+        if !known.contains(&key.as_str()) {
+            return Err(bad(format!(
+                "unsupported: {path}.{key} (Quarry takes {} here)",
+                known.join(", ")
+            )));
+        }
+        // A number format is how values are shown as text: Quarry shows none.
+        if key == "format" {
+            return Err(bad(format!("unsupported: {path}.format = {value}")));
+        }
+    }
+    let paths: Vec<(String, String)> = match body.get("buckets_path") {
+        Some(JsonValue::String(one)) if kind != "bucket_script" => {
+            vec![(String::new(), one.clone())]
+        }
+        Some(JsonValue::Object(named)) if kind == "bucket_script" => named
+            .iter()
+            .map(|(var, p)| {
+                p.as_str()
+                    .map(|p| (var.clone(), p.to_owned()))
+                    .ok_or_else(|| bad(format!("{path}.buckets_path.{var}: expected a path")))
+            })
+            .collect::<Result<_, _>>()?,
+        other => {
+            return Err(bad(format!(
+                "{path}.buckets_path: expected {}, got {}",
+                if kind == "bucket_script" {
+                    "an object of named paths"
+                } else {
+                    "a path"
+                },
+                other.map_or("nothing".to_owned(), JsonValue::to_string)
+            )))
+        }
+    };
+    let insert_zeros = match body.get("gap_policy").map(|v| v.as_str()) {
+        None | Some(Some("skip")) => false,
+        Some(Some("insert_zeros")) => true,
+        Some(_) => return Err(bad(format!("{path}.gap_policy: skip or insert_zeros"))),
+    };
+    let whole = |key: &str, default: u64| -> Result<u64, ApiError> {
+        count_option(body, key, default, path)
+    };
+    let script = || -> Result<String, ApiError> {
+        match body.get("script") {
+            Some(JsonValue::String(s)) => Ok(s.clone()),
+            Some(JsonValue::Object(o)) => {
+                if let Some(key) = o
+                    .keys()
+                    .find(|k| !matches!(k.as_str(), "source" | "inline" | "lang"))
+                {
+                    return Err(bad(format!("unsupported: {path}.script.{key}")));
+                }
+                if o.get("lang")
+                    .is_some_and(|l| l != "painless" && l != "expression")
+                {
+                    return Err(bad(format!("unsupported: {path}.script.lang")));
+                }
+                o.get("source")
+                    .or(o.get("inline"))
+                    .and_then(JsonValue::as_str)
+                    .map(str::to_owned)
+                    .ok_or_else(|| bad(format!("{path}.script: expected source")))
+            }
+            _ => Err(bad(format!("{path}.script: expected a script"))),
+        }
+    };
+    let kind = match kind {
+        "derivative" => PipelineKind::Derivative,
+        "cumulative_sum" => PipelineKind::CumulativeSum,
+        "serial_diff" => PipelineKind::SerialDiff {
+            lag: whole("lag", 1)?.max(1) as usize,
+        },
+        "moving_avg" => {
+            if body.get("model").is_some_and(|m| m != "simple") {
+                return Err(bad(format!("unsupported: {path}.model (only simple)")));
+            }
+            PipelineKind::MovingAvg {
+                window: whole("window", 5)?.max(1) as usize,
+            }
+        }
+        "moving_fn" => {
+            let source = script()?;
+            let function = moving_function(&source)
+                .ok_or_else(|| bad(format!("unsupported: {path}.script [{source}] (Quarry runs no scripts; it knows MovingFunctions.max, min, sum, unweightedAvg, linearWeightedAvg and stdDev of values)")))?;
+            let window = body
+                .get("window")
+                .and_then(JsonValue::as_u64)
+                .filter(|w| *w > 0)
+                .ok_or_else(|| bad(format!("{path}.window: expected a whole number > 0")))?;
+            PipelineKind::MovingFn {
+                window: window as usize,
+                shift: body.get("shift").and_then(JsonValue::as_i64).unwrap_or(0),
+                function,
+            }
+        }
+        "bucket_script" => {
+            let source = script()?;
+            PipelineKind::BucketScript(Expr::parse(&source).map_err(|e| bad(format!("unsupported: {path}.script [{source}]: {e} (Quarry runs no scripts; it evaluates arithmetic over params)")))?)
+        }
+        "avg_bucket" => PipelineKind::Sibling(SiblingKind::Avg),
+        "max_bucket" => PipelineKind::Sibling(SiblingKind::Max),
+        "min_bucket" => PipelineKind::Sibling(SiblingKind::Min),
+        _ => PipelineKind::Sibling(SiblingKind::Sum),
+    };
+    Ok(Some(Pipeline {
+        name: name.to_owned(),
+        kind,
+        paths,
+        insert_zeros,
+    }))
+}
+
+/// The `MovingFunctions` call a `moving_fn` script is, when it is exactly one of them.
+fn moving_function(source: &str) -> Option<MovingFunction> {
+    let compact: String = source.chars().filter(|c| !c.is_whitespace()).collect();
+    let compact = compact.trim_end_matches(';');
+    Some(match compact {
+        "MovingFunctions.max(values)" => MovingFunction::Max,
+        "MovingFunctions.min(values)" => MovingFunction::Min,
+        "MovingFunctions.sum(values)" => MovingFunction::Sum,
+        "MovingFunctions.unweightedAvg(values)" => MovingFunction::UnweightedAvg,
+        "MovingFunctions.linearWeightedAvg(values)" => MovingFunction::LinearWeightedAvg,
+        "MovingFunctions.stdDev(values,MovingFunctions.unweightedAvg(values))" => {
+            MovingFunction::StdDev
+        }
+        _ => return None,
+    })
+}
+
+/// Arithmetic over `params.NAME` (`bucket_script`): numbers, `+ - * /`, parentheses.
+#[derive(Clone, Debug)]
+enum Expr {
+    Number(f64),
+    Param(String),
+    Negate(Box<Expr>),
+    Binary(Box<Expr>, char, Box<Expr>),
+}
+
+impl Expr {
+    fn parse(text: &str) -> Result<Expr, String> {
+        let tokens = expr_tokens(text)?;
+        let mut at = 0;
+        let expr = Expr::sum(&tokens, &mut at)?;
+        if at != tokens.len() {
+            return Err(format!("unexpected {:?}", tokens[at]));
+        }
+        Ok(expr)
+    }
+
+    fn sum(tokens: &[String], at: &mut usize) -> Result<Expr, String> {
+        let mut left = Expr::product(tokens, at)?;
+        while let Some(op) = tokens.get(*at).filter(|t| *t == "+" || *t == "-") {
+            let op = op.chars().next().unwrap_or('+');
+            *at += 1;
+            left = Expr::Binary(Box::new(left), op, Box::new(Expr::product(tokens, at)?));
+        }
+        Ok(left)
+    }
+
+    fn product(tokens: &[String], at: &mut usize) -> Result<Expr, String> {
+        let mut left = Expr::unary(tokens, at)?;
+        while let Some(op) = tokens.get(*at).filter(|t| *t == "*" || *t == "/") {
+            let op = op.chars().next().unwrap_or('*');
+            *at += 1;
+            left = Expr::Binary(Box::new(left), op, Box::new(Expr::unary(tokens, at)?));
+        }
+        Ok(left)
+    }
+
+    fn unary(tokens: &[String], at: &mut usize) -> Result<Expr, String> {
+        let token = tokens.get(*at).ok_or("the expression ends early")?;
+        *at += 1;
+        match token.as_str() {
+            "-" => Ok(Expr::Negate(Box::new(Expr::unary(tokens, at)?))),
+            "(" => {
+                let inner = Expr::sum(tokens, at)?;
+                if tokens.get(*at).map(String::as_str) != Some(")") {
+                    return Err("a `(` is not closed".into());
+                }
+                *at += 1;
+                Ok(inner)
+            }
+            t => {
+                if let Some(name) = t.strip_prefix("params.") {
+                    return Ok(Expr::Param(name.to_owned()));
+                }
+                t.parse::<f64>()
+                    .map(Expr::Number)
+                    .map_err(|_| format!("unexpected {t:?}"))
+            }
+        }
+    }
+
+    fn eval(&self, params: &[(&str, f64)]) -> f64 {
+        match self {
+            Expr::Number(v) => *v,
+            Expr::Param(name) => params
+                .iter()
+                .find(|(n, _)| n == name)
+                .map_or(f64::NAN, |(_, v)| *v),
+            Expr::Negate(inner) => -inner.eval(params),
+            Expr::Binary(a, op, b) => {
+                let (a, b) = (a.eval(params), b.eval(params));
+                match op {
+                    '+' => a + b,
+                    '-' => a - b,
+                    '*' => a * b,
+                    _ => a / b,
+                }
+            }
+        }
+    }
+}
+
+fn expr_tokens(text: &str) -> Result<Vec<String>, String> {
+    let mut tokens = Vec::new();
+    let mut chars = text.trim().trim_end_matches(';').chars().peekable();
+    while let Some(&c) = chars.peek() {
+        if c.is_whitespace() {
+            chars.next();
+        } else if "+-*/()".contains(c) {
+            tokens.push(c.to_string());
+            chars.next();
+        } else if c.is_ascii_alphanumeric() || c == '.' || c == '_' {
+            let mut token = String::new();
+            while let Some(&c) = chars
+                .peek()
+                .filter(|c| c.is_ascii_alphanumeric() || **c == '.' || **c == '_')
+            {
+                token.push(c);
+                chars.next();
+            }
+            tokens.push(token);
+        } else {
+            return Err(format!("unexpected {c:?}"));
+        }
+    }
+    Ok(tokens)
+}
+
+/// How a date is shown as text (`format` of date aggregations): Elasticsearch's named formats
+/// and patterns of `yyyy MM dd HH mm ss SSS`, `'quoted'` text and `XXX` offsets.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum DateFormat {
+    EpochMillis,
+    EpochSecond,
+    Pattern(Vec<Piece>),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Piece {
+    Text(String),
+    Year,
+    Month,
+    Day,
+    Hour,
+    Minute,
+    Second,
+    Millis,
+    /// `Z` at UTC, else `+01:00`.
+    Offset,
+}
+
+impl DateFormat {
+    pub(crate) fn iso() -> DateFormat {
+        DateFormat::parse("yyyy-MM-dd'T'HH:mm:ss.SSSXXX").unwrap_or(DateFormat::EpochMillis)
+    }
+
+    pub(crate) fn parse(text: &str) -> Result<DateFormat, String> {
+        // A list prints with its first format.
+        let first = text.split("||").next().unwrap_or(text).trim();
+        match first {
+            "epoch_millis" => return Ok(DateFormat::EpochMillis),
+            "epoch_second" => return Ok(DateFormat::EpochSecond),
+            "strict_date_optional_time"
+            | "date_optional_time"
+            | "strict_date_time"
+            | "date_time"
+            | "strict_date_optional_time_nanos" => return Ok(DateFormat::iso()),
+            "strict_date" | "date" | "year_month_day" | "strict_year_month_day" => {
+                return DateFormat::parse("yyyy-MM-dd")
+            }
+            "basic_date" => return DateFormat::parse("yyyyMMdd"),
+            "strict_date_hour_minute_second" | "date_hour_minute_second" => {
+                return DateFormat::parse("yyyy-MM-dd'T'HH:mm:ss")
+            }
+            "strict_year_month" | "year_month" => return DateFormat::parse("yyyy-MM"),
+            "strict_year" | "year" => return DateFormat::parse("yyyy"),
+            _ => {}
+        }
+        let mut pieces = Vec::new();
+        let mut chars = first.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c == '\'' {
+                let mut literal = String::new();
+                for c in chars.by_ref() {
+                    if c == '\'' {
+                        break;
+                    }
+                    literal.push(c);
+                }
+                pieces.push(Piece::Text(if literal.is_empty() {
+                    "'".into()
+                } else {
+                    literal
+                }));
+                continue;
+            }
+            if !c.is_ascii_alphabetic() {
+                pieces.push(Piece::Text(c.to_string()));
+                continue;
+            }
+            let mut run = 1;
+            while chars.next_if_eq(&c).is_some() {
+                run += 1;
+            }
+            pieces.push(match (c, run) {
+                ('y' | 'u', 4) => Piece::Year,
+                ('M', 2) => Piece::Month,
+                ('d', 2) => Piece::Day,
+                ('H', 2) => Piece::Hour,
+                ('m', 2) => Piece::Minute,
+                ('s', 2) => Piece::Second,
+                ('S', 3) => Piece::Millis,
+                ('X', 3) | ('Z', 5) => Piece::Offset,
+                _ => return Err(format!("[{text}]: the pattern letter {} is not supported (yyyy MM dd HH mm ss SSS XXX and named formats are)", c.to_string().repeat(run))),
+            });
+        }
+        Ok(DateFormat::Pattern(pieces))
+    }
+
+    /// `nanos` as text in `zone`.
+    pub(crate) fn format(&self, nanos: i64, zone: Zone) -> String {
+        use chrono::{Datelike, Timelike};
+        match self {
+            DateFormat::EpochMillis => nanos.div_euclid(1_000_000).to_string(),
+            DateFormat::EpochSecond => nanos.div_euclid(1_000_000_000).to_string(),
+            DateFormat::Pattern(pieces) => {
+                let local = zone.local_of(nanos);
+                let mut out = String::new();
+                for piece in pieces {
+                    match piece {
+                        Piece::Text(t) => out.push_str(t),
+                        Piece::Year => out.push_str(&format!("{:04}", local.year())),
+                        Piece::Month => out.push_str(&format!("{:02}", local.month())),
+                        Piece::Day => out.push_str(&format!("{:02}", local.day())),
+                        Piece::Hour => out.push_str(&format!("{:02}", local.hour())),
+                        Piece::Minute => out.push_str(&format!("{:02}", local.minute())),
+                        Piece::Second => out.push_str(&format!("{:02}", local.second())),
+                        Piece::Millis => {
+                            out.push_str(&format!("{:03}", local.nanosecond() / 1_000_000 % 1000))
+                        }
+                        Piece::Offset => {
+                            let seconds = zone.offset_at(nanos);
+                            if seconds == 0 {
+                                out.push('Z');
+                            } else {
+                                let sign = if seconds < 0 { '-' } else { '+' };
+                                let seconds = seconds.abs();
+                                out.push_str(&format!(
+                                    "{sign}{:02}:{:02}",
+                                    seconds / 3600,
+                                    seconds % 3600 / 60
+                                ));
+                            }
+                        }
+                    }
+                }
+                out
+            }
+        }
+    }
+}

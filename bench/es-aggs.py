@@ -62,6 +62,13 @@ PANELS = {
             },
         }
     },
+    # The same over every host (50): a search per bucket costs more the more buckets.
+    "terms(host, 50) > date_histogram(10m) > avg": {
+        "3": {
+            "terms": {"field": "host", "size": 50, "order": {"_count": "desc"}, "min_doc_count": 1},
+            "aggs": {"2": {"date_histogram": histogram("10m"), "aggs": {"1": {"avg": {"field": "latency_ms"}}}}},
+        }
+    },
     "date_histogram(1m) > percentiles": {
         "2": {
             "date_histogram": histogram("1m"),

@@ -315,19 +315,31 @@ pub enum MetricResult {
 pub fn empty_results(nodes: &[AggNode]) -> Vec<AggResult> {
     nodes
         .iter()
-        .map(|node| NodeState::new(node).into_result(node))
+        .map(|node| NodeState::new(node).into_result(node, &Terms::default()))
         .collect()
 }
 
 impl Searcher {
     /// Every node of `nodes` over every match of `query`, in one pass over the matches.
     pub fn aggregate_tree(&self, query: &Query, nodes: &[AggNode]) -> Result<Vec<AggResult>> {
+        Ok(self.aggregate_tree_counted(query, nodes)?.0)
+    }
+
+    /// `aggregate_tree`, and the number of matches (the walk counts them: a search that
+    /// aggregates needs no second pass to count).
+    pub fn aggregate_tree_counted(
+        &self,
+        query: &Query,
+        nodes: &[AggNode],
+    ) -> Result<(Vec<AggResult>, u64)> {
+        let mut matches = 0u64;
         let weight = self.filter_weight(query);
         let plans: Vec<NodePlan> = nodes
             .iter()
             .map(|node| NodePlan::new(self, node))
             .collect::<Result<_>>()?;
         let mut total: Vec<NodeState> = nodes.iter().map(NodeState::new).collect();
+        let mut terms = Terms::tree(nodes);
         let mut buckets = 0usize;
         for (index, block) in self.blocks.iter().enumerate() {
             let Some(mut scorer) = weight.scorer(index, block)? else {
@@ -345,25 +357,31 @@ impl Searcher {
             };
             let mut doc = scorer.doc();
             while doc != TERMINATED {
-                walk.collect(nodes, &mut states, &mut readers, doc)?;
+                matches += 1;
+                walk.collect(nodes, &mut states, &mut readers, &mut terms, doc)?;
                 doc = scorer.advance();
             }
             self.check_scorer(index, scorer.as_ref())?;
             for reader in &readers {
                 reader.check(self, index)?;
             }
-            for ((total, mut state), (node, reader)) in
-                total.iter_mut().zip(states).zip(nodes.iter().zip(&readers))
+            for (((total, mut state), (node, reader)), terms) in total
+                .iter_mut()
+                .zip(states)
+                .zip(nodes.iter().zip(&readers))
+                .zip(&mut terms)
             {
-                state.resolve(node, reader);
+                state.resolve(node, reader, terms);
                 total.merge(state);
             }
         }
-        Ok(total
+        let results = total
             .into_iter()
             .zip(nodes)
-            .map(|(state, node)| state.into_result(node))
-            .collect())
+            .zip(&terms)
+            .map(|((state, node), terms)| state.into_result(node, terms))
+            .collect();
+        Ok((results, matches))
     }
 }
 
@@ -476,8 +494,8 @@ impl<'a> NodeReader<'a> {
             .try_for_each(|child| child.check(searcher, index))
     }
 
-    /// Sets `self.keys` to `doc`'s buckets of `node`.
-    fn find_keys(&mut self, node: &NodeKind, doc: u32) -> Result<()> {
+    /// Sets `self.keys` to `doc`'s buckets of `node` (`terms`: the node's values).
+    fn find_keys(&mut self, node: &NodeKind, doc: u32, terms: &mut Terms) -> Result<()> {
         self.keys.clear();
         let keys = &mut self.keys;
         match (&mut self.source, node) {
@@ -511,14 +529,14 @@ impl<'a> NodeReader<'a> {
             (Source::Field(cursor, date), kind) => {
                 let dictionary = &mut self.dictionary;
                 let seen = read_value(cursor, date.as_ref(), doc, &mut |value| {
-                    value_keys(kind, value, dictionary, keys);
+                    value_keys(kind, value, dictionary, terms, keys);
                 })?;
                 match kind {
                     NodeKind::Missing { .. } if !seen => keys.push(Key::Slot(0)),
                     NodeKind::Terms {
                         missing: Some(missing),
                         ..
-                    } if !seen => keys.push(Key::Term(missing.clone())),
+                    } if !seen => keys.push(Key::Term(terms.number(missing))),
                     _ => {}
                 }
             }
@@ -534,7 +552,7 @@ impl<'a> NodeReader<'a> {
                         None => return Ok(()),
                     }
                 }
-                keys.push(Key::Term(TermKey::Tuple(parts)));
+                keys.push(Key::Term(terms.number(&TermKey::Tuple(parts))));
             }
             _ => unreachable!("a node's source is made for its kind"),
         }
@@ -558,7 +576,7 @@ fn read_value<'a>(
     cursor: &mut FieldCursor<'a>,
     date: Option<&quarry_store::FieldMapping>,
     doc: u32,
-    f: &mut dyn FnMut(TypedValue<'_, 'a>),
+    f: &mut impl FnMut(TypedValue<'_, 'a>),
 ) -> Result<bool> {
     let mut seen = false;
     cursor.with_typed_value(doc, &mut |value| {
@@ -594,6 +612,7 @@ fn value_keys<'a>(
     kind: &NodeKind,
     value: TypedValue<'_, 'a>,
     dictionary: &mut Option<DocValues<'a>>,
+    terms: &mut Terms,
     keys: &mut Vec<Key>,
 ) {
     let number = || match value {
@@ -606,8 +625,8 @@ fn value_keys<'a>(
                 *dictionary = Some(values);
                 Key::Ordinal(ordinal)
             }
-            TypedValue::Str(s) => Key::Str(s.to_owned()),
-            other => Key::Term(TermKey::of(other)),
+            TypedValue::Str(s) => Key::Term(terms.string(s)),
+            other => Key::Term(terms.number(&TermKey::of(other))),
         }),
         NodeKind::Histogram {
             interval, offset, ..
@@ -646,13 +665,60 @@ fn value_keys<'a>(
     }
 }
 
-/// A bucket's key while a block is read: a string may still be a doc-value ordinal.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// A bucket's key: a slot, a terms value (its number in the node's `Terms`), or while a
+/// block is read a string as that block's doc-value ordinal. Small and `Copy`: a key made
+/// per doc and node moved a whole `String`-holding enum in the profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Key {
     Ordinal(u32),
-    Str(String),
-    Term(TermKey),
+    Term(u32),
     Slot(i64),
+}
+
+/// One node's terms values, numbered in the order first seen (over every block), and the
+/// same for the nodes below.
+#[derive(Default)]
+struct Terms {
+    list: Vec<TermKey>,
+    strings: HashMap<String, u32>,
+    others: HashMap<TermKey, u32>,
+    children: Vec<Terms>,
+}
+
+impl Terms {
+    fn tree(nodes: &[AggNode]) -> Vec<Terms> {
+        nodes
+            .iter()
+            .map(|node| Terms {
+                children: Terms::tree(&node.children),
+                ..Terms::default()
+            })
+            .collect()
+    }
+
+    /// The number of the string `text` (allocates only when it is new).
+    fn string(&mut self, text: &str) -> u32 {
+        if let Some(&number) = self.strings.get(text) {
+            return number;
+        }
+        let number = self.list.len() as u32;
+        self.list.push(TermKey::Str(text.to_owned()));
+        self.strings.insert(text.to_owned(), number);
+        number
+    }
+
+    fn number(&mut self, key: &TermKey) -> u32 {
+        if let TermKey::Str(text) = key {
+            return self.string(text);
+        }
+        if let Some(&number) = self.others.get(key) {
+            return number;
+        }
+        let number = self.list.len() as u32;
+        self.list.push(key.clone());
+        self.others.insert(key.clone(), number);
+        number
+    }
 }
 
 /// Counts the buckets made, against `MAX_TREE_BUCKETS`.
@@ -668,9 +734,10 @@ impl Walk<'_> {
         nodes: &[AggNode],
         states: &mut [NodeState],
         readers: &mut [NodeReader],
+        terms: &mut [Terms],
         doc: u32,
     ) -> Result<()> {
-        for ((node, state), reader) in nodes.iter().zip(states).zip(readers) {
+        for (((node, state), reader), terms) in nodes.iter().zip(states).zip(readers).zip(terms) {
             match state {
                 NodeState::Metric(metric) => {
                     let Source::Field(cursor, date) = &mut reader.source else {
@@ -709,25 +776,18 @@ impl Walk<'_> {
                     }
                 }
                 NodeState::Buckets(buckets) => {
-                    reader.find_keys(&node.kind, doc)?;
+                    reader.find_keys(&node.kind, doc, terms)?;
                     let NodeReader { keys, children, .. } = reader;
-                    for key in keys.iter() {
-                        let bucket = match buckets.get_mut(key) {
-                            Some(bucket) => bucket,
-                            None => {
-                                *self.buckets += 1;
-                                if *self.buckets > MAX_TREE_BUCKETS {
-                                    return Err(QueryError::TooManyAggregationBuckets {
-                                        limit: MAX_TREE_BUCKETS,
-                                    });
-                                }
-                                buckets
-                                    .entry(key.clone())
-                                    .or_insert_with(|| Bucket::new(&node.children))
-                            }
-                        };
+                    for &key in keys.iter() {
+                        let bucket = buckets.get_or_insert(key, &node.children, self.buckets)?;
                         bucket.count += 1;
-                        self.collect(&node.children, &mut bucket.children, children, doc)?;
+                        self.collect(
+                            &node.children,
+                            &mut bucket.children,
+                            children,
+                            &mut terms.children,
+                            doc,
+                        )?;
                     }
                 }
             }
@@ -739,7 +799,115 @@ impl Walk<'_> {
 /// A node's running state over the docs seen so far.
 enum NodeState {
     Metric(MetricState),
-    Buckets(HashMap<Key, Bucket>),
+    Buckets(Buckets),
+}
+
+/// A bucket node's buckets, in the order made, found by key: small numbers (ordinals and
+/// terms' numbers below `DENSE_KEYS`) through a vector, others through a map, and the last
+/// slot found remembered: docs come in time order, so consecutive docs mostly share their
+/// time bucket (hashing and comparing keys was a third of a terms > date_histogram > avg
+/// request in the profile).
+#[derive(Default)]
+struct Buckets {
+    list: Vec<(Key, Bucket)>,
+    /// By ordinal, then by term number: position in `list` + 1 (0: none yet).
+    dense_ordinals: Vec<u32>,
+    dense_terms: Vec<u32>,
+    sparse: HashMap<Key, usize>,
+    last_slot: Option<(i64, usize)>,
+}
+
+/// Ordinals and terms' numbers found by indexing a vector (4 KiB at most per bucket node and
+/// parent bucket).
+const DENSE_KEYS: u32 = 1024;
+
+impl Buckets {
+    fn dense(&mut self, key: Key) -> Option<(&mut Vec<u32>, usize)> {
+        match key {
+            Key::Ordinal(n) if n < DENSE_KEYS => Some((&mut self.dense_ordinals, n as usize)),
+            Key::Term(n) if n < DENSE_KEYS => Some((&mut self.dense_terms, n as usize)),
+            _ => None,
+        }
+    }
+
+    fn find(&mut self, key: Key) -> Option<usize> {
+        if let Some((dense, n)) = self.dense(key) {
+            return dense
+                .get(n)
+                .and_then(|at| at.checked_sub(1))
+                .map(|at| at as usize);
+        }
+        if let Key::Slot(slot) = key {
+            if let Some((last, at)) = self.last_slot {
+                if last == slot {
+                    return Some(at);
+                }
+            }
+            let at = *self.sparse.get(&key)?;
+            self.last_slot = Some((slot, at));
+            return Some(at);
+        }
+        self.sparse.get(&key).copied()
+    }
+
+    fn insert(&mut self, key: Key, bucket: Bucket) -> usize {
+        let at = self.list.len();
+        match self.dense(key) {
+            Some((dense, n)) => {
+                if dense.len() <= n {
+                    dense.resize(n + 1, 0);
+                }
+                dense[n] = at as u32 + 1;
+            }
+            None => {
+                self.sparse.insert(key, at);
+            }
+        }
+        self.list.push((key, bucket));
+        at
+    }
+
+    /// The bucket of `key`, made (with states for `children`) if new; `made` counts the
+    /// buckets made against `MAX_TREE_BUCKETS`.
+    fn get_or_insert(
+        &mut self,
+        key: Key,
+        children: &[AggNode],
+        made: &mut usize,
+    ) -> Result<&mut Bucket> {
+        let at = match self.find(key) {
+            Some(at) => at,
+            None => {
+                *made += 1;
+                if *made > MAX_TREE_BUCKETS {
+                    return Err(QueryError::TooManyAggregationBuckets {
+                        limit: MAX_TREE_BUCKETS,
+                    });
+                }
+                self.insert(key, Bucket::new(children))
+            }
+        };
+        Ok(&mut self.list[at].1)
+    }
+
+    /// Adds `bucket` under `key`: merged into the bucket already there, if any.
+    fn add(&mut self, key: Key, bucket: Bucket) {
+        match self.find(key) {
+            Some(at) => self.list[at].1.merge(bucket),
+            None => {
+                self.insert(key, bucket);
+            }
+        }
+    }
+
+    /// The buckets again with `rename` applied to their keys (equal new keys merged).
+    fn rekeyed(self, mut rename: impl FnMut(Key) -> Key) -> Buckets {
+        let mut out = Buckets::default();
+        for (key, bucket) in self.list {
+            out.add(rename(key), bucket);
+        }
+        out
+    }
 }
 
 struct Bucket {
@@ -760,43 +928,32 @@ impl NodeState {
     fn new(node: &AggNode) -> NodeState {
         match &node.kind {
             NodeKind::Metric { metric, .. } => NodeState::Metric(MetricState::new(metric)),
-            _ => NodeState::Buckets(HashMap::new()),
+            _ => NodeState::Buckets(Buckets::default()),
         }
     }
 
-    /// Turns ordinal keys (of `reader`'s block) into strings, here and below.
-    fn resolve(&mut self, node: &AggNode, reader: &NodeReader) {
+    /// Turns ordinal keys (of `reader`'s block) into terms' numbers, here and below.
+    fn resolve(&mut self, node: &AggNode, reader: &NodeReader, terms: &mut Terms) {
         let NodeState::Buckets(buckets) = self else {
             return;
         };
         if let Some(dictionary) = reader.dictionary {
-            let ordinals: Vec<Key> = buckets
-                .keys()
-                .filter(|k| matches!(k, Key::Ordinal(_)))
-                .cloned()
-                .collect();
-            for key in ordinals {
-                let Key::Ordinal(ordinal) = key else { continue };
-                let Some(bucket) = buckets.remove(&key) else {
-                    continue;
-                };
-                let text = Key::Str(ordinal_text(ordinal, dictionary));
-                match buckets.get_mut(&text) {
-                    Some(same) => same.merge(bucket),
-                    None => {
-                        buckets.insert(text, bucket);
-                    }
+            *buckets = std::mem::take(buckets).rekeyed(|key| match key {
+                Key::Ordinal(ordinal) => {
+                    Key::Term(terms.string(&ordinal_text(ordinal, dictionary)))
                 }
-            }
+                other => other,
+            });
         }
-        for bucket in buckets.values_mut() {
-            for ((state, child), reader) in bucket
+        for (_, bucket) in &mut buckets.list {
+            for (((state, child), reader), terms) in bucket
                 .children
                 .iter_mut()
                 .zip(&node.children)
                 .zip(&reader.children)
+                .zip(&mut terms.children)
             {
-                state.resolve(child, reader);
+                state.resolve(child, reader, terms);
             }
         }
     }
@@ -806,23 +963,18 @@ impl NodeState {
         match (self, other) {
             (NodeState::Metric(a), NodeState::Metric(b)) => a.merge(b),
             (NodeState::Buckets(a), NodeState::Buckets(mut b)) => {
-                if b.len() > a.len() {
+                if b.list.len() > a.list.len() {
                     std::mem::swap(a, &mut b);
                 }
-                for (key, bucket) in b {
-                    match a.get_mut(&key) {
-                        Some(same) => same.merge(bucket),
-                        None => {
-                            a.insert(key, bucket);
-                        }
-                    }
+                for (key, bucket) in b.list {
+                    a.add(key, bucket);
                 }
             }
             _ => unreachable!("partial states of one node are of one kind"),
         }
     }
 
-    fn into_result(self, node: &AggNode) -> AggResult {
+    fn into_result(self, node: &AggNode, terms: &Terms) -> AggResult {
         match self {
             NodeState::Metric(metric) => {
                 let NodeKind::Metric { metric: kind, .. } = &node.kind else {
@@ -832,12 +984,12 @@ impl NodeState {
             }
             NodeState::Buckets(buckets) => {
                 let mut out: Vec<BucketResult> = buckets
+                    .list
                     .into_iter()
                     .map(|(key, bucket)| BucketResult {
                         key: match key {
                             Key::Slot(slot) => BucketKey::Slot(slot),
-                            Key::Term(term) => BucketKey::Term(term),
-                            Key::Str(text) => BucketKey::Term(TermKey::Str(text)),
+                            Key::Term(n) => BucketKey::Term(terms.list[n as usize].clone()),
                             // Resolved at the end of each block.
                             Key::Ordinal(o) => BucketKey::Term(TermKey::Str(format!("#{o}"))),
                         },
@@ -846,7 +998,8 @@ impl NodeState {
                             .children
                             .into_iter()
                             .zip(&node.children)
-                            .map(|(state, child)| state.into_result(child))
+                            .zip(&terms.children)
+                            .map(|((state, child), terms)| state.into_result(child, terms))
                             .collect(),
                     })
                     .collect();

@@ -707,7 +707,7 @@ impl<'a> FieldCursor<'a> {
     pub(crate) fn with_typed_value(
         &mut self,
         doc: u32,
-        f: &mut dyn FnMut(TypedValue<'_, 'a>),
+        f: &mut impl FnMut(TypedValue<'_, 'a>),
     ) -> Result<()> {
         if let Some(doc_values) = &mut self.doc_values {
             for (ty, values) in doc_values {

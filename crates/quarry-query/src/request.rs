@@ -212,7 +212,8 @@ impl Searcher {
                 &query,
                 &HitsRequest {
                     limit: request.limit,
-                    count: request.count,
+                    // The aggregations' walk counts the matches.
+                    count: request.count && request.tree.is_empty(),
                     sort: request.sort,
                     after: request.after,
                 },
@@ -271,7 +272,11 @@ impl Searcher {
             (None, true) => {}
         }
         if !request.tree.is_empty() {
-            response.tree = Some(self.aggregate_tree(&query, &request.tree)?);
+            let (results, matches) = self.aggregate_tree_counted(&query, &request.tree)?;
+            response.tree = Some(results);
+            if request.count && request.sort_field.is_none() {
+                response.count = Some(matches);
+            }
         }
         Ok(response)
     }

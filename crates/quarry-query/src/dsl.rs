@@ -14,6 +14,7 @@
 //! | `exists` | `_exists_:field` |
 //! | `prefix`, `wildcard`, `regexp`, `fuzzy` | the pattern (pattern.rs) over the field's tokens |
 //! | `bool` (`must`, `filter`, `should`, `must_not`, `minimum_should_match` 0 or 1) | the query language's `+`, `+`, ` `, `-` |
+//! | `intervals` (`match`, `all_of`, `any_of` with `mode`/`ordered`, `max_gaps`, `filter`; `prefix`, `wildcard`, `regexp`, `fuzzy`) | `Ast::Intervals` (intervals.rs); `use_field` and `script` filters are refused |
 //!
 //! `@timestamp` is a name for `_time` everywhere. An unknown query type, an unknown option or
 //! a value of the wrong type is an error naming its JSON path (`query.bool.must[1].range`),
@@ -401,6 +402,7 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
                 pattern: Arc::new(pattern),
             })
         }
+        "intervals" => intervals(body, path),
         "constant_score" => {
             let filter = body
                 .get("filter")
@@ -411,6 +413,243 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
             path,
             format!("query type [{other}] is not supported"),
         )),
+    }
+}
+
+/// `intervals`: `{"field": {<rule>: {...}, "boost": n, "_name": s}}` (intervals.rs).
+fn intervals(body: &Value, path: &str) -> Result<Ast, DslError> {
+    let (field, options) = field_and_options(body, path, "")?;
+    let mut rules = options
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "boost" | "_name"));
+    let (Some((kind, rule)), None) = (rules.next(), rules.next()) else {
+        return Err(error(
+            path,
+            format!("{field}: expected exactly one rule (match, all_of, any_of, prefix, wildcard, regexp or fuzzy)"),
+        ));
+    };
+    let rule = intervals_rule(kind, rule, &format!("{path}.{field}.{kind}"))?;
+    let ast = Ast::Intervals {
+        field: field_name(field).to_owned(),
+        rule: Arc::new(rule),
+    };
+    boosted(ast, options.get("boost"), path)
+}
+
+/// An intervals rule of type `kind` with options `body`; `path` names it in errors.
+fn intervals_rule(kind: &str, body: &Value, path: &str) -> Result<IntervalsRule, DslError> {
+    use crate::intervals::Rule;
+    let options = body
+        .as_object()
+        .ok_or_else(|| error(path, "expected an object of options"))?;
+    // Options Elasticsearch has that Quarry does not honour, refused by name.
+    for option in ["use_field", "script"] {
+        if options.contains_key(option) {
+            return Err(error(path, format!("{option} is not supported")));
+        }
+    }
+    let string = |key: &str| -> Result<String, DslError> {
+        match options.get(key) {
+            Some(Value::String(text)) => Ok(text.clone()),
+            Some(_) => Err(error(path, format!("{key}: expected a string"))),
+            None => Err(error(path, format!("expected {key}"))),
+        }
+    };
+    let sub_rules = || -> Result<Vec<IntervalsRule>, DslError> {
+        let list = options
+            .get("intervals")
+            .and_then(Value::as_array)
+            .filter(|list| !list.is_empty())
+            .ok_or_else(|| error(path, "intervals: expected a list of rules"))?;
+        list.iter()
+            .enumerate()
+            .map(|(i, item)| {
+                let item_path = format!("{path}.intervals[{i}]");
+                let object = item
+                    .as_object()
+                    .filter(|o| o.len() == 1)
+                    .ok_or_else(|| error(&item_path, "expected an object with one rule"))?;
+                let (kind, body) = object.iter().next().expect("one rule, checked above");
+                intervals_rule(kind, body, &format!("{item_path}.{kind}"))
+            })
+            .collect()
+    };
+    let rule = match kind {
+        "match" => {
+            check_keys(
+                options,
+                &["query", "max_gaps", "ordered", "mode", "analyzer", "filter"],
+                path,
+            )?;
+            let analyzer = match options.get("analyzer") {
+                None => None,
+                Some(Value::String(name)) => Some(
+                    AnalyzerName::ALL
+                        .into_iter()
+                        .find(|a| a.as_str() == name)
+                        .ok_or_else(|| {
+                            error(
+                                path,
+                                format!(
+                                    "analyzer [{name}] is not supported (standard, stop, \
+                                     whitespace, keyword)"
+                                ),
+                            )
+                        })?,
+                ),
+                Some(_) => return Err(error(path, "analyzer: expected a name")),
+            };
+            Rule::Leaf(crate::intervals::MatchText {
+                text: string("query")?,
+                analyzer,
+                mode: intervals_mode(options, path)?,
+                max_gaps: max_gaps_of(options, path)?,
+            })
+        }
+        "all_of" => {
+            check_keys(
+                options,
+                &["intervals", "max_gaps", "ordered", "mode", "filter"],
+                path,
+            )?;
+            Rule::All {
+                mode: intervals_mode(options, path)?,
+                max_gaps: max_gaps_of(options, path)?,
+                rules: sub_rules()?,
+            }
+        }
+        "any_of" => {
+            check_keys(options, &["intervals", "filter"], path)?;
+            Rule::Any(sub_rules()?)
+        }
+        "prefix" | "wildcard" | "regexp" | "fuzzy" => {
+            let (known, key): (&[&str], &str) = match kind {
+                "prefix" => (&["prefix"], "prefix"),
+                "wildcard" => (&["pattern"], "pattern"),
+                "regexp" => (&["pattern", "case_insensitive", "flags"], "pattern"),
+                _ => (
+                    &["term", "fuzziness", "prefix_length", "transpositions"],
+                    "term",
+                ),
+            };
+            check_keys(options, known, path)?;
+            at_default(options, "flags", Value::from("ALL"), path)?;
+            at_default(options, "transpositions", Value::Bool(true), path)?;
+            let value = string(key)?;
+            // As the `prefix`, `wildcard`, `regexp` and `fuzzy` queries read them: literals
+            // lowercased as the field's tokens are, a regular expression as written.
+            let kind = match kind {
+                "prefix" => PatternKind::Prefix(value),
+                "wildcard" => PatternKind::wildcard_as_written(wildcard_chars(&value)),
+                "regexp" => PatternKind::Regex(value),
+                _ => {
+                    let fuzziness = match options.get("fuzziness") {
+                        None => Fuzziness::Auto { low: 3, high: 6 },
+                        Some(fuzziness) => fuzziness_of(fuzziness, path)?,
+                    };
+                    PatternKind::Fuzzy {
+                        distance: fuzziness.distance(&value),
+                        term: value,
+                        prefix_length: prefix_length_of(options, path)?,
+                    }
+                }
+            };
+            let pattern = Pattern::as_written(kind, case_insensitive(options, path)?)
+                .map_err(|e| error(path, e.0))?;
+            return Ok(Rule::Pattern(Arc::new(pattern)));
+        }
+        other => {
+            return Err(error(
+                path,
+                format!("intervals rule [{other}] is not supported"),
+            ))
+        }
+    };
+    let Some(filter) = options.get("filter") else {
+        return Ok(rule);
+    };
+    let filter_path = format!("{path}.filter");
+    let object = filter
+        .as_object()
+        .filter(|o| o.len() == 1)
+        .ok_or_else(|| error(&filter_path, "expected an object with one relation"))?;
+    let (name, filter_rule) = object.iter().next().expect("one relation, checked above");
+    let relation_path = format!("{filter_path}.{name}");
+    if name == "script" {
+        return Err(error(&relation_path, "script filters are not supported"));
+    }
+    let relation = crate::intervals::Relation::ALL
+        .iter()
+        .find(|(known, _)| known == name)
+        .map(|(_, relation)| *relation)
+        .ok_or_else(|| error(&relation_path, format!("filter [{name}] is not supported")))?;
+    let inner = filter_rule
+        .as_object()
+        .filter(|o| o.len() == 1)
+        .ok_or_else(|| error(&relation_path, "expected an object with one rule"))?;
+    let (inner_kind, inner_body) = inner.iter().next().expect("one rule, checked above");
+    let filter = intervals_rule(
+        inner_kind,
+        inner_body,
+        &format!("{relation_path}.{inner_kind}"),
+    )?;
+    Ok(Rule::Filtered {
+        rule: Box::new(rule),
+        relation,
+        filter: Box::new(filter),
+    })
+}
+
+type IntervalsRule = crate::intervals::Rule<crate::intervals::MatchText>;
+
+/// `mode` (`ordered`, `unordered`, `unordered_no_overlap`) or the older `ordered` flag.
+fn intervals_mode(
+    options: &Map<String, Value>,
+    path: &str,
+) -> Result<crate::intervals::Mode, DslError> {
+    use crate::intervals::Mode;
+    let mode = match options.get("mode") {
+        None => None,
+        Some(Value::String(mode)) => Some(match mode.as_str() {
+            "ordered" => Mode::Ordered,
+            "unordered" => Mode::Unordered,
+            "unordered_no_overlap" => Mode::UnorderedNoOverlap,
+            other => {
+                return Err(error(
+                    path,
+                    format!(
+                    "mode [{other}] is not supported (ordered, unordered, unordered_no_overlap)"
+                ),
+                ))
+            }
+        }),
+        Some(_) => return Err(error(path, "mode: expected a string")),
+    };
+    let ordered = match options.get("ordered") {
+        None => None,
+        Some(Value::Bool(true)) => Some(Mode::Ordered),
+        Some(Value::Bool(false)) => Some(Mode::Unordered),
+        Some(_) => return Err(error(path, "ordered: expected true or false")),
+    };
+    match (mode, ordered) {
+        (Some(mode), Some(ordered)) if mode != ordered => {
+            Err(error(path, "mode and ordered disagree; give mode only"))
+        }
+        (mode, ordered) => Ok(mode.or(ordered).unwrap_or(Mode::Unordered)),
+    }
+}
+
+/// `max_gaps`: a whole number, or `-1` (the default) for no limit.
+fn max_gaps_of(options: &Map<String, Value>, path: &str) -> Result<Option<u32>, DslError> {
+    match options.get("max_gaps") {
+        None => Ok(None),
+        Some(value) => match value.as_i64() {
+            Some(-1) => Ok(None),
+            Some(n) => u32::try_from(n)
+                .map(Some)
+                .map_err(|_| error(path, "max_gaps: expected -1 or a whole number")),
+            None => Err(error(path, "max_gaps: expected -1 or a whole number")),
+        },
     }
 }
 
@@ -1570,6 +1809,43 @@ mod tests {
             json!([]),
             "query: expected a query object like {\"match_all\": {}}",
         );
+    }
+
+    #[test]
+    fn intervals_options_are_read_or_refused() {
+        let ok = json!({"intervals": {"text": {"all_of": {"intervals": [
+            {"match": {"query": "a b", "mode": "unordered_no_overlap", "max_gaps": 2}},
+            {"prefix": {"prefix": "ou"}}
+        ], "ordered": true, "filter": {"not_overlapping": {"fuzzy": {"term": "x"}}}}, "boost": 2}}});
+        assert!(compile(&ok, "query", NOW).is_ok());
+        for (dsl, message) in [
+            (
+                json!({"intervals": {"text": {"match": {"query": "a", "use_field": "other"}}}}),
+                "query.intervals.text.match: use_field is not supported",
+            ),
+            (
+                json!({"intervals": {"text": {"match": {"query": "a", "filter": {"script": {}}}}}}),
+                "query.intervals.text.match.filter.script: script filters are not supported",
+            ),
+            (
+                json!({"intervals": {"text": {"prefix": {"prefix": "a", "max_expansions": 5}}}}),
+                "query.intervals.text.prefix: unknown option [max_expansions]",
+            ),
+            (
+                json!({"intervals": {"text": {"all_of": {"intervals": [{"span": {}}]}}}}),
+                "query.intervals.text.all_of.intervals[0].span: intervals rule [span] is not supported",
+            ),
+            (
+                json!({"intervals": {"text": {"match": {"query": "a", "mode": "ordered", "ordered": false}}}}),
+                "query.intervals.text.match: mode and ordered disagree; give mode only",
+            ),
+            (
+                json!({"intervals": {"text": {"match": {"query": "a", "max_gaps": -2}}}}),
+                "query.intervals.text.match: max_gaps: expected -1 or a whole number",
+            ),
+        ] {
+            fails(dsl, message);
+        }
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod dsl;
 pub mod error;
 pub mod field_sort;
 pub mod filter;
+pub mod intervals;
 mod ngram;
 pub mod parser;
 pub mod pattern;

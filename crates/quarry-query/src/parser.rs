@@ -211,6 +211,12 @@ pub enum Ast {
     Bool(Vec<(Occur, Ast)>),
     /// Elasticsearch's `match_bool_prefix` (dsl.rs): only the DSL writes it.
     BoolPrefix(Box<crate::dsl::BoolPrefix>),
+    /// Elasticsearch's `intervals` (dsl.rs): a rule over one text field's positions
+    /// (intervals.rs); only the DSL writes it.
+    Intervals {
+        field: String,
+        rule: Arc<crate::intervals::Rule<crate::intervals::MatchText>>,
+    },
 }
 
 impl fmt::Display for Ast {
@@ -253,6 +259,7 @@ impl fmt::Display for Ast {
                 field(f, &query.field)?;
                 write!(f, "match_bool_prefix({:?})", query.text)
             }
+            Ast::Intervals { field, rule } => write!(f, "{field}:intervals({rule})"),
             Ast::Bool(clauses) => {
                 write!(f, "(")?;
                 for (i, (occur, clause)) in clauses.iter().enumerate() {

@@ -399,9 +399,22 @@ impl Pattern {
         terms: TermKind,
         optimizations: &Optimizations,
     ) -> Result<Option<BoxScorer<'a>>> {
+        let infos = self.term_infos(block, field, terms, optimizations)?;
+        crate::filter::postings_union(block, &infos)
+    }
+
+    /// The terms of kind `terms` of `field` in `block` this pattern matches (none when the
+    /// block lacks the field), as `scorer` finds them.
+    pub fn term_infos(
+        &self,
+        block: &BlockReader,
+        field: &str,
+        terms: TermKind,
+        optimizations: &Optimizations,
+    ) -> Result<Vec<quarry_format::TermInfo>> {
         let cached = optimizations.expansion_cache;
         let Some(ordinal) = block.field_ordinal(field) else {
-            return Ok(None);
+            return Ok(Vec::new());
         };
         let mut start = Vec::new();
         term_key(&mut start, ordinal, terms, &[]);
@@ -427,11 +440,10 @@ impl Pattern {
             }
         };
         let mut term_infos = block.term_infos();
-        let infos = ordinals
+        ordinals
             .iter()
             .map(|&ordinal| term_infos.get(ordinal))
-            .collect::<Result<Vec<_>>>()?;
-        crate::filter::postings_union(block, &infos)
+            .collect::<Result<Vec<_>>>()
     }
 
     /// The ordinals of the field's terms of one kind (keys in `start..end`) this pattern

@@ -51,6 +51,12 @@ pub enum Query {
         pattern: Arc<Pattern>,
         terms: TermKind,
     },
+    /// Elasticsearch's `intervals` over one text field's positions, its `match` rules
+    /// analyzed into terms (intervals.rs). Scored by its intervals' widths, not BM25.
+    Intervals {
+        field: String,
+        rule: Arc<crate::intervals::Rule<String>>,
+    },
     /// The clause's scores times `boost` (`clause^2`).
     Boost {
         inner: Box<Query>,
@@ -326,6 +332,7 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
             },
         },
         Ast::All => Query::All,
+        Ast::Intervals { field, rule } => intervals(schema, field, rule)?,
         Ast::BoolPrefix(query) => over_fields(query.field.as_deref(), text_fields, |field| {
             bool_prefix(schema, field, query)
         })?,
@@ -441,6 +448,60 @@ fn bool_prefix(schema: &Schema, field: &str, query: &BoolPrefix) -> Result<Query
             must_not: Vec::new(),
         },
         _ => Query::AtLeast { clauses, minimum },
+    })
+}
+
+/// `intervals` on `field`: its `match` rules' text analyzed as the field is (or by the
+/// rule's analyzer), a rule of several terms their `all_of`, of none a rule that matches
+/// nothing. Intervals are token positions: only a text field (or a dynamic one) has them.
+fn intervals(
+    schema: &Schema,
+    field: &str,
+    rule: &crate::intervals::Rule<crate::intervals::MatchText>,
+) -> Result<Query> {
+    use crate::intervals::Rule;
+    if keyword_subfield(schema, field).is_some() {
+        return Err(QueryError::Invalid(format!(
+            "field {field:?} holds whole values: intervals need a text field's token positions"
+        )));
+    }
+    if schema.is_unindexed_unmapped(field) {
+        return Ok(Query::Nothing);
+    }
+    match mapped(schema, field)? {
+        Some(FieldType::Text) | None => {}
+        Some(_) => {
+            return Err(QueryError::Invalid(format!(
+                "field {field:?}: intervals search text fields (token positions); this one is \
+                 mapped otherwise"
+            )))
+        }
+    }
+    let rule = rule.try_map(
+        &mut |text: &crate::intervals::MatchText| -> Result<Rule<String>> {
+            let analyzer = match text.analyzer {
+                Some(name) => schema.analyzer_named(name),
+                None => schema.analyzer_for(field),
+            };
+            let mut terms: Vec<Rule<String>> = analyzer
+                .tokens(&text.text)
+                .into_iter()
+                .map(|(_, term)| Rule::Leaf(term))
+                .collect();
+            Ok(match terms.len() {
+                0 => Rule::Any(Vec::new()),
+                1 => terms.pop().expect("one term"),
+                _ => Rule::All {
+                    mode: text.mode,
+                    max_gaps: text.max_gaps,
+                    rules: terms,
+                },
+            })
+        },
+    )?;
+    Ok(Query::Intervals {
+        field: field.to_owned(),
+        rule: Arc::new(rule),
     })
 }
 
@@ -618,6 +679,7 @@ impl Query {
             | Query::Phrase { field, .. }
             | Query::Exact { field, .. }
             | Query::Pattern { field, .. }
+            | Query::Intervals { field, .. }
             | Query::Range { field, .. }
             | Query::IndexedRange { field, .. }
             | Query::Exists { field } => {

@@ -43,6 +43,13 @@ pub enum Weight {
         /// The expansion cache and the trigram index are used where these allow them.
         optimizations: crate::filter::Optimizations,
     },
+    /// `Query::Intervals`, its scores times `boost`.
+    Intervals {
+        field: String,
+        rule: Arc<crate::intervals::Rule<String>>,
+        boost: f32,
+        optimizations: Optimizations,
+    },
     Any(Vec<Weight>),
     /// At least `minimum` of the clauses (`Query::AtLeast`).
     AtLeast {
@@ -208,6 +215,7 @@ impl Weight {
                 clauses.iter_mut().for_each(|c| c.boost(boost))
             }
             Weight::Constant { score, .. } => *score *= boost,
+            Weight::Intervals { boost: own, .. } => *own *= boost,
             Weight::Bool {
                 must,
                 should,
@@ -301,6 +309,12 @@ impl Weight {
                 field: field.clone(),
                 pattern: pattern.clone(),
                 terms: *terms,
+                optimizations,
+            },
+            Query::Intervals { field, rule } => Weight::Intervals {
+                field: field.clone(),
+                rule: rule.clone(),
+                boost: 1.0,
                 optimizations,
             },
             Query::Any(clauses) => Weight::Any(all(clauses, caches)),
@@ -531,6 +545,28 @@ impl Weight {
                 terms,
                 optimizations,
             } => pattern.scorer(block, field, *terms, optimizations)?,
+            Weight::Intervals {
+                field,
+                rule,
+                boost,
+                optimizations,
+            } => {
+                let Some(ordinal) = block.field_ordinal(field) else {
+                    return Ok(None);
+                };
+                let mut expand = |pattern: &Arc<crate::pattern::Pattern>| {
+                    pattern.term_infos(block, field, TermKind::Token, optimizations)
+                };
+                crate::intervals::Node::build(rule, block, ordinal, &mut expand)?.map(
+                    |(node, approximation)| {
+                        Box::new(crate::intervals::IntervalsScorer::new(
+                            node,
+                            approximation,
+                            *boost,
+                        )) as BoxScorer
+                    },
+                )
+            }
             Weight::TimeRange {
                 start,
                 end,

@@ -233,6 +233,8 @@ impl Model {
             | Query::Pattern { .. } => {
                 unreachable!("filters are not generated here")
             }
+            // Its own model: `intervals_match_brute_force`.
+            Query::Intervals { .. } => unreachable!("intervals are not generated here"),
         }
     }
 }
@@ -773,6 +775,306 @@ proptest! {
             let query = searcher.plan(&ast).unwrap();
             let expected: Vec<(f64, usize)> = (0..ordered.len())
                 .filter_map(|d| case.eval(&model, d).map(|s| (s, d)))
+                .collect();
+            check_expected(&searcher, &query, ordered.len(), &dsl.to_string(), expected, &[1, 3, 10])?;
+        }
+    }
+}
+
+/// An `intervals` rule for the model (field `a`): `mode` 0 ordered, 1 unordered, 2
+/// unordered_no_overlap.
+#[derive(Debug, Clone)]
+enum IntervalsCase {
+    Match {
+        words: Vec<&'static str>,
+        mode: u8,
+        max_gaps: Option<u32>,
+    },
+    AllOf {
+        rules: Vec<IntervalsCase>,
+        mode: u8,
+        max_gaps: Option<u32>,
+    },
+    AnyOf(Vec<IntervalsCase>),
+    Prefix(&'static str),
+    Filter {
+        rule: Box<IntervalsCase>,
+        relation: &'static str,
+        filter: Box<IntervalsCase>,
+    },
+}
+
+const MODES: [&str; 3] = ["ordered", "unordered", "unordered_no_overlap"];
+
+const RELATIONS: [&str; 8] = [
+    "containing",
+    "contained_by",
+    "not_containing",
+    "not_contained_by",
+    "overlapping",
+    "not_overlapping",
+    "before",
+    "after",
+];
+
+type Span = (u32, u32);
+
+impl IntervalsCase {
+    fn dsl(&self) -> serde_json::Value {
+        use serde_json::json;
+        let combined = |mode: u8, max_gaps: Option<u32>, mut body: serde_json::Value| {
+            body["mode"] = json!(MODES[mode as usize]);
+            body["max_gaps"] = json!(max_gaps.map_or(-1, i64::from));
+            body
+        };
+        match self {
+            IntervalsCase::Match {
+                words,
+                mode,
+                max_gaps,
+            } => json!({"match": combined(*mode, *max_gaps, json!({"query": words.join(" ")}))}),
+            IntervalsCase::AllOf {
+                rules,
+                mode,
+                max_gaps,
+            } => {
+                let rules: Vec<_> = rules.iter().map(IntervalsCase::dsl).collect();
+                json!({"all_of": combined(*mode, *max_gaps, json!({"intervals": rules}))})
+            }
+            IntervalsCase::AnyOf(rules) => {
+                let rules: Vec<_> = rules.iter().map(IntervalsCase::dsl).collect();
+                json!({"any_of": {"intervals": rules}})
+            }
+            IntervalsCase::Prefix(prefix) => json!({"prefix": {"prefix": prefix}}),
+            IntervalsCase::Filter {
+                rule,
+                relation,
+                filter,
+            } => {
+                let filter = json!({*relation: filter.dsl()});
+                // Only match, all_of and any_of take a filter: others go in a one-rule all_of.
+                let mut rule = match rule.as_ref() {
+                    IntervalsCase::Prefix(_) | IntervalsCase::Filter { .. } => {
+                        json!({"all_of": {"intervals": [rule.dsl()]}})
+                    }
+                    _ => rule.dsl(),
+                };
+                let body = rule
+                    .as_object_mut()
+                    .and_then(|o| o.values_mut().next())
+                    .unwrap();
+                body["filter"] = filter;
+                rule
+            }
+        }
+    }
+
+    /// The rule's minimal intervals in `tokens`, by brute force: every combination of one
+    /// interval per sub-rule, then every span that holds another dropped.
+    fn spans(&self, tokens: &[(u32, String)]) -> Vec<Span> {
+        let term = |word: &str| -> Vec<Span> {
+            tokens
+                .iter()
+                .filter(|(_, t)| t == word)
+                .map(|&(p, _)| (p, p))
+                .collect()
+        };
+        match self {
+            IntervalsCase::Match {
+                words,
+                mode,
+                max_gaps,
+            } => {
+                let sources: Vec<Vec<Span>> = words.iter().map(|w| term(w)).collect();
+                if sources.len() == 1 {
+                    return brute_minimal(sources.into_iter().next().unwrap());
+                }
+                brute_combine(*mode, *max_gaps, &sources)
+            }
+            IntervalsCase::AllOf {
+                rules,
+                mode,
+                max_gaps,
+            } => {
+                let sources: Vec<Vec<Span>> = rules.iter().map(|r| r.spans(tokens)).collect();
+                brute_combine(*mode, *max_gaps, &sources)
+            }
+            IntervalsCase::AnyOf(rules) => {
+                brute_minimal(rules.iter().flat_map(|r| r.spans(tokens)).collect())
+            }
+            IntervalsCase::Prefix(prefix) => brute_minimal(
+                tokens
+                    .iter()
+                    .filter(|(_, t)| t.starts_with(prefix))
+                    .map(|&(p, _)| (p, p))
+                    .collect(),
+            ),
+            IntervalsCase::Filter {
+                rule,
+                relation,
+                filter,
+            } => {
+                let filter = filter.spans(tokens);
+                let related = |&(s, e): &Span| {
+                    filter.iter().any(|&(fs, fe)| match *relation {
+                        "containing" | "not_containing" => s <= fs && fe <= e,
+                        "contained_by" | "not_contained_by" => fs <= s && e <= fe,
+                        "overlapping" | "not_overlapping" => fs <= e && s <= fe,
+                        "before" => e < fs,
+                        _ => fe < s,
+                    })
+                };
+                let negated = relation.starts_with("not_");
+                rule.spans(tokens)
+                    .into_iter()
+                    .filter(|span| related(span) != negated)
+                    .collect()
+            }
+        }
+    }
+}
+
+fn brute_minimal(mut spans: Vec<Span>) -> Vec<Span> {
+    spans.sort_unstable();
+    spans.dedup();
+    let holds_another = |&(s, e): &Span, all: &[Span]| {
+        all.iter()
+            .any(|&(os, oe)| (os, oe) != (s, e) && s <= os && oe <= e)
+    };
+    spans
+        .iter()
+        .filter(|span| !holds_another(span, &spans))
+        .copied()
+        .collect()
+}
+
+/// Every choice of one interval per source.
+fn choices(sources: &[Vec<Span>]) -> Vec<Vec<Span>> {
+    let mut all = vec![Vec::new()];
+    for source in sources {
+        all = all
+            .into_iter()
+            .flat_map(|chosen: Vec<Span>| {
+                source.iter().map(move |&span| {
+                    let mut next = chosen.clone();
+                    next.push(span);
+                    next
+                })
+            })
+            .collect();
+    }
+    all
+}
+
+fn brute_combine(mode: u8, max_gaps: Option<u32>, sources: &[Vec<Span>]) -> Vec<Span> {
+    let hull = |chosen: &[Span]| {
+        (
+            chosen.iter().map(|s| s.0).min().unwrap(),
+            chosen.iter().map(|s| s.1).max().unwrap(),
+        )
+    };
+    let spans = match mode {
+        0 => choices(sources)
+            .iter()
+            .filter(|c| c.windows(2).all(|w| w[0].1 < w[1].0))
+            .map(|c| hull(c))
+            .collect(),
+        1 => choices(sources).iter().map(|c| hull(c)).collect(),
+        _ => {
+            let mut joined = sources[0].clone();
+            for source in &sources[1..] {
+                let pairs = choices(&[joined.clone(), source.clone()]);
+                joined = brute_minimal(
+                    pairs
+                        .iter()
+                        .filter(|c| c[0].1 < c[1].0 || c[1].1 < c[0].0)
+                        .map(|c| hull(c))
+                        .collect(),
+                );
+            }
+            joined
+        }
+    };
+    let mut spans = brute_minimal(spans);
+    if let Some(max_gaps) = max_gaps {
+        spans.retain(|&(s, e)| {
+            let uncovered = (s..=e)
+                .filter(|&p| {
+                    !sources
+                        .iter()
+                        .flatten()
+                        .any(|&(is, ie)| s <= is && ie <= e && is <= p && p <= ie)
+                })
+                .count();
+            uncovered <= max_gaps as usize
+        });
+    }
+    spans
+}
+
+fn intervals_strategy() -> impl Strategy<Value = IntervalsCase> {
+    // Few words, so that rules meet in the short random texts.
+    let word = prop::sample::select(&WORDS[..4]);
+    let max_gaps = prop::option::of(0u32..3);
+    let leaf = prop_oneof![
+        3 => (prop::collection::vec(word, 1..4), 0u8..3, max_gaps.clone())
+            .prop_map(|(words, mode, max_gaps)| IntervalsCase::Match { words, mode, max_gaps }),
+        1 => prop::sample::select(&["al", "b", "g", "d", "x"][..]).prop_map(IntervalsCase::Prefix),
+    ];
+    leaf.prop_recursive(2, 8, 3, move |inner| {
+        prop_oneof![
+            (
+                prop::collection::vec(inner.clone(), 1..4),
+                0u8..3,
+                prop::option::of(0u32..3)
+            )
+                .prop_map(|(rules, mode, max_gaps)| IntervalsCase::AllOf {
+                    rules,
+                    mode,
+                    max_gaps
+                }),
+            prop::collection::vec(inner.clone(), 1..3).prop_map(IntervalsCase::AnyOf),
+            (inner.clone(), prop::sample::select(&RELATIONS[..]), inner).prop_map(
+                |(rule, relation, filter)| IntervalsCase::Filter {
+                    rule: Box::new(rule),
+                    relation,
+                    filter: Box::new(filter),
+                }
+            ),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// `intervals` (intervals.rs: the minimal-interval operators over postings positions)
+    /// against a brute-force enumeration of every combination of intervals.
+    #[test]
+    fn intervals_match_brute_force(
+        events in prop::collection::vec(event_strategy(), 1..120),
+        splits in prop::collection::vec(any::<usize>(), 0..3),
+        cases in prop::collection::vec(intervals_strategy(), 1..6),
+        boost in prop::sample::select(&[1.0f64, 2.5][..]),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let (searcher, ordered) = build_searcher(&events, &splits, dir.path());
+        let model = Model::new(&ordered);
+        for case in &cases {
+            let mut field = serde_json::Map::new();
+            field.insert("boost".into(), serde_json::json!(boost));
+            if let serde_json::Value::Object(rule) = case.dsl() {
+                field.extend(rule);
+            }
+            let dsl = serde_json::json!({"intervals": {"a": field}});
+            let ast = quarry_query::dsl::compile(&dsl, "query", 0).unwrap();
+            let query = searcher.plan(&ast).unwrap();
+            let expected: Vec<(f64, usize)> = (0..ordered.len())
+                .filter_map(|d| {
+                    let spans = case.spans(model.tokens[d].get("a")?);
+                    let freq: f64 = spans.iter().map(|&(s, e)| 1.0 / (1.0 + f64::from(e - s))).sum();
+                    (!spans.is_empty()).then(|| (boost * freq / (freq + 1.0), d))
+                })
                 .collect();
             check_expected(&searcher, &query, ordered.len(), &dsl.to_string(), expected, &[1, 3, 10])?;
         }

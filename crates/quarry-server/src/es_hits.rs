@@ -482,6 +482,21 @@ impl QueryWords {
                     }
                 }
             }
+            Ast::Intervals { field, rule } => {
+                let field = Some(field.clone());
+                let mut texts = Vec::new();
+                let mut patterns = Vec::new();
+                rule.for_each_shown(
+                    &mut |m: &quarry_query::intervals::MatchText| texts.push(m.text.clone()),
+                    &mut |p: &Arc<Pattern>| patterns.push(p.clone()),
+                );
+                for text in texts {
+                    text_words(&field, &text);
+                }
+                for pattern in patterns {
+                    self.patterns.push((field.clone(), pattern));
+                }
+            }
             Ast::Range { .. } | Ast::TypedRange { .. } | Ast::Exists { .. } | Ast::All => {}
         }
     }

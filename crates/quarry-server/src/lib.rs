@@ -19,6 +19,7 @@ mod admin;
 mod es_aggs;
 mod es_api;
 mod es_docs;
+mod es_field_caps;
 mod es_filter_path;
 mod es_hits;
 mod es_ids;
@@ -309,6 +310,14 @@ fn router(state: Arc<AppState>, guard: guard::Guard, request_timeout: Duration) 
             get(es_search::mapping).put(mapping::es_put),
         )
         .route("/_mapping", get(es_search::mapping))
+        .route(
+            "/_field_caps",
+            get(es_field_caps::field_caps).post(es_field_caps::field_caps),
+        )
+        .route(
+            "/{index}/_field_caps",
+            get(es_field_caps::field_caps).post(es_field_caps::field_caps),
+        )
         .route("/_count", get(es_search::count).post(es_search::count))
         .route(
             "/{index}/_count",

@@ -838,3 +838,90 @@ fn bool_prefix_total_hits_filter_path_and_stored_fields_answer_as_elasticsearch(
         "{hit}"
     );
 }
+
+/// `_field_caps` over indices mapped differently, and a field mapped differently in two
+/// indices: searched together it is refused by name, since one plan cannot search both as
+/// they were indexed.
+#[test]
+fn field_caps_merge_the_indices_and_conflicting_mappings_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("d"));
+    for (index, mapping) in [
+        (
+            "m-a",
+            r#"{"mappings": {"properties": {"code": {"type": "long"}, "tag": {"type": "keyword", "index": false}}}}"#,
+        ),
+        (
+            "m-b",
+            r#"{"mappings": {"properties": {"code": {"type": "keyword"}, "tag": {"type": "keyword"}}}}"#,
+        ),
+    ] {
+        let (status, answer) = server.request("PUT", &format!("/{index}"), Some(mapping));
+        assert_eq!(status, 200, "{answer}");
+    }
+    let (status, answer) = server.request(
+        "POST",
+        "/m-a/_bulk",
+        Some("{\"index\":{}}\n{\"code\": 5, \"tag\": \"x\", \"message\": \"hello\"}\n"),
+    );
+    assert_eq!(status, 200, "{answer}");
+    let (status, answer) = server.request(
+        "POST",
+        "/m-b/_bulk",
+        Some("{\"index\":{}}\n{\"code\": \"5\", \"tag\": \"y\"}\n"),
+    );
+    assert_eq!(status, 200, "{answer}");
+
+    let (status, caps) = server.get("/m-*/_field_caps?fields=code,tag,mess*&include_unmapped=true");
+    assert_eq!(status, 200, "{caps}");
+    assert_eq!(caps["indices"], json!(["m-a", "m-b"]));
+    let fields = &caps["fields"];
+    assert_eq!(
+        fields["code"],
+        json!({
+            // Quarry's number fields hold any number: `GET _mapping` says double.
+            "double": {"type": "double", "searchable": true, "aggregatable": true, "indices": ["m-a"]},
+            "keyword": {"type": "keyword", "searchable": true, "aggregatable": true, "indices": ["m-b"]},
+        })
+    );
+    assert_eq!(
+        fields["tag"],
+        json!({"keyword": {"type": "keyword", "searchable": false, "aggregatable": true,
+                           "non_searchable_indices": ["m-a"]}})
+    );
+    // A dynamic string: text, with its keyword sub-field; m-b has neither.
+    assert_eq!(fields["message"]["text"]["aggregatable"], false);
+    assert_eq!(fields["message"]["unmapped"]["indices"], json!(["m-b"]));
+    assert_eq!(fields["message.keyword"]["keyword"]["aggregatable"], true);
+    let (status, answer) = server.get("/m-a/_field_caps");
+    assert_eq!(status, 400, "{answer}");
+    let (status, answer) = server.get("/m-a/_field_caps?fields=*&filters=-nested");
+    assert_eq!(status, 400, "{answer}");
+    assert!(answer["error"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("filters"));
+
+    // Searched together, `code` would be planned as one of the two: refused, naming it.
+    let (status, answer) = server.request(
+        "POST",
+        "/m-*/_search",
+        Some(r#"{"query": {"term": {"code": "5"}}}"#),
+    );
+    assert_eq!(status, 400, "{answer}");
+    let reason = answer["error"]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("m-a,m-b") && reason.contains("code"),
+        "{reason}"
+    );
+    // Each alone finds its event.
+    for index in ["m-a", "m-b"] {
+        let (status, answer) = server.request(
+            "POST",
+            &format!("/{index}/_count"),
+            Some(r#"{"query": {"term": {"code": "5"}}}"#),
+        );
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(answer["count"], 1, "{index}");
+    }
+}

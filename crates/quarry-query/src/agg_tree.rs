@@ -101,6 +101,8 @@ pub enum Metric {
     Percentiles(Vec<f64>),
     /// Distinct values, estimated (HyperLogLog++).
     Cardinality,
+    /// The median of the values' distances from their median.
+    MedianAbsoluteDeviation,
     /// The first `size` matches in time order (newest first unless `oldest_first`), to be
     /// fetched; the node's field is `_time`.
     TopHits { size: usize, oldest_first: bool },
@@ -304,6 +306,8 @@ pub enum MetricResult {
     /// `(percent, value)`; no value without values.
     Percentiles(Vec<(f64, Option<f64>)>),
     Cardinality(u64),
+    /// No value without values.
+    MedianAbsoluteDeviation(Option<f64>),
     /// The first hits in the asked order (`Searcher::events` fetches them), of `total`.
     TopHits {
         hits: Vec<crate::Hit>,
@@ -1066,7 +1070,9 @@ impl MetricState {
                 sum_of_squares: 0.0,
             },
             Metric::ValueCount => MetricState::ValueCount(0),
-            Metric::Percentiles(_) => MetricState::Percentiles(Box::new(Percentiles::new(false))),
+            Metric::Percentiles(_) | Metric::MedianAbsoluteDeviation => {
+                MetricState::Percentiles(Box::new(Percentiles::new(false)))
+            }
             Metric::TopHits { .. } => MetricState::TopHits(Vec::new(), 0),
             Metric::Cardinality => MetricState::Distinct(Box::new(
                 // The precision is a valid constant.
@@ -1177,6 +1183,9 @@ impl MetricState {
             (MetricState::TopHits(mut hits, total), kind) => {
                 trim_hits(&mut hits, kind, true);
                 MetricResult::TopHits { hits, total }
+            }
+            (MetricState::Percentiles(state), Metric::MedianAbsoluteDeviation) => {
+                MetricResult::MedianAbsoluteDeviation(state.median_absolute_deviation())
             }
             (MetricState::Percentiles(state), Metric::Percentiles(percents)) => {
                 MetricResult::Percentiles(

@@ -527,6 +527,7 @@ impl Percentiles {
             return None;
         }
         let rank = (q.clamp(0.0, 1.0) * (total - 1) as f64).floor() as u64;
+        let values: Vec<(f64, u64)> = values.into_iter().map(|(v, n)| (v as f64, n)).collect();
         Some(at_rank(&values, rank))
     }
 
@@ -539,38 +540,76 @@ impl Percentiles {
         if let Some(sketch) = &self.sketch {
             return sketch.quantile(q).ok().flatten();
         }
-        let values = self.counted();
-        let total: u64 = values.iter().map(|&(_, n)| n).sum();
-        if total == 0 {
-            return None;
-        }
-        let at = |rank: u64| at_rank(&values, rank);
-        let index = q.clamp(0.0, 1.0) * total as f64;
-        if index < 1.0 {
-            return Some(at(0));
-        }
-        if index >= total as f64 - 0.5 {
-            return Some(at(total - 1));
-        }
-        let below = (index - 0.5).floor();
-        let fraction = index - 0.5 - below;
-        let below = below as u64;
-        let (low, high) = (at(below), at(below + 1));
-        Some(low + (high - low) * fraction)
+        let values: Vec<(f64, u64)> = self
+            .counted()
+            .into_iter()
+            .map(|(v, n)| (v as f64, n))
+            .collect();
+        interpolate(&values, q)
     }
+
+    /// The median absolute deviation: the median (`interpolated`) of the values' distances
+    /// from their median. Beyond exact counting, from a thousand of the sketch's quantiles.
+    pub(crate) fn median_absolute_deviation(&self) -> Option<f64> {
+        let values: Vec<(f64, u64)> = match &self.sketch {
+            Some(sketch) => (0..1000)
+                .filter_map(|i| {
+                    sketch
+                        .quantile((f64::from(i) + 0.5) / 1000.0)
+                        .ok()
+                        .flatten()
+                })
+                .map(|v| (v, 1))
+                .collect(),
+            None => self
+                .counted()
+                .into_iter()
+                .map(|(v, n)| (v as f64, n))
+                .collect(),
+        };
+        let median = interpolate(&values, 0.5)?;
+        let mut distances: Vec<(f64, u64)> = values
+            .iter()
+            .map(|&(v, n)| ((v - median).abs(), n))
+            .collect();
+        distances.sort_by(|a, b| a.0.total_cmp(&b.0));
+        interpolate(&distances, 0.5)
+    }
+}
+
+/// The quantile `q` of `values` (ascending, with their counts), interpolated as
+/// `Percentiles::interpolated` says.
+fn interpolate(values: &[(f64, u64)], q: f64) -> Option<f64> {
+    let total: u64 = values.iter().map(|&(_, n)| n).sum();
+    if total == 0 {
+        return None;
+    }
+    let at = |rank: u64| at_rank(values, rank);
+    let index = q.clamp(0.0, 1.0) * total as f64;
+    if index < 1.0 {
+        return Some(at(0));
+    }
+    if index >= total as f64 - 0.5 {
+        return Some(at(total - 1));
+    }
+    let below = (index - 0.5).floor();
+    let fraction = index - 0.5 - below;
+    let below = below as u64;
+    let (low, high) = (at(below), at(below + 1));
+    Some(low + (high - low) * fraction)
 }
 
 /// The value of rank `rank` (0-based) among `counted` values (ascending, with their counts);
 /// the largest past the end.
-fn at_rank(counted: &[(i64, u64)], rank: u64) -> f64 {
+fn at_rank(counted: &[(f64, u64)], rank: u64) -> f64 {
     let mut seen = 0u64;
     for &(value, n) in counted {
         seen += n;
         if seen > rank {
-            return value as f64;
+            return value;
         }
     }
-    counted.last().map_or(0.0, |&(v, _)| v as f64)
+    counted.last().map_or(0.0, |&(v, _)| v)
 }
 
 /// Adds one block's ordinal counts to the counts by string.
@@ -1088,6 +1127,53 @@ mod tests {
                     "{values:?} p{percent}: {got} vs {want}"
                 );
             }
+        }
+    }
+
+    /// The median absolute deviation: Elasticsearch's suite's case, and the definition over
+    /// sorted lists (the median of the distances from the median, both interpolated).
+    #[test]
+    fn median_absolute_deviation_is_the_median_distance_from_the_median() {
+        let state = |values: &[i64]| {
+            let mut p = Percentiles::new(false);
+            for &v in values {
+                p.add(v as f64);
+            }
+            p
+        };
+        assert_eq!(
+            state(&[100, 200, 300]).median_absolute_deviation(),
+            Some(100.0)
+        );
+        assert_eq!(
+            state(&[1, 2, 3, 4, 100]).median_absolute_deviation(),
+            Some(1.0)
+        );
+        assert_eq!(state(&[]).median_absolute_deviation(), None);
+        let median = |sorted: &[f64]| {
+            let n = sorted.len();
+            let index = 0.5 * n as f64;
+            if index < 1.0 {
+                sorted[0]
+            } else if index >= n as f64 - 0.5 {
+                sorted[n - 1]
+            } else {
+                let k = (index - 0.5).floor() as usize;
+                let f = index - 0.5 - k as f64;
+                sorted[k] * (1.0 - f) + sorted[k + 1] * f
+            }
+        };
+        for seed in 0..100u64 {
+            let values: Vec<i64> = (0..(seed % 13 + 1))
+                .map(|i| ((i * 7919 + seed * 104_729) % 61) as i64 - 20)
+                .collect();
+            let mut sorted: Vec<f64> = values.iter().map(|&v| v as f64).collect();
+            sorted.sort_by(f64::total_cmp);
+            let m = median(&sorted);
+            let mut distances: Vec<f64> = sorted.iter().map(|v| (v - m).abs()).collect();
+            distances.sort_by(f64::total_cmp);
+            let got = state(&values).median_absolute_deviation().unwrap();
+            assert!((got - median(&distances)).abs() < 1e-9, "{values:?}: {got}");
         }
     }
 

@@ -1398,7 +1398,9 @@ fn model_node(node: &AggNode, events: &[&ModelEvent]) -> AggResult {
                     .collect::<HashSet<_>>()
                     .len() as u64,
             ),
-            Metric::Percentiles(_) => panic!("percentiles are checked elsewhere"),
+            Metric::Percentiles(_) | Metric::MedianAbsoluteDeviation => {
+                panic!("percentiles are checked elsewhere")
+            }
             // Times only: ties in time may come in any order (the tree breaks them by block
             // and doc).
             Metric::TopHits { size, oldest_first } => {

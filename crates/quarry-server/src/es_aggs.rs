@@ -64,6 +64,8 @@ enum View {
         min_doc_count: u64,
         /// A date field's keys are shown in milliseconds with their text.
         field: String,
+        /// `include` and `exclude`.
+        keys: KeyFilter,
     },
     MultiTerms {
         size: usize,
@@ -72,7 +74,11 @@ enum View {
         fields: Vec<String>,
     },
     /// `rare_terms`: every value in at most `max_doc_count` events, rarest first.
-    RareTerms { max_doc_count: u64, field: String },
+    RareTerms {
+        max_doc_count: u64,
+        field: String,
+        keys: KeyFilter,
+    },
     Histogram {
         interval: f64,
         offset: f64,
@@ -124,6 +130,7 @@ enum MetricKind {
     ValueCount,
     Cardinality,
     Percentiles { keyed: bool },
+    MedianAbsoluteDeviation,
 }
 
 impl MetricKind {
@@ -138,6 +145,7 @@ impl MetricKind {
             MetricKind::ValueCount => "value_count",
             MetricKind::Cardinality => "cardinality",
             MetricKind::Percentiles { .. } => "tdigest_percentiles",
+            MetricKind::MedianAbsoluteDeviation => "median_absolute_deviation",
         }
     }
 
@@ -738,7 +746,7 @@ impl EsAgg {
     #[allow(clippy::too_many_arguments)]
     fn render_terms(
         &self,
-        buckets: &[BucketResult],
+        buckets: &[&BucketResult],
         dates: &[bool],
         min: u64,
         max: u64,
@@ -748,6 +756,7 @@ impl EsAgg {
     ) -> Result<(Vec<Map<String, JsonValue>>, u64), ApiError> {
         let mut rendered = Vec::new();
         for bucket in buckets.iter().filter(|b| (min..=max).contains(&b.count)) {
+            let bucket: &BucketResult = bucket;
             let BucketKey::Term(key) = &bucket.key else {
                 continue;
             };
@@ -802,17 +811,12 @@ impl EsAgg {
                 order,
                 min_doc_count,
                 field,
+                keys,
             } => {
                 let dates = [ctx.is_date(field)];
-                let (list, other) = self.render_terms(
-                    buckets,
-                    &dates,
-                    *min_doc_count,
-                    u64::MAX,
-                    order,
-                    *size,
-                    ctx,
-                )?;
+                let kept = keys.kept(buckets, dates[0], &self.name)?;
+                let (list, other) =
+                    self.render_terms(&kept, &dates, *min_doc_count, u64::MAX, order, *size, ctx)?;
                 let ty = match buckets.first().map(|b| &b.key) {
                     Some(BucketKey::Term(TermKey::Float(_))) => "dterms",
                     Some(BucketKey::Term(TermKey::Uint(_))) => "ulterms",
@@ -835,15 +839,9 @@ impl EsAgg {
                 fields,
             } => {
                 let dates: Vec<bool> = fields.iter().map(|f| ctx.is_date(f)).collect();
-                let (list, other) = self.render_terms(
-                    buckets,
-                    &dates,
-                    *min_doc_count,
-                    u64::MAX,
-                    order,
-                    *size,
-                    ctx,
-                )?;
+                let all: Vec<&BucketResult> = buckets.iter().collect();
+                let (list, other) =
+                    self.render_terms(&all, &dates, *min_doc_count, u64::MAX, order, *size, ctx)?;
                 Ok((
                     json!({
                         "doc_count_error_upper_bound": 0,
@@ -856,11 +854,13 @@ impl EsAgg {
             View::RareTerms {
                 max_doc_count,
                 field,
+                keys,
             } => {
                 let dates = [ctx.is_date(field)];
                 let order = [(OrderBy::Count, false)];
+                let kept = keys.kept(buckets, dates[0], &self.name)?;
                 let (list, _) =
-                    self.render_terms(buckets, &dates, 1, *max_doc_count, &order, usize::MAX, ctx)?;
+                    self.render_terms(&kept, &dates, 1, *max_doc_count, &order, usize::MAX, ctx)?;
                 let ty = match buckets.first().map(|b| &b.key) {
                     Some(BucketKey::Term(TermKey::Float(_))) => "drareterms",
                     Some(BucketKey::Term(
@@ -1168,6 +1168,107 @@ fn fill(
     out
 }
 
+/// `include` and `exclude` of `terms`: a regular expression over string keys, or a list of
+/// values (strings, numbers; a date as text in a date field's keys). Keys left out are not
+/// counted anywhere, as Elasticsearch leaves them out while collecting.
+#[derive(Clone, Debug, Default)]
+struct KeyFilter {
+    include: Option<KeySet>,
+    exclude: Option<KeySet>,
+}
+
+#[derive(Clone, Debug)]
+enum KeySet {
+    Regex(std::sync::Arc<RegexKeys>),
+    Values(Vec<JsonValue>),
+}
+
+/// A compiled `include`/`exclude` expression.
+struct RegexKeys {
+    text: String,
+    pattern: quarry_query::pattern::Pattern,
+}
+
+impl std::fmt::Debug for RegexKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "/{}/", self.text)
+    }
+}
+
+impl KeyFilter {
+    fn parse(body: &JsonValue, path: &str) -> Result<KeyFilter, ApiError> {
+        let set = |key: &str| -> Result<Option<KeySet>, ApiError> {
+            match body.get(key) {
+                None => Ok(None),
+                Some(JsonValue::String(text)) => {
+                    let pattern = quarry_query::pattern::Pattern::new(
+                        quarry_query::pattern::PatternKind::Regex(text.clone()),
+                    )
+                    .map_err(|e| bad(format!("{path}.{key}: {}", e.0)))?;
+                    Ok(Some(KeySet::Regex(std::sync::Arc::new(RegexKeys {
+                        text: text.clone(),
+                        pattern,
+                    }))))
+                }
+                Some(JsonValue::Array(values)) => Ok(Some(KeySet::Values(values.clone()))),
+                Some(other) => Err(bad(format!(
+                    "unsupported: {path}.{key} = {other} (a regular expression or a list of values; partitions are not supported)"
+                ))),
+            }
+        };
+        Ok(KeyFilter {
+            include: set("include")?,
+            exclude: set("exclude")?,
+        })
+    }
+
+    /// The buckets kept; a regular expression over keys that are not strings is an error.
+    fn kept<'b>(
+        &self,
+        buckets: &'b [BucketResult],
+        date: bool,
+        name: &str,
+    ) -> Result<Vec<&'b BucketResult>, ApiError> {
+        let mut kept = Vec::with_capacity(buckets.len());
+        for bucket in buckets {
+            let BucketKey::Term(key) = &bucket.key else {
+                continue;
+            };
+            let inside = |set: &KeySet| set.holds(key, date, name);
+            if self.include.as_ref().map_or(Ok(true), inside)?
+                && !self.exclude.as_ref().map_or(Ok(false), inside)?
+            {
+                kept.push(bucket);
+            }
+        }
+        Ok(kept)
+    }
+}
+
+impl KeySet {
+    fn holds(&self, key: &TermKey, date: bool, name: &str) -> Result<bool, ApiError> {
+        match (self, key) {
+            (KeySet::Regex(regex), TermKey::Str(text)) => Ok(regex.pattern.matches(text)),
+            (KeySet::Regex(_), _) => Err(bad(format!(
+                "Aggregation [{name}] cannot support regular expression style include/exclude settings as they can only be applied to string fields"
+            ))),
+            (KeySet::Values(values), key) => Ok(values.iter().any(|value| match (value, key) {
+                (JsonValue::String(v), TermKey::Str(k)) => v == k,
+                (JsonValue::String(v), TermKey::Int(k)) if date => {
+                    quarry_query::time::parse_time(v, 0).is_ok_and(|t| t == *k)
+                }
+                (JsonValue::Bool(v), TermKey::Bool(k)) => v == k,
+                (value, key) => match (value.as_f64(), key.as_f64()) {
+                    (Some(v), Some(k)) => v == k,
+                    _ => value.as_str().is_some_and(|v| {
+                        v.parse::<f64>().ok() == key.as_f64() && key.as_f64().is_some()
+                    }),
+                },
+            })),
+        }
+    }
+}
+
 /// A terms key as Elasticsearch shows it: the key, and its text when the key is not it
 /// (booleans are 1 or 0 with "true" or "false"; times are milliseconds with an ISO time).
 fn term_key(key: &TermKey, date: bool) -> (JsonValue, Option<String>) {
@@ -1339,6 +1440,7 @@ fn render_metric(kind: MetricKind, time: bool, result: &MetricResult) -> JsonVal
         (_, MetricResult::Cardinality(n)) => {
             out.insert("value".into(), (*n).into());
         }
+        (_, MetricResult::MedianAbsoluteDeviation(v)) => with_text(&mut out, "value", *v),
         (MetricKind::Percentiles { keyed }, MetricResult::Percentiles(values)) => {
             if keyed {
                 let mut map = Map::new();
@@ -1370,7 +1472,11 @@ fn field_of(body: &JsonValue, path: &str) -> Result<String, ApiError> {
     body.get("field")
         .and_then(JsonValue::as_str)
         .map(|f| dsl::field_name(f.strip_suffix(".keyword").unwrap_or(f)).to_owned())
-        .ok_or_else(|| bad(format!("{path}: expected a field")))
+        .ok_or_else(|| {
+            bad(format!(
+                "{path}: Required one of fields [field, script], but none were specified (Quarry runs no scripts: give a field)"
+            ))
+        })
 }
 
 fn number(body: &JsonValue, key: &str, path: &str) -> Result<Option<f64>, ApiError> {
@@ -1494,6 +1600,22 @@ fn node_of(
             metric(Metric::Stats, MetricKind::ExtendedStats { sigma })
         }
         "value_count" => metric(Metric::ValueCount, MetricKind::ValueCount),
+        "median_absolute_deviation" => {
+            // The t-digest's size in Elasticsearch; the answer here is exact while values are
+            // few enough to count (`Percentiles`), so it changes nothing but must be valid.
+            if let Some(compression) = number(body, "compression", path)? {
+                if compression.is_nan() || compression <= 0.0 {
+                    return Err(bad(format!(
+                        "[compression] must be greater than 0. Found [{compression:?}] in [{}]",
+                        agg_name(path)
+                    )));
+                }
+            }
+            metric(
+                Metric::MedianAbsoluteDeviation,
+                MetricKind::MedianAbsoluteDeviation,
+            )
+        }
         "cardinality" => {
             // Counts are HyperLogLog++ estimates at one precision (exact below a few
             // thousand values): the threshold changes only how much memory a shard spends.
@@ -1555,6 +1677,7 @@ fn node_of(
                     order,
                     min_doc_count,
                     field,
+                    keys: KeyFilter::parse(body, path)?,
                 },
             ))
         }
@@ -1573,7 +1696,7 @@ fn node_of(
                 let here = format!("{path}.terms.{i}");
                 if let Some(key) = item.as_object().and_then(|o| {
                     o.keys()
-                        .find(|k| !matches!(k.as_str(), "field" | "missing"))
+                        .find(|k| !matches!(k.as_str(), "field" | "missing" | "value_type"))
                 }) {
                     return Err(bad(format!("unsupported: {here}.{key}")));
                 }
@@ -1614,6 +1737,7 @@ fn node_of(
                 View::RareTerms {
                     max_doc_count,
                     field,
+                    keys: KeyFilter::parse(body, path)?,
                 },
             ))
         }
@@ -1770,7 +1894,7 @@ fn node_of(
         "filters" => {
             let filters = body
                 .get("filters")
-                .ok_or_else(|| bad(format!("{path}: expected filters")))?;
+                .ok_or_else(|| bad(format!("{path}: [filters] cannot be empty.")))?;
             let (names, asts): (Option<Vec<String>>, Vec<Ast>) = match filters {
                 JsonValue::Object(named) => {
                     let mut names = Vec::new();
@@ -1800,6 +1924,9 @@ fn node_of(
                     )))
                 }
             };
+            if asts.is_empty() {
+                return Err(bad(format!("{path}: [filters] cannot be empty.")));
+            }
             let other_key = match (
                 body.get("other_bucket_key"),
                 flag(body, "other_bucket", false, path)?,
@@ -2172,7 +2299,8 @@ fn signed_interval(text: &str) -> Result<i64, String> {
 
 /// The options each aggregation type takes: those honoured, and those that cannot change
 /// its answer here (`shard_size`, `execution_hint`, `collect_mode`: counts are exact over one
-/// index). Any other option is a 400 naming it: ignored, it would give a different answer
+/// index; `value_type`: the type of values of an unmapped field or a script, and an unmapped
+/// field has none here while scripts are refused). Any other option is a 400 naming it: ignored, it would give a different answer
 /// than asked for.
 fn check_options(kind: &str, body: &JsonValue, path: &str) -> Result<(), ApiError> {
     let known: &[&str] = match kind {
@@ -2194,6 +2322,9 @@ fn check_options(kind: &str, body: &JsonValue, path: &str) -> Result<(), ApiErro
             "order",
             "min_doc_count",
             "missing",
+            "include",
+            "exclude",
+            "value_type",
             "shard_size",
             "shard_min_doc_count",
             "execution_hint",
@@ -2211,7 +2342,15 @@ fn check_options(kind: &str, body: &JsonValue, path: &str) -> Result<(), ApiErro
             "show_term_doc_count_error",
         ],
         // `precision` tunes the cuckoo filter of a sharded count; counts here are exact.
-        "rare_terms" => &["field", "max_doc_count", "missing", "precision"],
+        "rare_terms" => &[
+            "field",
+            "max_doc_count",
+            "missing",
+            "precision",
+            "include",
+            "exclude",
+            "value_type",
+        ],
         "histogram" => &[
             "field",
             "interval",
@@ -2224,6 +2363,7 @@ fn check_options(kind: &str, body: &JsonValue, path: &str) -> Result<(), ApiErro
         "date_range" => &["field", "ranges", "keyed", "format", "time_zone"],
         "avg" | "min" | "max" | "sum" | "stats" | "value_count" => &["field", "missing"],
         "extended_stats" => &["field", "sigma", "missing"],
+        "median_absolute_deviation" => &["field", "compression", "missing"],
         "cardinality" => &["field", "precision_threshold", "missing"],
         "percentiles" => &["field", "percents", "keyed", "missing"],
         "filters" => &["filters", "other_bucket", "other_bucket_key", "keyed"],

@@ -435,6 +435,55 @@ fn top_hits_multi_terms_and_date_fields_match_a_model() {
     // Each host is in about 430 events: none is rare.
     assert_eq!(aggs["rare"]["buckets"], json!([]));
 
+    // include/exclude: a regular expression over the hosts, a list of statuses; what is
+    // left out is not counted as others either.
+    let aggs = search(json!({"size": 0, "aggs": {
+        "hosts": {"terms": {"field": "host", "include": "[a-c]", "exclude": ["b"]}},
+        "statuses": {"terms": {"field": "status", "include": [404, "503"]}},
+    }}));
+    let count = |keep: &dyn Fn(&Event) -> bool| all.iter().filter(|e| keep(e)).count() as u64;
+    let got: Vec<(String, u64)> = aggs["hosts"]["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                b["key"].as_str().unwrap().to_owned(),
+                b["doc_count"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let mut want: Vec<(String, u64)> = ["a", "c"]
+        .iter()
+        .map(|h| (h.to_string(), count(&|e| e.host == Some(*h))))
+        .collect();
+    want.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    assert_eq!(got, want);
+    assert_eq!(aggs["hosts"]["sum_other_doc_count"], 0);
+    let statuses: Vec<i64> = aggs["statuses"]["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["key"].as_i64().unwrap())
+        .collect();
+    let mut sorted = statuses.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, [404, 503]);
+    // A regular expression over numbers: refused, as Elasticsearch refuses it.
+    let (status, answer) = server.request(
+        "POST",
+        "/svc/_search",
+        Some(r#"{"aggs": {"bad": {"terms": {"field": "status", "include": "4.*"}}}}"#),
+    );
+    assert_eq!(status, 400, "{answer}");
+    assert!(
+        answer["error"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("[bad]"),
+        "{answer}"
+    );
+
     // The date field: days as times, kept as sent in the hits.
     let aggs = search(json!({"size": 0, "aggs": {
         "days": {"terms": {"field": "day", "order": {"_key": "asc"}}},

@@ -813,12 +813,7 @@ impl Scorer for UnionScorer<'_> {
         next
     }
     fn score(&mut self) -> f32 {
-        let doc = self.doc;
-        self.scorers
-            .iter_mut()
-            .filter(|s| s.doc() == doc)
-            .map(|s| s.score())
-            .sum()
+        sum_of_scores_at(&mut self.scorers, self.doc)
     }
     fn max_score(&self) -> f32 {
         inflate(self.scorers.iter().map(|s| s.max_score()).sum())
@@ -829,6 +824,15 @@ impl Scorer for UnionScorer<'_> {
     fn error(&self) -> Option<DecodeError> {
         self.scorers.iter().find_map(|s| s.error())
     }
+}
+
+/// The sum of the scores of those of `scorers` on `doc` (a union's, and an at-least's).
+fn sum_of_scores_at(scorers: &mut [BoxScorer<'_>], doc: u32) -> f32 {
+    scorers
+        .iter_mut()
+        .filter(|s| s.doc() == doc)
+        .map(|s| s.score())
+        .sum()
 }
 
 /// Docs matched by at least `minimum` of the scorers, scored by the sum of those that match
@@ -900,12 +904,7 @@ impl Scorer for AtLeastScorer<'_> {
         self.doc
     }
     fn score(&mut self) -> f32 {
-        let doc = self.doc;
-        self.scorers
-            .iter_mut()
-            .filter(|s| s.doc() == doc)
-            .map(|s| s.score())
-            .sum()
+        sum_of_scores_at(&mut self.scorers, self.doc)
     }
     fn max_score(&self) -> f32 {
         inflate(self.scorers.iter().map(|s| s.max_score()).sum())

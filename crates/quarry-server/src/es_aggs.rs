@@ -2573,21 +2573,29 @@ impl Expr {
     }
 
     fn sum(tokens: &[String], at: &mut usize) -> Result<Expr, String> {
-        let mut left = Expr::product(tokens, at)?;
-        while let Some(op) = tokens.get(*at).filter(|t| *t == "+" || *t == "-") {
-            let op = op.chars().next().unwrap_or('+');
-            *at += 1;
-            left = Expr::Binary(Box::new(left), op, Box::new(Expr::product(tokens, at)?));
-        }
-        Ok(left)
+        Expr::left_to_right(tokens, at, "+-", Expr::product)
     }
 
     fn product(tokens: &[String], at: &mut usize) -> Result<Expr, String> {
-        let mut left = Expr::unary(tokens, at)?;
-        while let Some(op) = tokens.get(*at).filter(|t| *t == "*" || *t == "/") {
-            let op = op.chars().next().unwrap_or('*');
+        Expr::left_to_right(tokens, at, "*/", Expr::unary)
+    }
+
+    /// Operands read by `operand`, joined left to right by any of the one-character
+    /// `operators`.
+    fn left_to_right(
+        tokens: &[String],
+        at: &mut usize,
+        operators: &str,
+        operand: fn(&[String], &mut usize) -> Result<Expr, String>,
+    ) -> Result<Expr, String> {
+        let mut left = operand(tokens, at)?;
+        while let Some(op) = tokens.get(*at).and_then(|t| {
+            t.chars()
+                .next()
+                .filter(|c| t.len() == 1 && operators.contains(*c))
+        }) {
             *at += 1;
-            left = Expr::Binary(Box::new(left), op, Box::new(Expr::unary(tokens, at)?));
+            left = Expr::Binary(Box::new(left), op, Box::new(operand(tokens, at)?));
         }
         Ok(left)
     }

@@ -7,7 +7,7 @@ use crate::analysis::{Analyzer, Tokenizer, ENGLISH_STOP_WORDS};
 use crate::event::{Event, EventError};
 use quarry_format::Value;
 use quarry_store::mapping::{
-    AnalyzerName, Dynamic, FieldMapping, FieldType, Mapping, MAX_KEYWORD_LEN,
+    AnalyzerName, Dynamic, FieldMapping, FieldType, Mapping, NumberType, MAX_KEYWORD_LEN,
 };
 use quarry_store::Settings;
 use std::net::IpAddr;
@@ -138,12 +138,17 @@ impl Schema {
                 FieldType::Keyword if keyword_items(value).all(|i| i.len() <= MAX_KEYWORD_LEN) => {
                     continue
                 }
-                FieldType::Number if numbers(value).is_some() => continue,
+                FieldType::Number if numbers(rules, value).is_some() => continue,
                 FieldType::Boolean if booleans(value).is_some() => continue,
                 FieldType::Date | FieldType::DateNanos if dates(rules, value).is_some() => continue,
                 FieldType::Ip if ip_addresses(value).is_some() => continue,
                 FieldType::Keyword => format!("a keyword of at most {MAX_KEYWORD_LEN} bytes"),
-                FieldType::Number => "a number".to_owned(),
+                FieldType::Number => match rules.number_type.integer_range() {
+                    Some((lo, hi)) => {
+                        format!("a number ({}: {lo} to {hi})", rules.number_type.name())
+                    }
+                    None => "a number".to_owned(),
+                },
                 FieldType::Boolean => "true or false".to_owned(),
                 FieldType::Date | FieldType::DateNanos => {
                     format!("a date in the format [{}]", rules.format.name())
@@ -198,16 +203,68 @@ pub(crate) fn keyword_items(value: &Value) -> impl Iterator<Item = String> {
     })
 }
 
-/// A number field's values, or `None` if an item is not a number.
-pub(crate) fn numbers(value: &Value) -> Option<Vec<Value>> {
+/// A number field's values as its mapped type indexes them (`number_value`), or `None` if
+/// an item is not a number of that type.
+pub(crate) fn numbers(rules: &FieldMapping, value: &Value) -> Option<Vec<Value>> {
     items(value)
         .into_iter()
-        .map(|item| match item {
-            Value::I64(_) | Value::U64(_) => Some(item),
-            Value::F64(v) if !v.is_nan() => Some(item),
-            _ => None,
-        })
+        .map(|item| number_value(rules, &item))
         .collect()
+}
+
+/// One value of a number field as its mapped type (`NumberType`) indexes and aggregates it:
+/// a number, or a string holding one (Elasticsearch's `coerce`); an integer type truncates a
+/// fraction and refuses a value out of its range; `float` and `half_float` round to their
+/// precision, `scaled_float` to the nearest multiple of `1 / scaling_factor`. `None`: not a
+/// number of the type.
+pub fn number_value(rules: &FieldMapping, item: &Value) -> Option<Value> {
+    let number = match item {
+        Value::I64(_) | Value::U64(_) => item.clone(),
+        Value::F64(v) if v.is_finite() => item.clone(),
+        Value::Str(text) => {
+            let text = text.trim();
+            if let Ok(v) = text.parse::<i64>() {
+                Value::I64(v)
+            } else if let Ok(v) = text.parse::<u64>() {
+                Value::U64(v)
+            } else {
+                Value::F64(text.parse::<f64>().ok().filter(|v| v.is_finite())?)
+            }
+        }
+        _ => return None,
+    };
+    let float = match number {
+        Value::I64(v) => v as f64,
+        Value::U64(v) => v as f64,
+        Value::F64(v) => v,
+        _ => return None,
+    };
+    if let Some((lo, hi)) = rules.number_type.integer_range() {
+        let whole: i128 = match number {
+            Value::I64(v) => v.into(),
+            Value::U64(v) => v.into(),
+            // Truncated toward zero, as Elasticsearch coerces; `as` saturates, and the range
+            // check below refuses what saturated.
+            _ => float.trunc() as i128,
+        };
+        if whole < lo || whole > hi {
+            return None;
+        }
+        return Some(match i64::try_from(whole) {
+            Ok(v) => Value::I64(v),
+            Err(_) => Value::U64(u64::try_from(whole).ok()?),
+        });
+    }
+    let rounded = match rules.number_type {
+        NumberType::Float => f64::from(float as f32),
+        NumberType::HalfFloat => half::f16::from_f64(float).to_f64(),
+        NumberType::ScaledFloat => {
+            let factor = rules.scaling_factor.map_or(1.0, |f| f.get());
+            (float * factor).round() / factor
+        }
+        _ => return Some(number),
+    };
+    rounded.is_finite().then_some(Value::F64(rounded))
 }
 
 /// A boolean field's values, or `None` if an item is not a boolean.

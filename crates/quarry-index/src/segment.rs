@@ -395,7 +395,7 @@ impl SegmentBuilder {
                     self.add_exact(field, doc, TermKind::Exact, item.as_bytes());
                 }
             }
-            FieldType::Number => match schema::numbers(value) {
+            FieldType::Number => match schema::numbers(&rules, value) {
                 Some(numbers) => {
                     for number in &numbers {
                         self.add_number(field, doc, number);

@@ -67,6 +67,11 @@ pub enum NodeKind {
     MultiTerms {
         fields: Vec<(String, Option<TermKey>)>,
     },
+    /// Elasticsearch's `composite`: a bucket per distinct combination of the sources' values
+    /// (`TermKey::Tuple`, one part per source). A doc holding several values of a source's
+    /// field is in every combination; a doc without one is in none, or with the source's
+    /// `missing_bucket` in the combinations holding `TermKey::Missing` there.
+    Composite { sources: Vec<CompositeSource> },
     /// Buckets `[offset + n * interval, offset + (n + 1) * interval)` of a number field
     /// (keys `BucketKey::Slot(n)`).
     Histogram {
@@ -87,6 +92,45 @@ pub enum NodeKind {
     Filters { filters: Vec<Ast>, other: bool },
     /// One bucket (`Slot(0)`) of the docs without a value of `field`.
     Missing { field: String },
+}
+
+/// One source of a `Composite` node: a field and how its values become key parts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompositeSource {
+    pub field: String,
+    pub kind: SourceKind,
+    pub missing_bucket: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum SourceKind {
+    /// The value itself.
+    Terms,
+    /// The start of the value's bucket `[offset + n * interval, ...)`, a float.
+    Histogram { interval: f64, offset: f64 },
+    /// The start (ns) of the time bucket holding the value.
+    DateHistogram(TimeBuckets),
+}
+
+impl SourceKind {
+    /// `value`'s key part, or `None` when the value has none (not a number or a time).
+    fn part(&self, value: TypedValue<'_, '_>) -> Option<TermKey> {
+        match self {
+            SourceKind::Terms => Some(TermKey::of(value)),
+            SourceKind::Histogram { interval, offset } => {
+                let v = match value {
+                    TypedValue::Raw(..) => value.untyped().number()?,
+                    _ => return None,
+                };
+                let start = ((v - offset) / interval).floor() * interval + offset;
+                start.is_finite().then(|| TermKey::float(start))
+            }
+            SourceKind::DateHistogram(buckets) => {
+                let time = value_time(value)?;
+                buckets.start_of(time).ok().map(TermKey::Int)
+            }
+        }
+    }
 }
 
 /// What a metric node keeps.
@@ -117,8 +161,10 @@ pub enum TermKey {
     /// An f64's bits (a float with a whole value in i64's range is an `Int`).
     Float(u64),
     Str(String),
-    /// One value per field (`multi_terms`).
+    /// One value per field (`multi_terms`, `composite`).
     Tuple(Vec<TermKey>),
+    /// No value (a `composite` source's `missing_bucket`).
+    Missing,
 }
 
 impl TermKey {
@@ -137,7 +183,7 @@ impl TermKey {
             TermKey::Int(v) => Some(v as f64),
             TermKey::Uint(v) => Some(v as f64),
             TermKey::Float(bits) => Some(f64::from_bits(bits)),
-            TermKey::Str(_) | TermKey::Tuple(_) => None,
+            TermKey::Str(_) | TermKey::Tuple(_) | TermKey::Missing => None,
         }
     }
 
@@ -149,8 +195,8 @@ impl TermKey {
             TermKey::Uint(v) => TypedValue::Raw(ColumnType::U64, *v),
             TermKey::Float(bits) => TypedValue::Raw(ColumnType::F64, *bits),
             TermKey::Str(s) => TypedValue::Str(s),
-            // Not a field's value (`multi_terms`' keys only).
-            TermKey::Tuple(_) => TypedValue::Str(""),
+            // Not a field's value (`multi_terms`' and `composite`'s keys only).
+            TermKey::Tuple(_) | TermKey::Missing => TypedValue::Str(""),
         }
     }
 
@@ -336,6 +382,7 @@ impl Searcher {
         query: &Query,
         nodes: &[AggNode],
     ) -> Result<(Vec<AggResult>, u64)> {
+        check_fields(self, nodes)?;
         let mut matches = 0u64;
         let weight = self.filter_weight(query);
         let plans: Vec<NodePlan> = nodes
@@ -387,6 +434,28 @@ impl Searcher {
             .collect();
         Ok((results, matches))
     }
+}
+
+/// Refuses a tree reading a field under a `nested` object (`query::not_nested`).
+fn check_fields(searcher: &Searcher, nodes: &[AggNode]) -> Result<()> {
+    for node in nodes {
+        let fields: Vec<&str> = match &node.kind {
+            NodeKind::Metric { field, .. }
+            | NodeKind::Terms { field, .. }
+            | NodeKind::Histogram { field, .. }
+            | NodeKind::DateHistogram { field, .. }
+            | NodeKind::Range { field, .. }
+            | NodeKind::Missing { field } => vec![field],
+            NodeKind::MultiTerms { fields } => fields.iter().map(|(f, _)| f.as_str()).collect(),
+            NodeKind::Composite { sources } => sources.iter().map(|s| s.field.as_str()).collect(),
+            NodeKind::Filters { .. } => Vec::new(),
+        };
+        for field in fields {
+            crate::query::not_nested(searcher.schema(), field)?;
+        }
+        check_fields(searcher, &node.children)?;
+    }
+    Ok(())
 }
 
 /// A node's filters, planned once for every block.
@@ -461,7 +530,24 @@ impl<'a> NodeReader<'a> {
             NodeKind::MultiTerms { fields } => Source::Fields(
                 fields
                     .iter()
-                    .map(|(field, _)| (FieldCursor::new(block, field), date_rules(searcher, field)))
+                    .map(|(field, _)| {
+                        (
+                            FieldCursor::with_arrays(block, field),
+                            value_rules(searcher, field),
+                        )
+                    })
+                    .collect(),
+            ),
+            NodeKind::Composite { sources } => Source::Fields(
+                sources
+                    .iter()
+                    .map(|source| {
+                        let field = &source.field;
+                        (
+                            FieldCursor::with_arrays(block, field),
+                            value_rules(searcher, field),
+                        )
+                    })
                     .collect(),
             ),
             NodeKind::Metric { field, .. }
@@ -469,9 +555,10 @@ impl<'a> NodeReader<'a> {
             | NodeKind::Histogram { field, .. }
             | NodeKind::DateHistogram { field, .. }
             | NodeKind::Range { field, .. }
-            | NodeKind::Missing { field } => {
-                Source::Field(FieldCursor::new(block, field), date_rules(searcher, field))
-            }
+            | NodeKind::Missing { field } => Source::Field(
+                FieldCursor::with_arrays(block, field),
+                value_rules(searcher, field),
+            ),
         };
         Ok(NodeReader {
             source,
@@ -535,6 +622,17 @@ impl<'a> NodeReader<'a> {
                 let seen = read_value(cursor, date.as_ref(), doc, &mut |value| {
                     value_keys(kind, value, dictionary, terms, keys);
                 })?;
+                if keys.len() > 1 {
+                    // An array holding a value twice puts the doc in its bucket once.
+                    let mut at = 1;
+                    while at < keys.len() {
+                        if keys[..at].contains(&keys[at]) {
+                            keys.remove(at);
+                        } else {
+                            at += 1;
+                        }
+                    }
+                }
                 match kind {
                     NodeKind::Missing { .. } if !seen => keys.push(Key::Slot(0)),
                     NodeKind::Terms {
@@ -545,18 +643,22 @@ impl<'a> NodeReader<'a> {
                 }
             }
             (Source::Fields(cursors), NodeKind::MultiTerms { fields }) => {
-                let mut parts = Vec::with_capacity(cursors.len());
-                for ((cursor, date), (_, missing)) in cursors.iter_mut().zip(fields) {
-                    let mut part = None;
-                    read_value(cursor, date.as_ref(), doc, &mut |value| {
-                        part = Some(TermKey::of(value));
-                    })?;
-                    match part.or_else(|| missing.clone()) {
-                        Some(part) => parts.push(part),
-                        None => return Ok(()),
-                    }
+                let combinations = combinations(cursors, doc, |i, value| match value {
+                    Some(value) => Some(TermKey::of(value)),
+                    None => fields[i].1.clone(),
+                })?;
+                for combination in combinations {
+                    keys.push(Key::Term(terms.number(&TermKey::Tuple(combination))));
                 }
-                keys.push(Key::Term(terms.number(&TermKey::Tuple(parts))));
+            }
+            (Source::Fields(cursors), NodeKind::Composite { sources }) => {
+                let combinations = combinations(cursors, doc, |i, value| match value {
+                    Some(value) => sources[i].kind.part(value),
+                    None => sources[i].missing_bucket.then_some(TermKey::Missing),
+                })?;
+                for combination in combinations {
+                    keys.push(Key::Term(terms.number(&TermKey::Tuple(combination))));
+                }
             }
             _ => unreachable!("a node's source is made for its kind"),
         }
@@ -564,31 +666,86 @@ impl<'a> NodeReader<'a> {
     }
 }
 
-/// The mapping of `field` when it is a date field.
-fn date_rules(searcher: &Searcher, field: &str) -> Option<quarry_store::FieldMapping> {
+/// The key tuples of `doc` over several fields (`multi_terms`, `composite`): one part per
+/// field from `part(i, Some(value))` for each value of field `i` (an array gives several, so
+/// the doc is in every combination), or `part(i, None)` when it has none there; a field
+/// without a part leaves the doc in no bucket.
+fn combinations<'a>(
+    cursors: &mut [(FieldCursor<'a>, Option<quarry_store::FieldMapping>)],
+    doc: u32,
+    part: impl Fn(usize, Option<TypedValue<'_, 'a>>) -> Option<TermKey>,
+) -> Result<Vec<Vec<TermKey>>> {
+    let mut combinations: Vec<Vec<TermKey>> = vec![Vec::with_capacity(cursors.len())];
+    for (i, (cursor, rules)) in cursors.iter_mut().enumerate() {
+        let mut parts: Vec<TermKey> = Vec::new();
+        read_value(cursor, rules.as_ref(), doc, &mut |value| {
+            if let Some(part) = part(i, Some(value)) {
+                if !parts.contains(&part) {
+                    parts.push(part);
+                }
+            }
+        })?;
+        if parts.is_empty() {
+            match part(i, None) {
+                Some(missing) => parts.push(missing),
+                None => return Ok(Vec::new()),
+            }
+        }
+        if combinations.len() * parts.len() > MAX_TREE_BUCKETS {
+            return Err(QueryError::TooManyAggregationBuckets {
+                limit: MAX_TREE_BUCKETS,
+            });
+        }
+        combinations = combinations
+            .iter()
+            .flat_map(|prefix| {
+                parts.iter().map(move |part| {
+                    let mut combination = prefix.clone();
+                    combination.push(part.clone());
+                    combination
+                })
+            })
+            .collect();
+    }
+    Ok(combinations)
+}
+
+/// The mapping of `field` when its values are read in its type: a date field's (kept as
+/// sent, read in its formats) or a number field's (strings coerced, rounded to the type).
+fn value_rules(searcher: &Searcher, field: &str) -> Option<quarry_store::FieldMapping> {
     searcher
         .schema()
         .rules(field)
-        .filter(|rules| rules.ty.date_unit_nanos().is_some())
+        .filter(|rules| {
+            rules.ty.date_unit_nanos().is_some() || rules.ty == quarry_store::FieldType::Number
+        })
         .cloned()
 }
 
 /// Calls `f` with `doc`'s value, if it has one (the answer). A date field's value, kept as
-/// sent, is read in the field's formats as a time (ns); one that is not a date (kept under
+/// sent, is read in the field's formats as a time (ns); a number field's as its mapped type
+/// holds it (`schema::number_value`). A value that is not of the type (kept under
 /// `ignore_malformed`) counts as no value, as in Elasticsearch's doc values.
 fn read_value<'a>(
     cursor: &mut FieldCursor<'a>,
-    date: Option<&quarry_store::FieldMapping>,
+    rules: Option<&quarry_store::FieldMapping>,
     doc: u32,
     f: &mut impl FnMut(TypedValue<'_, 'a>),
 ) -> Result<bool> {
     let mut seen = false;
-    cursor.with_typed_value(doc, &mut |value| {
-        let Some(rules) = date else {
+    cursor.with_typed_values(doc, &mut |value| {
+        let Some(rules) = rules else {
             seen = true;
             f(value);
             return;
         };
+        if rules.ty == quarry_store::FieldType::Number {
+            if let Some(number) = typed_number(rules, value) {
+                seen = true;
+                f(number);
+            }
+            return;
+        }
         let text = match value {
             TypedValue::Str(s) => s.to_owned(),
             TypedValue::Ordinal(o, dictionary) => ordinal_text(o, dictionary),
@@ -609,6 +766,50 @@ fn read_value<'a>(
         }
     })?;
     Ok(seen)
+}
+
+/// A number field's value as its mapped type holds it, or `None` when it is not one.
+fn typed_number<'a>(
+    rules: &quarry_store::FieldMapping,
+    value: TypedValue<'_, 'a>,
+) -> Option<TypedValue<'static, 'a>> {
+    use quarry_format::Value;
+    use quarry_store::NumberType;
+    // The common cases pass through: numbers of a double or long field.
+    match (rules.number_type, value) {
+        (NumberType::Double, TypedValue::Raw(ColumnType::I64 | ColumnType::F64, _))
+        | (NumberType::Long, TypedValue::Raw(ColumnType::I64, _)) => {
+            let TypedValue::Raw(ty, raw) = value else {
+                return None;
+            };
+            return Some(TypedValue::Raw(ty, raw));
+        }
+        _ => {}
+    }
+    let item = match value {
+        TypedValue::Raw(ColumnType::I64, raw) => Value::I64(raw as i64),
+        TypedValue::Raw(ColumnType::U64, raw) => Value::U64(raw),
+        TypedValue::Raw(ColumnType::F64, raw) => Value::F64(f64::from_bits(raw)),
+        TypedValue::Raw(..) => return None,
+        TypedValue::Str(s) => Value::Str(s.to_owned()),
+        TypedValue::Ordinal(o, dictionary) => Value::Str(ordinal_text(o, dictionary)),
+    };
+    Some(match quarry_index::schema::number_value(rules, &item)? {
+        Value::I64(v) => TypedValue::Raw(ColumnType::I64, v as u64),
+        Value::U64(v) => TypedValue::Raw(ColumnType::U64, v),
+        Value::F64(v) => TypedValue::Raw(ColumnType::F64, v.to_bits()),
+        _ => return None,
+    })
+}
+
+/// A value as a time (ns): a time, epoch milliseconds, or a date in text.
+fn value_time(value: TypedValue<'_, '_>) -> Option<i64> {
+    match value {
+        TypedValue::Raw(ColumnType::Timestamp, raw) => Some(raw as i64),
+        TypedValue::Raw(..) => value.untyped().number().map(|ms| (ms * 1e6) as i64),
+        TypedValue::Str(s) => crate::time::parse_time(s, 0).ok(),
+        TypedValue::Ordinal(o, values) => crate::time::parse_time(&ordinal_text(o, values), 0).ok(),
+    }
 }
 
 /// The buckets of `kind` that `value` falls in.
@@ -640,16 +841,7 @@ fn value_keys<'a>(
             }
         }
         NodeKind::DateHistogram { buckets, .. } => {
-            let time = match value {
-                // Epoch milliseconds, or a time.
-                TypedValue::Raw(ColumnType::Timestamp, raw) => Some(raw as i64),
-                TypedValue::Raw(..) => number().map(|ms| (ms * 1e6) as i64),
-                TypedValue::Str(s) => crate::time::parse_time(s, 0).ok(),
-                TypedValue::Ordinal(o, values) => {
-                    crate::time::parse_time(&ordinal_text(o, values), 0).ok()
-                }
-            };
-            if let Some(start) = time.and_then(|t| buckets.start_of(t).ok()) {
+            if let Some(start) = value_time(value).and_then(|t| buckets.start_of(t).ok()) {
                 keys.push(Key::Slot(start));
             }
         }
@@ -665,7 +857,8 @@ fn value_keys<'a>(
         NodeKind::Missing { .. }
         | NodeKind::Metric { .. }
         | NodeKind::Filters { .. }
-        | NodeKind::MultiTerms { .. } => {}
+        | NodeKind::MultiTerms { .. }
+        | NodeKind::Composite { .. } => {}
     }
 }
 

@@ -684,7 +684,44 @@ pub(crate) struct FieldCursor<'a> {
     columns: Vec<(ColumnReader<'a>, Option<DecodedChunk>, usize)>,
     /// When every column of the field has doc values, they are read instead of the chunks.
     doc_values: Option<Vec<(ColumnType, DocValuesCursor<'a>)>>,
+    /// The field's arrays (kept as JSON text), read by `with_typed_values` only.
+    arrays: Option<(ColumnReader<'a>, Option<DecodedChunk>, usize)>,
     block: &'a BlockReader,
+}
+
+/// `doc`'s value in one column, decoding the chunk holding it when the last one does not.
+fn chunk_value<'c, 'a>(
+    block: &'a BlockReader,
+    (reader, decoded, from): &'c mut (ColumnReader<'a>, Option<DecodedChunk>, usize),
+    doc: u32,
+) -> Result<Option<TypedValue<'c, 'a>>> {
+    let stale = decoded
+        .as_ref()
+        .is_none_or(|c| doc < c.first_doc || doc >= c.end_doc);
+    if stale {
+        let corrupt = |e: DecodeError| block.corrupt("column", e);
+        let Some(index) = reader.chunk_of(doc).map_err(corrupt)? else {
+            return Ok(None);
+        };
+        *decoded = Some(reader.decode_chunk(index).map_err(corrupt)?);
+        *from = 0;
+    }
+    let Some(chunk) = decoded.as_ref() else {
+        return Ok(None);
+    };
+    let position = match &chunk.docs {
+        None => Some((doc - chunk.first_doc) as usize),
+        Some(docs) => position_from(docs, doc, from),
+    };
+    let Some(position) = position else {
+        return Ok(None);
+    };
+    Ok(match &chunk.values {
+        ChunkValues::Bytes { .. } => chunk.str_at(position).map(TypedValue::Str),
+        ChunkValues::Numbers(values) => values
+            .get(position)
+            .map(|raw| TypedValue::Raw(chunk.ty, *raw)),
+    })
 }
 
 /// The position of `doc` in a chunk's ascending doc list, searching from `*from` (docs are
@@ -711,6 +748,7 @@ impl<'a> FieldCursor<'a> {
             return FieldCursor {
                 columns: Vec::new(),
                 doc_values: None,
+                arrays: None,
                 block,
             };
         };
@@ -728,8 +766,71 @@ impl<'a> FieldCursor<'a> {
         FieldCursor {
             columns,
             doc_values,
+            arrays: None,
             block,
         }
+    }
+
+    /// A cursor that also reads the field's arrays: `with_typed_values` calls back with each
+    /// of an array's scalar items.
+    pub(crate) fn with_arrays(block: &'a BlockReader, field: &str) -> FieldCursor<'a> {
+        let mut cursor = FieldCursor::new(block, field);
+        if let Some(ordinal) = block.field_ordinal(field) {
+            let holds_arrays = block.manifest().fields[ordinal as usize]
+                .columns
+                .iter()
+                .any(|c| c.ty == ColumnType::Json && c.present_count > 0);
+            if holds_arrays {
+                cursor.arrays = block
+                    .column(ordinal, ColumnType::Json)
+                    .map(|reader| (reader, None, 0));
+            }
+        }
+        cursor
+    }
+
+    /// Calls `f` with each of the doc's values: its one value, or each scalar item of its
+    /// array (a cursor made `with_arrays`; items that are objects or arrays are not values).
+    pub(crate) fn with_typed_values(
+        &mut self,
+        doc: u32,
+        f: &mut impl FnMut(TypedValue<'_, 'a>),
+    ) -> Result<()> {
+        let mut found = false;
+        self.with_typed_value(doc, &mut |value| {
+            found = true;
+            f(value);
+        })?;
+        if found {
+            return Ok(());
+        }
+        let block = self.block;
+        let Some(entry) = &mut self.arrays else {
+            return Ok(());
+        };
+        let Some(TypedValue::Str(text)) = chunk_value(block, entry, doc)? else {
+            return Ok(());
+        };
+        let Ok(serde_json::Value::Array(items)) = serde_json::from_str(text) else {
+            return Ok(());
+        };
+        for item in &items {
+            match item {
+                serde_json::Value::String(s) => f(TypedValue::Str(s)),
+                serde_json::Value::Bool(b) => f(TypedValue::Raw(ColumnType::Bool, u64::from(*b))),
+                serde_json::Value::Number(n) => {
+                    if let Some(v) = n.as_i64() {
+                        f(TypedValue::Raw(ColumnType::I64, v as u64));
+                    } else if let Some(v) = n.as_u64() {
+                        f(TypedValue::Raw(ColumnType::U64, v));
+                    } else if let Some(v) = n.as_f64() {
+                        f(TypedValue::Raw(ColumnType::F64, v.to_bits()));
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
     }
 
     /// Calls `f` with the doc's value (at most one per field: a field holds one type per doc).
@@ -765,35 +866,9 @@ impl<'a> FieldCursor<'a> {
             }
             return Ok(());
         }
-        for (reader, decoded, from) in &mut self.columns {
-            let stale = decoded
-                .as_ref()
-                .is_none_or(|c| doc < c.first_doc || doc >= c.end_doc);
-            if stale {
-                let corrupt = |e: DecodeError| self.block.corrupt("column", e);
-                let Some(index) = reader.chunk_of(doc).map_err(corrupt)? else {
-                    continue;
-                };
-                *decoded = Some(reader.decode_chunk(index).map_err(corrupt)?);
-                *from = 0;
-            }
-            let Some(chunk) = decoded.as_ref() else {
-                continue;
-            };
-            let position = match &chunk.docs {
-                None => Some((doc - chunk.first_doc) as usize),
-                Some(docs) => position_from(docs, doc, from),
-            };
-            let Some(position) = position else {
-                continue;
-            };
-            let value = match &chunk.values {
-                ChunkValues::Bytes { .. } => chunk.str_at(position).map(TypedValue::Str),
-                ChunkValues::Numbers(values) => values
-                    .get(position)
-                    .map(|raw| TypedValue::Raw(chunk.ty, *raw)),
-            };
-            if let Some(value) = value {
+        let block = self.block;
+        for entry in &mut self.columns {
+            if let Some(value) = chunk_value(block, entry, doc)? {
                 f(value);
                 return Ok(());
             }

@@ -193,6 +193,7 @@ impl Searcher {
         limit: usize,
         after: Option<&SortCursor>,
     ) -> Result<Vec<(Hit, SortCursor)>> {
+        crate::query::not_nested(self.schema(), &sort.field)?;
         let mut heap: BinaryHeap<Entry> = BinaryHeap::with_capacity(limit + 1);
         if limit == 0 {
             return Ok(Vec::new());

@@ -87,9 +87,9 @@ pub enum Query {
         field: String,
         range: NumericRange,
     },
-    /// A range of a field's number terms only, never its columns: a date or ip field keeps
-    /// its values as sent (strings, or numbers in another unit) and indexes them as numbers
-    /// (typed.rs).
+    /// A range of a field's number terms only, never its columns: a date, ip or mapped number
+    /// field keeps its values as sent (strings, numbers in another unit or precision) and
+    /// indexes them as its type reads them (typed.rs, quarry-index's `number_value`).
     IndexedRange {
         field: String,
         range: NumericRange,
@@ -140,7 +140,9 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
                                 "field {field:?} is mapped as a number; {text:?} is not one"
                             ))
                         })?;
-                        Ok(Query::Range {
+                        // The terms hold the values as the mapped type reads them (strings
+                        // coerced, rounded to the type), the columns as sent.
+                        Ok(Query::IndexedRange {
                             field: field.to_owned(),
                             range: NumericRange {
                                 lower: Bound::Included(number),
@@ -287,6 +289,12 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
                     "field {field:?} is an ip field: its values are addresses, not numbers"
                 )))
             }
+            // A mapped number field's terms hold its values as the type reads them (strings
+            // coerced, rounded to the type); its columns hold them as sent.
+            Some(FieldType::Number) => Query::IndexedRange {
+                field: field.clone(),
+                range: range.clone(),
+            },
             _ => Query::Range {
                 field: field.clone(),
                 range: range.clone(),
@@ -320,7 +328,7 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
             _ => plan(otherwise, schema, text_fields)?,
         },
         Ast::Exists { field } if field == TIME_FIELD => Query::All,
-        Ast::Exists { field } => match schema.rules(field) {
+        Ast::Exists { field } => match not_nested(schema, field).map(|()| schema.rules(field))? {
             Some(rules) if !rules.index && !rules.stored => {
                 return Err(QueryError::Invalid(format!(
                     "field {field:?} is neither indexed nor stored (its mapping says `index: \
@@ -620,8 +628,23 @@ fn over_fields(
     }
 }
 
+/// Refuses a field under a `nested` object: Quarry keeps those flattened, where
+/// Elasticsearch answers them only inside a `nested` query, so a plain query would match
+/// what Elasticsearch does not.
+pub fn not_nested(schema: &Schema, field: &str) -> Result<()> {
+    match schema.mapping().nested_parent(field) {
+        Some(parent) => Err(QueryError::Invalid(format!(
+            "field {field:?} is inside the nested object {parent:?}: Quarry keeps nested \
+             objects flattened and does not search, aggregate or sort on their fields (nested \
+             queries are not supported)"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// The mapped type of `field` (`None`: dynamic), or an error if its mapping indexes nothing.
 fn mapped(schema: &Schema, field: &str) -> Result<Option<FieldType>> {
+    not_nested(schema, field)?;
     match schema.rules(field) {
         Some(rules) if !rules.ty.is_searchable() => Err(QueryError::Invalid(format!(
             "field {field:?} is mapped as {}: its values are kept, not indexed, so it cannot \
@@ -858,7 +881,7 @@ mod tests {
     }
 
     /// A DSL `term` string that spells a number matches the string or the number (on a field
-    /// mapped as a number, only the number can be there); a boolean, the whole value.
+    /// mapped as a number, the number in its terms); a boolean, the whole value.
     #[test]
     fn term_strings_that_spell_numbers_match_numbers() {
         let term = |value: serde_json::Value, schema: &Schema| {
@@ -875,8 +898,20 @@ mod tests {
         assert_eq!(term("500".into(), &dynamic), either(500));
         assert_eq!(term("5xx".into(), &dynamic), exact("status", "5xx"));
         assert_eq!(term(500.into(), &dynamic), point("status", 500));
+        // A mapped number field is searched in its terms, which hold strings coerced.
         let numbers = schema(&[("status", FieldType::Number)]);
-        assert_eq!(term("500".into(), &numbers), either(500));
+        let Query::Range { field, range } = point("status", 500) else {
+            unreachable!()
+        };
+        let indexed = Query::IndexedRange { field, range };
+        assert_eq!(
+            term("500".into(), &numbers),
+            Query::Bool {
+                must: Vec::new(),
+                should: vec![exact("status", "500"), indexed],
+                must_not: Vec::new(),
+            }
+        );
         assert_eq!(term(true.into(), &dynamic), exact("status", "true"));
     }
 

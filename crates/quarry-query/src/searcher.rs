@@ -244,7 +244,7 @@ impl Searcher {
         let first = parts.first();
         let mut mapping = quarry_store::Mapping::default();
         for part in parts {
-            mapping = mapping.merged(part.schema.mapping())?;
+            mapping = mapping.union(part.schema.mapping())?;
         }
         let schema = Arc::new(Schema::new(
             first.map_or_else(
@@ -685,6 +685,7 @@ fn text_fields(blocks: &[Arc<BlockReader>], schema: &Schema) -> Vec<String> {
                 .fields
                 .iter()
                 .filter(|f| f.text.is_some())
+                .filter(|f| schema.mapping().nested_parent(&f.name).is_none())
                 .filter(|f| {
                     schema.rules(&f.name).is_none_or(|rules| {
                         rules.index && rules.ty == quarry_store::FieldType::Text

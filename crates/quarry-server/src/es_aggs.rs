@@ -57,7 +57,10 @@ struct EsAgg {
 #[derive(Clone, Debug)]
 enum View {
     /// Over `@timestamp` or a date field: milliseconds, with the time as text.
-    Metric { kind: MetricKind, field: String },
+    Metric {
+        kind: MetricKind,
+        field: String,
+    },
     Terms {
         size: usize,
         order: Vec<(OrderBy, bool)>,
@@ -109,14 +112,19 @@ enum View {
         keyed: bool,
     },
     /// `filter` and `missing`: one bucket.
-    Single { kind: &'static str },
+    Single {
+        kind: &'static str,
+    },
     /// `top_hits`: the hits after the first `from`, shown as `view` says.
     TopHits {
         from: usize,
         view: Box<crate::es_hits::HitView>,
     },
     /// `top_metrics`: these fields of the top hits, with their times as sort values.
-    TopMetrics { fields: Vec<String> },
+    TopMetrics {
+        fields: Vec<String>,
+    },
+    Composite(Box<crate::es_composite::CompositeView>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -272,7 +280,7 @@ fn agg_parts<'a>(definition: &'a JsonValue, path: &str) -> Result<Parts<'a>, Api
     })
 }
 
-fn bad(message: impl Into<String>) -> ApiError {
+pub(crate) fn bad(message: impl Into<String>) -> ApiError {
     ApiError::bad_request(message.into())
 }
 
@@ -306,6 +314,16 @@ pub(crate) fn parse(
             Some(sub) => parse(sub, &format!("{path}.aggs"), now)?,
             None => Level::default(),
         };
+        if let Some(child) = sub
+            .aggs
+            .iter()
+            .find(|a| matches!(a.view, View::Composite(_)))
+        {
+            return Err(bad(format!(
+                "{path}.aggs.{}: [composite] aggregation cannot be used with a parent aggregation of type: [{kind}]",
+                child.name
+            )));
+        }
         let (kind, view) = node_of(kind, body, &here, now)?;
         let is_metric = matches!(
             view,
@@ -373,10 +391,10 @@ impl Level {
             if let (View::Metric { kind, .. }, NodeKind::Metric { field, .. }) =
                 (&agg.view, &node.kind)
             {
-                // A date field's text values are read as times.
-                let date = schema
-                    .rules(field)
-                    .is_some_and(|r| r.ty.date_unit_nanos().is_some());
+                // A date field's text values are read as times, a number field's as numbers.
+                let date = schema.rules(field).is_some_and(|r| {
+                    r.ty.date_unit_nanos().is_some() || r.ty == quarry_store::FieldType::Number
+                });
                 let holds = summary.get(field).filter(|_| !date).map(|(types, _)| {
                     types
                         .iter()
@@ -434,7 +452,7 @@ impl Level {
     }
 
     /// A bucket's object: its count, key fields and sub-aggregations.
-    fn bucket_json(
+    pub(crate) fn bucket_json(
         &self,
         mut head: Map<String, JsonValue>,
         bucket_children: &[AggResult],
@@ -1097,6 +1115,7 @@ impl EsAgg {
                 let body = sub.bucket_json(head, found.map_or(&empty[..], |b| &b.children), ctx)?;
                 Ok((JsonValue::Object(body), kind))
             }
+            View::Composite(view) => Ok((view.render(buckets, sub, ctx, &self.name)?, "composite")),
             View::Metric { .. } | View::TopHits { .. } | View::TopMetrics { .. } => {
                 Err(ApiError::internal("a metric with buckets"))
             }
@@ -1116,7 +1135,7 @@ pub(crate) struct Ctx<'a> {
 
 impl Ctx<'_> {
     /// `@timestamp`, or a field mapped as a date: its values are times (ns in the tree).
-    fn is_date(&self, field: &str) -> bool {
+    pub(crate) fn is_date(&self, field: &str) -> bool {
         field == quarry_format::TIME_FIELD
             || self
                 .searcher
@@ -1282,7 +1301,7 @@ fn term_key(key: &TermKey, date: bool) -> (JsonValue, Option<String>) {
         TermKey::Int(v) => ((*v).into(), None),
         TermKey::Uint(v) => ((*v).into(), None),
         TermKey::Float(bits) => (finite(Some(f64::from_bits(*bits))), None),
-        TermKey::Tuple(_) => (JsonValue::Null, None),
+        TermKey::Tuple(_) | TermKey::Missing => (JsonValue::Null, None),
     }
 }
 
@@ -1301,7 +1320,7 @@ fn tuple_part(part: &TermKey, date: bool) -> (JsonValue, String) {
             let v = f64::from_bits(*bits);
             (finite(Some(v)), format!("{v}"))
         }
-        TermKey::Tuple(_) => (JsonValue::Null, String::new()),
+        TermKey::Tuple(_) | TermKey::Missing => (JsonValue::Null, String::new()),
     }
 }
 
@@ -1468,7 +1487,7 @@ fn render_metric(kind: MetricKind, time: bool, result: &MetricResult) -> JsonVal
 
 /// A field name as Quarry stores it (`@timestamp` is `_time`; `x.keyword` is `x`'s whole
 /// value, which terms of `x` count).
-fn field_of(body: &JsonValue, path: &str) -> Result<String, ApiError> {
+pub(crate) fn field_of(body: &JsonValue, path: &str) -> Result<String, ApiError> {
     body.get("field")
         .and_then(JsonValue::as_str)
         .map(|f| dsl::field_name(f.strip_suffix(".keyword").unwrap_or(f)).to_owned())
@@ -1479,7 +1498,7 @@ fn field_of(body: &JsonValue, path: &str) -> Result<String, ApiError> {
         })
 }
 
-fn number(body: &JsonValue, key: &str, path: &str) -> Result<Option<f64>, ApiError> {
+pub(crate) fn number(body: &JsonValue, key: &str, path: &str) -> Result<Option<f64>, ApiError> {
     match body.get(key) {
         None | Some(JsonValue::Null) => Ok(None),
         Some(value) => value
@@ -1490,7 +1509,12 @@ fn number(body: &JsonValue, key: &str, path: &str) -> Result<Option<f64>, ApiErr
     }
 }
 
-fn count_option(body: &JsonValue, key: &str, default: u64, path: &str) -> Result<u64, ApiError> {
+pub(crate) fn count_option(
+    body: &JsonValue,
+    key: &str,
+    default: u64,
+    path: &str,
+) -> Result<u64, ApiError> {
     match body.get(key) {
         None => Ok(default),
         Some(value) => value.as_u64().ok_or_else(|| {
@@ -1511,7 +1535,7 @@ fn flag(body: &JsonValue, key: &str, default: bool, path: &str) -> Result<bool, 
     }
 }
 
-fn zone_of(body: &JsonValue, path: &str) -> Result<Zone, ApiError> {
+pub(crate) fn zone_of(body: &JsonValue, path: &str) -> Result<Zone, ApiError> {
     match body.get("time_zone") {
         None => Ok(Zone::Utc),
         Some(JsonValue::String(text)) => {
@@ -1524,7 +1548,7 @@ fn zone_of(body: &JsonValue, path: &str) -> Result<Zone, ApiError> {
 }
 
 /// A date given as epoch milliseconds or as a date (with date math), in ns.
-fn date_value(
+pub(crate) fn date_value(
     value: &JsonValue,
     zone: Zone,
     rounding: Rounding,
@@ -1720,6 +1744,11 @@ fn node_of(
                 },
             ))
         }
+        "composite" => {
+            let (kind, view) =
+                crate::es_composite::parse(body, path, now, time_buckets, time_offset)?;
+            Ok((kind, View::Composite(Box::new(view))))
+        }
         "rare_terms" => {
             let field = field_of(body, path)?;
             let max_doc_count = count_option(body, "max_doc_count", 1, path)?;
@@ -1776,21 +1805,7 @@ fn node_of(
                 Some(_) => field_of(body, path)?,
             };
             let zone = zone_of(body, path)?;
-            let offset = match body.get("offset") {
-                None => 0,
-                Some(JsonValue::String(text)) => {
-                    signed_interval(text).map_err(|e| bad(format!("{path}.offset: {e}")))?
-                }
-                Some(JsonValue::Number(n)) => n
-                    .as_i64()
-                    .map(|ms| ms.saturating_mul(1_000_000))
-                    .unwrap_or(0),
-                Some(other) => {
-                    return Err(bad(format!(
-                        "{path}.offset: expected a time like 1h, got {other}"
-                    )))
-                }
-            };
+            let offset = time_offset(body, path)?;
             let buckets = time_buckets(body, zone, offset, path)?;
             let format = match body.get("format") {
                 None => DateFormat::iso(),
@@ -2288,6 +2303,23 @@ fn time_buckets(
     }
 }
 
+/// A date_histogram's `offset` (`+1h`, `-30m`, or milliseconds), in ns.
+fn time_offset(body: &JsonValue, path: &str) -> Result<i64, ApiError> {
+    match body.get("offset") {
+        None => Ok(0),
+        Some(JsonValue::String(text)) => {
+            signed_interval(text).map_err(|e| bad(format!("{path}.offset: {e}")))
+        }
+        Some(JsonValue::Number(n)) => Ok(n
+            .as_i64()
+            .map(|ms| ms.saturating_mul(1_000_000))
+            .unwrap_or(0)),
+        Some(other) => Err(bad(format!(
+            "{path}.offset: expected a time like 1h, got {other}"
+        ))),
+    }
+}
+
 /// `+1h`, `-30m`, `1d`: ns.
 fn signed_interval(text: &str) -> Result<i64, String> {
     let text = text.trim();
@@ -2351,6 +2383,7 @@ fn check_options(kind: &str, body: &JsonValue, path: &str) -> Result<(), ApiErro
             "exclude",
             "value_type",
         ],
+        "composite" => &["sources", "size", "after"],
         "histogram" => &[
             "field",
             "interval",
@@ -2709,7 +2742,8 @@ impl DateFormat {
             | "date_optional_time"
             | "strict_date_time"
             | "date_time"
-            | "strict_date_optional_time_nanos" => return Ok(DateFormat::iso()),
+            | "strict_date_optional_time_nanos"
+            | "iso8601" => return Ok(DateFormat::iso()),
             "strict_date" | "date" | "year_month_day" | "strict_year_month_day" => {
                 return DateFormat::parse("yyyy-MM-dd")
             }

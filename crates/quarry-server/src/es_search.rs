@@ -284,7 +284,14 @@ pub(crate) fn mapping_of(live: &LiveIndex) -> JsonValue {
     let searcher = live.published_snapshot();
     let schema = live.schema();
     let mut properties = Map::new();
-    // Mapped names first (patterns are not field names: the fields they map show below).
+    // Mapped objects (`nested`, or with rules of their own), then the mapped names (patterns
+    // are not field names: the fields they map show below).
+    let objects = &schema.mapping().objects;
+    for (name, object) in objects {
+        let mut shown = object.to_es_json();
+        shown["properties"] = json!({});
+        insert_dotted(&mut properties, name.clone(), shown, Some("properties"));
+    }
     for (name, rules) in &schema.mapping().fields {
         if !name.contains('*') {
             insert_dotted(
@@ -297,7 +304,9 @@ pub(crate) fn mapping_of(live: &LiveIndex) -> JsonValue {
     }
     for (name, (types, _)) in crate::field_summary(&searcher) {
         // Kept but not indexed (`dynamic: false`): Elasticsearch does not list them.
-        if name != quarry_format::TIME_FIELD && schema.is_unindexed_unmapped(&name) {
+        if name != quarry_format::TIME_FIELD && schema.is_unindexed_unmapped(&name)
+            || objects.contains_key(&name)
+        {
             continue;
         }
         let has = |ty: &str| types.get(ty).is_some_and(|&n| n > 0);

@@ -18,6 +18,7 @@
 mod admin;
 mod es_aggs;
 mod es_api;
+mod es_composite;
 mod es_docs;
 mod es_field_caps;
 mod es_filter_path;

@@ -11,6 +11,6 @@ pub mod wal;
 
 pub use block_file::{write_block_bytes, write_block_file};
 pub use catalog::{BlockEntry, Catalog, CatalogError, Settings, SourceKey, SourceState};
-pub use mapping::{FieldMapping, FieldType, Mapping, MappingError};
+pub use mapping::{FieldMapping, FieldType, Mapping, MappingError, NumberType};
 pub use metastore::Metastore;
 pub use wal::{Replay, Wal, WalError, WalRecord};

@@ -43,7 +43,10 @@
 //! - `keyword` fields take `ignore_above` (longer values are kept, not indexed); `text`
 //!   fields take `fields: {"keyword": {"type": "keyword"}}`, the whole value Quarry answers as
 //!   `X.keyword` anyway (with `ignore_above`, longer values are not found there); any other
-//!   multi-field is refused. `nested` objects are refused.
+//!   multi-field is refused.
+//! - `type: nested` objects are taken and flattened like any object (there are no hidden
+//!   sub-documents); a query, aggregation or sort on a field under one is refused
+//!   (`Mapping::nested_parent`), as is the `nested` query itself.
 //! - `index` (default true): false keeps the value but indexes nothing; a query on the field
 //!   is an error.
 //! - `stored` (Quarry's; default true): false indexes the value but keeps no copy, so hits do
@@ -109,6 +112,90 @@ impl FieldType {
     }
 }
 
+/// Which number type a `Number` field was mapped as: the values it takes and how they are
+/// indexed and aggregated, as Elasticsearch's doc values hold them. A value is read as a
+/// number also from a string (`"403"`, Elasticsearch's `coerce`); the integer types truncate
+/// a fraction and refuse what is out of their range; `float` and `half_float` keep their
+/// own precision, `scaled_float` the nearest multiple of `1 / scaling_factor`. The value as
+/// sent is what hits show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NumberType {
+    Long,
+    Integer,
+    Short,
+    Byte,
+    UnsignedLong,
+    #[default]
+    Double,
+    Float,
+    HalfFloat,
+    ScaledFloat,
+}
+
+impl NumberType {
+    pub const ALL: [NumberType; 9] = [
+        NumberType::Long,
+        NumberType::Integer,
+        NumberType::Short,
+        NumberType::Byte,
+        NumberType::UnsignedLong,
+        NumberType::Double,
+        NumberType::Float,
+        NumberType::HalfFloat,
+        NumberType::ScaledFloat,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            NumberType::Long => "long",
+            NumberType::Integer => "integer",
+            NumberType::Short => "short",
+            NumberType::Byte => "byte",
+            NumberType::UnsignedLong => "unsigned_long",
+            NumberType::Double => "double",
+            NumberType::Float => "float",
+            NumberType::HalfFloat => "half_float",
+            NumberType::ScaledFloat => "scaled_float",
+        }
+    }
+
+    /// The range of an integer type, `None` for the others.
+    pub fn integer_range(self) -> Option<(i128, i128)> {
+        Some(match self {
+            NumberType::Long => (i64::MIN.into(), i64::MAX.into()),
+            NumberType::Integer => (i32::MIN.into(), i32::MAX.into()),
+            NumberType::Short => (i16::MIN.into(), i16::MAX.into()),
+            NumberType::Byte => (i8::MIN.into(), i8::MAX.into()),
+            NumberType::UnsignedLong => (0, u64::MAX.into()),
+            _ => return None,
+        })
+    }
+}
+
+/// A `scaled_float`'s `scaling_factor`, kept as its f64 bits so mappings compare exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "f64", into = "f64")]
+pub struct ScalingFactor(u64);
+
+impl ScalingFactor {
+    pub fn get(self) -> f64 {
+        f64::from_bits(self.0)
+    }
+}
+
+impl From<f64> for ScalingFactor {
+    fn from(factor: f64) -> ScalingFactor {
+        ScalingFactor(factor.to_bits())
+    }
+}
+
+impl From<ScalingFactor> for f64 {
+    fn from(factor: ScalingFactor) -> f64 {
+        factor.get()
+    }
+}
+
 /// What happens to a field no mapping names (Elasticsearch's `dynamic`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -156,6 +243,12 @@ impl Dynamic {
 pub struct ObjectMapping {
     pub dynamic: Option<Dynamic>,
     pub enabled: bool,
+    /// Mapped `type: nested`. Quarry keeps the object flattened like any other (there are
+    /// no hidden sub-documents), so queries, aggregations and sorts on fields under it are
+    /// refused (`Mapping::nested_parent`): Elasticsearch answers those only through `nested`
+    /// queries and aggregations, and a plain query would match what it does not.
+    #[serde(default)]
+    pub nested: bool,
 }
 
 /// A text field's `fields: {"keyword": {"type": "keyword"}}`: the whole value, which Quarry
@@ -218,6 +311,12 @@ pub struct FieldMapping {
     /// Text: the `keyword` multi-field it declares.
     #[serde(default)]
     pub keyword_subfield: Option<KeywordSubfield>,
+    /// Number: the type it was mapped as.
+    #[serde(default)]
+    pub number_type: NumberType,
+    /// `scaled_float`: values are indexed as the nearest multiple of `1 / factor`.
+    #[serde(default)]
+    pub scaling_factor: Option<ScalingFactor>,
 }
 
 impl FieldMapping {
@@ -233,6 +332,8 @@ impl FieldMapping {
             ignore_malformed: false,
             ignore_above: None,
             keyword_subfield: None,
+            number_type: NumberType::default(),
+            scaling_factor: None,
         }
     }
 }
@@ -281,18 +382,6 @@ fn error(path: &str, message: impl Into<String>) -> MappingError {
     }
 }
 
-const NUMBER_TYPES: [&str; 9] = [
-    "long",
-    "integer",
-    "short",
-    "byte",
-    "unsigned_long",
-    "double",
-    "float",
-    "half_float",
-    "scaled_float",
-];
-
 impl Mapping {
     pub fn is_empty(&self) -> bool {
         self.fields.is_empty()
@@ -329,6 +418,17 @@ impl Mapping {
             }
         }
         self.dynamic.unwrap_or_default()
+    }
+
+    /// The `nested` object holding field `name` (the outermost), if any: queries and
+    /// aggregations on such a field are refused (`ObjectMapping::nested`).
+    pub fn nested_parent<'n>(&self, name: &'n str) -> Option<&'n str> {
+        if self.objects.values().all(|o| !o.nested) {
+            return None;
+        }
+        name.match_indices('.')
+            .map(|(dot, _)| &name[..dot])
+            .find(|prefix| self.objects.get(*prefix).is_some_and(|o| o.nested))
     }
 
     /// Reads a mapping document (module doc): `{"properties": ...}`, optionally wrapped in
@@ -462,6 +562,26 @@ impl Mapping {
         Ok(merged)
     }
 
+    /// The mapping a search over two indexes reads fields by: `merged`, except that a field
+    /// both map as numbers of different types (`long` here, `double` there) is read as a
+    /// `double`, its values as sent, as Elasticsearch widens such a field across indices.
+    pub fn union(&self, other: &Mapping) -> Result<Mapping, MappingError> {
+        let mut this = self.clone();
+        let mut other = other.clone();
+        for (name, theirs) in other.fields.iter_mut() {
+            let Some(mine) = this.fields.get_mut(name) else {
+                continue;
+            };
+            if mine.ty == FieldType::Number && theirs.ty == FieldType::Number && mine != theirs {
+                for rules in [mine, theirs] {
+                    rules.number_type = NumberType::Double;
+                    rules.scaling_factor = None;
+                }
+            }
+        }
+        this.merged(&other)
+    }
+
     /// The mapping as an Elasticsearch-style document (what `GET /{index}/_mapping` shows).
     pub fn to_es_json(&self) -> Json {
         let mut properties: serde_json::Map<String, Json> = self
@@ -470,15 +590,7 @@ impl Mapping {
             .map(|(name, rules)| (name.clone(), rules.to_es_json()))
             .collect();
         for (name, object) in &self.objects {
-            let mut shown = serde_json::Map::new();
-            shown.insert("type".into(), "object".into());
-            if let Some(dynamic) = object.dynamic {
-                shown.insert("dynamic".into(), dynamic.to_es_json());
-            }
-            if !object.enabled {
-                shown.insert("enabled".into(), false.into());
-            }
-            properties.insert(name.clone(), Json::Object(shown));
+            properties.insert(name.clone(), object.to_es_json());
         }
         let mut document = serde_json::Map::new();
         if let Some(dynamic) = self.dynamic.filter(|&d| d != Dynamic::True) {
@@ -495,13 +607,29 @@ impl Mapping {
     }
 }
 
+impl ObjectMapping {
+    /// The object's own rules as Elasticsearch shows them (its fields apart).
+    pub fn to_es_json(&self) -> Json {
+        let mut shown = serde_json::Map::new();
+        let ty = if self.nested { "nested" } else { "object" };
+        shown.insert("type".into(), ty.into());
+        if let Some(dynamic) = self.dynamic {
+            shown.insert("dynamic".into(), dynamic.to_es_json());
+        }
+        if !self.enabled {
+            shown.insert("enabled".into(), false.into());
+        }
+        Json::Object(shown)
+    }
+}
+
 impl FieldMapping {
     pub fn to_es_json(&self) -> Json {
         let mut out = serde_json::Map::new();
         let ty = match self.ty {
             FieldType::Text => "text",
             FieldType::Keyword => "keyword",
-            FieldType::Number => "double",
+            FieldType::Number => self.number_type.name(),
             FieldType::Boolean => "boolean",
             FieldType::Date => "date",
             FieldType::DateNanos => "date_nanos",
@@ -534,6 +662,9 @@ impl FieldMapping {
         }
         if let Some(limit) = self.ignore_above {
             out.insert("ignore_above".into(), limit.into());
+        }
+        if let Some(factor) = self.scaling_factor {
+            out.insert("scaling_factor".into(), factor.get().into());
         }
         if let Some(subfield) = self.keyword_subfield {
             let mut keyword = serde_json::Map::new();
@@ -577,23 +708,22 @@ fn read_properties(
             ));
         }
         let keys = object(field, &here)?;
-        if keys.contains_key("properties") || keys.get("type").is_some_and(|t| t == "object") {
+        if keys.contains_key("properties")
+            || keys
+                .get("type")
+                .is_some_and(|t| t == "object" || t == "nested")
+        {
             let mut rules = ObjectMapping {
                 dynamic: None,
                 enabled: true,
+                nested: false,
             };
             for (key, value) in keys {
                 let at = join(&here, key);
                 match key.as_str() {
                     "properties" => {}
                     "type" if value == "object" => {}
-                    "type" if value == "nested" => {
-                        return Err(error(
-                            &at,
-                            "type \"nested\" is not supported: Quarry flattens objects, and \
-                             nested queries need each array item as a document of its own",
-                        ))
-                    }
+                    "type" if value == "nested" => rules.nested = true,
                     "type" => return Err(error(&at, "a field with `properties` is an object")),
                     "dynamic" => rules.dynamic = Some(Dynamic::parse(value, &at)?),
                     "enabled" => {
@@ -619,7 +749,7 @@ fn read_properties(
                      cannot map fields",
                 ));
             }
-            if rules.dynamic.is_some() || !rules.enabled || nested.is_none() {
+            if rules.dynamic.is_some() || !rules.enabled || rules.nested || nested.is_none() {
                 objects.insert(full.clone(), rules);
             }
             if let Some(nested) = nested {
@@ -653,20 +783,23 @@ fn read_field(
         "ip" => FieldType::Ip,
         "binary" => FieldType::Binary,
         "geo_point" => FieldType::GeoPoint,
-        number if NUMBER_TYPES.contains(&number) => FieldType::Number,
+        number if NumberType::ALL.iter().any(|t| t.name() == number) => FieldType::Number,
         other => {
             return Err(error(
                 &ty_path,
                 format!(
                     "unsupported type {other:?} (supported: text, match_only_text, keyword, \
-                     boolean, date, date_nanos, ip, binary, geo_point, object, {})",
-                    NUMBER_TYPES.join(", ")
+                     boolean, date, date_nanos, ip, binary, geo_point, object, nested, {})",
+                    NumberType::ALL.map(NumberType::name).join(", ")
                 ),
             ))
         }
     };
     let is_date = ty.date_unit_nanos().is_some();
     let mut rules = FieldMapping::new(ty);
+    if let Some(number) = NumberType::ALL.into_iter().find(|t| t.name() == ty_name) {
+        rules.number_type = number;
+    }
     for (key, value) in keys {
         let here = join(path, key);
         let flag = || {
@@ -720,6 +853,22 @@ fn read_field(
             {
                 rules.ignore_malformed = flag()?
             }
+            "scaling_factor" if rules.number_type == NumberType::ScaledFloat => {
+                let factor = value
+                    .as_f64()
+                    .filter(|f| f.is_finite() && *f > 0.0)
+                    .ok_or_else(|| error(&here, "expected a positive number"))?;
+                rules.scaling_factor = Some(factor.into());
+            }
+            "coerce" if ty == FieldType::Number => {
+                if !flag()? {
+                    return Err(error(
+                        &here,
+                        "only `coerce: true` (the default) is supported: number fields read \
+                         numbers written as strings",
+                    ));
+                }
+            }
             "ignore_above" if ty == FieldType::Keyword => {
                 rules.ignore_above = Some(limit(value, &here)?)
             }
@@ -745,15 +894,20 @@ fn read_field(
                             FieldType::Text => ", norms, analyzer, index_options, fields",
                             FieldType::Keyword => ", ignore_above",
                             FieldType::Date | FieldType::DateNanos => ", format, ignore_malformed",
-                            FieldType::Ip | FieldType::Number | FieldType::Boolean => {
-                                ", ignore_malformed"
+                            FieldType::Number if rules.number_type == NumberType::ScaledFloat => {
+                                ", ignore_malformed, coerce, scaling_factor"
                             }
+                            FieldType::Number => ", ignore_malformed, coerce",
+                            FieldType::Ip | FieldType::Boolean => ", ignore_malformed",
                             FieldType::Binary | FieldType::GeoPoint => "",
                         }
                     ),
                 ))
             }
         }
+    }
+    if rules.number_type == NumberType::ScaledFloat && rules.scaling_factor.is_none() {
+        return Err(error(path, "a scaled_float field needs `scaling_factor`"));
     }
     Ok(rules)
 }
@@ -856,6 +1010,27 @@ pub fn glob_matches(pattern: &str, name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nested_objects_are_flattened_and_name_their_fields() {
+        let mapping = Mapping::from_json(
+            r#"{"properties": {"n": {"type": "nested", "properties": {"v": {"type": "long"},
+                "inner": {"type": "nested"}}}, "o": {"properties": {"w": {"type": "long"}}}}}"#,
+        )
+        .unwrap();
+        assert_eq!(mapping.nested_parent("n.v"), Some("n"));
+        assert_eq!(mapping.nested_parent("n.inner.x"), Some("n"));
+        assert_eq!(mapping.nested_parent("n"), None);
+        assert_eq!(mapping.nested_parent("o.w"), None);
+        assert_eq!(mapping.nested_parent("nv"), None);
+        assert_eq!(mapping.rules("n.v").map(|r| r.ty), Some(FieldType::Number));
+        let shown = mapping.to_es_json();
+        assert_eq!(shown["properties"]["n"]["type"], "nested");
+        assert_eq!(
+            Mapping::from_value(&shown).unwrap().nested_parent("n.v"),
+            Some("n")
+        );
+    }
 
     #[test]
     fn reads_nested_properties_patterns_and_excludes() {
@@ -1081,9 +1256,9 @@ mod tests {
                 "unknown",
             ),
             (
-                r#"{"properties": {"n": {"type": "nested", "properties": {}}}}"#,
-                "properties.n.type",
-                "nested",
+                r#"{"properties": {"n": {"type": "nested", "include_in_parent": true}}}"#,
+                "properties.n.include_in_parent",
+                "object",
             ),
             (
                 r#"{"properties": {"o": {"enabled": false, "properties": {"a": {"type": "long"}}}}}"#,

@@ -879,8 +879,7 @@ fn field_caps_merge_the_indices_and_conflicting_mappings_are_refused() {
     assert_eq!(
         fields["code"],
         json!({
-            // Quarry's number fields hold any number: `GET _mapping` says double.
-            "double": {"type": "double", "searchable": true, "aggregatable": true, "indices": ["m-a"]},
+            "long": {"type": "long", "searchable": true, "aggregatable": true, "indices": ["m-a"]},
             "keyword": {"type": "keyword", "searchable": true, "aggregatable": true, "indices": ["m-b"]},
         })
     );

@@ -1,7 +1,8 @@
 //! Keyword values and coerced terms through the Elasticsearch API, as the official clients
 //! send them: `prefix`, `wildcard`, `regexp` and `fuzzy` on `X.keyword` match whole values
 //! case-sensitively (`web-0*` finds `web-01`, not `Web-07`), on a text field they match its
-//! tokens; a `term` string `"500"` finds the number 500 and `"true"` the boolean. Every count
+//! tokens; a `term` string `"500"` finds the number 500 and `"true"` the boolean; a range on
+//! a keyword field compares whole values byte-wise, case kept. Every count
 //! is checked against a brute-force filter over the generated events.
 
 mod common;
@@ -287,6 +288,24 @@ fn mapped_keyword_and_number_fields() {
         (
             json!({"query_string": {"query": "host:web-0*"}}),
             Box::new(|e| e.host.starts_with("web-0")),
+        ),
+        // Ranges on a keyword field compare whole values byte-wise, case kept, whatever the
+        // bounds look like.
+        (
+            json!({"range": {"host": {"gte": "Web", "lt": "web-05"}}}),
+            Box::new(|e| e.host.as_str() >= "Web" && e.host.as_str() < "web-05"),
+        ),
+        (
+            json!({"range": {"host": {"lt": 500}}}),
+            Box::new(|e| e.host.as_str() < "500"),
+        ),
+        (
+            json!({"query_string": {"query": "host:[db-1 TO web-02]"}}),
+            Box::new(|e| e.host.as_str() >= "db-1" && e.host.as_str() <= "web-02"),
+        ),
+        (
+            json!({"range": {"status": {"gt": "200", "lte": 500}}}),
+            Box::new(|e| e.status > 200),
         ),
     ];
     let mut wrong = Vec::new();

@@ -143,6 +143,9 @@ pub enum Metric {
     /// Values at these percents (0 to 100), interpolated between ranks as Elasticsearch's
     /// t-digest does over few values (`Percentiles::interpolated`).
     Percentiles(Vec<f64>),
+    /// Values at these percents as Elasticsearch's HDR histogram reports them with `digits`
+    /// significant digits (`Percentiles::hdr`).
+    HdrPercentiles { percents: Vec<f64>, digits: u32 },
     /// Distinct values, estimated (HyperLogLog++).
     Cardinality,
     /// The median of the values' distances from their median.
@@ -354,6 +357,9 @@ pub enum MetricResult {
     Cardinality(u64),
     /// No value without values.
     MedianAbsoluteDeviation(Option<f64>),
+    /// The metric has no answer over these values, and says why (HDR percentiles of a
+    /// negative value).
+    Invalid(String),
     /// The first hits in the asked order (`Searcher::events` fetches them), of `total`.
     TopHits {
         hits: Vec<crate::Hit>,
@@ -1263,7 +1269,9 @@ impl MetricState {
                 sum_of_squares: 0.0,
             },
             Metric::ValueCount => MetricState::ValueCount(0),
-            Metric::Percentiles(_) | Metric::MedianAbsoluteDeviation => {
+            Metric::Percentiles(_)
+            | Metric::HdrPercentiles { .. }
+            | Metric::MedianAbsoluteDeviation => {
                 MetricState::Percentiles(Box::new(Percentiles::new(false)))
             }
             Metric::TopHits { .. } => MetricState::TopHits(Vec::new(), 0),
@@ -1387,6 +1395,16 @@ impl MetricState {
                         .map(|&p| (p, state.interpolated(p / 100.0)))
                         .collect(),
                 )
+            }
+            (MetricState::Percentiles(state), Metric::HdrPercentiles { percents, digits }) => {
+                let values: Result<Vec<(f64, Option<f64>)>> = percents
+                    .iter()
+                    .map(|&p| Ok((p, state.hdr(p / 100.0, *digits)?)))
+                    .collect();
+                match values {
+                    Ok(values) => MetricResult::Percentiles(values),
+                    Err(error) => MetricResult::Invalid(error.to_string()),
+                }
             }
             (MetricState::Distinct(mut hll), _) => {
                 MetricResult::Cardinality(hll.count().round() as u64)

@@ -548,6 +548,67 @@ impl Percentiles {
         interpolate(&values, q)
     }
 
+    /// The quantile `q` as Elasticsearch's HDR percentiles report it (HdrHistogram's
+    /// `DoubleHistogram` with `digits` significant digits): the value at rank
+    /// `max(1, ceil(q * n))`, given as the highest value the histogram cannot tell from it.
+    /// The histogram counts in integer units of `2^floor(log2(smallest positive value)) /
+    /// 2^m`, where `2^m` is half of the sub-buckets that hold `2 * 10^digits` values; an
+    /// integer `v` shares its bucket with `2^(max(msb(v), m) - m)` neighbours. With values 1,
+    /// 51, 101 and 151 and 3 digits the median is 51.0302734375, as Elasticsearch says.
+    /// Negative values are an error, as in Elasticsearch; beyond exact counting the sketch's
+    /// value is reported the same way.
+    pub(crate) fn hdr(&self, q: f64, digits: u32) -> Result<Option<f64>, crate::QueryError> {
+        let negative = || {
+            crate::QueryError::Invalid(
+                "HDR percentiles take no negative values (the field holds one)".into(),
+            )
+        };
+        let (value, smallest) = match &self.sketch {
+            Some(sketch) => {
+                if sketch.min().is_some_and(|m| m < 0.0) {
+                    return Err(negative());
+                }
+                let Some(value) = sketch.quantile(q).ok().flatten() else {
+                    return Ok(None);
+                };
+                (value, sketch.min().filter(|m| *m > 0.0))
+            }
+            None => {
+                let values = self.counted();
+                if values.first().is_some_and(|&(v, _)| v < 0) {
+                    return Err(negative());
+                }
+                let total: u64 = values.iter().map(|&(_, n)| n).sum();
+                if total == 0 {
+                    return Ok(None);
+                }
+                let rank = ((q.clamp(0.0, 1.0) * total as f64).ceil() as u64).max(1);
+                let mut seen = 0;
+                let value = values
+                    .iter()
+                    .find(|&&(_, n)| {
+                        seen += n;
+                        seen >= rank
+                    })
+                    .map_or(0, |&(v, _)| v);
+                let smallest = values.iter().map(|&(v, _)| v).find(|&v| v > 0);
+                (value as f64, smallest.map(|v| v as f64))
+            }
+        };
+        let Some(smallest) = smallest else {
+            return Ok(Some(value));
+        };
+        // Sub-buckets: the power of two at or above 2 * 10^digits; half of them.
+        let single_unit = 2.0 * 10f64.powi(digits as i32);
+        let half_magnitude = (single_unit.log2().ceil() as i32 - 1).max(0);
+        let unit = 2f64.powi(smallest.log2().floor() as i32 - half_magnitude);
+        let integer = (value / unit).floor() as u64;
+        let msb = 63 - i32::try_from(integer.max(1).leading_zeros()).unwrap_or(63);
+        let size = 1u64 << (msb.max(half_magnitude) - half_magnitude);
+        let highest = integer / size * size + size - 1;
+        Ok(Some(highest as f64 * unit))
+    }
+
     /// The median absolute deviation: the median (`interpolated`) of the values' distances
     /// from their median. Beyond exact counting, from a thousand of the sketch's quantiles.
     pub(crate) fn median_absolute_deviation(&self) -> Option<f64> {

@@ -1398,7 +1398,9 @@ fn model_node(node: &AggNode, events: &[&ModelEvent]) -> AggResult {
                     .collect::<HashSet<_>>()
                     .len() as u64,
             ),
-            Metric::Percentiles(_) | Metric::MedianAbsoluteDeviation => {
+            Metric::Percentiles(_)
+            | Metric::HdrPercentiles { .. }
+            | Metric::MedianAbsoluteDeviation => {
                 panic!("percentiles are checked elsewhere")
             }
             // Times only: ties in time may come in any order (the tree breaks them by block

@@ -7,7 +7,7 @@
 //!   `offset`, `format`, `min_doc_count`, `extended_bounds`, `keyed`), `range` and
 //!   `date_range`, `filters` (named or a list, `other_bucket`), `filter` and `missing`.
 //! - Metrics: `avg`, `min`, `max`, `sum`, `stats`, `extended_stats`, `value_count`,
-//!   `cardinality`, `percentiles` (numbers or their text, `keyed`). Metrics of `@timestamp`
+//!   `cardinality`, `percentiles` (numbers or their text, `keyed`, t-digest or `hdr`). Metrics of `@timestamp`
 //!   are in milliseconds with the time as text beside them, as a date field's are.
 //! - Pipelines over a parent's buckets (`derivative`, `cumulative_sum`, `serial_diff`,
 //!   `moving_avg`, `moving_fn` with `MovingFunctions`' built-in functions, `bucket_script`
@@ -137,7 +137,7 @@ enum MetricKind {
     ExtendedStats { sigma: f64 },
     ValueCount,
     Cardinality,
-    Percentiles { keyed: bool },
+    Percentiles { keyed: bool, hdr: bool },
     MedianAbsoluteDeviation,
 }
 
@@ -152,6 +152,7 @@ impl MetricKind {
             MetricKind::ExtendedStats { .. } => "extended_stats",
             MetricKind::ValueCount => "value_count",
             MetricKind::Cardinality => "cardinality",
+            MetricKind::Percentiles { hdr: true, .. } => "hdr_percentiles",
             MetricKind::Percentiles { .. } => "tdigest_percentiles",
             MetricKind::MedianAbsoluteDeviation => "median_absolute_deviation",
         }
@@ -436,7 +437,7 @@ impl Level {
         }
         for pipeline in &self.pipelines {
             if let PipelineKind::Sibling(kind) = pipeline.kind {
-                let value = sibling_value(&out, pipeline, kind)?;
+                let value = sibling_value(&out, pipeline, kind, typed)?;
                 types.push((pipeline.name.clone(), pipeline.kind.type_name()));
                 out.insert(pipeline.name.clone(), value);
             }
@@ -479,13 +480,14 @@ impl Level {
                 .iter()
                 .map(|bucket| {
                     let path = &pipeline.paths[0].1;
-                    let value = path_value(bucket, path, typed);
-                    match value {
+                    let value = resolve_path(bucket, path, typed)
+                        .map_err(|e| bad(format!("{}: {e}", pipeline.name)))?;
+                    Ok(match value {
                         None if pipeline.insert_zeros => Some(0.0),
                         other => other,
-                    }
+                    })
                 })
-                .collect();
+                .collect::<Result<_, ApiError>>()?;
             let name = if typed {
                 format!("{}#{}", pipeline.kind.type_name(), pipeline.name)
             } else {
@@ -569,7 +571,9 @@ fn pipeline_values(
                 let mut params = Vec::new();
                 let mut complete = true;
                 for (var, path) in &pipeline.paths {
-                    match path_value(bucket, path, typed) {
+                    let value = resolve_path(bucket, path, typed)
+                        .map_err(|e| bad(format!("{}: {e}", pipeline.name)))?;
+                    match value {
                         Some(v) => params.push((var.as_str(), v)),
                         None if pipeline.insert_zeros => params.push((var.as_str(), 0.0)),
                         None => complete = false,
@@ -617,16 +621,29 @@ fn finite(v: Option<f64>) -> JsonValue {
     }
 }
 
-/// The number at `path` in a rendered bucket: `_count`, `_key`, `metric`, `metric.stat`,
-/// `metric[percent]` or `single_bucket>...`.
+/// The number at `path` in a rendered bucket (`resolve_path`), or `None` when there is none.
 fn path_value(bucket: &Map<String, JsonValue>, path: &str, typed: bool) -> Option<f64> {
+    resolve_path(bucket, path, typed).ok().flatten()
+}
+
+/// The number at `path` in a rendered bucket: `_count`, `_key`, `metric`, `metric.stat`,
+/// `metric[percent]` or `single_bucket>...`. `Ok(None)`: the metric has no value there (an
+/// empty bucket). A path that names no aggregation, a multi-bucket one or a metric of
+/// several values without saying which is an error, as in Elasticsearch.
+fn resolve_path(
+    bucket: &Map<String, JsonValue>,
+    path: &str,
+    typed: bool,
+) -> Result<Option<f64>, String> {
     let (head, rest) = match path.split_once('>') {
         Some((head, rest)) => (head, Some(rest)),
         None => (path, None),
     };
     match head {
-        "_count" if rest.is_none() => return bucket.get("doc_count")?.as_f64(),
-        "_key" if rest.is_none() => return bucket.get("key")?.as_f64(),
+        "_count" if rest.is_none() => {
+            return Ok(bucket.get("doc_count").and_then(JsonValue::as_f64))
+        }
+        "_key" if rest.is_none() => return Ok(bucket.get("key").and_then(JsonValue::as_f64)),
         _ => {}
     }
     let (name, stat) = match head.split_once('[') {
@@ -636,23 +653,57 @@ fn path_value(bucket: &Map<String, JsonValue>, path: &str, typed: bool) -> Optio
             None => (head, None),
         },
     };
-    let value = if typed {
+    let found = if typed {
         bucket
             .iter()
             .find(|(key, _)| key.split_once('#').map_or(key.as_str(), |(_, n)| n) == name)
-            .map(|(_, v)| v)?
+            .map(|(_, v)| v)
     } else {
-        bucket.get(name)?
+        bucket.get(name)
     };
+    let Some(value) = found else {
+        return Err(format!("No aggregation found for path [{path}]"));
+    };
+    let single_value = |got: &str| {
+        format!(
+            "buckets_path must reference either a number value or a single value numeric \
+             metric aggregation, got: [{got}] at aggregation [{name}]"
+        )
+    };
+    if let Some(buckets) = value.get("buckets") {
+        if rest.is_some() {
+            return Err(single_value("Object[]"));
+        }
+        let first_key = match buckets {
+            JsonValue::Array(list) => list.first().and_then(|b| b.get("key")),
+            _ => None,
+        };
+        let kind = match first_key {
+            Some(key) if key.is_i64() || key.is_u64() => "LongTerms",
+            Some(key) if key.is_f64() => "DoubleTerms",
+            _ => "StringTerms",
+        };
+        return Err(single_value(kind));
+    }
     if let Some(rest) = rest {
-        return path_value(value.as_object()?, rest, typed);
+        let Some(object) = value.as_object() else {
+            return Err(format!("No aggregation found for path [{path}]"));
+        };
+        return resolve_path(object, rest, typed);
     }
     match stat {
-        None => value.get("value").and_then(JsonValue::as_f64),
+        None if value.get("values").is_some() || value.get("count").is_some() => Err(format!(
+            "buckets_path must reference either a number value or a single value numeric \
+             metric aggregation, but [{name}] contains multiple values. Please specify which \
+             to use."
+        )),
+        None => Ok(value.get("value").and_then(JsonValue::as_f64)),
         Some(stat) => {
             if let Some(values) = value.get("values") {
-                let percent: f64 = stat.parse().ok()?;
-                return match values {
+                let percent: f64 = stat
+                    .parse()
+                    .map_err(|_| format!("[{stat}] is not a percent of [{name}]"))?;
+                return Ok(match values {
                     JsonValue::Object(map) => map
                         .iter()
                         .find(|(k, _)| k.parse::<f64>().ok() == Some(percent))
@@ -662,9 +713,9 @@ fn path_value(bucket: &Map<String, JsonValue>, path: &str, typed: bool) -> Optio
                         .find(|item| item["key"].as_f64() == Some(percent))
                         .and_then(|item| item["value"].as_f64()),
                     _ => None,
-                };
+                });
             }
-            value.get(stat).and_then(JsonValue::as_f64)
+            Ok(value.get(stat).and_then(JsonValue::as_f64))
         }
     }
 }
@@ -674,6 +725,7 @@ fn sibling_value(
     out: &Map<String, JsonValue>,
     pipeline: &Pipeline,
     kind: SiblingKind,
+    typed: bool,
 ) -> Result<JsonValue, ApiError> {
     let path = &pipeline.paths[0].1;
     let (agg, metric) = path.split_once('>').unwrap_or((path, "_count"));
@@ -690,7 +742,8 @@ fn sibling_value(
     let mut values = Vec::new();
     let mut keys = Vec::new();
     for bucket in buckets {
-        let value = path_value(bucket, metric, false);
+        let value = resolve_path(bucket, metric, typed)
+            .map_err(|e| bad(format!("{}: {e}", pipeline.name)))?;
         let value = match value {
             None if pipeline.insert_zeros => Some(0.0),
             other => other,
@@ -738,6 +791,9 @@ impl EsAgg {
         ctx: Ctx<'_>,
     ) -> Result<(JsonValue, &'static str), ApiError> {
         match (&self.view, result) {
+            (_, AggResult::Metric(MetricResult::Invalid(reason))) => {
+                Err(bad(format!("[{}]: {reason}", self.name)))
+            }
             (View::Metric { kind, field }, AggResult::Metric(metric)) => Ok((
                 render_metric(*kind, ctx.is_date(field), metric),
                 kind.type_name(),
@@ -1460,7 +1516,7 @@ fn render_metric(kind: MetricKind, time: bool, result: &MetricResult) -> JsonVal
             out.insert("value".into(), (*n).into());
         }
         (_, MetricResult::MedianAbsoluteDeviation(v)) => with_text(&mut out, "value", *v),
-        (MetricKind::Percentiles { keyed }, MetricResult::Percentiles(values)) => {
+        (MetricKind::Percentiles { keyed, .. }, MetricResult::Percentiles(values)) => {
             if keyed {
                 let mut map = Map::new();
                 for (p, v) in values {
@@ -1480,7 +1536,10 @@ fn render_metric(kind: MetricKind, time: bool, result: &MetricResult) -> JsonVal
                 out.insert("values".into(), list.into());
             }
         }
-        (_, MetricResult::Percentiles(_) | MetricResult::TopHits { .. }) => {}
+        (
+            _,
+            MetricResult::Percentiles(_) | MetricResult::TopHits { .. } | MetricResult::Invalid(_),
+        ) => {}
     }
     JsonValue::Object(out)
 }
@@ -1654,7 +1713,11 @@ fn node_of(
             metric(Metric::Cardinality, MetricKind::Cardinality)
         }
         "percentiles" => {
+            let name = agg_name(path);
             let percents = match body.get("percents") {
+                Some(JsonValue::Array(values)) if values.is_empty() => {
+                    return Err(bad(format!("[percents] must not be empty: [{name}]")))
+                }
                 // Numbers, or their text (Grafana sends ["25", "50", ...]).
                 Some(JsonValue::Array(values)) => values
                     .iter()
@@ -1675,10 +1738,16 @@ fn node_of(
                 None => vec![1.0, 5.0, 25.0, 50.0, 75.0, 95.0, 99.0],
             };
             let keyed = flag(body, "keyed", true, path)?;
-            metric(
-                Metric::Percentiles(percents),
-                MetricKind::Percentiles { keyed },
-            )
+            match percentiles_method(body, path)? {
+                Some(digits) => metric(
+                    Metric::HdrPercentiles { percents, digits },
+                    MetricKind::Percentiles { keyed, hdr: true },
+                ),
+                None => metric(
+                    Metric::Percentiles(percents),
+                    MetricKind::Percentiles { keyed, hdr: false },
+                ),
+            }
         }
         "terms" => {
             let field = field_of(body, path)?;
@@ -2011,6 +2080,63 @@ fn missing_value(body: &JsonValue, path: &str) -> Result<Option<TermKey>, ApiErr
             )))
         }
     })
+}
+
+/// `percentiles`' method: `hdr` (its significant digits, 0 to 5, 3 by default) or the
+/// t-digest (`None`), whose `compression` is checked and changes nothing here: the values
+/// are interpolated exactly while few enough to count (`Percentiles::interpolated`).
+fn percentiles_method(body: &JsonValue, path: &str) -> Result<Option<u32>, ApiError> {
+    let name = agg_name(path);
+    let options = |key: &str| -> Result<Option<&Map<String, JsonValue>>, ApiError> {
+        match body.get(key) {
+            None => Ok(None),
+            Some(JsonValue::Object(options)) => Ok(Some(options)),
+            Some(other) => Err(bad(format!(
+                "{path}.{key}: expected an object of options, got {other}"
+            ))),
+        }
+    };
+    let (hdr, tdigest) = (options("hdr")?, options("tdigest")?);
+    if hdr.is_some() && tdigest.is_some() {
+        return Err(bad(format!(
+            "Parameter [tdigest] cannot be used with parameter [hdr] in [{name}]"
+        )));
+    }
+    if let Some(tdigest) = tdigest {
+        for (key, value) in tdigest {
+            match key.as_str() {
+                "compression" if value.as_f64().is_some_and(|c| c >= 0.0) => {}
+                "compression" => return Err(bad(format!(
+                    "[compression] must be greater than or equal to 0. Found [{:?}] in [{name}]",
+                    value.as_f64().unwrap_or(f64::NAN)
+                ))),
+                other => return Err(bad(format!("unsupported: {path}.tdigest.{other}"))),
+            }
+        }
+        return Ok(None);
+    }
+    let Some(hdr) = hdr else {
+        return Ok(None);
+    };
+    let mut digits = 3;
+    for (key, value) in hdr {
+        match key.as_str() {
+            "number_of_significant_value_digits" => {
+                let n = value.as_i64().ok_or_else(|| {
+                    bad(format!(
+                        "{path}.hdr.{key}: expected a whole number from 0 to 5, got {value}"
+                    ))
+                })?;
+                digits = u32::try_from(n).ok().filter(|d| *d <= 5).ok_or_else(|| {
+                    bad(format!(
+                        "[numberOfSignificantValueDigits] must be between 0 and 5: [{name}]"
+                    ))
+                })?;
+            }
+            other => return Err(bad(format!("unsupported: {path}.hdr.{other}"))),
+        }
+    }
+    Ok(Some(digits))
 }
 
 /// A `sort` of hits within an aggregation: on `@timestamp` only (hits are taken in time
@@ -2398,7 +2524,7 @@ fn check_options(kind: &str, body: &JsonValue, path: &str) -> Result<(), ApiErro
         "extended_stats" => &["field", "sigma", "missing"],
         "median_absolute_deviation" => &["field", "compression", "missing"],
         "cardinality" => &["field", "precision_threshold", "missing"],
-        "percentiles" => &["field", "percents", "keyed", "missing"],
+        "percentiles" => &["field", "percents", "keyed", "missing", "hdr", "tdigest"],
         "filters" => &["filters", "other_bucket", "other_bucket_key", "keyed"],
         "missing" => &["field"],
         // The body is a query, checked as one; unknown types are refused where built.

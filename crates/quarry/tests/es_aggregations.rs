@@ -540,3 +540,83 @@ fn top_hits_multi_terms_and_date_fields_match_a_model() {
         "{answer}"
     );
 }
+
+/// HDR percentiles as Elasticsearch's HdrHistogram reports them (golden values from
+/// OpenSearch's own suite, and the rank rule checked over a wider spread), and pipeline paths
+/// that name no single number refused instead of skipped.
+#[test]
+fn hdr_percentiles_and_pipeline_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("d"));
+    let (status, answer) = server.request(
+        "PUT",
+        "/hdr",
+        Some(
+            r#"{"mappings": {"properties": {"n": {"type": "integer"}, "g": {"type": "keyword"}}}}"#,
+        ),
+    );
+    assert_eq!(status, 200, "{answer}");
+    let mut bulk = String::new();
+    for (n, g) in [(1, "a"), (51, "a"), (101, "b"), (151, "b"), (126, "b")] {
+        bulk.push_str(&format!(
+            "{{\"index\":{{}}}}\n{{\"n\": {n}, \"g\": \"{g}\"}}\n"
+        ));
+    }
+    let (status, answer) = server.request("POST", "/hdr/_bulk", Some(&bulk));
+    assert_eq!(status, 200, "{answer}");
+    let hdr = |query: Value, digits: u32| {
+        let body = json!({"size": 0, "query": query, "aggs": {"p": {"percentiles": {
+            "field": "n", "percents": [0.5, 25, 50, 75, 99], "hdr": {"number_of_significant_value_digits": digits}}}}});
+        let (status, answer) = server.request("POST", "/hdr/_search", Some(&body.to_string()));
+        assert_eq!(status, 200, "{answer}");
+        let values = &answer["aggregations"]["p"]["values"];
+        ["0.5", "25.0", "50.0", "75.0", "99.0"].map(|p| values[p].as_f64().unwrap())
+    };
+    // 1, 51, 101, 151 (126 left out): OpenSearch's 190_percentiles_hdr_metric.yml.
+    let without_126 = json!({"bool": {"must_not": {"term": {"n": 126}}}});
+    assert_eq!(
+        hdr(without_126, 3),
+        [1.0, 1.0, 51.0302734375, 101.0615234375, 151.1240234375]
+    );
+    // 51, 101, 126, 151: the unit follows the smallest value (51: 1/32).
+    let filtered = json!({"range": {"n": {"gte": 50}}});
+    assert_eq!(
+        hdr(filtered, 3),
+        [51.0, 51.0, 101.03125, 126.03125, 151.09375]
+    );
+    // Fewer digits, wider buckets: each answer is the top of the bucket holding the value at
+    // rank ceil(p * n), and never below that value.
+    let coarse = hdr(json!({"match_all": {}}), 1);
+    let sorted = [1.0, 51.0, 101.0, 126.0, 151.0];
+    for (answer, p) in coarse.iter().zip([0.005, 0.25, 0.5, 0.75, 0.99]) {
+        let rank = ((p * 5.0f64).ceil() as usize).max(1);
+        let value = sorted[rank - 1];
+        assert!(
+            *answer >= value && *answer < value * 1.2,
+            "p{p}: {answer} for {value}"
+        );
+    }
+
+    // Pipelines whose path names no single number are refused by name.
+    for (path, word) in [
+        ("t>p", "contains multiple values"),
+        ("t>missing", "No aggregation found"),
+    ] {
+        let body = json!({"size": 0, "aggs": {
+            "t": {"terms": {"field": "g"}, "aggs": {"p": {"percentiles": {"field": "n"}}}},
+            "best": {"max_bucket": {"buckets_path": path}}}});
+        let (status, answer) = server.request("POST", "/hdr/_search", Some(&body.to_string()));
+        assert_eq!(status, 400, "{path}: {answer}");
+        assert!(
+            answer["error"]["reason"].as_str().unwrap().contains(word),
+            "{answer}"
+        );
+    }
+    let body = json!({"size": 0, "aggs": {
+        "t": {"terms": {"field": "g"}, "aggs": {"p": {"percentiles": {"field": "n", "percents": [50]}}}},
+        "best": {"max_bucket": {"buckets_path": "t>p[50.0]"}}}});
+    let (status, answer) = server.request("POST", "/hdr/_search", Some(&body.to_string()));
+    assert_eq!(status, 200, "{answer}");
+    // Medians: a = {1, 51} interpolated 26, b = {101, 126, 151} 126.
+    assert_eq!(answer["aggregations"]["best"]["value"], 126.0);
+}

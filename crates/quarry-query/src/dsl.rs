@@ -13,7 +13,7 @@
 //! | `range` (`gt`/`gte`/`lt`/`lte`, `format`, `time_zone`) | a numeric range, or on `@timestamp`/`_time` a time range with date math (`now-15m`, `now/d`) and epoch milliseconds for numbers; on a date or ip field the bounds are read in its type when planned (query.rs) |
 //! | `exists` | `_exists_:field` |
 //! | `prefix`, `wildcard`, `regexp`, `fuzzy` | the pattern (pattern.rs) over the field's tokens |
-//! | `bool` (`must`, `filter`, `should`, `must_not`, `minimum_should_match` 0 or 1) | the query language's `+`, `+`, ` `, `-` |
+//! | `bool` (`must`, `filter`, `should`, `must_not`, `minimum_should_match`: a count or percentage) | the query language's `+`, `+`, ` `, `-`; at least N of the `should` clauses as `Ast::AtLeast` |
 //! | `intervals` (`match`, `all_of`, `any_of` with `mode`/`ordered`, `max_gaps`, `filter`; `prefix`, `wildcard`, `regexp`, `fuzzy`) | `Ast::Intervals` (intervals.rs); `use_field` and `script` filters are refused |
 //!
 //! `@timestamp` is a name for `_time` everywhere. An unknown query type, an unknown option or
@@ -671,6 +671,7 @@ pub fn query_string(
     let mut classic = ClassicOptions::default();
     let mut fields: Vec<String> = Vec::new();
     let mut phrase_slop = 0;
+    let mut minimum_should_match = None;
     for (key, value) in options {
         let bad = |what: &str| error(path, format!("{key}: expected {what}"));
         match key.as_str() {
@@ -714,6 +715,9 @@ pub fn query_string(
             "allow_leading_wildcard" if value == &Value::Bool(true) => {}
             "lenient" if value == &Value::Bool(false) => {}
             "flags" if simple && value.as_str() == Some("ALL") => {}
+            "minimum_should_match" => {
+                minimum_should_match = Some(minimum_should_match_of(value, path)?)
+            }
             other => {
                 return Err(error(path, format!("unsupported: option [{other}]")));
             }
@@ -735,6 +739,14 @@ pub fn query_string(
     }
     if classic.default_field.is_none() && !fields.is_empty() {
         ast = over_fields(ast, &fields);
+    }
+    // Of the top level's optional clauses, as Elasticsearch applies it.
+    if let Some(minimum) = minimum_should_match {
+        let clauses = match ast {
+            Ast::Bool(clauses) => clauses,
+            single => vec![(Occur::Should, single)],
+        };
+        ast = Ast::Bool(with_minimum_should_match(clauses, minimum));
     }
     Ok(ast)
 }
@@ -957,7 +969,6 @@ fn compile_bool(body: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
         .as_object()
         .ok_or_else(|| error(path, "expected an object of clauses"))?;
     let mut clauses = Vec::new();
-    let mut has_required = false;
     for (occur_name, value) in object {
         let occur = match occur_name.as_str() {
             "must" | "filter" => Occur::Must,
@@ -966,7 +977,6 @@ fn compile_bool(body: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
             "minimum_should_match" | "boost" | "_name" => continue,
             other => return Err(error(path, format!("unknown bool clause [{other}]"))),
         };
-        has_required |= occur == Occur::Must;
         let items: Vec<&Value> = match value {
             Value::Array(items) => items.iter().collect(),
             single => vec![single],
@@ -978,39 +988,49 @@ fn compile_bool(body: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
     }
     // Elasticsearch: with a must or filter clause, should clauses are optional unless
     // minimum_should_match says otherwise; without one, at least one should must match
-    // (the query language's rule too).
-    let minimum_should_match = match object.get("minimum_should_match") {
-        None => None,
-        Some(v) if v.as_u64() == Some(0) || v.as_str() == Some("0") => Some(0),
-        Some(v) if v.as_u64() == Some(1) || v.as_str() == Some("1") => Some(1),
-        Some(other) => {
-            return Err(error(
-                path,
-                format!("minimum_should_match {other} is not supported (0 or 1)"),
-            ))
-        }
-    };
-    match minimum_should_match {
-        // 0 without a required clause: `should` may then all miss, they only score.
-        Some(0) if !has_required => clauses.push((Occur::Must, Ast::All)),
-        // 1 beside a required clause: at least one `should` must match too.
-        Some(1) if has_required => {
-            let should: Vec<(Occur, Ast)> = clauses
-                .iter()
-                .filter(|(o, _)| *o == Occur::Should)
-                .cloned()
-                .collect();
-            clauses.retain(|(o, _)| *o != Occur::Should);
-            if !should.is_empty() {
-                clauses.push((Occur::Must, Ast::Bool(should)));
-            }
-        }
-        _ => {}
+    // (the query language's rule too). A count or percentage of them (`2`, `-1`, `"75%"`).
+    if let Some(value) = object.get("minimum_should_match") {
+        let minimum = minimum_should_match_of(value, path)?;
+        clauses = with_minimum_should_match(clauses, minimum);
     }
     if clauses.is_empty() {
         return Ok(Ast::All);
     }
     Ok(Ast::Bool(clauses))
+}
+
+/// `clauses` with `minimum` of their `should` clauses required: without a must or filter
+/// clause at least one should matches anyway; beside one they are optional unless `minimum`
+/// says otherwise (a count or percentage of them: `2`, `-1`, `"75%"`).
+fn with_minimum_should_match(
+    mut clauses: Vec<(Occur, Ast)>,
+    minimum: MinimumShouldMatch,
+) -> Vec<(Occur, Ast)> {
+    let has_required = clauses.iter().any(|(o, _)| *o == Occur::Must);
+    let optional = clauses.iter().filter(|(o, _)| *o == Occur::Should).count();
+    match minimum.of(optional) {
+        // Without a required clause at least one `should` matches whatever it says, as a
+        // Lucene disjunction does (0 and 1 are the rule).
+        0 | 1 if !has_required => {}
+        0 => {}
+        // At least `minimum` of the `should` clauses must match too; they still score.
+        minimum => {
+            let should: Vec<Ast> = clauses
+                .iter()
+                .filter(|(o, _)| *o == Occur::Should)
+                .map(|(_, clause)| clause.clone())
+                .collect();
+            clauses.retain(|(o, _)| *o != Occur::Should);
+            clauses.push((
+                Occur::Must,
+                Ast::AtLeast {
+                    minimum,
+                    clauses: should,
+                },
+            ));
+        }
+    }
+    clauses
 }
 
 /// A leaf query's field name and its options: borrowed from the body when they are an
@@ -1684,7 +1704,7 @@ mod tests {
         );
         for option in [
             json!({"fuzziness": 1}),
-            json!({"minimum_should_match": "2"}),
+            json!({"fuzzy_transpositions": false}),
             json!({"lenient": true}),
             json!({"quote_field_suffix": ".exact"}),
             json!({"default_operator": "XOR"}),
@@ -1698,6 +1718,14 @@ mod tests {
                 "{error}"
             );
         }
+        // minimum_should_match: of the top level's optional clauses.
+        let ast = compile(
+            &qs(json!({"query": "a b c", "minimum_should_match": "2"})),
+            "query",
+            NOW,
+        )
+        .unwrap();
+        assert_eq!(ast.to_string(), "(+at_least(2, a, b, c))");
     }
 
     #[test]

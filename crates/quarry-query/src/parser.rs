@@ -209,6 +209,12 @@ pub enum Ast {
     /// `*`: every event.
     All,
     Bool(Vec<(Occur, Ast)>),
+    /// At least `minimum` of `clauses` match (Elasticsearch's `minimum_should_match` of 2 or
+    /// more); only the DSL writes it. Scored by the sum of the matching clauses.
+    AtLeast {
+        minimum: usize,
+        clauses: Vec<Ast>,
+    },
     /// Elasticsearch's `match_bool_prefix` (dsl.rs): only the DSL writes it.
     BoolPrefix(Box<crate::dsl::BoolPrefix>),
     /// Elasticsearch's `intervals` (dsl.rs): a rule over one text field's positions
@@ -260,6 +266,13 @@ impl fmt::Display for Ast {
                 write!(f, "match_bool_prefix({:?})", query.text)
             }
             Ast::Intervals { field, rule } => write!(f, "{field}:intervals({rule})"),
+            Ast::AtLeast { minimum, clauses } => {
+                write!(f, "at_least({minimum}")?;
+                for clause in clauses {
+                    write!(f, ", {clause}")?;
+                }
+                write!(f, ")")
+            }
             Ast::Bool(clauses) => {
                 write!(f, "(")?;
                 for (i, (occur, clause)) in clauses.iter().enumerate() {

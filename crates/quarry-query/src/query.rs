@@ -349,6 +349,25 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
         },
         Ast::All => Query::All,
         Ast::Intervals { field, rule } => intervals(schema, field, rule)?,
+        Ast::AtLeast { minimum, clauses } => {
+            // A clause that analyzes to no token is dropped, as in a `Bool`.
+            let mut clauses: Vec<Query> = clauses
+                .iter()
+                .map(|clause| plan(clause, schema, text_fields))
+                .filter(|q| !matches!(q, Ok(Query::Nothing)))
+                .collect::<Result<_>>()?;
+            match *minimum {
+                0 | 1 if clauses.len() == 1 => clauses.pop().unwrap_or(Query::Nothing),
+                0 | 1 => Query::Any(clauses),
+                minimum if minimum == clauses.len() => Query::Bool {
+                    must: clauses,
+                    should: Vec::new(),
+                    must_not: Vec::new(),
+                },
+                // More than there are: an `AtLeast` that never matches.
+                minimum => Query::AtLeast { clauses, minimum },
+            }
+        }
         Ast::BoolPrefix(query) => over_fields(query.field.as_deref(), text_fields, |field| {
             bool_prefix(schema, field, query)
         })?,

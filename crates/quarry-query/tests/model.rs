@@ -1080,3 +1080,131 @@ proptest! {
         }
     }
 }
+
+/// A `bool` query for the model: `should` terms on field `a`, maybe a `filter` term, and a
+/// `minimum_should_match` (a count, negative counts, or a percentage).
+#[derive(Debug, Clone)]
+struct BoolCase {
+    should: Vec<&'static str>,
+    filter: Option<&'static str>,
+    minimum: Option<serde_json::Value>,
+}
+
+impl BoolCase {
+    fn dsl(&self) -> serde_json::Value {
+        use serde_json::json;
+        let should: Vec<_> = self
+            .should
+            .iter()
+            .map(|w| json!({"term": {"a": w}}))
+            .collect();
+        let mut body = json!({ "should": should });
+        if let Some(word) = self.filter {
+            body["filter"] = json!({"term": {"a": word}});
+        }
+        if let Some(minimum) = &self.minimum {
+            body["minimum_should_match"] = minimum.clone();
+        }
+        json!({ "bool": body })
+    }
+
+    /// How many `should` clauses must match, as Elasticsearch computes it (truncated toward
+    /// zero; with no filter and no minimum, one).
+    fn required(&self) -> usize {
+        let n = self.should.len() as i64;
+        let required = match &self.minimum {
+            None => i64::from(self.filter.is_none()),
+            Some(serde_json::Value::Number(count)) => {
+                let count = count.as_i64().unwrap();
+                if count < 0 {
+                    n + count
+                } else {
+                    count
+                }
+            }
+            Some(serde_json::Value::String(percent)) => {
+                let percent: i64 = percent.trim_end_matches('%').parse().unwrap();
+                if percent < 0 {
+                    n + n * percent / 100
+                } else {
+                    n * percent / 100
+                }
+            }
+            Some(other) => panic!("{other}"),
+        };
+        let required = required.max(0) as usize;
+        // Without a filter, at least one should clause matches anyway.
+        if self.filter.is_none() {
+            required.max(1)
+        } else {
+            required
+        }
+    }
+
+    /// The score of `doc`: the matching `should` terms' BM25 scores (a filter scores 0),
+    /// when enough of them match and the filter does.
+    fn eval(&self, model: &Model, doc: usize) -> Option<f64> {
+        let tokens = model.tokens[doc].get("a");
+        let tf =
+            |word: &str| tokens.map_or(0, |t| t.iter().filter(|(_, t)| t == word).count()) as u32;
+        if self.filter.is_some_and(|w| tf(w) == 0) {
+            return None;
+        }
+        let mut matched = 0;
+        let mut score = 0.0;
+        for word in &self.should {
+            let n = tf(word);
+            if n > 0 {
+                matched += 1;
+                score += model.bm25("a", model.idf("a", word), n, doc);
+            }
+        }
+        (matched >= self.required()).then_some(score)
+    }
+}
+
+fn bool_strategy() -> impl Strategy<Value = BoolCase> {
+    let word = prop::sample::select(&["w0", "w1", "w2", "w3", "w4"][..]);
+    let minimum = prop_oneof![
+        Just(None),
+        (-3i64..5).prop_map(|n| Some(serde_json::json!(n))),
+        prop::sample::select(&["50%", "75%", "-25%", "100%"][..])
+            .prop_map(|p| Some(serde_json::json!(p))),
+    ];
+    (
+        prop::collection::btree_set(word.clone(), 1..5),
+        prop::option::of(word),
+        minimum,
+    )
+        .prop_map(|(should, filter, minimum)| BoolCase {
+            should: should.into_iter().collect(),
+            filter,
+            minimum,
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// `bool` with `minimum_should_match` of any count or percentage (`Ast::AtLeast`)
+    /// against brute force, with and without a filter.
+    #[test]
+    fn bool_minimum_should_match_matches_brute_force(
+        events in prop::collection::vec(event_strategy(), 1..200),
+        splits in prop::collection::vec(any::<usize>(), 0..3),
+        cases in prop::collection::vec(bool_strategy(), 1..6),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let (searcher, ordered) = build_searcher(&events, &splits, dir.path());
+        let model = Model::new(&ordered);
+        for case in &cases {
+            let dsl = case.dsl();
+            let ast = quarry_query::dsl::compile(&dsl, "query", 0).unwrap();
+            let query = searcher.plan(&ast).unwrap();
+            let expected: Vec<(f64, usize)> = (0..ordered.len())
+                .filter_map(|d| case.eval(&model, d).map(|s| (s, d)))
+                .collect();
+            check_expected(&searcher, &query, ordered.len(), &dsl.to_string(), expected, &[1, 3, 10])?;
+        }
+    }
+}

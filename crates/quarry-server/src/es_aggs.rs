@@ -301,6 +301,11 @@ pub(crate) fn parse(
             meta,
         } = agg_parts(definition, &path)?;
         let here = format!("{path}.{kind}");
+        if kind == "bucket_sort" && !path.contains(".aggs.") && !path.contains(".aggregations.") {
+            return Err(bad(format!(
+                "bucket_sort aggregation [{name}] must be declared inside of another aggregation"
+            )));
+        }
         if let Some(pipeline) = parse_pipeline(name, kind, body, &here)? {
             if sub.is_some() {
                 return Err(bad(format!(
@@ -888,7 +893,7 @@ impl EsAgg {
                 keys,
             } => {
                 let dates = [ctx.is_date(field)];
-                let kept = keys.kept(buckets, dates[0], &self.name)?;
+                let kept = keys.kept(buckets, dates[0], ctx.is_string_field(field), &self.name)?;
                 let (list, other) =
                     self.render_terms(&kept, &dates, *min_doc_count, u64::MAX, order, *size, ctx)?;
                 let ty = match buckets.first().map(|b| &b.key) {
@@ -932,7 +937,7 @@ impl EsAgg {
             } => {
                 let dates = [ctx.is_date(field)];
                 let order = [(OrderBy::Count, false)];
-                let kept = keys.kept(buckets, dates[0], &self.name)?;
+                let kept = keys.kept(buckets, dates[0], ctx.is_string_field(field), &self.name)?;
                 let (list, _) =
                     self.render_terms(&kept, &dates, 1, *max_doc_count, &order, usize::MAX, ctx)?;
                 let ty = match buckets.first().map(|b| &b.key) {
@@ -1200,6 +1205,18 @@ impl Ctx<'_> {
                 .is_some_and(|r| r.ty.date_unit_nanos().is_some())
     }
 
+    /// Whether `field` holds strings as far as the mapping says: unmapped, text or keyword
+    /// (ip, number, date and boolean fields do not).
+    pub(crate) fn is_string_field(&self, field: &str) -> bool {
+        use quarry_store::FieldType;
+        !self.is_date(field)
+            && self
+                .searcher
+                .schema()
+                .rules(field)
+                .is_none_or(|r| matches!(r.ty, FieldType::Text | FieldType::Keyword))
+    }
+
     /// The index a hit of the searcher came from.
     fn index_of(&self, hit: &quarry_query::Hit) -> &str {
         match self.indices {
@@ -1302,8 +1319,15 @@ impl KeyFilter {
         &self,
         buckets: &'b [BucketResult],
         date: bool,
+        strings: bool,
         name: &str,
     ) -> Result<Vec<&'b BucketResult>, ApiError> {
+        let regex = |set: &Option<KeySet>| matches!(set, Some(KeySet::Regex(_)));
+        if !strings && (regex(&self.include) || regex(&self.exclude)) {
+            return Err(bad(format!(
+                "Aggregation [{name}] cannot support regular expression style include/exclude settings as they can only be applied to string fields. Use an array of values for include/exclude clauses"
+            )));
+        }
         let mut kept = Vec::with_capacity(buckets.len());
         for bucket in buckets {
             let BucketKey::Term(key) = &bucket.key else {
@@ -1325,7 +1349,7 @@ impl KeySet {
         match (self, key) {
             (KeySet::Regex(regex), TermKey::Str(text)) => Ok(regex.pattern.matches(text)),
             (KeySet::Regex(_), _) => Err(bad(format!(
-                "Aggregation [{name}] cannot support regular expression style include/exclude settings as they can only be applied to string fields"
+                "Aggregation [{name}] cannot support regular expression style include/exclude settings as they can only be applied to string fields. Use an array of values for include/exclude clauses"
             ))),
             (KeySet::Values(values), key) => Ok(values.iter().any(|value| match (value, key) {
                 (JsonValue::String(v), TermKey::Str(k)) => v == k,
@@ -1564,7 +1588,10 @@ pub(crate) fn number(body: &JsonValue, key: &str, path: &str) -> Result<Option<f
             .as_f64()
             .or_else(|| value.as_str().and_then(|s| s.trim().parse().ok()))
             .map(Some)
-            .ok_or_else(|| bad(format!("{path}.{key}: expected a number, got {value}"))),
+            .ok_or_else(|| {
+                bad(format!("{path}.{key}: expected a number, got {value}"))
+                    .with_kind("x_content_parse_exception")
+            }),
     }
 }
 
@@ -2106,10 +2133,12 @@ fn percentiles_method(body: &JsonValue, path: &str) -> Result<Option<u32>, ApiEr
         for (key, value) in tdigest {
             match key.as_str() {
                 "compression" if value.as_f64().is_some_and(|c| c >= 0.0) => {}
-                "compression" => return Err(bad(format!(
+                "compression" => {
+                    return Err(bad(format!(
                     "[compression] must be greater than or equal to 0. Found [{:?}] in [{name}]",
                     value.as_f64().unwrap_or(f64::NAN)
-                ))),
+                )))
+                }
                 other => return Err(bad(format!("unsupported: {path}.tdigest.{other}"))),
             }
         }

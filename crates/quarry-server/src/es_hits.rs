@@ -462,6 +462,7 @@ impl QueryWords {
             Ast::Exact { field, value } => text_words(&Some(field.clone()), value),
             Ast::Pattern { field, pattern } => self.patterns.push((field.clone(), pattern.clone())),
             Ast::Boost { inner, .. } => self.collect(inner),
+            Ast::AtLeast { clauses, .. } => clauses.iter().for_each(|c| self.collect(c)),
             Ast::Bool(clauses) => {
                 for (occur, clause) in clauses {
                     if *occur != Occur::MustNot {

@@ -58,6 +58,9 @@ pub const TIMESTAMP_ALIAS: &str = "@timestamp";
 pub struct DslError {
     pub path: String,
     pub reason: String,
+    /// Elasticsearch's type for the error when it is not a parse error
+    /// (`query_shard_exception`: the query is well formed but the field cannot answer it).
+    pub kind: Option<&'static str>,
 }
 
 /// `match_bool_prefix`: the text analyzed (as its field is, or by `analyzer`), each token a
@@ -129,6 +132,7 @@ fn error(path: &str, reason: impl Into<String>) -> DslError {
     DslError {
         path: path.to_owned(),
         reason: reason.into(),
+        kind: None,
     }
 }
 
@@ -333,9 +337,20 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
                 .get("field")
                 .and_then(Value::as_str)
                 .ok_or_else(|| error(path, "expected {\"field\": \"name\"}"))?;
-            Ok(Ast::Exists {
-                field: field_name(field).to_owned(),
-            })
+            match field {
+                // Every document has these metadata fields.
+                "_index" | "_id" | "_seq_no" | "_version" | "_primary_term" => Ok(Ast::All),
+                "_source" => Err(DslError {
+                    kind: Some("query_shard_exception"),
+                    ..error(
+                        path,
+                        "field [_source] of type [_source] does not support exists queries",
+                    )
+                }),
+                field => Ok(Ast::Exists {
+                    field: field_name(field).to_owned(),
+                }),
+            }
         }
         "prefix" | "wildcard" | "regexp" | "fuzzy" => {
             let (field, options) = field_and_options(body, path, "value")?;

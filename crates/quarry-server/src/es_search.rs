@@ -340,7 +340,11 @@ pub(crate) fn mapping_of(live: &LiveIndex) -> JsonValue {
 }
 
 pub(crate) fn dsl_error(error: DslError) -> ApiError {
-    ApiError::bad_request(format!("[{}] {}", error.path, error.reason))
+    let answer = ApiError::bad_request(format!("[{}] {}", error.path, error.reason));
+    match error.kind {
+        Some(kind) => answer.with_kind(kind),
+        None => answer,
+    }
 }
 
 /// One search: the request from `body` (and URL `params`: `q`, `size`, `from`), run on
@@ -476,6 +480,7 @@ impl SearchPlan {
             "timeout",
             "scroll",
             "typed_keys",
+            "sort",
         ];
         known.extend_from_slice(HitView::PARAMS);
         known
@@ -567,6 +572,19 @@ impl SearchPlan {
                         "unsupported: [{other}] in the search body"
                     )))
                 }
+            }
+        }
+        // `sort=field:order,...`, as the body's `sort` list of `field:order` strings.
+        if let Some(sort) = params.get("sort") {
+            if body.contains_key("sort") {
+                return Err(ApiError::bad_request(
+                    "sort: given both in the URL and in the body; give one",
+                ));
+            }
+            let keys: Vec<JsonValue> = sort.split(',').map(JsonValue::from).collect();
+            match sort_of(&JsonValue::Array(keys))? {
+                SortSpec::Order(order) => request.sort = order,
+                SortSpec::Field(field) => request.sort_field = Some(field),
             }
         }
         // After the body: the URL's `_source*` parameters win over the body's `_source`, as

@@ -87,6 +87,12 @@ pub enum NodeKind {
         field: String,
         ranges: Vec<(Option<f64>, Option<f64>)>,
     },
+    /// A bucket per time range `[from, to)` in ns (keys `BucketKey::Slot(i)`): values read as
+    /// times (a date field's, epoch milliseconds, or dates in text).
+    DateRange {
+        field: String,
+        ranges: Vec<(Option<i64>, Option<i64>)>,
+    },
     /// A bucket per filter (keys `BucketKey::Slot(i)`), and with `other` one more for docs
     /// matching none (`Slot(filters.len())`).
     Filters { filters: Vec<Ast>, other: bool },
@@ -451,6 +457,7 @@ fn check_fields(searcher: &Searcher, nodes: &[AggNode]) -> Result<()> {
             | NodeKind::Histogram { field, .. }
             | NodeKind::DateHistogram { field, .. }
             | NodeKind::Range { field, .. }
+            | NodeKind::DateRange { field, .. }
             | NodeKind::Missing { field } => vec![field],
             NodeKind::MultiTerms { fields } => fields.iter().map(|(f, _)| f.as_str()).collect(),
             NodeKind::Composite { sources } => sources.iter().map(|s| s.field.as_str()).collect(),
@@ -561,6 +568,7 @@ impl<'a> NodeReader<'a> {
             | NodeKind::Histogram { field, .. }
             | NodeKind::DateHistogram { field, .. }
             | NodeKind::Range { field, .. }
+            | NodeKind::DateRange { field, .. }
             | NodeKind::Missing { field } => Source::Field(
                 FieldCursor::with_arrays(block, field),
                 value_rules(searcher, field),
@@ -849,6 +857,15 @@ fn value_keys<'a>(
         NodeKind::DateHistogram { buckets, .. } => {
             if let Some(start) = value_time(value).and_then(|t| buckets.start_of(t).ok()) {
                 keys.push(Key::Slot(start));
+            }
+        }
+        NodeKind::DateRange { ranges, .. } => {
+            if let Some(time) = value_time(value) {
+                for (i, (from, to)) in ranges.iter().enumerate() {
+                    if from.is_none_or(|f| time >= f) && to.is_none_or(|t| time < t) {
+                        keys.push(Key::Slot(i as i64));
+                    }
+                }
             }
         }
         NodeKind::Range { ranges, .. } => {

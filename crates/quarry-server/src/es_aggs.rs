@@ -1959,6 +1959,7 @@ fn node_of(
                 .and_then(JsonValue::as_array)
                 .ok_or_else(|| bad(format!("{path}: expected ranges")))?;
             let mut ranges = Vec::with_capacity(items.len());
+            let mut time_ranges = Vec::new();
             for (i, item) in items.iter().enumerate() {
                 let here = format!("{path}.ranges.{i}");
                 if let Some(key) = item.as_object().and_then(|o| {
@@ -1967,16 +1968,25 @@ fn node_of(
                 }) {
                     return Err(bad(format!("unsupported: {here}.{key}")));
                 }
+                let time_bound = |key: &str| -> Result<Option<i64>, ApiError> {
+                    match item.get(key) {
+                        None | Some(JsonValue::Null) => Ok(None),
+                        Some(value) => {
+                            date_value(value, zone, Rounding::Down, now, &format!("{here}.{key}"))
+                                .map(Some)
+                        }
+                    }
+                };
                 let bound = |key: &str| -> Result<Option<f64>, ApiError> {
                     match item.get(key) {
                         None | Some(JsonValue::Null) => Ok(None),
-                        Some(value) if dates => {
-                            date_value(value, zone, Rounding::Down, now, &format!("{here}.{key}"))
-                                .map(|ns| Some(ns as f64))
-                        }
+                        Some(_) if dates => Ok(time_bound(key)?.map(|ns| ns as f64)),
                         Some(_) => number(item, key, &here),
                     }
                 };
+                if dates {
+                    time_ranges.push((time_bound("from")?, time_bound("to")?));
+                }
                 let key = match item.get("key") {
                     None => None,
                     Some(JsonValue::String(k)) => Some(k.clone()),
@@ -1990,11 +2000,20 @@ fn node_of(
                     to: bound("to")?,
                 });
             }
-            Ok((
+            // Date bounds are exact ns in the tree (the view's f64 only shows them).
+            let node = if dates {
+                NodeKind::DateRange {
+                    field,
+                    ranges: time_ranges,
+                }
+            } else {
                 NodeKind::Range {
                     field,
                     ranges: ranges.iter().map(|r| (r.from, r.to)).collect(),
-                },
+                }
+            };
+            Ok((
+                node,
                 View::Range {
                     ranges,
                     keyed: flag(body, "keyed", false, path)?,

@@ -620,3 +620,42 @@ fn hdr_percentiles_and_pipeline_paths() {
     // Medians: a = {1, 51} interpolated 26, b = {101, 126, 151} 126.
     assert_eq!(answer["aggregations"]["best"]["value"], 126.0);
 }
+
+/// `date_range` over fields no mapping names: dates in text and epoch milliseconds are read as
+/// times, as Elasticsearch's dynamic mapping reads them, against a count by hand.
+#[test]
+fn date_range_reads_dynamic_dates() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("d"));
+    let days = [
+        "2024-10-29",
+        "2024-10-30",
+        "2024-10-31",
+        "2024-11-01",
+        "2024-11-02",
+    ];
+    let mut bulk = String::new();
+    for (i, day) in days.iter().enumerate() {
+        // 2024-10-29T00:00:00Z is 1730160000000 ms; one event a day.
+        let ms = 1_730_160_000_000i64 + i as i64 * DAY * 1000;
+        bulk.push_str(&format!(
+            "{{\"index\":{{}}}}\n{{\"when\": \"{day}\", \"ms\": {ms}}}\n"
+        ));
+    }
+    let (status, answer) = server.request("POST", "/dyn/_bulk", Some(&bulk));
+    assert_eq!(status, 200, "{answer}");
+    for field in ["when", "ms"] {
+        let body = json!({"size": 0, "aggs": {"r": {"date_range": {"field": field, "ranges": [
+            {"to": "2024-11-01"}, {"from": "2024-10-30", "to": "2024-11-02"}, {"from": "2024-11-02"}]}}}});
+        let (status, answer) = server.request("POST", "/dyn/_search", Some(&body.to_string()));
+        assert_eq!(status, 200, "{answer}");
+        let counts: Vec<u64> = answer["aggregations"]["r"]["buckets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["doc_count"].as_u64().unwrap())
+            .collect();
+        // Before 11-01: 10-29..10-31; 10-30 up to 11-02: 10-30..11-01; from 11-02: one.
+        assert_eq!(counts, [3, 3, 1], "{field}: {answer}");
+    }
+}

@@ -69,6 +69,8 @@ enum View {
         field: String,
         /// `include` and `exclude`.
         keys: KeyFilter,
+        /// `value_type: date`: keys are times, as a date field's are.
+        date_keys: bool,
     },
     MultiTerms {
         size: usize,
@@ -891,8 +893,9 @@ impl EsAgg {
                 min_doc_count,
                 field,
                 keys,
+                date_keys,
             } => {
-                let dates = [ctx.is_date(field)];
+                let dates = [ctx.is_date(field) || *date_keys];
                 let kept = keys.kept(buckets, dates[0], ctx.is_string_field(field), &self.name)?;
                 let (list, other) =
                     self.render_terms(&kept, &dates, *min_doc_count, u64::MAX, order, *size, ctx)?;
@@ -1786,7 +1789,20 @@ fn node_of(
                 )));
             }
             let order = terms_order(body.get("order"), path)?;
-            let missing = missing_value(body, path)?;
+            // `value_type: date` types the values of an unmapped field, `missing` among them:
+            // a date, keyed as a time.
+            let date_keys = body.get("value_type").and_then(JsonValue::as_str) == Some("date");
+            let missing = match (missing_value(body, path)?, date_keys) {
+                (Some(TermKey::Str(_)), true) => Some(TermKey::Int(date_value(
+                    &body["missing"],
+                    Zone::Utc,
+                    Rounding::Down,
+                    now,
+                    &format!("{path}.missing"),
+                )?)),
+                (Some(TermKey::Int(ms)), true) => Some(TermKey::Int(ms.saturating_mul(1_000_000))),
+                (missing, _) => missing,
+            };
             Ok((
                 NodeKind::Terms {
                     field: field.clone(),
@@ -1798,6 +1814,7 @@ fn node_of(
                     min_doc_count,
                     field,
                     keys: KeyFilter::parse(body, path)?,
+                    date_keys,
                 },
             ))
         }
@@ -2506,8 +2523,9 @@ fn signed_interval(text: &str) -> Result<i64, String> {
 /// The options each aggregation type takes: those honoured, and those that cannot change
 /// its answer here (`shard_size`, `execution_hint`, `collect_mode`: counts are exact over one
 /// index; `value_type`: the type of values of an unmapped field or a script, and an unmapped
-/// field has none here while scripts are refused). Any other option is a 400 naming it: ignored, it would give a different answer
-/// than asked for.
+/// field has none here while scripts are refused, except `terms`' `missing` value, which
+/// `value_type: date` reads as a date). Any other option is a 400 naming it: ignored, it would
+/// give a different answer than asked for.
 fn check_options(kind: &str, body: &JsonValue, path: &str) -> Result<(), ApiError> {
     let known: &[&str] = match kind {
         "date_histogram" => &[

@@ -614,7 +614,7 @@ impl SearchPlan {
         }
         if from + size > MAX_RESULT_WINDOW {
             return Err(ApiError::bad_request(format!(
-                "Result window is too large, from + size must be less than or equal to: [{MAX_RESULT_WINDOW}] but was [{}]",
+                "Result window is too large, from + size must be less than or equal to: [{MAX_RESULT_WINDOW}] but was [{}]. See the scroll api for a more efficient way to request large data sets.",
                 from + size
             )));
         }

@@ -658,4 +658,13 @@ fn date_range_reads_dynamic_dates() {
         // Before 11-01: 10-29..10-31; 10-30 up to 11-02: 10-30..11-01; from 11-02: one.
         assert_eq!(counts, [3, 3, 1], "{field}: {answer}");
     }
+    // `value_type: date` reads `missing` as a date, keyed as a time.
+    let body = json!({"size": 0, "aggs": {"t": {"terms": {
+        "field": "nowhere", "value_type": "date", "missing": "2016-05-11"}}}});
+    let (status, answer) = server.request("POST", "/dyn/_search", Some(&body.to_string()));
+    assert_eq!(status, 200, "{answer}");
+    let bucket = &answer["aggregations"]["t"]["buckets"][0];
+    assert_eq!(bucket["key"], 1_462_924_800_000i64, "{answer}");
+    assert_eq!(bucket["key_as_string"], "2016-05-11T00:00:00.000Z");
+    assert_eq!(bucket["doc_count"], 5);
 }

@@ -791,12 +791,9 @@ fn typed_number<'a>(
     use quarry_store::NumberType;
     // The common cases pass through: numbers of a double or long field.
     match (rules.number_type, value) {
-        (NumberType::Double, TypedValue::Raw(ColumnType::I64 | ColumnType::F64, _))
-        | (NumberType::Long, TypedValue::Raw(ColumnType::I64, _)) => {
-            let TypedValue::Raw(ty, raw) = value else {
-                return None;
-            };
-            return Some(TypedValue::Raw(ty, raw));
+        (NumberType::Double, TypedValue::Raw(ty @ (ColumnType::I64 | ColumnType::F64), raw))
+        | (NumberType::Long, TypedValue::Raw(ty @ ColumnType::I64, raw)) => {
+            return Some(TypedValue::Raw(ty, raw))
         }
         _ => {}
     }

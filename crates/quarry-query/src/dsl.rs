@@ -496,24 +496,7 @@ fn intervals_rule(kind: &str, body: &Value, path: &str) -> Result<IntervalsRule,
                 &["query", "max_gaps", "ordered", "mode", "analyzer", "filter"],
                 path,
             )?;
-            let analyzer = match options.get("analyzer") {
-                None => None,
-                Some(Value::String(name)) => Some(
-                    AnalyzerName::ALL
-                        .into_iter()
-                        .find(|a| a.as_str() == name)
-                        .ok_or_else(|| {
-                            error(
-                                path,
-                                format!(
-                                    "analyzer [{name}] is not supported (standard, stop, \
-                                     whitespace, keyword)"
-                                ),
-                            )
-                        })?,
-                ),
-                Some(_) => return Err(error(path, "analyzer: expected a name")),
-            };
+            let analyzer = analyzer_of(options, path)?;
             Rule::Leaf(crate::intervals::MatchText {
                 text: string("query")?,
                 analyzer,
@@ -1098,6 +1081,26 @@ const BOOL_PREFIX_OPTIONS: &[&str] = &[
     "boost",
 ];
 
+/// The `analyzer` option: one Quarry has, or none.
+fn analyzer_of(options: &Map<String, Value>, path: &str) -> Result<Option<AnalyzerName>, DslError> {
+    match options.get("analyzer") {
+        None => Ok(None),
+        Some(Value::String(name)) => AnalyzerName::ALL
+            .into_iter()
+            .find(|a| a.as_str() == name)
+            .map(Some)
+            .ok_or_else(|| {
+                error(
+                    path,
+                    format!(
+                        "analyzer [{name}] is not supported (standard, stop, whitespace, keyword)"
+                    ),
+                )
+            }),
+        Some(_) => Err(error(path, "analyzer: expected a name")),
+    }
+}
+
 /// A `match_bool_prefix` of `text` on `field` with `options` (checked by the caller).
 fn bool_prefix(
     field: Option<String>,
@@ -1106,24 +1109,7 @@ fn bool_prefix(
     path: &str,
 ) -> Result<BoolPrefix, DslError> {
     at_default(options, "fuzzy_transpositions", Value::Bool(true), path)?;
-    let analyzer = match options.get("analyzer") {
-        None => None,
-        Some(Value::String(name)) => Some(
-            AnalyzerName::ALL
-                .into_iter()
-                .find(|a| a.as_str() == name)
-                .ok_or_else(|| {
-                    error(
-                        path,
-                        format!(
-                            "analyzer [{name}] is not supported (standard, stop, whitespace, \
-                             keyword)"
-                        ),
-                    )
-                })?,
-        ),
-        Some(_) => return Err(error(path, "analyzer: expected a name")),
-    };
+    let analyzer = analyzer_of(options, path)?;
     Ok(BoolPrefix {
         field,
         text,

@@ -140,13 +140,15 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
                                 "field {field:?} is mapped as a number; {text:?} is not one"
                             ))
                         })?;
-                        Ok(number_range(
-                            field,
-                            NumericRange {
+                        // The terms hold the values as the type reads them (strings
+                        // coerced, rounded to the type), the columns as sent.
+                        Ok(Query::IndexedRange {
+                            field: field.to_owned(),
+                            range: NumericRange {
                                 lower: Bound::Included(number),
                                 upper: Bound::Included(number),
                             },
-                        ))
+                        })
                     }
                     Some(FieldType::Boolean) => match text.to_ascii_lowercase().as_str() {
                         value @ ("true" | "false") => Ok(Query::Exact {
@@ -287,7 +289,13 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
                     "field {field:?} is an ip field: its values are addresses, not numbers"
                 )))
             }
-            Some(FieldType::Number) => number_range(field, range.clone()),
+            // A mapped number field's terms hold its values as the type reads them (strings
+            // coerced, rounded to the type); its columns as sent. (`unsigned_long` values
+            // above i64 have f64 terms: values closer than their spacing are not told apart.)
+            Some(FieldType::Number) => Query::IndexedRange {
+                field: field.clone(),
+                range: range.clone(),
+            },
             _ => Query::Range {
                 field: field.clone(),
                 range: range.clone(),
@@ -652,17 +660,6 @@ fn over_fields(
                 _ => Query::Any(any),
             })
         }
-    }
-}
-
-/// A range of a mapped number field: of its terms, which hold the values as the type reads
-/// them (strings coerced, rounded to the type) where its columns hold them as sent.
-/// (`unsigned_long` values above i64 have f64 terms, so there values closer than the f64
-/// spacing, 2048 at 2^63, are not told apart: a known limit until such terms are exact.)
-fn number_range(field: &str, range: NumericRange) -> Query {
-    Query::IndexedRange {
-        field: field.to_owned(),
-        range,
     }
 }
 

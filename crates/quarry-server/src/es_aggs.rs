@@ -1858,8 +1858,7 @@ fn node_of(
             ))
         }
         "composite" => {
-            let (kind, view) =
-                crate::es_composite::parse(body, path, now, time_buckets, time_offset)?;
+            let (kind, view) = crate::es_composite::parse(body, path, now)?;
             Ok((kind, View::Composite(Box::new(view))))
         }
         "rare_terms" => {
@@ -2433,7 +2432,7 @@ fn terms_order(value: Option<&JsonValue>, path: &str) -> Result<Vec<(OrderBy, bo
 }
 
 /// A date_histogram's buckets: `calendar_interval`, `fixed_interval` or the older `interval`.
-fn time_buckets(
+pub(crate) fn time_buckets(
     body: &JsonValue,
     zone: Zone,
     offset: i64,
@@ -2495,7 +2494,7 @@ fn time_buckets(
 }
 
 /// A date_histogram's `offset` (`+1h`, `-30m`, or milliseconds), in ns.
-fn time_offset(body: &JsonValue, path: &str) -> Result<i64, ApiError> {
+pub(crate) fn time_offset(body: &JsonValue, path: &str) -> Result<i64, ApiError> {
     match body.get("offset") {
         None => Ok(0),
         Some(JsonValue::String(text)) => {

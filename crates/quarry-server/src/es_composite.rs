@@ -8,7 +8,9 @@
 //! pass over every match, as a first page does in Elasticsearch; the buckets one request
 //! may make are bounded by `MAX_TREE_BUCKETS`.
 
-use crate::es_aggs::{bad, count_option, date_value, field_of, zone_of, DateFormat, Level};
+use crate::es_aggs::{
+    bad, count_option, date_value, field_of, time_buckets, time_offset, zone_of, DateFormat, Level,
+};
 use crate::ApiError;
 use quarry_query::agg_tree::{
     BucketKey, BucketResult, CompositeSource, NodeKind, SourceKind, TermKey, MAX_TREE_BUCKETS,
@@ -53,13 +55,6 @@ pub(crate) fn parse(
     body: &JsonValue,
     path: &str,
     now: i64,
-    time_buckets: impl Fn(
-        &JsonValue,
-        Zone,
-        i64,
-        &str,
-    ) -> Result<quarry_query::agg_tree::TimeBuckets, ApiError>,
-    offset_of: impl Fn(&JsonValue, &str) -> Result<i64, ApiError>,
 ) -> Result<(NodeKind, CompositeView), ApiError> {
     let list = match body.get("sources") {
         None | Some(JsonValue::Null) => {
@@ -184,7 +179,7 @@ pub(crate) fn parse(
             }
             _ => {
                 let zone = zone_of(options, &here)?;
-                let offset = offset_of(options, &here)?;
+                let offset = time_offset(options, &here)?;
                 let buckets = time_buckets(options, zone, offset, &here)?;
                 let format = match options.get("format") {
                     None => None,

@@ -134,22 +134,7 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
                         value: text.clone(),
                         tokens: Vec::new(),
                     }),
-                    Some(FieldType::Number) => {
-                        let number = Number::parse(text.trim()).ok_or_else(|| {
-                            QueryError::Invalid(format!(
-                                "field {field:?} is mapped as a number; {text:?} is not one"
-                            ))
-                        })?;
-                        // The terms hold the values as the type reads them (strings
-                        // coerced, rounded to the type), the columns as sent.
-                        Ok(Query::IndexedRange {
-                            field: field.to_owned(),
-                            range: NumericRange {
-                                lower: Bound::Included(number),
-                                upper: Bound::Included(number),
-                            },
-                        })
-                    }
+                    Some(FieldType::Number) => number_equals(field, text),
                     Some(FieldType::Boolean) => match text.to_ascii_lowercase().as_str() {
                         value @ ("true" | "false") => Ok(Query::Exact {
                             field: field.to_owned(),
@@ -226,6 +211,8 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
                 Some(ty @ (FieldType::Date | FieldType::DateNanos | FieldType::Ip)) => {
                     typed_value(schema, field, ty, value)?
                 }
+                // A number's whole value is the number: `n:="2"` finds 2, 2.0 and "2".
+                Some(FieldType::Number) => number_equals(field, value)?,
                 _ => exact(schema, field, value)?,
             }
         }
@@ -388,6 +375,9 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
                     // Lucene's query parser drops it (`+© +ndi` means `+ndi`).
                     (_, Query::Nothing) => {}
                     (Occur::Must, q) => must.push(q),
+                    // The DSL's `term` asks a string that spells a number for the string
+                    // or the number; on a mapped number field both plan to the same range.
+                    (Occur::Should, q @ Query::IndexedRange { .. }) if should.contains(&q) => {}
                     (Occur::Should, q) => should.push(q),
                     (Occur::MustNot, q) => must_not.push(q),
                 }
@@ -603,6 +593,23 @@ fn typed_value(schema: &Schema, field: &str, ty: FieldType, text: &str) -> Resul
     Ok(Query::IndexedRange {
         field: field.to_owned(),
         range: reader.point(field, text)?,
+    })
+}
+
+/// `field = text` on a mapped number field. Its terms hold the values as the type reads them
+/// (strings coerced, rounded to the type), its columns as sent.
+fn number_equals(field: &str, text: &str) -> Result<Query> {
+    let number = Number::parse(text.trim()).ok_or_else(|| {
+        QueryError::Invalid(format!(
+            "field {field:?} is mapped as a number; {text:?} is not one"
+        ))
+    })?;
+    Ok(Query::IndexedRange {
+        field: field.to_owned(),
+        range: NumericRange {
+            lower: Bound::Included(number),
+            upper: Bound::Included(number),
+        },
     })
 }
 
@@ -939,14 +946,8 @@ mod tests {
             unreachable!()
         };
         let indexed = Query::IndexedRange { field, range };
-        assert_eq!(
-            term("500".into(), &numbers),
-            Query::Bool {
-                must: Vec::new(),
-                should: vec![exact("status", "500"), indexed],
-                must_not: Vec::new(),
-            }
-        );
+        assert_eq!(term("500".into(), &numbers), indexed);
+        assert_eq!(term(500.into(), &numbers), indexed);
         assert_eq!(term(true.into(), &dynamic), exact("status", "true"));
     }
 

@@ -304,6 +304,10 @@ impl Model<'_> {
                 if rules.is_some_and(|r| !r.index) {
                     return Err(());
                 }
+                // A number's whole value is the number.
+                if rules.is_some_and(|r| r.ty == FieldType::Number) {
+                    return self.field_word(field, value);
+                }
                 let keyword = rules.is_some_and(|r| r.ty == FieldType::Keyword);
                 let long = value.len() > quarry_format::limits::EXACT_TERM_LEN;
                 if long && !keyword && rules.is_some_and(|r| !r.stored) {

@@ -344,7 +344,8 @@ impl<'a> AggState<'a> {
 
 /// Percentiles: exact while the values are integers in a narrow span (a dense count per
 /// value, for a whole-result aggregation) or few distinct integers (a count per value in a
-/// map), else a DDSketch with 1% relative error. Log fields such as latencies and sizes are
+/// map; other values, fractions or past 9e18, in a map by their bits), else a DDSketch with 1%
+/// relative error. Log fields such as latencies and sizes are
 /// mostly small integers, and a count is cheaper than a sketch insert, which was half of a
 /// percentiles request in the profile. Exact percentiles are the value at rank
 /// `floor(q * (n - 1))`.
@@ -355,6 +356,9 @@ pub(crate) struct Percentiles {
     dense_span_max: usize,
     /// Count per integer value, until there are more than `EXACT_VALUES_MAX` of them.
     exact: Option<HashMap<i64, u64>>,
+    /// Count per other value (`f64` bits), within the same `EXACT_VALUES_MAX`, while `exact`
+    /// is kept.
+    floats: HashMap<u64, u64>,
     sketch: Option<DDSketch>,
 }
 
@@ -368,6 +372,7 @@ impl Percentiles {
             dense: None,
             dense_span_max: if single_group { DENSE_SPAN_MAX } else { 0 },
             exact: Some(HashMap::new()),
+            floats: HashMap::new(),
             sketch: None,
         }
     }
@@ -384,10 +389,19 @@ impl Percentiles {
                 return;
             }
             if let Some(exact) = &mut self.exact {
-                if exact.len() < EXACT_VALUES_MAX || exact.contains_key(&value) {
+                if exact.len() + self.floats.len() < EXACT_VALUES_MAX || exact.contains_key(&value)
+                {
                     *exact.entry(value).or_default() += 1;
                     return;
                 }
+            }
+        } else if let Some(exact) = &self.exact {
+            // -0.0 is 0.0: one key.
+            let bits = (v + 0.0).to_bits();
+            if exact.len() + self.floats.len() < EXACT_VALUES_MAX || self.floats.contains_key(&bits)
+            {
+                *self.floats.entry(bits).or_default() += 1;
+                return;
             }
         }
         if self.sketch.is_none() {
@@ -442,19 +456,28 @@ impl Percentiles {
     }
 
     /// Every counted value so far, ascending, with its count.
-    fn counted(&self) -> Vec<(i64, u64)> {
-        let mut values: Vec<(i64, u64)> =
-            self.exact.iter().flatten().map(|(&v, &n)| (v, n)).collect();
+    fn counted(&self) -> Vec<(f64, u64)> {
+        let mut values: Vec<(f64, u64)> = self
+            .exact
+            .iter()
+            .flatten()
+            .map(|(&v, &n)| (v as f64, n))
+            .chain(
+                self.floats
+                    .iter()
+                    .map(|(&bits, &n)| (f64::from_bits(bits), n)),
+            )
+            .collect();
         if let Some((offset, counts)) = &self.dense {
             values.extend(
                 counts
                     .iter()
                     .enumerate()
                     .filter(|(_, &n)| n > 0)
-                    .map(|(i, &n)| (offset + i as i64, n)),
+                    .map(|(i, &n)| ((offset + i as i64) as f64, n)),
             );
         }
-        values.sort_unstable();
+        values.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
         values
     }
 
@@ -463,12 +486,21 @@ impl Percentiles {
     pub(crate) fn merge(&mut self, mut other: Percentiles) {
         if self.sketch.is_none() && other.sketch.is_none() {
             let mut exact = self.exact.take().unwrap_or_default();
-            for (value, n) in self.dense_counts().into_iter().chain(other.counted()) {
+            for (value, n) in self.dense_counts() {
                 *exact.entry(value).or_default() += n;
+            }
+            for (&value, &n) in other.exact.iter().flatten() {
+                *exact.entry(value).or_default() += n;
+            }
+            for (value, n) in other.dense_counts() {
+                *exact.entry(value).or_default() += n;
+            }
+            for (bits, n) in other.floats {
+                *self.floats.entry(bits).or_default() += n;
             }
             self.dense = None;
             self.dense_span_max = 0;
-            let spill = exact.len() > EXACT_VALUES_MAX;
+            let spill = exact.len() + self.floats.len() > EXACT_VALUES_MAX;
             self.exact = Some(exact);
             if spill {
                 self.spill();
@@ -504,16 +536,18 @@ impl Percentiles {
 
     /// From exact counts to the sketch, for good.
     fn spill(&mut self) {
-        // alpha 1%, up to 2048 bins, values below 1e-9 in magnitude count as zero.
-        let config = SketchConfig::new(PERCENTILE_RELATIVE_ERROR, 2048, 1e-9);
+        // alpha 1%, values below 1e-9 in magnitude count as zero, and up to 4096 bins (from
+        // there on the lowest collapse): 4096 bins of 2% span a ratio of e^82, 1e-9 to 1e26.
+        let config = SketchConfig::new(PERCENTILE_RELATIVE_ERROR, 4096, 1e-9);
         let mut sketch = DDSketch::new(config);
         for (value, count) in self.counted() {
             for _ in 0..count {
-                sketch.add(value as f64);
+                sketch.add(value);
             }
         }
         self.dense = None;
         self.exact = None;
+        self.floats = HashMap::new();
         self.sketch = Some(sketch);
     }
 
@@ -527,7 +561,6 @@ impl Percentiles {
             return None;
         }
         let rank = (q.clamp(0.0, 1.0) * (total - 1) as f64).floor() as u64;
-        let values: Vec<(f64, u64)> = values.into_iter().map(|(v, n)| (v as f64, n)).collect();
         Some(at_rank(&values, rank))
     }
 
@@ -540,12 +573,7 @@ impl Percentiles {
         if let Some(sketch) = &self.sketch {
             return sketch.quantile(q).ok().flatten();
         }
-        let values: Vec<(f64, u64)> = self
-            .counted()
-            .into_iter()
-            .map(|(v, n)| (v as f64, n))
-            .collect();
-        interpolate(&values, q)
+        interpolate(&self.counted(), q)
     }
 
     /// The quantile `q` as Elasticsearch's HDR percentiles report it (HdrHistogram's
@@ -575,7 +603,7 @@ impl Percentiles {
             }
             None => {
                 let values = self.counted();
-                if values.first().is_some_and(|&(v, _)| v < 0) {
+                if values.first().is_some_and(|&(v, _)| v < 0.0) {
                     return Err(negative());
                 }
                 let total: u64 = values.iter().map(|&(_, n)| n).sum();
@@ -590,9 +618,8 @@ impl Percentiles {
                         seen += n;
                         seen >= rank
                     })
-                    .map_or(0, |&(v, _)| v);
-                let smallest = values.iter().map(|&(v, _)| v).find(|&v| v > 0);
-                (value as f64, smallest.map(|v| v as f64))
+                    .map_or(0.0, |&(v, _)| v);
+                (value, values.iter().map(|&(v, _)| v).find(|&v| v > 0.0))
             }
         };
         let Some(smallest) = smallest else {
@@ -622,11 +649,7 @@ impl Percentiles {
                 })
                 .map(|v| (v, 1))
                 .collect(),
-            None => self
-                .counted()
-                .into_iter()
-                .map(|(v, n)| (v as f64, n))
-                .collect(),
+            None => self.counted(),
         };
         let median = interpolate(&values, 0.5)?;
         let mut distances: Vec<(f64, u64)> = values
@@ -647,7 +670,7 @@ fn interpolate(values: &[(f64, u64)], q: f64) -> Option<f64> {
     }
     let at = |rank: u64| at_rank(values, rank);
     let index = q.clamp(0.0, 1.0) * total as f64;
-    if index < 1.0 {
+    if index < 0.5 {
         return Some(at(0));
     }
     if index >= total as f64 - 0.5 {
@@ -657,7 +680,9 @@ fn interpolate(values: &[(f64, u64)], q: f64) -> Option<f64> {
     let fraction = index - 0.5 - below;
     let below = below as u64;
     let (low, high) = (at(below), at(below + 1));
-    Some(low + (high - low) * fraction)
+    // As t-digest 3.2 weighs the two (`low + (high - low) * fraction` rounds differently
+    // when the values are far apart, as 1101 and 1e19 are in the suite).
+    Some(low * (1.0 - fraction) + high * fraction)
 }
 
 /// The value of rank `rank` (0-based) among `counted` values (ascending, with their counts);
@@ -1234,6 +1259,22 @@ mod tests {
             .collect();
         assert_eq!(got, [1.0, 1.0, 26.0, 76.0, 126.0, 151.0, 151.0]);
         assert_eq!(state(&[1, 3], false).interpolated(0.5), Some(2.0));
+        // Fractions and values past i64 are counted exactly too, not sketched (a sketch of
+        // 1 to 1e19 had collapsed its low bins: p1 was 16.9); Elasticsearch's suite's numbers.
+        let mut wide = Percentiles::new(true);
+        for v in [1.0, 51.0, 1101.0, 10223372036854778000.0] {
+            wide.add(v);
+        }
+        let got: Vec<f64> = [0.01, 0.25, 0.5, 0.75]
+            .iter()
+            .map(|&q| wide.interpolated(q).unwrap())
+            .collect();
+        assert_eq!(got, [1.0, 26.0, 576.0, 5111686018427390000.0]);
+        let mut halves = Percentiles::new(false);
+        [0.5, 2.5, -0.0, 0.0].iter().for_each(|&v| halves.add(v));
+        assert_eq!(halves.quantile(0.0), Some(0.0));
+        assert_eq!(halves.interpolated(0.5), Some(0.25));
+        assert_eq!(halves.interpolated(1.0), Some(2.5));
         assert_eq!(state(&[], false).interpolated(0.5), None);
         for seed in 0..200u64 {
             let n = (seed % 17 + 1) as usize;
@@ -1247,7 +1288,7 @@ mod tests {
                 0.0, 1.0, 10.0, 25.0, 33.0, 50.0, 66.6, 75.0, 90.0, 99.0, 100.0,
             ] {
                 let index = percent / 100.0 * n as f64;
-                let want = if index < 1.0 {
+                let want = if index < 0.5 {
                     sorted[0] as f64
                 } else if index >= n as f64 - 0.5 {
                     sorted[n - 1] as f64

@@ -18,6 +18,7 @@
 //! ordering and cutting buckets, empty buckets and pipelines are done here, over every bucket
 //! the tree returned.
 
+use crate::es_number_format::DecimalFormat;
 use crate::ApiError;
 use quarry_query::agg_tree::{
     AggNode, AggResult, BucketKey, BucketResult, CalendarUnit, Metric, MetricResult, NodeKind,
@@ -90,6 +91,9 @@ enum View {
         min_doc_count: u64,
         bounds: Option<(f64, f64)>,
         keyed: bool,
+        order: HistogramOrder,
+        /// `format`: keys also as text in it (`key_as_string`).
+        format: Option<DecimalFormat>,
     },
     DateHistogram {
         buckets: TimeBuckets,
@@ -99,6 +103,7 @@ enum View {
         format: DateFormat,
         zone: Zone,
         keyed: bool,
+        order: HistogramOrder,
     },
     Range {
         ranges: Vec<RangeView>,
@@ -172,6 +177,60 @@ enum OrderBy {
     Key,
     /// A path to a metric below (`avg_x`, `stats_x.max`, `pct[99]`).
     Path(String),
+}
+
+/// A histogram's bucket order: by key (the default, ascending) or by count, ties by key
+/// ascending.
+#[derive(Clone, Copy, Debug, Default)]
+struct HistogramOrder {
+    by_count: bool,
+    descending: bool,
+}
+
+impl HistogramOrder {
+    /// `order` of a (date) histogram: `{"_key": "desc"}`, `{"_count": "asc"}` (or a list of
+    /// one); `_time` is `_key` in a date_histogram, as Elasticsearch 6 wrote it.
+    fn parse(value: Option<&JsonValue>, dates: bool, path: &str) -> Result<Self, ApiError> {
+        let Some(value) = value else {
+            return Ok(HistogramOrder::default());
+        };
+        let order = terms_order(Some(value), path)?;
+        match order[..] {
+            [] => Ok(HistogramOrder::default()),
+            [(ref by, descending)] => {
+                let by_count = match by {
+                    OrderBy::Count => true,
+                    OrderBy::Key => false,
+                    OrderBy::Path(p) if p == "_time" && dates => false,
+                    OrderBy::Path(p) => {
+                        return Err(bad(format!(
+                            "unsupported: {path}.order by [{p}] (Quarry orders histograms by _key or _count)"
+                        )))
+                    }
+                };
+                Ok(HistogramOrder {
+                    by_count,
+                    descending,
+                })
+            }
+            _ => Err(bad(format!(
+                "unsupported: {path}.order with more than one key"
+            ))),
+        }
+    }
+
+    /// Puts `buckets` (rendered, in key order) in this order.
+    fn apply(self, buckets: &mut [Map<String, JsonValue>]) {
+        if self.by_count {
+            let count = |b: &Map<String, JsonValue>| b["doc_count"].as_u64().unwrap_or(0);
+            buckets.sort_by(|a, b| match self.descending {
+                true => count(b).cmp(&count(a)),
+                false => count(a).cmp(&count(b)),
+            });
+        } else if self.descending {
+            buckets.reverse();
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -958,6 +1017,8 @@ impl EsAgg {
                 min_doc_count,
                 bounds,
                 keyed,
+                order,
+                format,
             } => {
                 let mut slots: Vec<(i64, u64, Option<&[AggResult]>)> = buckets
                     .iter()
@@ -995,11 +1056,15 @@ impl EsAgg {
                     }
                     let key = offset + n as f64 * interval;
                     let mut head = Map::new();
+                    if let Some(format) = format {
+                        head.insert("key_as_string".into(), format.format(key).into());
+                    }
                     head.insert("key".into(), json!(key));
                     head.insert("doc_count".into(), count.into());
                     list.push(sub.bucket_json(head, children.unwrap_or(&empty), ctx)?);
                 }
                 sub.apply_pipelines(&mut list, ctx)?;
+                order.apply(&mut list);
                 Ok((
                     keyed_or_list(list, *keyed, |b| {
                         format!("{:?}", b["key"].as_f64().unwrap_or(0.0))
@@ -1014,6 +1079,7 @@ impl EsAgg {
                 format,
                 zone,
                 keyed,
+                order,
             } => {
                 let mut slots: Vec<(i64, u64, Option<&[AggResult]>)> = buckets
                     .iter()
@@ -1065,6 +1131,7 @@ impl EsAgg {
                     list.push(sub.bucket_json(head, children.unwrap_or(&empty), ctx)?);
                 }
                 sub.apply_pipelines(&mut list, ctx)?;
+                order.apply(&mut list);
                 Ok((
                     keyed_or_list(list, *keyed, |b| {
                         b["key_as_string"].as_str().unwrap_or("").to_owned()
@@ -1908,6 +1975,19 @@ fn node_of(
                     min_doc_count: count_option(body, "min_doc_count", 0, path)?,
                     bounds,
                     keyed: flag(body, "keyed", false, path)?,
+                    order: HistogramOrder::parse(body.get("order"), false, path)?,
+                    format: match body.get("format") {
+                        None => None,
+                        Some(JsonValue::String(pattern)) => Some(
+                            DecimalFormat::parse(pattern)
+                                .map_err(|e| bad(format!("unsupported: {path}.format {e}")))?,
+                        ),
+                        Some(other) => {
+                            return Err(bad(format!(
+                                "{path}.format: expected a string, got {other}"
+                            )))
+                        }
+                    },
                 },
             ))
         }
@@ -1957,6 +2037,7 @@ fn node_of(
                     format,
                     zone,
                     keyed: flag(body, "keyed", false, path)?,
+                    order: HistogramOrder::parse(body.get("order"), true, path)?,
                 },
             ))
         }
@@ -2113,12 +2194,18 @@ fn node_of(
         }
         "top_hits" => top_hits(body, path),
         "top_metrics" => top_metrics(body, path),
-        "missing" => Ok((
-            NodeKind::Missing {
-                field: field_of(body, path)?,
-            },
-            View::Single { kind: "missing" },
-        )),
+        "missing" => {
+            let field = field_of(body, path)?;
+            // With a `missing` value every doc holds one: the bucket is empty.
+            let kind = match missing_value(body, path)? {
+                None => NodeKind::Missing { field },
+                Some(_) => NodeKind::Filters {
+                    filters: vec![Ast::Bool(Vec::new())],
+                    other: false,
+                },
+            };
+            Ok((kind, View::Single { kind: "missing" }))
+        }
         other => Err(bad(format!(
             "{path}: aggregation type [{other}] is not supported yet"
         ))),
@@ -2538,6 +2625,7 @@ fn check_options(kind: &str, body: &JsonValue, path: &str) -> Result<(), ApiErro
             "time_zone",
             "offset",
             "keyed",
+            "order",
         ],
         "terms" => &[
             "field",
@@ -2582,6 +2670,8 @@ fn check_options(kind: &str, body: &JsonValue, path: &str) -> Result<(), ApiErro
             "min_doc_count",
             "extended_bounds",
             "keyed",
+            "order",
+            "format",
         ],
         "range" => &["field", "ranges", "keyed"],
         "date_range" => &["field", "ranges", "keyed", "format", "time_zone"],
@@ -2591,7 +2681,7 @@ fn check_options(kind: &str, body: &JsonValue, path: &str) -> Result<(), ApiErro
         "cardinality" => &["field", "precision_threshold", "missing"],
         "percentiles" => &["field", "percents", "keyed", "missing", "hdr", "tdigest"],
         "filters" => &["filters", "other_bucket", "other_bucket_key", "keyed"],
-        "missing" => &["field"],
+        "missing" => &["field", "missing"],
         // The body is a query, checked as one; unknown types are refused where built.
         _ => return Ok(()),
     };

@@ -6,6 +6,7 @@
 //! Every option of these is honoured or refused by name.
 
 use crate::es_api::EsParams;
+use crate::es_number_format::DecimalFormat;
 use crate::ApiError;
 use quarry_index::analysis::for_each_word;
 use quarry_query::parser::{Ast, Occur};
@@ -18,8 +19,8 @@ use std::sync::Arc;
 #[derive(Clone, Debug, Default)]
 pub(crate) struct HitView {
     source: SourceFilter,
-    /// `fields` and `docvalue_fields`: patterns and the date format for `@timestamp`.
-    fields: Vec<(String, DateFormat)>,
+    /// `fields` and `docvalue_fields`: patterns and their `format`.
+    fields: Vec<(String, FieldFormat)>,
     highlight: Option<Highlight>,
     version: bool,
     /// `stored_fields: "_none_"`: not even the hit's `_id`.
@@ -41,6 +42,16 @@ impl Default for SourceFilter {
             excludes: Vec::new(),
         }
     }
+}
+
+/// The `format` of a `fields` or `docvalue_fields` entry.
+#[derive(Clone, Debug, PartialEq)]
+enum FieldFormat {
+    /// How `@timestamp` is shown (other values as they were sent).
+    Date(DateFormat),
+    /// Numbers in a decimal pattern (`#.0`), as text; `@timestamp` and other values as they
+    /// are.
+    Decimal(DecimalFormat),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,7 +113,9 @@ impl HitView {
                 for (at, item) in items.iter().enumerate() {
                     let path = format!("{key}[{at}]");
                     self.fields.push(match item {
-                        JsonValue::String(name) => (name.clone(), DateFormat::Millis),
+                        JsonValue::String(name) => {
+                            (name.clone(), FieldFormat::Date(DateFormat::Millis))
+                        }
                         JsonValue::Object(object) => {
                             if let Some(other) = object.keys().find(|k| *k != "field" && *k != "format") {
                                 return Err(unsupported(&format!("{path}.{other}")));
@@ -113,10 +126,15 @@ impl HitView {
                             let format = match object.get("format").and_then(JsonValue::as_str) {
                                 // `use_field_mapping`: the default, named (Elasticsearch 6's way).
                                 None | Some("strict_date_optional_time" | "date_optional_time" | "use_field_mapping") => {
-                                    DateFormat::Millis
+                                    FieldFormat::Date(DateFormat::Millis)
                                 }
-                                Some("strict_date_optional_time_nanos") => DateFormat::Nanos,
-                                Some("epoch_millis") => DateFormat::EpochMillis,
+                                Some("strict_date_optional_time_nanos") => FieldFormat::Date(DateFormat::Nanos),
+                                Some("epoch_millis") => FieldFormat::Date(DateFormat::EpochMillis),
+                                Some(pattern) if pattern.contains(['#', '0']) => FieldFormat::Decimal(
+                                    DecimalFormat::parse(pattern).map_err(|e| {
+                                        ApiError::bad_request(format!("unsupported: {path}.format {e}"))
+                                    })?,
+                                ),
                                 Some(other) => {
                                     return Err(ApiError::bad_request(format!(
                                         "unsupported: {path}.format {other:?} (strict_date_optional_time, strict_date_optional_time_nanos, epoch_millis)"
@@ -163,7 +181,8 @@ impl HitView {
             self.source.enabled = false;
         }
         for name in names.iter().filter(|name| *name != "_source") {
-            self.fields.push((name.clone(), DateFormat::Millis));
+            self.fields
+                .push((name.clone(), FieldFormat::Date(DateFormat::Millis)));
         }
     }
 
@@ -184,7 +203,8 @@ impl HitView {
         self.version |= params.flag("version", false)?;
         if let Some(list) = params.get("docvalue_fields") {
             for name in list.split(',') {
-                self.fields.push((name.to_owned(), DateFormat::Millis));
+                self.fields
+                    .push((name.to_owned(), FieldFormat::Date(DateFormat::Millis)));
             }
         }
         if let Some(list) = params.get("stored_fields") {
@@ -231,18 +251,25 @@ impl HitView {
                 if glob_matches(pattern, "@timestamp") {
                     let ms = time.div_euclid(1_000_000);
                     let text = match format {
-                        DateFormat::EpochMillis => ms.to_string(),
-                        DateFormat::Nanos => crate::format_time(time),
-                        DateFormat::Millis => crate::format_time(ms * 1_000_000),
+                        FieldFormat::Date(DateFormat::EpochMillis) => ms.to_string(),
+                        FieldFormat::Date(DateFormat::Nanos) => crate::format_time(time),
+                        _ => crate::format_time(ms * 1_000_000),
                     };
                     fields.insert("@timestamp".into(), json!([text]));
                 }
                 for (name, value) in flat {
                     if glob_matches(pattern, name) {
-                        let values = match value {
+                        let mut values = match value {
                             JsonValue::Array(items) => items.clone(),
                             one => vec![one.clone()],
                         };
+                        if let FieldFormat::Decimal(decimal) = format {
+                            for value in &mut values {
+                                if let Some(number) = value.as_f64() {
+                                    *value = decimal.format(number).into();
+                                }
+                            }
+                        }
                         fields.insert(name.clone(), values.into());
                     }
                 }

@@ -25,6 +25,7 @@ mod es_filter_path;
 mod es_hits;
 mod es_ids;
 mod es_indices;
+mod es_number_format;
 mod es_scroll;
 mod es_search;
 mod export;

@@ -794,7 +794,17 @@ fn sibling_value(
     typed: bool,
 ) -> Result<JsonValue, ApiError> {
     let path = &pipeline.paths[0].1;
-    let (agg, metric) = path.split_once('>').unwrap_or((path, "_count"));
+    // `terms>avg_x`, or as Elasticsearch also reads it `terms.avg_x` (the bucket's value
+    // named after the dot).
+    let (agg, metric) = match path.split_once('>') {
+        Some(parts) => parts,
+        None => match path.split_once('.') {
+            Some((agg, metric)) if out.get(agg).is_some_and(|a| a.get("buckets").is_some()) => {
+                (agg, metric)
+            }
+            _ => (path.as_str(), "_count"),
+        },
+    };
     let buckets: Vec<&Map<String, JsonValue>> = match out.get(agg).and_then(|a| a.get("buckets")) {
         Some(JsonValue::Array(list)) => list.iter().filter_map(JsonValue::as_object).collect(),
         Some(JsonValue::Object(keyed)) => keyed.values().filter_map(JsonValue::as_object).collect(),
@@ -894,6 +904,11 @@ impl EsAgg {
         size: usize,
         ctx: Ctx<'_>,
     ) -> Result<(Vec<Map<String, JsonValue>>, u64), ApiError> {
+        // Integer keys beside fractional ones are doubles, as Elasticsearch merges a long
+        // and a double field's terms (2^63 + x shows as 9.2e18, not as an exact integer).
+        let floats = buckets
+            .iter()
+            .any(|b| matches!(b.key, BucketKey::Term(TermKey::Float(_))));
         let mut rendered = Vec::new();
         for bucket in buckets.iter().filter(|b| (min..=max).contains(&b.count)) {
             let bucket: &BucketResult = bucket;
@@ -916,7 +931,12 @@ impl EsAgg {
                     );
                 }
                 single => {
-                    let (value, text) = term_key(single, dates.first() == Some(&true));
+                    let (mut value, text) = term_key(single, dates.first() == Some(&true));
+                    if floats && text.is_none() {
+                        if let Some(number) = single.as_f64() {
+                            value = json!(number);
+                        }
+                    }
                     head.insert("key".into(), value);
                     if let Some(text) = text {
                         head.insert("key_as_string".into(), text.into());
@@ -1343,6 +1363,13 @@ struct KeyFilter {
 enum KeySet {
     Regex(std::sync::Arc<RegexKeys>),
     Values(Vec<JsonValue>),
+    /// `{"partition": p, "num_partitions": n}`: the keys whose hash is `p` modulo `n`, with
+    /// Elasticsearch's hashes, so that a client paging through partitions sees the same
+    /// terms in each (`partition_of`).
+    Partition {
+        partition: u64,
+        of: u64,
+    },
 }
 
 /// A compiled `include`/`exclude` expression.
@@ -1373,8 +1400,28 @@ impl KeyFilter {
                     }))))
                 }
                 Some(JsonValue::Array(values)) => Ok(Some(KeySet::Values(values.clone()))),
+                Some(JsonValue::Object(options)) if key == "include" => {
+                    let here = format!("{path}.include");
+                    if let Some(other) =
+                        options.keys().find(|k| !matches!(k.as_str(), "partition" | "num_partitions"))
+                    {
+                        return Err(bad(format!("unsupported: {here}.{other}")));
+                    }
+                    let count = |name: &str| {
+                        options.get(name).and_then(JsonValue::as_u64).ok_or_else(|| {
+                            bad(format!("{here}.{name}: expected a whole number"))
+                        })
+                    };
+                    let (partition, of) = (count("partition")?, count("num_partitions")?);
+                    if of == 0 || partition >= of {
+                        return Err(bad(format!(
+                            "{here}: partition must be below num_partitions (> 0)"
+                        )));
+                    }
+                    Ok(Some(KeySet::Partition { partition, of }))
+                }
                 Some(other) => Err(bad(format!(
-                    "unsupported: {path}.{key} = {other} (a regular expression or a list of values; partitions are not supported)"
+                    "unsupported: {path}.{key} = {other} (a regular expression, a list of values or an include partition)"
                 ))),
             }
         };
@@ -1417,6 +1464,9 @@ impl KeyFilter {
 impl KeySet {
     fn holds(&self, key: &TermKey, date: bool, name: &str) -> Result<bool, ApiError> {
         match (self, key) {
+            (KeySet::Partition { partition, of }, key) => {
+                Ok(partition_of(key, date, *of) == Some(*partition))
+            }
             (KeySet::Regex(regex), TermKey::Str(text)) => Ok(regex.pattern.matches(text)),
             (KeySet::Regex(_), _) => Err(bad(format!(
                 "Aggregation [{name}] cannot support regular expression style include/exclude settings as they can only be applied to string fields. Use an array of values for include/exclude clauses"
@@ -1436,6 +1486,40 @@ impl KeySet {
             })),
         }
     }
+}
+
+/// The partition of `of` a terms key falls in, as Elasticsearch computes it: a string's
+/// MurmurHash3 (x86, 32 bits, seed 31) over its UTF-8 bytes, a number's HPPC `mix64` of its
+/// long (a double's sortable bits, a time's milliseconds, a boolean's 0 or 1), either modulo
+/// `of` rounding toward negative infinity. Golden values from Lucene's `StringHelper` and
+/// HPPC's `BitMixer` are in the tests.
+fn partition_of(key: &TermKey, date: bool, of: u64) -> Option<u64> {
+    let of = i64::try_from(of).ok()?;
+    let long = match *key {
+        TermKey::Str(ref text) => {
+            let hash =
+                murmur3::murmur3_32(&mut std::io::Cursor::new(text.as_bytes()), 31).ok()? as i32;
+            return u64::try_from(i64::from(hash).rem_euclid(of)).ok();
+        }
+        TermKey::Int(v) if date => v.div_euclid(1_000_000),
+        TermKey::Int(v) => v,
+        TermKey::Uint(v) => v as i64,
+        TermKey::Bool(b) => i64::from(b),
+        TermKey::Float(_) => {
+            let bits = key.as_f64()?.to_bits() as i64;
+            bits ^ ((bits >> 63) & i64::MAX)
+        }
+        _ => return None,
+    };
+    u64::try_from(mix64(long).rem_euclid(of)).ok()
+}
+
+/// HPPC's `BitMixer.mix64`, the long hash Elasticsearch partitions number terms by.
+fn mix64(value: i64) -> i64 {
+    let mut z = value as u64;
+    z = (z ^ (z >> 32)).wrapping_mul(0x4cd6_944c_5cc2_0b6d);
+    z = (z ^ (z >> 29)).wrapping_mul(0xfc12_c5b1_9d32_59e9);
+    (z ^ (z >> 32)) as i64
 }
 
 /// A terms key as Elasticsearch shows it: the key, and its text when the key is not it
@@ -3116,6 +3200,50 @@ impl DateFormat {
                 }
                 out
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{mix64, partition_of};
+    use quarry_query::agg_tree::TermKey;
+
+    /// Golden values from Lucene 9.12's `StringHelper.murmurhash3_x86_32(bytes, 31)` and
+    /// HPPC 0.10's `BitMixer.mix64`, each with `Math.floorMod` by 2 and by 7 (run on Java 17).
+    #[test]
+    fn partitions_hash_as_elasticsearch_does() {
+        let strings: &[(&str, u64, u64)] = &[
+            ("abc", 1, 6),
+            ("bcd", 0, 2),
+            ("", 1, 4),
+            ("web-1", 1, 1),
+            ("héllo", 0, 3),
+            ("error", 1, 2),
+            ("a longer string of text", 1, 3),
+        ];
+        for &(text, by2, by7) in strings {
+            let key = TermKey::Str(text.to_owned());
+            assert_eq!(partition_of(&key, false, 2), Some(by2), "{text}");
+            assert_eq!(partition_of(&key, false, 7), Some(by7), "{text}");
+        }
+        let longs: &[(i64, i64, u64, u64)] = &[
+            (0, 0, 0, 0),
+            (1, -2508561340476696217, 1, 1),
+            (2, -5300069141818320379, 1, 1),
+            (3, -5476814187786781820, 0, 6),
+            (-1, 8912229458432966433, 1, 5),
+            (1234567890123, 8547740970553410444, 0, 0),
+            (i64::MIN, -6559957559849290354, 0, 5),
+            (i64::MAX, -4767257309785776240, 0, 6),
+            (100, 5244487542641613983, 1, 3),
+            (42, -335292003828100895, 1, 5),
+        ];
+        for &(value, hash, by2, by7) in longs {
+            assert_eq!(mix64(value), hash, "{value}");
+            let key = TermKey::Int(value);
+            assert_eq!(partition_of(&key, false, 2), Some(by2), "{value}");
+            assert_eq!(partition_of(&key, false, 7), Some(by7), "{value}");
         }
     }
 }

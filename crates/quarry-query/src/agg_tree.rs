@@ -159,6 +159,13 @@ pub enum Metric {
     /// The first `size` matches in time order (newest first unless `oldest_first`), to be
     /// fetched; the node's field is `_time`.
     TopHits { size: usize, oldest_first: bool },
+    /// The mean of the node field's numbers, each weighted by the doc's one number in
+    /// `weight` (or `weight_missing` when it has none; a doc without either is skipped, one
+    /// with several weights is an error, as in Elasticsearch).
+    WeightedAvg {
+        weight: String,
+        weight_missing: Option<TermKey>,
+    },
 }
 
 /// A terms key: a value with its type.
@@ -363,6 +370,8 @@ pub enum MetricResult {
     Cardinality(u64),
     /// No value without values.
     MedianAbsoluteDeviation(Option<f64>),
+    /// No value without weight.
+    WeightedAvg(Option<f64>),
     /// The metric has no answer over these values, and says why (HDR percentiles of a
     /// negative value).
     Invalid(String),
@@ -452,6 +461,11 @@ impl Searcher {
 fn check_fields(searcher: &Searcher, nodes: &[AggNode]) -> Result<()> {
     for node in nodes {
         let fields: Vec<&str> = match &node.kind {
+            NodeKind::Metric {
+                field,
+                metric: Metric::WeightedAvg { weight, .. },
+                ..
+            } => vec![field, weight],
             NodeKind::Metric { field, .. }
             | NodeKind::Terms { field, .. }
             | NodeKind::Histogram { field, .. }
@@ -556,6 +570,21 @@ impl<'a> NodeReader<'a> {
                     .iter()
                     .map(|source| {
                         let field = &source.field;
+                        (
+                            FieldCursor::with_arrays(block, field),
+                            value_rules(searcher, field),
+                        )
+                    })
+                    .collect(),
+            ),
+            NodeKind::Metric {
+                field,
+                metric: Metric::WeightedAvg { weight, .. },
+                ..
+            } => Source::Fields(
+                [field, weight]
+                    .into_iter()
+                    .map(|field| {
                         (
                             FieldCursor::with_arrays(block, field),
                             value_rules(searcher, field),
@@ -956,6 +985,59 @@ impl Walk<'_> {
     ) -> Result<()> {
         for (((node, state), reader), terms) in nodes.iter().zip(states).zip(readers).zip(terms) {
             match state {
+                NodeState::Metric(MetricState::Weighted { sum, weights }) => {
+                    let (
+                        Source::Fields(cursors),
+                        NodeKind::Metric {
+                            missing,
+                            metric:
+                                Metric::WeightedAvg {
+                                    weight: weight_field,
+                                    weight_missing,
+                                },
+                            ..
+                        },
+                    ) = (&mut reader.source, &node.kind)
+                    else {
+                        unreachable!("a weighted average reads its two fields")
+                    };
+                    let number = |value: TypedValue<'_, '_>| {
+                        value.untyped().number().filter(|v| v.is_finite())
+                    };
+                    let mut found = Vec::new();
+                    let (value_cursor, rest) = cursors.split_at_mut(1);
+                    let (cursor, rules) = &mut rest[0];
+                    // As for the other metrics, `missing` stands in for no value, not for a
+                    // value that is not a number.
+                    let seen = read_value(cursor, rules.as_ref(), doc, &mut |value| {
+                        found.extend(number(value));
+                    })?;
+                    let weight = match found[..] {
+                        [] => match weight_missing.as_ref().and_then(TermKey::as_f64) {
+                            Some(w) if !seen => w,
+                            _ => continue,
+                        },
+                        [w] => w,
+                        _ => {
+                            return Err(QueryError::Invalid(format!(
+                                "field [{weight_field}] of a weighted_avg holds several values in \
+                                 one event: the weight must be a single value"
+                            )))
+                        }
+                    };
+                    found.clear();
+                    let (cursor, rules) = &mut value_cursor[0];
+                    let seen = read_value(cursor, rules.as_ref(), doc, &mut |value| {
+                        found.extend(number(value));
+                    })?;
+                    if !seen {
+                        found.extend(missing.as_ref().and_then(TermKey::as_f64));
+                    }
+                    for v in found {
+                        *sum += v * weight;
+                        *weights += weight;
+                    }
+                }
                 NodeState::Metric(metric) => {
                     let Source::Field(cursor, date) = &mut reader.source else {
                         unreachable!("a metric reads a field")
@@ -1252,6 +1334,11 @@ enum MetricState {
     Distinct(Box<Hll>),
     /// The best hits so far, and how many were seen.
     TopHits(Vec<crate::Hit>, u64),
+    /// A weighted average's sums (`Walk::collect`).
+    Weighted {
+        sum: f64,
+        weights: f64,
+    },
 }
 
 /// Keeps the first `size` hits of `hits` in `kind`'s order: sorted and cut once they are
@@ -1289,6 +1376,10 @@ impl MetricState {
                 MetricState::Percentiles(Box::new(Percentiles::new(false)))
             }
             Metric::TopHits { .. } => MetricState::TopHits(Vec::new(), 0),
+            Metric::WeightedAvg { .. } => MetricState::Weighted {
+                sum: 0.0,
+                weights: 0.0,
+            },
             Metric::Cardinality => MetricState::Distinct(Box::new(
                 // The precision is a valid constant.
                 HyperLogLogPlus::new(
@@ -1319,7 +1410,7 @@ impl MetricState {
             }
             MetricState::ValueCount(n) => *n += 1,
             // Collected with the doc (`Walk::collect`).
-            MetricState::TopHits(..) => {}
+            MetricState::TopHits(..) | MetricState::Weighted { .. } => {}
             MetricState::Percentiles(state) => {
                 if let Some(v) = value.untyped().number() {
                     state.add(v);
@@ -1363,6 +1454,16 @@ impl MetricState {
                 *sum_of_squares += squares2;
             }
             (MetricState::ValueCount(a), MetricState::ValueCount(b)) => *a += b,
+            (
+                MetricState::Weighted { sum, weights },
+                MetricState::Weighted {
+                    sum: more,
+                    weights: more_weights,
+                },
+            ) => {
+                *sum += more;
+                *weights += more_weights;
+            }
             (MetricState::TopHits(a, n), MetricState::TopHits(b, m)) => {
                 a.extend(b);
                 *n += m;
@@ -1395,6 +1496,9 @@ impl MetricState {
                 sum_of_squares,
             },
             (MetricState::ValueCount(n), _) => MetricResult::ValueCount(n),
+            (MetricState::Weighted { sum, weights }, _) => {
+                MetricResult::WeightedAvg((weights != 0.0).then(|| sum / weights))
+            }
             (MetricState::TopHits(mut hits, total), kind) => {
                 trim_hits(&mut hits, kind, true);
                 MetricResult::TopHits { hits, total }

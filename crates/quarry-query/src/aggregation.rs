@@ -1270,6 +1270,23 @@ mod tests {
             .map(|&q| wide.interpolated(q).unwrap())
             .collect();
         assert_eq!(got, [1.0, 26.0, 576.0, 5111686018427390000.0]);
+        // t-digest 3.2 (AVLTreeDigest and MergingDigest agree here) on small sets, run on
+        // Java 17: quantiles 0.01, 0.25, 0.5, 0.75, 0.99.
+        let oracle: &[(&[f64], [f64; 5])] = &[
+            (&[51.0, 101.0, 151.0], [51.0, 63.5, 101.0, 138.5, 151.0]),
+            (&[1.0, 2.0, 3.0, 4.0, 5.0], [1.0, 1.75, 3.0, 4.25, 5.0]),
+            (&[5.0, 5.0, 5.0, 1.0, 9.0], [1.0, 4.0, 5.0, 6.0, 9.0]),
+            (&[1.0, 1.0, 2.0], [1.0, 1.0, 1.0, 1.75, 2.0]),
+        ];
+        for (values, want) in oracle {
+            let mut state = Percentiles::new(false);
+            values.iter().for_each(|&v| state.add(v));
+            let got: Vec<f64> = [0.01, 0.25, 0.5, 0.75, 0.99]
+                .iter()
+                .map(|&q| state.interpolated(q).unwrap())
+                .collect();
+            assert_eq!(got, want, "{values:?}");
+        }
         let mut halves = Percentiles::new(false);
         [0.5, 2.5, -0.0, 0.0].iter().for_each(|&v| halves.add(v));
         assert_eq!(halves.quantile(0.0), Some(0.0));

@@ -1184,6 +1184,13 @@ fn test_tree(interval: i64) -> Vec<AggNode> {
                     },
                     vec![
                         metric("ratio", Metric::Stats),
+                        metric(
+                            "ratio",
+                            Metric::WeightedAvg {
+                                weight: "bytes".into(),
+                                weight_missing: Some(TermKey::Int(3)),
+                            },
+                        ),
                         metric("msg", Metric::ValueCount),
                         metric(
                             "_time",
@@ -1398,6 +1405,27 @@ fn model_node(node: &AggNode, events: &[&ModelEvent]) -> AggResult {
                     .collect::<HashSet<_>>()
                     .len() as u64,
             ),
+            Metric::WeightedAvg {
+                weight,
+                weight_missing,
+            } => {
+                let (mut sum, mut weights) = (0.0, 0.0);
+                for event in events {
+                    let value = match event.value(field) {
+                        None => missing,
+                        Some(_) => number_of(event, field),
+                    };
+                    let w = match event.value(weight) {
+                        None => weight_missing.as_ref().and_then(TermKey::as_f64),
+                        Some(_) => number_of(event, weight),
+                    };
+                    if let (Some(v), Some(w)) = (value.filter(|v| v.is_finite()), w) {
+                        sum += v * w;
+                        weights += w;
+                    }
+                }
+                MetricResult::WeightedAvg((weights != 0.0).then(|| sum / weights))
+            }
             Metric::Percentiles(_)
             | Metric::HdrPercentiles { .. }
             | Metric::MedianAbsoluteDeviation => {
@@ -1515,6 +1543,10 @@ fn same_tree(got: &[AggResult], want: &[AggResult], path: &str) -> Result<(), St
                     return Err(format!("{path}: {got:?}, model {want:?}"));
                 }
             }
+            (
+                AggResult::Metric(MetricResult::WeightedAvg(Some(a))),
+                AggResult::Metric(MetricResult::WeightedAvg(Some(b))),
+            ) if (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0) => {}
             (
                 AggResult::Metric(MetricResult::TopHits { hits, total }),
                 AggResult::Metric(MetricResult::TopHits {

@@ -3,12 +3,15 @@
 //! answer rendered in Elasticsearch's shape.
 //!
 //! - Buckets: `terms` (`size`, `order` by `_count`, `_key` or a metric below, `min_doc_count`,
-//!   `missing`), `histogram`, `date_histogram` (fixed and calendar intervals, `time_zone`,
-//!   `offset`, `format`, `min_doc_count`, `extended_bounds`, `keyed`), `range` and
-//!   `date_range`, `filters` (named or a list, `other_bucket`), `filter` and `missing`.
+//!   `missing`, `include`/`exclude` as a pattern, a list or a partition), `multi_terms`,
+//!   `rare_terms`, `composite` (es_composite.rs), `histogram` (`order`, a number `format`),
+//!   `date_histogram` (fixed and calendar intervals, `time_zone`, `offset`, `format`,
+//!   `order`, `min_doc_count`, `extended_bounds`, `keyed`), `range` and `date_range`,
+//!   `filters` (named or a list, `other_bucket`), `filter` and `missing`.
 //! - Metrics: `avg`, `min`, `max`, `sum`, `stats`, `extended_stats`, `value_count`,
-//!   `cardinality`, `percentiles` (numbers or their text, `keyed`, t-digest or `hdr`). Metrics of `@timestamp`
-//!   are in milliseconds with the time as text beside them, as a date field's are.
+//!   `cardinality`, `percentiles` (numbers or their text, `keyed`, t-digest or `hdr`),
+//!   `median_absolute_deviation`, `weighted_avg`, `top_hits` and `top_metrics`. Metrics of
+//!   `@timestamp` are in milliseconds with the time as text beside them, as a date field's are.
 //! - Pipelines over a parent's buckets (`derivative`, `cumulative_sum`, `serial_diff`,
 //!   `moving_avg`, `moving_fn` with `MovingFunctions`' built-in functions, `bucket_script`
 //!   with arithmetic over its `params`) and over a sibling's buckets (`avg_bucket`,
@@ -146,6 +149,7 @@ enum MetricKind {
     Cardinality,
     Percentiles { keyed: bool, hdr: bool },
     MedianAbsoluteDeviation,
+    WeightedAvg,
 }
 
 impl MetricKind {
@@ -162,6 +166,7 @@ impl MetricKind {
             MetricKind::Percentiles { hdr: true, .. } => "hdr_percentiles",
             MetricKind::Percentiles { .. } => "tdigest_percentiles",
             MetricKind::MedianAbsoluteDeviation => "median_absolute_deviation",
+            MetricKind::WeightedAvg => "weighted_avg",
         }
     }
 
@@ -1693,7 +1698,9 @@ fn render_metric(kind: MetricKind, time: bool, result: &MetricResult) -> JsonVal
         (_, MetricResult::Cardinality(n)) => {
             out.insert("value".into(), (*n).into());
         }
-        (_, MetricResult::MedianAbsoluteDeviation(v)) => with_text(&mut out, "value", *v),
+        (_, MetricResult::MedianAbsoluteDeviation(v) | MetricResult::WeightedAvg(v)) => {
+            with_text(&mut out, "value", *v)
+        }
         (MetricKind::Percentiles { keyed, .. }, MetricResult::Percentiles(values)) => {
             if keyed {
                 let mut map = Map::new();
@@ -1864,6 +1871,51 @@ fn node_of(
             metric(Metric::Stats, MetricKind::ExtendedStats { sigma })
         }
         "value_count" => metric(Metric::ValueCount, MetricKind::ValueCount),
+        "weighted_avg" => {
+            // `value` and `weight` each name a field and may give a `missing` number.
+            let part = |key: &str| -> Result<(String, Option<TermKey>), ApiError> {
+                let here = format!("{path}.{key}");
+                let body = body
+                    .get(key)
+                    .filter(|b| b.is_object())
+                    .ok_or_else(|| bad(format!("{here}: expected {{\"field\": ...}}")))?;
+                if let Some(other) = body.as_object().and_then(|o| {
+                    o.keys()
+                        .find(|k| !matches!(k.as_str(), "field" | "missing"))
+                }) {
+                    return Err(bad(format!("unsupported: {here}.{other}")));
+                }
+                let missing = match body.get("missing") {
+                    None => None,
+                    Some(value) => Some(TermKey::float(
+                        value
+                            .as_f64()
+                            .or_else(|| value.as_str().and_then(|t| t.trim().parse().ok()))
+                            .filter(|v: &f64| v.is_finite())
+                            .ok_or_else(|| {
+                                bad(format!("{here}.missing: expected a number, got {value}"))
+                            })?,
+                    )),
+                };
+                Ok((field_of(body, &here)?, missing))
+            };
+            let (field, missing) = part("value")?;
+            let (weight, weight_missing) = part("weight")?;
+            Ok((
+                NodeKind::Metric {
+                    field: field.clone(),
+                    metric: Metric::WeightedAvg {
+                        weight,
+                        weight_missing,
+                    },
+                    missing,
+                },
+                View::Metric {
+                    kind: MetricKind::WeightedAvg,
+                    field,
+                },
+            ))
+        }
         "median_absolute_deviation" => {
             // The t-digest's size in Elasticsearch; the answer here is exact while values are
             // few enough to count (`Percentiles`), so it changes nothing but must be valid.
@@ -2762,6 +2814,7 @@ fn check_options(kind: &str, body: &JsonValue, path: &str) -> Result<(), ApiErro
         "avg" | "min" | "max" | "sum" | "stats" | "value_count" => &["field", "missing"],
         "extended_stats" => &["field", "sigma", "missing"],
         "median_absolute_deviation" => &["field", "compression", "missing"],
+        "weighted_avg" => &["value", "weight"],
         "cardinality" => &["field", "precision_threshold", "missing"],
         "percentiles" => &["field", "percents", "keyed", "missing", "hdr", "tdigest"],
         "filters" => &["filters", "other_bucket", "other_bucket_key", "keyed"],

@@ -668,3 +668,99 @@ fn date_range_reads_dynamic_dates() {
     assert_eq!(bucket["key_as_string"], "2016-05-11T00:00:00.000Z");
     assert_eq!(bucket["doc_count"], 5);
 }
+
+/// `weighted_avg` per terms bucket against sums by hand: arrays of values share their event's
+/// weight, `missing` stands in on either side, an event without a weight (and no `missing`)
+/// counts for nothing, and several weights in one event are refused by name.
+#[test]
+fn weighted_avg_matches_sums_by_hand() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("d"));
+    let (status, answer) = server.request(
+        "PUT",
+        "/w",
+        Some(r#"{"mappings": {"properties": {"g": {"type": "keyword"}, "v": {"type": "double"}, "w": {"type": "long"}}}}"#),
+    );
+    assert_eq!(status, 200, "{answer}");
+    let docs = [
+        json!({"g": "a", "v": 10.0, "w": 1}),
+        json!({"g": "a", "v": [2.0, 4.0], "w": 3}),
+        json!({"g": "a", "w": 2}),
+        json!({"g": "b", "v": 7.5}),
+        json!({"g": "b", "v": 1.0, "w": 4}),
+    ];
+    let mut bulk = String::new();
+    for doc in &docs {
+        bulk.push_str(&format!("{{\"index\":{{}}}}\n{doc}\n"));
+    }
+    let (status, answer) = server.request("POST", "/w/_bulk", Some(&bulk));
+    assert_eq!(status, 200, "{answer}");
+    // Brute force over the docs: (value, weight) pairs, with the missing values given.
+    let model = |value_missing: Option<f64>, weight_missing: Option<f64>| {
+        let mut sums: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
+        for doc in &docs {
+            let values: Vec<f64> = match &doc["v"] {
+                Value::Array(items) => items.iter().map(|v| v.as_f64().unwrap()).collect(),
+                Value::Null => value_missing.into_iter().collect(),
+                one => vec![one.as_f64().unwrap()],
+            };
+            let Some(weight) = doc["w"].as_f64().or(weight_missing) else {
+                continue;
+            };
+            let entry = sums.entry(doc["g"].as_str().unwrap()).or_default();
+            for v in values {
+                entry.0 += v * weight;
+                entry.1 += weight;
+            }
+        }
+        sums
+    };
+    for (value_missing, weight_missing) in [(None, None), (Some(5.0), None), (None, Some(2.0))] {
+        let mut value = json!({"field": "v"});
+        if let Some(m) = value_missing {
+            value["missing"] = json!(m);
+        }
+        let mut weight = json!({"field": "w"});
+        if let Some(m) = weight_missing {
+            weight["missing"] = json!(m);
+        }
+        let body = json!({"size": 0, "aggs": {"g": {"terms": {"field": "g"},
+            "aggs": {"avg": {"weighted_avg": {"value": value, "weight": weight}}}}}});
+        let answer = search_index(&server, "w", body);
+        let buckets = answer["aggregations"]["g"]["buckets"].as_array().unwrap();
+        let want = model(value_missing, weight_missing);
+        for bucket in buckets {
+            let key = bucket["key"].as_str().unwrap();
+            let got = &bucket["avg"]["value"];
+            match want.get(key) {
+                Some((sum, weights)) if *weights != 0.0 => close(
+                    got,
+                    sum / weights,
+                    &format!("{key} {value_missing:?} {weight_missing:?}"),
+                ),
+                _ => assert!(got.is_null(), "{key}: {got}"),
+            }
+        }
+    }
+    // Several weights in one event: refused, naming the field.
+    let (status, answer) = server.request(
+        "POST",
+        "/w/_doc",
+        Some(r#"{"g": "c", "v": 1, "w": [1, 2]}"#),
+    );
+    assert_eq!(status, 201, "{answer}");
+    let body = json!({"size": 0, "aggs": {"avg": {"weighted_avg": {"value": {"field": "v"}, "weight": {"field": "w"}}}}});
+    let (status, answer) = server.request("POST", "/w/_search", Some(&body.to_string()));
+    assert_eq!(status, 400, "{answer}");
+    assert!(answer.to_string().contains("[w]"), "{answer}");
+}
+
+fn search_index(server: &Server, index: &str, body: Value) -> Value {
+    let (status, answer) = server.request(
+        "POST",
+        &format!("/{index}/_search"),
+        Some(&body.to_string()),
+    );
+    assert_eq!(status, 200, "{answer}");
+    answer
+}

@@ -172,7 +172,7 @@ impl Schema {
 }
 
 /// The items of a value: an array's (kept as JSON text) or the value itself.
-fn items(value: &Value) -> Vec<Value> {
+pub(crate) fn items(value: &Value) -> Vec<Value> {
     match value {
         Value::Json(text) => match serde_json::from_str::<serde_json::Value>(text) {
             Ok(serde_json::Value::Array(items)) => items

@@ -346,7 +346,10 @@ impl SegmentBuilder {
                         self.add_exact(field, doc, TermKind::Exact, text.as_bytes());
                     }
                 }
-                Value::Json(text) => self.index_text(field, doc, text),
+                Value::Json(text) => {
+                    self.index_text(field, doc, text);
+                    self.add_array_items(field, doc, value);
+                }
                 Value::I64(_) | Value::U64(_) | Value::F64(_) => {
                     self.index_text(field, doc, &crate::event::value_text(value));
                     self.add_number(field, doc, value);
@@ -384,6 +387,7 @@ impl SegmentBuilder {
                         self.add_exact(field, doc, TermKind::Exact, text.as_bytes());
                     }
                 }
+                self.add_array_items(field, doc, value);
             }
             FieldType::Keyword => {
                 for item in schema::keyword_items(value) {
@@ -460,6 +464,25 @@ impl SegmentBuilder {
 
     /// A number's exact term: an integer's i64 bytes, else (above i64, or a fraction) its f64
     /// bytes; none for NaN.
+    /// An array's strings each as a whole value, as a single one is: `term` and `:=` find
+    /// `["red", "blue"]` by "red". (Longer strings have no exact term; queries check them
+    /// against the column. An unmapped array's numbers are not number terms: a range over
+    /// the field reads its number columns, which an array is not in.)
+    fn add_array_items(&mut self, field: u16, doc: u32, value: &Value) {
+        let Value::Json(text) = value else { return };
+        if !text.starts_with('[') {
+            return;
+        }
+        for item in schema::items(value) {
+            match item {
+                Value::Str(text) if text.len() <= EXACT_TERM_LEN => {
+                    self.add_exact(field, doc, TermKind::Exact, text.as_bytes())
+                }
+                _ => {}
+            }
+        }
+    }
+
     fn add_number(&mut self, field: u16, doc: u32, value: &Value) {
         match *value {
             Value::I64(v) => self.add_exact(field, doc, TermKind::I64, &i64_term(v)),

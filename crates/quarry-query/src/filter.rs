@@ -867,7 +867,8 @@ pub fn boolean_scorer<'a>(
 
 /// The scorer of `field:="value"` for a value longer than `EXACT_TERM_LEN`, which has no exact
 /// term: the docs holding every one of the value's `tokens` (all docs with a string value
-/// when it has none), each checked against the field's string column.
+/// when it has none), each checked against the field's string column, or its JSON column for
+/// an array that holds the value as an item.
 pub fn long_exact_scorer<'a>(
     block: &'a BlockReader,
     field: &str,
@@ -877,24 +878,39 @@ pub fn long_exact_scorer<'a>(
     let Some(ordinal) = block.field_ordinal(field) else {
         return Ok(None);
     };
-    let Some(column) = block.column(ordinal, ColumnType::Str) else {
-        return Ok(None);
+    let candidates = || -> Result<Option<BoxScorer<'a>>> {
+        let mut candidates: Vec<BoxScorer<'a>> = Vec::with_capacity(tokens.len());
+        for token in tokens {
+            let Some(info) = block.term_info(ordinal, TermKind::Token, token.as_bytes())? else {
+                return Ok(None);
+            };
+            candidates.push(Box::new(ConstScorer {
+                cursor: block.postings(&info)?,
+            }));
+        }
+        Ok(Some(match candidates.len() {
+            0 => Box::new(DocRangeScorer::new(0, block.doc_count())),
+            1 => candidates.pop().expect("one candidate scorer"),
+            _ => Box::new(ConjunctionScorer::new(candidates)),
+        }))
     };
-    let mut candidates: Vec<BoxScorer<'a>> = Vec::with_capacity(tokens.len());
-    for token in tokens {
-        let Some(info) = block.term_info(ordinal, TermKind::Token, token.as_bytes())? else {
-            return Ok(None);
-        };
-        candidates.push(Box::new(ConstScorer {
-            cursor: block.postings(&info)?,
-        }));
+    let mut scorers = Vec::new();
+    for (ty, expected) in [
+        (ColumnType::Str, Expected::Str(value)),
+        (ColumnType::Json, Expected::Item(value)),
+    ] {
+        if let Some(column) = block.column(ordinal, ty) {
+            let Some(candidates) = candidates()? else {
+                return Ok(None);
+            };
+            scorers.extend(checked_scorer(candidates, column, expected));
+        }
     }
-    let candidates: BoxScorer<'a> = match candidates.len() {
-        0 => Box::new(DocRangeScorer::new(0, block.doc_count())),
-        1 => candidates.pop().expect("one candidate scorer"),
-        _ => Box::new(ConjunctionScorer::new(candidates)),
-    };
-    Ok(checked_scorer(candidates, column, Expected::Str(value)))
+    Ok(match scorers.len() {
+        0 => None,
+        1 => scorers.pop(),
+        _ => Some(Box::new(crate::scorer::UnionScorer::new(scorers))),
+    })
 }
 
 /// The `candidates` whose value in `column` is `expected`, or `None` if there is none.
@@ -920,6 +936,8 @@ fn checked_scorer<'a>(
 enum Expected<'a> {
     /// In a string column.
     Str(&'a str),
+    /// A string item of an array in a JSON column.
+    Item(&'a str),
     /// In a boolean column.
     Bool(bool),
 }
@@ -941,6 +959,10 @@ impl CheckedExactScorer<'_> {
         };
         Ok(match self.expected {
             Expected::Str(value) => chunk.str_at(position) == Some(value),
+            Expected::Item(value) => chunk.str_at(position).is_some_and(|json| {
+                serde_json::from_str::<Vec<serde_json::Value>>(json)
+                    .is_ok_and(|items| items.iter().any(|item| item.as_str() == Some(value)))
+            }),
             Expected::Bool(value) => chunk.raw(position).map(|raw| raw != 0) == Some(value),
         })
     }

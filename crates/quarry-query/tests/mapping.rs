@@ -313,7 +313,9 @@ impl Model<'_> {
                 if long && !keyword && rules.is_some_and(|r| !r.stored) {
                     return Err(());
                 }
+                // An array's items are whole values too, of any field.
                 Ok(Some(self.docs(|d| match self.value(d, field) {
+                    Some(v @ Value::Json(_)) => Self::items(v).iter().any(|i| i == value),
                     Some(v) if keyword => Self::items(v).iter().any(|i| i == value),
                     Some(Value::Str(s)) => s == value,
                     _ => false,
@@ -543,5 +545,47 @@ fn without_norms_length_does_not_change_the_score() {
         } else {
             assert_eq!(top[0].score, top[1].score);
         }
+    }
+}
+
+/// An array's items are whole values whatever their length: items longer than an exact term
+/// (32 bytes) are found by checking the stored array, short ones by their terms; a string
+/// that is only part of an item, or the array's JSON text, is not an item.
+#[test]
+fn array_items_are_whole_values() {
+    let long = "a long item that is well past thirty-two bytes";
+    let events = vec![
+        TestEvent {
+            time: 1,
+            fields: vec![(
+                "tags".into(),
+                Value::Json(serde_json::to_string(&["web-1", long]).unwrap()),
+            )],
+        },
+        TestEvent {
+            time: 2,
+            fields: vec![("tags".into(), Value::Str(long.into()))],
+        },
+        TestEvent {
+            time: 3,
+            fields: vec![(
+                "tags".into(),
+                Value::Json(serde_json::to_string(&["web-2"]).unwrap()),
+            )],
+        },
+    ];
+    let schema = Arc::new(Schema::new(
+        Arc::new(Analyzer::default()),
+        Mapping::default(),
+    ));
+    for (merge, splits) in [(false, vec![]), (false, vec![1]), (true, vec![2])] {
+        let dir = tempfile::tempdir().unwrap();
+        let (searcher, _) = build(&events, &splits, merge, &schema, dir.path());
+        let count = |q: &str| searcher.count(&searcher.parse(q).unwrap()).unwrap();
+        assert_eq!(count("tags:=\"web-1\""), 1);
+        assert_eq!(count("tags:=\"web-2\""), 1);
+        assert_eq!(count(&format!("tags:=\"{long}\"")), 2);
+        assert_eq!(count("tags:=\"a long item\""), 0);
+        assert_eq!(count("tags:=\"web\""), 0);
     }
 }

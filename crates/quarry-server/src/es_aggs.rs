@@ -28,7 +28,7 @@ use quarry_query::agg_tree::{
     TermKey, TimeBuckets,
 };
 use quarry_query::dsl;
-use quarry_query::parser::Ast;
+use quarry_query::parser::{Ast, Occur};
 use quarry_query::time::{parse_interval, parse_time_in, Rounding, Zone};
 use quarry_query::Searcher;
 use serde_json::{json, Map, Value as JsonValue};
@@ -120,6 +120,11 @@ enum View {
         count: usize,
         other_key: Option<String>,
         keyed: bool,
+    },
+    /// `adjacency_matrix`: a bucket per filter and per pair of filters (both matching), the
+    /// tree's `Filters` slot by slot; empty ones are left out, the rest shown in key order.
+    Adjacency {
+        keys: Vec<String>,
     },
     /// `filter` and `missing`: one bucket.
     Single {
@@ -1263,6 +1268,27 @@ impl EsAgg {
                 };
                 Ok((json!({ "buckets": buckets }), "filters"))
             }
+            View::Adjacency { keys } => {
+                let mut shown: Vec<(&String, &BucketResult)> = buckets
+                    .iter()
+                    .filter_map(|b| match b.key {
+                        BucketKey::Slot(i) if b.count > 0 => {
+                            Some((keys.get(usize::try_from(i).ok()?)?, b))
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                shown.sort_by(|a, b| a.0.cmp(b.0));
+                let mut list = Vec::new();
+                for (key, bucket) in shown {
+                    let mut head = Map::new();
+                    head.insert("key".into(), key.clone().into());
+                    head.insert("doc_count".into(), bucket.count.into());
+                    list.push(sub.bucket_json(head, &bucket.children, ctx)?);
+                }
+                sub.apply_pipelines(&mut list, ctx)?;
+                Ok((json!({ "buckets": list }), "adjacency_matrix"))
+            }
             View::Single { kind } => {
                 let found = buckets.first();
                 let empty = quarry_query::agg_tree::empty_results(&sub.nodes);
@@ -2318,6 +2344,57 @@ fn node_of(
                 },
             ))
         }
+        "adjacency_matrix" => {
+            let Some(JsonValue::Object(named)) = body.get("filters") else {
+                return Err(bad(format!(
+                    "{path}: expected [filters], an object of named filters"
+                )));
+            };
+            if named.is_empty() {
+                return Err(bad(format!("{path}: [filters] cannot be empty.")));
+            }
+            let separator = match body.get("separator") {
+                None => "&",
+                Some(JsonValue::String(text)) => text.as_str(),
+                Some(other) => {
+                    return Err(bad(format!(
+                        "{path}.separator: expected a string, got {other}"
+                    )))
+                }
+            };
+            // Elasticsearch pairs the filters in the order of their names.
+            let mut filters: Vec<(&String, Ast)> = named
+                .iter()
+                .map(|(name, query)| {
+                    dsl::compile(query, &format!("{path}.filters.{name}"), now)
+                        .map(|ast| (name, ast))
+                        .map_err(crate::es_search::dsl_error)
+                })
+                .collect::<Result<_, _>>()?;
+            filters.sort_by(|a, b| a.0.cmp(b.0));
+            let mut keys = Vec::new();
+            let mut asts = Vec::new();
+            for (name, ast) in &filters {
+                keys.push((*name).clone());
+                asts.push(ast.clone());
+            }
+            for (i, (a, first)) in filters.iter().enumerate() {
+                for (b, second) in &filters[i + 1..] {
+                    keys.push(format!("{a}{separator}{b}"));
+                    asts.push(Ast::Bool(vec![
+                        (Occur::Must, first.clone()),
+                        (Occur::Must, second.clone()),
+                    ]));
+                }
+            }
+            Ok((
+                NodeKind::Filters {
+                    filters: asts,
+                    other: false,
+                },
+                View::Adjacency { keys },
+            ))
+        }
         "filter" => {
             let ast = dsl::compile(body, path, now).map_err(crate::es_search::dsl_error)?;
             Ok((
@@ -2818,6 +2895,7 @@ fn check_options(kind: &str, body: &JsonValue, path: &str) -> Result<(), ApiErro
         "cardinality" => &["field", "precision_threshold", "missing"],
         "percentiles" => &["field", "percents", "keyed", "missing", "hdr", "tdigest"],
         "filters" => &["filters", "other_bucket", "other_bucket_key", "keyed"],
+        "adjacency_matrix" => &["filters", "separator"],
         "missing" => &["field", "missing"],
         // The body is a query, checked as one; unknown types are refused where built.
         _ => return Ok(()),

@@ -764,3 +764,75 @@ fn search_index(server: &Server, index: &str, body: Value) -> Value {
     assert_eq!(status, 200, "{answer}");
     answer
 }
+
+/// `adjacency_matrix` against a count by hand over every filter and pair of filters: empty
+/// buckets are left out, keys are in order, and a sub-aggregation runs in each bucket.
+#[test]
+fn adjacency_matrix_counts_every_pair() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("d"));
+    let tags: Vec<Vec<&str>> = (0..40)
+        .map(|i| {
+            ["red", "green", "blue", "black"]
+                .iter()
+                .enumerate()
+                .filter(|(k, _)| (i * 7 + k * 3) % (k + 2) == 0)
+                .map(|(_, t)| *t)
+                .collect()
+        })
+        .collect();
+    let mut bulk = String::new();
+    for (i, t) in tags.iter().enumerate() {
+        bulk.push_str(&format!(
+            "{{\"index\":{{}}}}\n{}\n",
+            json!({"tag": t, "n": i})
+        ));
+    }
+    let (status, answer) = server.request("POST", "/adj/_bulk", Some(&bulk));
+    assert_eq!(status, 200, "{answer}");
+    let names = ["b", "g", "k", "r"];
+    let colour = |name: &str| match name {
+        "b" => "blue",
+        "g" => "green",
+        "k" => "black",
+        _ => "red",
+    };
+    let filters: serde_json::Map<String, Value> = names
+        .iter()
+        .map(|n| (n.to_string(), json!({"term": {"tag": colour(n)}})))
+        .collect();
+    let body = json!({"size": 0, "aggs": {"m": {"adjacency_matrix": {"filters": filters, "separator": "+"},
+        "aggs": {"top": {"max": {"field": "n"}}}}}});
+    let answer = search_index(&server, "adj", body);
+    let got: Vec<(String, u64, f64)> = answer["aggregations"]["m"]["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                b["key"].as_str().unwrap().to_owned(),
+                b["doc_count"].as_u64().unwrap(),
+                b["top"]["value"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    let mut want = Vec::new();
+    let mut keys: Vec<(String, Vec<&str>)> =
+        names.iter().map(|n| (n.to_string(), vec![*n])).collect();
+    for (i, a) in names.iter().enumerate() {
+        for b in &names[i + 1..] {
+            keys.push((format!("{a}+{b}"), vec![*a, *b]));
+        }
+    }
+    keys.sort();
+    for (key, needs) in keys {
+        let docs: Vec<usize> = (0..tags.len())
+            .filter(|&i| needs.iter().all(|n| tags[i].contains(&colour(n))))
+            .collect();
+        if let Some(&last) = docs.last() {
+            want.push((key, docs.len() as u64, last as f64));
+        }
+    }
+    assert!(want.len() > 4, "the data should hold some pairs: {want:?}");
+    assert_eq!(got, want);
+}

@@ -130,10 +130,14 @@ enum View {
     Single {
         kind: &'static str,
     },
-    /// `top_hits`: the hits after the first `from`, shown as `view` says.
+    /// `top_hits`: the hits after the first `from`, shown as `view` says. With `by` (a field
+    /// and whether descending), the tree keeps up to `TOP_HITS_SORTED_MAX` hits per bucket in
+    /// time order and they are sorted here by the field's values.
     TopHits {
         from: usize,
+        size: usize,
         view: Box<crate::es_hits::HitView>,
+        by: Option<(String, bool)>,
     },
     /// `top_metrics`: these fields of the top hits, with their times as sort values.
     TopMetrics {
@@ -885,10 +889,15 @@ impl EsAgg {
                 kind.type_name(),
             )),
             (
-                View::TopHits { from, view },
+                View::TopHits {
+                    from,
+                    size,
+                    view,
+                    by,
+                },
                 AggResult::Metric(MetricResult::TopHits { hits, total }),
             ) => Ok((
-                render_top_hits(&hits[(*from).min(hits.len())..], *total, view, ctx)?,
+                render_top_hits(hits, *total, *from, *size, view, by.as_ref(), ctx)?,
                 "top_hits",
             )),
             (
@@ -988,9 +997,14 @@ impl EsAgg {
                 let kept = keys.kept(buckets, dates[0], ctx.is_string_field(field), &self.name)?;
                 let (list, other) =
                     self.render_terms(&kept, &dates, *min_doc_count, u64::MAX, order, *size, ctx)?;
+                let unsigned = ctx.searcher.schema().rules(field).is_some_and(|r| {
+                    r.ty == quarry_store::FieldType::Number
+                        && r.number_type == quarry_store::mapping::NumberType::UnsignedLong
+                });
                 let ty = match buckets.first().map(|b| &b.key) {
                     Some(BucketKey::Term(TermKey::Float(_))) => "dterms",
                     Some(BucketKey::Term(TermKey::Uint(_))) => "ulterms",
+                    Some(BucketKey::Term(TermKey::Int(_))) if unsigned => "ulterms",
                     Some(BucketKey::Term(TermKey::Int(_) | TermKey::Bool(_))) => "lterms",
                     _ => "sterms",
                 };
@@ -2506,9 +2520,21 @@ fn percentiles_method(body: &JsonValue, path: &str) -> Result<Option<u32>, ApiEr
 /// A `sort` of hits within an aggregation: on `@timestamp` only (hits are taken in time
 /// order), `desc` or `asc` (true: oldest first).
 fn time_sort(value: &JsonValue, path: &str) -> Result<bool, ApiError> {
+    let (field, descending) = sort_key(value, path)?;
+    if dsl::field_name(&field) != quarry_format::TIME_FIELD {
+        return Err(bad(format!(
+            "unsupported: {path}.sort = {value} (top_metrics sorts by @timestamp only)"
+        )));
+    }
+    Ok(!descending)
+}
+
+/// A `sort` of one key: the field and whether it is descending (a field sorts ascending
+/// unless asked).
+fn sort_key(value: &JsonValue, path: &str) -> Result<(String, bool), ApiError> {
     let refused = || {
         bad(format!(
-            "unsupported: {path}.sort = {value} (hits within aggregations sort by @timestamp only)"
+            "unsupported: {path}.sort = {value} (hits within aggregations sort by one key, asc or desc)"
         ))
     };
     let one = match value {
@@ -2531,16 +2557,16 @@ fn time_sort(value: &JsonValue, path: &str) -> Result<bool, ApiError> {
         }
         _ => return Err(refused()),
     };
-    if dsl::field_name(field) != quarry_format::TIME_FIELD {
-        return Err(refused());
-    }
     match order {
-        // A field sorts ascending unless asked.
-        None | Some("asc") => Ok(true),
-        Some("desc") => Ok(false),
+        None | Some("asc") => Ok((field.to_owned(), false)),
+        Some("desc") => Ok((field.to_owned(), true)),
         Some(_) => Err(refused()),
     }
 }
+
+/// The most hits of one bucket a `top_hits` sorted by a field other than the time reads (they
+/// are fetched and sorted when the answer is rendered); a bucket holding more is refused.
+const TOP_HITS_SORTED_MAX: usize = 10_000;
 
 /// `top_hits`: `size` (3), `from`, a `sort` on `@timestamp` (required: without one
 /// Elasticsearch ranks by score, which hits within aggregations do not have here), and what
@@ -2550,22 +2576,23 @@ fn top_hits(body: &JsonValue, path: &str) -> Result<(NodeKind, View), ApiError> 
         .as_object()
         .ok_or_else(|| bad(format!("{path}: expected an object of options")))?;
     let mut view = crate::es_hits::HitView::default();
-    let (mut size, mut from, mut oldest_first) = (3u64, 0u64, None);
+    let (mut size, mut from, mut sort) = (3u64, 0u64, None);
     for (key, value) in object {
         match key.as_str() {
             "size" => size = count_option(body, "size", 3, path)?,
             "from" => from = count_option(body, "from", 0, path)?,
-            "sort" => oldest_first = Some(time_sort(value, path)?),
+            "sort" => sort = Some(sort_key(value, path)?),
             "highlight" => return Err(bad(format!("unsupported: {path}.highlight"))),
             _ if view.read_body_key(key, value)? => {}
             other => return Err(bad(format!("unsupported: {path}.{other}"))),
         }
     }
-    let oldest_first = oldest_first.ok_or_else(|| {
+    let (field, descending) = sort.ok_or_else(|| {
         bad(format!(
-            "unsupported: {path} without a sort (give \"sort\": [{{\"@timestamp\": \"desc\"}}]: hits within aggregations are taken in time order)"
+            "unsupported: {path} without a sort (give \"sort\": [{{\"@timestamp\": \"desc\"}}] or another field: hits within aggregations have no score)"
         ))
     })?;
+    let by_time = dsl::field_name(&field) == quarry_format::TIME_FIELD;
     if from + size > 100 {
         return Err(bad(format!(
             "Top hits result window is too large, the top hits aggregator [{}]'s from + size must be less than or equal to: [100] but was [{}]",
@@ -2577,14 +2604,20 @@ fn top_hits(body: &JsonValue, path: &str) -> Result<(NodeKind, View), ApiError> 
         NodeKind::Metric {
             field: quarry_format::TIME_FIELD.to_owned(),
             metric: Metric::TopHits {
-                size: (from + size) as usize,
-                oldest_first,
+                size: match by_time {
+                    true => (from + size) as usize,
+                    // One more than kept, to tell a bucket that holds more.
+                    false => TOP_HITS_SORTED_MAX + 1,
+                },
+                oldest_first: !(by_time && descending),
             },
             missing: None,
         },
         View::TopHits {
             from: from as usize,
+            size: size as usize,
             view: Box::new(view),
+            by: (!by_time).then_some((field, descending)),
         },
     ))
 }
@@ -2636,26 +2669,87 @@ fn top_metrics(body: &JsonValue, path: &str) -> Result<(NodeKind, View), ApiErro
 }
 
 /// `top_hits`' answer: the hits' events fetched and shown as the view says.
+/// `top_hits`' answer: `hits` are in time order, the first `from + size` when sorted by time;
+/// sorted `by` a field, every hit of the bucket (up to `TOP_HITS_SORTED_MAX`), sorted here by
+/// the field's values (numbers before strings, a hit without one last, ties in time order).
 fn render_top_hits(
     hits: &[quarry_query::Hit],
     total: u64,
+    from: usize,
+    size: usize,
     view: &crate::es_hits::HitView,
+    by: Option<&(String, bool)>,
     ctx: Ctx<'_>,
 ) -> Result<JsonValue, ApiError> {
-    let events = ctx.searcher.events(hits).map_err(ApiError::from_query)?;
+    let mut shown: Vec<(JsonValue, JsonValue)> = Vec::new();
+    let chosen: Vec<quarry_query::Hit> = match by {
+        None => hits[from.min(hits.len())..].to_vec(),
+        Some((field, _)) if hits.len() > TOP_HITS_SORTED_MAX => {
+            return Err(bad(format!(
+                "top_hits sorted by [{field}] reads at most {TOP_HITS_SORTED_MAX} events of a bucket; one holds {total} (sort by @timestamp, or narrow the query)"
+            )))
+        }
+        Some(_) => hits.to_vec(),
+    };
+    let events = ctx.searcher.events(&chosen).map_err(ApiError::from_query)?;
     let words = crate::es_hits::QueryWords::default();
-    let shown: Vec<JsonValue> = hits
-        .iter()
-        .zip(events)
-        .map(|(hit, event)| {
-            let flat = crate::event_json(&event);
-            let mut json = json!({
-                "_index": ctx.index_of(hit),
-                "_id": crate::es_ids::id_of(hit.time, &event),
-                "_score": null,
-            });
-            view.render(&mut json, &flat, hit.time, &words);
-            json["sort"] = json!([hit.time.div_euclid(1_000_000)]);
+    for (hit, event) in chosen.iter().zip(events) {
+        let flat = crate::event_json(&event);
+        let mut json = json!({
+            "_index": ctx.index_of(hit),
+            "_id": crate::es_ids::id_of(hit.time, &event),
+            "_score": null,
+        });
+        view.render(&mut json, &flat, hit.time, &words);
+        let key = match by {
+            None => json!(hit.time.div_euclid(1_000_000)),
+            // `X.keyword` sorts by X's whole values, as the mapping shows it.
+            Some((field, _)) => match flat
+                .get(field.as_str())
+                .or_else(|| flat.get(field.strip_suffix(".keyword")?))
+            {
+                Some(JsonValue::Array(items)) => items.first().cloned().unwrap_or(JsonValue::Null),
+                Some(value) => value.clone(),
+                None => JsonValue::Null,
+            },
+        };
+        shown.push((key, json));
+    }
+    if let Some((_, descending)) = by {
+        // Stable: ties stay in time order.
+        shown.sort_by(|(a, _), (b, _)| {
+            let rank = |v: &JsonValue| match v {
+                JsonValue::Number(_) => 0,
+                JsonValue::String(_) | JsonValue::Bool(_) => 1,
+                _ => 2,
+            };
+            rank(a).cmp(&rank(b)).then_with(|| {
+                let order = match (a, b) {
+                    (JsonValue::Number(x), JsonValue::Number(y)) => x
+                        .as_f64()
+                        .unwrap_or(f64::NAN)
+                        .total_cmp(&y.as_f64().unwrap_or(f64::NAN)),
+                    (x, y) => {
+                        let text = |v: &JsonValue| match v {
+                            JsonValue::String(s) => s.clone(),
+                            other => other.to_string(),
+                        };
+                        text(x).cmp(&text(y))
+                    }
+                };
+                if *descending {
+                    order.reverse()
+                } else {
+                    order
+                }
+            })
+        });
+        shown = shown.into_iter().skip(from).take(size).collect();
+    }
+    let shown: Vec<JsonValue> = shown
+        .into_iter()
+        .map(|(key, mut json)| {
+            json["sort"] = json!([key]);
             json
         })
         .collect();

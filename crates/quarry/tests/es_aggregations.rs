@@ -836,3 +836,63 @@ fn adjacency_matrix_counts_every_pair() {
     assert!(want.len() > 4, "the data should hold some pairs: {want:?}");
     assert_eq!(got, want);
 }
+
+/// `top_hits` sorted by a field other than the time, per terms bucket, against a sort by hand:
+/// numbers in order (ties in time order), events without the field last, `from` and `size`
+/// applied after the sort, the sort value shown.
+#[test]
+fn top_hits_sorted_by_a_field_match_a_sort_by_hand() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("d"));
+    let docs: Vec<Value> = (0..30i64)
+        .map(|i| {
+            let group = ["x", "y", "z"][(i % 3) as usize];
+            let mut doc = json!({"g": group, "i": i,
+                "@timestamp": 1_700_000_000_000i64 + i * 1000});
+            if i % 7 != 0 {
+                doc["num"] = json!((i * 13) % 10);
+            }
+            doc
+        })
+        .collect();
+    let mut bulk = String::new();
+    for doc in &docs {
+        bulk.push_str(&format!("{{\"index\":{{}}}}\n{doc}\n"));
+    }
+    let (status, answer) = server.request("POST", "/th/_bulk", Some(&bulk));
+    assert_eq!(status, 200, "{answer}");
+    for (descending, from, size) in [(false, 0, 3), (true, 1, 4), (true, 0, 20)] {
+        let order = if descending { "desc" } else { "asc" };
+        let body = json!({"size": 0, "aggs": {"g": {"terms": {"field": "g"}, "aggs": {
+            "top": {"top_hits": {"sort": [{"num": {"order": order}}], "from": from, "size": size,
+                "_source": ["i"]}}}}}});
+        let answer = search_index(&server, "th", body);
+        for bucket in answer["aggregations"]["g"]["buckets"].as_array().unwrap() {
+            let group = bucket["key"].as_str().unwrap();
+            let mut want: Vec<&Value> = docs.iter().filter(|d| d["g"] == group).collect();
+            // Time order first (the docs are), then a stable sort by the field, missing last.
+            want.sort_by(|a, b| match (a["num"].as_i64(), b["num"].as_i64()) {
+                (Some(x), Some(y)) if descending => y.cmp(&x),
+                (Some(x), Some(y)) => x.cmp(&y),
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+                (None, None) => std::cmp::Ordering::Equal,
+            });
+            let want: Vec<(i64, Value)> = want
+                .iter()
+                .skip(from)
+                .take(size)
+                .map(|d| (d["i"].as_i64().unwrap(), d["num"].clone()))
+                .collect();
+            let hits = &bucket["top"]["hits"];
+            assert_eq!(hits["total"]["value"], 10, "{group}");
+            let got: Vec<(i64, Value)> = hits["hits"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|h| (h["_source"]["i"].as_i64().unwrap(), h["sort"][0].clone()))
+                .collect();
+            assert_eq!(got, want, "{group} {order} from {from} size {size}");
+        }
+    }
+}

@@ -404,6 +404,7 @@ pub(crate) async fn create(
         retention_seconds,
         quotas: request.quotas,
         created: quarry_index::event::format_time(quarry_query::time::now_nanos()),
+        search_limits: Default::default(),
     };
     let tenant = add_tenant(&state, spec).await?;
     let mut body = describe(&tenant);

@@ -25,6 +25,8 @@ pub(crate) struct HitView {
     version: bool,
     /// `stored_fields: "_none_"`: not even the hit's `_id`.
     no_stored_fields: bool,
+    /// Entries of `docvalue_fields` (against `index.max_docvalue_fields_search`).
+    docvalue_fields: usize,
 }
 
 #[derive(Clone, Debug)]
@@ -110,6 +112,9 @@ impl HitView {
                     JsonValue::Array(items) => items.clone(),
                     other => vec![other.clone()],
                 };
+                if key == "docvalue_fields" {
+                    self.docvalue_fields += items.len();
+                }
                 for (at, item) in items.iter().enumerate() {
                     let path = format!("{key}[{at}]");
                     self.fields.push(match item {
@@ -294,6 +299,13 @@ impl HitView {
                 hit["highlight"] = out.into();
             }
         }
+    }
+}
+
+impl HitView {
+    /// Entries of `docvalue_fields` asked for.
+    pub(crate) fn docvalue_fields(&self) -> usize {
+        self.docvalue_fields
     }
 }
 

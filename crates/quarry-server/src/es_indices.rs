@@ -9,7 +9,7 @@
 
 use crate::admin::{self, Tenant};
 use crate::es_api::{es_response, EsParams};
-use crate::tenants::{self, TenantSpec, DEFAULT_TENANT};
+use crate::tenants::{self, SearchLimits, TenantSpec, DEFAULT_TENANT};
 use crate::{blocking, ApiError, AppState};
 use axum::body::Bytes;
 use axum::extract::{Path as UrlPath, RawQuery, State};
@@ -50,7 +50,7 @@ pub(crate) async fn create(
         tenants::validate_name(&index).map_err(|reason| {
             ApiError::bad_request(format!("invalid index name [{index}]: {reason}"))
         })?;
-        let mapping = create_body(&body)?;
+        let (mapping, search_limits) = create_body(&body)?;
         if state.open_tenant(&index).is_some() {
             return Err(already_exists(&index));
         }
@@ -60,6 +60,7 @@ pub(crate) async fn create(
             retention_seconds: None,
             quotas: Default::default(),
             created: quarry_index::event::format_time(quarry_query::time::now_nanos()),
+            search_limits,
         };
         let tenant = admin::add_tenant(&state, spec).await.map_err(|error| {
             if error.status == StatusCode::CONFLICT {
@@ -99,6 +100,7 @@ pub(crate) fn create_for_write(state: &AppState, index: &str) -> Result<Arc<Tena
         retention_seconds: None,
         quotas: Default::default(),
         created: quarry_index::event::format_time(quarry_query::time::now_nanos()),
+        search_limits: Default::default(),
     };
     match admin::add_tenant_now(state, spec) {
         // Created meanwhile by another request: use it.
@@ -115,10 +117,12 @@ fn already_exists(index: &str) -> ApiError {
         .with_kind("resource_already_exists_exception")
 }
 
-/// A create-index body's mapping: `mappings` is read, `settings` may hold only no-ops
-/// (`NO_OP_SETTINGS`), and anything else (`aliases`) is refused by name.
-fn create_body(body: &[u8]) -> Result<Option<Mapping>, ApiError> {
+/// A create-index body's mapping and search limits: `mappings` is read, `settings` may hold
+/// no-ops (`NO_OP_SETTINGS`) and search limits (`SearchLimits`), and anything else
+/// (`aliases`) is refused by name.
+fn create_body(body: &[u8]) -> Result<(Option<Mapping>, SearchLimits), ApiError> {
     let mut mapping = None;
+    let mut limits = SearchLimits::default();
     for (key, value) in &crate::es_api::body_object(body, "the create-index body")? {
         match key.as_str() {
             "mappings" => {
@@ -130,12 +134,40 @@ fn create_body(body: &[u8]) -> Result<Option<Mapping>, ApiError> {
             "settings" => {
                 let mut flat = Vec::new();
                 flatten("", value, &mut flat);
-                for (name, _) in flat {
+                for (name, value) in flat {
                     let name = if name.starts_with("index.") {
                         name
                     } else {
                         format!("index.{name}")
                     };
+                    let limit = match name.as_str() {
+                        "index.max_result_window" => Some(&mut limits.max_result_window),
+                        "index.max_docvalue_fields_search" => {
+                            Some(&mut limits.max_docvalue_fields_search)
+                        }
+                        "index.max_script_fields" => Some(&mut limits.max_script_fields),
+                        _ => None,
+                    };
+                    if let Some(limit) = limit {
+                        let n = value
+                            .as_u64()
+                            .or_else(|| value.as_str().and_then(|t| t.parse().ok()))
+                            .ok_or_else(|| {
+                                ApiError::bad_request(format!(
+                                    "index setting [{name}]: expected a whole number, got {value}"
+                                ))
+                            })?;
+                        if name == "index.max_result_window"
+                            && n > crate::MAX_SEARCH_LIMIT as u64
+                        {
+                            return Err(ApiError::bad_request(format!(
+                                "unsupported: index setting [{name}] = {n}: Quarry returns at most {} hits a page (scroll or search_after for more)",
+                                crate::MAX_SEARCH_LIMIT
+                            )));
+                        }
+                        *limit = Some(n);
+                        continue;
+                    }
                     if !NO_OP_SETTINGS.contains(&name.as_str()) {
                         return Err(ApiError::bad_request(format!(
                             "unsupported: index setting [{name}] (Quarry accepts {} and ignores them: one index per tenant, searchable at once)",
@@ -151,7 +183,7 @@ fn create_body(body: &[u8]) -> Result<Option<Mapping>, ApiError> {
             }
         }
     }
-    Ok(mapping)
+    Ok((mapping, limits))
 }
 
 /// A JSON tree's leaves with their dotted paths.
@@ -276,22 +308,37 @@ pub(crate) async fn get(
         )?;
         let mut out = Map::new();
         for (name, tenant) in resolve(&state, &index, &headers, missing_rule(&params)?)? {
-            let created = tenant.spec().created;
-            let created_ms = quarry_query::time::parse_time(&created, 0)
+            let spec = tenant.spec();
+            let created_ms = quarry_query::time::parse_time(&spec.created, 0)
                 .map(|nanos| (nanos / 1_000_000).to_string())
                 .unwrap_or_else(|_| "0".to_owned());
+            let mut settings = json!({
+                "number_of_shards": "1",
+                "number_of_replicas": "0",
+                "provided_name": name,
+                "creation_date": created_ms,
+                "uuid": name,
+            });
+            // Settings are strings in Elasticsearch's answer.
+            let limits = &spec.search_limits;
+            for (key, value) in [
+                ("max_result_window", limits.max_result_window),
+                (
+                    "max_docvalue_fields_search",
+                    limits.max_docvalue_fields_search,
+                ),
+                ("max_script_fields", limits.max_script_fields),
+            ] {
+                if let Some(value) = value {
+                    settings[key] = value.to_string().into();
+                }
+            }
             out.insert(
                 name.clone(),
                 json!({
                     "aliases": {},
                     "mappings": crate::es_search::mapping_of(&tenant.live),
-                    "settings": {"index": {
-                        "number_of_shards": "1",
-                        "number_of_replicas": "0",
-                        "provided_name": name,
-                        "creation_date": created_ms,
-                        "uuid": name,
-                    }},
+                    "settings": {"index": settings},
                 }),
             );
         }
@@ -606,9 +653,22 @@ mod tests {
                  "mappings": {"properties": {"status": {"type": "long"}}}}"#,
         )
         .unwrap()
+        .0
         .expect("a mapping");
         assert!(mapping.fields.contains_key("status"));
-        assert!(create_body(b"").unwrap().is_none());
+        assert!(create_body(b"").unwrap().0.is_none());
+        let (_, limits) = create_body(
+            br#"{"settings": {"max_result_window": 4, "index.max_script_fields": "2"}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            limits,
+            SearchLimits {
+                max_result_window: Some(4),
+                max_docvalue_fields_search: None,
+                max_script_fields: Some(2),
+            }
+        );
         for (body, named) in [
             (r#"{"aliases": {"a": {}}}"#, "[aliases]"),
             (
@@ -616,7 +676,7 @@ mod tests {
                 "index.analysis",
             ),
             (
-                r#"{"settings": {"max_result_window": 4}}"#,
+                r#"{"settings": {"max_result_window": "many"}}"#,
                 "index.max_result_window",
             ),
         ] {

@@ -17,6 +17,7 @@ use crate::es_hits::{HitView, QueryWords};
 use crate::es_indices;
 use crate::es_scroll;
 use crate::live::LiveIndex;
+use crate::tenants::SearchLimits;
 use crate::{event_json, ApiError, AppState};
 use axum::body::Bytes;
 use axum::extract::{Path as UrlPath, RawQuery, State};
@@ -366,8 +367,17 @@ pub(crate) async fn search_one(
         }
     };
     let plan = SearchPlan::new(&object, params)?;
+    let limits_of = |names: &[String]| {
+        let specs: Vec<SearchLimits> = names
+            .iter()
+            .filter_map(|name| state.open_tenant(name))
+            .map(|tenant| tenant.spec().search_limits)
+            .collect();
+        SearchLimits::strictest(&specs)
+    };
     if let Some(keep_alive) = params.get("scroll") {
         let keep_alive = es_scroll::keep_alive(keep_alive, "scroll")?;
+        plan.check_limits(&limits_of(&[index.to_owned()]), true)?;
         return es_scroll::start(state, index, plan, keep_alive, headers, started).await;
     }
     // A point in time: its snapshot and tenant; else the current snapshot of the indices the
@@ -380,6 +390,7 @@ pub(crate) async fn search_one(
         }
         None => snapshots_of(state, index, headers, params)?,
     };
+    plan.check_limits(&limits_of(&indices), false)?;
     let run = plan.clone();
     let names = indices.clone();
     let (response, aggregations) = state
@@ -567,6 +578,28 @@ impl SearchPlan {
                 "explain" | "profile" | "track_scores" | "seq_no_primary_term"
                     if value == &JsonValue::Bool(false) => {}
                 "runtime_mappings" | "script_fields" | "stats" if is_empty(value) => {}
+                // Rescoring is not supported; a window past the result window is wrong in
+                // any case, and said so first, as Elasticsearch words it.
+                "rescore" => {
+                    let items = match value {
+                        JsonValue::Array(items) => items.iter().collect(),
+                        one => vec![one],
+                    };
+                    for item in items {
+                        if let Some(window) = item
+                            .get("window_size")
+                            .and_then(JsonValue::as_u64)
+                            .filter(|w| *w > MAX_RESULT_WINDOW as u64)
+                        {
+                            return Err(ApiError::bad_request(format!(
+                                "Rescore window [{window}] is too large. It must be less than [{MAX_RESULT_WINDOW}]."
+                            )));
+                        }
+                    }
+                    return Err(ApiError::bad_request(
+                        "unsupported: [rescore] in the search body",
+                    ));
+                }
                 other => {
                     return Err(ApiError::bad_request(format!(
                         "unsupported: [{other}] in the search body"
@@ -612,12 +645,11 @@ impl SearchPlan {
                 "[rest_total_hits_as_int] cannot be used if the tracking of total hits is not accurate, got {limit}"
             )));
         }
-        if from + size > MAX_RESULT_WINDOW {
-            return Err(ApiError::bad_request(format!(
-                "Result window is too large, from + size must be less than or equal to: [{MAX_RESULT_WINDOW}] but was [{}]. See the scroll api for a more efficient way to request large data sets.",
-                from + size
-            )));
-        }
+        window_check(
+            from + size,
+            MAX_RESULT_WINDOW,
+            params.get("scroll").is_some(),
+        )?;
         request.limit = from + size;
         request.tree = aggs.nodes().to_vec();
         Ok(SearchPlan {
@@ -656,6 +688,22 @@ impl SearchPlan {
             None => Map::new(),
         };
         Ok((response, aggregations))
+    }
+
+    /// Refuses what passes Elasticsearch's defaults but not the searched indices' own
+    /// `limits` (`scroll`: a scroll's first page).
+    pub(crate) fn check_limits(&self, limits: &SearchLimits, scroll: bool) -> Result<(), ApiError> {
+        if let Some(window) = limits.max_result_window {
+            window_check(self.request.limit, window as usize, scroll)?;
+        }
+        let docvalue_fields = self.view.docvalue_fields();
+        let most = limits.max_docvalue_fields_search.unwrap_or(100);
+        if docvalue_fields as u64 > most {
+            return Err(ApiError::bad_request(format!(
+                "Trying to retrieve too many docvalue_fields. Must be less than or equal to: [{most}] but was [{docvalue_fields}]. This limit can be set by changing the [index.max_docvalue_fields_search] index level setting."
+            )));
+        }
+        Ok(())
     }
 
     /// Hits skipped before the first shown (`from`).
@@ -952,6 +1000,19 @@ fn as_usize(key: &str, value: &JsonValue) -> Result<usize, ApiError> {
             "{key}: expected a non-negative integer"
         ))),
     }
+}
+
+/// `from + size` (a scroll's page size) against `index.max_result_window`, in Elasticsearch's
+/// words.
+fn window_check(window: usize, most: usize, scroll: bool) -> Result<(), ApiError> {
+    if window <= most {
+        return Ok(());
+    }
+    Err(ApiError::bad_request(if scroll {
+        format!("Batch size is too large, size must be less than or equal to: [{most}] but was [{window}]. Scroll batch sizes cost as much memory as result windows so they are controlled by the [index.max_result_window] index level setting.")
+    } else {
+        format!("Result window is too large, from + size must be less than or equal to: [{most}] but was [{window}]. See the scroll api for a more efficient way to request large data sets.")
+    }))
 }
 
 fn negative(key: &str, n: i64) -> ApiError {

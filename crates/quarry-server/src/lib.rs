@@ -183,6 +183,7 @@ pub async fn serve(
         retention_seconds: None,
         quotas: Default::default(),
         created: String::new(),
+        search_limits: Default::default(),
     };
     let default = Tenant::open(&config.data, default_spec, &config.ingest)?;
     admin::remove_leftovers(&config.data).map_err(ServerError::Registry)?;

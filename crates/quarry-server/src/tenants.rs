@@ -74,6 +74,47 @@ pub struct Quotas {
     pub events_per_request: Option<u64>,
 }
 
+/// Elasticsearch's per-index search limits a tenant was created with (`settings` of `PUT
+/// /{index}`); `None` is Elasticsearch's default.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchLimits {
+    /// `index.max_result_window`: `from + size` of a search, `size` of a scroll's pages
+    /// (10,000, also Quarry's most).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_result_window: Option<u64>,
+    /// `index.max_docvalue_fields_search`: entries of `docvalue_fields` (100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_docvalue_fields_search: Option<u64>,
+    /// `index.max_script_fields` (32): kept and shown; Quarry runs no scripts, so no search
+    /// has script fields to count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_script_fields: Option<u64>,
+}
+
+impl SearchLimits {
+    pub fn is_default(&self) -> bool {
+        *self == SearchLimits::default()
+    }
+
+    /// The strictest of each limit over several indices searched as one.
+    pub fn strictest<'a>(all: impl IntoIterator<Item = &'a SearchLimits>) -> SearchLimits {
+        let min = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        all.into_iter()
+            .fold(SearchLimits::default(), |acc, l| SearchLimits {
+                max_result_window: min(acc.max_result_window, l.max_result_window),
+                max_docvalue_fields_search: min(
+                    acc.max_docvalue_fields_search,
+                    l.max_docvalue_fields_search,
+                ),
+                max_script_fields: min(acc.max_script_fields, l.max_script_fields),
+            })
+    }
+}
+
 /// A tenant as the registry keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TenantSpec {
@@ -88,6 +129,8 @@ pub struct TenantSpec {
     pub quotas: Quotas,
     /// When it was created (RFC 3339).
     pub created: String,
+    #[serde(default, skip_serializing_if = "SearchLimits::is_default")]
+    pub search_limits: SearchLimits,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -302,6 +345,10 @@ mod tests {
                 ..Quotas::default()
             },
             created: "2026-11-23T00:00:00Z".into(),
+            search_limits: SearchLimits {
+                max_result_window: Some(500),
+                ..SearchLimits::default()
+            },
         };
         store(dir.path(), std::slice::from_ref(&spec)).unwrap();
         assert_eq!(load(dir.path()).unwrap(), [spec]);

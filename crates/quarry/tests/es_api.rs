@@ -924,3 +924,73 @@ fn field_caps_merge_the_indices_and_conflicting_mappings_are_refused() {
         assert_eq!(answer["count"], 1, "{index}");
     }
 }
+
+/// An index's search limits (`settings` of `PUT /{index}`) are kept with the tenant, shown by
+/// `GET /{index}`, survive a restart and bound its searches; other indices keep
+/// Elasticsearch's defaults, and a window past Quarry's own most is refused at creation.
+#[test]
+fn index_search_limits_are_kept_and_enforced() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    let server = Server::start(&data);
+    let settings = json!({"settings": {"index": {"max_result_window": 50},
+        "index.max_docvalue_fields_search": "1", "max_script_fields": 4}});
+    let (status, answer) = server.request("PUT", "/small", Some(&settings.to_string()));
+    assert_eq!(status, 200, "{answer}");
+    let (status, answer) = server.request(
+        "PUT",
+        "/huge",
+        Some(r#"{"settings": {"index.max_result_window": 100000}}"#),
+    );
+    assert_eq!(status, 400, "{answer}");
+    assert!(answer.to_string().contains("max_result_window"), "{answer}");
+    let (status, answer) = server.request("POST", "/other/_doc", Some(r#"{"n": 1}"#));
+    assert_eq!(status, 201, "{answer}");
+    let check = |server: &Server| {
+        let search = |index: &str, body: serde_json::Value| {
+            server.request(
+                "POST",
+                &format!("/{index}/_search"),
+                Some(&body.to_string()),
+            )
+        };
+        let (status, answer) = search("small", json!({"size": 40, "from": 11}));
+        assert_eq!(status, 400, "{answer}");
+        assert!(
+            answer["error"]["reason"]
+                .as_str()
+                .unwrap()
+                .contains("[50] but was [51]"),
+            "{answer}"
+        );
+        assert_eq!(search("small", json!({"size": 40, "from": 10})).0, 200);
+        let two = json!({"docvalue_fields": ["a", "b"]});
+        let (status, answer) = search("small", two.clone());
+        assert_eq!(status, 400, "{answer}");
+        assert!(answer.to_string().contains("[1] but was [2]"), "{answer}");
+        assert_eq!(search("other", two.clone()).0, 200);
+        // Both indices at once: the stricter limits.
+        assert_eq!(search("small,other", two).0, 400);
+        assert_eq!(search("other", json!({"size": 60})).0, 200);
+        let (status, answer) = server.request(
+            "POST",
+            "/small/_search?scroll=1m",
+            Some(&json!({"size": 60}).to_string()),
+        );
+        assert_eq!(status, 400, "{answer}");
+        assert!(
+            answer.to_string().contains("Batch size is too large"),
+            "{answer}"
+        );
+        let (status, answer) = server.get("/small");
+        assert_eq!(status, 200, "{answer}");
+        let index = &answer["small"]["settings"]["index"];
+        assert_eq!(index["max_result_window"], "50", "{answer}");
+        assert_eq!(index["max_docvalue_fields_search"], "1", "{answer}");
+        assert_eq!(index["max_script_fields"], "4", "{answer}");
+    };
+    check(&server);
+    assert!(server.terminate());
+    let server = Server::start(&data);
+    check(&server);
+}

@@ -488,7 +488,13 @@ impl SegmentBuilder {
             Value::I64(v) => self.add_exact(field, doc, TermKind::I64, &i64_term(v)),
             Value::U64(v) => match i64::try_from(v) {
                 Ok(v) => self.add_exact(field, doc, TermKind::I64, &i64_term(v)),
-                Err(_) => self.add_exact(field, doc, TermKind::F64, &f64_term(v as f64)),
+                // Past i64: an f64 term for ranges (neighbours closer than its spacing share
+                // it), and the decimal text as an exact term, so that the value itself is
+                // found exactly (`term` on an `unsigned_long`).
+                Err(_) => {
+                    self.add_exact(field, doc, TermKind::F64, &f64_term(v as f64));
+                    self.add_exact(field, doc, TermKind::Exact, v.to_string().as_bytes());
+                }
             },
             Value::F64(v) if !v.is_nan() => self.add_exact(field, doc, TermKind::F64, &f64_term(v)),
             _ => {}

@@ -1346,6 +1346,11 @@ fn term(field: &str, value: &Value, case_insensitive: bool, path: &str) -> Resul
                 .ok_or_else(|| error(path, "expected epoch milliseconds"))?;
             Ok(point(field, Number::Int(millis.saturating_mul(1_000_000))))
         }
+        // An integer past i64 (an `unsigned_long`): the value exactly, not the f64 near it.
+        Value::Number(n) if n.as_u64().is_some_and(|v| v > i64::MAX as u64) => Ok(Ast::Exact {
+            field: field.to_owned(),
+            value: n.to_string(),
+        }),
         Value::Number(n) => {
             let number = Number::parse(&n.to_string())
                 .ok_or_else(|| error(path, format!("{n} is not a finite number")))?;

@@ -599,6 +599,19 @@ fn typed_value(schema: &Schema, field: &str, ty: FieldType, text: &str) -> Resul
 /// `field = text` on a mapped number field. Its terms hold the values as the type reads them
 /// (strings coerced, rounded to the type), its columns as sent.
 fn number_equals(field: &str, text: &str) -> Result<Query> {
+    // Past i64 the f64 terms are not exact; the decimal text is an exact term of its own.
+    if let Some(big) = text
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .filter(|v| *v > i64::MAX as u64)
+    {
+        return Ok(Query::Exact {
+            field: field.to_owned(),
+            value: big.to_string(),
+            tokens: Vec::new(),
+        });
+    }
     let number = Number::parse(text.trim()).ok_or_else(|| {
         QueryError::Invalid(format!(
             "field {field:?} is mapped as a number; {text:?} is not one"

@@ -994,3 +994,46 @@ fn index_search_limits_are_kept_and_enforced() {
     let server = Server::start(&data);
     check(&server);
 }
+
+/// `unsigned_long` values past i64 are found exactly by `term` (and by `n:V` in a query
+/// string), though neighbours share the f64 a range reads.
+#[test]
+fn unsigned_longs_past_i64_are_found_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("d"));
+    let (status, answer) = server.request(
+        "PUT",
+        "/u",
+        Some(r#"{"mappings": {"properties": {"n": {"type": "unsigned_long"}}}}"#),
+    );
+    assert_eq!(status, 200, "{answer}");
+    let values = [
+        10223372036854775800u64,
+        10223372036854775801,
+        10223372036854775802,
+        7,
+    ];
+    let mut bulk = String::new();
+    for v in values {
+        bulk.push_str(&format!("{{\"index\":{{}}}}\n{{\"n\": {v}}}\n"));
+    }
+    // One more as a string, which the mapping coerces.
+    bulk.push_str("{\"index\":{}}\n{\"n\": \"10223372036854775801\"}\n");
+    let (status, answer) = server.request("POST", "/u/_bulk", Some(&bulk));
+    assert_eq!(status, 200, "{answer}");
+    for (v, want) in [
+        (values[0], 1),
+        (values[1], 2),
+        (values[2], 1),
+        (7, 1),
+        (10223372036854775803, 0),
+    ] {
+        let body = json!({"query": {"term": {"n": v}}});
+        let (status, answer) = server.request("POST", "/u/_count", Some(&body.to_string()));
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(answer["count"], want, "term {v}");
+        let body = json!({"query": {"query_string": {"query": format!("n:{v}")}}});
+        let (_, answer) = server.request("POST", "/u/_count", Some(&body.to_string()));
+        assert_eq!(answer["count"], want, "n:{v}");
+    }
+}

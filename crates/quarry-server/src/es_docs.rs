@@ -235,7 +235,10 @@ type Document = (i64, Vec<(String, Value)>);
 
 /// The event with `id`: one whose client gave that `_id`, else one whose content id it is
 /// (read from the events of that nanosecond).
-fn find(searcher: &quarry_query::Searcher, id: &str) -> Result<Option<Document>, ApiError> {
+pub(crate) fn find(
+    searcher: &quarry_query::Searcher,
+    id: &str,
+) -> Result<Option<Document>, ApiError> {
     let given = SearchRequest {
         ast: Some(Ast::Exact {
             field: "_id".into(),

@@ -146,6 +146,7 @@ fn create_body(body: &[u8]) -> Result<(Option<Mapping>, SearchLimits), ApiError>
                             Some(&mut limits.max_docvalue_fields_search)
                         }
                         "index.max_script_fields" => Some(&mut limits.max_script_fields),
+                        "index.max_terms_count" => Some(&mut limits.max_terms_count),
                         _ => None,
                     };
                     if let Some(limit) = limit {
@@ -328,6 +329,7 @@ pub(crate) async fn get(
                     limits.max_docvalue_fields_search,
                 ),
                 ("max_script_fields", limits.max_script_fields),
+                ("max_terms_count", limits.max_terms_count),
             ] {
                 if let Some(value) = value {
                     settings[key] = value.to_string().into();
@@ -667,6 +669,7 @@ mod tests {
                 max_result_window: Some(4),
                 max_docvalue_fields_search: None,
                 max_script_fields: Some(2),
+                max_terms_count: None,
             }
         );
         for (body, named) in [

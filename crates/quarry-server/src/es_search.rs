@@ -366,6 +366,8 @@ pub(crate) async fn search_one(
             ))
         }
     };
+    let mut object = object;
+    resolve_terms_lookups(state, &mut object, headers).await?;
     let plan = SearchPlan::new(&object, params)?;
     let limits_of = |names: &[String]| {
         let specs: Vec<SearchLimits> = names
@@ -401,6 +403,119 @@ pub(crate) async fn search_one(
         answer["pit_id"] = id.clone().into();
     }
     Ok(answer)
+}
+
+/// Replaces each terms lookup in a search body (`{"terms": {"user": {"index": "users", "id":
+/// "1", "path": "followers"}}}`, in the query or an aggregation's filter) with the values the
+/// document at `path` holds, read now from that index (which the caller must be allowed to
+/// read). A document that does not exist gives no values, as in Elasticsearch.
+async fn resolve_terms_lookups(
+    state: &Arc<AppState>,
+    body: &mut Map<String, JsonValue>,
+    headers: &HeaderMap,
+) -> Result<(), ApiError> {
+    fn collect(value: &JsonValue, pointer: String, out: &mut Vec<(String, JsonValue)>) {
+        match value {
+            JsonValue::Object(object) => {
+                for (key, inner) in object {
+                    let here = format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1"));
+                    if key == "terms" {
+                        if let Some(fields) = inner.as_object() {
+                            for (field, spec) in fields {
+                                let is_lookup = spec.as_object().is_some_and(|o| {
+                                    o.contains_key("index") && o.contains_key("id")
+                                });
+                                if is_lookup {
+                                    let at = field.replace('~', "~0").replace('/', "~1");
+                                    out.push((format!("{here}/{at}"), spec.clone()));
+                                }
+                            }
+                        }
+                    }
+                    collect(inner, here, out);
+                }
+            }
+            JsonValue::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    collect(item, format!("{pointer}/{i}"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut lookups = Vec::new();
+    for (key, value) in body.iter() {
+        let here = format!("/{}", key.replace('~', "~0").replace('/', "~1"));
+        collect(value, here, &mut lookups);
+    }
+    for (pointer, spec) in lookups {
+        let text = |key: &str| -> Result<String, ApiError> {
+            match spec.get(key) {
+                Some(JsonValue::String(s)) => Ok(s.clone()),
+                Some(JsonValue::Number(n)) => Ok(n.to_string()),
+                _ => Err(ApiError::bad_request(format!(
+                    "terms lookup: [{key}] must be a string (index, id and path name the document and its field)"
+                ))),
+            }
+        };
+        if let Some(other) = spec.as_object().and_then(|o| {
+            o.keys()
+                .find(|k| !matches!(k.as_str(), "index" | "id" | "path" | "routing"))
+        }) {
+            return Err(ApiError::bad_request(format!(
+                "unsupported: terms lookup option [{other}]"
+            )));
+        }
+        let (index, id, path) = (text("index")?, text("id")?, text("path")?);
+        if state.open_tenant(&index).is_none() {
+            return Err(es_indices::no_such_index(&index));
+        }
+        let live = state.authorize(&index, headers)?.live.clone();
+        let found = state
+            .search(move || crate::es_docs::find(&live.published_snapshot(), &id))
+            .await?;
+        let values = match found {
+            None => Vec::new(),
+            Some((_, fields)) => match crate::event_json(&fields).get(&path) {
+                Some(JsonValue::Array(items)) => items.clone(),
+                Some(JsonValue::Null) | None => Vec::new(),
+                Some(one) => vec![one.clone()],
+            },
+        };
+        let mut root = JsonValue::Object(std::mem::take(body));
+        if let Some(slot) = root.pointer_mut(&pointer) {
+            *slot = JsonValue::Array(values);
+        }
+        if let JsonValue::Object(back) = root {
+            *body = back;
+        }
+    }
+    Ok(())
+}
+
+/// The most values one `terms` query in `value` lists (a `terms` aggregation, which names a
+/// `field`, is not one).
+fn largest_terms_list(value: &JsonValue) -> usize {
+    match value {
+        JsonValue::Object(object) => object
+            .iter()
+            .map(|(key, inner)| {
+                let here = match (key.as_str(), inner.as_object()) {
+                    ("terms", Some(fields)) if !fields.contains_key("field") => fields
+                        .values()
+                        .filter_map(JsonValue::as_array)
+                        .map(Vec::len)
+                        .max()
+                        .unwrap_or(0),
+                    _ => 0,
+                };
+                here.max(largest_terms_list(inner))
+            })
+            .max()
+            .unwrap_or(0),
+        JsonValue::Array(items) => items.iter().map(largest_terms_list).max().unwrap_or(0),
+        _ => 0,
+    }
 }
 
 /// The indices an index expression names and their current snapshots.
@@ -458,6 +573,8 @@ pub(crate) struct SearchPlan {
     typed_keys: bool,
     view: HitView,
     aggs: es_aggs::Level,
+    /// The most values one `terms` query of the body holds (against `index.max_terms_count`).
+    largest_terms: usize,
 }
 
 impl SearchPlan {
@@ -661,6 +778,7 @@ impl SearchPlan {
             typed_keys,
             view,
             aggs,
+            largest_terms: body.values().map(largest_terms_list).max().unwrap_or(0),
         })
     }
 
@@ -693,6 +811,13 @@ impl SearchPlan {
     /// Refuses what passes Elasticsearch's defaults but not the searched indices' own
     /// `limits` (`scroll`: a scroll's first page).
     pub(crate) fn check_limits(&self, limits: &SearchLimits, scroll: bool) -> Result<(), ApiError> {
+        let most = limits.max_terms_count.unwrap_or(65_536);
+        if self.largest_terms as u64 > most {
+            return Err(ApiError::bad_request(format!(
+                "The number of terms [{}] used in the Terms Query request has exceeded the allowed maximum of [{most}]. This maximum can be set by changing the [index.max_terms_count] index level setting.",
+                self.largest_terms
+            )));
+        }
         if let Some(window) = limits.max_result_window {
             window_check(self.request.limit, window as usize, scroll)?;
         }

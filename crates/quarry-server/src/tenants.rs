@@ -90,6 +90,9 @@ pub struct SearchLimits {
     /// has script fields to count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_script_fields: Option<u64>,
+    /// `index.max_terms_count`: values of one `terms` query, a lookup's too (65,536).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_terms_count: Option<u64>,
 }
 
 impl SearchLimits {
@@ -111,6 +114,7 @@ impl SearchLimits {
                     l.max_docvalue_fields_search,
                 ),
                 max_script_fields: min(acc.max_script_fields, l.max_script_fields),
+                max_terms_count: min(acc.max_terms_count, l.max_terms_count),
             })
     }
 }

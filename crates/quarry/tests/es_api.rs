@@ -336,8 +336,8 @@ fn hits_show_what_the_request_asks_and_unsupported_options_are_refused() {
         ),
         (
             "/default/_search",
-            json!({"aggs": {"t": {"terms": {"field": "level", "include": {"partition": 0, "num_partitions": 2}}}}}),
-            "aggs.t.terms.include",
+            json!({"aggs": {"t": {"terms": {"field": "level", "include": {"partition": 0, "num_partitions": 2, "seed": 7}}}}}),
+            "aggs.t.terms.include.seed",
         ),
         (
             "/default/_search",
@@ -1036,4 +1036,64 @@ fn unsigned_longs_past_i64_are_found_exactly() {
         let (_, answer) = server.request("POST", "/u/_count", Some(&body.to_string()));
         assert_eq!(answer["count"], want, "n:{v}");
     }
+}
+
+/// A terms lookup reads its values from a document of another index (a missing document gives
+/// none, a missing index is a 404), and `index.max_terms_count` bounds the values of one
+/// `terms` query, a lookup's included; counts against the events sent.
+#[test]
+fn terms_lookups_read_a_document_and_count_against_max_terms() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("d"));
+    let (status, answer) = server.request(
+        "PUT",
+        "/people",
+        Some(r#"{"settings": {"index.max_terms_count": 3}, "mappings": {"properties": {"user": {"type": "keyword"}}}}"#),
+    );
+    assert_eq!(status, 200, "{answer}");
+    let mut bulk = String::new();
+    for (user, follows) in [
+        ("u1", vec!["u2", "u3"]),
+        ("u2", vec!["u1", "u3", "u4", "u5"]),
+        ("u3", vec![]),
+        ("u4", vec!["u1"]),
+        ("u5", vec!["u2"]),
+    ] {
+        bulk.push_str(&format!(
+            "{{\"index\":{{\"_id\":\"{user}\"}}}}\n{}\n",
+            json!({"user": user, "follows": follows})
+        ));
+    }
+    let (status, answer) = server.request("POST", "/people/_bulk", Some(&bulk));
+    assert_eq!(status, 200, "{answer}");
+    let count = |query: serde_json::Value| {
+        let body = json!({"size": 0, "query": query});
+        server.request("POST", "/people/_search", Some(&body.to_string()))
+    };
+    let lookup =
+        |id: &str| json!({"terms": {"user": {"index": "people", "id": id, "path": "follows"}}});
+    let (status, answer) = count(lookup("u1"));
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["hits"]["total"]["value"], 2, "u1 follows u2 and u3");
+    let (_, answer) = count(lookup("u3"));
+    assert_eq!(answer["hits"]["total"]["value"], 0, "u3 follows no one");
+    let (_, answer) = count(lookup("nobody"));
+    assert_eq!(answer["hits"]["total"]["value"], 0, "no such document");
+    let (status, answer) = count(lookup("u2"));
+    assert_eq!(status, 400, "four values past max_terms_count 3: {answer}");
+    assert!(answer.to_string().contains("[4]"), "{answer}");
+    let (status, _) = count(json!({"terms": {"user": ["u1", "u2", "u3", "u4"]}}));
+    assert_eq!(status, 400);
+    let (status, answer) =
+        count(json!({"terms": {"user": {"index": "elsewhere", "id": "1", "path": "x"}}}));
+    assert_eq!(status, 404, "{answer}");
+    assert!(
+        answer.to_string().contains("no such index [elsewhere]"),
+        "{answer}"
+    );
+    // Inside an aggregation's filter too.
+    let body = json!({"size": 0, "aggs": {"f": {"filter": lookup("u5")}}});
+    let (status, answer) = server.request("POST", "/people/_search", Some(&body.to_string()));
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["aggregations"]["f"]["doc_count"], 1, "{answer}");
 }

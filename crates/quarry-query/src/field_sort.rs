@@ -194,6 +194,16 @@ impl Searcher {
         after: Option<&SortCursor>,
     ) -> Result<Vec<(Hit, SortCursor)>> {
         crate::query::not_nested(self.schema(), &sort.field)?;
+        let rules = self.schema().rules(&sort.field).cloned();
+        // A cursor's value as the field sorts (a date given as text is its time).
+        let after = after.map(|a| {
+            let mut a = a.clone();
+            if let Some(value) = typed(rules.as_ref(), a.value.as_ref()) {
+                a.value = value;
+            }
+            a
+        });
+        let after = after.as_ref();
         let mut heap: BinaryHeap<Entry> = BinaryHeap::with_capacity(limit + 1);
         if limit == 0 {
             return Ok(Vec::new());
@@ -218,6 +228,8 @@ impl Searcher {
                 }
                 .ok_or_else(|| corrupt(DecodeError::new("doc without _time")))?;
                 let mut offer = |value: ValueRef<'_>| {
+                    let typed = typed(rules.as_ref(), value);
+                    let value = typed.as_ref().map_or(value, SortValue::as_ref);
                     let key = Key {
                         value,
                         time,
@@ -283,6 +295,33 @@ impl Searcher {
             })
             .collect())
     }
+}
+
+/// `value` as a mapped field sorts it, when the mapping changes it: a date field's values as
+/// its time (milliseconds, or nanoseconds for `date_nanos`, read in the field's formats), a
+/// number field's as its type holds them (a `half_float` rounded, a string coerced).
+fn typed(rules: Option<&quarry_store::FieldMapping>, value: ValueRef<'_>) -> Option<SortValue> {
+    use quarry_format::Value;
+    let rules = rules?;
+    let sent = match value {
+        ValueRef::Number(v) if v.fract() == 0.0 && v.abs() < 9.0e15 => Value::I64(v as i64),
+        ValueRef::Number(v) => Value::F64(v),
+        ValueRef::Str(s) => Value::Str(s.to_owned()),
+        ValueRef::Missing => return None,
+    };
+    if rules.ty.date_unit_nanos().is_some() {
+        let time = *quarry_index::schema::dates(rules, &sent)?.first()?;
+        return Some(SortValue::Number(time as f64));
+    }
+    if rules.ty == quarry_store::FieldType::Number {
+        return match quarry_index::schema::number_value(rules, &sent)? {
+            Value::I64(v) => Some(SortValue::Number(v as f64)),
+            Value::U64(v) => Some(SortValue::Number(v as f64)),
+            Value::F64(v) => Some(SortValue::Number(v)),
+            _ => None,
+        };
+    }
+    None
 }
 
 /// A sort as front ends write it: `relevance`, `time_desc`/`time-desc`, `time_asc`, or

@@ -5,8 +5,12 @@
 //! The request's `query` is compiled by `quarry_query::dsl` into the query language's tree,
 //! `q` as Lucene's classic parser reads it. `size`, `from` (from + size ≤ 10,000,
 //! Elasticsearch's `max_result_window`), one `sort` key (`_doc` alone is index order), and
-//! `search_after` (a hit's `sort` values: its time in milliseconds or field value, and Quarry's
-//! cursor); hits are shown as `es_hits` says; scrolls and points in time are `es_scroll`'s.
+//! `search_after`. A hit's `sort` values are Elasticsearch's, one per key: the time in
+//! milliseconds or the field's value, and for a `_doc` or `_shard_doc` key (implied by a point
+//! in time, as in Elasticsearch) Quarry's cursor, which pages exactly; `search_after` with
+//! values alone continues strictly after them (ties with the last value are skipped, as in
+//! Elasticsearch without a tiebreaker). Hits are shown as `es_hits` says; scrolls and points
+//! in time are `es_scroll`'s.
 //! Aggregations are `es_aggs`': translated into Quarry's aggregation tree and evaluated in
 //! the same pass as the search. Every option of a body, URL or aggregation that Quarry does
 //! not honour is refused by name (`EsParams::check`, `es_aggs::check_options`).
@@ -24,7 +28,7 @@ use axum::extract::{Path as UrlPath, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use quarry_query::dsl::{self, DslError};
-use quarry_query::field_sort::{FieldSort, SortCursor, SortSpec};
+use quarry_query::field_sort::{FieldSort, SortCursor, SortSpec, SortValue};
 use quarry_query::parser::Ast;
 use quarry_query::time::now_nanos;
 use quarry_query::Cursor;
@@ -575,6 +579,10 @@ pub(crate) struct SearchPlan {
     aggs: es_aggs::Level,
     /// The most values one `terms` query of the body holds (against `index.max_terms_count`).
     largest_terms: usize,
+    /// A hit's `sort` values: its time or field value (a sort key that has one) and Quarry's
+    /// cursor (a `_doc` key or a point in time).
+    sort_value: bool,
+    sort_tiebreak: bool,
 }
 
 impl SearchPlan {
@@ -628,6 +636,8 @@ impl SearchPlan {
         let mut view = HitView::default();
         let mut search_after = None;
         let mut pit = None;
+        // Whether the sort has a key with a value (time, a field) and a `_doc` tiebreaker.
+        let mut sort_keys = (false, false);
         request.ast = q_param(params, now)?;
         if let Some(value) = params.get("size") {
             size = number_param("size", value)?;
@@ -665,10 +675,14 @@ impl SearchPlan {
                 }
                 "size" => size = as_usize(key, value)?,
                 "from" => from = as_usize(key, value)?,
-                "sort" => match sort_of(value)? {
-                    SortSpec::Order(order) => request.sort = order,
-                    SortSpec::Field(field) => request.sort_field = Some(field),
-                },
+                "sort" => {
+                    let sort = sort_of(value)?;
+                    sort_keys = (sort.value_key, sort.doc_key);
+                    match sort.spec {
+                        SortSpec::Order(order) => request.sort = order,
+                        SortSpec::Field(field) => request.sort_field = Some(field),
+                    }
+                }
                 "search_after" => search_after = Some(value),
                 "pit" => pit = Some(point_in_time(value)?),
                 "track_total_hits" => {
@@ -732,30 +746,20 @@ impl SearchPlan {
                 ));
             }
             let keys: Vec<JsonValue> = sort.split(',').map(JsonValue::from).collect();
-            match sort_of(&JsonValue::Array(keys))? {
+            let sort = sort_of(&JsonValue::Array(keys))?;
+            sort_keys = (sort.value_key, sort.doc_key);
+            match sort.spec {
                 SortSpec::Order(order) => request.sort = order,
                 SortSpec::Field(field) => request.sort_field = Some(field),
             }
         }
+        // A point in time pages with a tiebreaker, as Elasticsearch adds `_shard_doc`.
+        let (value_key, tiebreak) = (sort_keys.0, sort_keys.1 || pit.is_some());
         // After the body: the URL's `_source*` parameters win over the body's `_source`, as
         // in Elasticsearch.
         view.read_params(params)?;
         if let Some(value) = search_after {
-            // A hit's `sort` values: [time in ms or the field's value, Quarry's cursor].
-            let text = value
-                .as_array()
-                .and_then(|values| values.get(1))
-                .and_then(JsonValue::as_str);
-            let bad = || {
-                ApiError::bad_request(
-                    "search_after: expected the `sort` values of a hit ([value, cursor])",
-                )
-            };
-            if request.sort_field.is_some() {
-                request.sort_after = Some(text.and_then(SortCursor::parse).ok_or_else(bad)?);
-            } else {
-                request.after = Some(text.and_then(Cursor::parse).ok_or_else(bad)?);
-            }
+            search_after_of(value, &mut request, value_key, tiebreak, now)?;
         }
         if let (true, TrackTotalHits::UpTo(limit)) = (total_as_int, track_total_hits) {
             return Err(ApiError::bad_request(format!(
@@ -779,6 +783,8 @@ impl SearchPlan {
             view,
             aggs,
             largest_terms: body.values().map(largest_terms_list).max().unwrap_or(0),
+            sort_value: value_key,
+            sort_tiebreak: tiebreak,
         })
     }
 
@@ -882,8 +888,19 @@ impl SearchPlan {
                     "_score": hit.score.map(f64::from),
                 });
                 self.view.render(&mut json, &flat, hit.time, &words);
+                let values = |value: JsonValue, cursor: String| {
+                    let mut values = Vec::new();
+                    if self.sort_value {
+                        values.push(value);
+                    }
+                    if self.sort_tiebreak {
+                        values.push(JsonValue::String(cursor));
+                    }
+                    JsonValue::Array(values)
+                };
                 if let Some(cursor) = hit.cursor {
-                    json["sort"] = json!([hit.time.div_euclid(1_000_000), cursor.to_string()]);
+                    let ms = hit.time.div_euclid(1_000_000);
+                    json["sort"] = values(ms.into(), cursor.to_string());
                 }
                 if let Some(cursor) = &hit.sort_cursor {
                     let value = self
@@ -892,7 +909,7 @@ impl SearchPlan {
                         .as_ref()
                         .and_then(|sort| exact_integer(&hit.event, &sort.field, &cursor.value))
                         .unwrap_or_else(|| cursor.value.to_json());
-                    json["sort"] = json!([value, cursor.to_string()]);
+                    json["sort"] = values(value, cursor.to_string());
                 }
                 json
             })
@@ -933,7 +950,8 @@ impl SearchPlan {
 }
 
 /// A sort value as the event's own integer when it holds one the (64-bit float) sort value
-/// stands for: a long above 2^53 prints as sent, not rounded.
+/// stands for: a long above 2^53 prints as sent, not rounded, and so does a date's time in
+/// nanoseconds.
 fn exact_integer(
     event: &[(String, quarry_format::Value)],
     field: &str,
@@ -949,6 +967,14 @@ fn exact_integer(
     {
         quarry_format::Value::I64(n) if *n as f64 == *number => Some((*n).into()),
         quarry_format::Value::U64(n) if *n as f64 == *number => Some((*n).into()),
+        // A `date_nanos` field sorts by nanoseconds, which an f64 holds only to 256 ns: the
+        // event's own date gives them exactly.
+        quarry_format::Value::Str(text) if number.abs() >= 9.0e15 => {
+            quarry_query::time::parse_time(text, 0)
+                .ok()
+                .filter(|nanos| *nanos as f64 == *number)
+                .map(JsonValue::from)
+        }
         _ => None,
     }
 }
@@ -1146,7 +1172,16 @@ fn negative(key: &str, n: i64) -> ApiError {
 
 /// `"@timestamp"`, `["_score"]`, `[{"@timestamp": "desc"}]`,
 /// `[{"@timestamp": {"order": "asc"}}, {"_doc": ...}]`.
-fn sort_of(value: &JsonValue) -> Result<SortSpec, ApiError> {
+/// A request's sort: what Quarry runs, and which `sort` values a hit shows.
+struct SortRequest {
+    spec: SortSpec,
+    /// A key with a value: the time or a field (not `_score`, not `_doc` alone).
+    value_key: bool,
+    /// A `_doc` or `_shard_doc` key: the hit's cursor as the last value.
+    doc_key: bool,
+}
+
+fn sort_of(value: &JsonValue) -> Result<SortRequest, ApiError> {
     // A list of sorts, or one; an object may hold several fields in order (Grafana sends
     // `{"@timestamp": {...}, "_doc": {...}}`).
     let mut keys: Vec<(String, String)> = Vec::new();
@@ -1167,13 +1202,23 @@ fn sort_of(value: &JsonValue) -> Result<SortSpec, ApiError> {
                         JsonValue::Object(spec) => {
                             // `unmapped_type` changes nothing: a field no event has sorts
                             // nothing either way.
-                            if let Some(option) = spec
-                                .keys()
-                                .find(|k| !matches!(k.as_str(), "order" | "unmapped_type"))
-                            {
+                            if let Some(option) = spec.keys().find(|k| {
+                                !matches!(k.as_str(), "order" | "unmapped_type" | "missing")
+                            }) {
                                 return Err(ApiError::bad_request(format!(
                                     "unsupported: sort.{field}.{option}"
                                 )));
+                            }
+                            // Events without the field sort last either way, Elasticsearch's
+                            // default; asking for that changes nothing.
+                            match spec.get("missing") {
+                                None => {}
+                                Some(JsonValue::String(last)) if last == "_last" => {}
+                                Some(other) => {
+                                    return Err(ApiError::bad_request(format!(
+                                        "unsupported: sort.{field}.missing = {other} (events without the field sort last)"
+                                    )))
+                                }
                             }
                             spec.get("order")
                                 .and_then(JsonValue::as_str)
@@ -1196,11 +1241,17 @@ fn sort_of(value: &JsonValue) -> Result<SortSpec, ApiError> {
     // add nothing. A second real key would be a silent reorder of ties: it is refused.
     // `_doc` alone is index order, which for Quarry is time order, newest first (what
     // scrolls ask for: `helpers.scan` sorts by `_doc`).
-    let doc_order_only = !keys.is_empty() && keys.iter().all(|(field, _)| field == "_doc");
+    let is_doc = |field: &str| matches!(field, "_doc" | "_shard_doc");
+    let doc_key = keys.iter().any(|(field, _)| is_doc(field));
+    let doc_order_only = !keys.is_empty() && keys.iter().all(|(field, _)| is_doc(field));
     if doc_order_only {
-        return Ok(SortSpec::Order(SortOrder::TimeDesc));
+        return Ok(SortRequest {
+            spec: SortSpec::Order(SortOrder::TimeDesc),
+            value_key: false,
+            doc_key,
+        });
     }
-    keys.retain(|(field, _)| field != "_doc");
+    keys.retain(|(field, _)| !is_doc(field));
     if let [(first, _), (second, _), ..] = keys.as_slice() {
         return Err(ApiError::bad_request(format!(
             "unsupported: sort by more than one key ([{first}], then [{second}])"
@@ -1231,5 +1282,117 @@ fn sort_of(value: &JsonValue) -> Result<SortSpec, ApiError> {
         };
         sort.get_or_insert(this);
     }
-    Ok(sort.unwrap_or(SortSpec::Order(SortOrder::Relevance)))
+    let spec = sort.unwrap_or(SortSpec::Order(SortOrder::Relevance));
+    Ok(SortRequest {
+        value_key: spec != SortSpec::Order(SortOrder::Relevance),
+        spec,
+        doc_key,
+    })
+}
+
+/// `search_after`: a hit's `sort` values. With a tiebreaker (`_doc` key or a point in time)
+/// the last is Quarry's cursor and paging is exact; values alone continue strictly after
+/// the value (a time in milliseconds or as a date, or a field's value). The two values
+/// Quarry gave before sort values were Elasticsearch's (`[value, cursor]`) are read too.
+fn search_after_of(
+    value: &JsonValue,
+    request: &mut SearchRequest,
+    value_key: bool,
+    tiebreak: bool,
+    now: i64,
+) -> Result<(), ApiError> {
+    let values = value.as_array().ok_or_else(|| {
+        ApiError::bad_request("search_after: expected the `sort` values of a hit")
+    })?;
+    let wanted = usize::from(value_key) + usize::from(tiebreak);
+    let cursor_text = match (tiebreak, values.len()) {
+        (true, _) => values.last().and_then(JsonValue::as_str),
+        (false, 2) if value_key => values[1].as_str(),
+        _ => None,
+    };
+    let exact_old = !tiebreak && values.len() == 2 && cursor_text.is_some();
+    if values.len() != wanted && !exact_old {
+        return Err(ApiError::bad_request(format!(
+            "search_after has {} values; the sort gives {wanted} (one per sort key, and the cursor of a `_doc` key or point in time)",
+            values.len()
+        )));
+    }
+    let field_sort = request.sort_field.clone();
+    let bad_cursor = || {
+        ApiError::bad_request(
+            "search_after: the last value must be a hit's cursor, as its `sort` gave it",
+        )
+    };
+    if let Some(sort) = field_sort {
+        if let Some(text) = cursor_text {
+            request.sort_after = Some(SortCursor::parse(text).ok_or_else(bad_cursor)?);
+            return Ok(());
+        }
+        let value = match &values[0] {
+            JsonValue::Null => SortValue::Missing,
+            JsonValue::String(text) => SortValue::Str(text.clone()),
+            JsonValue::Bool(b) => SortValue::Str(b.to_string()),
+            JsonValue::Number(n) => SortValue::Number(n.as_f64().unwrap_or(f64::NAN)),
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "search_after: {other} is not a sort value"
+                )))
+            }
+        };
+        // Past every hit holding that value: ties come in time order, reversed when
+        // descending.
+        let (time, block_id, doc) = if sort.descending {
+            (i64::MIN, 0, 0)
+        } else {
+            (i64::MAX, u64::MAX, u32::MAX)
+        };
+        request.sort_after = Some(SortCursor {
+            value,
+            time,
+            block_id,
+            doc,
+        });
+        return Ok(());
+    }
+    if request.sort == SortOrder::Relevance {
+        return Err(ApiError::bad_request(
+            "search_after needs a sort on @timestamp or a field",
+        ));
+    }
+    if let Some(text) = cursor_text {
+        request.after = Some(Cursor::parse(text).ok_or_else(bad_cursor)?);
+        return Ok(());
+    }
+    let ms = match &values[0] {
+        JsonValue::Number(n) => n
+            .as_i64()
+            .or_else(|| n.as_f64().map(|v| v.floor() as i64))
+            .ok_or_else(|| ApiError::bad_request("search_after: expected a time"))?,
+        JsonValue::String(text) => quarry_query::time::parse_time(text, now)
+            .map_err(|e| ApiError::bad_request(format!("search_after: {e}")))?
+            .div_euclid(1_000_000),
+        other => {
+            return Err(ApiError::bad_request(format!(
+                "search_after: expected a time in milliseconds or a date, got {other}"
+            )))
+        }
+    };
+    // Past every event of that millisecond, in the sort's direction.
+    request.after = Some(if request.sort == SortOrder::TimeAsc {
+        Cursor {
+            time: ms
+                .saturating_add(1)
+                .saturating_mul(1_000_000)
+                .saturating_sub(1),
+            block_id: u64::MAX,
+            doc: u32::MAX,
+        }
+    } else {
+        Cursor {
+            time: ms.saturating_mul(1_000_000),
+            block_id: 0,
+            doc: 0,
+        }
+    });
+    Ok(())
 }

@@ -1097,3 +1097,97 @@ fn terms_lookups_read_a_document_and_count_against_max_terms() {
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["aggregations"]["f"]["doc_count"], 1, "{answer}");
 }
+
+/// A hit's `sort` values are Elasticsearch's, one per key, and `search_after` pages by them
+/// against the order by hand: values alone continue strictly after the value (ties with it
+/// are skipped, as in Elasticsearch without a tiebreaker); with a `_doc` key the cursor pages
+/// exactly, ties included. A date field sorts by its time in milliseconds whatever its
+/// format, a `half_float` by its rounded value.
+#[test]
+fn sort_values_and_search_after_follow_elasticsearch() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("d"));
+    let mapping = json!({"mappings": {"properties": {
+        "day": {"type": "date", "format": "yyyy-MM-dd HH:mm:ss.SSS"},
+        "h": {"type": "half_float"}, "g": {"type": "long"}}}});
+    let (status, answer) = server.request("PUT", "/s", Some(&mapping.to_string()));
+    assert_eq!(status, 200, "{answer}");
+    // g repeats (ties); day is distinct.
+    let docs: Vec<serde_json::Value> = (0..12)
+        .map(|i| {
+            json!({"i": i, "g": i % 4, "h": 100.1 + i as f64,
+                "day": format!("2019-10-{:02} 08:30:04.828", 10 + i)})
+        })
+        .collect();
+    let mut bulk = String::new();
+    for doc in &docs {
+        bulk.push_str(&format!("{{\"index\":{{}}}}\n{doc}\n"));
+    }
+    let (status, answer) = server.request("POST", "/s/_bulk", Some(&bulk));
+    assert_eq!(status, 200, "{answer}");
+    let search = |body: serde_json::Value| {
+        let (status, answer) = server.request("POST", "/s/_search", Some(&body.to_string()));
+        assert_eq!(status, 200, "{body}: {answer}");
+        answer["hits"]["hits"].as_array().unwrap().clone()
+    };
+    let ids = |hits: &[serde_json::Value]| -> Vec<i64> {
+        hits.iter()
+            .map(|h| h["_source"]["i"].as_i64().unwrap())
+            .collect()
+    };
+    // A date field: milliseconds, in time order; search_after by the value or the date.
+    let hits = search(json!({"size": 3, "sort": [{"day": "desc"}]}));
+    assert_eq!(ids(&hits), [11, 10, 9]);
+    let ms = |i: i64| 1_570_696_204_828i64 + i * 86_400_000;
+    assert_eq!(hits[0]["sort"], json!([ms(11)]), "{}", hits[0]);
+    let after = search(json!({"size": 2, "sort": [{"day": "desc"}], "search_after": [ms(9)]}));
+    assert_eq!(ids(&after), [8, 7]);
+    let after = search(json!({"size": 2, "sort": [{"day": "desc"}],
+        "search_after": ["2019-10-19 08:30:04.828"]}));
+    assert_eq!(ids(&after), [8, 7]);
+    // half_float: the value its type holds.
+    let hits = search(json!({"size": 1, "sort": [{"h": "asc"}]}));
+    assert_eq!(hits[0]["sort"], json!([100.125]), "{}", hits[0]);
+    // Ties: values alone skip the rest of the tie; with `_doc` the cursor pages through it.
+    let hits = search(json!({"size": 2, "sort": [{"g": "asc"}]}));
+    assert_eq!(
+        hits.iter().map(|h| h["sort"].clone()).collect::<Vec<_>>(),
+        [json!([0]), json!([0])]
+    );
+    let after = search(json!({"size": 20, "sort": [{"g": "asc"}], "search_after": [0]}));
+    assert!(ids(&after).iter().all(|i| i % 4 != 0), "{:?}", ids(&after));
+    assert_eq!(after.len(), 9);
+    let mut seen = Vec::new();
+    let mut last: Option<serde_json::Value> = None;
+    loop {
+        let mut body = json!({"size": 5, "sort": [{"g": "asc"}, {"_doc": "asc"}]});
+        if let Some(last) = &last {
+            body["search_after"] = last.clone();
+        }
+        let page = search(body);
+        if page.is_empty() {
+            break;
+        }
+        for hit in &page {
+            let values = hit["sort"].as_array().unwrap();
+            assert_eq!(values.len(), 2, "{hit}");
+            assert_eq!(values[0], hit["_source"]["g"], "{hit}");
+        }
+        seen.extend(ids(&page));
+        last = Some(page.last().unwrap()["sort"].clone());
+    }
+    let mut want: Vec<i64> = (0..12).collect();
+    want.sort_by_key(|i| i % 4);
+    let mut got_groups: Vec<i64> = seen.iter().map(|i| i % 4).collect();
+    got_groups.dedup();
+    assert_eq!(got_groups, [0, 1, 2, 3], "{seen:?}");
+    seen.sort_unstable();
+    assert_eq!(seen, (0..12).collect::<Vec<_>>(), "every hit once");
+    // A search_after that does not fit the sort is refused.
+    let (status, answer) = server.request(
+        "POST",
+        "/s/_search",
+        Some(&json!({"sort": [{"g": "asc"}], "search_after": [1, 2, 3]}).to_string()),
+    );
+    assert_eq!(status, 400, "{answer}");
+}

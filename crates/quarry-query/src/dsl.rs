@@ -16,6 +16,10 @@
 //! | `bool` (`must`, `filter`, `should`, `must_not`, `minimum_should_match`: a count or percentage) | the query language's `+`, `+`, ` `, `-`; at least N of the `should` clauses as `Ast::AtLeast` |
 //! | `intervals` (`match`, `all_of`, `any_of` with `mode`/`ordered`, `max_gaps`, `filter`; `prefix`, `wildcard`, `regexp`, `fuzzy`) | `Ast::Intervals` (intervals.rs); `use_field` and `script` filters are refused |
 //!
+//! `lenient: true` (on `match`, `multi_match` and the query strings) wraps the query in
+//! `Ast::Lenient`: a clause whose value does not fit its field's type matches nothing instead
+//! of being an error.
+//!
 //! `@timestamp` is a name for `_time` everywhere. An unknown query type, an unknown option or
 //! a value of the wrong type is an error naming its JSON path (`query.bool.must[1].range`),
 //! never a query silently read as something else.
@@ -179,7 +183,11 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
                 ],
                 path,
             )?;
-            Ok(words(Some(field_name(field)), &text, operator))
+            with_lenient(
+                words(Some(field_name(field)), &text, operator),
+                &options,
+                path,
+            )
         }
         "match_phrase" => {
             let (field, options) = field_and_options(body, path, "query")?;
@@ -291,7 +299,8 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
                 };
                 per_field.push((Occur::Should, ast));
             }
-            boosted(Ast::Bool(per_field), options.get("boost"), path)
+            let ast = boosted(Ast::Bool(per_field), options.get("boost"), path)?;
+            with_lenient(ast, options, path)
         }
         "query_string" | "simple_query_string" => {
             let options = body
@@ -711,7 +720,7 @@ pub fn query_string(
             "rewrite" if value.is_string() => {}
             "type" if value.as_str() == Some("best_fields") => {}
             "allow_leading_wildcard" if value == &Value::Bool(true) => {}
-            "lenient" if value == &Value::Bool(false) => {}
+            "lenient" => {}
             "flags" if simple && value.as_str() == Some("ALL") => {}
             "minimum_should_match" => {
                 minimum_should_match = Some(minimum_should_match_of(value, path)?)
@@ -746,7 +755,19 @@ pub fn query_string(
         };
         ast = Ast::Bool(with_minimum_should_match(clauses, minimum));
     }
-    Ok(ast)
+    with_lenient(ast, options, path)
+}
+
+/// `ast` as `lenient: true` asks (`Ast::Lenient`), or as it is.
+fn with_lenient(ast: Ast, options: &Map<String, Value>, path: &str) -> Result<Ast, DslError> {
+    match options.get("lenient") {
+        None | Some(Value::Bool(false)) => Ok(ast),
+        Some(Value::Bool(true)) => Ok(Ast::Lenient(Box::new(ast))),
+        Some(other) => Err(error(
+            path,
+            format!("lenient: expected true or false, got {other}"),
+        )),
+    }
 }
 
 /// `simple_query_string`'s syntax, as Lucene's simple query parser reads it: terms, `"phrases"`
@@ -1700,6 +1721,11 @@ mod tests {
             qs(json!({"query": "disk -\"read only\"", "fields": ["message", "host"]})),
             "((message:disk host:disk) -(message:\"read only\" host:\"read only\"))",
         );
+        // `lenient` wraps the query: planning drops clauses that do not fit their field.
+        assert!(matches!(
+            compile(&qs(json!({"query": "a", "lenient": true})), "query", NOW),
+            Ok(Ast::Lenient(_))
+        ));
         same(
             qs(json!({"query": "\"disk full\" x", "phrase_slop": 2})),
             "(\"disk full\"~2 x)",
@@ -1711,7 +1737,7 @@ mod tests {
         for option in [
             json!({"fuzziness": 1}),
             json!({"fuzzy_transpositions": false}),
-            json!({"lenient": true}),
+            json!({"lenient": "yes"}),
             json!({"quote_field_suffix": ".exact"}),
             json!({"default_operator": "XOR"}),
             json!({"fields": ["message^2"]}),

@@ -223,6 +223,10 @@ pub enum Ast {
         field: String,
         rule: Arc<crate::intervals::Rule<crate::intervals::MatchText>>,
     },
+    /// Elasticsearch's `lenient`: a clause whose value does not fit its field's type (`foo`
+    /// on a number field) matches nothing instead of being an error (query.rs); only the DSL
+    /// writes it.
+    Lenient(Box<Ast>),
 }
 
 impl fmt::Display for Ast {
@@ -266,6 +270,7 @@ impl fmt::Display for Ast {
                 write!(f, "match_bool_prefix({:?})", query.text)
             }
             Ast::Intervals { field, rule } => write!(f, "{field}:intervals({rule})"),
+            Ast::Lenient(inner) => write!(f, "{inner}"),
             Ast::AtLeast { minimum, clauses } => {
                 write!(f, "at_least({minimum}")?;
                 for clause in clauses {

@@ -344,6 +344,7 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
         },
         Ast::All => Query::All,
         Ast::Intervals { field, rule } => intervals(schema, field, rule)?,
+        Ast::Lenient(inner) => plan(&lenient(inner, schema, text_fields), schema, text_fields)?,
         Ast::AtLeast { minimum, clauses } => {
             // A clause that analyzes to no token is dropped, as in a `Bool`.
             let mut clauses: Vec<Query> = clauses
@@ -594,6 +595,35 @@ fn typed_value(schema: &Schema, field: &str, ty: FieldType, text: &str) -> Resul
         field: field.to_owned(),
         range: reader.point(field, text)?,
     })
+}
+
+/// `ast` with each clause that cannot be planned over this schema (a value that does not fit
+/// its field's type) replaced by one that matches nothing (`Ast::Lenient`).
+fn lenient(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Ast {
+    match ast {
+        Ast::Bool(clauses) => Ast::Bool(
+            clauses
+                .iter()
+                .map(|(occur, clause)| (*occur, lenient(clause, schema, text_fields)))
+                .collect(),
+        ),
+        Ast::AtLeast { minimum, clauses } => Ast::AtLeast {
+            minimum: *minimum,
+            clauses: clauses
+                .iter()
+                .map(|clause| lenient(clause, schema, text_fields))
+                .collect(),
+        },
+        Ast::Boost { inner, boost } => Ast::Boost {
+            inner: Box::new(lenient(inner, schema, text_fields)),
+            boost: *boost,
+        },
+        Ast::Lenient(inner) => lenient(inner, schema, text_fields),
+        leaf => match plan(leaf, schema, text_fields) {
+            Err(QueryError::Invalid(_)) => Ast::Bool(Vec::new()),
+            _ => leaf.clone(),
+        },
+    }
 }
 
 /// `field = text` on a mapped number field. Its terms hold the values as the type reads them

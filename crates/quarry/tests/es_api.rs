@@ -1191,3 +1191,73 @@ fn sort_values_and_search_after_follow_elasticsearch() {
     );
     assert_eq!(status, 400, "{answer}");
 }
+
+/// `lenient` (a `query_string` option and the `q` parameter): a clause whose value does not
+/// fit its field's type matches nothing instead of failing the search, and the other clauses
+/// still count, against counts by hand.
+#[test]
+fn lenient_query_strings_drop_clauses_that_do_not_fit_their_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("d"));
+    let (status, answer) = server.request(
+        "PUT",
+        "/l",
+        Some(r#"{"mappings": {"properties": {"n": {"type": "long"}, "t": {"type": "keyword"}}}}"#),
+    );
+    assert_eq!(status, 200, "{answer}");
+    let mut bulk = String::new();
+    for i in 0..10 {
+        bulk.push_str(&format!(
+            "{{\"index\":{{}}}}\n{}\n",
+            json!({"n": i, "t": if i % 2 == 0 { "even" } else { "odd" }})
+        ));
+    }
+    let (status, answer) = server.request("POST", "/l/_bulk", Some(&bulk));
+    assert_eq!(status, 200, "{answer}");
+    let count = |query: &str, lenient: Option<bool>| {
+        let mut options = json!({"query": query});
+        if let Some(lenient) = lenient {
+            options["lenient"] = lenient.into();
+        }
+        let body = json!({"query": {"query_string": options}});
+        server.request("POST", "/l/_count", Some(&body.to_string()))
+    };
+    // Not lenient: a word on a number field is an error.
+    assert_eq!(count("n:foo OR t:even", None).0, 400);
+    assert_eq!(count("n:foo OR t:even", Some(false)).0, 400);
+    for (query, want) in [
+        ("n:foo OR t:even", 5),
+        ("n:foo", 0),
+        ("n:3 OR n:foo", 1),
+        ("t:odd AND NOT n:bar", 5),
+        ("n:[2 TO 4] OR n:baz", 3),
+    ] {
+        let (status, answer) = count(query, Some(true));
+        assert_eq!(status, 200, "{query}: {answer}");
+        assert_eq!(answer["count"], want, "{query}");
+    }
+    // `match` and `multi_match` take it too.
+    for (query, status_want, want) in [
+        (json!({"match": {"n": {"query": "foo"}}}), 400, None),
+        (
+            json!({"match": {"n": {"query": "foo", "lenient": true}}}),
+            200,
+            Some(0),
+        ),
+        (
+            json!({"multi_match": {"query": "odd", "fields": ["n", "t"], "lenient": true}}),
+            200,
+            Some(5),
+        ),
+    ] {
+        let body = json!({"query": query});
+        let (status, answer) = server.request("POST", "/l/_count", Some(&body.to_string()));
+        assert_eq!(status, status_want, "{body}: {answer}");
+        if let Some(want) = want {
+            assert_eq!(answer["count"], want, "{body}");
+        }
+    }
+    let (status, answer) = server.request("GET", "/l/_search?q=n:foo&lenient=true", None);
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["hits"]["total"]["value"], 0);
+}

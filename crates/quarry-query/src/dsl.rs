@@ -17,8 +17,8 @@
 //! | `intervals` (`match`, `all_of`, `any_of` with `mode`/`ordered`, `max_gaps`, `filter`; `prefix`, `wildcard`, `regexp`, `fuzzy`) | `Ast::Intervals` (intervals.rs); `use_field` and `script` filters are refused |
 //!
 //! `lenient: true` (on `match`, `multi_match` and the query strings) wraps the query in
-//! `Ast::Lenient`: a clause whose value does not fit its field's type matches nothing instead
-//! of being an error.
+//! `Ast::Lenient`: a clause that cannot be asked of its field (a value that does not fit its
+//! type, a field that is not searchable) matches nothing instead of being an error.
 //!
 //! `@timestamp` is a name for `_time` everywhere. An unknown query type, an unknown option or
 //! a value of the wrong type is an error naming its JSON path (`query.bool.must[1].range`),

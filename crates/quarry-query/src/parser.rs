@@ -223,9 +223,10 @@ pub enum Ast {
         field: String,
         rule: Arc<crate::intervals::Rule<crate::intervals::MatchText>>,
     },
-    /// Elasticsearch's `lenient`: a clause whose value does not fit its field's type (`foo`
-    /// on a number field) matches nothing instead of being an error (query.rs); only the DSL
-    /// writes it.
+    /// Elasticsearch's `lenient`: a clause that cannot be asked of its field (a value that
+    /// does not fit its type, `foo` on a number field; a field that is not searchable) matches
+    /// nothing instead of being an error, as Elasticsearch's lenient parsers do (query.rs);
+    /// only the DSL writes it.
     Lenient(Box<Ast>),
 }
 

@@ -598,7 +598,8 @@ fn typed_value(schema: &Schema, field: &str, ty: FieldType, text: &str) -> Resul
 }
 
 /// `ast` with each clause that cannot be planned over this schema (a value that does not fit
-/// its field's type) replaced by one that matches nothing (`Ast::Lenient`).
+/// its field's type, a field that is not searchable) replaced by one that matches nothing
+/// (`Ast::Lenient`).
 fn lenient(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Ast {
     match ast {
         Ast::Bool(clauses) => Ast::Bool(

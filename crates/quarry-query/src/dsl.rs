@@ -20,6 +20,9 @@
 //! `Ast::Lenient`: a clause that cannot be asked of its field (a value that does not fit its
 //! type, a field that is not searchable) matches nothing instead of being an error.
 //!
+//! `_name` (beside any query's options or among a field's) wraps the query in `Ast::Named`:
+//! each hit lists the named clauses it matches (`HitEvent::matched`, `matched_queries`).
+//!
 //! `@timestamp` is a name for `_time` everywhere. An unknown query type, an unknown option or
 //! a value of the wrong type is an error naming its JSON path (`query.bool.must[1].range`),
 //! never a query silently read as something else.
@@ -159,6 +162,14 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
     let (Some((kind, body)), None) = (entries.next(), entries.next()) else {
         return Err(error(path, "expected exactly one query type in the object"));
     };
+    if let Some((name, body)) = without_name(body) {
+        let mut query = Map::new();
+        query.insert(kind.clone(), body);
+        return Ok(Ast::Named {
+            name,
+            inner: Box::new(compile(&Value::Object(query), path, now)?),
+        });
+    }
     let path = format!("{path}.{kind}");
     let path = path.as_str();
     match kind.as_str() {
@@ -756,6 +767,30 @@ pub fn query_string(
         ast = Ast::Bool(with_minimum_should_match(clauses, minimum));
     }
     with_lenient(ast, options, path)
+}
+
+/// A query body's `_name` and the body without it: beside the query's options (`{"must":
+/// [...], "_name": "n"}`, as Elasticsearch reads `_name` in every query) or among one field's
+/// (`{"status": {"query": 1, "_name": "n"}}`). `None` when it has none.
+fn without_name(body: &Value) -> Option<(String, Value)> {
+    let object = body.as_object()?;
+    if let Some(Value::String(name)) = object.get("_name") {
+        let mut rest = object.clone();
+        rest.remove("_name");
+        return Some((name.clone(), Value::Object(rest)));
+    }
+    let mut fields = object.iter();
+    let (Some((field, Value::Object(options))), None) = (fields.next(), fields.next()) else {
+        return None;
+    };
+    let Some(Value::String(name)) = options.get("_name") else {
+        return None;
+    };
+    let mut options = options.clone();
+    options.remove("_name");
+    let mut rest = Map::new();
+    rest.insert(field.clone(), Value::Object(options));
+    Some((name.clone(), Value::Object(rest)))
 }
 
 /// `ast` as `lenient: true` asks (`Ast::Lenient`), or as it is.

@@ -228,6 +228,12 @@ pub enum Ast {
     /// nothing instead of being an error, as Elasticsearch's lenient parsers do (query.rs);
     /// only the DSL writes it.
     Lenient(Box<Ast>),
+    /// Elasticsearch's `_name`: the clause as it is, and each hit says which named clauses
+    /// it matches (`HitEvent::matched`); only the DSL writes it.
+    Named {
+        name: String,
+        inner: Box<Ast>,
+    },
 }
 
 impl fmt::Display for Ast {
@@ -271,7 +277,7 @@ impl fmt::Display for Ast {
                 write!(f, "match_bool_prefix({:?})", query.text)
             }
             Ast::Intervals { field, rule } => write!(f, "{field}:intervals({rule})"),
-            Ast::Lenient(inner) => write!(f, "{inner}"),
+            Ast::Lenient(inner) | Ast::Named { inner, .. } => write!(f, "{inner}"),
             Ast::AtLeast { minimum, clauses } => {
                 write!(f, "at_least({minimum}")?;
                 for clause in clauses {

@@ -345,6 +345,7 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
         Ast::All => Query::All,
         Ast::Intervals { field, rule } => intervals(schema, field, rule)?,
         Ast::Lenient(inner) => plan(&lenient(inner, schema, text_fields), schema, text_fields)?,
+        Ast::Named { inner, .. } => plan(inner, schema, text_fields)?,
         Ast::AtLeast { minimum, clauses } => {
             // A clause that analyzes to no token is dropped, as in a `Bool`.
             let mut clauses: Vec<Query> = clauses
@@ -620,6 +621,10 @@ fn lenient(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Ast {
             boost: *boost,
         },
         Ast::Lenient(inner) => lenient(inner, schema, text_fields),
+        Ast::Named { name, inner } => Ast::Named {
+            name: name.clone(),
+            inner: Box::new(lenient(inner, schema, text_fields)),
+        },
         leaf => match plan(leaf, schema, text_fields) {
             Err(QueryError::Invalid(_)) => Ast::Bool(Vec::new()),
             _ => leaf.clone(),

@@ -9,6 +9,7 @@ use crate::aggregation::AggSpec;
 use crate::cursor::Cursor;
 use crate::error::Result;
 use crate::field_sort::{FieldSort, SortCursor};
+use crate::parser::Ast;
 use crate::searcher::{HitsRequest, Searcher, SortOrder};
 use quarry_format::Value;
 use std::path::PathBuf;
@@ -87,6 +88,9 @@ pub struct HitEvent {
     /// `Searcher::union` tells from the block id which part it came from).
     pub location: Cursor,
     pub event: Vec<(String, Value)>,
+    /// The names of the query's named clauses (`Ast::Named`) the event matches, in the
+    /// order the query names them.
+    pub matched: Vec<String>,
 }
 
 /// One histogram bucket: its start (ns), its matches, and with aggregations their results.
@@ -205,6 +209,7 @@ impl Searcher {
                     sort_cursor: Some(cursor),
                     location: self.cursor_of(hit),
                     event,
+                    matched: Vec::new(),
                 })
                 .collect();
         } else {
@@ -231,8 +236,22 @@ impl Searcher {
                     sort_cursor: None,
                     location: self.cursor_of(hit),
                     event,
+                    matched: Vec::new(),
                 })
                 .collect();
+        }
+        if let Some(ast) = &request.ast {
+            let mut named = Vec::new();
+            named_clauses(ast, &mut named);
+            let at: Vec<Cursor> = response.hits.iter().map(|h| h.location).collect();
+            for (name, clause) in named {
+                let query = self.plan(clause)?;
+                for (hit, matches) in response.hits.iter_mut().zip(self.which_match(&query, &at)?) {
+                    if matches && !hit.matched.iter().any(|m| m == name) {
+                        hit.matched.push(name.clone());
+                    }
+                }
+            }
         }
         let interval = match request.histogram {
             None => None,
@@ -279,5 +298,20 @@ impl Searcher {
             }
         }
         Ok(response)
+    }
+}
+
+/// The query's named clauses (`Ast::Named`), outermost first, in the order written.
+fn named_clauses<'a>(ast: &'a Ast, out: &mut Vec<(&'a String, &'a Ast)>) {
+    match ast {
+        Ast::Named { name, inner } => {
+            out.push((name, inner));
+            named_clauses(inner, out);
+        }
+        Ast::Bool(clauses) => clauses.iter().for_each(|(_, c)| named_clauses(c, out)),
+        Ast::AtLeast { clauses, .. } => clauses.iter().for_each(|c| named_clauses(c, out)),
+        Ast::Boost { inner, .. } | Ast::Lenient(inner) => named_clauses(inner, out),
+        Ast::TypedRange { otherwise, .. } => named_clauses(otherwise, out),
+        _ => {}
     }
 }

@@ -386,6 +386,38 @@ impl Searcher {
         Ok(Hits { hits, count })
     }
 
+    /// Whether each event at `at` (cursors of this searcher's hits) matches `query`.
+    pub fn which_match(&self, query: &Query, at: &[Cursor]) -> Result<Vec<bool>> {
+        let weight = self.filter_weight(query);
+        let mut found = vec![false; at.len()];
+        // By block, docs ascending: a scorer only moves forward.
+        let mut order: Vec<usize> = (0..at.len()).collect();
+        order.sort_by_key(|&i| (at[i].block_id, at[i].doc));
+        let mut start = 0;
+        while start < order.len() {
+            let block_id = at[order[start]].block_id;
+            let end = start
+                + order[start..]
+                    .iter()
+                    .take_while(|&&i| at[i].block_id == block_id)
+                    .count();
+            if let Some(index) = self.block_ids.iter().position(|&id| id == block_id) {
+                if let Some(mut scorer) = weight.scorer(index, &self.blocks[index])? {
+                    for &i in &order[start..end] {
+                        let doc = at[i].doc;
+                        if scorer.doc() < doc {
+                            scorer.seek(doc);
+                        }
+                        found[i] = scorer.doc() == doc;
+                    }
+                    self.check_scorer(index, scorer.as_ref())?;
+                }
+            }
+            start = end;
+        }
+        Ok(found)
+    }
+
     pub fn count(&self, query: &Query) -> Result<u64> {
         self.count_weight(&self.filter_weight(query))
     }

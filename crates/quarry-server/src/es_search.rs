@@ -888,6 +888,9 @@ impl SearchPlan {
                     "_score": hit.score.map(f64::from),
                 });
                 self.view.render(&mut json, &flat, hit.time, &words);
+                if !hit.matched.is_empty() {
+                    json["matched_queries"] = hit.matched.clone().into();
+                }
                 let values = |value: JsonValue, cursor: String| {
                     let mut values = Vec::new();
                     if self.sort_value {

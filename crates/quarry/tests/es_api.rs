@@ -1261,3 +1261,64 @@ fn lenient_query_strings_drop_clauses_that_do_not_fit_their_field() {
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["hits"]["total"]["value"], 0);
 }
+
+/// Named queries (`_name`): each hit lists the named clauses it matches, in the order the
+/// query names them, against a check by hand; `_name` beside a query's options and among a
+/// field's are both read, and a clause that excludes a hit is never listed for it.
+#[test]
+fn named_queries_say_which_clauses_a_hit_matches() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("d"));
+    let mut bulk = String::new();
+    for i in 0..20 {
+        bulk.push_str(&format!(
+            "{{\"index\":{{}}}}\n{}\n",
+            json!({"n": i, "word": if i % 3 == 0 { "fizz" } else { "plain" }, "i": i})
+        ));
+    }
+    let (status, answer) = server.request("POST", "/named/_bulk", Some(&bulk));
+    assert_eq!(status, 200, "{answer}");
+    let body = json!({"size": 20, "query": {"bool": {
+        "should": [
+            {"match": {"word": {"query": "fizz", "_name": "fizz"}}},
+            {"range": {"n": {"gte": 15, "_name": "high"}}},
+            {"bool": {"_name": "low", "filter": [{"range": {"n": {"lt": 4}}}]}},
+        ],
+        "must_not": [{"term": {"n": {"value": 9, "_name": "nine"}}}],
+    }}});
+    let (status, answer) = server.request("POST", "/named/_search", Some(&body.to_string()));
+    assert_eq!(status, 200, "{answer}");
+    let hits = answer["hits"]["hits"].as_array().unwrap();
+    let mut seen = Vec::new();
+    for hit in hits {
+        let i = hit["_source"]["i"].as_i64().unwrap();
+        seen.push(i);
+        let mut want: Vec<&str> = Vec::new();
+        if i % 3 == 0 {
+            want.push("fizz");
+        }
+        if i >= 15 {
+            want.push("high");
+        }
+        if i < 4 {
+            want.push("low");
+        }
+        let got: Vec<&str> = hit["matched_queries"]
+            .as_array()
+            .map(|names| names.iter().map(|n| n.as_str().unwrap()).collect())
+            .unwrap_or_default();
+        assert_eq!(got, want, "hit {i}: {hit}");
+    }
+    seen.sort_unstable();
+    let want: Vec<i64> = (0..20)
+        .filter(|i| (i % 3 == 0 || *i >= 15 || *i < 4) && *i != 9)
+        .collect();
+    assert_eq!(seen, want);
+    // A query whose only option is its name.
+    let body = json!({"size": 3, "query": {"match_all": {"_name": "all"}}});
+    let (status, answer) = server.request("POST", "/named/_search", Some(&body.to_string()));
+    assert_eq!(status, 200, "{answer}");
+    for hit in answer["hits"]["hits"].as_array().unwrap() {
+        assert_eq!(hit["matched_queries"], json!(["all"]), "{hit}");
+    }
+}

@@ -98,6 +98,11 @@ fn strings(value: &JsonValue, path: &str) -> Result<Vec<String>, ApiError> {
 }
 
 impl HitView {
+    /// Entries of `docvalue_fields` asked for.
+    pub(crate) fn docvalue_fields(&self) -> usize {
+        self.docvalue_fields
+    }
+
     /// Reads one key of a search body if it is about hits; `Ok(false)` when it is not.
     pub(crate) fn read_body_key(&mut self, key: &str, value: &JsonValue) -> Result<bool, ApiError> {
         match key {
@@ -299,13 +304,6 @@ impl HitView {
                 hit["highlight"] = out.into();
             }
         }
-    }
-}
-
-impl HitView {
-    /// Entries of `docvalue_fields` asked for.
-    pub(crate) fn docvalue_fields(&self) -> usize {
-        self.docvalue_fields
     }
 }
 

@@ -418,41 +418,12 @@ async fn resolve_terms_lookups(
     body: &mut Map<String, JsonValue>,
     headers: &HeaderMap,
 ) -> Result<(), ApiError> {
-    fn collect(value: &JsonValue, pointer: String, out: &mut Vec<(String, JsonValue)>) {
-        match value {
-            JsonValue::Object(object) => {
-                for (key, inner) in object {
-                    let here = format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1"));
-                    if key == "terms" {
-                        if let Some(fields) = inner.as_object() {
-                            for (field, spec) in fields {
-                                let is_lookup = spec.as_object().is_some_and(|o| {
-                                    o.contains_key("index") && o.contains_key("id")
-                                });
-                                if is_lookup {
-                                    let at = field.replace('~', "~0").replace('/', "~1");
-                                    out.push((format!("{here}/{at}"), spec.clone()));
-                                }
-                            }
-                        }
-                    }
-                    collect(inner, here, out);
-                }
-            }
-            JsonValue::Array(items) => {
-                for (i, item) in items.iter().enumerate() {
-                    collect(item, format!("{pointer}/{i}"), out);
-                }
-            }
-            _ => {}
-        }
-    }
     let mut lookups = Vec::new();
-    for (key, value) in body.iter() {
-        let here = format!("/{}", key.replace('~', "~0").replace('/', "~1"));
-        collect(value, here, &mut lookups);
+    for value in body.values_mut() {
+        for_each_terms_lookup(value, &mut |spec| lookups.push(spec.clone()));
     }
-    for (pointer, spec) in lookups {
+    let mut resolved = Vec::with_capacity(lookups.len());
+    for spec in lookups {
         let text = |key: &str| -> Result<String, ApiError> {
             match spec.get(key) {
                 Some(JsonValue::String(s)) => Ok(s.clone()),
@@ -486,15 +457,46 @@ async fn resolve_terms_lookups(
                 Some(one) => vec![one.clone()],
             },
         };
-        let mut root = JsonValue::Object(std::mem::take(body));
-        if let Some(slot) = root.pointer_mut(&pointer) {
-            *slot = JsonValue::Array(values);
-        }
-        if let JsonValue::Object(back) = root {
-            *body = back;
-        }
+        resolved.push(JsonValue::Array(values));
+    }
+    // The same walk, in the same order, puts each lookup's values in its place.
+    let mut resolved = resolved.into_iter();
+    for value in body.values_mut() {
+        for_each_terms_lookup(value, &mut |spec| {
+            if let Some(values) = resolved.next() {
+                *spec = values;
+            }
+        });
     }
     Ok(())
+}
+
+/// Calls `f` on each terms lookup spec (`{"index", "id", ...}` as a `terms` query's field)
+/// in `value`, in document order.
+fn for_each_terms_lookup(value: &mut JsonValue, f: &mut impl FnMut(&mut JsonValue)) {
+    match value {
+        JsonValue::Object(object) => {
+            for (key, inner) in object.iter_mut() {
+                if key == "terms" {
+                    if let Some(fields) = inner.as_object_mut() {
+                        for spec in fields.values_mut() {
+                            let is_lookup = spec
+                                .as_object()
+                                .is_some_and(|o| o.contains_key("index") && o.contains_key("id"));
+                            if is_lookup {
+                                f(spec);
+                            }
+                        }
+                    }
+                }
+                for_each_terms_lookup(inner, f);
+            }
+        }
+        JsonValue::Array(items) => items
+            .iter_mut()
+            .for_each(|item| for_each_terms_lookup(item, f)),
+        _ => {}
+    }
 }
 
 /// The most values one `terms` query in `value` lists (a `terms` aggregation, which names a

@@ -1526,6 +1526,12 @@ fn range(
         }
     };
     let bound_keys = ["gt", "gte", "lt", "lte", "from", "to"];
+    let bool_bound = options
+        .iter()
+        .any(|(key, value)| bound_keys.contains(&key.as_str()) && value.is_boolean());
+    if bool_bound && !is_time {
+        return boolean_range(field, &options, path);
+    }
     let string_bound = options.iter().any(|(key, value)| {
         bound_keys.contains(&key.as_str())
             && matches!(value, Value::String(text) if Number::parse(text).is_none())
@@ -1558,6 +1564,52 @@ fn range(
         zone: given_zone,
         now,
         otherwise: Box::new(otherwise),
+    })
+}
+
+/// A range over a boolean field (Elasticsearch orders `false` before `true`): the booleans
+/// inside it, as exact terms.
+fn boolean_range(field: &str, options: &Map<String, Value>, path: &str) -> Result<Ast, DslError> {
+    let read = |_: &str, value: &Value| match value {
+        Value::Bool(b) => Ok(Some(*b)),
+        Value::Null => Ok(None),
+        _ => Err(error(
+            path,
+            "a range with a boolean bound needs boolean bounds",
+        )),
+    };
+    let (lower, upper) = range_bounds(options, read)?;
+    let inside = |b: bool| {
+        let above = match lower {
+            Bound::Included(a) => b >= a,
+            Bound::Excluded(a) => u8::from(b) > u8::from(a),
+            Bound::Unbounded => true,
+        };
+        let below = match upper {
+            Bound::Included(z) => b <= z,
+            Bound::Excluded(z) => u8::from(b) < u8::from(z),
+            Bound::Unbounded => true,
+        };
+        above && below
+    };
+    let mut clauses: Vec<_> = [false, true]
+        .into_iter()
+        .filter(|&b| inside(b))
+        .map(|b| {
+            let exact = Ast::Exact {
+                field: field.to_owned(),
+                value: b.to_string(),
+            };
+            (Occur::Should, exact)
+        })
+        .collect();
+    Ok(match clauses.len() {
+        0 => nothing(),
+        1 => clauses
+            .pop()
+            .map(|(_, exact)| exact)
+            .unwrap_or_else(nothing),
+        _ => Ast::Bool(clauses),
     })
 }
 
@@ -1685,6 +1737,12 @@ mod tests {
         );
         same(json!({"range": {"host": {"gt": "m"}}}), "host:>m");
         same(json!({"range": {"n": {"gt": "5"}}}), "n:>5");
+        same(json!({"range": {"ok": {"gte": true}}}), "ok:=true");
+        same(
+            json!({"range": {"ok": {"lte": true}}}),
+            "ok:=false OR ok:=true",
+        );
+        same(json!({"range": {"ok": {"gt": false, "lt": true}}}), "NOT *");
         fails(
             json!({"match_phrase": {"message": {"query": "a b", "slop": -1}}}),
             "query.match_phrase: slop: expected a whole number of positions",

@@ -399,6 +399,12 @@ fn bit_set(words: &mut [u64], doc: u32) {
 
 /// Sets the bits `[start, end)`, a word at a time; bits past the set are ignored (a corrupt
 /// chunk directory may claim docs up to u32::MAX).
+fn bit_clear(words: &mut [u64], doc: u32) {
+    if let Some(word) = words.get_mut(doc as usize / 64) {
+        *word &= !(1u64 << (doc % 64));
+    }
+}
+
 fn bit_set_range(words: &mut [u64], start: u32, end: u32) {
     let end = u64::from(end).min(words.len() as u64 * 64);
     let mut doc = u64::from(start);
@@ -583,10 +589,53 @@ fn terms_range_scorer<'a>(
     if let Some((lo, hi)) = range.i64_key_bounds() {
         infos.extend(block.term_range(ordinal, TermKind::I64, &lo, &hi)?);
     }
-    if let Some((lo, hi)) = range.f64_key_bounds() {
+    let Some((lo, hi)) = range.f64_key_bounds() else {
+        return postings_union(block, &infos);
+    };
+    // From 2^63 up, integers (`unsigned_long` values past i64) share f64 terms with their
+    // neighbours; their exact terms decide instead. Floats there keep their f64 terms.
+    let wide_start = quarry_format::f64_term(9_223_372_036_854_775_808.0);
+    let wide = if hi >= wide_start {
+        block.wide_integer_terms(ordinal)?
+    } else {
+        Vec::new()
+    };
+    if wide.is_empty() {
         infos.extend(block.term_range(ordinal, TermKind::F64, &lo, &hi)?);
+        return postings_union(block, &infos);
     }
-    postings_union(block, &infos)
+    if lo < wide_start {
+        let below = u64::from_be_bytes(wide_start) - 1;
+        infos.extend(block.term_range(ordinal, TermKind::F64, &lo, &below.to_be_bytes())?);
+    }
+    let floats = block.term_range(ordinal, TermKind::F64, &lo.max(wide_start), &hi)?;
+    let mut words = empty_bits(block);
+    let or_postings = |words: &mut Vec<u64>, info: &quarry_format::TermInfo, set: bool| {
+        let mut cursor = block.postings(info)?;
+        cursor.for_each_remaining(|doc| {
+            if set {
+                bit_set(words, doc)
+            } else {
+                bit_clear(words, doc)
+            }
+        });
+        match cursor.error() {
+            Some(error) => Err(block.corrupt("postings", error)),
+            None => Ok(()),
+        }
+    };
+    for info in &floats {
+        or_postings(&mut words, info, true)?;
+    }
+    // A wide integer's rounded f64 term says nothing: its exact term alone counts.
+    for (_, info) in &wide {
+        or_postings(&mut words, info, false)?;
+    }
+    let inside = wide.iter().filter(|(value, _)| range.contains_u64(*value));
+    for info in infos.iter().chain(inside.map(|(_, info)| info)) {
+        or_postings(&mut words, info, true)?;
+    }
+    Ok(Some(Box::new(BitSetScorer::new(words))))
 }
 
 /// A numeric range that checks docs against the doc values as they are asked for, and after

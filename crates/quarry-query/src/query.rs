@@ -278,7 +278,7 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
             }
             // A mapped number field's terms hold its values as the type reads them (strings
             // coerced, rounded to the type); its columns as sent. (`unsigned_long` values
-            // above i64 have f64 terms: values closer than their spacing are not told apart.)
+            // above i64 are compared by their exact terms: their f64 terms are shared.)
             Some(FieldType::Number) => Query::IndexedRange {
                 field: field.clone(),
                 range: range.clone(),

@@ -9,6 +9,9 @@ use std::ops::Bound;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Number {
     Int(i64),
+    /// An integer past i64::MAX (an `unsigned_long` bound), kept exact: as a float,
+    /// 10223372036854775801 and its neighbours are one value.
+    Big(u64),
     Float(f64),
 }
 
@@ -17,6 +20,9 @@ impl Number {
     pub fn parse(text: &str) -> Option<Number> {
         if let Ok(v) = text.parse::<i64>() {
             return Some(Number::Int(v));
+        }
+        if let Ok(v) = text.parse::<u64>() {
+            return Some(Number::Big(v));
         }
         text.parse::<f64>()
             .ok()
@@ -27,6 +33,7 @@ impl Number {
     fn as_f64(self) -> f64 {
         match self {
             Number::Int(v) => v as f64,
+            Number::Big(v) => v as f64,
             Number::Float(v) => v,
         }
     }
@@ -36,6 +43,7 @@ impl std::fmt::Display for Number {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Number::Int(v) => write!(f, "{v}"),
+            Number::Big(v) => write!(f, "{v}"),
             Number::Float(v) => write!(f, "{v:?}"),
         }
     }
@@ -55,6 +63,8 @@ impl NumericRange {
             Bound::Unbounded => i128::from(i64::MIN),
             Bound::Included(Number::Int(a)) => i128::from(a),
             Bound::Excluded(Number::Int(a)) => i128::from(a) + 1,
+            Bound::Included(Number::Big(a)) => i128::from(a),
+            Bound::Excluded(Number::Big(a)) => i128::from(a) + 1,
             Bound::Included(Number::Float(x)) => float_to_i128(x.ceil()),
             Bound::Excluded(Number::Float(x)) => float_to_i128(x.floor()).saturating_add(1),
         };
@@ -62,6 +72,8 @@ impl NumericRange {
             Bound::Unbounded => i128::from(i64::MAX),
             Bound::Included(Number::Int(b)) => i128::from(b),
             Bound::Excluded(Number::Int(b)) => i128::from(b) - 1,
+            Bound::Included(Number::Big(b)) => i128::from(b),
+            Bound::Excluded(Number::Big(b)) => i128::from(b) - 1,
             Bound::Included(Number::Float(y)) => float_to_i128(y.floor()),
             Bound::Excluded(Number::Float(y)) => float_to_i128(y.ceil()).saturating_sub(1),
         };
@@ -113,6 +125,8 @@ impl NumericRange {
             Bound::Unbounded => true,
             Bound::Included(Number::Int(a)) => value >= i128::from(a),
             Bound::Excluded(Number::Int(a)) => value > i128::from(a),
+            Bound::Included(Number::Big(a)) => value >= i128::from(a),
+            Bound::Excluded(Number::Big(a)) => value > i128::from(a),
             Bound::Included(Number::Float(x)) => int_cmp_float(value, x) != Less,
             Bound::Excluded(Number::Float(x)) => int_cmp_float(value, x) == Greater,
         };
@@ -120,6 +134,8 @@ impl NumericRange {
             Bound::Unbounded => true,
             Bound::Included(Number::Int(b)) => value <= i128::from(b),
             Bound::Excluded(Number::Int(b)) => value < i128::from(b),
+            Bound::Included(Number::Big(b)) => value <= i128::from(b),
+            Bound::Excluded(Number::Big(b)) => value < i128::from(b),
             Bound::Included(Number::Float(y)) => int_cmp_float(value, y) != Greater,
             Bound::Excluded(Number::Float(y)) => int_cmp_float(value, y) == Less,
         };
@@ -130,13 +146,19 @@ impl NumericRange {
         if value.is_nan() {
             return false;
         }
+        use std::cmp::Ordering::{Greater, Less};
+        // A big integer bound is compared exactly, not rounded to its nearest f64.
         let above = match self.lower {
             Bound::Unbounded => true,
+            Bound::Included(Number::Big(a)) => int_cmp_float(i128::from(a), value) != Greater,
+            Bound::Excluded(Number::Big(a)) => int_cmp_float(i128::from(a), value) == Less,
             Bound::Included(n) => value >= n.as_f64(),
             Bound::Excluded(n) => value > n.as_f64(),
         };
         let below = match self.upper {
             Bound::Unbounded => true,
+            Bound::Included(Number::Big(b)) => int_cmp_float(i128::from(b), value) != Less,
+            Bound::Excluded(Number::Big(b)) => int_cmp_float(i128::from(b), value) == Greater,
             Bound::Included(n) => value <= n.as_f64(),
             Bound::Excluded(n) => value < n.as_f64(),
         };
@@ -198,6 +220,7 @@ mod tests {
             (-50.0f64..50.0).prop_map(|v| Number::Float((v * 4.0).round() / 4.0)),
             Just(Number::Int(i64::MAX)),
             Just(Number::Int(i64::MIN)),
+            Just(Number::Big(u64::MAX)),
         ]
     }
 
@@ -227,6 +250,69 @@ mod tests {
             let by_key = range.f64_key_bounds().is_some_and(|(lo, hi)| lo <= key && key <= hi);
             prop_assert_eq!(by_key, range.contains_f64(half));
         }
+    }
+
+    fn big_bound() -> impl Strategy<Value = Bound<Number>> {
+        let near = ((1u64 << 63) - 3..(1u64 << 63) + 3).prop_map(Number::Big);
+        let top = (u64::MAX - 3..=u64::MAX).prop_map(Number::Big);
+        let number = prop_oneof![near, top];
+        prop_oneof![
+            number.clone().prop_map(Bound::Included),
+            number.prop_map(Bound::Excluded),
+            Just(Bound::Unbounded),
+        ]
+    }
+
+    fn model_contains(range: &NumericRange, value: u64) -> bool {
+        let int = |n: Number| match n {
+            Number::Big(v) => i128::from(v),
+            other => panic!("not a big bound: {other:?}"),
+        };
+        let value = i128::from(value);
+        (match range.lower {
+            Bound::Unbounded => true,
+            Bound::Included(a) => value >= int(a),
+            Bound::Excluded(a) => value > int(a),
+        }) && (match range.upper {
+            Bound::Unbounded => true,
+            Bound::Included(b) => value <= int(b),
+            Bound::Excluded(b) => value < int(b),
+        })
+    }
+
+    proptest! {
+        /// Integers past i64::MAX (`unsigned_long` values and bounds) compare exactly: as
+        /// floats, neighbours there are one value.
+        #[test]
+        fn big_bounds_are_exact(
+            lower in big_bound(),
+            upper in big_bound(),
+            value in prop_oneof![(1u64 << 63) - 4..(1u64 << 63) + 4, u64::MAX - 4..=u64::MAX],
+        ) {
+            let range = NumericRange { lower, upper };
+            prop_assert_eq!(range.contains_u64(value), model_contains(&range, value));
+        }
+    }
+
+    #[test]
+    fn big_integers_parse_exactly() {
+        assert_eq!(
+            Number::parse("10223372036854775801"),
+            Some(Number::Big(10223372036854775801))
+        );
+        assert_eq!(
+            Number::parse("18446744073709551616"),
+            Some(Number::Float(18446744073709551616.0))
+        );
+        let range = NumericRange {
+            lower: Bound::Included(Number::parse("10223372036854775801").unwrap()),
+            upper: Bound::Included(Number::parse("10223372036854775802").unwrap()),
+        };
+        assert!(!range.contains_u64(10223372036854775800));
+        assert!(range.contains_u64(10223372036854775801));
+        assert!(range.contains_u64(10223372036854775802));
+        assert!(!range.contains_u64(10223372036854775803));
+        assert_eq!(range.i64_bounds(), None);
     }
 
     #[test]

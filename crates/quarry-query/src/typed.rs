@@ -99,6 +99,7 @@ impl DateReader {
         };
         let nanos = match number {
             Number::Int(n) => i128::from(n) * per_number,
+            Number::Big(n) => i128::from(n) * per_number,
             Number::Float(f) => {
                 let scaled = f * per_number as f64;
                 let whole = match rounding {

@@ -2316,9 +2316,9 @@ fn tail_pages_across_blocks_with_equal_times() {
     check_text(&mut corpus, "*", |_| true);
 }
 
-/// A u64 above `i64::MAX` is compared with the bounds after rounding it to f64
-/// (`NumericRange::contains_u64`, and its F64 term): 9223372036854775808 (2^63) rounds to
-/// 2^63 = `i64::MAX as f64`, so it is not `> 9223372036854775807` and it is `<=` it.
+/// A u64 above `i64::MAX` is compared with the bounds exactly, though its terms are rounded
+/// to f64: 9223372036854775808 (2^63) is `> 9223372036854775807`, and of 10223372036854775800
+/// and its next two neighbours (one f64) a range finds exactly the ones inside it.
 #[test]
 fn u64_above_i64_max_in_ranges() {
     let values = [
@@ -2327,6 +2327,9 @@ fn u64_above_i64_max_in_ranges() {
         1 << 63,
         (1 << 63) + 1,
         u64::MAX,
+        10223372036854775800,
+        10223372036854775801,
+        10223372036854775802,
     ];
     let events: Vec<TestEvent> = values
         .iter()
@@ -2343,7 +2346,14 @@ fn u64_above_i64_max_in_ranges() {
     check_text(
         &mut corpus,
         "bytes:>9223372036854775807",
-        is(&[1 << 63, (1 << 63) + 1, u64::MAX]),
+        is(&[
+            1 << 63,
+            (1 << 63) + 1,
+            u64::MAX,
+            10223372036854775800,
+            10223372036854775801,
+            10223372036854775802,
+        ]),
     );
     check_text(
         &mut corpus,
@@ -2354,6 +2364,16 @@ fn u64_above_i64_max_in_ranges() {
         &mut corpus,
         "bytes:[9223372036854775806 TO 9223372036854775807]",
         is(&[i64::MAX as u64 - 1, i64::MAX as u64]),
+    );
+    check_text(
+        &mut corpus,
+        "bytes:[10223372036854775801 TO 10223372036854775802]",
+        is(&[10223372036854775801, 10223372036854775802]),
+    );
+    check_text(
+        &mut corpus,
+        "bytes:>10223372036854775800",
+        is(&[10223372036854775801, 10223372036854775802, u64::MAX]),
     );
 }
 

@@ -1036,6 +1036,22 @@ fn unsigned_longs_past_i64_are_found_exactly() {
         let (_, answer) = server.request("POST", "/u/_count", Some(&body.to_string()));
         assert_eq!(answer["count"], want, "n:{v}");
     }
+    // Ranges compare exactly too (the three big values are one f64), counted by hand over
+    // the values sent (the string one included).
+    let sent = [values.as_slice(), &[10223372036854775801]].concat();
+    for (gte, lte) in [
+        (10223372036854775801u64, 10223372036854775802u64),
+        (10223372036854775800, 10223372036854775800),
+        (8, 10223372036854775801),
+        (10223372036854775802, u64::MAX),
+        (0, u64::MAX),
+    ] {
+        let want = sent.iter().filter(|&&v| gte <= v && v <= lte).count();
+        let body = json!({"query": {"range": {"n": {"gte": gte, "lte": lte}}}});
+        let (status, answer) = server.request("POST", "/u/_count", Some(&body.to_string()));
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(answer["count"], want, "[{gte} TO {lte}]");
+    }
 }
 
 /// A terms lookup reads its values from a document of another index (a missing document gives

@@ -418,6 +418,43 @@ impl BlockReader {
         self.infos_of(self.terms.range().ge(&start).lt(&end).into_stream())
     }
 
+    /// The exact terms of `field` that spell an integer past i64::MAX, with their values:
+    /// such a value (an `unsigned_long`) also has an f64 term, which its neighbours within
+    /// the f64 spacing share, so only these tell them apart.
+    pub fn wide_integer_terms(&self, field: u16) -> Result<Vec<(u64, TermInfo)>> {
+        use fst::{IntoStreamer, Streamer};
+        // 2^63 has 19 digits and u64::MAX 20: two stretches of the (byte-ordered) dictionary.
+        let stretches: [(&[u8], &[u8]); 2] = [
+            (b"9223372036854775808", b"9999999999999999999"),
+            (b"10000000000000000000", b"18446744073709551615"),
+        ];
+        let (mut lo_key, mut hi_key) = (Vec::new(), Vec::new());
+        let prefix_len = {
+            term_key(&mut lo_key, field, TermKind::Exact, b"");
+            lo_key.len()
+        };
+        let mut found = Vec::new();
+        let mut term_infos = self.term_infos();
+        for (lo, hi) in stretches {
+            term_key(&mut lo_key, field, TermKind::Exact, lo);
+            term_key(&mut hi_key, field, TermKind::Exact, hi);
+            let mut stream = self.terms.range().ge(&lo_key).le(&hi_key).into_stream();
+            while let Some((key, ordinal)) = stream.next() {
+                let digits = &key[prefix_len..];
+                if digits.len() != lo.len() || !digits.iter().all(u8::is_ascii_digit) {
+                    continue;
+                }
+                let value = std::str::from_utf8(digits)
+                    .ok()
+                    .and_then(|t| t.parse::<u64>().ok());
+                if let Some(value) = value.filter(|&v| v > i64::MAX as u64) {
+                    found.push((value, term_infos.get(ordinal)?));
+                }
+            }
+        }
+        Ok(found)
+    }
+
     /// The term infos of the dictionary entries `stream` yields, in its order.
     fn infos_of(
         &self,

@@ -21,14 +21,39 @@ use quarry_format::{DecodeError, TERMINATED};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-/// Sort hits by `field`.
+/// One key of a sort: a field (`_time` for the time) and its direction.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FieldSort {
+pub struct SortKey {
     pub field: String,
     pub descending: bool,
 }
 
-/// A hit's value for the sort.
+/// Sort hits by one or more keys, each ordering the hits the keys before it tie on
+/// (Elasticsearch's `"sort": [{"age": "desc"}, {"id": "asc"}]`); hits equal on every key
+/// come in time order, reversed when the first key is descending.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldSort {
+    pub keys: Vec<SortKey>,
+}
+
+impl FieldSort {
+    /// A sort by one field.
+    pub fn by(field: impl Into<String>, descending: bool) -> FieldSort {
+        FieldSort {
+            keys: vec![SortKey {
+                field: field.into(),
+                descending,
+            }],
+        }
+    }
+
+    /// The tie-break's direction: the first key's.
+    fn descending(&self) -> bool {
+        self.keys.first().is_some_and(|k| k.descending)
+    }
+}
+
+/// A hit's value for one sort key.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SortValue {
     Number(f64),
@@ -57,12 +82,12 @@ impl SortValue {
     }
 }
 
-/// Where a page sorted by a field ends: its last hit's value and place in time order. Printed
-/// as `time:block:doc:VALUE`, VALUE being `n` and a number's bits in hex, `s` and a JSON
-/// string, or `m` for a missing value.
+/// Where a page sorted by fields ends: its last hit's values (one per key) and place in time
+/// order. Printed as `time:block:doc:VALUE[,VALUE...]`, each VALUE being `n` and a number's
+/// bits in hex, `s` and a JSON string, or `m` for a missing value.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SortCursor {
-    pub value: SortValue,
+    pub values: Vec<SortValue>,
     pub time: i64,
     pub block_id: u64,
     pub doc: u32,
@@ -74,40 +99,61 @@ impl SortCursor {
         let time = parts.next()?.parse().ok()?;
         let block_id = parts.next()?.parse().ok()?;
         let doc = parts.next()?.parse().ok()?;
-        let value = parts.next()?;
-        let value = match value.split_at_checked(1)? {
-            ("m", "") => SortValue::Missing,
-            ("n", bits) => SortValue::Number(f64::from_bits(u64::from_str_radix(bits, 16).ok()?)),
-            ("s", json) => SortValue::Str(serde_json::from_str(json).ok()?),
-            _ => return None,
-        };
+        let mut rest = parts.next()?;
+        let mut values = Vec::new();
+        loop {
+            let (tag, after_tag) = rest.split_at_checked(1)?;
+            let (value, after) = match tag {
+                "m" => (SortValue::Missing, after_tag),
+                "n" => {
+                    let end = after_tag.find(',').unwrap_or(after_tag.len());
+                    let bits = u64::from_str_radix(&after_tag[..end], 16).ok()?;
+                    (SortValue::Number(f64::from_bits(bits)), &after_tag[end..])
+                }
+                "s" => {
+                    // A JSON string ends itself; commas inside it are its own.
+                    let mut strings =
+                        serde_json::Deserializer::from_str(after_tag).into_iter::<String>();
+                    let string = strings.next()?.ok()?;
+                    (SortValue::Str(string), &after_tag[strings.byte_offset()..])
+                }
+                _ => return None,
+            };
+            values.push(value);
+            match after.strip_prefix(',') {
+                Some(next) => rest = next,
+                None if after.is_empty() => break,
+                None => return None,
+            }
+        }
         Some(SortCursor {
-            value,
+            values,
             time,
             block_id,
             doc,
         })
     }
 
-    fn key(&self) -> Key<'_> {
-        Key {
-            value: self.value.as_ref(),
-            time: self.time,
-            block_id: self.block_id,
-            doc: self.doc,
-        }
+    fn place(&self) -> Place {
+        (self.time, self.block_id, self.doc)
     }
 }
 
 impl std::fmt::Display for SortCursor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}:{}:{}:", self.time, self.block_id, self.doc)?;
-        match &self.value {
-            // The bits, so that -0.0 and NaN page exactly.
-            SortValue::Number(v) => write!(f, "n{:x}", v.to_bits()),
-            SortValue::Str(s) => write!(f, "s{}", serde_json::Value::String(s.clone())),
-            SortValue::Missing => f.write_str("m"),
+        for (i, value) in self.values.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            match value {
+                // The bits, so that -0.0 and NaN page exactly.
+                SortValue::Number(v) => write!(f, "n{:x}", v.to_bits())?,
+                SortValue::Str(s) => write!(f, "s{}", serde_json::Value::String(s.clone()))?,
+                SortValue::Missing => f.write_str("m")?,
+            }
         }
+        Ok(())
     }
 }
 
@@ -128,31 +174,47 @@ impl ValueRef<'_> {
     }
 }
 
-/// A hit's place in the sort.
-#[derive(Debug, Clone, Copy)]
-struct Key<'v> {
-    value: ValueRef<'v>,
-    time: i64,
-    block_id: u64,
-    doc: u32,
-}
+/// A hit's place in time order: (`_time`, block id, doc).
+type Place = (i64, u64, u32);
 
-/// `Less` when `a` comes first.
-fn order(a: &Key<'_>, b: &Key<'_>, descending: bool) -> Ordering {
-    let missing = |k: &Key<'_>| matches!(k.value, ValueRef::Missing);
+/// One key's order of two values, `Less` when `a` comes first: missing values last in both
+/// directions, numbers before strings.
+fn value_order(a: ValueRef<'_>, b: ValueRef<'_>, descending: bool) -> Ordering {
+    let missing = |v: ValueRef<'_>| matches!(v, ValueRef::Missing);
     let last = missing(a).cmp(&missing(b));
     if last != Ordering::Equal {
         return last;
     }
-    let by_value = match (a.value, b.value) {
+    let by_value = match (a, b) {
         (ValueRef::Number(x), ValueRef::Number(y)) => x.total_cmp(&y),
         (ValueRef::Str(x), ValueRef::Str(y)) => x.as_bytes().cmp(y.as_bytes()),
         (ValueRef::Number(_), _) => Ordering::Less,
         (_, ValueRef::Number(_)) => Ordering::Greater,
         _ => Ordering::Equal,
     };
-    let ordering = by_value.then((a.time, a.block_id, a.doc).cmp(&(b.time, b.block_id, b.doc)));
     if descending {
+        by_value.reverse()
+    } else {
+        by_value
+    }
+}
+
+/// The order of two hits (`Less` when `a` comes first): key by key, then time order.
+fn order(
+    a: &[SortValue],
+    a_place: Place,
+    b: &[SortValue],
+    b_place: Place,
+    sort: &FieldSort,
+) -> Ordering {
+    for ((x, y), key) in a.iter().zip(b).zip(&sort.keys) {
+        let ordering = value_order(x.as_ref(), y.as_ref(), key.descending);
+        if ordering != Ordering::Equal {
+            return ordering;
+        }
+    }
+    let ordering = a_place.cmp(&b_place);
+    if sort.descending() {
         ordering.reverse()
     } else {
         ordering
@@ -160,27 +222,34 @@ fn order(a: &Key<'_>, b: &Key<'_>, descending: bool) -> Ordering {
 }
 
 /// A kept hit; the heap's greatest is the one that comes last.
-struct Entry {
+struct Entry<'s> {
     cursor: SortCursor,
     block: u32,
-    descending: bool,
+    sort: &'s FieldSort,
 }
 
-impl PartialEq for Entry {
+impl PartialEq for Entry<'_> {
     fn eq(&self, other: &Self) -> bool {
         self.cmp(other) == Ordering::Equal
     }
 }
-impl Eq for Entry {}
-impl PartialOrd for Entry {
+impl Eq for Entry<'_> {}
+impl PartialOrd for Entry<'_> {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
-impl Ord for Entry {
+impl Ord for Entry<'_> {
     fn cmp(&self, other: &Self) -> Ordering {
-        order(&self.cursor.key(), &other.cursor.key(), self.descending)
+        let (a, b) = (&self.cursor, &other.cursor);
+        order(&a.values, a.place(), &b.values, b.place(), self.sort)
     }
+}
+
+/// Where one key's values come from in a block.
+enum KeySource<'a> {
+    Time,
+    Field(Box<FieldCursor<'a>>),
 }
 
 impl Searcher {
@@ -193,21 +262,44 @@ impl Searcher {
         limit: usize,
         after: Option<&SortCursor>,
     ) -> Result<Vec<(Hit, SortCursor)>> {
-        crate::query::not_nested(self.schema(), &sort.field)?;
-        let rules = self.schema().rules(&sort.field).cloned();
-        // A cursor's value as the field sorts (a date given as text is its time).
-        let after = after.map(|a| {
-            let mut a = a.clone();
-            if let Some(value) = typed(rules.as_ref(), a.value.as_ref()) {
-                a.value = value;
+        if sort.keys.is_empty() {
+            return Err(QueryError::Invalid("a field sort needs a key".into()));
+        }
+        let is_time = |field: &str| field == crate::parser::TIME_FIELD;
+        let mut rules = Vec::with_capacity(sort.keys.len());
+        for key in &sort.keys {
+            if !is_time(&key.field) {
+                crate::query::not_nested(self.schema(), &key.field)?;
             }
-            a
-        });
+            rules.push(self.schema().rules(&key.field).cloned());
+        }
+        // A cursor's values as the fields sort them (a date given as text is its time).
+        let after = match after {
+            Some(a) if a.values.len() != sort.keys.len() => {
+                return Err(QueryError::Invalid(format!(
+                    "the cursor has {} sort values; the sort has {} keys",
+                    a.values.len(),
+                    sort.keys.len()
+                )))
+            }
+            Some(a) => {
+                let mut a = a.clone();
+                for (value, rules) in a.values.iter_mut().zip(&rules) {
+                    if let Some(typed) = typed(rules.as_ref(), value.as_ref()) {
+                        *value = typed;
+                    }
+                }
+                Some(a)
+            }
+            None => None,
+        };
         let after = after.as_ref();
-        let mut heap: BinaryHeap<Entry> = BinaryHeap::with_capacity(limit + 1);
+        let mut heap: BinaryHeap<Entry<'_>> = BinaryHeap::with_capacity(limit + 1);
         if limit == 0 {
             return Ok(Vec::new());
         }
+        let first = &sort.keys[0];
+        let mut values: Vec<SortValue> = Vec::with_capacity(sort.keys.len());
         for (index, block) in self.blocks.iter().enumerate() {
             let Some(mut scorer) = weight.scorer(index, block)? else {
                 continue;
@@ -219,7 +311,14 @@ impl Searcher {
                     .time_column()
                     .ok_or_else(|| corrupt(DecodeError::new("no _time column")))?,
             );
-            let mut values = FieldCursor::new(block, &sort.field);
+            let mut sources: Vec<KeySource<'_>> = sort
+                .keys
+                .iter()
+                .map(|key| match is_time(&key.field) {
+                    true => KeySource::Time,
+                    false => KeySource::Field(Box::new(FieldCursor::new(block, &key.field))),
+                })
+                .collect();
             let mut doc = scorer.doc();
             while doc != TERMINATED {
                 let time = match times.find(doc).map_err(corrupt)? {
@@ -227,55 +326,55 @@ impl Searcher {
                     None => None,
                 }
                 .ok_or_else(|| corrupt(DecodeError::new("doc without _time")))?;
-                let mut offer = |value: ValueRef<'_>| {
-                    let typed = typed(rules.as_ref(), value);
-                    let value = typed.as_ref().map_or(value, SortValue::as_ref);
-                    let key = Key {
-                        value,
-                        time,
-                        block_id,
-                        doc,
-                    };
-                    if after.is_some_and(|a| order(&key, &a.key(), sort.descending).is_le()) {
-                        return;
-                    }
-                    let full = heap.len() == limit;
-                    if full
-                        && heap.peek().is_some_and(|worst| {
-                            order(&key, &worst.cursor.key(), sort.descending).is_ge()
-                        })
-                    {
-                        return;
-                    }
-                    if full {
-                        heap.pop();
-                    }
-                    heap.push(Entry {
-                        cursor: SortCursor {
-                            value: value.to_owned(),
-                            time,
-                            block_id,
-                            doc,
-                        },
-                        block: index as u32,
-                        descending: sort.descending,
-                    });
-                };
-                let mut offered = false;
-                values.with_value(doc, &mut |value| {
-                    offered = true;
-                    match value {
-                        FieldValue::Number(v) => offer(ValueRef::Number(v)),
-                        FieldValue::Str(s) => offer(ValueRef::Str(s)),
-                        FieldValue::Ordinal(ordinal, dictionary) => {
-                            // Doc values hold the column's strings, which are UTF-8.
-                            let bytes = dictionary.string(ordinal).unwrap_or_default();
-                            offer(ValueRef::Str(&String::from_utf8_lossy(bytes)))
+                let full = heap.len() == limit;
+                // The first key decides most hits: one that comes after the worst kept (or
+                // not after the cursor) on it alone is dropped before any value is copied.
+                let mut dropped = false;
+                values.clear();
+                read_value(
+                    &mut sources[0],
+                    rules[0].as_ref(),
+                    doc,
+                    time,
+                    &mut |value| {
+                        let worse_than = |other: &SortCursor| {
+                            value_order(value, other.values[0].as_ref(), first.descending)
+                        };
+                        dropped = after.is_some_and(|a| worse_than(a).is_lt())
+                            || (full && heap.peek().is_some_and(|w| worse_than(&w.cursor).is_gt()));
+                        if !dropped {
+                            values.push(value.to_owned());
                         }
+                    },
+                )?;
+                if !dropped {
+                    for (source, rules) in sources.iter_mut().zip(&rules).skip(1) {
+                        read_value(source, rules.as_ref(), doc, time, &mut |value| {
+                            values.push(value.to_owned())
+                        })?;
                     }
-                })?;
-                if !offered {
-                    offer(ValueRef::Missing);
+                    let place = (time, block_id, doc);
+                    let comes_before = |other: &SortCursor| {
+                        order(&values, place, &other.values, other.place(), sort)
+                    };
+                    let past_after = after.is_none_or(|a| comes_before(a).is_gt());
+                    let kept =
+                        !full || heap.peek().is_some_and(|w| comes_before(&w.cursor).is_lt());
+                    if past_after && kept {
+                        if full {
+                            heap.pop();
+                        }
+                        heap.push(Entry {
+                            cursor: SortCursor {
+                                values: std::mem::take(&mut values),
+                                time,
+                                block_id,
+                                doc,
+                            },
+                            block: index as u32,
+                            sort,
+                        });
+                    }
                 }
                 doc = scorer.advance();
             }
@@ -295,6 +394,45 @@ impl Searcher {
             })
             .collect())
     }
+}
+
+/// Calls `f` with the doc's value for one key (as its mapping sorts it), `Missing` if it has
+/// none.
+fn read_value(
+    source: &mut KeySource<'_>,
+    rules: Option<&quarry_store::FieldMapping>,
+    doc: u32,
+    time: i64,
+    f: &mut dyn FnMut(ValueRef<'_>),
+) -> Result<()> {
+    let values = match source {
+        KeySource::Time => {
+            f(ValueRef::Number(time as f64));
+            return Ok(());
+        }
+        KeySource::Field(values) => values,
+    };
+    let mut offer = |value: ValueRef<'_>| match typed(rules, value) {
+        Some(typed) => f(typed.as_ref()),
+        None => f(value),
+    };
+    let mut offered = false;
+    values.with_value(doc, &mut |value| {
+        offered = true;
+        match value {
+            FieldValue::Number(v) => offer(ValueRef::Number(v)),
+            FieldValue::Str(s) => offer(ValueRef::Str(s)),
+            FieldValue::Ordinal(ordinal, dictionary) => {
+                // Doc values hold the column's strings, which are UTF-8.
+                let bytes = dictionary.string(ordinal).unwrap_or_default();
+                offer(ValueRef::Str(&String::from_utf8_lossy(bytes)))
+            }
+        }
+    })?;
+    if !offered {
+        offer(ValueRef::Missing);
+    }
+    Ok(())
 }
 
 /// `value` as a mapped field sorts it, when the mapping changes it: a date field's values as
@@ -356,10 +494,7 @@ impl SortSpec {
                 SortSpec::Order(SortOrder::TimeDesc)
             }
             crate::parser::TIME_FIELD | "@timestamp" => SortSpec::Order(SortOrder::TimeAsc),
-            field => SortSpec::Field(FieldSort {
-                field: field.to_owned(),
-                descending,
-            }),
+            field => SortSpec::Field(FieldSort::by(field, descending)),
         })
     }
 }
@@ -371,38 +506,49 @@ mod tests {
 
     #[test]
     fn cursors_print_and_parse() {
-        for value in [
+        let values = [
             SortValue::Number(1.5),
             SortValue::Number(-3.0),
             SortValue::Number(-0.0),
-            SortValue::Str("a:b \"c\"".to_owned()),
+            SortValue::Str("a:b \"c\", d".to_owned()),
+            SortValue::Str(String::new()),
             SortValue::Missing,
-        ] {
+        ];
+        for value in values.iter().cloned() {
             let cursor = SortCursor {
-                value,
+                values: vec![value],
                 time: -5,
                 block_id: 7,
                 doc: 3,
             };
             assert_eq!(SortCursor::parse(&cursor.to_string()), Some(cursor));
         }
+        // Several keys, in every pair of kinds.
+        for a in &values {
+            for b in &values {
+                let cursor = SortCursor {
+                    values: vec![a.clone(), b.clone(), a.clone()],
+                    time: 1,
+                    block_id: 2,
+                    doc: 3,
+                };
+                assert_eq!(SortCursor::parse(&cursor.to_string()), Some(cursor));
+            }
+        }
         let nan = SortCursor::parse("1:2:3:n7ff8000000000000").unwrap();
-        assert!(matches!(nan.value, SortValue::Number(v) if v.is_nan()));
+        assert!(matches!(nan.values[..], [SortValue::Number(v)] if v.is_nan()));
         assert_eq!(SortCursor::parse("1:2:3"), None);
         assert_eq!(SortCursor::parse("1:2:3:[1]"), None);
         assert_eq!(SortCursor::parse("1:2:3:nzz"), None);
         assert_eq!(SortCursor::parse("1:2:3:"), None);
-        assert_eq!(SortCursor::parse("x:2:3:1"), None);
+        assert_eq!(SortCursor::parse("1:2:3:m,"), None);
+        assert_eq!(SortCursor::parse("1:2:3:s\"a\"x"), None);
+        assert_eq!(SortCursor::parse("x:2:3:m"), None);
     }
 
     #[test]
     fn specs() {
-        let field = |f: &str, descending| {
-            SortSpec::Field(FieldSort {
-                field: f.to_owned(),
-                descending,
-            })
-        };
+        let field = |f: &str, descending| SortSpec::Field(FieldSort::by(f, descending));
         let cases = [
             ("relevance", SortSpec::Order(SortOrder::Relevance)),
             ("time-desc", SortSpec::Order(SortOrder::TimeDesc)),
@@ -421,31 +567,76 @@ mod tests {
 
     #[test]
     fn missing_values_come_last_both_ways() {
-        let key = |value, time| Key {
-            value,
-            time,
-            block_id: 0,
-            doc: 0,
+        let sort = |descending| FieldSort::by("f", descending);
+        let hit = |value: SortValue, time| (vec![value], (time, 0, 0));
+        let cmp = |a: &(Vec<SortValue>, Place), b: &(Vec<SortValue>, Place), descending| {
+            order(&a.0, a.1, &b.0, b.1, &sort(descending))
         };
-        let missing = key(ValueRef::Missing, 0);
+        let missing = hit(SortValue::Missing, 0);
         for descending in [false, true] {
-            for present in [ValueRef::Number(-1e300), ValueRef::Str("")] {
-                assert_eq!(
-                    order(&key(present, 5), &missing, descending),
-                    Ordering::Less
-                );
+            for present in [SortValue::Number(-1e300), SortValue::Str(String::new())] {
+                assert_eq!(cmp(&hit(present, 5), &missing, descending), Ordering::Less);
             }
         }
-        let (one, two) = (key(ValueRef::Number(1.0), 9), key(ValueRef::Number(2.0), 1));
-        assert_eq!(order(&one, &two, false), Ordering::Less);
-        assert_eq!(order(&one, &two, true), Ordering::Greater);
-        let (a, b) = (key(ValueRef::Str("a"), 1), key(ValueRef::Str("a"), 2));
-        assert_eq!(order(&a, &b, false), Ordering::Less, "ties in time order");
-        assert_eq!(order(&a, &b, true), Ordering::Greater, "newest tie first");
+        let (one, two) = (
+            hit(SortValue::Number(1.0), 9),
+            hit(SortValue::Number(2.0), 1),
+        );
+        assert_eq!(cmp(&one, &two, false), Ordering::Less);
+        assert_eq!(cmp(&one, &two, true), Ordering::Greater);
+        let a = |time| hit(SortValue::Str("a".into()), time);
         assert_eq!(
-            order(&key(ValueRef::Number(9.0), 0), &a, false),
+            cmp(&a(1), &a(2), false),
+            Ordering::Less,
+            "ties in time order"
+        );
+        assert_eq!(
+            cmp(&a(1), &a(2), true),
+            Ordering::Greater,
+            "newest tie first"
+        );
+        assert_eq!(
+            cmp(&hit(SortValue::Number(9.0), 0), &a(1), false),
             Ordering::Less,
             "numbers before strings"
+        );
+    }
+
+    #[test]
+    fn later_keys_order_ties_of_earlier_ones() {
+        let sort = FieldSort {
+            keys: vec![
+                SortKey {
+                    field: "a".into(),
+                    descending: true,
+                },
+                SortKey {
+                    field: "b".into(),
+                    descending: false,
+                },
+            ],
+        };
+        let n = SortValue::Number;
+        let hit = |a: f64, b: SortValue, time| (vec![n(a), b], (time, 0, 0));
+        let cmp = |x: &(Vec<SortValue>, Place), y: &(Vec<SortValue>, Place)| {
+            order(&x.0, x.1, &y.0, y.1, &sort)
+        };
+        assert_eq!(
+            cmp(&hit(2.0, n(9.0), 0), &hit(1.0, n(0.0), 0)),
+            Ordering::Less
+        );
+        assert_eq!(
+            cmp(&hit(1.0, n(0.0), 0), &hit(1.0, n(9.0), 0)),
+            Ordering::Less
+        );
+        assert_eq!(
+            cmp(&hit(1.0, n(9.0), 0), &hit(1.0, SortValue::Missing, 0)),
+            Ordering::Less
+        );
+        // Equal on both keys: the first key's direction, newest first.
+        assert_eq!(
+            cmp(&hit(1.0, n(0.0), 5), &hit(1.0, n(0.0), 4)),
+            Ordering::Less
         );
     }
 }

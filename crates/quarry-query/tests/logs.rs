@@ -1965,23 +1965,43 @@ fn sort_key(event: &ModelEvent, field: &str) -> SortKey {
     }
 }
 
-/// The model's field sort: missing last both ways; numbers before strings; ties in time order;
-/// everything but "missing last" reversed when descending.
-fn model_sort_order(a: &(SortKey, Key), b: &(SortKey, Key), descending: bool) -> Ordering {
+/// The model's order of one key's values: missing last both ways; numbers before strings;
+/// reversed when descending (but for "missing last").
+fn model_value_order(a: &SortKey, b: &SortKey, descending: bool) -> Ordering {
     let missing = |k: &SortKey| *k == SortKey::Missing;
-    match missing(&a.0).cmp(&missing(&b.0)) {
+    match missing(a).cmp(&missing(b)) {
         Ordering::Equal => {}
         other => return other,
     }
-    let by_value = match (&a.0, &b.0) {
+    let by_value = match (a, b) {
         (SortKey::Number(x), SortKey::Number(y)) => x.total_cmp(y),
         (SortKey::Str(x), SortKey::Str(y)) => x.cmp(y),
         (SortKey::Number(_), _) => Ordering::Less,
         (_, SortKey::Number(_)) => Ordering::Greater,
         _ => Ordering::Equal,
     };
-    let ordering = by_value.then(a.1.cmp(&b.1));
     if descending {
+        by_value.reverse()
+    } else {
+        by_value
+    }
+}
+
+/// The model's field sort: key by key, then ties in time order, reversed when the first key
+/// is descending.
+fn model_sort_order(
+    a: &(Vec<SortKey>, Key),
+    b: &(Vec<SortKey>, Key),
+    directions: &[bool],
+) -> Ordering {
+    for ((x, y), &descending) in a.0.iter().zip(&b.0).zip(directions) {
+        match model_value_order(x, y, descending) {
+            Ordering::Equal => {}
+            other => return other,
+        }
+    }
+    let ordering = a.1.cmp(&b.1);
+    if directions[0] {
         ordering.reverse()
     } else {
         ordering
@@ -1991,35 +2011,47 @@ fn model_sort_order(a: &(SortKey, Key), b: &(SortKey, Key), descending: bool) ->
 proptest! {
     #![proptest_config(config(32))]
 
-    /// Hits sorted by a field, paged with the cursor of each page's last hit, are the model's
-    /// order: every match once, in order, whatever the page size.
+    /// Hits sorted by one or two fields, paged with the cursor of each page's last hit, are
+    /// the model's order: every match once, in order, whatever the page size.
     #[test]
     fn field_sorts_match_brute_force(
         scenario in scenario_strategy(0..220, 0..4, 1..3),
-        field in prop::sample::select(&["latency", "ratio", "bytes", "level", "msg", "ip", "nosuch"][..]),
-        descending in any::<bool>(),
+        keys in prop::collection::vec(
+            (
+                prop::sample::select(&["latency", "ratio", "bytes", "level", "msg", "ip", "nosuch"][..]),
+                any::<bool>(),
+            ),
+            1..3,
+        ),
         page in 1usize..40,
     ) {
         let events = arrange(scenario.events, scenario.disjoint);
         let corpus = build(&events, &scenario.cuts, scenario.id_seed);
+        let directions: Vec<bool> = keys.iter().map(|(_, descending)| *descending).collect();
+        let sort = quarry_query::field_sort::FieldSort {
+            keys: keys
+                .iter()
+                .map(|(field, descending)| quarry_query::field_sort::SortKey {
+                    field: (*field).to_owned(),
+                    descending: *descending,
+                })
+                .collect(),
+        };
         for case in &scenario.cases {
-            let mut want: Vec<(SortKey, Key)> = corpus
+            let mut want: Vec<(Vec<SortKey>, Key)> = corpus
                 .events
                 .iter()
                 .filter(|e| case.query.matches(e))
-                .map(|e| (sort_key(e, field), e.key()))
+                .map(|e| (keys.iter().map(|(field, _)| sort_key(e, field)).collect(), e.key()))
                 .collect();
-            want.sort_by(|a, b| model_sort_order(a, b, descending));
+            want.sort_by(|a, b| model_sort_order(a, b, &directions));
             let text = case.query.render();
             let mut got: Vec<Key> = Vec::new();
             let mut after = None;
             loop {
                 let request = quarry_query::SearchRequest {
                     query: text.clone(),
-                    sort_field: Some(quarry_query::field_sort::FieldSort {
-                        field: field.to_owned(),
-                        descending,
-                    }),
+                    sort_field: Some(sort.clone()),
                     sort_after: after.clone(),
                     limit: page,
                     count: true,
@@ -2037,7 +2069,7 @@ proptest! {
                 }
             }
             let want_keys: Vec<Key> = want.iter().map(|(_, k)| *k).collect();
-            prop_assert_eq!(got, want_keys, "{} sorted by {} (descending {}), pages of {}", text, field, descending, page);
+            prop_assert_eq!(got, want_keys, "{} sorted by {:?}, pages of {}", text, keys, page);
         }
     }
 }

@@ -28,7 +28,7 @@ use axum::extract::{Path as UrlPath, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use quarry_query::dsl::{self, DslError};
-use quarry_query::field_sort::{FieldSort, SortCursor, SortSpec, SortValue};
+use quarry_query::field_sort::{FieldSort, SortCursor, SortKey, SortSpec, SortValue};
 use quarry_query::parser::Ast;
 use quarry_query::time::now_nanos;
 use quarry_query::Cursor;
@@ -581,9 +581,9 @@ pub(crate) struct SearchPlan {
     aggs: es_aggs::Level,
     /// The most values one `terms` query of the body holds (against `index.max_terms_count`).
     largest_terms: usize,
-    /// A hit's `sort` values: its time or field value (a sort key that has one) and Quarry's
+    /// A hit's `sort` values: one per key that has one (the time or a field) and Quarry's
     /// cursor (a `_doc` key or a point in time).
-    sort_value: bool,
+    sort_values: usize,
     sort_tiebreak: bool,
 }
 
@@ -639,7 +639,7 @@ impl SearchPlan {
         let mut search_after = None;
         let mut pit = None;
         // Whether the sort has a key with a value (time, a field) and a `_doc` tiebreaker.
-        let mut sort_keys = (false, false);
+        let mut sort_keys = (0, false);
         request.ast = q_param(params, now)?;
         if let Some(value) = params.get("size") {
             size = number_param("size", value)?;
@@ -679,7 +679,7 @@ impl SearchPlan {
                 "from" => from = as_usize(key, value)?,
                 "sort" => {
                     let sort = sort_of(value)?;
-                    sort_keys = (sort.value_key, sort.doc_key);
+                    sort_keys = (sort.value_keys, sort.doc_key);
                     match sort.spec {
                         SortSpec::Order(order) => request.sort = order,
                         SortSpec::Field(field) => request.sort_field = Some(field),
@@ -749,19 +749,19 @@ impl SearchPlan {
             }
             let keys: Vec<JsonValue> = sort.split(',').map(JsonValue::from).collect();
             let sort = sort_of(&JsonValue::Array(keys))?;
-            sort_keys = (sort.value_key, sort.doc_key);
+            sort_keys = (sort.value_keys, sort.doc_key);
             match sort.spec {
                 SortSpec::Order(order) => request.sort = order,
                 SortSpec::Field(field) => request.sort_field = Some(field),
             }
         }
         // A point in time pages with a tiebreaker, as Elasticsearch adds `_shard_doc`.
-        let (value_key, tiebreak) = (sort_keys.0, sort_keys.1 || pit.is_some());
+        let (value_keys, tiebreak) = (sort_keys.0, sort_keys.1 || pit.is_some());
         // After the body: the URL's `_source*` parameters win over the body's `_source`, as
         // in Elasticsearch.
         view.read_params(params)?;
         if let Some(value) = search_after {
-            search_after_of(value, &mut request, value_key, tiebreak, now)?;
+            search_after_of(value, &mut request, value_keys, tiebreak, now)?;
         }
         if let (true, TrackTotalHits::UpTo(limit)) = (total_as_int, track_total_hits) {
             return Err(ApiError::bad_request(format!(
@@ -785,7 +785,7 @@ impl SearchPlan {
             view,
             aggs,
             largest_terms: body.values().map(largest_terms_list).max().unwrap_or(0),
-            sort_value: value_key,
+            sort_values: value_keys,
             sort_tiebreak: tiebreak,
         })
     }
@@ -893,28 +893,33 @@ impl SearchPlan {
                 if !hit.matched.is_empty() {
                     json["matched_queries"] = hit.matched.clone().into();
                 }
-                let values = |value: JsonValue, cursor: String| {
-                    let mut values = Vec::new();
-                    if self.sort_value {
-                        values.push(value);
-                    }
+                let values = |mut values: Vec<JsonValue>, cursor: String| {
                     if self.sort_tiebreak {
                         values.push(JsonValue::String(cursor));
                     }
                     JsonValue::Array(values)
                 };
+                let ms = hit.time.div_euclid(1_000_000);
                 if let Some(cursor) = hit.cursor {
-                    let ms = hit.time.div_euclid(1_000_000);
-                    json["sort"] = values(ms.into(), cursor.to_string());
-                }
-                if let Some(cursor) = &hit.sort_cursor {
-                    let value = self
-                        .request
-                        .sort_field
-                        .as_ref()
-                        .and_then(|sort| exact_integer(&hit.event, &sort.field, &cursor.value))
-                        .unwrap_or_else(|| cursor.value.to_json());
+                    let value = if self.sort_values > 0 {
+                        vec![ms.into()]
+                    } else {
+                        vec![]
+                    };
                     json["sort"] = values(value, cursor.to_string());
+                }
+                if let (Some(cursor), Some(sort)) = (&hit.sort_cursor, &self.request.sort_field) {
+                    let shown = sort
+                        .keys
+                        .iter()
+                        .zip(&cursor.values)
+                        .map(|(key, value)| match key.field.as_str() {
+                            quarry_query::parser::TIME_FIELD => ms.into(),
+                            field => exact_integer(&hit.event, field, value)
+                                .unwrap_or_else(|| value.to_json()),
+                        })
+                        .collect();
+                    json["sort"] = values(shown, cursor.to_string());
                 }
                 json
             })
@@ -1180,8 +1185,8 @@ fn negative(key: &str, n: i64) -> ApiError {
 /// A request's sort: what Quarry runs, and which `sort` values a hit shows.
 struct SortRequest {
     spec: SortSpec,
-    /// A key with a value: the time or a field (not `_score`, not `_doc` alone).
-    value_key: bool,
+    /// The keys with a value: the time or a field (not `_score`, not `_doc` alone).
+    value_keys: usize,
     /// A `_doc` or `_shard_doc` key: the hit's cursor as the last value.
     doc_key: bool,
 }
@@ -1242,8 +1247,7 @@ fn sort_of(value: &JsonValue) -> Result<SortRequest, ApiError> {
             }
         }
     }
-    // One key decides, with Quarry's own total tie-break; `_doc` keys (an unspecified order)
-    // add nothing. A second real key would be a silent reorder of ties: it is refused.
+    // `_doc` keys (an unspecified order) add nothing to Quarry's own total tie-break.
     // `_doc` alone is index order, which for Quarry is time order, newest first (what
     // scrolls ask for: `helpers.scan` sorts by `_doc`).
     let is_doc = |field: &str| matches!(field, "_doc" | "_shard_doc");
@@ -1252,44 +1256,59 @@ fn sort_of(value: &JsonValue) -> Result<SortRequest, ApiError> {
     if doc_order_only {
         return Ok(SortRequest {
             spec: SortSpec::Order(SortOrder::TimeDesc),
-            value_key: false,
+            value_keys: 0,
             doc_key,
         });
     }
     keys.retain(|(field, _)| !is_doc(field));
-    if let [(first, _), (second, _), ..] = keys.as_slice() {
-        return Err(ApiError::bad_request(format!(
-            "unsupported: sort by more than one key ([{first}], then [{second}])"
-        )));
-    }
-    let mut sort = None;
-    for (field, order) in keys {
+    let mut sort_keys = Vec::with_capacity(keys.len());
+    for (field, order) in &keys {
         let descending = match order.as_str() {
             "desc" => true,
             "asc" => false,
             // Elasticsearch sorts dates ascending by default; logs want the newest first,
             // and every client that sorts on time names the order.
-            "" => dsl::field_name(&field) == "_time",
+            "" => dsl::field_name(field) == "_time",
             other => {
                 return Err(ApiError::bad_request(format!(
                     "sort: unknown order {other:?}"
                 )))
             }
         };
-        let this = match dsl::field_name(&field) {
-            "_score" => SortSpec::Order(SortOrder::Relevance),
-            "_time" if descending => SortSpec::Order(SortOrder::TimeDesc),
-            "_time" => SortSpec::Order(SortOrder::TimeAsc),
-            other => SortSpec::Field(FieldSort {
-                field: other.to_owned(),
-                descending,
-            }),
-        };
-        sort.get_or_insert(this);
+        sort_keys.push(SortKey {
+            field: dsl::field_name(field).to_owned(),
+            descending,
+        });
     }
-    let spec = sort.unwrap_or(SortSpec::Order(SortOrder::Relevance));
+    let spec = match sort_keys.as_slice() {
+        [] => SortSpec::Order(SortOrder::Relevance),
+        [only] => match only.field.as_str() {
+            "_score" => SortSpec::Order(SortOrder::Relevance),
+            "_time" if only.descending => SortSpec::Order(SortOrder::TimeDesc),
+            "_time" => SortSpec::Order(SortOrder::TimeAsc),
+            _ => SortSpec::Field(FieldSort { keys: sort_keys }),
+        },
+        many => {
+            // A field sort computes no scores.
+            if many.iter().any(|k| k.field == "_score") {
+                return Err(ApiError::bad_request(format!(
+                    "unsupported: sort by _score beside other keys ({})",
+                    keys.iter()
+                        .map(|(field, _)| format!("[{field}]"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+            SortSpec::Field(FieldSort { keys: sort_keys })
+        }
+    };
+    let value_keys = match &spec {
+        SortSpec::Order(SortOrder::Relevance) => 0,
+        SortSpec::Order(_) => 1,
+        SortSpec::Field(sort) => sort.keys.len(),
+    };
     Ok(SortRequest {
-        value_key: spec != SortSpec::Order(SortOrder::Relevance),
+        value_keys,
         spec,
         doc_key,
     })
@@ -1302,20 +1321,20 @@ fn sort_of(value: &JsonValue) -> Result<SortRequest, ApiError> {
 fn search_after_of(
     value: &JsonValue,
     request: &mut SearchRequest,
-    value_key: bool,
+    value_keys: usize,
     tiebreak: bool,
     now: i64,
 ) -> Result<(), ApiError> {
     let values = value.as_array().ok_or_else(|| {
         ApiError::bad_request("search_after: expected the `sort` values of a hit")
     })?;
-    let wanted = usize::from(value_key) + usize::from(tiebreak);
+    let wanted = value_keys + usize::from(tiebreak);
     let cursor_text = match (tiebreak, values.len()) {
         (true, _) => values.last().and_then(JsonValue::as_str),
-        (false, 2) if value_key => values[1].as_str(),
+        (false, 2) if value_keys == 1 => values[1].as_str(),
         _ => None,
     };
-    let exact_old = !tiebreak && values.len() == 2 && cursor_text.is_some();
+    let exact_old = !tiebreak && values.len() == 2 && value_keys == 1 && cursor_text.is_some();
     if values.len() != wanted && !exact_old {
         return Err(ApiError::bad_request(format!(
             "search_after has {} values; the sort gives {wanted} (one per sort key, and the cursor of a `_doc` key or point in time)",
@@ -1333,26 +1352,34 @@ fn search_after_of(
             request.sort_after = Some(SortCursor::parse(text).ok_or_else(bad_cursor)?);
             return Ok(());
         }
-        let value = match &values[0] {
-            JsonValue::Null => SortValue::Missing,
-            JsonValue::String(text) => SortValue::Str(text.clone()),
-            JsonValue::Bool(b) => SortValue::Str(b.to_string()),
-            JsonValue::Number(n) => SortValue::Number(n.as_f64().unwrap_or(f64::NAN)),
-            other => {
-                return Err(ApiError::bad_request(format!(
-                    "search_after: {other} is not a sort value"
-                )))
-            }
-        };
-        // Past every hit holding that value: ties come in time order, reversed when
-        // descending.
-        let (time, block_id, doc) = if sort.descending {
+        let mut after = Vec::with_capacity(sort.keys.len());
+        for (key, value) in sort.keys.iter().zip(values) {
+            after.push(match value {
+                JsonValue::Null => SortValue::Missing,
+                // The time as the hit showed it (milliseconds) or as a date.
+                value if key.field == "_time" => {
+                    SortValue::Number(time_after(value, now)?.saturating_mul(1_000_000) as f64)
+                }
+                JsonValue::String(text) => SortValue::Str(text.clone()),
+                JsonValue::Bool(b) => SortValue::Str(b.to_string()),
+                JsonValue::Number(n) => SortValue::Number(n.as_f64().unwrap_or(f64::NAN)),
+                other => {
+                    return Err(ApiError::bad_request(format!(
+                        "search_after: {other} is not a sort value"
+                    )))
+                }
+            });
+        }
+        // Past every hit holding those values: ties come in time order, reversed when the
+        // first key is descending.
+        let descending = sort.keys.first().is_some_and(|k| k.descending);
+        let (time, block_id, doc) = if descending {
             (i64::MIN, 0, 0)
         } else {
             (i64::MAX, u64::MAX, u32::MAX)
         };
         request.sort_after = Some(SortCursor {
-            value,
+            values: after,
             time,
             block_id,
             doc,
@@ -1368,20 +1395,7 @@ fn search_after_of(
         request.after = Some(Cursor::parse(text).ok_or_else(bad_cursor)?);
         return Ok(());
     }
-    let ms = match &values[0] {
-        JsonValue::Number(n) => n
-            .as_i64()
-            .or_else(|| n.as_f64().map(|v| v.floor() as i64))
-            .ok_or_else(|| ApiError::bad_request("search_after: expected a time"))?,
-        JsonValue::String(text) => quarry_query::time::parse_time(text, now)
-            .map_err(|e| ApiError::bad_request(format!("search_after: {e}")))?
-            .div_euclid(1_000_000),
-        other => {
-            return Err(ApiError::bad_request(format!(
-                "search_after: expected a time in milliseconds or a date, got {other}"
-            )))
-        }
-    };
+    let ms = time_after(&values[0], now)?;
     // Past every event of that millisecond, in the sort's direction.
     request.after = Some(if request.sort == SortOrder::TimeAsc {
         Cursor {
@@ -1400,4 +1414,20 @@ fn search_after_of(
         }
     });
     Ok(())
+}
+
+/// A time `search_after` gives, in milliseconds: a number of them, or a date.
+fn time_after(value: &JsonValue, now: i64) -> Result<i64, ApiError> {
+    match value {
+        JsonValue::Number(n) => n
+            .as_i64()
+            .or_else(|| n.as_f64().map(|v| v.floor() as i64))
+            .ok_or_else(|| ApiError::bad_request("search_after: expected a time")),
+        JsonValue::String(text) => Ok(quarry_query::time::parse_time(text, now)
+            .map_err(|e| ApiError::bad_request(format!("search_after: {e}")))?
+            .div_euclid(1_000_000)),
+        other => Err(ApiError::bad_request(format!(
+            "search_after: expected a time in milliseconds or a date, got {other}"
+        ))),
+    }
 }

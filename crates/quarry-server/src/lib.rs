@@ -52,7 +52,7 @@ use live::{IngestConfig, LiveIndex};
 use quarry_index::event::format_time;
 use quarry_query::aggregation::AggSpec;
 use quarry_query::cursor::Cursor;
-use quarry_query::field_sort::{SortCursor, SortSpec};
+use quarry_query::field_sort::{SortCursor, SortSpec, SortValue};
 use quarry_query::time::{now_nanos, parse_interval, parse_time};
 use quarry_query::{
     value_to_json, HistogramInterval, QueryError, SearchRequest, SearchResponse, Searcher,
@@ -858,7 +858,10 @@ pub fn response_json(response: &SearchResponse) -> JsonValue {
                 json["_cursor"] = cursor.to_string().into();
             }
             if let Some(cursor) = &hit.sort_cursor {
-                json["sort"] = cursor.value.to_json();
+                json["sort"] = match &cursor.values[..] {
+                    [one] => one.to_json(),
+                    many => many.iter().map(SortValue::to_json).collect(),
+                };
                 json["_cursor"] = cursor.to_string().into();
             }
             json

@@ -239,10 +239,16 @@ fn search_server(server: &str, args: &SearchArgs) -> Result<ExitCode> {
         SortSpec::Order(SortOrder::Relevance) => "relevance".to_owned(),
         SortSpec::Order(SortOrder::TimeDesc) => "time_desc".to_owned(),
         SortSpec::Order(SortOrder::TimeAsc) => "time_asc".to_owned(),
-        SortSpec::Field(field) => {
-            let direction = if field.descending { "desc" } else { "asc" };
-            format!("{}:{direction}", field.field)
-        }
+        // `--sort` names one key (`SortSpec::parse`).
+        SortSpec::Field(sort) => sort
+            .keys
+            .iter()
+            .map(|key| {
+                let direction = if key.descending { "desc" } else { "asc" };
+                format!("{}:{direction}", key.field)
+            })
+            .collect::<Vec<_>>()
+            .join(","),
     };
     let mut params = vec![
         ("query", args.query.clone()),

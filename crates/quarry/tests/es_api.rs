@@ -320,8 +320,8 @@ fn hits_show_what_the_request_asks_and_unsupported_options_are_refused() {
         ),
         (
             "/default/_search",
-            json!({"sort": [{"level.keyword": "asc"}, {"client.seq": "desc"}]}),
-            "more than one key",
+            json!({"sort": [{"level.keyword": "asc"}, "_score"]}),
+            "sort by _score beside other keys",
         ),
         (
             "/default/_search",
@@ -1199,6 +1199,28 @@ fn sort_values_and_search_after_follow_elasticsearch() {
     assert_eq!(got_groups, [0, 1, 2, 3], "{seen:?}");
     seen.sort_unstable();
     assert_eq!(seen, (0..12).collect::<Vec<_>>(), "every hit once");
+    // Two keys: the second orders the first's ties; their values (one per key, unique
+    // together) page through every hit in the order sorted by hand.
+    let mut want: Vec<i64> = (0..12).collect();
+    want.sort_by_key(|i| (i % 4, -i));
+    let (mut seen, mut last) = (Vec::new(), None::<serde_json::Value>);
+    loop {
+        let mut body = json!({"size": 5, "sort": [{"g": "asc"}, {"i": {"order": "desc"}}]});
+        if let Some(last) = &last {
+            body["search_after"] = last.clone();
+        }
+        let page = search(body);
+        if page.is_empty() {
+            break;
+        }
+        for hit in &page {
+            let source = &hit["_source"];
+            assert_eq!(hit["sort"], json!([source["g"], source["i"]]), "{hit}");
+        }
+        seen.extend(ids(&page));
+        last = Some(page.last().unwrap()["sort"].clone());
+    }
+    assert_eq!(seen, want);
     // A search_after that does not fit the sort is refused.
     let (status, answer) = server.request(
         "POST",

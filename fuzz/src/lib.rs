@@ -227,10 +227,7 @@ fn answer(ast: quarry_query::parser::Ast) {
         (SortOrder::TimeDesc, None),
         (
             SortOrder::Relevance,
-            Some(FieldSort {
-                field: "status".to_owned(),
-                descending: true,
-            }),
+            Some(FieldSort::by("status", true)),
         ),
     ];
     for (sort, sort_field) in sorts {

@@ -204,6 +204,9 @@ pub struct SegmentBuilder {
     field_ids: HashMap<String, u16>,
     vocabulary: Vocabulary,
     key: Vec<u8>,
+    /// The fields of the event being added whose values were kept but not indexed, for its
+    /// `_ignored` column.
+    ignored: Vec<String>,
     /// Approximate bytes of postings and column values (the vocabulary counts its own).
     memory: usize,
 }
@@ -232,6 +235,7 @@ impl SegmentBuilder {
             field_ids: HashMap::new(),
             vocabulary: Vocabulary::default(),
             key: Vec::new(),
+            ignored: Vec::new(),
             memory: 0,
         }
     }
@@ -322,7 +326,10 @@ impl SegmentBuilder {
         let doc = self.times.len() as u32;
         self.times.push(time);
         self.memory += 8;
+        self.ignored.clear();
+        let mut sent_ignored = false;
         for (name, value) in fields {
+            sent_ignored |= name == IGNORED_FIELD;
             assert!(
                 name != TIME_FIELD,
                 "{TIME_FIELD} passed as a field (the time is an argument)"
@@ -357,6 +364,18 @@ impl SegmentBuilder {
                 Value::Bool(v) => self.index_text(field, doc, if *v { "true" } else { "false" }),
                 Value::Timestamp(_) => {}
             }
+        }
+        // The names are also kept as a value, so that a hit shows its `_ignored` (unless the
+        // event sent a field of that name itself: its value is the one kept).
+        if !self.ignored.is_empty() && !sent_ignored {
+            let names = std::mem::take(&mut self.ignored);
+            let value = match names.as_slice() {
+                [one] => Value::Str(one.clone()),
+                many => Value::Json(serde_json::to_string(many).unwrap_or_default()),
+            };
+            let field = self.field_id(IGNORED_FIELD);
+            self.add_column_value(field, doc, &value);
+            self.ignored = names;
         }
     }
 
@@ -460,6 +479,9 @@ impl SegmentBuilder {
         let name = self.fields[field as usize].name.clone();
         let ignored = self.field_id(IGNORED_FIELD);
         self.add_exact(ignored, doc, TermKind::Exact, name.as_bytes());
+        if !self.ignored.contains(&name) {
+            self.ignored.push(name);
+        }
     }
 
     /// A number's exact term: an integer's i64 bytes, else (above i64, or a fraction) its f64

@@ -174,6 +174,33 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
     let path = path.as_str();
     match kind.as_str() {
         "match_all" => Ok(Ast::All),
+        "ids" => {
+            let options = body
+                .as_object()
+                .ok_or_else(|| error(path, "expected {\"values\": [ids]}"))?;
+            check_keys(options, &["values", "boost"], path)?;
+            let values = options
+                .get("values")
+                .and_then(Value::as_array)
+                .ok_or_else(|| error(path, "values: expected a list of ids"))?;
+            let mut clauses = Vec::with_capacity(values.len());
+            for value in values {
+                let id = match value {
+                    Value::String(id) => id.clone(),
+                    Value::Number(n) => n.to_string(),
+                    other => return Err(error(path, format!("values: {other} is not an id"))),
+                };
+                let exact = Ast::Exact {
+                    field: crate::doc_id::ID_FIELD.to_owned(),
+                    value: id,
+                };
+                clauses.push((Occur::Should, exact));
+            }
+            if clauses.is_empty() {
+                return Ok(nothing());
+            }
+            boosted(Ast::Bool(clauses), options.get("boost"), path)
+        }
         "match_none" => Ok(nothing()),
         "bool" => compile_bool(body, path, now),
         "match" => {

@@ -399,6 +399,41 @@ fn bit_set(words: &mut [u64], doc: u32) {
 
 /// Sets the bits `[start, end)`, a word at a time; bits past the set are ignored (a corrupt
 /// chunk directory may claim docs up to u32::MAX).
+/// The scorer of `Query::ContentId` in one block: the docs at `time` (few: one nanosecond)
+/// without a client-given `_id`, whose stored fields hash to `hash`.
+pub fn content_id_scorer(
+    block: &BlockReader,
+    time: i64,
+    hash: u64,
+) -> Result<Option<BoxScorer<'_>>> {
+    use crate::doc_id::{fields_hash, ID_FIELD};
+    let manifest = block.manifest();
+    if !time_overlaps(
+        manifest.time_min,
+        manifest.time_max,
+        time,
+        time.saturating_add(1),
+    ) {
+        return Ok(None);
+    }
+    let (lo, hi) = TimeLookup::new(block, Optimizations::default())?
+        .doc_range(time, time.saturating_add(1))?;
+    let mut fetcher = quarry_format::block::DocumentFetcher::with_fields(block, |name| {
+        name != crate::parser::TIME_FIELD
+    });
+    let mut words = empty_bits(block);
+    let mut any = false;
+    for doc in lo..hi {
+        let fields = fetcher.fetch(doc)?;
+        let given_id = fields.iter().any(|(name, _)| name == ID_FIELD);
+        if !given_id && fields_hash(fields.iter().map(|(n, v)| (n.as_str(), v))) == hash {
+            bit_set(&mut words, doc);
+            any = true;
+        }
+    }
+    Ok(any.then(|| Box::new(BitSetScorer::new(words)) as BoxScorer))
+}
+
 fn bit_clear(words: &mut [u64], doc: u32) {
     if let Some(word) = words.get_mut(doc as usize / 64) {
         *word &= !(1u64 << (doc % 64));

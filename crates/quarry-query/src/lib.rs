@@ -9,6 +9,7 @@ pub mod aggregation;
 pub mod bm25;
 pub mod collector;
 pub mod cursor;
+pub mod doc_id;
 pub mod dsl;
 pub mod error;
 pub mod field_sort;

@@ -98,6 +98,12 @@ pub enum Query {
     Exists {
         field: String,
     },
+    /// The events whose content id (doc_id.rs) is `(time, hash)`: those at that nanosecond,
+    /// without a client-given `_id`, whose stored fields hash to `hash`.
+    ContentId {
+        time: i64,
+        hash: u64,
+    },
     Bool {
         must: Vec<Query>,
         should: Vec<Query>,
@@ -121,6 +127,10 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
             let per_field = |field: &str| -> Result<Query> {
                 if let Some(base) = keyword_subfield(schema, field) {
                     return exact(schema, base, text);
+                }
+                // An id is one whole value, quoted or not (`_id:abc-1`).
+                if field == crate::doc_id::ID_FIELD {
+                    return doc_id(schema, text);
                 }
                 if schema.is_unindexed_unmapped(field) {
                     return Ok(Query::Nothing);
@@ -202,6 +212,8 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
             };
             over_fields(field.as_deref(), text_fields, per_field)?
         }
+        // A document id: the `_id` a client gave, or an event's content id.
+        Ast::Exact { field, value } if field == crate::doc_id::ID_FIELD => doc_id(schema, value)?,
         Ast::Exact { field, value } => {
             let field = keyword_subfield(schema, field).unwrap_or(field);
             if schema.is_unindexed_unmapped(field) {
@@ -689,6 +701,16 @@ fn exact(schema: &Schema, field: &str, value: &str) -> Result<Query> {
     })
 }
 
+/// The document with id `value`: the one a client gave that `_id`, or the event whose
+/// content id it is (doc_id.rs).
+fn doc_id(schema: &Schema, value: &str) -> Result<Query> {
+    let given = exact(schema, crate::doc_id::ID_FIELD, value)?;
+    Ok(match crate::doc_id::parse_content_id(value) {
+        Some((time, hash)) => Query::Any(vec![given, Query::ContentId { time, hash }]),
+        None => given,
+    })
+}
+
 /// The field whose whole values `field` names, when it is `X.keyword` and not mapped itself
 /// (the module doc).
 fn keyword_subfield<'f>(schema: &Schema, field: &'f str) -> Option<&'f str> {
@@ -800,6 +822,10 @@ impl Query {
                 names.insert(field);
             }
             Query::TimeRange { .. } => {
+                names.insert(TIME_FIELD);
+            }
+            // The time, and the stored fields it hashes (not named: any may be there).
+            Query::ContentId { .. } => {
                 names.insert(TIME_FIELD);
             }
             other => other.clauses().for_each(|c| c.collect_field_names(names)),

@@ -83,6 +83,11 @@ pub enum Weight {
     Exists {
         field: String,
     },
+    /// `Query::ContentId`.
+    ContentId {
+        time: i64,
+        hash: u64,
+    },
     Bool {
         must: Vec<Weight>,
         should: Vec<Weight>,
@@ -349,6 +354,10 @@ impl Weight {
             Query::Exists { field } => Weight::Exists {
                 field: field.clone(),
             },
+            Query::ContentId { time, hash } => Weight::ContentId {
+                time: *time,
+                hash: *hash,
+            },
             Query::Bool {
                 must,
                 should,
@@ -591,6 +600,7 @@ impl Weight {
                 filter::indexed_range_scorer(block, field, range)?
             }
             Weight::Exists { field } => filter::exists_scorer(block, field)?,
+            Weight::ContentId { time, hash } => filter::content_id_scorer(block, *time, *hash)?,
             Weight::Any(clauses) => {
                 let scorers = Self::scorers(clauses, index, block)?;
                 match scorers.len() {

@@ -230,6 +230,7 @@ impl Model {
             | Query::Range { .. }
             | Query::IndexedRange { .. }
             | Query::Exists { .. }
+            | Query::ContentId { .. }
             | Query::Pattern { .. } => {
                 unreachable!("filters are not generated here")
             }

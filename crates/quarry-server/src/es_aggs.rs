@@ -2697,7 +2697,7 @@ fn render_top_hits(
         let flat = crate::event_json(&event);
         let mut json = json!({
             "_index": ctx.index_of(hit),
-            "_id": crate::es_ids::id_of(hit.time, &event),
+            "_id": quarry_query::doc_id::id_of(hit.time, &event),
             "_score": null,
         });
         view.render(&mut json, &flat, hit.time, &words);

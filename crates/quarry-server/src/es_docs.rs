@@ -1,6 +1,6 @@
 //! Elasticsearch's single-document APIs: `PUT|POST /{index}/_doc/{id}` and `/_create/{id}`
 //! index one document under that `_id`; `POST /{index}/_doc` one with its content's id
-//! (es_ids.rs); `GET|HEAD /{index}/_doc/{id}` and `/_source/{id}` read one back. They go
+//! (quarry-query's doc_id.rs); `GET|HEAD /{index}/_doc/{id}` and `/_source/{id}` read one back. They go
 //! through the bulk path (`ingest::bulk_one`), so a document is durable and searchable when
 //! answered, as an ingest is.
 //!
@@ -10,7 +10,6 @@
 
 use crate::es_api::{es_response, EsParams};
 use crate::es_hits::{HitView, QueryWords};
-use crate::es_ids;
 use crate::{ApiError, AppState};
 use axum::body::Bytes;
 use axum::extract::{Path as UrlPath, RawQuery, State};
@@ -234,44 +233,25 @@ async fn read_one(
 type Document = (i64, Vec<(String, Value)>);
 
 /// The event with `id`: one whose client gave that `_id`, else one whose content id it is
-/// (read from the events of that nanosecond).
+/// (`Query::ContentId` reads the events of that nanosecond).
 pub(crate) fn find(
     searcher: &quarry_query::Searcher,
     id: &str,
 ) -> Result<Option<Document>, ApiError> {
-    let given = SearchRequest {
+    let by_id = SearchRequest {
         ast: Some(Ast::Exact {
-            field: "_id".into(),
+            field: quarry_query::doc_id::ID_FIELD.into(),
             value: id.to_owned(),
         }),
         sort: SortOrder::TimeAsc,
         limit: 1,
         ..SearchRequest::default()
     };
-    let response = searcher.execute(&given).map_err(ApiError::from_query)?;
-    if let Some(hit) = response.hits.into_iter().next() {
-        return Ok(Some((hit.time, hit.event)));
-    }
-    let Some((time, hash)) = es_ids::parse_content_id(id) else {
-        return Ok(None);
-    };
-    let at_that_time = SearchRequest {
-        start: time,
-        end: time.saturating_add(1),
-        sort: SortOrder::TimeAsc,
-        limit: crate::MAX_SEARCH_LIMIT,
-        ..SearchRequest::default()
-    };
-    let response = searcher
-        .execute(&at_that_time)
-        .map_err(ApiError::from_query)?;
+    let response = searcher.execute(&by_id).map_err(ApiError::from_query)?;
     Ok(response
         .hits
         .into_iter()
-        .find(|hit| {
-            !hit.event.iter().any(|(name, _)| name == "_id")
-                && es_ids::fields_hash(hit.event.iter().map(|(n, v)| (n.as_str(), v))) == hash
-        })
+        .next()
         .map(|hit| (hit.time, hit.event)))
 }
 

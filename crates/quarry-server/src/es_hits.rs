@@ -11,7 +11,7 @@ use crate::ApiError;
 use quarry_index::analysis::for_each_word;
 use quarry_query::parser::{Ast, Occur};
 use quarry_query::pattern::{Pattern, PatternKind};
-use quarry_store::mapping::glob_matches;
+use quarry_store::mapping::{glob_matches, IGNORED_FIELD};
 use serde_json::{json, Map, Value as JsonValue};
 use std::sync::Arc;
 
@@ -238,11 +238,20 @@ impl HitView {
                 hit.remove("_id");
             }
         }
+        // The fields whose values were kept but not indexed: the hit's, as its `_id`.
+        if let Some(ignored) = flat.get(IGNORED_FIELD) {
+            hit["_ignored"] = match ignored {
+                JsonValue::Array(_) => ignored.clone(),
+                one => json!([one]),
+            };
+        }
         if self.source.enabled {
-            // `_id` is the hit's, not a field of its source.
+            // `_id` and `_ignored` are the hit's, not fields of its source.
             let kept: Map<String, JsonValue> = flat
                 .iter()
-                .filter(|(name, _)| *name != "_id" && self.source.keeps(name))
+                .filter(|(name, _)| {
+                    *name != "_id" && *name != IGNORED_FIELD && self.source.keeps(name)
+                })
                 .map(|(name, value)| (name.clone(), value.clone()))
                 .collect();
             let mut source = crate::es_search::nested(kept);
@@ -268,7 +277,9 @@ impl HitView {
                     fields.insert("@timestamp".into(), json!([text]));
                 }
                 for (name, value) in flat {
-                    if glob_matches(pattern, name) {
+                    // Metadata is the hit's own, never a field.
+                    let metadata = name == "_id" || name == IGNORED_FIELD;
+                    if !metadata && glob_matches(pattern, name) {
                         let mut values = match value {
                             JsonValue::Array(items) => items.clone(),
                             one => vec![one.clone()],

@@ -877,7 +877,7 @@ impl SearchPlan {
             .skip(self.from)
             .map(|hit| {
                 let flat = event_json(&hit.event);
-                let id = crate::es_ids::id_of(hit.time, &hit.event);
+                let id = quarry_query::doc_id::id_of(hit.time, &hit.event);
                 let index = match indices {
                     [one] => one,
                     many => many

@@ -489,7 +489,7 @@ async fn bulk_inner(
                 &schema,
             );
             // Documents without an `_id` are answered with their content's
-            // (es_ids.rs), the id their hits will show.
+            // (quarry-query's doc_id.rs), the id their hits will show.
             let failed_lines: std::collections::HashSet<usize> =
                 parse_errors.iter().map(|(line, _)| *line).collect();
             let parsed: Vec<usize> = docs
@@ -509,7 +509,7 @@ async fn bulk_inner(
                             all_stored || schema.rules(name).is_none_or(|r| r.stored)
                         })
                         .map(|(name, value)| (name.as_str(), value));
-                    item.id = Some(crate::es_ids::content_id(event.time, stored));
+                    item.id = Some(quarry_query::doc_id::content_id(event.time, stored));
                 }
             }
             let failed = parse_errors.len();

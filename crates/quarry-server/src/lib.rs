@@ -23,7 +23,6 @@ mod es_docs;
 mod es_field_caps;
 mod es_filter_path;
 mod es_hits;
-mod es_ids;
 mod es_indices;
 mod es_number_format;
 mod es_scroll;

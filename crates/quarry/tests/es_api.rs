@@ -661,6 +661,44 @@ fn documents_have_one_stable_id_to_read_them_back_by() {
     }
     let (_, answer) = server.get(&format!("/shop/_doc/{desk}"));
     assert_eq!(answer["_source"]["item"], "desk");
+    // `ids`, `term` and `terms` on `_id` find content ids and given ids alike, each exactly
+    // its own event (51 events share one time).
+    let (_, answer) = server.request("PUT", "/shop/_doc/order-9", Some(r#"{"item": "chair"}"#));
+    assert_eq!(answer["_id"], "order-9", "{answer}");
+    let found = |query: serde_json::Value| -> Vec<String> {
+        let body = json!({"size": 100, "query": query});
+        let (status, answer) = server.request("POST", "/shop/_search", Some(&body.to_string()));
+        assert_eq!(status, 200, "{answer}");
+        let mut ids: Vec<String> = answer["hits"]["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|hit| hit["_id"].as_str().unwrap().to_owned())
+            .collect();
+        ids.sort();
+        ids
+    };
+    let mut want = vec![given[3].clone(), given[40].clone(), "order-9".to_owned()];
+    want.sort();
+    let values = json!([
+        given[3],
+        given[40],
+        "order-9",
+        "AAAAAAAAAAAAAAAAAAAAAA",
+        "nope"
+    ]);
+    assert_eq!(found(json!({"ids": {"values": values}})), want);
+    assert_eq!(found(json!({"terms": {"_id": values}})), want);
+    assert_eq!(
+        found(json!({"term": {"_id": given[3]}})),
+        [given[3].clone()]
+    );
+    assert_eq!(found(json!({"term": {"_id": "order-9"}})), ["order-9"]);
+    let q = format!("_id:\"{}\" OR _id:order-9", given[40]);
+    let mut want = vec![given[40].clone(), "order-9".to_owned()];
+    want.sort();
+    assert_eq!(found(json!({"query_string": {"query": q}})), want);
+    assert_eq!(found(json!({"bool": {"must_not": {"ids": {"values": [given[3]]}}, "filter": {"match": {"item": "pen"}}}})).len(), 49);
     // An id of the right shape that is no event's.
     let (status, _) = server.get("/shop/_doc/AAAAAAAAAAAAAAAAAAAAAA");
     assert_eq!(status, 404);
@@ -1358,5 +1396,60 @@ fn named_queries_say_which_clauses_a_hit_matches() {
     assert_eq!(status, 200, "{answer}");
     for hit in answer["hits"]["hits"].as_array().unwrap() {
         assert_eq!(hit["matched_queries"], json!(["all"]), "{hit}");
+    }
+}
+
+/// A value kept but not indexed (`ignore_malformed`) is named in its hit's `_ignored`, not in
+/// its `_source`, and the event keeps the content id its `_bulk` reply gave; the names by hand.
+#[test]
+fn ignored_fields_are_named_in_their_hits() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("d"));
+    let mapping = json!({"mappings": {"properties": {
+        "d": {"type": "date", "ignore_malformed": true},
+        "ip": {"type": "ip", "ignore_malformed": true}}}});
+    let (status, answer) = server.request("PUT", "/m", Some(&mapping.to_string()));
+    assert_eq!(status, 200, "{answer}");
+    let docs = [
+        (json!({"n": 0, "d": "2018-05-11", "ip": "::1"}), vec![]),
+        (json!({"n": 1, "d": "bar", "ip": "10.0.0.1"}), vec!["d"]),
+        (json!({"n": 2, "d": "bar", "ip": "quux"}), vec!["d", "ip"]),
+    ];
+    let mut bulk = String::new();
+    for (doc, _) in &docs {
+        bulk.push_str(&format!("{{\"index\":{{}}}}\n{doc}\n"));
+    }
+    let (status, answer) = server.request("POST", "/m/_bulk", Some(&bulk));
+    assert_eq!(status, 200, "{answer}");
+    let ids: Vec<String> = answer["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["index"]["_id"].as_str().unwrap().to_owned())
+        .collect();
+    for (i, (doc, ignored)) in docs.iter().enumerate() {
+        let body = json!({"query": {"ids": {"values": [ids[i]]}}});
+        let (status, answer) = server.request("POST", "/m/_search", Some(&body.to_string()));
+        assert_eq!(status, 200, "{answer}");
+        let hits = answer["hits"]["hits"].as_array().unwrap();
+        assert_eq!(hits.len(), 1, "{answer}");
+        let hit = &hits[0];
+        assert_eq!(hit["_source"]["n"], doc["n"], "{hit}");
+        assert!(hit["_source"].get("_ignored").is_none(), "{hit}");
+        let mut shown: Vec<&str> = hit
+            .get("_ignored")
+            .map(|names| {
+                names
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|n| n.as_str().unwrap())
+                    .collect()
+            })
+            .unwrap_or_default();
+        shown.sort_unstable();
+        assert_eq!(shown, *ignored, "{hit}");
+        let (status, answer) = server.get(&format!("/m/_doc/{}", ids[i]));
+        assert_eq!(status, 200, "{answer}");
     }
 }

@@ -1,20 +1,25 @@
-//! Document ids for the Elasticsearch API. An event whose client gave an `_id` keeps it (the
+//! Document ids (the Elasticsearch API's `_id`). An event whose client gave an `_id` keeps it (the
 //! event's `_id` field). Any other event's id is its content's: its time and a hash of its
 //! stored fields (names and values, in any order), 16 bytes as 22 characters of base64url.
 //! `_bulk` computes it from the parsed event when it answers, and a search from the event it
 //! read, so the id a client was given is the id its hits show, for as long as the event lives
 //! (events never change), and a lookup by id reads only that nanosecond (the time index) and
-//! keeps the events whose hash matches. Nothing is stored for it: ids cost no space.
+//! keeps the events whose hash matches (`Query::ContentId`). Nothing is stored for it: ids
+//! cost no space.
 //!
 //! Two events with the same time and the same fields are the same document sent twice; they
 //! share an id.
 
 use base64::Engine as _;
 use quarry_format::Value;
+use quarry_store::mapping::IGNORED_FIELD;
+
+/// The field holding the `_id` a client gave.
+pub const ID_FIELD: &str = "_id";
 
 /// An event's id: the `_id` its client gave, else its content's.
-pub(crate) fn id_of(time: i64, fields: &[(String, Value)]) -> String {
-    match fields.iter().find(|(name, _)| name == "_id") {
+pub fn id_of(time: i64, fields: &[(String, Value)]) -> String {
+    match fields.iter().find(|(name, _)| name == ID_FIELD) {
         Some((_, Value::Str(id))) => id.clone(),
         _ => content_id(
             time,
@@ -24,10 +29,7 @@ pub(crate) fn id_of(time: i64, fields: &[(String, Value)]) -> String {
 }
 
 /// The content id of an event at `time` (ns) with `fields` (the stored ones).
-pub(crate) fn content_id<'a>(
-    time: i64,
-    fields: impl Iterator<Item = (&'a str, &'a Value)>,
-) -> String {
+pub fn content_id<'a>(time: i64, fields: impl Iterator<Item = (&'a str, &'a Value)>) -> String {
     let mut bytes = [0u8; 16];
     bytes[..8].copy_from_slice(&time.to_be_bytes());
     bytes[8..].copy_from_slice(&fields_hash(fields).to_be_bytes());
@@ -35,7 +37,7 @@ pub(crate) fn content_id<'a>(
 }
 
 /// The time and fields hash a content id holds, or None if `id` is not one.
-pub(crate) fn parse_content_id(id: &str) -> Option<(i64, u64)> {
+pub fn parse_content_id(id: &str) -> Option<(i64, u64)> {
     if id.len() != 22 {
         return None;
     }
@@ -48,11 +50,11 @@ pub(crate) fn parse_content_id(id: &str) -> Option<(i64, u64)> {
 }
 
 /// A hash of the fields that does not depend on their order: the sum of one hash per field
-/// (name, value type and value).
-pub(crate) fn fields_hash<'a>(fields: impl Iterator<Item = (&'a str, &'a Value)>) -> u64 {
+/// (name, value type and value). `_ignored`, which indexing may add, is left out.
+pub fn fields_hash<'a>(fields: impl Iterator<Item = (&'a str, &'a Value)>) -> u64 {
     let mut buffer = Vec::new();
     let mut sum = 0u64;
-    for (name, value) in fields {
+    for (name, value) in fields.filter(|(name, _)| *name != IGNORED_FIELD) {
         buffer.clear();
         buffer.extend_from_slice(name.as_bytes());
         buffer.push(0xff);

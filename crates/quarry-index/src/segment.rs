@@ -16,8 +16,8 @@ use quarry_format::column::{ColumnData, ColumnWriter};
 use quarry_format::fieldnorm::length_to_id;
 use quarry_format::limits::{EXACT_TERM_LEN, MAX_DOCS_PER_BLOCK, MAX_FIELDS};
 use quarry_format::{f64_term, i64_term, ColumnType, FormatError, TermKind, Value, TIME_FIELD};
-use quarry_store::mapping::IGNORED_FIELD;
 use quarry_store::mapping::{FieldMapping, FieldType};
+use quarry_store::mapping::{IGNORED_FIELD, POSITION_INCREMENT_GAP};
 use smallvec::SmallVec;
 use std::net::IpAddr;
 use std::path::Path;
@@ -196,6 +196,14 @@ impl Vocabulary {
     }
 }
 
+/// The items of a JSON array value, `None` for any other value.
+fn array_items(value: &Value) -> Option<Vec<Value>> {
+    match value {
+        Value::Json(text) if text.starts_with('[') => Some(schema::items(value)),
+        _ => None,
+    }
+}
+
 /// Events indexed in memory, in arrival order.
 pub struct SegmentBuilder {
     schema: Arc<Schema>,
@@ -353,9 +361,10 @@ impl SegmentBuilder {
                         self.add_exact(field, doc, TermKind::Exact, text.as_bytes());
                     }
                 }
-                Value::Json(text) => {
-                    self.index_text(field, doc, text);
-                    self.add_array_items(field, doc, value);
+                Value::Json(_) => {
+                    let items = array_items(value);
+                    self.index_value_text(field, doc, value, items.as_deref(), None);
+                    self.add_array_items(field, doc, items.as_deref());
                 }
                 Value::I64(_) | Value::U64(_) | Value::F64(_) => {
                     self.index_text(field, doc, &crate::event::value_text(value));
@@ -400,13 +409,15 @@ impl SegmentBuilder {
         };
         match rules.ty {
             FieldType::Text => {
-                self.index_text(field, doc, &crate::event::value_text(value));
+                let items = array_items(value);
+                let gap = rules.position_increment_gap;
+                self.index_value_text(field, doc, value, items.as_deref(), gap);
                 if let Value::Str(text) = value {
                     if text.len() <= EXACT_TERM_LEN {
                         self.add_exact(field, doc, TermKind::Exact, text.as_bytes());
                     }
                 }
-                self.add_array_items(field, doc, value);
+                self.add_array_items(field, doc, items.as_deref());
             }
             FieldType::Keyword => {
                 for item in schema::keyword_items(value) {
@@ -490,12 +501,8 @@ impl SegmentBuilder {
     /// `["red", "blue"]` by "red". (Longer strings have no exact term; queries check them
     /// against the column. An unmapped array's numbers are not number terms: a range over
     /// the field reads its number columns, which an array is not in.)
-    fn add_array_items(&mut self, field: u16, doc: u32, value: &Value) {
-        let Value::Json(text) = value else { return };
-        if !text.starts_with('[') {
-            return;
-        }
-        for item in schema::items(value) {
+    fn add_array_items(&mut self, field: u16, doc: u32, items: Option<&[Value]>) {
+        for item in items.unwrap_or_default() {
             match item {
                 Value::Str(text) if text.len() <= EXACT_TERM_LEN => {
                     self.add_exact(field, doc, TermKind::Exact, text.as_bytes())
@@ -581,34 +588,73 @@ impl SegmentBuilder {
     }
 
     fn index_text(&mut self, field: u16, doc: u32, text: &str) {
+        self.index_texts(field, doc, [text], 0);
+    }
+
+    /// Indexes a value's text: an array's items each after the last one's positions and a
+    /// gap (`position_increment_gap`, else `POSITION_INCREMENT_GAP`), so that a phrase does
+    /// not run from one item into the next (`["foo", "bar"]` holds no phrase "foo bar").
+    fn index_value_text(
+        &mut self,
+        field: u16,
+        doc: u32,
+        value: &Value,
+        items: Option<&[Value]>,
+        gap: Option<u32>,
+    ) {
+        match items {
+            Some(items) => {
+                let texts: Vec<String> = items.iter().map(crate::event::value_text).collect();
+                let gap = gap.unwrap_or(POSITION_INCREMENT_GAP);
+                self.index_texts(field, doc, texts.iter().map(String::as_str), gap)
+            }
+            None => self.index_text(field, doc, &crate::event::value_text(value)),
+        }
+    }
+
+    /// Indexes `texts` as one value's tokens, each text's positions `gap` after the last's.
+    fn index_texts<'t>(
+        &mut self,
+        field: u16,
+        doc: u32,
+        texts: impl IntoIterator<Item = &'t str>,
+        gap: u32,
+    ) {
         let mut token_count = 0u32;
         // The analyzer is shared (Arc) so the closure may borrow `self` mutably to intern.
         let analyzer = Arc::clone(&self.fields[field as usize].analyzer);
         let mut key = std::mem::take(&mut self.key);
-        analyzer.tokenize_after(
-            text,
-            0,
-            &key_prefix(field, TermKind::Token),
-            &mut key,
-            |position, key| {
-                token_count += 1;
-                let term = self.vocabulary.get_or_insert(key);
-                let before = term.bytes.len();
-                if term.doc_freq == 0 || term.last_doc != doc {
-                    if term.doc_freq > 0 {
-                        term.bytes.push(0);
+        let mut next = 0u32;
+        for (i, text) in texts.into_iter().enumerate() {
+            if i > 0 {
+                next = next.saturating_add(gap);
+            }
+            let used = analyzer.tokenize_after(
+                text,
+                next,
+                &key_prefix(field, TermKind::Token),
+                &mut key,
+                |position, key| {
+                    token_count += 1;
+                    let term = self.vocabulary.get_or_insert(key);
+                    let before = term.bytes.len();
+                    if term.doc_freq == 0 || term.last_doc != doc {
+                        if term.doc_freq > 0 {
+                            term.bytes.push(0);
+                        }
+                        push_varint(&mut term.bytes, doc - term.last_doc);
+                        push_varint(&mut term.bytes, position + 1);
+                        term.last_doc = doc;
+                        term.doc_freq += 1;
+                    } else {
+                        push_varint(&mut term.bytes, position - term.last_position);
                     }
-                    push_varint(&mut term.bytes, doc - term.last_doc);
-                    push_varint(&mut term.bytes, position + 1);
-                    term.last_doc = doc;
-                    term.doc_freq += 1;
-                } else {
-                    push_varint(&mut term.bytes, position - term.last_position);
-                }
-                term.last_position = position;
-                self.memory += term.bytes.len() - before;
-            },
-        );
+                    term.last_position = position;
+                    self.memory += term.bytes.len() - before;
+                },
+            );
+            next = next.saturating_add(used);
+        }
         self.key = key;
         if token_count > 0 {
             let field_buffer = &mut self.fields[field as usize];

@@ -202,7 +202,7 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
             boosted(Ast::Bool(clauses), options.get("boost"), path)
         }
         "match_none" => Ok(nothing()),
-        "bool" => compile_bool(body, path, now),
+        "bool" => boosted(compile_bool(body, path, now)?, body.get("boost"), path),
         "match" => {
             let (field, options) = field_and_options(body, path, "query")?;
             let text = text_of(options.get("query"), path)?;
@@ -459,17 +459,32 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
             };
             let pattern = Pattern::as_written(kind, case_insensitive(&options, path)?)
                 .map_err(|e| error(path, e.0))?;
-            Ok(Ast::Pattern {
+            let pattern = Ast::Pattern {
                 field: Some(field_name(field).to_owned()),
                 pattern: Arc::new(pattern),
-            })
+            };
+            boosted(pattern, options.get("boost"), path)
         }
         "intervals" => intervals(body, path),
         "constant_score" => {
-            let filter = body
+            let options = body
+                .as_object()
+                .ok_or_else(|| error(path, "expected {\"filter\": {...}}"))?;
+            check_keys(options, &["filter", "boost"], path)?;
+            let filter = options
                 .get("filter")
                 .ok_or_else(|| error(path, "expected a filter"))?;
-            compile(filter, &format!("{path}.filter"), now)
+            let score = match options.get("boost") {
+                None => 1.0,
+                Some(value) => value
+                    .as_f64()
+                    .filter(|b| b.is_finite() && *b >= 0.0)
+                    .ok_or_else(|| error(path, "boost: expected a number, 0 or more"))?,
+            };
+            Ok(Ast::Constant {
+                inner: Box::new(compile(filter, &format!("{path}.filter"), now)?),
+                score: score as f32,
+            })
         }
         other => Err(error(
             path,
@@ -1064,7 +1079,16 @@ fn compile_bool(body: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
         };
         for (i, item) in items.into_iter().enumerate() {
             let item_path = format!("{path}.{occur_name}[{i}]");
-            clauses.push((occur, compile(item, &item_path, now)?));
+            let clause = compile(item, &item_path, now)?;
+            // A filter clause only filters: it adds nothing to the score.
+            let clause = match occur_name.as_str() {
+                "filter" => Ast::Constant {
+                    inner: Box::new(clause),
+                    score: 0.0,
+                },
+                _ => clause,
+            };
+            clauses.push((occur, clause));
         }
     }
     // Elasticsearch: with a must or filter clause, should clauses are optional unless

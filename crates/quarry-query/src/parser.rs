@@ -206,6 +206,12 @@ pub enum Ast {
         inner: Box<Ast>,
         boost: f32,
     },
+    /// The matches of `inner`, each scored `score`: Elasticsearch's `constant_score` (its
+    /// boost) and a bool's `filter` clauses (0, they only filter); only the DSL writes it.
+    Constant {
+        inner: Box<Ast>,
+        score: f32,
+    },
     /// `*`: every event.
     All,
     Bool(Vec<(Occur, Ast)>),
@@ -277,7 +283,9 @@ impl fmt::Display for Ast {
                 write!(f, "match_bool_prefix({:?})", query.text)
             }
             Ast::Intervals { field, rule } => write!(f, "{field}:intervals({rule})"),
-            Ast::Lenient(inner) | Ast::Named { inner, .. } => write!(f, "{inner}"),
+            Ast::Lenient(inner) | Ast::Named { inner, .. } | Ast::Constant { inner, .. } => {
+                write!(f, "{inner}")
+            }
             Ast::AtLeast { minimum, clauses } => {
                 write!(f, "at_least({minimum}")?;
                 for clause in clauses {

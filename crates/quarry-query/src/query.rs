@@ -44,8 +44,8 @@ pub enum Query {
         tokens: Vec<String>,
     },
     /// Terms of one field matched by a pattern (prefix, wildcard, regex, fuzzy): its tokens,
-    /// or its whole values (`TermKind::Exact`: a keyword field, or `X.keyword`). A filter: it
-    /// scores nothing.
+    /// or its whole values (`TermKind::Exact`: a keyword field, or `X.keyword`). It scores
+    /// nothing; planned from the query language, it is under a `Constant` of 1.
     Pattern {
         field: String,
         pattern: Arc<Pattern>,
@@ -210,7 +210,16 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
                     terms,
                 })
             };
-            over_fields(field.as_deref(), text_fields, per_field)?
+            // Each match scores 1 (times a boost), as Lucene's constant-score rewrite of a
+            // prefix, wildcard or regex query: a pattern adds to a hit's score, never by
+            // how many terms it expanded to.
+            match over_fields(field.as_deref(), text_fields, per_field)? {
+                Query::Nothing => Query::Nothing,
+                query => Query::Constant {
+                    inner: Box::new(query),
+                    score: 1.0,
+                },
+            }
         }
         // A document id: the `_id` a client gave, or an event's content id.
         Ast::Exact { field, value } if field == crate::doc_id::ID_FIELD => doc_id(schema, value)?,
@@ -357,6 +366,13 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
         Ast::All => Query::All,
         Ast::Intervals { field, rule } => intervals(schema, field, rule)?,
         Ast::Lenient(inner) => plan(&lenient(inner, schema, text_fields), schema, text_fields)?,
+        Ast::Constant { inner, score } => match plan(inner, schema, text_fields)? {
+            Query::Nothing => Query::Nothing,
+            inner => Query::Constant {
+                inner: Box::new(inner),
+                score: *score,
+            },
+        },
         Ast::Named { inner, .. } => plan(inner, schema, text_fields)?,
         Ast::AtLeast { minimum, clauses } => {
             // A clause that analyzes to no token is dropped, as in a `Bool`.
@@ -633,6 +649,10 @@ fn lenient(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Ast {
             boost: *boost,
         },
         Ast::Lenient(inner) => lenient(inner, schema, text_fields),
+        Ast::Constant { inner, score } => Ast::Constant {
+            inner: Box::new(lenient(inner, schema, text_fields)),
+            score: *score,
+        },
         Ast::Named { name, inner } => Ast::Named {
             name: name.clone(),
             inner: Box::new(lenient(inner, schema, text_fields)),
@@ -934,6 +954,7 @@ mod tests {
     /// The field, term kind and pattern (as written) of a planned pattern.
     fn pattern_of(query: &Query) -> (&str, TermKind, String) {
         match query {
+            Query::Constant { inner, score } if *score == 1.0 => pattern_of(inner),
             Query::Pattern {
                 field,
                 pattern,

@@ -310,7 +310,9 @@ fn named_clauses<'a>(ast: &'a Ast, out: &mut Vec<(&'a String, &'a Ast)>) {
         }
         Ast::Bool(clauses) => clauses.iter().for_each(|(_, c)| named_clauses(c, out)),
         Ast::AtLeast { clauses, .. } => clauses.iter().for_each(|c| named_clauses(c, out)),
-        Ast::Boost { inner, .. } | Ast::Lenient(inner) => named_clauses(inner, out),
+        Ast::Boost { inner, .. } | Ast::Lenient(inner) | Ast::Constant { inner, .. } => {
+            named_clauses(inner, out)
+        }
         Ast::TypedRange { otherwise, .. } => named_clauses(otherwise, out),
         _ => {}
     }

@@ -269,9 +269,14 @@ impl Model<'_> {
                 if needle.is_empty() {
                     return Ok(None);
                 }
+                // An array's items are apart (a gap of positions between them): a phrase is
+                // within one item.
                 Ok(Some(self.docs(|d| {
-                    self.value(d, field)
-                        .is_some_and(|v| Self::phrase_in(analyzer, &Self::text_of(v), &needle))
+                    self.value(d, field).is_some_and(|v| {
+                        Self::items(v)
+                            .iter()
+                            .any(|item| Self::phrase_in(analyzer, item, &needle))
+                    })
                 })))
             }
         }
@@ -459,7 +464,8 @@ proptest! {
                     let analyzer = schema.analyzer_for(f);
                     ordered.iter().any(|e| {
                         e.fields.iter().any(|(n, v)| {
-                            n == *f && !analyzer.tokens(&quarry_index::event::value_text(v)).is_empty()
+                            n == *f
+                                && Model::items(v).iter().any(|i| !analyzer.tokens(i).is_empty())
                         })
                     })
                 })

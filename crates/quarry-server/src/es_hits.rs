@@ -509,9 +509,10 @@ impl QueryWords {
             Ast::Word { field, text } | Ast::Phrase { field, text, .. } => text_words(field, text),
             Ast::Exact { field, value } => text_words(&Some(field.clone()), value),
             Ast::Pattern { field, pattern } => self.patterns.push((field.clone(), pattern.clone())),
-            Ast::Boost { inner, .. } | Ast::Lenient(inner) | Ast::Named { inner, .. } => {
-                self.collect(inner)
-            }
+            Ast::Boost { inner, .. }
+            | Ast::Lenient(inner)
+            | Ast::Named { inner, .. }
+            | Ast::Constant { inner, .. } => self.collect(inner),
             Ast::AtLeast { clauses, .. } => clauses.iter().for_each(|c| self.collect(c)),
             Ast::Bool(clauses) => {
                 for (occur, clause) in clauses {

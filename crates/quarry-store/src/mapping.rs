@@ -317,7 +317,15 @@ pub struct FieldMapping {
     /// `scaled_float`: values are indexed as the nearest multiple of `1 / factor`.
     #[serde(default)]
     pub scaling_factor: Option<ScalingFactor>,
+    /// Text: positions between the items of an array (`None`: 100, Elasticsearch's default),
+    /// so that a phrase does not match across two of them.
+    #[serde(default)]
+    pub position_increment_gap: Option<u32>,
 }
+
+/// Positions between the items of a text array unless a mapping says otherwise (as in
+/// Elasticsearch): a phrase with a slop under it never spans two items.
+pub const POSITION_INCREMENT_GAP: u32 = 100;
 
 impl FieldMapping {
     pub fn new(ty: FieldType) -> FieldMapping {
@@ -334,6 +342,7 @@ impl FieldMapping {
             keyword_subfield: None,
             number_type: NumberType::default(),
             scaling_factor: None,
+            position_increment_gap: None,
         }
     }
 }
@@ -663,6 +672,9 @@ impl FieldMapping {
         if let Some(limit) = self.ignore_above {
             out.insert("ignore_above".into(), limit.into());
         }
+        if let Some(gap) = self.position_increment_gap {
+            out.insert("position_increment_gap".into(), gap.into());
+        }
         if let Some(factor) = self.scaling_factor {
             out.insert("scaling_factor".into(), factor.get().into());
         }
@@ -875,6 +887,63 @@ fn read_field(
             "fields" if ty == FieldType::Text => {
                 rules.keyword_subfield = Some(read_keyword_subfield(value, &here)?)
             }
+            // Lucene's extra index structures for faster prefix and phrase queries (and the
+            // fast-vector highlighter): the answers are the same without them, which Quarry
+            // gives from its term dictionary and positions.
+            "position_increment_gap" if ty == FieldType::Text => {
+                let gap = value.as_u64().and_then(|n| u32::try_from(n).ok());
+                rules.position_increment_gap =
+                    Some(gap.ok_or_else(|| error(&here, "expected a whole number of positions"))?)
+            }
+            "index_phrases" if ty == FieldType::Text => {
+                flag()?;
+            }
+            "index_prefixes" if ty == FieldType::Text => {
+                let options = value
+                    .as_object()
+                    .ok_or_else(|| error(&here, "expected an object (min_chars, max_chars)"))?;
+                let chars = |name: &str, default: u64, most: u64| -> Result<u64, MappingError> {
+                    match options.get(name) {
+                        None => Ok(default),
+                        Some(v) => v.as_u64().filter(|n| *n <= most).ok_or_else(|| {
+                            error(&join(&here, name), format!("expected 0 to {most}"))
+                        }),
+                    }
+                };
+                let (min, max) = (chars("min_chars", 2, 19)?, chars("max_chars", 5, 20)?);
+                if let Some(other) = options
+                    .keys()
+                    .find(|k| *k != "min_chars" && *k != "max_chars")
+                {
+                    return Err(error(
+                        &join(&here, other),
+                        "unknown key (known: min_chars, max_chars)",
+                    ));
+                }
+                if min > max || min == 0 {
+                    return Err(error(
+                        &here,
+                        "min_chars must be at least 1 and at most max_chars",
+                    ));
+                }
+            }
+            "term_vector" if ty == FieldType::Text => {
+                const KINDS: [&str; 7] = [
+                    "no",
+                    "yes",
+                    "with_positions",
+                    "with_offsets",
+                    "with_positions_offsets",
+                    "with_positions_payloads",
+                    "with_positions_offsets_payloads",
+                ];
+                if !value.as_str().is_some_and(|v| KINDS.contains(&v)) {
+                    return Err(error(
+                        &here,
+                        format!("expected one of {}", KINDS.join(", ")),
+                    ));
+                }
+            }
             "index_options" if ty == FieldType::Text => {
                 if value != "positions" && value != "offsets" {
                     return Err(error(
@@ -891,7 +960,10 @@ fn read_field(
                          stored, doc_values{})",
                         if ty.is_searchable() { "index, " } else { "" },
                         match ty {
-                            FieldType::Text => ", norms, analyzer, index_options, fields",
+                            FieldType::Text => {
+                                ", norms, analyzer, index_options, index_phrases, \
+                                 index_prefixes, position_increment_gap, term_vector, fields"
+                            }
                             FieldType::Keyword => ", ignore_above",
                             FieldType::Date | FieldType::DateNanos => ", format, ignore_malformed",
                             FieldType::Number if rules.number_type == NumberType::ScaledFloat => {

@@ -1453,3 +1453,75 @@ fn ignored_fields_are_named_in_their_hits() {
         assert_eq!(status, 200, "{answer}");
     }
 }
+
+/// A text array's items are 100 positions apart (or the mapping's `position_increment_gap`):
+/// a phrase does not run from one item into the next unless its slop spans the gap, as in
+/// Elasticsearch; a prefix scores 1 times its boost (Lucene's constant-score rewrite).
+#[test]
+fn array_items_are_apart_for_phrases_and_patterns_score_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("d"));
+    let mapping = json!({"mappings": {"properties": {
+        "tight": {"type": "text", "position_increment_gap": 0}}}});
+    let (status, answer) = server.request("PUT", "/g", Some(&mapping.to_string()));
+    assert_eq!(status, 200, "{answer}");
+    let bulk = "{\"index\":{}}\n{\"text\": [\"foo\", \"b-12\"], \"tight\": [\"foo\", \"b-12\"]}\n";
+    let (status, answer) = server.request("POST", "/g/_bulk", Some(bulk));
+    assert_eq!(status, 200, "{answer}");
+    let count = |query: serde_json::Value| {
+        let body = json!({"query": query});
+        let (status, answer) = server.request("POST", "/g/_count", Some(&body.to_string()));
+        assert_eq!(status, 200, "{answer}");
+        answer["count"].as_u64().unwrap()
+    };
+    let phrase = |field: &str, text: &str, slop: u32| {
+        count(json!({"match_phrase": {field: {"query": text, "slop": slop}}}))
+    };
+    // foo at 0, b at 101, 12 at 102.
+    assert_eq!(phrase("text", "foo b", 0), 0);
+    assert_eq!(phrase("text", "foo b", 99), 0);
+    assert_eq!(phrase("text", "foo b", 100), 1);
+    assert_eq!(phrase("text", "b 12", 0), 1);
+    assert_eq!(phrase("tight", "foo b", 0), 1);
+    let (_, answer) = server.request("GET", "/g/_mapping", None);
+    assert_eq!(
+        answer["g"]["mappings"]["properties"]["tight"]["position_increment_gap"], 0,
+        "{answer}"
+    );
+    for (boost, want) in [(None, 1.0), (Some(2.0), 2.0)] {
+        let mut prefix = json!({"value": "fo"});
+        if let Some(boost) = boost {
+            prefix["boost"] = json!(boost);
+        }
+        let body = json!({"query": {"prefix": {"text": prefix}}});
+        let (_, answer) = server.request("POST", "/g/_search", Some(&body.to_string()));
+        assert_eq!(answer["hits"]["hits"][0]["_score"], json!(want), "{answer}");
+    }
+    // A filter clause adds nothing to the score; constant_score scores its boost; a bool's
+    // boost multiplies its clauses' scores.
+    let score = |query: serde_json::Value| {
+        let body = json!({"query": query});
+        let (status, answer) = server.request("POST", "/g/_search", Some(&body.to_string()));
+        assert_eq!(status, 200, "{answer}");
+        answer["hits"]["hits"][0]["_score"].as_f64().unwrap()
+    };
+    let alone = score(json!({"match": {"text": "foo"}}));
+    assert!(alone > 0.0);
+    let filtered = score(json!({"bool": {"must": {"match": {"text": "foo"}},
+        "filter": {"match": {"tight": "foo"}}}}));
+    assert_eq!(filtered, alone);
+    assert_eq!(
+        score(json!({"bool": {"filter": {"match": {"text": "foo"}}}})),
+        0.0
+    );
+    assert_eq!(
+        score(json!({"constant_score": {"filter": {"match": {"text": "foo"}}}})),
+        1.0
+    );
+    assert_eq!(
+        score(json!({"constant_score": {"filter": {"match": {"text": "foo"}}, "boost": 3}})),
+        3.0
+    );
+    let boosted = score(json!({"bool": {"must": {"match": {"text": "foo"}}, "boost": 2}}));
+    assert!((boosted - 2.0 * alone).abs() < 1e-5, "{boosted} {alone}");
+}

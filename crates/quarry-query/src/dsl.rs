@@ -173,7 +173,21 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
     let path = format!("{path}.{kind}");
     let path = path.as_str();
     match kind.as_str() {
-        "match_all" => Ok(Ast::All),
+        // Every document, each scored 1 (times a boost), as in Elasticsearch.
+        "match_all" => {
+            let boost = body.get("boost");
+            if let Some(other) = body
+                .as_object()
+                .and_then(|o| o.keys().find(|k| *k != "boost"))
+            {
+                return Err(error(path, format!("unknown option [{other}]")));
+            }
+            let all = Ast::Constant {
+                inner: Box::new(Ast::All),
+                score: 1.0,
+            };
+            boosted(all, boost, path)
+        }
         "ids" => {
             let options = body
                 .as_object()

@@ -881,11 +881,38 @@ impl Query {
         }
     }
 
+    /// The same matches without what only scores them (`Constant`, `Boost`), for searches
+    /// that score nothing (counts, aggregations, time sorts), which then see the structure
+    /// their shortcuts look for (a bare time range, `All`).
+    pub fn unscored(&self) -> Query {
+        let all = |clauses: &[Query]| clauses.iter().map(Query::unscored).collect();
+        match self {
+            Query::Constant { inner, .. } | Query::Boost { inner, .. } => inner.unscored(),
+            Query::Any(clauses) => Query::Any(all(clauses)),
+            Query::AtLeast { clauses, minimum } => Query::AtLeast {
+                clauses: all(clauses),
+                minimum: *minimum,
+            },
+            Query::Bool {
+                must,
+                should,
+                must_not,
+            } => Query::Bool {
+                must: all(must),
+                should: all(should),
+                must_not: all(must_not),
+            },
+            leaf => leaf.clone(),
+        }
+    }
+
     /// The time range this query is limited to by required `_time` clauses, and whether
     /// anything else filters (false: every event in the range matches).
     pub fn time_bounds(&self) -> ((i64, i64), bool) {
         match self {
             Query::All => ((i64::MIN, i64::MAX), false),
+            // Scores only: the same matches.
+            Query::Constant { inner, .. } | Query::Boost { inner, .. } => inner.time_bounds(),
             Query::TimeRange { start, end } => ((*start, *end), false),
             Query::Bool {
                 must,

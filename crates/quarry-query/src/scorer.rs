@@ -917,6 +917,48 @@ impl Scorer for AtLeastScorer<'_> {
     }
 }
 
+/// The docs of `inner`, their scores times `factor` (Elasticsearch's `indices_boost`).
+pub struct ScaledScorer<'a> {
+    inner: BoxScorer<'a>,
+    factor: f32,
+}
+
+impl<'a> ScaledScorer<'a> {
+    pub fn new(inner: BoxScorer<'a>, factor: f32) -> Self {
+        ScaledScorer { inner, factor }
+    }
+}
+
+impl Scorer for ScaledScorer<'_> {
+    fn doc(&self) -> u32 {
+        self.inner.doc()
+    }
+    fn advance(&mut self) -> u32 {
+        self.inner.advance()
+    }
+    fn seek(&mut self, target: u32) -> u32 {
+        self.inner.seek(target)
+    }
+    fn score(&mut self) -> f32 {
+        self.inner.score() * self.factor
+    }
+    fn max_score(&self) -> f32 {
+        self.inner.max_score() * self.factor
+    }
+    fn cost(&self) -> u64 {
+        self.inner.cost()
+    }
+    fn error(&self) -> Option<DecodeError> {
+        self.inner.error()
+    }
+    fn for_each_doc(&mut self, f: &mut dyn FnMut(u32)) {
+        self.inner.for_each_doc(f)
+    }
+    fn count_rest(&mut self) -> u64 {
+        self.inner.count_rest()
+    }
+}
+
 /// The docs of `inner`, each scored `score`.
 pub struct ConstantScorer<'a> {
     inner: BoxScorer<'a>,

@@ -91,6 +91,8 @@ pub struct Searcher {
     /// Decoded column chunks shared with other snapshots and requests (a server's); without
     /// one, each request decodes what it fetches.
     chunk_cache: Option<Arc<ChunkCache>>,
+    /// Each part's score factor, by its rank in `union` (`with_part_boosts`).
+    part_boosts: Option<Arc<[f32]>>,
 }
 
 impl Searcher {
@@ -213,6 +215,7 @@ impl Searcher {
             damaged: Vec::new(),
             damage_report: None,
             chunk_cache: None,
+            part_boosts: None,
         }
     }
 
@@ -267,12 +270,40 @@ impl Searcher {
                     as DamageReport
             }),
             chunk_cache: first.and_then(|p| p.chunk_cache.clone()),
+            part_boosts: None,
         })
     }
 
     /// Which part of a `union` a block id (a hit's `location.block_id`) belongs to.
     pub fn part_of(block_id: u64) -> usize {
         (block_id >> PART_SHIFT) as usize
+    }
+
+    /// The same searcher with the scores of each part (by its rank in `union`; a searcher
+    /// of one index is one part) multiplied by `boosts[rank]` (Elasticsearch's
+    /// `indices_boost`); parts past the list keep theirs.
+    pub fn with_part_boosts(mut self, boosts: Vec<f32>) -> Searcher {
+        self.part_boosts = Some(boosts.into());
+        self
+    }
+
+    /// Block `index`'s scorer of `weight`, scaled by its part's boost when there are boosts.
+    fn boosted_scorer<'a>(
+        &'a self,
+        weight: &'a Weight,
+        index: usize,
+    ) -> Result<Option<BoxScorer<'a>>> {
+        let scorer = weight.scorer(index, &self.blocks[index])?;
+        let factor = self
+            .part_boosts
+            .as_ref()
+            .and_then(|boosts| boosts.get(Self::part_of(self.block_ids[index])).copied());
+        Ok(match (scorer, factor) {
+            (Some(scorer), Some(factor)) => {
+                Some(Box::new(crate::scorer::ScaledScorer::new(scorer, factor)))
+            }
+            (scorer, _) => scorer,
+        })
     }
 
     /// The same searcher, its queries planned as `schema` says fields are indexed.
@@ -343,8 +374,9 @@ impl Searcher {
     /// The weight of a search that is not scored: no statistics, and each block's terms are
     /// looked up only if that block is searched (a tail usually stops in the newest block).
     pub fn filter_weight(&self, query: &Query) -> Weight {
-        let stats = CollectionStats::unscored(query, &self.blocks);
-        Weight::new(query, &stats, self.params, self.optimizations)
+        let query = query.unscored();
+        let stats = CollectionStats::unscored(&query, &self.blocks);
+        Weight::new(&query, &stats, self.params, self.optimizations)
     }
 
     pub fn search(&self, query: &Query, request: &HitsRequest) -> Result<Hits> {
@@ -522,14 +554,14 @@ impl Searcher {
     fn top_k_count_weight(&self, weight: &Weight, k: usize) -> Result<(Vec<ScoredDoc>, u64)> {
         let counted_apart = matches!(weight, Weight::Term { .. } | Weight::All)
             || disjunction_clauses(weight).is_some_and(|clauses| clauses.len() > 1);
-        if counted_apart || k == 0 {
+        if (counted_apart && self.part_boosts.is_none()) || k == 0 {
             let top = self.top_k_weight(weight, k)?;
             return Ok((top, self.count_weight(weight)?));
         }
         let mut top = TopK::new(k);
         let mut total = 0;
-        for (index, block) in self.blocks.iter().enumerate() {
-            if let Some(mut scorer) = weight.scorer(index, block)? {
+        for index in 0..self.blocks.len() {
+            if let Some(mut scorer) = self.boosted_scorer(weight, index)? {
                 total += collect_all_counted(scorer.as_mut(), index as u32, &mut top);
                 self.check_scorer(index, scorer.as_ref())?;
             }
@@ -541,6 +573,16 @@ impl Searcher {
         let mut top = TopK::new(k);
         if k == 0 {
             return Ok(Vec::new());
+        }
+        if self.part_boosts.is_some() {
+            // Every part's scores scaled: the plain walk (no per-clause pruning paths).
+            for index in 0..self.blocks.len() {
+                if let Some(mut scorer) = self.boosted_scorer(weight, index)? {
+                    collect_all(scorer.as_mut(), index as u32, &mut top);
+                    self.check_scorer(index, scorer.as_ref())?;
+                }
+            }
+            return Ok(top.into_sorted());
         }
         let disjunction = disjunction_clauses(weight);
         let term_less = term_less_others(weight);

@@ -107,6 +107,14 @@ impl Tenant {
         self.read_spec().clone()
     }
 
+    /// Replaces the aliases (the registry is the caller's).
+    fn set_aliases(&self, aliases: std::collections::BTreeMap<String, tenants::AliasSpec>) {
+        self.spec
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .aliases = aliases;
+    }
+
     /// Stops the threads; with `flush`, writes what is in memory to block files first (a
     /// shutdown), without (a deletion) drops it. The WAL writer stops either way.
     pub(crate) fn close(&self, flush: bool) -> Result<(), crate::live::LiveError> {
@@ -405,6 +413,7 @@ pub(crate) async fn create(
         quotas: request.quotas,
         created: quarry_index::event::format_time(quarry_query::time::now_nanos()),
         search_limits: Default::default(),
+        aliases: Default::default(),
     };
     let tenant = add_tenant(&state, spec).await?;
     let mut body = describe(&tenant);
@@ -452,6 +461,27 @@ pub(crate) fn add_tenant_now(state: &AppState, spec: TenantSpec) -> Result<Arc<T
         .insert(spec.name.clone(), tenant.clone());
     tracing::info!(tenant = %name, "tenant created");
     Ok(tenant)
+}
+
+/// Changes the registry's tenant specs with `change` and gives the open tenants their new
+/// aliases, under the registry lock (on the calling thread: it reads and writes files).
+pub(crate) fn update_specs_now(
+    state: &AppState,
+    change: impl FnOnce(&mut [TenantSpec]) -> Result<(), ApiError>,
+) -> Result<(), ApiError> {
+    let _registry = state
+        .registry
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    let mut specs = tenants::load(&state.data).map_err(ApiError::internal)?;
+    change(&mut specs)?;
+    tenants::store(&state.data, &specs).map_err(ApiError::internal)?;
+    for spec in specs {
+        if let Some(tenant) = state.open_tenant(&spec.name) {
+            tenant.set_aliases(spec.aliases);
+        }
+    }
+    Ok(())
 }
 
 fn retention_of(text: Option<&str>) -> Result<Option<u64>, ApiError> {

@@ -90,10 +90,13 @@ async fn index_one(
                 )))
             }
         }
-        let action = match &id {
+        let mut action = match &id {
             Some(id) => json!({"create": {"_index": index, "_id": id}}),
             None => json!({"create": {"_index": index}}),
         };
+        if params.flag("require_alias", false)? {
+            action["create"]["require_alias"] = true.into();
+        }
         let mut bulk = action.to_string().into_bytes();
         bulk.push(b'\n');
         bulk.extend_from_slice(&document);
@@ -120,7 +123,7 @@ async fn index_one(
         Ok((
             StatusCode::CREATED,
             json!({
-                "_index": index,
+                "_index": item["_index"],
                 "_id": item["_id"],
                 "_version": 1,
                 "result": "created",
@@ -179,19 +182,28 @@ async fn read_one(
         params.check("get a document", &known)?;
         let mut view = HitView::default();
         view.read_params(&params)?;
-        let live = state.authorize(&index, &headers)?.live.clone();
+        // An alias of one index reads that index, which the answer names.
+        let concrete = crate::es_aliases::single_index(&state, &index)?;
+        let live = state.authorize(&concrete, &headers)?.live.clone();
         let wanted = id.clone();
         let found = state
             .search(move || find(&live.published_snapshot(), &wanted))
             .await?;
-        Ok(found.map(|(time, fields)| {
-            let flat = crate::event_json(&fields);
-            let mut hit = json!({});
-            view.render(&mut hit, &flat, time, &QueryWords::default());
-            hit.get("_source").cloned().unwrap_or(JsonValue::Null)
-        }))
+        Ok((
+            concrete,
+            found.map(|(time, fields)| {
+                let flat = crate::event_json(&fields);
+                let mut hit = json!({});
+                view.render(&mut hit, &flat, time, &QueryWords::default());
+                hit.get("_source").cloned().unwrap_or(JsonValue::Null)
+            }),
+        ))
     }
     .await;
+    let (index, answer) = match answer {
+        Ok((index, found)) => (index, Ok(found)),
+        Err(error) => (index, Err(error)),
+    };
     let (status, body) = match answer {
         Err(error) => return es_response(Err(error)),
         Ok(Some(source)) if source_only => (StatusCode::OK, source),

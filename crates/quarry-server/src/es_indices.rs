@@ -9,7 +9,7 @@
 
 use crate::admin::{self, Tenant};
 use crate::es_api::{es_response, EsParams};
-use crate::tenants::{self, SearchLimits, TenantSpec, DEFAULT_TENANT};
+use crate::tenants::{self, AliasSpec, SearchLimits, TenantSpec, DEFAULT_TENANT};
 use crate::{blocking, ApiError, AppState};
 use axum::body::Bytes;
 use axum::extract::{Path as UrlPath, RawQuery, State};
@@ -18,6 +18,7 @@ use axum::response::{IntoResponse, Response};
 use quarry_store::mapping::glob_matches;
 use quarry_store::Mapping;
 use serde_json::{json, Map, Value as JsonValue};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Settings a create-index body may hold that mean nothing for a tenant: Quarry keeps one
@@ -50,9 +51,19 @@ pub(crate) async fn create(
         tenants::validate_name(&index).map_err(|reason| {
             ApiError::bad_request(format!("invalid index name [{index}]: {reason}"))
         })?;
-        let (mapping, search_limits) = create_body(&body)?;
+        let (mapping, search_limits, aliases) = create_body(&body)?;
         if state.open_tenant(&index).is_some() {
             return Err(already_exists(&index));
+        }
+        alias_collision(&state, &index)?;
+        for alias in aliases.keys() {
+            crate::es_aliases::check_alias_name(&state, alias)?;
+            if *alias == index {
+                return Err(ApiError::bad_request(format!(
+                    "Invalid alias name [{alias}]: an index or data stream exists with the same name as the alias"
+                ))
+                .with_kind("invalid_alias_name_exception"));
+            }
         }
         let spec = TenantSpec {
             name: index.clone(),
@@ -61,6 +72,7 @@ pub(crate) async fn create(
             quotas: Default::default(),
             created: quarry_index::event::format_time(quarry_query::time::now_nanos()),
             search_limits,
+            aliases,
         };
         let tenant = admin::add_tenant(&state, spec).await.map_err(|error| {
             if error.status == StatusCode::CONFLICT {
@@ -94,6 +106,7 @@ pub(crate) fn create_for_write(state: &AppState, index: &str) -> Result<Arc<Tena
     tenants::validate_name(index).map_err(|reason| {
         ApiError::bad_request(format!("invalid index name [{index}]: {reason}"))
     })?;
+    alias_collision(state, index)?;
     let spec = TenantSpec {
         name: index.to_owned(),
         key_sha256: None,
@@ -101,6 +114,7 @@ pub(crate) fn create_for_write(state: &AppState, index: &str) -> Result<Arc<Tena
         quotas: Default::default(),
         created: quarry_index::event::format_time(quarry_query::time::now_nanos()),
         search_limits: Default::default(),
+        aliases: Default::default(),
     };
     match admin::add_tenant_now(state, spec) {
         // Created meanwhile by another request: use it.
@@ -120,9 +134,10 @@ fn already_exists(index: &str) -> ApiError {
 /// A create-index body's mapping and search limits: `mappings` is read, `settings` may hold
 /// no-ops (`NO_OP_SETTINGS`) and search limits (`SearchLimits`), and anything else
 /// (`aliases`) is refused by name.
-fn create_body(body: &[u8]) -> Result<(Option<Mapping>, SearchLimits), ApiError> {
+fn create_body(body: &[u8]) -> Result<CreateBody, ApiError> {
     let mut mapping = None;
     let mut limits = SearchLimits::default();
+    let mut aliases = BTreeMap::new();
     for (key, value) in &crate::es_api::body_object(body, "the create-index body")? {
         match key.as_str() {
             "mappings" => {
@@ -177,14 +192,38 @@ fn create_body(body: &[u8]) -> Result<(Option<Mapping>, SearchLimits), ApiError>
                     }
                 }
             }
+            "aliases" => {
+                let object = value.as_object().ok_or_else(|| {
+                    ApiError::bad_request("aliases: expected an object of aliases")
+                })?;
+                for (alias, options) in object {
+                    let options =
+                        crate::es_aliases::alias_options(options, &format!("aliases.{alias}"))?;
+                    aliases.insert(alias.clone(), options);
+                }
+            }
             other => {
                 return Err(ApiError::bad_request(format!(
-                    "unsupported: [{other}] in a create-index body (Quarry reads mappings and settings)"
+                    "unsupported: [{other}] in a create-index body (Quarry reads mappings, settings and aliases)"
                 )))
             }
         }
     }
-    Ok((mapping, limits))
+    Ok((mapping, limits, aliases))
+}
+
+/// A create-index body's mapping, search limits and aliases.
+type CreateBody = (Option<Mapping>, SearchLimits, BTreeMap<String, AliasSpec>);
+
+/// An index may not take an alias's name.
+fn alias_collision(state: &AppState, index: &str) -> Result<(), ApiError> {
+    if crate::es_aliases::is_alias(state, index) {
+        return Err(ApiError::bad_request(format!(
+            "Invalid index name [{index}], already exists as alias"
+        ))
+        .with_kind("invalid_index_name_exception"));
+    }
+    Ok(())
 }
 
 /// A JSON tree's leaves with their dotted paths.
@@ -229,6 +268,11 @@ pub(crate) async fn delete(
         if let Some(pattern) = names.iter().find(|n| is_pattern(n)) {
             return Err(ApiError::bad_request(format!(
                 "deleting [{pattern}]: a deletion names each index (no wildcards or _all)"
+            )));
+        }
+        if let Some(alias) = names.iter().find(|n| crate::es_aliases::is_alias(&state, n)) {
+            return Err(ApiError::bad_request(format!(
+                "The provided expression [{alias}] matches an alias, specify the corresponding concrete indices instead."
             )));
         }
         if names.contains(&DEFAULT_TENANT) {
@@ -338,7 +382,7 @@ pub(crate) async fn get(
             out.insert(
                 name.clone(),
                 json!({
-                    "aliases": {},
+                    "aliases": serde_json::to_value(&spec.aliases).unwrap_or_default(),
                     "mappings": crate::es_search::mapping_of(&tenant.live),
                     "settings": {"index": settings},
                 }),
@@ -589,11 +633,14 @@ pub(crate) fn resolve(
             continue;
         }
         if is_pattern(part) {
+            // A pattern matches indices, and the aliases of indices (which it reads).
             let pattern = if part == "_all" { "*" } else { part };
             for tenant in state.all_tenants() {
-                let name = tenant.name();
-                if glob_matches(pattern, &name) && state.authorize(&name, headers).is_ok() {
-                    found.push((name, tenant));
+                let spec = tenant.spec();
+                let matches = glob_matches(pattern, &spec.name)
+                    || (part != "_all" && spec.aliases.keys().any(|a| glob_matches(pattern, a)));
+                if matches && state.authorize(&spec.name, headers).is_ok() {
+                    found.push((spec.name, tenant));
                 }
             }
             continue;
@@ -601,8 +648,13 @@ pub(crate) fn resolve(
         match state.authorize(part, headers) {
             Ok(tenant) => found.push((part.to_owned(), tenant)),
             Err(error) if error.status == StatusCode::NOT_FOUND => {
-                if missing == Missing::Refuse {
+                // An alias: every index it names, each as the key may read it.
+                let targets = crate::es_aliases::targets(state, part);
+                if targets.is_empty() && missing == Missing::Refuse {
                     return Err(no_such_index(part));
+                }
+                for (name, _, _) in targets {
+                    found.push((name.clone(), state.authorize(&name, headers)?));
                 }
             }
             Err(error) => return Err(error),
@@ -659,7 +711,7 @@ mod tests {
         .expect("a mapping");
         assert!(mapping.fields.contains_key("status"));
         assert!(create_body(b"").unwrap().0.is_none());
-        let (_, limits) = create_body(
+        let (_, limits, _) = create_body(
             br#"{"settings": {"max_result_window": 4, "index.max_script_fields": "2"}}"#,
         )
         .unwrap();
@@ -673,7 +725,10 @@ mod tests {
             }
         );
         for (body, named) in [
-            (r#"{"aliases": {"a": {}}}"#, "[aliases]"),
+            (
+                r#"{"aliases": {"a": {"routing": "1"}}}"#,
+                "aliases.a.routing",
+            ),
             (
                 r#"{"settings": {"index": {"analysis": {"analyzer": {}}}}}"#,
                 "index.analysis",

@@ -397,10 +397,26 @@ pub(crate) async fn search_one(
         None => snapshots_of(state, index, headers, params)?,
     };
     plan.check_limits(&limits_of(&indices), false)?;
+    let boosts = match plan.indices_boost.is_empty() {
+        true => None,
+        false => Some(index_boosts(
+            state,
+            &plan.indices_boost,
+            &indices,
+            headers,
+            es_indices::missing_rule(params)?,
+        )?),
+    };
     let run = plan.clone();
     let names = indices.clone();
     let (response, aggregations) = state
-        .search(move || run.execute(&*searcher_over(&names, &snapshots)?, &names))
+        .search(move || {
+            let searcher = searcher_over(&names, &snapshots)?;
+            match boosts {
+                Some(boosts) => run.execute(&(*searcher).clone().with_part_boosts(boosts), &names),
+                None => run.execute(&searcher, &names),
+            }
+        })
         .await?;
     let mut answer = plan.answer(&indices, &response, aggregations, started);
     if let Some((id, _)) = &plan.pit {
@@ -585,6 +601,9 @@ pub(crate) struct SearchPlan {
     /// cursor (a `_doc` key or a point in time).
     sort_values: usize,
     sort_tiebreak: bool,
+    /// `indices_boost`: (index, alias or pattern, factor), the first that names an index
+    /// scaling its hits' scores.
+    indices_boost: Vec<(String, f32)>,
 }
 
 impl SearchPlan {
@@ -640,7 +659,15 @@ impl SearchPlan {
         let mut pit = None;
         // Whether the sort has a key with a value (time, a field) and a `_doc` tiebreaker.
         let mut sort_keys = (0, false);
-        request.ast = q_param(params, now)?;
+        let mut indices_boost = Vec::new();
+        // Without a query, every document, each scored 1 (Elasticsearch's match_all).
+        request.ast = match q_param(params, now)? {
+            Some(ast) => Some(ast),
+            None => Some(Ast::Constant {
+                inner: Box::new(Ast::All),
+                score: 1.0,
+            }),
+        };
         if let Some(value) = params.get("size") {
             size = number_param("size", value)?;
         }
@@ -686,6 +713,7 @@ impl SearchPlan {
                     }
                 }
                 "search_after" => search_after = Some(value),
+                "indices_boost" => indices_boost = indices_boost_of(value)?,
                 "pit" => pit = Some(point_in_time(value)?),
                 "track_total_hits" => {
                     track_total_hits = match value {
@@ -787,6 +815,7 @@ impl SearchPlan {
             largest_terms: body.values().map(largest_terms_list).max().unwrap_or(0),
             sort_values: value_keys,
             sort_tiebreak: tiebreak,
+            indices_boost,
         })
     }
 
@@ -1414,6 +1443,64 @@ fn search_after_of(
         }
     });
     Ok(())
+}
+
+/// `indices_boost`: `[{"index": factor}, ...]` (or, deprecated, one object), in order.
+fn indices_boost_of(value: &JsonValue) -> Result<Vec<(String, f32)>, ApiError> {
+    let entries: Vec<(&String, &JsonValue)> = match value {
+        JsonValue::Object(object) => object.iter().collect(),
+        JsonValue::Array(items) => items
+            .iter()
+            .map(|item| match item.as_object() {
+                Some(object) if object.len() == 1 => Ok(object.iter().next().expect("one")),
+                _ => Err(ApiError::bad_request(
+                    "indices_boost: expected a list of {index: factor}",
+                )),
+            })
+            .collect::<Result<_, _>>()?,
+        _ => {
+            return Err(ApiError::bad_request(
+                "indices_boost: expected a list of {index: factor}",
+            ))
+        }
+    };
+    entries
+        .into_iter()
+        .map(|(name, factor)| {
+            let factor = factor
+                .as_f64()
+                .filter(|f| f.is_finite() && *f >= 0.0)
+                .ok_or_else(|| {
+                    ApiError::bad_request(format!("indices_boost.{name}: expected a factor"))
+                })?;
+            Ok((name.clone(), factor as f32))
+        })
+        .collect()
+}
+
+/// Each of `indices`' score factor from `indices_boost` (the first entry naming the index,
+/// its alias or a pattern matching it; 1 for none). An entry that names no index is a 404.
+fn index_boosts(
+    state: &Arc<AppState>,
+    boosts: &[(String, f32)],
+    indices: &[String],
+    headers: &HeaderMap,
+    missing: es_indices::Missing,
+) -> Result<Vec<f32>, ApiError> {
+    let mut named: Vec<(Vec<String>, f32)> = Vec::with_capacity(boosts.len());
+    for (expression, factor) in boosts {
+        let found = es_indices::resolve(state, expression, headers, missing)?;
+        named.push((found.into_iter().map(|(name, _)| name).collect(), *factor));
+    }
+    Ok(indices
+        .iter()
+        .map(|index| {
+            named
+                .iter()
+                .find(|(names, _)| names.contains(index))
+                .map_or(1.0, |(_, factor)| *factor)
+        })
+        .collect())
 }
 
 /// A time `search_after` gives, in milliseconds: a number of them, or a date.

@@ -301,6 +301,8 @@ struct BulkItem {
     id: Option<String>,
     /// Set when the item failed before ingest.
     error: Option<ItemError>,
+    /// The index must be an alias (`require_alias`), when the action says.
+    require_alias: Option<bool>,
     /// The document's line number (for index and create).
     line: usize,
 }
@@ -327,12 +329,16 @@ pub(crate) async fn bulk(
         (None, Some(index)) if !index.is_empty() => index.to_owned(),
         _ => crate::es_api::index_or_default(path_index),
     };
-    for flag in ["require_alias", "require_data_stream"] {
-        if params.get(flag).is_some_and(|value| value != "false") {
-            return crate::es_api::es_response(Err(ApiError::bad_request(format!(
-                "unsupported: bulk URL parameter [{flag}]=true (Quarry has no aliases or data streams)"
-            ))));
-        }
+    if params
+        .get("require_data_stream")
+        .is_some_and(|value| value != "false")
+    {
+        return crate::es_api::es_response(Err(ApiError::bad_request(
+            "unsupported: bulk URL parameter [require_data_stream]=true (Quarry has no data streams)",
+        )));
+    }
+    if let Err(error) = params.flag("require_alias", false) {
+        return crate::es_api::es_response(Err(error));
     }
     // A request without any key is refused whole; a key is checked against each item's tenant.
     let answer = match state.require_some_key(&headers) {
@@ -353,12 +359,6 @@ pub(crate) async fn bulk(
     crate::es_api::es_response(answer)
 }
 
-/// Bulk URL parameters that change nothing in Quarry: an acknowledged event is searchable at
-/// once (`refresh` of any kind is already satisfied), a tenant has one index (`routing`,
-/// `wait_for_active_shards`), and the request's own timeout bounds it (`timeout`).
-/// `require_alias` and `require_data_stream` are taken at `false` only, `index` names the
-/// default index; `pipeline` (an ingest pipeline would change the documents) and the rest are
-/// refused by name.
 /// One bulk request made by another API (es_docs.rs): its reply as JSON.
 pub(crate) async fn bulk_one(
     state: Arc<AppState>,
@@ -381,6 +381,12 @@ pub(crate) async fn bulk_one(
     serde_json::from_str(&reply).map_err(ApiError::internal)
 }
 
+/// Bulk URL parameters that change nothing in Quarry's answer: an acknowledged event is
+/// searchable at once (`refresh` of any kind is already satisfied), a tenant has one index
+/// (`routing`, `wait_for_active_shards`), and the request's own timeout bounds it
+/// (`timeout`). `require_alias` is honoured (each item must name an alias),
+/// `require_data_stream` taken at `false` only, `index` names the default index; `pipeline`
+/// (an ingest pipeline would change the documents) and the rest are refused by name.
 const BULK_IGNORED: &[&str] = &[
     "refresh",
     "timeout",
@@ -406,6 +412,8 @@ async fn bulk_inner(
     started: Instant,
 ) -> Result<String, ApiError> {
     let durable = durability(query.as_deref(), BULK_IGNORED)?;
+    let require_alias =
+        crate::es_api::EsParams::parse(query.as_deref())?.flag("require_alias", false)?;
     let limit = state.max_body_bytes;
     let now = now_nanos();
     let work_state = state.clone();
@@ -419,6 +427,28 @@ async fn bulk_inner(
         let mut decided: Vec<(Arc<str>, TenantDecision)> = Vec::new();
         for (item_index, doc) in docs {
             let item = &mut items[item_index];
+            if item.require_alias.unwrap_or(require_alias)
+                && !crate::es_aliases::is_alias(&work_state, &item.index)
+            {
+                item.error = Some((
+                    404,
+                    "index_not_found_exception",
+                    format!(
+                        "no such index [{0}] and [require_alias] request flag is [true] and [{0}] is not an alias",
+                        item.index
+                    ),
+                ));
+                continue;
+            }
+            // An alias: its write index.
+            match crate::es_aliases::write_index(&work_state, &item.index) {
+                Ok(index) if *index != *item.index => item.index = Arc::from(index),
+                Ok(_) => {}
+                Err(error) => {
+                    item.error = Some((400, "illegal_argument_exception", error.message));
+                    continue;
+                }
+            }
             let decision = match decided.iter().find(|(index, _)| *index == item.index) {
                 Some((_, decision)) => decision,
                 None => {
@@ -660,20 +690,37 @@ fn parse_bulk<'a>(
             ApiError::bad_request(format!("Malformed action/metadata line [{number}]: {why}"))
         };
         // Shippers repeat one action line for every document: the same bytes read the same.
-        let (name, index, id) = match &last_action {
+        let (name, index, id, options) = match &last_action {
             Some((bytes, action)) if *bytes == line => action.clone(),
             _ => {
-                let (name, index_name, id) = read_action(line).map_err(malformed)?;
+                let (name, index_name, id, options) = read_action(line).map_err(malformed)?;
                 let index_name = index_name.as_deref().unwrap_or(default_index);
                 let index = match items.last() {
                     Some(BulkItem { index, .. }) if &**index == index_name => Arc::clone(index),
                     _ => Arc::from(index_name),
                 };
-                last_action = Some((line, (name, index.clone(), id.clone())));
-                (name, index, id)
+                let action = (name, index, id, options);
+                last_action = Some((line, action.clone()));
+                action
             }
         };
         match name {
+            "index" | "create" if options.refused.is_some() => {
+                lines.next();
+                let key = options.refused.unwrap_or_default();
+                items.push(BulkItem {
+                    error: Some((
+                        400,
+                        "illegal_argument_exception",
+                        format!("unsupported: [{key}] in a bulk action"),
+                    )),
+                    action: name,
+                    index,
+                    id,
+                    require_alias: None,
+                    line: number,
+                });
+            }
             "index" | "create" => {
                 let Some((doc_number, doc)) = lines.next() else {
                     return Err(malformed(format!("action [{name}] has no document line")));
@@ -688,6 +735,7 @@ fn parse_bulk<'a>(
                     index,
                     id,
                     error: None,
+                    require_alias: options.require_alias,
                     line: doc_number,
                 });
             }
@@ -706,6 +754,7 @@ fn parse_bulk<'a>(
                     action: name,
                     index,
                     id,
+                    require_alias: None,
                     line: number,
                 });
             }
@@ -714,11 +763,28 @@ fn parse_bulk<'a>(
     Ok((items, docs))
 }
 
-/// An action line read: the action, its index and its id.
-type BulkAction = (&'static str, Arc<str>, Option<String>);
+/// An action line read: the action, its index, its id and its other options.
+type BulkAction = (&'static str, Arc<str>, Option<String>, ActionOptions);
 
-/// An action line's action, `_index` (if named) and `_id` (if given), or why it is malformed.
-fn read_action(line: &[u8]) -> Result<(&'static str, Option<String>, Option<String>), String> {
+/// An action's metadata beside `_index` and `_id`.
+#[derive(Debug, Clone, Default)]
+struct ActionOptions {
+    /// The index must be an alias (`None`: as the URL says).
+    require_alias: Option<bool>,
+    /// A key Quarry does not honour (`pipeline`, `version`, `if_seq_no`, ...): the item is
+    /// refused, naming it.
+    refused: Option<String>,
+}
+
+/// An action line as read: the action, `_index` and `_id` if named, and the options.
+type ActionRead = (&'static str, Option<String>, Option<String>, ActionOptions);
+
+/// Action metadata that changes nothing: one index per tenant (`routing`), types are gone.
+const ACTION_NO_OPS: &[&str] = &["routing", "_type"];
+
+/// An action line's action, `_index` (if named), `_id` (if given) and options, or why it is
+/// malformed.
+fn read_action(line: &[u8]) -> Result<ActionRead, String> {
     let action: ActionLine = serde_json::from_slice(line).map_err(|e| e.to_string())?;
     let (name, meta) = match action {
         ActionLine {
@@ -751,11 +817,21 @@ fn read_action(line: &[u8]) -> Result<(&'static str, Option<String>, Option<Stri
         JsonValue::String(id) => id,
         other => other.to_string(),
     });
-    Ok((name, meta.index.map(Cow::into_owned), id))
+    let mut options = ActionOptions::default();
+    for (key, value) in meta.other {
+        match key.as_str() {
+            "require_alias" => options.require_alias = value.as_bool(),
+            key if ACTION_NO_OPS.contains(&key) => {}
+            key => {
+                options.refused.get_or_insert_with(|| key.to_owned());
+            }
+        }
+    }
+    Ok((name, meta.index.map(Cow::into_owned), id, options))
 }
 
 /// An action line, `{"index": {...}}` and the like: exactly one of the four is set. Other
-/// metadata (`routing`, `pipeline`, `_type`, ...) is accepted and not used.
+/// metadata is read into `ActionOptions`.
 #[derive(serde::Deserialize)]
 struct ActionLine<'a> {
     #[serde(borrow, default)]
@@ -774,6 +850,8 @@ struct ActionMeta<'a> {
     index: Option<Cow<'a, str>>,
     #[serde(default, rename = "_id")]
     id: Option<JsonValue>,
+    #[serde(flatten)]
+    other: std::collections::BTreeMap<String, JsonValue>,
 }
 
 /// `{"_id":"ID", …doc}`: the document with the action's `_id` as its first field (if the
@@ -833,6 +911,7 @@ mod tests {
             index: "default".into(),
             id: id.map(str::to_owned),
             error,
+            require_alias: None,
             line: 2,
         };
         let items = [

@@ -17,6 +17,7 @@
 
 mod admin;
 mod es_aggs;
+mod es_aliases;
 mod es_api;
 mod es_composite;
 mod es_docs;
@@ -183,6 +184,7 @@ pub async fn serve(
         quotas: Default::default(),
         created: String::new(),
         search_limits: Default::default(),
+        aliases: Default::default(),
     };
     let default = Tenant::open(&config.data, default_spec, &config.ingest)?;
     admin::remove_leftovers(&config.data).map_err(ServerError::Registry)?;
@@ -374,6 +376,28 @@ fn router(state: Arc<AppState>, guard: guard::Guard, request_timeout: Duration) 
         )
         .route("/{index}/_update/{id}", post(es_docs::refuse_change))
         .route("/_pit", axum::routing::delete(es_scroll::close_pit))
+        // Aliases (es_aliases.rs).
+        .route("/_aliases", post(es_aliases::update))
+        .route("/_alias", get(es_aliases::get_all))
+        .route(
+            "/_alias/{name}",
+            get(es_aliases::get_named).head(es_aliases::exists),
+        )
+        .route("/{index}/_alias", get(es_aliases::get_of_index))
+        .route(
+            "/{index}/_alias/{name}",
+            put(es_aliases::put)
+                .post(es_aliases::put)
+                .delete(es_aliases::delete)
+                .get(es_aliases::get_of_index_named)
+                .head(es_aliases::exists_of_index),
+        )
+        .route(
+            "/{index}/_aliases/{name}",
+            put(es_aliases::put)
+                .post(es_aliases::put)
+                .delete(es_aliases::delete),
+        )
         .route("/_cluster/health", get(es_indices::cluster_health))
         .route("/_cluster/health/{index}", get(es_indices::cluster_health))
         .route("/_cat/indices", get(es_indices::cat_indices))

@@ -14,6 +14,7 @@
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use subtle::ConstantTimeEq;
@@ -135,6 +136,17 @@ pub struct TenantSpec {
     pub created: String,
     #[serde(default, skip_serializing_if = "SearchLimits::is_default")]
     pub search_limits: SearchLimits,
+    /// Elasticsearch aliases naming this tenant (es_aliases.rs), by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub aliases: BTreeMap<String, AliasSpec>,
+}
+
+/// One alias of a tenant: searches of the alias read every tenant it names; writes go to
+/// its write index (the only tenant it names, or the one marked `is_write_index`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AliasSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_write_index: Option<bool>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -353,6 +365,7 @@ mod tests {
                 max_result_window: Some(500),
                 ..SearchLimits::default()
             },
+            aliases: [("logs".to_owned(), AliasSpec::default())].into(),
         };
         store(dir.path(), std::slice::from_ref(&spec)).unwrap();
         assert_eq!(load(dir.path()).unwrap(), [spec]);

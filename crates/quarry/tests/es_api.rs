@@ -61,7 +61,7 @@ fn indices_are_tenants_and_counts_match_the_events() {
     assert_eq!(status, 400, "{answer}");
     assert_eq!(answer["error"]["type"], "resource_already_exists_exception");
     for (body, named) in [
-        (r#"{"aliases": {"x": {}}}"#, "aliases"),
+        (r#"{"aliases": {"x": {"filter": {}}}}"#, "aliases.x.filter"),
         (
             r#"{"settings": {"analysis": {"analyzer": {"a": {"type": "standard"}}}}}"#,
             "index.analysis",
@@ -330,9 +330,9 @@ fn hits_show_what_the_request_asks_and_unsupported_options_are_refused() {
         ),
         ("/default/_bulk?pipeline=geoip", json!({}), "pipeline"),
         (
-            "/default/_bulk?require_alias=true",
+            "/default/_bulk?require_data_stream=true",
             json!({}),
-            "require_alias",
+            "require_data_stream",
         ),
         (
             "/default/_search",
@@ -1524,4 +1524,146 @@ fn array_items_are_apart_for_phrases_and_patterns_score_one() {
     );
     let boosted = score(json!({"bool": {"must": {"match": {"text": "foo"}}, "boost": 2}}));
     assert!((boosted - 2.0 * alone).abs() < 1e-5, "{boosted} {alone}");
+}
+
+/// Aliases: a search of an alias reads every index it names, a write goes to its write index
+/// (refused, naming the alias, when it has none), `GET /_alias` lists them, a deletion removes
+/// them; `indices_boost` scales each index's scores, by index, alias or pattern. Counts and
+/// orders by hand over the documents sent.
+#[test]
+fn aliases_name_indices_for_searches_and_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("d"));
+    for index in ["a1", "a2"] {
+        let (status, answer) = server.request("PUT", &format!("/{index}"), Some("{}"));
+        assert_eq!(status, 200, "{answer}");
+    }
+    let (status, answer) = server.request(
+        "PUT",
+        "/a3",
+        Some(r#"{"aliases": {"solo": {}, "both": {"is_write_index": true}}}"#),
+    );
+    assert_eq!(status, 200, "{answer}");
+    for (index, alias) in [("a1", "both"), ("a2", "pair"), ("a1", "pair")] {
+        let (status, answer) =
+            server.request("PUT", &format!("/{index}/_alias/{alias}"), Some("{}"));
+        assert_eq!(status, 200, "{answer}");
+    }
+    // An alias may not take an index's name, nor an index an alias's.
+    let (status, _) = server.request("PUT", "/a1/_alias/a2", Some("{}"));
+    assert_eq!(status, 400);
+    let (status, _) = server.request("PUT", "/pair", Some("{}"));
+    assert_eq!(status, 400);
+    // Filtered aliases are refused by name.
+    let (status, answer) = server.request(
+        "PUT",
+        "/a1/_alias/f",
+        Some(r#"{"filter": {"term": {"x": 1}}}"#),
+    );
+    assert_eq!(status, 400);
+    assert!(answer.to_string().contains("filter"), "{answer}");
+
+    // Writes: `solo` names one index, `both` has a write index, `pair` has none.
+    let mut bulk = String::new();
+    for (alias, n) in [("solo", 1), ("both", 2), ("a1", 3), ("a2", 4), ("pair", 5)] {
+        bulk.push_str(&format!(
+            "{{\"index\":{{\"_index\":\"{alias}\"}}}}\n{{\"n\":{n}}}\n"
+        ));
+    }
+    let (status, answer) = server.request("POST", "/_bulk", Some(&bulk));
+    assert_eq!(status, 200, "{answer}");
+    let items = answer["items"].as_array().unwrap();
+    let indices: Vec<&str> = items
+        .iter()
+        .map(|i| i["index"]["_index"].as_str().unwrap())
+        .collect();
+    assert_eq!(indices, ["a3", "a3", "a1", "a2", "pair"], "{answer}");
+    assert_eq!(items[4]["index"]["status"], 400, "{answer}");
+    assert!(items[4]["index"]["error"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("no write index"));
+    let (status, _) = server.request(
+        "POST",
+        "/pair/_bulk?require_alias=true",
+        Some("{\"index\":{}}\n{\"n\":6}\n"),
+    );
+    assert_eq!(status, 200);
+    let (_, answer) = server.request(
+        "POST",
+        "/a1/_bulk?require_alias=true",
+        Some("{\"index\":{}}\n{\"n\":7}\n"),
+    );
+    assert_eq!(answer["items"][0]["index"]["status"], 404, "{answer}");
+
+    // Searches: a1 holds 3, a2 holds 4, a3 holds 1 and 2.
+    let ns = |path: &str| -> Vec<i64> {
+        let (status, answer) = server.request("POST", path, Some(r#"{"size": 100}"#));
+        assert_eq!(status, 200, "{answer}");
+        let mut ns: Vec<i64> = answer["hits"]["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["_source"]["n"].as_i64().unwrap())
+            .collect();
+        ns.sort_unstable();
+        ns
+    };
+    assert_eq!(ns("/solo/_search"), [1, 2]);
+    assert_eq!(ns("/both/_search"), [1, 2, 3]);
+    assert_eq!(ns("/pair/_search"), [3, 4]);
+    assert_eq!(ns("/pa*/_search"), [3, 4]);
+    assert_eq!(ns("/solo,a2/_search"), [1, 2, 4]);
+
+    // Listing.
+    let (status, answer) = server.request("GET", "/_alias/pair", None);
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        answer,
+        json!({"a1": {"aliases": {"pair": {}}}, "a2": {"aliases": {"pair": {}}}})
+    );
+    let (_, answer) = server.request("GET", "/a3/_alias", None);
+    assert_eq!(
+        answer,
+        json!({"a3": {"aliases": {"both": {"is_write_index": true}, "solo": {}}}})
+    );
+    let (status, answer) = server.request("GET", "/_alias/nope", None);
+    assert_eq!(status, 404, "{answer}");
+    assert_eq!(server.send("HEAD", "/_alias/solo", &[], b"").status, 200);
+    assert_eq!(server.send("HEAD", "/_alias/nope", &[], b"").status, 404);
+
+    // indices_boost: every hit of a match_all scores 1, times its index's factor.
+    let body = json!({"size": 100, "indices_boost": [{"pair": 3.0}, {"a*": 2.0}]});
+    let (status, answer) = server.request("POST", "/a1,a2,a3/_search", Some(&body.to_string()));
+    assert_eq!(status, 200, "{answer}");
+    for hit in answer["hits"]["hits"].as_array().unwrap() {
+        let want = match hit["_index"].as_str().unwrap() {
+            "a1" | "a2" => 3.0,
+            _ => 2.0,
+        };
+        assert_eq!(hit["_score"], json!(want), "{hit}");
+    }
+    let body = json!({"indices_boost": [{"nope": 2.0}]});
+    let (status, _) = server.request("POST", "/a1/_search", Some(&body.to_string()));
+    assert_eq!(status, 404);
+
+    // Removing: a named alias from an index; one it lacks is a 404; deleting an index takes
+    // its aliases along; an alias is not an index to delete.
+    let (status, _) = server.request("DELETE", "/a1/_alias/pair", None);
+    assert_eq!(status, 200);
+    assert_eq!(ns("/pair/_search"), [4]);
+    let (status, _) = server.request("DELETE", "/a1/_alias/pair", None);
+    assert_eq!(status, 404);
+    let (status, _) = server.request("DELETE", "/solo", None);
+    assert_eq!(status, 400);
+    let (status, _) = server.request("DELETE", "/a3", None);
+    assert_eq!(status, 200);
+    let (status, _) = server.request("POST", "/solo/_search", Some("{}"));
+    assert_eq!(status, 404);
+    let body = json!({"actions": [{"add": {"index": "a2", "alias": "solo"}}, {"remove": {"index": "a2", "alias": "pair"}}]});
+    let (status, answer) = server.request("POST", "/_aliases", Some(&body.to_string()));
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(ns("/solo/_search"), [4]);
+    let (status, _) = server.request("POST", "/pair/_search", Some("{}"));
+    assert_eq!(status, 404);
 }

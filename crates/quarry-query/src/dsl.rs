@@ -152,6 +152,9 @@ pub fn field_name(name: &str) -> &str {
     }
 }
 
+/// The longest `regexp` value, in UTF-16 units (Elasticsearch's `index.max_regex_length`).
+const MAX_REGEX_LENGTH: usize = 1000;
+
 /// Compiles one DSL query object (the value of a request's `query`); `path` names it in
 /// errors, `now` is what `now` means in date math (ns since the epoch).
 pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
@@ -453,6 +456,16 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
                 Some(Value::String(value)) => value.clone(),
                 _ => return Err(error(path, "expected a string value")),
             };
+            // Elasticsearch's `index.max_regex_length` (its default; the setting is not taken).
+            let length = value.encode_utf16().count();
+            if kind == "regexp" && length > MAX_REGEX_LENGTH {
+                return Err(error(
+                    path,
+                    format!(
+                        "The length of regex [{length}] used in the Regexp Query request has exceeded the allowed maximum of [{MAX_REGEX_LENGTH}]. This maximum can be set by changing the [index.max_regex_length] index level setting."
+                    ),
+                ));
+            }
             // As written: the pattern lowercases itself for tokens and keeps the case for
             // whole values (`X.keyword`, keyword fields), as Elasticsearch does.
             let kind = match kind.as_str() {
@@ -1836,6 +1849,15 @@ mod tests {
             "message:*rr?r",
         );
         same(json!({"regexp": {"message": "err.*"}}), "message:/err.*/");
+        same(
+            json!({"regexp": {"m": "a".repeat(1000)}}),
+            &format!("m:/{}/", "a".repeat(1000)),
+        );
+        let long = "é".repeat(1001);
+        assert!(compile(&json!({"regexp": {"m": long}}), "query", NOW)
+            .unwrap_err()
+            .to_string()
+            .contains("The length of regex [1001] used in the Regexp Query request has exceeded the allowed maximum of [1000]"));
         same(
             json!({"fuzzy": {"message": {"value": "eror", "fuzziness": 1}}}),
             "message:eror~1",

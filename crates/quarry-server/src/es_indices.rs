@@ -628,6 +628,8 @@ pub(crate) fn resolve(
 ) -> Result<Vec<(String, Arc<Tenant>)>, ApiError> {
     let mut found: Vec<(String, Arc<Tenant>)> = Vec::new();
     for part in expression.split(',').filter(|p| !p.is_empty()) {
+        let named = date_math_name(part, quarry_query::time::now_nanos())?;
+        let part = named.as_str();
         if let Some(excluded) = part.strip_prefix('-') {
             found.retain(|(name, _)| !glob_matches(excluded, name));
             continue;
@@ -665,6 +667,41 @@ pub(crate) fn resolve(
     Ok(found)
 }
 
+/// An index name with date math (`<logstash-{now/d}>`, `<logs-{now/M{yyyy.MM}}>`): the text
+/// with each `{date math{format}}` replaced by that time in the format (default
+/// `yyyy.MM.dd`), in UTC; other names as they are.
+pub(crate) fn date_math_name(name: &str, now: i64) -> Result<String, ApiError> {
+    let Some(inner) = name.strip_prefix('<').and_then(|n| n.strip_suffix('>')) else {
+        return Ok(name.to_owned());
+    };
+    let bad =
+        |why: &str| ApiError::bad_request(format!("invalid date math index name [{name}]: {why}"));
+    let mut out = String::new();
+    let mut rest = inner;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        // `{math}` or `{math{format}}`.
+        let (math, format, tail) = match (after.find('{'), after.find('}')) {
+            (Some(f), Some(c)) if f < c => {
+                let close = after[f..].find("}}").ok_or_else(|| bad("unclosed {"))? + f;
+                (&after[..f], &after[f + 1..close], &after[close + 2..])
+            }
+            (_, Some(c)) => (&after[..c], "yyyy.MM.dd", &after[c + 1..]),
+            _ => return Err(bad("unclosed {")),
+        };
+        if format.contains('|') {
+            return Err(bad("a time zone is not supported (UTC is used)"));
+        }
+        let time = quarry_query::time::parse_time(math, now).map_err(|e| bad(&e))?;
+        let format = crate::es_aggs::DateFormat::parse(format).map_err(|e| bad(&e))?;
+        out.push_str(&format.format(time, quarry_query::time::Zone::Utc));
+        rest = tail;
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
 impl AppState {
     /// Creating and deleting indices: the admin token when keys are on; keyless, anyone (the
     /// server is on loopback, module doc).
@@ -698,6 +735,22 @@ mod tests {
         ] {
             assert_eq!(glob_matches(pattern, name), expected, "{pattern} {name}");
         }
+    }
+
+    #[test]
+    fn date_math_names_read_their_time() {
+        // 2026-11-27T05:30:00Z
+        let now = 1_795_757_400_000_000_000;
+        for (name, want) in [
+            ("logs", "logs"),
+            ("<logs-{now/d}>", "logs-2026.11.27"),
+            ("<logs-{now/M}>", "logs-2026.11.01"),
+            ("<logs-{now/M{yyyy.MM}}>", "logs-2026.11"),
+            ("<logs-{now-1d/d}-x>", "logs-2026.11.26-x"),
+        ] {
+            assert_eq!(date_math_name(name, now).unwrap(), want, "{name}");
+        }
+        assert!(date_math_name("<logs-{now/d>", now).is_err());
     }
 
     #[test]

@@ -178,18 +178,13 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
     match kind.as_str() {
         // Every document, each scored 1 (times a boost), as in Elasticsearch.
         "match_all" => {
-            let boost = body.get("boost");
-            if let Some(other) = body
-                .as_object()
-                .and_then(|o| o.keys().find(|k| *k != "boost"))
-            {
-                return Err(error(path, format!("unknown option [{other}]")));
+            if let Some(options) = body.as_object() {
+                check_keys(options, &["boost"], path)?;
             }
-            let all = Ast::Constant {
+            Ok(Ast::Constant {
                 inner: Box::new(Ast::All),
-                score: 1.0,
-            };
-            boosted(all, boost, path)
+                score: boost_of(body.get("boost"), path)?,
+            })
         }
         "ids" => {
             let options = body
@@ -501,16 +496,9 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
             let filter = options
                 .get("filter")
                 .ok_or_else(|| error(path, "expected a filter"))?;
-            let score = match options.get("boost") {
-                None => 1.0,
-                Some(value) => value
-                    .as_f64()
-                    .filter(|b| b.is_finite() && *b >= 0.0)
-                    .ok_or_else(|| error(path, "boost: expected a number, 0 or more"))?,
-            };
             Ok(Ast::Constant {
                 inner: Box::new(compile(filter, &format!("{path}.filter"), now)?),
-                score: score as f32,
+                score: boost_of(options.get("boost"), path)?,
             })
         }
         other => Err(error(
@@ -1291,21 +1279,27 @@ fn at_default(
 
 /// `ast` times the `boost` option, when there is one other than 1.
 fn boosted(ast: Ast, boost: Option<&Value>, path: &str) -> Result<Ast, DslError> {
-    let boost = match boost {
-        None => return Ok(ast),
-        Some(value) => value
-            .as_f64()
-            .filter(|b| b.is_finite() && *b >= 0.0)
-            .ok_or_else(|| error(path, "boost: expected a number, 0 or more"))?,
-    };
+    let boost = boost_of(boost, path)?;
     Ok(if boost == 1.0 {
         ast
     } else {
         Ast::Boost {
             inner: Box::new(ast),
-            boost: boost as f32,
+            boost,
         }
     })
+}
+
+/// A `boost` option: a number, 0 or more (1 when absent).
+fn boost_of(boost: Option<&Value>, path: &str) -> Result<f32, DslError> {
+    match boost {
+        None => Ok(1.0),
+        Some(value) => value
+            .as_f64()
+            .filter(|b| b.is_finite() && *b >= 0.0)
+            .map(|b| b as f32)
+            .ok_or_else(|| error(path, "boost: expected a number, 0 or more")),
+    }
 }
 
 /// `minimum_should_match`: `3`, `-1`, `"75%"`, `"-25%"`; combinations (`"3<90%"`) are refused.

@@ -137,6 +137,25 @@ enum Change {
     Remove { index: String, alias: String },
 }
 
+/// Adds to `changes` alias `alias` with `options` on each of `indices` (the name checked).
+fn add_to_each(
+    state: &AppState,
+    alias: &str,
+    indices: &[(String, Arc<Tenant>)],
+    options: &AliasSpec,
+    changes: &mut Vec<Change>,
+) -> Result<(), ApiError> {
+    check_alias_name(state, alias)?;
+    for (index, _) in indices {
+        changes.push(Change::Add {
+            index: index.clone(),
+            alias: alias.to_owned(),
+            options: options.clone(),
+        });
+    }
+    Ok(())
+}
+
 /// Applies `changes` to the registry and the open tenants, all or none (404 naming an alias
 /// a removal finds on none of its indices).
 async fn apply(state: &Arc<AppState>, changes: Vec<Change>) -> Result<(), ApiError> {
@@ -222,14 +241,7 @@ pub(crate) async fn put(
         }
         let mut changes = Vec::new();
         for alias in name.split(',').filter(|a| !a.is_empty()) {
-            check_alias_name(&state, alias)?;
-            for (index, _) in &indices {
-                changes.push(Change::Add {
-                    index: index.clone(),
-                    alias: alias.to_owned(),
-                    options: options.clone(),
-                });
-            }
+            add_to_each(&state, alias, &indices, &options, &mut changes)?;
         }
         apply(&state, changes).await?;
         Ok(json!({"acknowledged": true}).to_string())
@@ -341,14 +353,7 @@ pub(crate) async fn update(
                 "add" => {
                     let spec = alias_options(&JsonValue::Object(options), &path)?;
                     for alias in &aliases {
-                        check_alias_name(&state, alias)?;
-                        for (index, _) in &indices {
-                            changes.push(Change::Add {
-                                index: index.clone(),
-                                alias: alias.clone(),
-                                options: spec.clone(),
-                            });
-                        }
+                        add_to_each(&state, alias, &indices, &spec, &mut changes)?;
                     }
                 }
                 "remove" => {

@@ -76,6 +76,12 @@ struct Highlight {
     fragments: usize,
 }
 
+/// Names an event holds that are its hit's metadata (`_id`, `_ignored`), never a field of
+/// its `_source` or `fields`.
+fn is_metadata(name: &str) -> bool {
+    name == "_id" || name == IGNORED_FIELD
+}
+
 fn unsupported(path: &str) -> ApiError {
     ApiError::bad_request(format!("unsupported: [{path}] in the search body"))
 }
@@ -249,9 +255,7 @@ impl HitView {
             // `_id` and `_ignored` are the hit's, not fields of its source.
             let kept: Map<String, JsonValue> = flat
                 .iter()
-                .filter(|(name, _)| {
-                    *name != "_id" && *name != IGNORED_FIELD && self.source.keeps(name)
-                })
+                .filter(|(name, _)| !is_metadata(name) && self.source.keeps(name))
                 .map(|(name, value)| (name.clone(), value.clone()))
                 .collect();
             let mut source = crate::es_search::nested(kept);
@@ -277,9 +281,7 @@ impl HitView {
                     fields.insert("@timestamp".into(), json!([text]));
                 }
                 for (name, value) in flat {
-                    // Metadata is the hit's own, never a field.
-                    let metadata = name == "_id" || name == IGNORED_FIELD;
-                    if !metadata && glob_matches(pattern, name) {
+                    if !is_metadata(name) && glob_matches(pattern, name) {
                         let mut values = match value {
                             JsonValue::Array(items) => items.clone(),
                             one => vec![one.clone()],

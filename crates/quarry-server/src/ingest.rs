@@ -403,6 +403,62 @@ const BULK_IGNORED: &[&str] = &[
 /// Whether a bulk request may write to an index: its tenant, or the error for its items.
 type TenantDecision = Result<Arc<Tenant>, ItemError>;
 
+/// Where the items naming one index go.
+struct WriteTarget {
+    /// The index written: the one named, or an alias's write index.
+    index: Arc<str>,
+    /// The name is an alias (`require_alias`).
+    alias: bool,
+    /// Whether the request may write the index (`decide`), once an item asks; an alias
+    /// without a write index is decided at once.
+    decision: Option<TenantDecision>,
+}
+
+/// The index the index `name` of a bulk item writes: itself, or an alias's write index (or
+/// why the alias has none).
+fn write_target(state: &AppState, name: &Arc<str>) -> WriteTarget {
+    let alias = state.open_tenant(name).is_none() && crate::es_aliases::is_alias(state, name);
+    let (index, decision) = match crate::es_aliases::write_index(state, name) {
+        Ok(index) if *index == **name => (name.clone(), None),
+        Ok(index) => (Arc::from(index), None),
+        Err(error) => (
+            name.clone(),
+            Some(Err((400, "illegal_argument_exception", error.message))),
+        ),
+    };
+    WriteTarget {
+        index,
+        alias,
+        decision,
+    }
+}
+
+/// Whether the request may write `index`: its tenant if the key may write it, a new tenant for
+/// those who may create indices (Elasticsearch's automatic index creation, es_indices.rs),
+/// else the error for its items.
+fn decide(state: &AppState, index: &str, headers: &HeaderMap) -> TenantDecision {
+    match state.authorize(index, headers) {
+        Ok(tenant) => Ok(tenant),
+        Err(error) if error.status == StatusCode::UNAUTHORIZED => {
+            Err((401, "security_exception", error.message))
+        }
+        Err(_) if state.may_manage_indices(headers).is_ok() => {
+            crate::es_indices::create_for_write(state, index).map_err(|error| {
+                (
+                    error.status.as_u16(),
+                    "invalid_index_name_exception",
+                    error.message,
+                )
+            })
+        }
+        Err(_) => Err((
+            404,
+            "index_not_found_exception",
+            format!("no such index [{index}]"),
+        )),
+    }
+}
+
 async fn bulk_inner(
     state: Arc<AppState>,
     default_index: String,
@@ -423,13 +479,19 @@ async fn bulk_inner(
         // One tenant per batch: group the documents by the tenant they name.
         let mut by_tenant: Vec<TenantDocs> = Vec::new();
         let mut items = items;
-        // Each index named is authorized once (a key check hashes the key).
-        let mut decided: Vec<(Arc<str>, TenantDecision)> = Vec::new();
+        // Each index named is resolved and authorized once (a key check hashes the key).
+        let mut decided: Vec<(Arc<str>, WriteTarget)> = Vec::new();
         for (item_index, doc) in docs {
             let item = &mut items[item_index];
-            if item.require_alias.unwrap_or(require_alias)
-                && !crate::es_aliases::is_alias(&work_state, &item.index)
-            {
+            let position = match decided.iter().position(|(name, _)| *name == item.index) {
+                Some(position) => position,
+                None => {
+                    decided.push((item.index.clone(), write_target(&work_state, &item.index)));
+                    decided.len() - 1
+                }
+            };
+            let target = &mut decided[position].1;
+            if item.require_alias.unwrap_or(require_alias) && !target.alias {
                 item.error = Some((
                     404,
                     "index_not_found_exception",
@@ -440,46 +502,11 @@ async fn bulk_inner(
                 ));
                 continue;
             }
-            // An alias: its write index.
-            match crate::es_aliases::write_index(&work_state, &item.index) {
-                Ok(index) if *index != *item.index => item.index = Arc::from(index),
-                Ok(_) => {}
-                Err(error) => {
-                    item.error = Some((400, "illegal_argument_exception", error.message));
-                    continue;
-                }
-            }
-            let decision = match decided.iter().find(|(index, _)| *index == item.index) {
-                Some((_, decision)) => decision,
-                None => {
-                    let decision = match work_state.authorize(&item.index, &headers) {
-                        Ok(tenant) => Ok(tenant),
-                        Err(error) if error.status == StatusCode::UNAUTHORIZED => {
-                            Err((401, "security_exception", error.message))
-                        }
-                        // A missing index is created, as Elasticsearch's bulk does, for those
-                        // who may create indices (es_indices.rs).
-                        Err(_) if work_state.may_manage_indices(&headers).is_ok() => {
-                            crate::es_indices::create_for_write(&work_state, &item.index).map_err(
-                                |error| {
-                                    (
-                                        error.status.as_u16(),
-                                        "invalid_index_name_exception",
-                                        error.message,
-                                    )
-                                },
-                            )
-                        }
-                        Err(_) => Err((
-                            404,
-                            "index_not_found_exception",
-                            format!("no such index [{}]", item.index),
-                        )),
-                    };
-                    decided.push((item.index.clone(), decision));
-                    &decided.last().expect("just pushed").1
-                }
-            };
+            item.index = target.index.clone();
+            // Decided once an item may write there: a refused item creates no index.
+            let decision = target
+                .decision
+                .get_or_insert_with(|| decide(&work_state, &target.index, &headers));
             let tenant = match decision {
                 Ok(tenant) => tenant.clone(),
                 Err(error) => {

@@ -198,6 +198,15 @@ impl Serialize for Node {
 
 /// Parses one JSON line into an event; `now` is the ingestion time used without a time field.
 pub fn parse_event(line: &[u8], now: i64) -> Result<Event, EventError> {
+    parse_event_as_sent(line, now).map(|(event, _)| event)
+}
+
+/// The time field of a line as it was sent: its key and its value as JSON text; `None` when
+/// the line had none (the event's time is then the ingestion time).
+pub type TimeAsSent = Option<(&'static str, String)>;
+
+/// `parse_event`, and how the line gave its time.
+pub fn parse_event_as_sent(line: &[u8], now: i64) -> Result<(Event, TimeAsSent), EventError> {
     let mut root: Node =
         serde_json::from_slice(line).map_err(|e| EventError::Json(e.to_string()))?;
     keep_exact_numbers(&mut root, line);
@@ -205,6 +214,7 @@ pub fn parse_event(line: &[u8], now: i64) -> Result<Event, EventError> {
         return Err(EventError::NotAnObject(root.kind()));
     };
     let mut time = None;
+    let mut sent = None;
     for key in TIME_SOURCE_FIELDS {
         // Null is no value, as everywhere; a key repeated with two values is no single time.
         let mut present = entries
@@ -220,7 +230,8 @@ pub fn parse_event(line: &[u8], now: i64) -> Result<Event, EventError> {
         match parsed {
             Some((index, t)) => {
                 time = Some(t);
-                entries.remove(index);
+                let (_, value) = entries.remove(index);
+                sent = Some((key, value.to_json()));
                 break;
             }
             None if key == TIME_FIELD => {
@@ -258,10 +269,13 @@ pub fn parse_event(line: &[u8], now: i64) -> Result<Event, EventError> {
         .into_iter()
         .map(|(name, node)| (name, leaf_value(node)))
         .collect();
-    Ok(Event {
-        time: time.unwrap_or(now),
-        fields,
-    })
+    Ok((
+        Event {
+            time: time.unwrap_or(now),
+            fields,
+        },
+        sent,
+    ))
 }
 
 /// Appends the leaves under `name`: every value that is not an object (objects recurse with

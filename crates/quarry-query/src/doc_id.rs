@@ -49,12 +49,16 @@ pub fn parse_content_id(id: &str) -> Option<(i64, u64)> {
     Some((time, hash))
 }
 
+/// Fields indexing or the Elasticsearch API add beside a document's own, left out of its
+/// content id: `_ignored`, and how the document gave its time (quarry-server's live.rs).
+const ADDED_FIELDS: [&str; 2] = [IGNORED_FIELD, "_time_as_sent"];
+
 /// A hash of the fields that does not depend on their order: the sum of one hash per field
-/// (name, value type and value). `_ignored`, which indexing may add, is left out.
+/// (name, value type and value). Fields indexing adds (`ADDED_FIELDS`) are left out.
 pub fn fields_hash<'a>(fields: impl Iterator<Item = (&'a str, &'a Value)>) -> u64 {
     let mut buffer = Vec::new();
     let mut sum = 0u64;
-    for (name, value) in fields.filter(|(name, _)| *name != IGNORED_FIELD) {
+    for (name, value) in fields.filter(|(name, _)| !ADDED_FIELDS.contains(name)) {
         buffer.clear();
         buffer.extend_from_slice(name.as_bytes());
         buffer.push(0xff);

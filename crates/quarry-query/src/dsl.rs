@@ -1436,6 +1436,14 @@ fn term(field: &str, value: &Value, case_insensitive: bool, path: &str) -> Resul
     let base = field.strip_suffix(".keyword").unwrap_or(field);
     let field = field_name(base);
     match value {
+        // An id is a string, whatever JSON spells it with (`{"term": {"_id": 1}}`).
+        Value::String(_) | Value::Number(_) if field == crate::doc_id::ID_FIELD => Ok(Ast::Exact {
+            field: field.to_owned(),
+            value: match value {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            },
+        }),
         Value::String(text)
             if case_insensitive
                 && field != TIME_FIELD

@@ -20,6 +20,7 @@ use quarry_format::docvalues::DocValuesCursor;
 use quarry_format::{
     BlockReader, ColumnType, DecodeError, FormatError, Result, TermKind, TERMINATED,
 };
+use std::sync::Arc;
 
 /// The doc count of one sparse time index entry (FORMAT.md, "Docs and time").
 const TIME_INDEX_INTERVAL: u32 = 128;
@@ -388,6 +389,43 @@ impl Scorer for BitSetScorer {
     }
     fn cost(&self) -> u64 {
         self.count
+    }
+}
+
+/// The docs of a sorted list (a block's deleted docs: `Searcher::with_deleted`).
+pub struct DocListScorer {
+    docs: Arc<[u32]>,
+    next: usize,
+}
+
+impl DocListScorer {
+    pub fn new(docs: Arc<[u32]>) -> DocListScorer {
+        DocListScorer { docs, next: 0 }
+    }
+}
+
+impl Scorer for DocListScorer {
+    fn doc(&self) -> u32 {
+        self.docs.get(self.next).copied().unwrap_or(TERMINATED)
+    }
+    fn advance(&mut self) -> u32 {
+        self.next = (self.next + 1).min(self.docs.len());
+        self.doc()
+    }
+    fn seek(&mut self, target: u32) -> u32 {
+        if self.doc() < target {
+            self.next += self.docs[self.next..].partition_point(|&doc| doc < target);
+        }
+        self.doc()
+    }
+    fn score(&mut self) -> f32 {
+        0.0
+    }
+    fn max_score(&self) -> f32 {
+        0.0
+    }
+    fn cost(&self) -> u64 {
+        (self.docs.len() - self.next) as u64
     }
 }
 

@@ -14,7 +14,7 @@ use quarry_format::column::ChunkCache;
 use quarry_format::{BlockReader, DecodeError, Value, TIME_FIELD};
 use quarry_index::{Analyzer, Schema};
 use quarry_store::Catalog;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -93,6 +93,9 @@ pub struct Searcher {
     chunk_cache: Option<Arc<ChunkCache>>,
     /// Each part's score factor, by its rank in `union` (`with_part_boosts`).
     part_boosts: Option<Arc<[f32]>>,
+    /// Docs no search sees (documents deleted or replaced by a newer version), a sorted list
+    /// per block, keyed by `block_key` (`with_deleted`).
+    deleted: Arc<HashMap<usize, Arc<[u32]>>>,
 }
 
 impl Searcher {
@@ -216,6 +219,7 @@ impl Searcher {
             damage_report: None,
             chunk_cache: None,
             part_boosts: None,
+            deleted: Arc::default(),
         }
     }
 
@@ -257,6 +261,10 @@ impl Searcher {
             mapping,
         ));
         let (blocks, block_ids): (Vec<_>, Vec<_>) = blocks.into_iter().unzip();
+        let mut deleted = HashMap::new();
+        for part in parts {
+            deleted.extend(part.deleted.iter().map(|(k, docs)| (*k, docs.clone())));
+        }
         Ok(Searcher {
             text_fields: text_fields(&blocks, &schema),
             blocks,
@@ -271,6 +279,7 @@ impl Searcher {
             }),
             chunk_cache: first.and_then(|p| p.chunk_cache.clone()),
             part_boosts: None,
+            deleted: Arc::new(deleted),
         })
     }
 
@@ -346,8 +355,43 @@ impl Searcher {
         &self.blocks
     }
 
+    /// The number of documents searched (deleted ones left out).
     pub fn doc_count(&self) -> u64 {
-        self.blocks.iter().map(|b| u64::from(b.doc_count())).sum()
+        let all: u64 = self.blocks.iter().map(|b| u64::from(b.doc_count())).sum();
+        let deleted: u64 = self
+            .blocks
+            .iter()
+            .filter_map(|b| self.deleted.get(&block_key(b)))
+            .map(|docs| docs.len() as u64)
+            .sum();
+        all - deleted
+    }
+
+    /// The same searcher with the docs `deleted` lists (sorted, per block by `block_key`)
+    /// left out of every search: a weight of this searcher excludes them.
+    pub fn with_deleted(mut self, deleted: HashMap<usize, Arc<[u32]>>) -> Searcher {
+        self.deleted = Arc::new(deleted);
+        self
+    }
+
+    /// `weight` less the deleted docs, when some block has any.
+    fn live_only(&self, weight: Weight) -> Weight {
+        if self.deleted.is_empty() {
+            return weight;
+        }
+        let lists: Vec<Option<Arc<[u32]>>> = self
+            .blocks
+            .iter()
+            .map(|b| self.deleted.get(&block_key(b)).cloned())
+            .collect();
+        if lists.iter().all(Option::is_none) {
+            return weight;
+        }
+        Weight::Bool {
+            must: vec![weight],
+            should: Vec::new(),
+            must_not: vec![Weight::Docs(lists.into())],
+        }
     }
 
     /// The fields bare words search.
@@ -368,7 +412,7 @@ impl Searcher {
     /// The weight of a scored search: statistics (idf, norms) over every block.
     pub fn weight(&self, query: &Query) -> Result<Weight> {
         let stats = CollectionStats::gather(query, &self.blocks)?;
-        Ok(Weight::new(query, &stats, self.params, self.optimizations))
+        Ok(self.live_only(Weight::new(query, &stats, self.params, self.optimizations)))
     }
 
     /// The weight of a search that is not scored: no statistics, and each block's terms are
@@ -376,7 +420,7 @@ impl Searcher {
     pub fn filter_weight(&self, query: &Query) -> Weight {
         let query = query.unscored();
         let stats = CollectionStats::unscored(&query, &self.blocks);
-        Weight::new(&query, &stats, self.params, self.optimizations)
+        self.live_only(Weight::new(&query, &stats, self.params, self.optimizations))
     }
 
     pub fn search(&self, query: &Query, request: &HitsRequest) -> Result<Hits> {
@@ -696,6 +740,12 @@ impl Searcher {
             .cached(self.chunk_cache.as_deref());
         Ok(fetcher.fetch(hit.doc)?)
     }
+}
+
+/// A block's key in `Searcher::with_deleted`: its reader's address (a reader is shared by
+/// every snapshot that holds the block).
+pub fn block_key(block: &Arc<BlockReader>) -> usize {
+    Arc::as_ptr(block) as usize
 }
 
 /// `+a -b -c ...`: a single required term less other clauses (no optional ones), as its term

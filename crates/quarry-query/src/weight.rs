@@ -93,6 +93,9 @@ pub enum Weight {
         should: Vec<Weight>,
         must_not: Vec<Weight>,
     },
+    /// Listed docs, a sorted list per block by position (a searcher's deleted docs, which
+    /// every search excludes: `Searcher::with_deleted`).
+    Docs(Arc<[Option<Arc<[u32]>>]>),
     All,
     Nothing,
 }
@@ -665,6 +668,11 @@ impl Weight {
                 };
                 Some(Self::exclude(base, must_not, index, block)?)
             }
+            Weight::Docs(lists) => lists
+                .get(index)
+                .and_then(Option::as_ref)
+                .filter(|docs| !docs.is_empty())
+                .map(|docs| Box::new(filter::DocListScorer::new(docs.clone())) as BoxScorer),
             Weight::All => (block.doc_count() > 0)
                 .then(|| Box::new(DocRangeScorer::new(0, block.doc_count())) as BoxScorer),
             Weight::Nothing => None,

@@ -30,8 +30,8 @@ pub(crate) struct Tenant {
     bucket: Mutex<Option<TokenBucket>>,
     /// Keys of acknowledged ingests (`Idempotency-Key`).
     pub(crate) idempotency: Arc<crate::idempotency::IdempotencyKeys>,
-    /// `_id`s bulk `create` actions under way are creating.
-    pub(crate) created_ids: Arc<crate::idempotency::CreatedIds>,
+    /// Its documents by id: versions, sequence numbers, deletes (documents.rs).
+    pub(crate) documents: crate::documents::DocTable,
 }
 
 impl Tenant {
@@ -60,6 +60,14 @@ impl Tenant {
                 "replayed the write-ahead log"
             );
         }
+        let documents = crate::documents::DocTable::open(&dir).map_err(|source| {
+            ServerError::Recover(crate::live::LiveError::Io {
+                path: dir.join("documents.log"),
+                source,
+            })
+        })?;
+        let (entries, generation) = documents.entries();
+        live.set_documents(entries, generation);
         let live = Arc::new(live);
         let stop = Arc::new(AtomicBool::new(false));
         let bucket = bucket_of(&spec.quotas);
@@ -75,7 +83,7 @@ impl Tenant {
             threads: Mutex::new(threads),
             bucket: Mutex::new(bucket),
             idempotency: Default::default(),
-            created_ids: Default::default(),
+            documents,
         })
     }
 

@@ -120,9 +120,14 @@ pub(crate) fn single_index(state: &AppState, name: &str) -> Result<String, ApiEr
     match targets(state, name).as_slice() {
         [] => Ok(name.to_owned()),
         [(index, _, _)] => Ok(index.clone()),
-        _ => Err(ApiError::bad_request(format!(
-            "alias [{name}] has more than one index associated with it, can't execute a single index op"
-        ))),
+        many => {
+            let mut indices: Vec<&str> = many.iter().map(|(index, _, _)| index.as_str()).collect();
+            indices.sort_unstable();
+            Err(ApiError::bad_request(format!(
+                "alias [{name}] has more than one index associated with it [{}], can't execute a single index op",
+                indices.join(", ")
+            )))
+        }
     }
 }
 

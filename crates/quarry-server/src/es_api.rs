@@ -125,6 +125,18 @@ pub(crate) struct EsParams {
 }
 
 impl EsParams {
+    /// These parameters less `name`.
+    pub(crate) fn without(&self, name: &str) -> EsParams {
+        EsParams {
+            pairs: self
+                .pairs
+                .iter()
+                .filter(|(key, _)| key != name)
+                .cloned()
+                .collect(),
+        }
+    }
+
     /// Reads a query string; a name or value that is not UTF-8 once decoded is a 400 naming it.
     pub(crate) fn parse(query: Option<&str>) -> Result<EsParams, ApiError> {
         let mut pairs = Vec::new();

@@ -1,12 +1,10 @@
-//! Elasticsearch's single-document APIs: `PUT|POST /{index}/_doc/{id}` and `/_create/{id}`
-//! index one document under that `_id`; `POST /{index}/_doc` one with its content's id
-//! (quarry-query's doc_id.rs); `GET|HEAD /{index}/_doc/{id}` and `/_source/{id}` read one back. They go
-//! through the bulk path (`ingest::bulk_one`), so a document is durable and searchable when
-//! answered, as an ingest is.
-//!
-//! Events never change: indexing an `_id` that exists is refused with 409 (Elasticsearch
-//! would replace the document; Quarry keeps the first and says so), and `DELETE` and
-//! `_update` are refused by name.
+//! Elasticsearch's single-document APIs: `PUT|POST /{index}/_doc/{id}` indexes one document
+//! under that `_id` (replacing the one there: documents.rs), `/_create/{id}` only if there is
+//! none; `POST /{index}/_doc` one with its content's id (quarry-query's doc_id.rs);
+//! `DELETE /{index}/_doc/{id}` deletes one; `GET|HEAD /{index}/_doc/{id}` and
+//! `/_source/{id}` read one back, `_mget` several. Writes go through the bulk path
+//! (`ingest::bulk_one`), so a document is durable and searchable when answered, as an ingest
+//! is. `_update` is refused by name.
 
 use crate::es_api::{es_response, EsParams};
 use crate::es_hits::{HitView, QueryWords};
@@ -21,18 +19,23 @@ use quarry_query::{SearchRequest, SortOrder};
 use serde_json::{json, Value as JsonValue};
 use std::sync::Arc;
 
-/// URL parameters of a single-document index: those a bulk request takes (`refresh` and the
-/// rest change nothing, ingest.rs), and `op_type` (`index` or `create`: both create).
-const INDEX_PARAMS: &[&str] = &[
+/// URL parameters of a single-document write: those a bulk request takes (`refresh` and the
+/// rest change nothing, ingest.rs), `op_type` (`index` or `create`), and the conditions on
+/// the document replaced (documents.rs).
+const WRITE_PARAMS: &[&str] = &[
     "refresh",
     "timeout",
     "routing",
     "wait_for_active_shards",
     "require_alias",
     "op_type",
+    "if_seq_no",
+    "if_primary_term",
+    "version",
+    "version_type",
 ];
 
-/// `PUT|POST /{index}/_doc/{id}`, `PUT|POST /{index}/_create/{id}`.
+/// `PUT|POST /{index}/_doc/{id}`.
 pub(crate) async fn index_with_id(
     State(state): State<Arc<AppState>>,
     UrlPath((index, id)): UrlPath<(String, String)>,
@@ -40,7 +43,18 @@ pub(crate) async fn index_with_id(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    index_one(state, index, Some(id), query, headers, body).await
+    write_one(state, "index", index, Some(id), query, headers, Some(body)).await
+}
+
+/// `PUT|POST /{index}/_create/{id}`.
+pub(crate) async fn create_with_id(
+    State(state): State<Arc<AppState>>,
+    UrlPath((index, id)): UrlPath<(String, String)>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    write_one(state, "create", index, Some(id), query, headers, Some(body)).await
 }
 
 /// `POST /{index}/_doc`: the document's id is its content's.
@@ -51,87 +65,107 @@ pub(crate) async fn index_auto(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    index_one(state, index, None, query, headers, body).await
+    write_one(state, "create", index, None, query, headers, Some(body)).await
 }
 
-async fn index_one(
+/// `DELETE /{index}/_doc/{id}`.
+pub(crate) async fn delete(
+    State(state): State<Arc<AppState>>,
+    UrlPath((index, id)): UrlPath<(String, String)>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    write_one(state, "delete", index, Some(id), query, headers, None).await
+}
+
+/// One write as a bulk request of one item; answers as Elasticsearch's single-document API.
+async fn write_one(
     state: Arc<AppState>,
+    action: &'static str,
     index: String,
     id: Option<String>,
     query: Option<String>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Option<Bytes>,
 ) -> Response {
     let answer = async {
         let params = EsParams::parse(query.as_deref())?;
-        params.check("index a document", INDEX_PARAMS)?;
-        if let Some(op) = params
-            .get("op_type")
-            .filter(|op| !matches!(*op, "index" | "create"))
-        {
-            return Err(ApiError::bad_request(format!(
-                "op_type: {op:?} is not index or create"
-            )));
-        }
+        params.check("write a document", WRITE_PARAMS)?;
+        let action = match params.get("op_type") {
+            None | Some("index") if body.is_some() => action,
+            Some("create") if body.is_some() => "create",
+            Some(op) => {
+                return Err(ApiError::bad_request(format!(
+                    "op_type: {op:?} is not index or create"
+                )))
+            }
+            None => action,
+        };
+        // `op_type=index` on `/_doc` without an id creates, as Elasticsearch's automatic ids.
+        let action = if id.is_none() { "create" } else { action };
         if id.as_deref().is_some_and(str::is_empty) {
             return Err(ApiError::bad_request("a document id may not be empty"));
         }
-        // One line: JSON has no raw line breaks inside strings, so they can go.
-        let document: Vec<u8> = body
-            .iter()
-            .map(|&b| if b == b'\n' || b == b'\r' { b' ' } else { b })
-            .collect();
-        match serde_json::from_slice::<JsonValue>(&document) {
-            Ok(JsonValue::Object(_)) => {}
-            Ok(_) => return Err(ApiError::bad_request("a document must be a JSON object")),
-            Err(e) => {
-                return Err(ApiError::bad_request(format!(
-                    "the document is not JSON: {e}"
-                )))
+        let document = match &body {
+            Some(body) => Some(document_line(body)?),
+            None => None,
+        };
+        let mut meta = json!({"_index": index});
+        if let Some(id) = &id {
+            meta["_id"] = id.clone().into();
+        }
+        if params.flag("require_alias", false)? {
+            meta["require_alias"] = true.into();
+        }
+        for key in ["if_seq_no", "if_primary_term", "version"] {
+            if let Some(value) = params.get(key) {
+                let number: u64 = value.parse().map_err(|_| {
+                    ApiError::bad_request(format!("{key}: [{value}] is not a non-negative number"))
+                })?;
+                meta[key] = number.into();
             }
         }
-        let mut action = match &id {
-            Some(id) => json!({"create": {"_index": index, "_id": id}}),
-            None => json!({"create": {"_index": index}}),
-        };
-        if params.flag("require_alias", false)? {
-            action["create"]["require_alias"] = true.into();
+        if let Some(kind) = params.get("version_type") {
+            meta["version_type"] = kind.into();
         }
-        let mut bulk = action.to_string().into_bytes();
+        let mut bulk = json!({ action: meta }).to_string().into_bytes();
         bulk.push(b'\n');
-        bulk.extend_from_slice(&document);
-        bulk.push(b'\n');
+        if let Some(document) = document {
+            bulk.extend_from_slice(&document);
+            bulk.push(b'\n');
+        }
         let reply = crate::ingest::bulk_one(state, index.clone(), headers, bulk.into()).await?;
-        let item = &reply["items"][0]["create"];
+        let item = &reply["items"][0][action];
         let status = item["status"].as_u64().unwrap_or(500) as u16;
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         if let Some(error) = item.get("error") {
             let reason = error["reason"].as_str().unwrap_or("refused").to_owned();
-            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             let kind = match error["type"].as_str() {
                 Some("version_conflict_engine_exception") => "version_conflict_engine_exception",
                 Some("index_not_found_exception") => "index_not_found_exception",
                 Some("document_parsing_exception") => "document_parsing_exception",
+                Some("action_request_validation_exception") => {
+                    "action_request_validation_exception"
+                }
                 _ => "illegal_argument_exception",
-            };
-            let reason = if status == StatusCode::CONFLICT {
-                format!("{reason}; Quarry's events never change, so it keeps the first")
-            } else {
-                reason
             };
             return Err(ApiError::new(status, reason).with_kind(kind));
         }
-        Ok((
-            StatusCode::CREATED,
-            json!({
-                "_index": item["_index"],
-                "_id": item["_id"],
-                "_version": 1,
-                "result": "created",
-                "_shards": {"total": 1, "successful": 1, "failed": 0},
-                "_seq_no": 0,
-                "_primary_term": 1,
-            }),
-        ))
+        let mut answer = json!({
+            "_index": item["_index"],
+            "_id": item["_id"],
+            "_version": item["_version"],
+            "result": item["result"],
+            "_shards": {"total": 1, "successful": 1, "failed": 0},
+            "_seq_no": item.get("_seq_no").cloned().unwrap_or(0.into()),
+            "_primary_term": 1,
+        });
+        // `refresh=true` (or empty): Elasticsearch says it refreshed; every answered write
+        // is searchable anyway.
+        if matches!(params.get("refresh"), Some("true" | "")) {
+            answer["forced_refresh"] = true.into();
+        }
+        Ok((status, answer))
     }
     .await;
     match answer {
@@ -141,6 +175,22 @@ async fn index_one(
             response
         }
         Err(error) => es_response(Err(error)),
+    }
+}
+
+/// A document body as one bulk line: a JSON object, its raw line breaks gone (JSON has none
+/// inside strings).
+fn document_line(body: &[u8]) -> Result<Vec<u8>, ApiError> {
+    let document: Vec<u8> = body
+        .iter()
+        .map(|&b| if b == b'\n' || b == b'\r' { b' ' } else { b })
+        .collect();
+    match serde_json::from_slice::<JsonValue>(&document) {
+        Ok(JsonValue::Object(_)) => Ok(document),
+        Ok(_) => Err(ApiError::bad_request("a document must be a JSON object")),
+        Err(e) => Err(ApiError::bad_request(format!(
+            "the document is not JSON: {e}"
+        ))),
     }
 }
 
@@ -180,24 +230,34 @@ async fn read_one(
         let mut known = vec!["realtime", "refresh", "routing", "preference"];
         known.extend_from_slice(HitView::PARAMS);
         params.check("get a document", &known)?;
+        // `version=N` asks for that version (409 otherwise); `version=true` shows it.
+        let wanted_version = match params.get("version") {
+            Some(text) if text.bytes().all(|b| b.is_ascii_digit()) && !text.is_empty() => {
+                Some(text.parse::<u64>().map_err(|_| {
+                    ApiError::bad_request(format!("version: [{text}] is out of range"))
+                })?)
+            }
+            _ => None,
+        };
+        let params = if wanted_version.is_some() {
+            params.without("version")
+        } else {
+            params
+        };
         let mut view = HitView::default();
         view.read_params(&params)?;
-        // An alias of one index reads that index, which the answer names.
-        let concrete = crate::es_aliases::single_index(&state, &index)?;
-        let live = state.authorize(&concrete, &headers)?.live.clone();
-        let wanted = id.clone();
-        let found = state
-            .search(move || find(&live.published_snapshot(), &wanted))
-            .await?;
-        Ok((
-            concrete,
-            found.map(|(time, fields)| {
-                let flat = crate::event_json(&fields);
-                let mut hit = json!({});
-                view.render(&mut hit, &flat, time, &QueryWords::default());
-                hit.get("_source").cloned().unwrap_or(JsonValue::Null)
-            }),
-        ))
+        get_document(&state, &index, &id, &headers, view).await
+        .and_then(|(index, found)| match (wanted_version, &found) {
+            (Some(wanted), Some(hit)) if hit["_version"] != wanted => Err(ApiError::new(
+                StatusCode::CONFLICT,
+                format!(
+                    "[{id}]: version conflict, current version [{}] is different than the one provided [{wanted}]",
+                    hit["_version"]
+                ),
+            )
+            .with_kind("version_conflict_engine_exception")),
+            _ => Ok((index, found)),
+        })
     }
     .await;
     let (index, answer) = match answer {
@@ -206,17 +266,8 @@ async fn read_one(
     };
     let (status, body) = match answer {
         Err(error) => return es_response(Err(error)),
-        Ok(Some(source)) if source_only => (StatusCode::OK, source),
-        Ok(Some(source)) => {
-            let mut body = json!({
-                "_index": index, "_id": id, "_version": 1, "_seq_no": 0, "_primary_term": 1,
-                "found": true,
-            });
-            if !source.is_null() {
-                body["_source"] = source;
-            }
-            (StatusCode::OK, body)
-        }
+        Ok(Some(hit)) if source_only => (StatusCode::OK, hit["_source"].clone()),
+        Ok(Some(hit)) => (StatusCode::OK, found_body(&index, &id, &hit)),
         Ok(None) if source_only => {
             let error = ApiError::new(
                 StatusCode::NOT_FOUND,
@@ -240,6 +291,174 @@ async fn read_one(
     crate::es_api::mark_elasticsearch(&mut response);
     response
 }
+
+/// Reads document `id` of `index` (an alias of one index reads that index, which the answer
+/// names) as `view` shows it: the index read, and the document as a hit (with `_version` and
+/// `_seq_no`), if found.
+async fn get_document(
+    state: &Arc<AppState>,
+    index: &str,
+    id: &str,
+    headers: &HeaderMap,
+    view: HitView,
+) -> Result<(String, Option<JsonValue>), ApiError> {
+    let concrete = crate::es_aliases::single_index(state, index)?;
+    let live = state.authorize(&concrete, headers)?.live.clone();
+    let wanted = id.to_owned();
+    let found = state
+        .search(move || find(&live.published_snapshot(), &wanted))
+        .await?;
+    Ok((
+        concrete,
+        found.map(|(time, fields)| {
+            let flat = crate::event_json(&fields);
+            let mut hit = json!({});
+            view.render(&mut hit, &flat, time, &QueryWords::default());
+            let number =
+                |name: &str, default: u64| flat.get(name).cloned().unwrap_or(default.into());
+            hit["_version"] = number(crate::documents::VERSION_FIELD, 1);
+            hit["_seq_no"] = number(crate::documents::SEQ_FIELD, 0);
+            hit
+        }),
+    ))
+}
+
+/// A found document as the get API answers it.
+fn found_body(index: &str, id: &str, hit: &JsonValue) -> JsonValue {
+    let mut body = json!({
+        "_index": index, "_id": id, "_version": hit["_version"],
+        "_seq_no": hit["_seq_no"], "_primary_term": 1, "found": true,
+    });
+    for key in ["_source", "fields", "_ignored"] {
+        if let Some(value) = hit.get(key).filter(|v| !v.is_null()) {
+            body[key] = value.clone();
+        }
+    }
+    body
+}
+
+/// `GET|POST /_mget`, `/{index}/_mget`: several documents, each as the get API reads it
+/// (`docs: [{_index, _id, _source, stored_fields}]`, or `ids` of the path's index); a
+/// document's error (its index missing, an alias of several) is its entry's, not the
+/// request's.
+pub(crate) async fn mget(
+    State(state): State<Arc<AppState>>,
+    index: Option<UrlPath<String>>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let answer = async {
+        let params = EsParams::parse(query.as_deref())?;
+        let mut known = vec!["realtime", "refresh", "routing", "preference"];
+        known.extend_from_slice(HitView::PARAMS);
+        params.check("multi get", &known)?;
+        let body: JsonValue = if body.is_empty() {
+            json!({})
+        } else {
+            serde_json::from_slice(&body)
+                .map_err(|e| ApiError::bad_request(format!("the body is not JSON: {e}")))?
+        };
+        let object = body.as_object().ok_or_else(|| {
+            ApiError::bad_request("expected {\"docs\": [...]} or {\"ids\": [...]}")
+        })?;
+        let path_index = index.map(|UrlPath(index)| index);
+        let mut wanted: Vec<Wanted> = Vec::new();
+        for (key, value) in object {
+            match (key.as_str(), value) {
+                ("docs", JsonValue::Array(docs)) => {
+                    for doc in docs {
+                        let doc = doc.as_object().ok_or_else(|| {
+                            ApiError::bad_request("docs: each entry must be an object")
+                        })?;
+                        for key in doc.keys() {
+                            if !matches!(
+                                key.as_str(),
+                                "_index" | "_id" | "_source" | "stored_fields" | "routing"
+                            ) {
+                                return Err(ApiError::bad_request(format!(
+                                    "docs: unsupported key [{key}] (a document is asked for by _index, _id, _source, stored_fields)"
+                                )));
+                            }
+                        }
+                        let text = |key: &str| {
+                            doc.get(key).map(|value| match value {
+                                JsonValue::String(text) => text.clone(),
+                                other => other.to_string(),
+                            })
+                        };
+                        wanted.push((
+                            text("_index").or_else(|| path_index.clone()),
+                            text("_id"),
+                            Some(doc),
+                        ));
+                    }
+                }
+                ("ids", JsonValue::Array(ids)) => {
+                    for id in ids {
+                        let id = match id {
+                            JsonValue::String(text) => text.clone(),
+                            other => other.to_string(),
+                        };
+                        wanted.push((path_index.clone(), Some(id), None));
+                    }
+                }
+                (key, _) => {
+                    return Err(ApiError::bad_request(format!(
+                        "unsupported: [{key}] in a multi get body (docs or ids)"
+                    )))
+                }
+            }
+        }
+        let invalid = |why: String| {
+            ApiError::bad_request(format!("Validation Failed: 1: {why};"))
+                .with_kind("action_request_validation_exception")
+        };
+        if wanted.is_empty() {
+            return Err(invalid("no documents to get".to_owned()));
+        }
+        for (n, (index, id, _)) in wanted.iter().enumerate() {
+            if index.is_none() {
+                return Err(invalid(format!("index is missing for doc {n}")));
+            }
+            if id.is_none() {
+                return Err(invalid(format!("id is missing for doc {n}")));
+            }
+        }
+        let mut docs = Vec::with_capacity(wanted.len());
+        for (index, id, options) in wanted {
+            let (index, id) = (index.unwrap_or_default(), id.unwrap_or_default());
+            let mut view = HitView::default();
+            view.read_params(&params)?;
+            if let Some(options) = options {
+                for key in ["_source", "stored_fields"] {
+                    if let Some(value) = options.get(key) {
+                        view.read_body_key(key, value)?;
+                    }
+                }
+            }
+            let doc = match get_document(&state, &index, &id, &headers, view).await {
+                Ok((index, Some(hit))) => found_body(&index, &id, &hit),
+                Ok((index, None)) => json!({"_index": index, "_id": id, "found": false}),
+                Err(error) => {
+                    let (_, body) = crate::es_api::es_error(error);
+                    json!({"_index": index, "_id": id, "error": body.0["error"]})
+                }
+            };
+            docs.push(doc);
+        }
+        Ok(json!({ "docs": docs }).to_string())
+    }
+    .await;
+    es_response(answer)
+}
+
+/// A document `_mget` asks for: its index, its id, and the entry's own options.
+type Wanted<'a> = (
+    Option<String>,
+    Option<String>,
+    Option<&'a serde_json::Map<String, JsonValue>>,
+);
 
 /// An event's time and fields.
 type Document = (i64, Vec<(String, Value)>);
@@ -267,14 +486,9 @@ pub(crate) fn find(
         .map(|hit| (hit.time, hit.event)))
 }
 
-/// `DELETE /{index}/_doc/{id}`, `POST /{index}/_update/{id}`: refused, events never change.
-pub(crate) async fn refuse_change(method: Method) -> Response {
-    let what = if method == Method::DELETE {
-        "delete"
-    } else {
-        "update"
-    };
-    es_response(Err(ApiError::bad_request(format!(
-        "unsupported: {what} of a document (Quarry's events never change; retention removes old ones)"
-    ))))
+/// `POST /{index}/_update/{id}`: refused by name (a document is replaced whole, or deleted).
+pub(crate) async fn refuse_change() -> Response {
+    es_response(Err(ApiError::bad_request(
+        "unsupported: update of a document (index the whole document again to replace it)",
+    )))
 }

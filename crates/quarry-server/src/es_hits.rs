@@ -23,6 +23,8 @@ pub(crate) struct HitView {
     fields: Vec<(String, FieldFormat)>,
     highlight: Option<Highlight>,
     version: bool,
+    /// `seq_no_primary_term`: each hit's `_seq_no` and `_primary_term`.
+    seq_no: bool,
     /// `stored_fields: "_none_"`: not even the hit's `_id`.
     no_stored_fields: bool,
     /// Entries of `docvalue_fields` (against `index.max_docvalue_fields_search`).
@@ -76,10 +78,16 @@ struct Highlight {
     fragments: usize,
 }
 
-/// Names an event holds that are its hit's metadata (`_id`, `_ignored`), never a field of
-/// its `_source` or `fields`.
-fn is_metadata(name: &str) -> bool {
-    name == "_id" || name == IGNORED_FIELD
+/// Names an event holds that are its hit's metadata (`_id`, `_ignored`, `_seq_no`, ...),
+/// never a field of its `_source`, `fields` or mapping.
+pub(crate) fn is_metadata(name: &str) -> bool {
+    matches!(
+        name,
+        "_id"
+            | crate::documents::SEQ_FIELD
+            | crate::documents::VERSION_FIELD
+            | crate::live::TIME_AS_SENT_FIELD
+    ) || name == IGNORED_FIELD
 }
 
 fn unsupported(path: &str) -> ApiError {
@@ -117,6 +125,11 @@ impl HitView {
                 self.version = value
                     .as_bool()
                     .ok_or_else(|| ApiError::bad_request("version: expected true or false"))?
+            }
+            "seq_no_primary_term" => {
+                self.seq_no = value.as_bool().ok_or_else(|| {
+                    ApiError::bad_request("seq_no_primary_term: expected true or false")
+                })?
             }
             "fields" | "docvalue_fields" => {
                 let items = match value {
@@ -179,6 +192,7 @@ impl HitView {
         "_source_includes",
         "_source_excludes",
         "version",
+        "seq_no_primary_term",
         "stored_fields",
         "docvalue_fields",
     ];
@@ -217,6 +231,7 @@ impl HitView {
             self.source.excludes = list.split(',').map(str::to_owned).collect();
         }
         self.version |= params.flag("version", false)?;
+        self.seq_no |= params.flag("seq_no_primary_term", false)?;
         if let Some(list) = params.get("docvalue_fields") {
             for name in list.split(',') {
                 self.fields
@@ -259,14 +274,40 @@ impl HitView {
                 .map(|(name, value)| (name.clone(), value.clone()))
                 .collect();
             let mut source = crate::es_search::nested(kept);
-            if self.source.keeps("@timestamp") {
-                source.insert("@timestamp".into(), crate::format_time(time).into());
+            // The time as the document gave it (live.rs's TIME_AS_SENT_FIELD), else its
+            // `@timestamp`.
+            let sent = flat
+                .get(crate::live::TIME_AS_SENT_FIELD)
+                .and_then(JsonValue::as_str)
+                .and_then(|text| serde_json::from_str::<Map<String, JsonValue>>(text).ok());
+            match sent {
+                Some(sent) => {
+                    for (key, value) in sent {
+                        if self.source.keeps(&key) {
+                            source.insert(key, value);
+                        }
+                    }
+                }
+                None if self.source.keeps("@timestamp") => {
+                    source.insert("@timestamp".into(), crate::format_time(time).into());
+                }
+                None => {}
             }
             hit["_source"] = source.into();
         }
         if self.version {
-            // Events are written once and never updated.
-            hit["_version"] = 1.into();
+            // A document's version is 1 unless it says otherwise (documents.rs).
+            hit["_version"] = flat
+                .get(crate::documents::VERSION_FIELD)
+                .cloned()
+                .unwrap_or(1.into());
+        }
+        if self.seq_no {
+            hit["_seq_no"] = flat
+                .get(crate::documents::SEQ_FIELD)
+                .cloned()
+                .unwrap_or(0.into());
+            hit["_primary_term"] = crate::documents::PRIMARY_TERM.into();
         }
         if !self.fields.is_empty() {
             let mut fields = Map::new();

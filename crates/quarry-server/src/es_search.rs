@@ -309,8 +309,10 @@ pub(crate) fn mapping_of(live: &LiveIndex) -> JsonValue {
     }
     for (name, (types, _)) in crate::field_summary(&searcher) {
         // Kept but not indexed (`dynamic: false`): Elasticsearch does not list them.
+        // Metadata (`_id`, `_seq_no`, ...) is the document's, not a field of its mapping.
         if name != quarry_format::TIME_FIELD && schema.is_unindexed_unmapped(&name)
             || objects.contains_key(&name)
+            || crate::es_hits::is_metadata(&name)
         {
             continue;
         }
@@ -604,6 +606,8 @@ pub(crate) struct SearchPlan {
     /// `indices_boost`: (index, alias or pattern, factor), the first that names an index
     /// scaling its hits' scores.
     indices_boost: Vec<(String, f32)>,
+    /// `collapse`: the field whose value groups the hits; each group shows its best hit.
+    collapse: Option<String>,
 }
 
 impl SearchPlan {
@@ -694,6 +698,7 @@ impl SearchPlan {
                 )));
             }
         }
+        let collapse = collapse_of(body, params)?;
         for (key, value) in body {
             if view.read_body_key(key, value)? {
                 continue;
@@ -736,9 +741,9 @@ impl SearchPlan {
                 // timeout cannot give a different answer over one index.
                 "timeout" => {}
                 // Options at their default ask for nothing.
-                "explain" | "profile" | "track_scores" | "seq_no_primary_term"
-                    if value == &JsonValue::Bool(false) => {}
+                "explain" | "profile" | "track_scores" if value == &JsonValue::Bool(false) => {}
                 "runtime_mappings" | "script_fields" | "stats" if is_empty(value) => {}
+                "collapse" => {}
                 // Rescoring is not supported; a window past the result window is wrong in
                 // any case, and said so first, as Elasticsearch words it.
                 "rescore" => {
@@ -816,6 +821,7 @@ impl SearchPlan {
             sort_values: value_keys,
             sort_tiebreak: tiebreak,
             indices_boost,
+            collapse,
         })
     }
 
@@ -827,9 +833,12 @@ impl SearchPlan {
         searcher: &Searcher,
         indices: &[String],
     ) -> Result<(SearchResponse, Map<String, JsonValue>), ApiError> {
-        let response = searcher
+        let mut response = searcher
             .execute(&self.request)
             .map_err(ApiError::from_query)?;
+        if let Some(field) = &self.collapse {
+            response.hits = self.collapsed(searcher, field, response.hits)?;
+        }
         let aggregations = match &response.tree {
             Some(results) => {
                 self.aggs.check_fields(searcher)?;
@@ -843,6 +852,40 @@ impl SearchPlan {
             None => Map::new(),
         };
         Ok((response, aggregations))
+    }
+
+    /// The best hit of each of the first `from + size` groups of hits by the value of `field`
+    /// (a missing value is a group too), in the search's order: `hits` are the search's first
+    /// `limit`; while they hold too few groups, the search runs again for four times as many.
+    fn collapsed(
+        &self,
+        searcher: &Searcher,
+        field: &str,
+        mut hits: Vec<quarry_query::HitEvent>,
+    ) -> Result<Vec<quarry_query::HitEvent>, ApiError> {
+        let want = self.request.limit;
+        let mut limit = self.request.limit;
+        loop {
+            let mut seen = std::collections::HashSet::new();
+            let fetched = hits.len();
+            let kept: Vec<quarry_query::HitEvent> = hits
+                .into_iter()
+                .filter(|hit| seen.insert(group_of(hit, field)))
+                .take(want)
+                .collect();
+            if kept.len() >= want || fetched < limit || limit >= crate::MAX_SEARCH_LIMIT {
+                return Ok(kept);
+            }
+            limit = (limit * 4).clamp(64, crate::MAX_SEARCH_LIMIT);
+            let mut request = self.request.clone();
+            request.limit = limit;
+            request.tree.clear();
+            request.count = false;
+            hits = searcher
+                .execute(&request)
+                .map_err(ApiError::from_query)?
+                .hits;
+        }
     }
 
     /// Refuses what passes Elasticsearch's defaults but not the searched indices' own
@@ -919,6 +962,18 @@ impl SearchPlan {
                     "_score": hit.score.map(f64::from),
                 });
                 self.view.render(&mut json, &flat, hit.time, &words);
+                if let Some(field) = &self.collapse {
+                    // A collapsed hit shows the value of its group.
+                    let value = flat.get(field).cloned().unwrap_or(JsonValue::Null);
+                    let values = match value {
+                        JsonValue::Array(values) => values,
+                        one => vec![one],
+                    };
+                    if json.get("fields").is_none() {
+                        json["fields"] = json!({});
+                    }
+                    json["fields"][field.as_str()] = values.into();
+                }
                 if !hit.matched.is_empty() {
                     json["matched_queries"] = hit.matched.clone().into();
                 }
@@ -1138,6 +1193,61 @@ fn q_param(params: &EsParams, now: i64) -> Result<Option<Ast>, ApiError> {
 }
 
 /// Whether a value asks for nothing: null, false, or an empty object or list.
+/// The group of a hit under `collapse` on `field`: its value as JSON text (`null` when it
+/// has none).
+fn group_of(hit: &quarry_query::HitEvent, field: &str) -> String {
+    hit.event
+        .iter()
+        .find(|(name, _)| name == field)
+        .map_or_else(
+            || "null".to_owned(),
+            |(_, value)| quarry_query::value_to_json(value).to_string(),
+        )
+}
+
+/// The field of the body's `collapse` (`{"field": name}`), or why it cannot be honoured:
+/// `inner_hits` is not supported; a collapse cannot page by `search_after` or a scroll, nor
+/// be rescored, as in Elasticsearch.
+fn collapse_of(
+    body: &Map<String, JsonValue>,
+    params: &EsParams,
+) -> Result<Option<String>, ApiError> {
+    let Some(collapse) = body.get("collapse") else {
+        return Ok(None);
+    };
+    if params.get("scroll").is_some() {
+        return Err(ApiError::bad_request(
+            "cannot use `collapse` in a scroll context",
+        ));
+    }
+    for (key, name) in [("search_after", "search_after"), ("rescore", "rescore")] {
+        if body.contains_key(key) {
+            return Err(ApiError::bad_request(format!(
+                "cannot use `collapse` in conjunction with `{name}`"
+            )));
+        }
+    }
+    let object = collapse
+        .as_object()
+        .ok_or_else(|| ApiError::bad_request("collapse: expected {\"field\": name}"))?;
+    for key in object.keys() {
+        match key.as_str() {
+            // How many groups' inner hits a cluster fetches at once: nothing here.
+            "field" | "max_concurrent_group_searches" => {}
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "unsupported: collapse.{other} (a collapse shows each group's best hit)"
+                )))
+            }
+        }
+    }
+    let field = object
+        .get("field")
+        .and_then(JsonValue::as_str)
+        .ok_or_else(|| ApiError::bad_request("collapse.field: expected a field name"))?;
+    Ok(Some(field.to_owned()))
+}
+
 fn is_empty(value: &JsonValue) -> bool {
     match value {
         JsonValue::Null | JsonValue::Bool(false) => true,

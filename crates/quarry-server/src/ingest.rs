@@ -9,6 +9,7 @@
 //! the others are ingested.
 
 use crate::admin::Tenant;
+use crate::documents::{Conditions, Op, Refusal, State as DocState};
 use crate::idempotency::Claim;
 use crate::live::{Batch, Ingested, LiveError, LiveIndex};
 use crate::{blocking, ApiError, AppState};
@@ -305,6 +306,20 @@ struct BulkItem {
     require_alias: Option<bool>,
     /// The document's line number (for index and create).
     line: usize,
+    /// How a write by id checks the document it replaces (`if_seq_no`, `version`).
+    conditions: Conditions,
+    /// What a write by id did (documents.rs); `None` for a document without an `_id`,
+    /// created at version 1.
+    outcome: Option<Outcome>,
+}
+
+/// What a write by id did.
+#[derive(Debug, Clone, Copy)]
+struct Outcome {
+    version: u64,
+    seq: Option<u64>,
+    result: &'static str,
+    status: u16,
 }
 
 /// `POST /_bulk`, `POST /{index}/_bulk`, `POST /api/v1/{tenant}/_bulk`: the Elasticsearch bulk
@@ -473,7 +488,7 @@ async fn bulk_inner(
     let limit = state.max_body_bytes;
     let now = now_nanos();
     let work_state = state.clone();
-    let (mut items, batch_errors, waits, counts, _claims) = blocking(move || {
+    let (mut items, batch_errors, waits, counts, written) = blocking(move || {
         let body = decode_body(&headers, body, limit)?;
         let (items, docs) = parse_bulk(&body, &default_index)?;
         // One tenant per batch: group the documents by the tenant they name.
@@ -522,12 +537,34 @@ async fn bulk_inner(
         let mut errors = Vec::new();
         let mut waits = Vec::new();
         let mut counts = Vec::new();
-        let mut claims = Vec::new();
+        let mut written = Answered(Vec::new());
         for (tenant, docs) in by_tenant {
-            let (docs, claim) = created_once(&tenant, docs, &mut items)?;
-            claims.push(claim);
+            // Deletes have no document; they are decided with the documents by id.
+            let (deletes, docs): (Vec<BulkDoc>, Vec<BulkDoc>) = docs
+                .into_iter()
+                .partition(|(i, _)| items[*i].action == "delete");
+            let deletes: Vec<usize> = deletes.into_iter().map(|(i, _)| i).collect();
+            // `_seq_no` and `_version` are the document's own: a document may not set them.
+            let docs: Vec<BulkDoc> = docs
+                .into_iter()
+                .filter(|(i, doc)| {
+                    let set = [crate::documents::SEQ_FIELD, crate::documents::VERSION_FIELD]
+                        .into_iter()
+                        .find(|name| sets_metadata(doc, name));
+                    if let Some(name) = set {
+                        items[*i].error = Some((
+                            400,
+                            "mapper_parsing_exception",
+                            format!("Field [{name}] is a metadata field and cannot be added inside a document. Use the index API request parameters."),
+                        ));
+                    }
+                    set.is_none()
+                })
+                .collect();
             let bytes = docs.iter().map(|(_, doc)| doc.len()).sum();
-            if let Err(refused) = tenant.admit(docs.len(), bytes) {
+            let docs = if docs.is_empty() {
+                docs
+            } else if let Err(refused) = tenant.admit(docs.len(), bytes) {
                 work_state.count_refused(&tenant, &refused);
                 // Over a quota: these items are refused, the other tenants' go on.
                 for (item_index, _) in &docs {
@@ -537,14 +574,26 @@ async fn bulk_inner(
                         refused.message.clone(),
                     ));
                 }
-                continue;
-            }
+                Vec::new()
+            } else {
+                docs
+            };
             let schema = tenant.live.schema();
-            let (batch, mut parse_errors) = Batch::parse(
+            let (mut batch, mut parse_errors, sent_times) = Batch::parse_documents(
                 now,
                 docs.iter().map(|(i, doc)| (items[*i].line, &doc[..])),
                 &schema,
             );
+            // Fields each event gets beside its document's: how it gave its time where its
+            // `_source` needs that, its sequence number and version (documents.rs).
+            let mut added: Vec<Vec<(&str, JsonValue)>> = sent_times
+                .into_iter()
+                .map(|sent| match sent {
+                    Some(sent) => vec![(crate::live::TIME_AS_SENT_FIELD, JsonValue::from(sent))],
+                    None => Vec::new(),
+                })
+                .collect();
+            let mut keep = vec![true; batch.len()];
             // Documents without an `_id` are answered with their content's
             // (quarry-query's doc_id.rs), the id their hits will show.
             let failed_lines: std::collections::HashSet<usize> =
@@ -556,8 +605,8 @@ async fn bulk_inner(
                 .collect();
             // Most mappings keep every field: then no field's rules need looking up.
             let all_stored = schema.mapping().fields.values().all(|rules| rules.stored);
-            for (item_index, event) in parsed.into_iter().zip(batch.events()) {
-                let item = &mut items[item_index];
+            for (item_index, event) in parsed.iter().zip(batch.events()) {
+                let item = &mut items[*item_index];
                 if item.id.is_none() {
                     let stored = event
                         .fields
@@ -567,10 +616,32 @@ async fn bulk_inner(
                         })
                         .map(|(name, value)| (name.as_str(), value));
                     item.id = Some(quarry_query::doc_id::content_id(event.time, stored));
+                    item.outcome = Some(Outcome {
+                        version: 1,
+                        seq: None,
+                        result: "created",
+                        status: 201,
+                    });
                 }
+            }
+            if parsed.iter().any(|i| items[*i].outcome.is_none()) || !deletes.is_empty() {
+                let writes = Writes {
+                    parsed: &parsed,
+                    deletes: &deletes,
+                    keep: &mut keep,
+                    added: &mut added,
+                };
+                let changes = decide_documents(&tenant, writes, &mut items)?;
+                written.0.push((tenant.clone(), changes));
+            }
+            if added.iter().any(|fields| !fields.is_empty()) || keep.contains(&false) {
+                batch.amend(&keep, &added);
             }
             let failed = parse_errors.len();
             errors.append(&mut parse_errors);
+            if batch.is_empty() {
+                continue;
+            }
             let live = tenant.live.clone();
             let events = batch.len();
             let done = live
@@ -580,12 +651,13 @@ async fn bulk_inner(
             waits.push((live, done));
             counts.push((tenant, events, bytes, failed));
         }
-        Ok((items, errors, waits, counts, claims))
+        Ok((items, errors, waits, counts, written))
     })
     .await?;
     for done in waits {
         acknowledge(done).await?;
     }
+    drop(written);
     for (tenant, events, bytes, failed) in counts {
         state.count_ingested(&tenant, events, bytes, failed);
     }
@@ -601,54 +673,128 @@ async fn bulk_inner(
     ))
 }
 
-/// A tenant's documents without the `create`s whose `_id` is taken (stored already, under way
-/// in another request, or earlier in this one): those items answer 409 as in Elasticsearch.
-/// The claim on the others is held until the request is answered.
-fn created_once<'a>(
-    tenant: &Arc<Tenant>,
-    docs: Vec<BulkDoc<'a>>,
+/// Decides the writes by id of one tenant's items (documents.rs), in request order: the
+/// documents `parsed` (item indexes of the batch's events; those without an outcome have an
+/// `_id`) and `deletes`. A refused document is marked to leave the batch; an accepted one
+/// gets its sequence number (and version) among its added fields. The changes are durable in the tenant's table when this returns; the
+/// writes to pass to `DocTable::answered` are returned.
+fn decide_documents(
+    tenant: &Tenant,
+    writes: Writes,
     items: &mut [BulkItem],
-) -> Result<(Vec<BulkDoc<'a>>, crate::idempotency::IdClaim), ApiError> {
-    let mut ids: Vec<String> = docs
+) -> Result<crate::documents::Written, ApiError> {
+    let Writes {
+        parsed,
+        deletes,
+        keep,
+        added,
+    } = writes;
+    // (item index, its event in the batch)
+    let mut ops: Vec<(usize, Option<usize>)> = parsed
         .iter()
-        .filter_map(|(i, _)| created_id(&items[*i]).map(str::to_owned))
+        .enumerate()
+        .filter(|(_, i)| items[**i].outcome.is_none())
+        .map(|(event, i)| (*i, Some(event)))
+        .chain(deletes.iter().map(|i| (*i, None)))
+        .collect();
+    ops.sort_unstable();
+    let mut ids: Vec<String> = ops
+        .iter()
+        .filter_map(|(i, _)| items[*i].id.clone())
         .collect();
     ids.sort_unstable();
     ids.dedup();
     let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
-    let (claim, under_way) = tenant.created_ids.claim(&ids);
-    let claimed = claim.ids();
-    let stored = if claimed.is_empty() {
-        Default::default()
-    } else {
-        let snapshot = tenant.live.published_snapshot();
-        crate::idempotency::existing_ids(&snapshot, &claimed).map_err(ApiError::from_query)?
-    };
-    let mut taken: std::collections::HashSet<String> = under_way.into_iter().collect();
-    taken.extend(stored);
-    let mut kept = Vec::with_capacity(docs.len());
-    for (item_index, doc) in docs {
-        let item = &mut items[item_index];
-        if let Some(id) = created_id(item).map(str::to_owned) {
-            if !taken.insert(id.clone()) {
-                item.error = Some((
-                    409,
-                    "version_conflict_engine_exception",
-                    format!(
-                        "[{id}]: version conflict, document already exists (current version [1])"
-                    ),
-                ));
-                continue;
+    let mut writer = tenant.documents.writer();
+    let snapshot = tenant.live.published_snapshot();
+    let mut states = writer
+        .states(&snapshot, &ids)
+        .map_err(ApiError::from_query)?;
+    for (i, event) in ops {
+        let item = &mut items[i];
+        let Some(id) = item.id.clone() else { continue };
+        let op = match item.action {
+            "create" => Op::Create,
+            "delete" => Op::Delete,
+            _ => Op::Index,
+        };
+        let state = states.get(&id).copied().unwrap_or(DocState::Missing);
+        match crate::documents::decide(&id, op, &item.conditions, state) {
+            Ok(decision) => {
+                let seq = writer.next_seq().map_err(ApiError::internal)?;
+                writer.record(&id, decision.version, seq, op == Op::Delete, state);
+                let (result, status) = match op {
+                    Op::Delete => ("deleted", 200),
+                    _ if decision.existed => ("updated", 200),
+                    _ => ("created", 201),
+                };
+                item.outcome = Some(Outcome {
+                    version: decision.version,
+                    seq: Some(seq),
+                    result,
+                    status,
+                });
+                let now = if op == Op::Delete {
+                    DocState::Deleted {
+                        version: decision.version,
+                    }
+                } else {
+                    DocState::Live {
+                        version: decision.version,
+                        seq,
+                    }
+                };
+                states.insert(id, now);
+                if let Some(event) = event {
+                    added[event].push((crate::documents::SEQ_FIELD, seq.into()));
+                    if decision.version != 1 {
+                        added[event]
+                            .push((crate::documents::VERSION_FIELD, decision.version.into()));
+                    }
+                }
+            }
+            Err(Refusal::Conflict(reason)) => {
+                item.error = Some((409, "version_conflict_engine_exception", reason));
+                if let Some(event) = event {
+                    keep[event] = false;
+                }
+            }
+            Err(Refusal::NotFound) => {
+                item.outcome = Some(Outcome {
+                    version: match state {
+                        DocState::Deleted { version } => version,
+                        _ => 1,
+                    },
+                    seq: None,
+                    result: "not_found",
+                    status: 404,
+                });
             }
         }
-        kept.push((item_index, doc));
     }
-    Ok((kept, claim))
+    writer.commit(&tenant.live).map_err(ApiError::internal)
 }
 
-/// The `_id` of a `create` action that names one.
-fn created_id(item: &BulkItem) -> Option<&str> {
-    (item.action == "create").then_some(item.id.as_deref())?
+/// The writes by id a bulk request decided, per tenant: they leave their tables' recent
+/// writes when this is dropped, once the request is answered (its events visible) or failed.
+struct Answered(Vec<(Arc<Tenant>, crate::documents::Written)>);
+
+impl Drop for Answered {
+    fn drop(&mut self) {
+        for (tenant, changes) in &self.0 {
+            tenant.documents.answered(changes);
+        }
+    }
+}
+
+/// One tenant's writes by id in a bulk request, for `decide_documents`: the item indexes of
+/// the batch's events (`parsed`) and of the deletes, and per event whether it stays and the
+/// fields it gets.
+struct Writes<'a, 'f> {
+    parsed: &'a [usize],
+    deletes: &'a [usize],
+    keep: &'a mut [bool],
+    added: &'a mut [Vec<(&'f str, JsonValue)>],
 }
 
 /// The bulk answer in Elasticsearch's shape, written directly (a JSON value per item cost
@@ -692,7 +838,21 @@ fn bulk_reply(items: &[BulkItem], took_ms: u64, now: i64) -> String {
                         let _ = write!(out, "\"{now:x}-{generated}\"");
                     }
                 }
-                out.push_str(r#","_version":1,"result":"created","_shards":{"total":1,"successful":1,"failed":0},"_seq_no":0,"_primary_term":1,"status":201}}"#);
+                let outcome = item.outcome.unwrap_or(Outcome {
+                    version: 1,
+                    seq: None,
+                    result: "created",
+                    status: 201,
+                });
+                let _ = write!(
+                    out,
+                    r#","_version":{},"result":"{}","_shards":{{"total":1,"successful":1,"failed":0}},"#,
+                    outcome.version, outcome.result
+                );
+                if let Some(seq) = outcome.seq {
+                    let _ = write!(out, r#""_seq_no":{seq},"_primary_term":1,"#);
+                }
+                let _ = write!(out, r#""status":{}}}}}"#, outcome.status);
                 Ok(())
             }
         };
@@ -731,22 +891,36 @@ fn parse_bulk<'a>(
                 action
             }
         };
+        let item = |error: Option<ItemError>, line: usize| BulkItem {
+            action: name,
+            index: index.clone(),
+            id: id.clone(),
+            error,
+            require_alias: options.require_alias,
+            line,
+            conditions: options.conditions,
+            outcome: None,
+        };
+        let refused = options
+            .refused
+            .as_ref()
+            .map(|key| {
+                (
+                    400,
+                    "illegal_argument_exception",
+                    format!("unsupported: [{key}] in a bulk action"),
+                )
+            })
+            .or_else(|| {
+                options
+                    .invalid
+                    .clone()
+                    .map(|why| (400, "action_request_validation_exception", why))
+            });
         match name {
-            "index" | "create" if options.refused.is_some() => {
+            "index" | "create" if refused.is_some() => {
                 lines.next();
-                let key = options.refused.unwrap_or_default();
-                items.push(BulkItem {
-                    error: Some((
-                        400,
-                        "illegal_argument_exception",
-                        format!("unsupported: [{key}] in a bulk action"),
-                    )),
-                    action: name,
-                    index,
-                    id,
-                    require_alias: None,
-                    line: number,
-                });
+                items.push(item(refused, number));
             }
             "index" | "create" => {
                 let Some((doc_number, doc)) = lines.next() else {
@@ -757,33 +931,34 @@ fn parse_bulk<'a>(
                     None => Cow::Borrowed(doc),
                 };
                 docs.push((items.len(), doc));
-                items.push(BulkItem {
-                    action: name,
-                    index,
-                    id,
-                    error: None,
-                    require_alias: options.require_alias,
-                    line: doc_number,
-                });
+                items.push(item(None, doc_number));
+            }
+            "delete" if refused.is_some() => items.push(item(refused, number)),
+            "delete" if id.is_none() => items.push(item(
+                Some((
+                    400,
+                    "action_request_validation_exception",
+                    "Validation Failed: 1: id is missing;".to_owned(),
+                )),
+                number,
+            )),
+            // A delete has no document: it goes with its index's documents, empty.
+            "delete" => {
+                docs.push((items.len(), Cow::Borrowed(&[][..])));
+                items.push(item(None, number));
             }
             _ => {
-                if name == "update" {
-                    lines.next();
-                }
-                items.push(BulkItem {
-                    error: Some((
+                lines.next();
+                items.push(item(
+                    Some((
                         400,
                         "action_request_validation_exception",
                         format!(
-                            "Quarry's bulk API does not support [{name}]: events are immutable"
+                            "Quarry's bulk API does not support [{name}]: a document is replaced whole (index) or deleted"
                         ),
                     )),
-                    action: name,
-                    index,
-                    id,
-                    require_alias: None,
-                    line: number,
-                });
+                    number,
+                ));
             }
         }
     }
@@ -798,9 +973,12 @@ type BulkAction = (&'static str, Arc<str>, Option<String>, ActionOptions);
 struct ActionOptions {
     /// The index must be an alias (`None`: as the URL says).
     require_alias: Option<bool>,
-    /// A key Quarry does not honour (`pipeline`, `version`, `if_seq_no`, ...): the item is
-    /// refused, naming it.
+    /// A key Quarry does not honour (`pipeline`, ...): the item is refused, naming it.
     refused: Option<String>,
+    /// `if_seq_no`, `if_primary_term`, `version` and `version_type`.
+    conditions: Conditions,
+    /// Why those are invalid together, if they are.
+    invalid: Option<String>,
 }
 
 /// An action line as read: the action, `_index` and `_id` if named, and the options.
@@ -813,7 +991,7 @@ const ACTION_NO_OPS: &[&str] = &["routing", "_type"];
 /// malformed.
 fn read_action(line: &[u8]) -> Result<ActionRead, String> {
     let action: ActionLine = serde_json::from_slice(line).map_err(|e| e.to_string())?;
-    let (name, meta) = match action {
+    let (mut name, meta) = match action {
         ActionLine {
             index: Some(meta),
             create: None,
@@ -838,6 +1016,12 @@ fn read_action(line: &[u8]) -> Result<ActionRead, String> {
             update: None,
             delete: Some(meta),
         } => ("delete", meta),
+        ActionLine {
+            index: None,
+            create: None,
+            update: None,
+            delete: None,
+        } => return Err("expected FIELD_NAME but found [END_OBJECT]".into()),
         _ => return Err("expected one action: index, create, update or delete".into()),
     };
     let id = meta.id.map(|id| match id {
@@ -845,16 +1029,87 @@ fn read_action(line: &[u8]) -> Result<ActionRead, String> {
         other => other.to_string(),
     });
     let mut options = ActionOptions::default();
+    if id.as_deref() == Some("") {
+        options.invalid =
+            Some("Validation Failed: 1: if _id is specified it must not be empty;".to_owned());
+    }
+    let mut version = None;
+    let mut version_type = None;
     for (key, value) in meta.other {
+        let number = || match &value {
+            JsonValue::Number(n) => n.as_u64(),
+            JsonValue::String(text) => text.parse().ok(),
+            _ => None,
+        };
         match key.as_str() {
             "require_alias" => options.require_alias = value.as_bool(),
+            "if_seq_no" => options.conditions.if_seq_no = number(),
+            "if_primary_term" => options.conditions.if_primary_term = number(),
+            "version" => version = number(),
+            "version_type" => version_type = value.as_str().map(str::to_owned),
+            "op_type" if name == "index" => match value.as_str() {
+                Some("create") => name = "create",
+                Some("index") => {}
+                _ => {
+                    options
+                        .invalid
+                        .get_or_insert_with(|| format!("op_type: {value} is not index or create"));
+                }
+            },
             key if ACTION_NO_OPS.contains(&key) => {}
             key => {
                 options.refused.get_or_insert_with(|| key.to_owned());
             }
         }
     }
+    if let Err(why) = conditions_of(
+        &mut options.conditions,
+        version,
+        version_type.as_deref(),
+        name,
+    ) {
+        options.invalid.get_or_insert(why);
+    }
     Ok((name, meta.index.map(Cow::into_owned), id, options))
+}
+
+/// Sets `conditions.external` from `version` and `version_type` (Elasticsearch's rules for
+/// an action `name`), or says why they cannot go together.
+pub(crate) fn conditions_of(
+    conditions: &mut Conditions,
+    version: Option<u64>,
+    version_type: Option<&str>,
+    name: &str,
+) -> Result<(), String> {
+    let gte = match version_type.unwrap_or("internal") {
+        "internal" => {
+            return match version {
+                Some(_) => Err("Validation Failed: 1: internal versioning can not be used for optimistic concurrency control. Please use `if_seq_no` and `if_primary_term` instead;".to_owned()),
+                None => Ok(()),
+            };
+        }
+        "external" => false,
+        "external_gte" => true,
+        other => {
+            return Err(format!(
+                "version_type: [{other}] is not internal, external or external_gte"
+            ))
+        }
+    };
+    let Some(version) = version else {
+        return Err("Validation Failed: 1: an external version is required;".to_owned());
+    };
+    if name == "create" {
+        return Err("Validation Failed: 1: create operations only support internal versioning. use index instead;".to_owned());
+    }
+    if conditions.if_seq_no.is_some() || conditions.if_primary_term.is_some() {
+        return Err(
+            "Validation Failed: 1: compare and write operations can not be used with versioning;"
+                .to_owned(),
+        );
+    }
+    conditions.external = Some((version, gte));
+    Ok(())
 }
 
 /// An action line, `{"index": {...}}` and the like: exactly one of the four is set. Other
@@ -879,6 +1134,16 @@ struct ActionMeta<'a> {
     id: Option<JsonValue>,
     #[serde(flatten)]
     other: std::collections::BTreeMap<String, JsonValue>,
+}
+
+/// Whether the JSON object `doc` has the top-level key `name` (looked for only where the
+/// bytes hold it).
+fn sets_metadata(doc: &[u8], name: &str) -> bool {
+    let quoted = format!("\"{name}\"");
+    doc.windows(quoted.len())
+        .any(|window| window == quoted.as_bytes())
+        && serde_json::from_slice::<serde_json::Map<String, JsonValue>>(doc)
+            .is_ok_and(|object| object.contains_key(name))
 }
 
 /// `{"_id":"ID", …doc}`: the document with the action's `_id` as its first field (if the
@@ -909,12 +1174,19 @@ mod tests {
         let (items, docs) = parse_bulk(body, "default").unwrap();
         let actions: Vec<&str> = items.iter().map(|i| i.action).collect();
         assert_eq!(actions, ["index", "create", "delete", "update", "index"]);
-        assert_eq!(docs.len(), 3);
-        assert_eq!(&docs[0].1[..], b"{\"a\":1}");
-        assert_eq!(&docs[1].1[..], b"{\"_id\":\"x\",\"b\":2}");
-        assert_eq!(&docs[2].1[..], b"{}");
+        // A delete goes with the documents, empty (its index decides it).
+        let docs: Vec<(usize, &[u8])> = docs.iter().map(|(i, doc)| (*i, &doc[..])).collect();
+        assert_eq!(
+            docs,
+            [
+                (0, &b"{\"a\":1}"[..]),
+                (1, b"{\"_id\":\"x\",\"b\":2}"),
+                (2, b""),
+                (4, b"{}"),
+            ]
+        );
         assert_eq!(items[1].line, 5);
-        assert!(items[2].error.is_some() && items[3].error.is_some());
+        assert!(items[2].error.is_none() && items[3].error.is_some());
     }
 
     #[test]
@@ -940,6 +1212,8 @@ mod tests {
             error,
             require_alias: None,
             line: 2,
+            conditions: Conditions::default(),
+            outcome: None,
         };
         let items = [
             item("index", Some("a\"b"), None),

@@ -16,6 +16,7 @@
 //! and `quarry search` reads what is in block files.
 
 mod admin;
+mod documents;
 mod es_aggs;
 mod es_aliases;
 mod es_api;
@@ -358,17 +359,19 @@ fn router(state: Arc<AppState>, guard: guard::Guard, request_timeout: Duration) 
         .route("/{index}/_pit", post(es_scroll::open_pit))
         // Single documents (es_docs.rs).
         .route("/{index}/_doc", post(es_docs::index_auto))
+        .route("/_mget", get(es_docs::mget).post(es_docs::mget))
+        .route("/{index}/_mget", get(es_docs::mget).post(es_docs::mget))
         .route(
             "/{index}/_doc/{id}",
             put(es_docs::index_with_id)
                 .post(es_docs::index_with_id)
                 .get(es_docs::get)
                 .head(es_docs::get)
-                .delete(es_docs::refuse_change),
+                .delete(es_docs::delete),
         )
         .route(
             "/{index}/_create/{id}",
-            put(es_docs::index_with_id).post(es_docs::index_with_id),
+            put(es_docs::create_with_id).post(es_docs::create_with_id),
         )
         .route(
             "/{index}/_source/{id}",

@@ -46,7 +46,7 @@ use crate::wal_writer::{WalHandle, WalWait};
 use quarry_format::block::{BlockInput, Manifest};
 use quarry_format::column::ChunkCache;
 use quarry_format::BlockReader;
-use quarry_index::event::{parse_event, Event};
+use quarry_index::event::{format_time, parse_event, parse_event_as_sent, Event, TimeAsSent};
 use quarry_index::merge::{
     merge_blocks, merge_readers, pick_merge_skipping, write_new_block, MergePolicy,
 };
@@ -55,6 +55,7 @@ use quarry_index::segment::SegmentBuilder;
 use quarry_index::Schema;
 use quarry_query::{DamagedBlock, Searcher};
 use quarry_store::{BlockEntry, Mapping, Metastore};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -158,6 +159,27 @@ impl Batch {
         lines: impl IntoIterator<Item = (usize, &'a [u8])>,
         schema: &Schema,
     ) -> (Batch, Vec<(usize, String)>) {
+        let (batch, errors, _) = Self::parse_with(now, lines, schema, false);
+        (batch, errors)
+    }
+
+    /// `parse`, and for each event kept, how its document gave its time where an
+    /// Elasticsearch `_source` could not show it again from the event's time alone (see
+    /// [`TIME_AS_SENT_FIELD`]): the value for that field, or `None`.
+    pub(crate) fn parse_documents<'a>(
+        now: i64,
+        lines: impl IntoIterator<Item = (usize, &'a [u8])>,
+        schema: &Schema,
+    ) -> (Batch, Vec<(usize, String)>, Vec<Option<String>>) {
+        Self::parse_with(now, lines, schema, true)
+    }
+
+    fn parse_with<'a>(
+        now: i64,
+        lines: impl IntoIterator<Item = (usize, &'a [u8])>,
+        schema: &Schema,
+        as_sent: bool,
+    ) -> (Batch, Vec<(usize, String)>, Vec<Option<String>>) {
         let mut batch = Batch {
             now,
             events: Vec::new(),
@@ -165,9 +187,15 @@ impl Batch {
             ends: Vec::new(),
         };
         let mut errors = Vec::new();
+        let mut sent_times = Vec::new();
         for (number, line) in lines {
-            match parse_event(line, now).and_then(|event| schema.check(&event).map(|()| event)) {
-                Ok(event) => {
+            let parsed = parse_event_as_sent(line, now)
+                .and_then(|(event, sent)| schema.check(&event).map(|()| (event, sent)));
+            match parsed {
+                Ok((event, sent)) => {
+                    if as_sent {
+                        sent_times.push(time_as_sent(event.time, sent));
+                    }
                     batch.text.extend_from_slice(line);
                     batch.ends.push(batch.text.len());
                     batch.events.push(event);
@@ -175,7 +203,7 @@ impl Batch {
                 Err(error) => errors.push((number, error.to_string())),
             }
         }
-        (batch, errors)
+        (batch, errors, sent_times)
     }
 
     /// The WAL payload of events `range`: `[version][now][lines joined by '\n']`.
@@ -218,6 +246,58 @@ impl Batch {
         Ok(events)
     }
 
+    /// Keeps the events `keep` marks, each with the fields `added` gives it (numbers and
+    /// strings; first in its line, last in its fields).
+    pub(crate) fn amend(&mut self, keep: &[bool], added: &[Vec<(&str, serde_json::Value)>]) {
+        let mut text = Vec::with_capacity(self.text.len() + 24 * added.len());
+        let mut ends = Vec::with_capacity(self.ends.len());
+        let mut events = Vec::with_capacity(self.events.len());
+        let mut from = 0;
+        for (i, mut event) in std::mem::take(&mut self.events).into_iter().enumerate() {
+            let line = &self.text[from..self.ends[i]];
+            from = self.ends[i];
+            if !keep.get(i).copied().unwrap_or(true) {
+                continue;
+            }
+            match added.get(i).filter(|fields| !fields.is_empty()) {
+                Some(fields) => {
+                    // A parsed event's line is a JSON object.
+                    let trimmed = line.trim_ascii_start();
+                    let rest = trimmed.strip_prefix(b"{").unwrap_or(trimmed);
+                    text.push(b'{');
+                    for (n, (name, value)) in fields.iter().enumerate() {
+                        if n > 0 {
+                            text.push(b',');
+                        }
+                        text.extend_from_slice(
+                            serde_json::Value::from(*name).to_string().as_bytes(),
+                        );
+                        text.push(b':');
+                        text.extend_from_slice(value.to_string().as_bytes());
+                        let value = match value {
+                            serde_json::Value::Number(n) if n.as_u64().is_some() => {
+                                number_value(n.as_u64().unwrap_or_default())
+                            }
+                            serde_json::Value::String(s) => quarry_format::Value::Str(s.clone()),
+                            other => quarry_format::Value::Str(other.to_string()),
+                        };
+                        event.fields.push(((*name).to_owned(), value));
+                    }
+                    if !rest.trim_ascii_start().starts_with(b"}") {
+                        text.push(b',');
+                    }
+                    text.extend_from_slice(rest);
+                }
+                None => text.extend_from_slice(line),
+            }
+            ends.push(text.len());
+            events.push(event);
+        }
+        self.text = text;
+        self.ends = ends;
+        self.events = events;
+    }
+
     pub fn len(&self) -> usize {
         self.events.len()
     }
@@ -230,6 +310,27 @@ impl Batch {
     pub fn is_empty(&self) -> bool {
         self.events.is_empty()
     }
+}
+
+/// The hidden field that keeps how a document sent through the Elasticsearch API gave its
+/// time, where its `_source` could not show it again from the event's time alone: `{}` for a
+/// document without a time (its time is the ingestion time; its `_source` shows none), else
+/// `{"key": value}` as sent (`"timestamp": 1700000000`). A document whose `@timestamp` is the
+/// text `format_time` writes (RFC 3339 in UTC, as Beats and Logstash send it) needs none.
+pub(crate) const TIME_AS_SENT_FIELD: &str = "_time_as_sent";
+
+/// The value of [`TIME_AS_SENT_FIELD`] for an event at `time` whose document gave `sent`.
+fn time_as_sent(time: i64, sent: TimeAsSent) -> Option<String> {
+    match sent {
+        None => Some("{}".to_owned()),
+        Some(("@timestamp", text)) if text == format!("\"{}\"", format_time(time)) => None,
+        Some((key, text)) => Some(format!("{{{}:{text}}}", serde_json::Value::from(key))),
+    }
+}
+
+/// `n` as parsing its JSON gives it (I64 whenever it fits), so a replayed event is the same.
+fn number_value(n: u64) -> quarry_format::Value {
+    i64::try_from(n).map_or(quarry_format::Value::U64(n), quarry_format::Value::I64)
 }
 
 /// A sealed in-memory block and its encoded bytes (written as they are by a flush).
@@ -299,7 +400,14 @@ pub struct LiveIndex {
     /// the block was opened: the file changed under the server), not yet taken out of
     /// `State::disk` (`take_reported_damage`).
     reported_damage: Arc<Mutex<Vec<DamagedBlock>>>,
+    /// The ids whose events snapshots resolve (documents.rs), and their generation.
+    documents: Mutex<(Arc<DocEntries>, u64)>,
+    /// The events of those ids found in each block, by block key, with the generation they
+    /// were found for (blocks never change: a block is searched again only for new ids).
+    occurrences: Mutex<HashMap<usize, (u64, crate::documents::Occurrences)>>,
 }
+
+type DocEntries = HashMap<String, crate::documents::Entry>;
 
 /// Sealed blocks a live tail may fall behind by before it is dropped (the blocks it has not
 /// read stay in memory for it until then).
@@ -425,6 +533,8 @@ impl LiveIndex {
             stats: BackgroundStats::default(),
             sealed: tokio::sync::broadcast::channel(TAIL_BACKLOG_BLOCKS).0,
             reported_damage: Arc::default(),
+            documents: Mutex::default(),
+            occurrences: Mutex::default(),
             tenant: tenant.to_owned(),
             schema: Mutex::new(schema),
             config,
@@ -625,8 +735,10 @@ impl LiveIndex {
             .chain(state.memory.iter().map(|m| m.reader.clone()))
             .collect();
         let damaged = state.damaged.iter().map(|(_, d)| d.clone()).collect();
+        let deleted = self.dead_docs(&blocks);
         let searcher = Arc::new(
             Searcher::from_shared_with(blocks, self.schema())
+                .with_deleted(deleted)
                 .with_damaged(damaged)
                 .with_damage_report({
                     let reported = self.reported_damage.clone();
@@ -636,6 +748,49 @@ impl LiveIndex {
         );
         state.snapshot = Some(searcher.clone());
         searcher
+    }
+
+    /// Sets the ids whose events snapshots resolve (documents.rs): the next snapshot leaves
+    /// out their dead events.
+    pub(crate) fn set_documents(&self, entries: Arc<DocEntries>, generation: u64) {
+        *lock(&self.documents) = (entries, generation);
+        self.state().snapshot = None;
+    }
+
+    /// The dead events of resolved ids in `blocks` (documents.rs), by block key.
+    fn dead_docs(&self, blocks: &[Arc<BlockReader>]) -> HashMap<usize, Arc<[u32]>> {
+        let (entries, generation) = lock(&self.documents).clone();
+        if entries.is_empty() {
+            return HashMap::new();
+        }
+        let schema = self.schema();
+        let mut cache = lock(&self.occurrences);
+        let mut found = Vec::with_capacity(blocks.len());
+        for block in blocks {
+            let key = quarry_query::searcher::block_key(block);
+            let known = cache
+                .get(&key)
+                .filter(|(at, _)| *at == generation)
+                .map(|(_, events)| events.clone());
+            let events = match known {
+                Some(events) => events,
+                None => match crate::documents::occurrences(block, &schema, &entries) {
+                    Ok(events) => {
+                        cache.insert(key, (generation, events.clone()));
+                        events
+                    }
+                    Err(error) => {
+                        tracing::warn!(block = %block.path().display(), %error,
+                            "could not resolve the documents of a block");
+                        continue;
+                    }
+                },
+            };
+            found.push((key, events));
+        }
+        let present: std::collections::HashSet<usize> = found.iter().map(|(k, _)| *k).collect();
+        cache.retain(|key, _| present.contains(key));
+        crate::documents::dead_docs(&found, &entries)
     }
 
     pub fn stats(&self) -> &BackgroundStats {

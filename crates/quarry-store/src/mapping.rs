@@ -368,9 +368,11 @@ pub struct Mapping {
 pub const IGNORED_FIELD: &str = "_ignored";
 
 /// Names every event may hold whatever `dynamic` says: `_id` is the document id Elasticsearch
-/// clients send beside the document (quarry-server splices it in), found by its index;
-/// `_ignored` is written by indexing.
-const ALWAYS_DYNAMIC: [&str; 2] = ["_id", IGNORED_FIELD];
+/// clients send beside the document (quarry-server splices it in), found by its index, and
+/// `_seq_no` and `_version` its sequence number and version (quarry-server's documents.rs),
+/// `_time_as_sent` how it gave its time (quarry-server's live.rs); `_ignored` is written by
+/// indexing.
+const ALWAYS_DYNAMIC: [&str; 5] = ["_id", "_seq_no", "_version", "_time_as_sent", IGNORED_FIELD];
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 #[error("mapping: {path}: {message}")]

@@ -294,8 +294,8 @@ fn hits_show_what_the_request_asks_and_unsupported_options_are_refused() {
     for (target, body, named) in [
         (
             "/default/_search",
-            json!({"collapse": {"field": "level"}}),
-            "collapse",
+            json!({"collapse": {"field": "level", "inner_hits": {}}}),
+            "collapse.inner_hits",
         ),
         ("/default/_search", json!({"explain": true}), "explain"),
         (
@@ -567,7 +567,8 @@ fn documents_have_one_stable_id_to_read_them_back_by() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(&dir.path().join("d"));
 
-    // A document under a given id: created, read back, never replaced.
+    // A document under a given id: created, read back, replaced, deleted (the model-based
+    // checks of versions and sequence numbers are in es_documents.rs).
     let (status, answer) = server.request(
         "PUT",
         "/shop/_doc/order-1?refresh=true",
@@ -576,6 +577,7 @@ fn documents_have_one_stable_id_to_read_them_back_by() {
     assert_eq!(status, 201, "{answer}");
     assert_eq!(answer["result"], "created");
     assert_eq!(answer["_id"], "order-1");
+    assert_eq!(answer["forced_refresh"], true);
     let (status, answer) = server.get("/shop/_doc/order-1");
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["found"], true);
@@ -583,15 +585,28 @@ fn documents_have_one_stable_id_to_read_them_back_by() {
     assert_eq!(source["item"], "lamp");
     assert_eq!(source["price"], 12.5);
     assert!(
-        !source.contains_key("_id"),
-        "the id is not a field of the source: {answer}"
+        !source.contains_key("_id") && !source.contains_key("_seq_no"),
+        "the id and sequence number are not fields of the source: {answer}"
     );
-    let (status, answer) =
-        server.request("PUT", "/shop/_doc/order-1", Some(r#"{"item": "chair"}"#));
+    let (status, answer) = server.request("PUT", "/shop/_create/order-1", Some("{}"));
     assert_eq!(status, 409, "{answer}");
     assert_eq!(answer["error"]["type"], "version_conflict_engine_exception");
+    let (status, answer) =
+        server.request("PUT", "/shop/_doc/order-1", Some(r#"{"item": "chair"}"#));
+    assert_eq!(
+        (status, &answer["result"]),
+        (200, &json!("updated")),
+        "{answer}"
+    );
+    assert_eq!(answer["_version"], 2);
     let (_, answer) = server.get("/shop/_source/order-1");
-    assert_eq!(answer["item"], "lamp", "the first stays");
+    assert_eq!(
+        answer,
+        json!({"item": "chair"}),
+        "the second replaces the first"
+    );
+    let (_, answer) = server.get("/shop/_count?q=item:lamp");
+    assert_eq!(answer["count"], 0, "the first is gone from searches too");
     assert_eq!(
         server.send("HEAD", "/shop/_doc/order-1", &[], b"").status,
         200
@@ -602,9 +617,24 @@ fn documents_have_one_stable_id_to_read_them_back_by() {
     );
     let (status, answer) = server.get("/shop/_doc/order-2");
     assert_eq!((status, &answer["found"]), (404, &json!(false)));
-    let (status, _) = server.request("DELETE", "/shop/_doc/order-1", None);
-    assert_eq!(status, 400);
-    let (status, _) = server.request("PUT", "/shop/_doc/x?version=3", Some("{}"));
+    let (status, answer) = server.request("DELETE", "/shop/_doc/order-1", None);
+    assert_eq!(
+        (status, &answer["result"]),
+        (200, &json!("deleted")),
+        "{answer}"
+    );
+    let (status, _) = server.get("/shop/_doc/order-1");
+    assert_eq!(status, 404);
+    let (status, answer) = server.request("DELETE", "/shop/_doc/order-1", None);
+    assert_eq!(
+        (status, &answer["result"]),
+        (404, &json!("not_found")),
+        "{answer}"
+    );
+    // Internal versions are not for optimistic concurrency (if_seq_no is).
+    let (status, answer) = server.request("PUT", "/shop/_doc/x?version=3", Some("{}"));
+    assert_eq!(status, 400, "{answer}");
+    let (status, _) = server.request("POST", "/shop/_update/x", Some("{}"));
     assert_eq!(status, 400);
 
     // Without an id, a document's id is its content's: what POST _doc and _bulk answer is
@@ -1666,4 +1696,82 @@ fn aliases_name_indices_for_searches_and_writes() {
     assert_eq!(ns("/solo/_search"), [4]);
     let (status, _) = server.request("POST", "/pair/_search", Some("{}"));
     assert_eq!(status, 404);
+}
+
+#[test]
+fn collapse_shows_each_groups_best_hit_as_a_brute_force_grouping_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("d"));
+    // 200 events over 23 groups (and some without a group), each with a distinct sort value
+    // in a scrambled order.
+    let events: Vec<(u64, Option<u64>)> = (0..200u64)
+        .map(|i| ((i * 7919) % 1009, (i % 11 != 0).then_some((i * 31) % 23)))
+        .collect();
+    let mut bulk = String::new();
+    for (sort, group) in &events {
+        let doc = match group {
+            Some(group) => json!({"sort": sort, "group": group}),
+            None => json!({"sort": sort}),
+        };
+        bulk.push_str(&format!("{{\"index\":{{}}}}\n{doc}\n"));
+    }
+    let (status, answer) = server.request("POST", "/c/_bulk", Some(&bulk));
+    assert_eq!(
+        (status, &answer["errors"]),
+        (200, &json!(false)),
+        "{answer}"
+    );
+    // Brute force: by sort value, highest first; the first of each group.
+    let mut ordered = events.clone();
+    ordered.sort_by_key(|event| std::cmp::Reverse(event.0));
+    let mut seen = std::collections::HashSet::new();
+    let best: Vec<(u64, Option<u64>)> = ordered
+        .into_iter()
+        .filter(|(_, group)| seen.insert(*group))
+        .collect();
+    assert_eq!(best.len(), 24);
+    for (from, size) in [(0, 10), (5, 3), (20, 10), (0, 100)] {
+        let body = json!({
+            "from": from, "size": size,
+            "collapse": {"field": "group"},
+            "sort": [{"sort": "desc"}],
+        });
+        let (status, answer) = server.request("POST", "/c/_search", Some(&body.to_string()));
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(answer["hits"]["total"]["value"], 200, "every match counts");
+        let shown: Vec<(u64, Option<u64>)> = answer["hits"]["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|hit| {
+                let group = hit["fields"]["group"].as_array().unwrap();
+                let group = group.first().and_then(|g| g.as_u64());
+                assert_eq!(hit["_source"]["group"].as_u64(), group, "{hit}");
+                (hit["_source"]["sort"].as_u64().unwrap(), group)
+            })
+            .collect();
+        let expected: Vec<(u64, Option<u64>)> =
+            best.iter().skip(from).take(size).copied().collect();
+        assert_eq!(shown, expected, "from {from}, size {size}");
+    }
+    for (body, message) in [
+        (
+            json!({"collapse": {"field": "group"}, "search_after": [1], "sort": [{"sort": "desc"}]}),
+            "search_after",
+        ),
+        (
+            json!({"collapse": {"field": "group", "inner_hits": {"name": "x"}}}),
+            "collapse.inner_hits",
+        ),
+    ] {
+        let (status, answer) = server.request("POST", "/c/_search", Some(&body.to_string()));
+        assert_eq!(status, 400, "{answer}");
+        assert!(
+            answer["error"]["reason"]
+                .as_str()
+                .unwrap()
+                .contains(message),
+            "{answer}"
+        );
+    }
 }

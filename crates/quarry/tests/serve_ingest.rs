@@ -127,7 +127,7 @@ fn every_format_is_searchable_at_once_and_stored_as_sent() {
     assert_eq!(count(&server, "epsilon"), 2);
 
     // The Elasticsearch bulk API: a status per item, in Elasticsearch's shape.
-    let bulk = "{\"index\":{\"_index\":\"default\",\"_id\":\"doc-1\"}}\n{\"message\":\"zeta one\",\"@timestamp\":\"2026-11-22T00:00:00Z\"}\n{\"create\":{}}\n{\"message\":\"zeta two\"}\n{\"index\":{}}\n{\"message\": broken}\n{\"index\":{\"_index\":\"Not A Name\"}}\n{\"message\":\"zeta lost\"}\n{\"delete\":{\"_id\":\"doc-1\"}}\n";
+    let bulk = "{\"index\":{\"_index\":\"default\",\"_id\":\"doc-1\"}}\n{\"message\":\"zeta one\",\"@timestamp\":\"2026-11-22T00:00:00Z\"}\n{\"create\":{}}\n{\"message\":\"zeta two\"}\n{\"index\":{}}\n{\"message\": broken}\n{\"index\":{\"_index\":\"Not A Name\"}}\n{\"message\":\"zeta lost\"}\n{\"delete\":{\"_id\":\"doc-2\"}}\n";
     let answer = server.send(
         "POST",
         "/_bulk",
@@ -155,7 +155,8 @@ fn every_format_is_searchable_at_once_and_stored_as_sent() {
             ("index".to_owned(), 400),
             // A missing index is created, as in Elasticsearch; this name cannot be one.
             ("index".to_owned(), 400),
-            ("delete".to_owned(), 400),
+            // No document has this id.
+            ("delete".to_owned(), 404),
         ]
     );
     assert_eq!(reply["items"][0]["index"]["_id"], "doc-1");

@@ -1,0 +1,323 @@
+//! Documents by id through the Elasticsearch API (quarry-server's documents.rs): index,
+//! create, delete, `if_seq_no`, external versions, `_bulk` and `_mget`, checked against a
+//! model of Elasticsearch's rules after every step, through a crash (SIGKILL: the WAL is
+//! replayed), a clean stop (every event flushed to block files) and a restart. Each check
+//! compares every id's `GET`, `_mget`, the `_count`, a `terms` aggregation and a search with
+//! the model, so a replaced or deleted document that a search, a count or an aggregation still
+//! saw would fail it.
+
+mod common;
+
+use common::Server;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// A live document in the model.
+#[derive(Debug, Clone)]
+struct Doc {
+    version: u64,
+    seq: u64,
+    n: u64,
+    colour: &'static str,
+}
+
+/// Elasticsearch's rules for one index, as a map.
+#[derive(Default)]
+struct Model {
+    live: BTreeMap<String, Doc>,
+    /// The version of each deleted id (a later write continues from it).
+    deleted: BTreeMap<String, u64>,
+    last_seq: Option<u64>,
+}
+
+impl Model {
+    fn version(&self, id: &str) -> Option<u64> {
+        self.live
+            .get(id)
+            .map(|doc| doc.version)
+            .or_else(|| self.deleted.get(id).copied())
+    }
+}
+
+/// A small deterministic generator (xorshift), so a failure replays.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+const COLOURS: [&str; 3] = ["red", "green", "blue"];
+const IDS: u64 = 12;
+
+/// One random write, sent and checked against the model.
+fn step(server: &Server, model: &mut Model, rng: &mut Rng, n: u64) {
+    let id = format!("d{}", rng.below(IDS));
+    let colour = COLOURS[rng.below(3) as usize];
+    let body = json!({"n": n, "colour": colour}).to_string();
+    let kind = rng.below(10);
+    let (method, target, body, expected): (&str, String, Option<&str>, Result<u64, u16>) =
+        match kind {
+            0..=3 => {
+                let version = model.version(&id).map_or(1, |v| v + 1);
+                ("PUT", format!("/docs/_doc/{id}"), Some(&body), Ok(version))
+            }
+            4 => {
+                let expected = match model.live.get(&id) {
+                    Some(_) => Err(409),
+                    None => Ok(model.version(&id).map_or(1, |v| v + 1)),
+                };
+                ("PUT", format!("/docs/_create/{id}"), Some(&body), expected)
+            }
+            5 | 6 => {
+                let expected = match model.live.get(&id) {
+                    Some(doc) => Ok(doc.version + 1),
+                    None => Err(404),
+                };
+                ("DELETE", format!("/docs/_doc/{id}"), None, expected)
+            }
+            7 => {
+                // Compare and swap, with the right sequence number or a stale one.
+                let live = model.live.get(&id).cloned();
+                let stale = rng.below(2) == 0;
+                let seq = match (&live, stale) {
+                    (Some(doc), false) => doc.seq,
+                    (Some(doc), true) => doc.seq + 1_000,
+                    (None, _) => 0,
+                };
+                let expected = match live {
+                    Some(doc) if !stale => Ok(doc.version + 1),
+                    _ => Err(409),
+                };
+                let target = format!("/docs/_doc/{id}?if_seq_no={seq}&if_primary_term=1");
+                ("PUT", target, Some(&body), expected)
+            }
+            _ => {
+                let current = model.version(&id);
+                let given = current.unwrap_or(0) + rng.below(3);
+                let gte = rng.below(2) == 0;
+                let fine = current.is_none_or(|c| if gte { given >= c } else { given > c });
+                let kind = if gte { "external_gte" } else { "external" };
+                let target = format!("/docs/_doc/{id}?version={given}&version_type={kind}");
+                let expected = if fine { Ok(given) } else { Err(409) };
+                ("PUT", target, Some(&body), expected)
+            }
+        };
+    let (status, answer) = server.request(method, &target, body);
+    match expected {
+        Err(code) => {
+            assert_eq!(status, code, "{method} {target}: {answer}");
+            if code == 409 {
+                assert_eq!(answer["error"]["type"], "version_conflict_engine_exception");
+            }
+        }
+        Ok(version) => {
+            assert!(
+                status == 200 || status == 201,
+                "{method} {target}: {status} {answer}"
+            );
+            assert_eq!(answer["_version"], version, "{method} {target}: {answer}");
+            let seq = answer["_seq_no"].as_u64().expect("a sequence number");
+            assert!(
+                model.last_seq.is_none_or(|last| seq > last),
+                "sequence numbers grow: {seq} after {:?}",
+                model.last_seq
+            );
+            model.last_seq = Some(seq);
+            if method == "DELETE" {
+                assert_eq!(answer["result"], "deleted");
+                model.live.remove(&id);
+                model.deleted.insert(id, version);
+            } else {
+                let existed = model.live.contains_key(&id);
+                assert_eq!(
+                    answer["result"],
+                    if existed { "updated" } else { "created" },
+                    "{answer}"
+                );
+                model.deleted.remove(&id);
+                model.live.insert(
+                    id,
+                    Doc {
+                        version,
+                        seq,
+                        n,
+                        colour,
+                    },
+                );
+            }
+        }
+    }
+}
+
+/// Every id read back, counted, aggregated and searched as the model says.
+fn check(server: &Server, model: &Model, when: &str) {
+    for i in 0..IDS {
+        let id = format!("d{i}");
+        let (status, answer) = server.get(&format!("/docs/_doc/{id}"));
+        match model.live.get(&id) {
+            Some(doc) => {
+                assert_eq!(status, 200, "{when}: {id}: {answer}");
+                assert_eq!(answer["_version"], doc.version, "{when}: {answer}");
+                assert_eq!(answer["_seq_no"], doc.seq, "{when}: {answer}");
+                assert_eq!(answer["_source"]["n"], doc.n, "{when}: {answer}");
+            }
+            None => assert_eq!(
+                (status, &answer["found"]),
+                (404, &json!(false)),
+                "{when}: {id} is not live: {answer}"
+            ),
+        }
+    }
+    let ids: Vec<String> = (0..IDS).map(|i| format!("d{i}")).collect();
+    let (status, answer) = server.request(
+        "POST",
+        "/docs/_mget",
+        Some(&json!({ "ids": ids }).to_string()),
+    );
+    assert_eq!(status, 200, "{answer}");
+    for (i, doc) in answer["docs"].as_array().unwrap().iter().enumerate() {
+        let live = model.live.get(&format!("d{i}"));
+        assert_eq!(doc["found"], live.is_some(), "{when}: {doc}");
+        if let Some(live) = live {
+            assert_eq!(doc["_version"], live.version, "{when}: {doc}");
+        }
+    }
+    let (_, answer) = server.get("/docs/_count");
+    assert_eq!(answer["count"], model.live.len(), "{when}: {answer}");
+    let (_, answer) = server.request(
+        "POST",
+        "/docs/_search",
+        Some(
+            &json!({
+                "size": 100,
+                "version": true,
+                "seq_no_primary_term": true,
+                "aggs": {"colours": {"terms": {"field": "colour.keyword"}}},
+            })
+            .to_string(),
+        ),
+    );
+    let mut by_colour: BTreeMap<&str, u64> = BTreeMap::new();
+    for doc in model.live.values() {
+        *by_colour.entry(doc.colour).or_default() += 1;
+    }
+    let buckets: BTreeMap<&str, u64> = answer["aggregations"]["colours"]["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| (b["key"].as_str().unwrap(), b["doc_count"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(buckets, by_colour, "{when}: {answer}");
+    let hits = answer["hits"]["hits"].as_array().unwrap();
+    assert_eq!(hits.len(), model.live.len(), "{when}: {answer}");
+    for hit in hits {
+        let doc = &model.live[hit["_id"].as_str().unwrap()];
+        assert_eq!(hit["_version"], doc.version, "{when}: {hit}");
+        assert_eq!(hit["_seq_no"], doc.seq, "{when}: {hit}");
+        assert_eq!(hit["_source"]["n"], doc.n, "{when}: {hit}");
+    }
+    // A query on a value: an old version's value finds nothing.
+    for (colour, count) in &by_colour {
+        let (_, answer) = server.get(&format!("/docs/_count?q=colour:{colour}"));
+        assert_eq!(answer["count"], *count, "{when}: {colour}");
+    }
+}
+
+fn start(data: &Path) -> Server {
+    Server::start_with(data, &["--flush-interval", "0.2"])
+}
+
+#[test]
+fn documents_follow_elasticsearch_rules_through_crashes_flushes_and_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    let mut model = Model::default();
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut n = 0;
+    let mut run = |server: &Server, model: &mut Model, steps: usize, when: &str| {
+        for _ in 0..steps {
+            n += 1;
+            step(server, model, &mut rng, n);
+        }
+        check(server, model, when);
+    };
+    let server = start(&data);
+    run(&server, &mut model, 150, "first run");
+    // Some writes land in blocks (flushed every 0.2 s), the rest are in the WAL.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    run(&server, &mut model, 100, "after a flush");
+    drop(server); // SIGKILL
+    let server = start(&data);
+    check(&server, &model, "after a crash");
+    run(&server, &mut model, 150, "after the crash");
+    assert!(server.terminate(), "a clean stop");
+    let server = start(&data);
+    check(&server, &model, "after a restart");
+    run(&server, &mut model, 100, "at the end");
+}
+
+#[test]
+fn bulk_items_by_id_follow_one_another_in_request_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("d"));
+    let body = [
+        r#"{"index": {"_index": "b", "_id": "1"}}"#,
+        r#"{"v": 1}"#,
+        r#"{"index": {"_index": "b", "_id": "1"}}"#,
+        r#"{"v": 2}"#,
+        r#"{"create": {"_index": "b", "_id": "1"}}"#,
+        r#"{"v": 3}"#,
+        r#"{"delete": {"_index": "b", "_id": "1"}}"#,
+        r#"{"delete": {"_index": "b", "_id": "1"}}"#,
+        r#"{"index": {"_index": "b", "_id": "1", "op_type": "create"}}"#,
+        r#"{"v": 4}"#,
+        r#"{"index": {"_index": "b", "_id": ""}}"#,
+        r#"{"v": 5}"#,
+        r#"{"index": {"_index": "b", "_id": "2"}}"#,
+        r#"{"v": 6, "_seq_no": 3}"#,
+    ]
+    .join("\n")
+        + "\n";
+    let (status, answer) = server.request("POST", "/_bulk", Some(&body));
+    assert_eq!(status, 200, "{answer}");
+    let items: Vec<(String, Value, Value)> = answer["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| {
+            let (action, item) = item.as_object().unwrap().iter().next().unwrap();
+            // A delete of a missing document: its version is not checked.
+            let version = match item["status"].as_u64() {
+                Some(200 | 201) => item["_version"].clone(),
+                _ => Value::Null,
+            };
+            (action.clone(), item["status"].clone(), version)
+        })
+        .collect();
+    let expected = [
+        ("index", json!(201), json!(1)),
+        ("index", json!(200), json!(2)),
+        ("create", json!(409), Value::Null),
+        ("delete", json!(200), json!(3)),
+        ("delete", json!(404), Value::Null),
+        ("create", json!(201), json!(4)),
+        ("index", json!(400), Value::Null),
+        ("index", json!(400), Value::Null),
+    ];
+    let expected: Vec<(String, Value, Value)> = expected
+        .into_iter()
+        .map(|(a, s, v)| (a.to_owned(), s, v))
+        .collect();
+    assert_eq!(items, expected, "{answer}");
+    let (_, answer) = server.get("/b/_doc/1");
+    assert_eq!(answer["_source"]["v"], 4, "{answer}");
+    assert_eq!(answer["_version"], 4, "{answer}");
+    let (_, answer) = server.get("/b/_count");
+    assert_eq!(answer["count"], 1, "{answer}");
+}

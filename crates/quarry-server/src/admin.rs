@@ -115,12 +115,16 @@ impl Tenant {
         self.read_spec().clone()
     }
 
-    /// Replaces the aliases (the registry is the caller's).
-    fn set_aliases(&self, aliases: std::collections::BTreeMap<String, tenants::AliasSpec>) {
-        self.spec
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .aliases = aliases;
+    /// Takes the aliases and the closed flag of `spec` (the registry is the caller's).
+    fn set_index_state(&self, spec: &TenantSpec) {
+        let mut own = self.spec.write().unwrap_or_else(PoisonError::into_inner);
+        own.aliases = spec.aliases.clone();
+        own.closed = spec.closed;
+    }
+
+    /// Whether the index is closed (`_close`): neither searched nor written.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.read_spec().closed
     }
 
     /// Stops the threads; with `flush`, writes what is in memory to block files first (a
@@ -188,6 +192,7 @@ fn quota_error(message: String, retry_after: Option<u64>) -> ApiError {
         position: None,
         retry_after: Some(retry_after.unwrap_or(1)),
         es_kind: None,
+        index: None,
     }
 }
 
@@ -422,6 +427,7 @@ pub(crate) async fn create(
         created: quarry_index::event::format_time(quarry_query::time::now_nanos()),
         search_limits: Default::default(),
         aliases: Default::default(),
+        closed: false,
     };
     let tenant = add_tenant(&state, spec).await?;
     let mut body = describe(&tenant);
@@ -486,7 +492,7 @@ pub(crate) fn update_specs_now(
     tenants::store(&state.data, &specs).map_err(ApiError::internal)?;
     for spec in specs {
         if let Some(tenant) = state.open_tenant(&spec.name) {
-            tenant.set_aliases(spec.aliases);
+            tenant.set_index_state(&spec);
         }
     }
     Ok(())

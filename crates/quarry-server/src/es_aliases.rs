@@ -240,7 +240,7 @@ pub(crate) async fn put(
         state.may_manage_indices(&headers)?;
         let options = crate::es_api::body_object(&body, "the alias body")?;
         let options = alias_options(&JsonValue::Object(options), "alias")?;
-        let indices = resolve(&state, &index, &headers, Missing::Refuse)?;
+        let indices = resolve(&state, &index, &headers, Missing::REFUSE)?;
         if indices.is_empty() {
             return Err(no_such_index(&index));
         }
@@ -267,7 +267,7 @@ pub(crate) async fn delete(
         let params = EsParams::parse(query.as_deref())?;
         params.check("delete alias", &["timeout"])?;
         state.may_manage_indices(&headers)?;
-        let indices = resolve(&state, &index, &headers, Missing::Refuse)?;
+        let indices = resolve(&state, &index, &headers, Missing::REFUSE)?;
         let holding: Vec<String> = indices
             .iter()
             .filter(|(_, tenant)| tenant.spec().aliases.keys().any(|a| names_match(&name, a)))
@@ -352,7 +352,7 @@ pub(crate) async fn update(
             }
             let mut indices = Vec::new();
             for expression in &index_expressions {
-                indices.extend(resolve(&state, expression, &headers, Missing::Refuse)?);
+                indices.extend(resolve(&state, expression, &headers, Missing::REFUSE)?);
             }
             match kind.as_str() {
                 "add" => {

@@ -22,16 +22,18 @@ pub(crate) fn es_error(error: ApiError) -> (StatusCode, Json<JsonValue>) {
         s if s.is_client_error() => "illegal_argument_exception",
         _ => "exception",
     });
+    let mut cause = json!({"type": kind, "reason": error.message});
+    if let Some(index) = &error.index {
+        cause["index"] = index.as_str().into();
+        cause["resource.type"] = "index_or_alias".into();
+        cause["resource.id"] = index.as_str().into();
+        cause["index_uuid"] = "_na_".into();
+    }
+    let mut top = cause.clone();
+    top["root_cause"] = json!([cause]);
     (
         error.status,
-        Json(json!({
-            "error": {
-                "root_cause": [{"type": kind, "reason": error.message}],
-                "type": kind,
-                "reason": error.message,
-            },
-            "status": error.status.as_u16(),
-        })),
+        Json(json!({"error": top, "status": error.status.as_u16()})),
     )
 }
 

@@ -227,7 +227,13 @@ async fn read_one(
 ) -> Response {
     let answer = async {
         let params = EsParams::parse(query.as_deref())?;
-        let mut known = vec!["realtime", "refresh", "routing", "preference"];
+        let mut known = vec![
+            "realtime",
+            "refresh",
+            "routing",
+            "preference",
+            "version_type",
+        ];
         known.extend_from_slice(HitView::PARAMS);
         params.check("get a document", &known)?;
         // `version=N` asks for that version (409 otherwise); `version=true` shows it.
@@ -248,6 +254,7 @@ async fn read_one(
         view.read_params(&params)?;
         get_document(&state, &index, &id, &headers, view).await
         .and_then(|(index, found)| match (wanted_version, &found) {
+            // Whatever `version_type` says, a read asks for that very version.
             (Some(wanted), Some(hit)) if hit["_version"] != wanted => Err(ApiError::new(
                 StatusCode::CONFLICT,
                 format!(

@@ -217,6 +217,11 @@ impl HitView {
     }
 
     pub(crate) fn read_params(&mut self, params: &EsParams) -> Result<(), ApiError> {
+        // `stored_fields` first: an explicit `_source` shows the source beside them.
+        if let Some(list) = params.get("stored_fields") {
+            let names: Vec<String> = list.split(',').map(str::to_owned).collect();
+            self.stored_fields(&names);
+        }
         if let Some(value) = params.get("_source") {
             self.source = match value {
                 "true" | "" => SourceFilter::default(),
@@ -237,10 +242,6 @@ impl HitView {
                 self.fields
                     .push((name.to_owned(), FieldFormat::Date(DateFormat::Millis)));
             }
-        }
-        if let Some(list) = params.get("stored_fields") {
-            let names: Vec<String> = list.split(',').map(str::to_owned).collect();
-            self.stored_fields(&names);
         }
         Ok(())
     }

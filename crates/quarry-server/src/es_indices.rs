@@ -73,6 +73,7 @@ pub(crate) async fn create(
             created: quarry_index::event::format_time(quarry_query::time::now_nanos()),
             search_limits,
             aliases,
+            closed: false,
         };
         let tenant = admin::add_tenant(&state, spec).await.map_err(|error| {
             if error.status == StatusCode::CONFLICT {
@@ -115,6 +116,7 @@ pub(crate) fn create_for_write(state: &AppState, index: &str) -> Result<Arc<Tena
         created: quarry_index::event::format_time(quarry_query::time::now_nanos()),
         search_limits: Default::default(),
         aliases: Default::default(),
+        closed: false,
     };
     match admin::add_tenant_now(state, spec) {
         // Created meanwhile by another request: use it.
@@ -299,7 +301,9 @@ pub(crate) async fn delete(
 }
 
 pub(crate) fn no_such_index(name: &str) -> ApiError {
-    ApiError::new(StatusCode::NOT_FOUND, format!("no such index [{name}]"))
+    let mut error = ApiError::new(StatusCode::NOT_FOUND, format!("no such index [{name}]"));
+    error.index = Some(name.to_owned());
+    error
 }
 
 /// `HEAD /{index}`: 200 when every index named exists and the key may read it, else 404.
@@ -321,7 +325,7 @@ pub(crate) async fn exists(
                 "include_defaults",
             ],
         )?;
-        resolve(&state, &index, &headers, Missing::Refuse)
+        resolve(&state, &index, &headers, Missing::REFUSE)
     }) {
         Ok(found) if !found.is_empty() => StatusCode::OK,
         Ok(_) => StatusCode::NOT_FOUND,
@@ -393,6 +397,84 @@ pub(crate) async fn get(
     es_response(answer)
 }
 
+/// `POST /{index}/_close`: the indices stay, but are neither searched nor written until
+/// opened (a search naming one is a 400 `index_closed_exception`; patterns leave them out
+/// unless `expand_wildcards` asks for closed indices).
+pub(crate) async fn close(
+    State(state): State<Arc<AppState>>,
+    UrlPath(index): UrlPath<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    es_response(set_closed(state, index, query, headers, true).await)
+}
+
+/// `POST /{index}/_open`: closed indices are searched and written again.
+pub(crate) async fn open(
+    State(state): State<Arc<AppState>>,
+    UrlPath(index): UrlPath<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    es_response(set_closed(state, index, query, headers, false).await)
+}
+
+async fn set_closed(
+    state: Arc<AppState>,
+    index: String,
+    query: Option<String>,
+    headers: HeaderMap,
+    closed: bool,
+) -> Result<String, ApiError> {
+    let params = EsParams::parse(query.as_deref())?;
+    // The waits and timeouts are for shards a single node has at once.
+    params.check(
+        if closed { "close index" } else { "open index" },
+        &[
+            "ignore_unavailable",
+            "allow_no_indices",
+            "expand_wildcards",
+            "wait_for_active_shards",
+            "timeout",
+            "master_timeout",
+            "cluster_manager_timeout",
+        ],
+    )?;
+    state.may_manage_indices(&headers)?;
+    let mut rules = missing_rule(&params)?;
+    if params.get("expand_wildcards").is_none() {
+        // Patterns name the indices whose state changes.
+        (rules.open, rules.closed) = (true, true);
+    }
+    let names: Vec<String> = resolve(&state, &index, &headers, rules)?
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    if names.is_empty() && !params.flag("allow_no_indices", true)? {
+        return Err(no_such_index(&index));
+    }
+    let work = state.clone();
+    let changed = names.clone();
+    blocking(move || {
+        admin::update_specs_now(&work, |specs: &mut [TenantSpec]| {
+            for spec in specs.iter_mut().filter(|spec| changed.contains(&spec.name)) {
+                spec.closed = closed;
+            }
+            Ok(())
+        })
+    })
+    .await?;
+    let mut answer = json!({"acknowledged": true, "shards_acknowledged": true});
+    if closed {
+        let indices: Map<String, JsonValue> = names
+            .into_iter()
+            .map(|name| (name, json!({"closed": true})))
+            .collect();
+        answer["indices"] = indices.into();
+    }
+    Ok(answer.to_string())
+}
+
 /// `/_refresh`, `/{index}/_refresh`: nothing to do (acknowledged events are searchable), but
 /// an unknown index is still a 404.
 pub(crate) async fn refresh(
@@ -449,7 +531,7 @@ pub(crate) async fn cluster_health(
         }
         state.require_some_key(&headers)?;
         let expression = crate::es_api::all_or(index);
-        let found = resolve(&state, &expression, &headers, Missing::Refuse)?;
+        let found = resolve(&state, &expression, &headers, Missing::REFUSE)?;
         let shards = found.len();
         let mut health = json!({
             "cluster_name": "quarry",
@@ -505,7 +587,7 @@ pub(crate) async fn cat_indices(
         )?;
         state.require_some_key(&headers)?;
         let expression = crate::es_api::all_or(index);
-        let found = resolve(&state, &expression, &headers, Missing::Refuse)?;
+        let found = resolve(&state, &expression, &headers, Missing::REFUSE)?;
         const COLUMNS: &[&str] = &[
             "health",
             "status",
@@ -594,22 +676,72 @@ fn text_table(rows: &[Vec<String>]) -> String {
     out
 }
 
-/// What an index expression does with a name that is not there.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Missing {
-    /// 404 naming it (Elasticsearch's default for a concrete name).
-    Refuse,
-    /// Left out (`ignore_unavailable=true`).
-    Skip,
+/// How an index expression is read: what a name that is not there costs, what patterns
+/// match (`ignore_unavailable`, `expand_wildcards`), and whether the caller reads the
+/// indices' data (a closed index cannot be searched).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Missing {
+    /// Left out (`ignore_unavailable=true`), else a 404 naming it (Elasticsearch's default
+    /// for a concrete name); for a reader, a closed index likewise (else a 400).
+    pub skip: bool,
+    /// Patterns match open indices, closed ones (`expand_wildcards`: open by default).
+    pub open: bool,
+    pub closed: bool,
+    /// A search or count: closed indices are never read.
+    pub reads: bool,
 }
 
-/// `ignore_unavailable=true` leaves out an index that is not there; without it, a 404.
+impl Missing {
+    /// A missing name is a 404; patterns match open indices.
+    pub(crate) const REFUSE: Missing = Missing {
+        skip: false,
+        open: true,
+        closed: false,
+        reads: false,
+    };
+
+    /// The same rules for a caller that reads the indices' data.
+    pub(crate) fn reading(self) -> Missing {
+        Missing {
+            reads: true,
+            ..self
+        }
+    }
+}
+
+/// The rules the URL asks for: `ignore_unavailable=true` leaves out an index that is not
+/// there; `expand_wildcards` (`open`, `closed`, `all`, `none`, `hidden`, comma lists) says
+/// which indices patterns match.
 pub(crate) fn missing_rule(params: &EsParams) -> Result<Missing, ApiError> {
-    Ok(if params.flag("ignore_unavailable", false)? {
-        Missing::Skip
-    } else {
-        Missing::Refuse
-    })
+    let mut rules = Missing {
+        skip: params.flag("ignore_unavailable", false)?,
+        ..Missing::REFUSE
+    };
+    if let Some(list) = params.get("expand_wildcards") {
+        (rules.open, rules.closed) = (false, false);
+        for part in list.split(',') {
+            match part {
+                "open" => rules.open = true,
+                "closed" => rules.closed = true,
+                "all" => (rules.open, rules.closed) = (true, true),
+                // Quarry has no hidden indices.
+                "none" | "hidden" => {}
+                other => {
+                    return Err(ApiError::bad_request(format!(
+                        "expand_wildcards: [{other}] is not open, closed, hidden, none or all"
+                    )))
+                }
+            }
+        }
+    }
+    Ok(rules)
+}
+
+/// The error for a search of closed index `name`.
+fn closed_index(name: &str) -> ApiError {
+    let mut error = ApiError::bad_request("closed").with_kind("index_closed_exception");
+    error.index = Some(name.to_owned());
+    error
 }
 
 fn is_pattern(name: &str) -> bool {
@@ -641,25 +773,46 @@ pub(crate) fn resolve(
                 let spec = tenant.spec();
                 let matches = glob_matches(pattern, &spec.name)
                     || (part != "_all" && spec.aliases.keys().any(|a| glob_matches(pattern, a)));
-                if matches && state.authorize(&spec.name, headers).is_ok() {
+                let expanded = if spec.closed {
+                    missing.closed
+                } else {
+                    missing.open
+                };
+                if matches && expanded && state.authorize(&spec.name, headers).is_ok() {
+                    if spec.closed && missing.reads && !missing.skip {
+                        return Err(closed_index(&spec.name));
+                    }
+                    if spec.closed && missing.reads {
+                        continue;
+                    }
                     found.push((spec.name, tenant));
                 }
             }
             continue;
         }
+        let mut named = Vec::new();
         match state.authorize(part, headers) {
-            Ok(tenant) => found.push((part.to_owned(), tenant)),
+            Ok(tenant) => named.push((part.to_owned(), tenant)),
             Err(error) if error.status == StatusCode::NOT_FOUND => {
                 // An alias: every index it names, each as the key may read it.
                 let targets = crate::es_aliases::targets(state, part);
-                if targets.is_empty() && missing == Missing::Refuse {
+                if targets.is_empty() && !missing.skip {
                     return Err(no_such_index(part));
                 }
                 for (name, _, _) in targets {
-                    found.push((name.clone(), state.authorize(&name, headers)?));
+                    named.push((name.clone(), state.authorize(&name, headers)?));
                 }
             }
             Err(error) => return Err(error),
+        }
+        for (name, tenant) in named {
+            if missing.reads && tenant.is_closed() {
+                if missing.skip {
+                    continue;
+                }
+                return Err(closed_index(&name));
+            }
+            found.push((name, tenant));
         }
     }
     found.sort_by(|a, b| a.0.cmp(&b.0));

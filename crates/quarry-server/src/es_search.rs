@@ -173,6 +173,20 @@ pub(crate) async fn msearch(
                 "the _msearch body must hold pairs of lines: a header, then a search",
             ));
         }
+        // Totals as numbers need exact totals: the whole request is refused, as in
+        // Elasticsearch, when a search tracks them only up to a bound.
+        if params.flag("rest_total_hits_as_int", false)? {
+            for line in lines.iter().skip(1).step_by(2) {
+                let bound = serde_json::from_str::<JsonValue>(line)
+                    .ok()
+                    .and_then(|body| body.get("track_total_hits").and_then(JsonValue::as_i64));
+                if let Some(bound) = bound {
+                    return Err(ApiError::bad_request(format!(
+                        "[rest_total_hits_as_int] cannot be used if the tracking of total hits is not accurate, got {bound}"
+                    )));
+                }
+            }
+        }
         let mut responses = Vec::new();
         for (pair, lines) in lines.chunks(2).enumerate() {
             let parsed = serde_json::from_str::<JsonValue>(lines[0]).and_then(|header| {
@@ -276,6 +290,9 @@ pub(crate) async fn mapping(
                 .into_iter()
                 .map(|(name, tenant)| (name, json!({"mappings": mapping_of(&tenant.live)})))
                 .collect();
+        if indices.is_empty() && !params.flag("allow_no_indices", true)? {
+            return Err(es_indices::no_such_index(&expression));
+        }
         Ok::<_, ApiError>(JsonValue::Object(indices).to_string())
     })();
     es_response(answer)
@@ -339,7 +356,12 @@ pub(crate) fn mapping_of(live: &LiveIndex) -> JsonValue {
         };
         insert_dotted(&mut properties, name, mapping, Some("properties"));
     }
-    let mut out = json!({ "properties": properties });
+    // An index without fields has empty mappings, as Elasticsearch shows them.
+    let mut out = if properties.is_empty() {
+        json!({})
+    } else {
+        json!({ "properties": properties })
+    };
     if let Some(dynamic) = schema.mapping().to_es_json().get("dynamic") {
         out["dynamic"] = dynamic.clone();
     }
@@ -549,7 +571,11 @@ fn snapshots_of(
     headers: &HeaderMap,
     params: &EsParams,
 ) -> Result<(Vec<String>, Vec<Arc<Searcher>>), ApiError> {
-    let found = es_indices::resolve(state, index, headers, es_indices::missing_rule(params)?)?;
+    let rules = es_indices::missing_rule(params)?.reading();
+    let found = es_indices::resolve(state, index, headers, rules)?;
+    if found.is_empty() && !params.flag("allow_no_indices", true)? {
+        return Err(es_indices::no_such_index(index));
+    }
     if found.len() > quarry_query::searcher::MAX_UNION_PARTS {
         return Err(ApiError::bad_request(format!(
             "[{index}] names {} indices; one search reads at most {}",
@@ -800,6 +826,19 @@ impl SearchPlan {
             return Err(ApiError::bad_request(format!(
                 "[rest_total_hits_as_int] cannot be used if the tracking of total hits is not accurate, got {limit}"
             )));
+        }
+        if params.get("scroll").is_some() {
+            // A scroll pages by its size, through every hit, once.
+            if size == 0 {
+                return Err(ApiError::bad_request(
+                    "[size] cannot be [0] in a scroll context",
+                ));
+            }
+            if params.get("request_cache") == Some("true") {
+                return Err(ApiError::bad_request(
+                    "[request_cache] cannot be used in a scroll context",
+                ));
+            }
         }
         window_check(
             from + size,

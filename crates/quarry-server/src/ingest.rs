@@ -453,6 +453,11 @@ fn write_target(state: &AppState, name: &Arc<str>) -> WriteTarget {
 /// else the error for its items.
 fn decide(state: &AppState, index: &str, headers: &HeaderMap) -> TenantDecision {
     match state.authorize(index, headers) {
+        Ok(tenant) if tenant.is_closed() => Err((
+            400,
+            "index_closed_exception",
+            format!("index [{index}] is closed: open it (POST /{index}/_open) to write"),
+        )),
         Ok(tenant) => Ok(tenant),
         Err(error) if error.status == StatusCode::UNAUTHORIZED => {
             Err((401, "security_exception", error.message))
@@ -874,7 +879,7 @@ fn parse_bulk<'a>(
     let mut last_action: Option<(&[u8], BulkAction)> = None;
     while let Some((number, line)) = lines.next() {
         let malformed = |why: String| {
-            ApiError::bad_request(format!("Malformed action/metadata line [{number}]: {why}"))
+            ApiError::bad_request(format!("Malformed action/metadata line [{number}], {why}"))
         };
         // Shippers repeat one action line for every document: the same bytes read the same.
         let (name, index, id, options) = match &last_action {
@@ -912,10 +917,15 @@ fn parse_bulk<'a>(
                 )
             })
             .or_else(|| {
-                options
-                    .invalid
-                    .clone()
-                    .map(|why| (400, "action_request_validation_exception", why))
+                options.invalid.clone().map(|why| {
+                    // Elasticsearch's own kind for an empty id.
+                    let kind = if id.as_deref() == Some("") {
+                        "illegal_argument_exception"
+                    } else {
+                        "action_request_validation_exception"
+                    };
+                    (400, kind, why)
+                })
             });
         match name {
             "index" | "create" if refused.is_some() => {

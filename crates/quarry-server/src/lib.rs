@@ -186,6 +186,7 @@ pub async fn serve(
         created: String::new(),
         search_limits: Default::default(),
         aliases: Default::default(),
+        closed: false,
     };
     let default = Tenant::open(&config.data, default_spec, &config.ingest)?;
     admin::remove_leftovers(&config.data).map_err(ServerError::Registry)?;
@@ -401,6 +402,8 @@ fn router(state: Arc<AppState>, guard: guard::Guard, request_timeout: Duration) 
                 .post(es_aliases::put)
                 .delete(es_aliases::delete),
         )
+        .route("/{index}/_close", post(es_indices::close))
+        .route("/{index}/_open", post(es_indices::open))
         .route("/_cluster/health", get(es_indices::cluster_health))
         .route("/_cluster/health/{index}", get(es_indices::cluster_health))
         .route("/_cat/indices", get(es_indices::cat_indices))
@@ -572,6 +575,8 @@ pub(crate) struct ApiError {
     /// The error type an Elasticsearch endpoint answers, when the status does not tell it
     /// (`es_api::es_error`).
     es_kind: Option<&'static str>,
+    /// The index a missing-index error is about (Elasticsearch names it in the error).
+    index: Option<String>,
 }
 
 impl ApiError {
@@ -582,6 +587,7 @@ impl ApiError {
             position: None,
             retry_after: None,
             es_kind: None,
+            index: None,
         }
     }
 
@@ -613,6 +619,7 @@ impl ApiError {
                 position: Some(parse.position),
                 retry_after: None,
                 es_kind: Some("parse_exception"),
+                index: None,
             },
             QueryError::TooManyBuckets { .. }
             | QueryError::TooManyAggregationBuckets { .. }

@@ -139,6 +139,10 @@ pub struct TenantSpec {
     /// Elasticsearch aliases naming this tenant (es_aliases.rs), by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub aliases: BTreeMap<String, AliasSpec>,
+    /// Closed (Elasticsearch's `_close`): kept, but neither searched nor written until
+    /// opened again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub closed: bool,
 }
 
 /// One alias of a tenant: searches of the alias read every tenant it names; writes go to
@@ -366,6 +370,7 @@ mod tests {
                 ..SearchLimits::default()
             },
             aliases: [("logs".to_owned(), AliasSpec::default())].into(),
+            closed: false,
         };
         store(dir.path(), std::slice::from_ref(&spec)).unwrap();
         assert_eq!(load(dir.path()).unwrap(), [spec]);

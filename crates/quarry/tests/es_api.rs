@@ -1775,3 +1775,51 @@ fn collapse_shows_each_groups_best_hit_as_a_brute_force_grouping_does() {
         );
     }
 }
+
+#[test]
+fn closed_indices_are_kept_but_neither_searched_nor_written_until_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    let server = Server::start(&data);
+    send_bulk(&server, "logs-a");
+    send_bulk(&server, "logs-b");
+    let (status, answer) = server.request("POST", "/logs-b/_close", None);
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["indices"]["logs-b"]["closed"], true);
+    let check_closed = |server: &Server| {
+        let (status, answer) = server.request("POST", "/logs-b/_search", Some("{}"));
+        assert_eq!(status, 400, "{answer}");
+        assert_eq!(answer["error"]["type"], "index_closed_exception");
+        let (_, answer) = server.get("/logs-b/_count?ignore_unavailable=true");
+        assert_eq!(answer["count"], 0, "{answer}");
+        // Patterns match open indices unless asked otherwise.
+        let (_, answer) = server.get("/logs-*/_count");
+        assert_eq!(answer["count"], EVENTS as u64, "{answer}");
+        let (_, answer) = server.get("/logs-*/_mapping?expand_wildcards=closed");
+        let names: Vec<&String> = answer.as_object().unwrap().keys().collect();
+        assert_eq!(names, ["logs-b"], "{answer}");
+        let (status, answer) = server.request(
+            "POST",
+            "/logs-b/_bulk",
+            Some("{\"index\":{}}\n{\"message\":\"late\"}\n"),
+        );
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(
+            answer["items"][0]["index"]["error"]["type"], "index_closed_exception",
+            "{answer}"
+        );
+    };
+    check_closed(&server);
+    // Closed stays closed across a restart.
+    assert!(server.terminate());
+    let server = Server::start(&data);
+    check_closed(&server);
+    let (status, answer) = server.request("POST", "/logs-b/_open", None);
+    assert_eq!(status, 200, "{answer}");
+    let (_, answer) = server.get("/logs-*/_count");
+    assert_eq!(
+        answer["count"],
+        2 * EVENTS as u64,
+        "every event is back: {answer}"
+    );
+}

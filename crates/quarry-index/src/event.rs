@@ -56,6 +56,9 @@ pub enum EventError {
     NotAnObject(&'static str),
     #[error("field name longer than {MAX_FIELD_NAME_LEN} bytes")]
     FieldNameTooLong,
+    /// A key made only of dots names no field (Elasticsearch's words).
+    #[error("field name cannot contain only the character [.]")]
+    OnlyDots,
     #[error("event has {count} fields; at most {limit} are allowed")]
     TooManyFields { count: usize, limit: usize },
     /// `value` is the JSON text of the `_time` value(s), cut to `MAX_ERROR_VALUE_LEN` bytes.
@@ -254,6 +257,9 @@ pub fn parse_event_as_sent(line: &[u8], now: i64) -> Result<(Event, TimeAsSent),
     let mut leaves = Vec::with_capacity(entries.len());
     let mut name = String::new();
     for (key, value) in entries {
+        if is_only_dots(&key) {
+            return Err(EventError::OnlyDots);
+        }
         name.clear();
         name.push_str(&key);
         flatten(&mut name, value, &mut leaves)?;
@@ -278,6 +284,10 @@ pub fn parse_event_as_sent(line: &[u8], now: i64) -> Result<(Event, TimeAsSent),
     ))
 }
 
+fn is_only_dots(key: &str) -> bool {
+    !key.is_empty() && key.bytes().all(|b| b == b'.')
+}
+
 /// Appends the leaves under `name`: every value that is not an object (objects recurse with
 /// dotted names) nor null.
 fn flatten(name: &mut String, node: Node, out: &mut Vec<(String, Node)>) -> Result<(), EventError> {
@@ -289,6 +299,9 @@ fn flatten(name: &mut String, node: Node, out: &mut Vec<(String, Node)>) -> Resu
         Node::Object(entries) => {
             let base = name.len();
             for (key, value) in entries {
+                if is_only_dots(&key) {
+                    return Err(EventError::OnlyDots);
+                }
                 name.truncate(base);
                 name.push('.');
                 name.push_str(&key);
@@ -609,6 +622,15 @@ mod tests {
         ]);
         assert!(same_decimal("-12.50e3", "-1.25e4") && same_decimal("0.000", "0e0"));
         assert!(!same_decimal("1e2", "1e3") && !same_decimal("-1", "1"));
+    }
+
+    #[test]
+    fn keys_of_dots_alone_are_refused() {
+        for line in [&br#"{".": 1}"#[..], br#"{"a": {"..": 1}}"#] {
+            assert_eq!(parse_event(line, 0).unwrap_err(), EventError::OnlyDots);
+        }
+        let event = parse_event(br#"{"a.": 1, ".b": 2}"#, 0).unwrap();
+        assert_eq!(event.fields.len(), 2);
     }
 
     #[test]

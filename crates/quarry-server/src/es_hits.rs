@@ -70,7 +70,11 @@ enum DateFormat {
 
 #[derive(Clone, Debug)]
 struct Highlight {
-    fields: Vec<String>,
+    /// Field patterns, each with its own query's words (`highlight_query`) if it has one.
+    fields: Vec<(String, Option<QueryWords>)>,
+    /// `require_field_match`: a word is highlighted only in the field the query looked for
+    /// it in (else in every highlighted field).
+    require_field_match: bool,
     pre_tag: String,
     post_tag: String,
     /// Characters per fragment; `None` shows the whole value.
@@ -345,12 +349,31 @@ impl HitView {
         }
         if let Some(highlight) = &self.highlight {
             let mut out = Map::new();
+            // Values kept but not indexed (`ignore_above`) are not highlighted.
+            let ignored = flat.get(IGNORED_FIELD);
+            let is_ignored = |name: &str| match ignored {
+                Some(JsonValue::String(one)) => one == name,
+                Some(JsonValue::Array(names)) => names.iter().any(|n| n == name),
+                _ => false,
+            };
             for (name, value) in flat {
                 let Some(text) = value.as_str() else { continue };
-                if !highlight.fields.iter().any(|p| glob_matches(p, name)) {
+                let Some((_, own)) = highlight.fields.iter().find(|(p, _)| glob_matches(p, name))
+                else {
+                    continue;
+                };
+                if is_ignored(name) {
                     continue;
                 }
-                let fragments = highlight.mark(text, |token| words.matches(name, token));
+                let words = own.as_ref().unwrap_or(words);
+                let any_field = !highlight.require_field_match;
+                let fragments = highlight.mark(text, |token| {
+                    if any_field {
+                        words.matches_any(token)
+                    } else {
+                        words.matches(name, token)
+                    }
+                });
                 if !fragments.is_empty() {
                     out.insert(name.clone(), fragments.into());
                 }
@@ -407,6 +430,7 @@ fn highlight(value: &JsonValue) -> Result<Highlight, ApiError> {
         .ok_or_else(|| ApiError::bad_request("highlight: expected an object"))?;
     let mut highlight = Highlight {
         fields: Vec::new(),
+        require_field_match: true,
         pre_tag: "<em>".into(),
         post_tag: "</em>".into(),
         fragment_size: Some(100),
@@ -421,31 +445,34 @@ fn highlight(value: &JsonValue) -> Result<Highlight, ApiError> {
     for (key, value) in object {
         let path = format!("highlight.{key}");
         match key.as_str() {
-            "fields" => match value {
-                JsonValue::Object(fields) => {
-                    for (name, options) in fields {
-                        if let Some(option) = options.as_object().and_then(|o| o.keys().next()) {
-                            return Err(unsupported(&format!("{path}.{name}.{option}")));
+            "fields" => {
+                let fields: Vec<(&String, &JsonValue)> = match value {
+                    JsonValue::Object(fields) => fields.iter().collect(),
+                    JsonValue::Array(list) => {
+                        let mut fields = Vec::new();
+                        for item in list {
+                            let Some(field) = item.as_object().and_then(|o| o.iter().next()) else {
+                                return Err(ApiError::bad_request(format!(
+                                    "{path}: expected {{field: {{}}}}"
+                                )));
+                            };
+                            fields.push(field);
                         }
-                        highlight.fields.push(name.clone());
+                        fields
                     }
+                    _ => return Err(ApiError::bad_request(format!("{path}: expected an object"))),
+                };
+                for (name, options) in fields {
+                    let own = field_options(options, &format!("{path}.{name}"))?;
+                    highlight.fields.push((name.clone(), own));
                 }
-                JsonValue::Array(list) => {
-                    for item in list {
-                        let Some((name, options)) = item.as_object().and_then(|o| o.iter().next())
-                        else {
-                            return Err(ApiError::bad_request(format!(
-                                "{path}: expected {{field: {{}}}}"
-                            )));
-                        };
-                        if let Some(option) = options.as_object().and_then(|o| o.keys().next()) {
-                            return Err(unsupported(&format!("{path}.{name}.{option}")));
-                        }
-                        highlight.fields.push(name.clone());
-                    }
-                }
-                _ => return Err(ApiError::bad_request(format!("{path}: expected an object"))),
-            },
+            }
+            "type" => highlighter_type(value, &path)?,
+            "require_field_match" => {
+                highlight.require_field_match = value
+                    .as_bool()
+                    .ok_or_else(|| ApiError::bad_request(format!("{path}: expected a boolean")))?
+            }
             "pre_tags" => highlight.pre_tag = one_tag(value, &path)?,
             "post_tags" => highlight.post_tag = one_tag(value, &path)?,
             "fragment_size" => {
@@ -469,6 +496,40 @@ fn highlight(value: &JsonValue) -> Result<Highlight, ApiError> {
         }
     }
     Ok(highlight)
+}
+
+/// `highlighter.type`: Quarry has one highlighter, which wraps whole words as the unified,
+/// plain and fvh highlighters do for them; any of the three names it.
+fn highlighter_type(value: &JsonValue, path: &str) -> Result<(), ApiError> {
+    match value.as_str() {
+        Some("unified" | "plain" | "fvh") => Ok(()),
+        _ => Err(ApiError::bad_request(format!(
+            "{path}: expected unified, plain or fvh, got {value}"
+        ))),
+    }
+}
+
+/// A highlighted field's options: its `type`, and its own `highlight_query` (the words it
+/// highlights instead of the search query's).
+fn field_options(options: &JsonValue, path: &str) -> Result<Option<QueryWords>, ApiError> {
+    let Some(options) = options.as_object() else {
+        return Err(ApiError::bad_request(format!("{path}: expected an object")));
+    };
+    let mut own = None;
+    for (key, value) in options {
+        let path = format!("{path}.{key}");
+        match key.as_str() {
+            "type" => highlighter_type(value, &path)?,
+            "highlight_query" => {
+                let now = quarry_query::time::now_nanos();
+                let ast = quarry_query::dsl::compile(value, &path, now)
+                    .map_err(crate::es_search::dsl_error)?;
+                own = Some(QueryWords::of(Some(&ast)));
+            }
+            _ => return Err(unsupported(&path)),
+        }
+    }
+    Ok(own)
 }
 
 impl Highlight {
@@ -597,6 +658,15 @@ impl QueryWords {
         }
     }
 
+    /// Whether the query looks for `token` in any field.
+    fn matches_any(&self, token: &str) -> bool {
+        self.words.iter().any(|(_, word)| word == token)
+            || self
+                .patterns
+                .iter()
+                .any(|(_, pattern)| pattern.matches(token))
+    }
+
     fn matches(&self, field: &str, token: &str) -> bool {
         let field_fits = |wanted: &Option<String>| {
             wanted.as_deref().is_none_or(|wanted| {
@@ -655,8 +725,34 @@ mod tests {
         );
         assert_eq!(hit["highlight"]["level"], json!(["@H@error@/H@"]));
         assert!(hit["highlight"].get("n").is_none());
+        // Without require_field_match, a word is highlighted in every field; a field's own
+        // highlight_query replaces the query's words; an ignored value is not highlighted.
+        let mut view = HitView::default();
+        view.read_body_key(
+            "highlight",
+            &json!({"require_field_match": false, "type": "plain", "fields": {
+                "message": {"type": "unified"},
+                "level": {"highlight_query": {"prefix": {"level": "wa"}}},
+                "code": {},
+            }}),
+        )
+        .unwrap();
+        let flat = json!({"message": "an error", "level": "warn", "code": "error",
+            "_ignored": ["code"]});
+        let mut hit = json!({});
+        view.render(&mut hit, flat.as_object().unwrap(), 0, &words);
+        assert_eq!(
+            hit["highlight"],
+            json!({"message": ["an <em>error</em>"], "level": ["<em>warn</em>"]})
+        );
         assert!(view
-            .read_body_key("highlight", &json!({"fields": {"*": {"type": "plain"}}}))
+            .read_body_key("highlight", &json!({"fields": {"*": {"type": "fancy"}}}))
+            .is_err());
+        assert!(view
+            .read_body_key(
+                "highlight",
+                &json!({"fields": {"*": {"boundary_chars": "."}}})
+            )
             .is_err());
         assert!(view
             .read_body_key("highlight", &json!({"order": "score"}))

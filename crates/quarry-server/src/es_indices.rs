@@ -358,31 +358,7 @@ pub(crate) async fn get(
         let mut out = Map::new();
         for (name, tenant) in resolve(&state, &index, &headers, missing_rule(&params)?)? {
             let spec = tenant.spec();
-            let created_ms = quarry_query::time::parse_time(&spec.created, 0)
-                .map(|nanos| (nanos / 1_000_000).to_string())
-                .unwrap_or_else(|_| "0".to_owned());
-            let mut settings = json!({
-                "number_of_shards": "1",
-                "number_of_replicas": "0",
-                "provided_name": name,
-                "creation_date": created_ms,
-                "uuid": name,
-            });
-            // Settings are strings in Elasticsearch's answer.
-            let limits = &spec.search_limits;
-            for (key, value) in [
-                ("max_result_window", limits.max_result_window),
-                (
-                    "max_docvalue_fields_search",
-                    limits.max_docvalue_fields_search,
-                ),
-                ("max_script_fields", limits.max_script_fields),
-                ("max_terms_count", limits.max_terms_count),
-            ] {
-                if let Some(value) = value {
-                    settings[key] = value.to_string().into();
-                }
-            }
+            let settings = index_settings(&name, &spec);
             out.insert(
                 name.clone(),
                 json!({
@@ -391,6 +367,83 @@ pub(crate) async fn get(
                     "settings": {"index": settings},
                 }),
             );
+        }
+        Ok(JsonValue::Object(out).to_string())
+    })();
+    es_response(answer)
+}
+
+/// An index's settings as Elasticsearch shows them under `index` (values as strings): one
+/// shard, no replicas, and the search limits the index was given.
+fn index_settings(name: &str, spec: &TenantSpec) -> JsonValue {
+    let created_ms = quarry_query::time::parse_time(&spec.created, 0)
+        .map(|nanos| (nanos / 1_000_000).to_string())
+        .unwrap_or_else(|_| "0".to_owned());
+    let mut settings = json!({
+        "number_of_shards": "1",
+        "number_of_replicas": "0",
+        "provided_name": name,
+        "creation_date": created_ms,
+        "uuid": name,
+    });
+    let limits = &spec.search_limits;
+    for (key, value) in [
+        ("max_result_window", limits.max_result_window),
+        (
+            "max_docvalue_fields_search",
+            limits.max_docvalue_fields_search,
+        ),
+        ("max_script_fields", limits.max_script_fields),
+        ("max_terms_count", limits.max_terms_count),
+    ] {
+        if let Some(value) = value {
+            settings[key] = value.to_string().into();
+        }
+    }
+    settings
+}
+
+/// `GET /_settings`, `GET /{index}/_settings`: each index's settings (`flat_settings`:
+/// as `index.name` keys).
+pub(crate) async fn settings(
+    State(state): State<Arc<AppState>>,
+    index: Option<UrlPath<String>>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    let answer = (|| {
+        let params = EsParams::parse(query.as_deref())?;
+        params.check(
+            "get settings",
+            &[
+                "ignore_unavailable",
+                "allow_no_indices",
+                "expand_wildcards",
+                "local",
+                "include_defaults",
+                "flat_settings",
+                "master_timeout",
+                "cluster_manager_timeout",
+            ],
+        )?;
+        state.require_some_key(&headers)?;
+        let flat = params.flag("flat_settings", false)?;
+        let expression = crate::es_api::all_or(index);
+        let mut out = Map::new();
+        for (name, tenant) in resolve(&state, &expression, &headers, missing_rule(&params)?)? {
+            let settings = index_settings(&name, &tenant.spec());
+            let settings = if flat {
+                let flat: Map<String, JsonValue> = settings
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(key, value)| (format!("index.{key}"), value.clone()))
+                    .collect();
+                JsonValue::Object(flat)
+            } else {
+                json!({ "index": settings })
+            };
+            out.insert(name, json!({ "settings": settings }));
         }
         Ok(JsonValue::Object(out).to_string())
     })();

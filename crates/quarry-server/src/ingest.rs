@@ -918,8 +918,8 @@ fn parse_bulk<'a>(
             })
             .or_else(|| {
                 options.invalid.clone().map(|why| {
-                    // Elasticsearch's own kind for an empty id.
-                    let kind = if id.as_deref() == Some("") {
+                    // Elasticsearch's own kind for an empty id or a missing pipeline.
+                    let kind = if id.as_deref() == Some("") || why.starts_with("pipeline") {
                         "illegal_argument_exception"
                     } else {
                         "action_request_validation_exception"
@@ -1040,8 +1040,7 @@ fn read_action(line: &[u8]) -> Result<ActionRead, String> {
     });
     let mut options = ActionOptions::default();
     if id.as_deref() == Some("") {
-        options.invalid =
-            Some("Validation Failed: 1: if _id is specified it must not be empty;".to_owned());
+        options.invalid = Some("if _id is specified it must not be empty".to_owned());
     }
     let mut version = None;
     let mut version_type = None;
@@ -1057,6 +1056,16 @@ fn read_action(line: &[u8]) -> Result<ActionRead, String> {
             "if_primary_term" => options.conditions.if_primary_term = number(),
             "version" => version = number(),
             "version_type" => version_type = value.as_str().map(str::to_owned),
+            // Quarry has no ingest pipelines: `_none` asks for none; any other is missing.
+            "pipeline" if value == "_none" => {}
+            "pipeline" => {
+                options.invalid.get_or_insert_with(|| {
+                    format!(
+                        "pipeline with id [{}] does not exist",
+                        value.as_str().unwrap_or_default()
+                    )
+                });
+            }
             "op_type" if name == "index" => match value.as_str() {
                 Some("create") => name = "create",
                 Some("index") => {}

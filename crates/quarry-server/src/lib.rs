@@ -402,6 +402,8 @@ fn router(state: Arc<AppState>, guard: guard::Guard, request_timeout: Duration) 
                 .post(es_aliases::put)
                 .delete(es_aliases::delete),
         )
+        .route("/_settings", get(es_indices::settings))
+        .route("/{index}/_settings", get(es_indices::settings))
         .route("/{index}/_close", post(es_indices::close))
         .route("/{index}/_open", post(es_indices::open))
         .route("/_cluster/health", get(es_indices::cluster_health))

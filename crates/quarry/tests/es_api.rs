@@ -1014,6 +1014,19 @@ fn index_search_limits_are_kept_and_enforced() {
     assert!(answer.to_string().contains("max_result_window"), "{answer}");
     let (status, answer) = server.request("POST", "/other/_doc", Some(r#"{"n": 1}"#));
     assert_eq!(status, 201, "{answer}");
+    // The settings as given, beside the ones every index has.
+    let (_, answer) = server.get("/small/_settings");
+    let index = &answer["small"]["settings"]["index"];
+    assert_eq!(
+        (&index["max_result_window"], &index["number_of_shards"]),
+        (&json!("50"), &json!("1")),
+        "{answer}"
+    );
+    let (_, answer) = server.get("/small,other/_settings?flat_settings=true");
+    assert_eq!(answer["small"]["settings"]["index.max_script_fields"], "4");
+    assert!(answer["other"]["settings"]
+        .get("index.max_result_window")
+        .is_none());
     let check = |server: &Server| {
         let search = |index: &str, body: serde_json::Value| {
             server.request(

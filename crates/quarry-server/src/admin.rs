@@ -67,7 +67,7 @@ impl Tenant {
             })
         })?;
         let (entries, generation) = documents.entries();
-        live.set_documents(entries, generation);
+        live.set_documents(entries, generation, Vec::new());
         let live = Arc::new(live);
         let stop = Arc::new(AtomicBool::new(false));
         let bucket = bucket_of(&spec.quotas);

@@ -265,7 +265,7 @@ impl DocTable {
         }
     }
 
-    /// The ids to resolve and their generation (changed with them).
+    /// The ids to resolve and their generation (changed whenever they are).
     pub(crate) fn entries(&self) -> (Arc<HashMap<String, Entry>>, u64) {
         let inner = self.lock();
         (inner.entries.clone(), inner.generation)
@@ -439,13 +439,16 @@ impl Writer<'_> {
         if !lines.is_empty() {
             self.inner.append(&lines)?;
             let entries = Arc::make_mut(&mut self.inner.entries);
+            let mut added = Vec::new();
             for line in &lines {
                 if let Line::Change { id, entry } = line {
-                    entries.insert(id.clone(), *entry);
+                    if entries.insert(id.clone(), *entry).is_none() {
+                        added.push(id.clone());
+                    }
                 }
             }
             self.inner.generation += 1;
-            live.set_documents(self.inner.entries.clone(), self.inner.generation);
+            live.set_documents(self.inner.entries.clone(), self.inner.generation, added);
         }
         let mut written = Vec::with_capacity(changes.len());
         for change in changes {
@@ -566,7 +569,8 @@ pub(crate) fn occurrences(
         let hits = searcher.search(
             &query,
             &quarry_query::HitsRequest {
-                limit: usize::MAX,
+                // Every match: at most the block's docs.
+                limit: block.doc_count() as usize,
                 count: false,
                 sort: SortOrder::TimeAsc,
                 after: None,

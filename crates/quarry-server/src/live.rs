@@ -400,12 +400,27 @@ pub struct LiveIndex {
     /// the block was opened: the file changed under the server), not yet taken out of
     /// `State::disk` (`take_reported_damage`).
     reported_damage: Arc<Mutex<Vec<DamagedBlock>>>,
-    /// The ids whose events snapshots resolve (documents.rs), and their generation.
-    documents: Mutex<(Arc<DocEntries>, u64)>,
+    /// The ids whose events snapshots resolve (documents.rs), their generation, and the ids
+    /// each recent generation added.
+    documents: Mutex<DocumentIds>,
     /// The events of those ids found in each block, by block key, with the generation they
-    /// were found for (blocks never change: a block is searched again only for new ids).
+    /// were found for: a block never changes, so it is searched again only for the ids
+    /// listed since.
     occurrences: Mutex<HashMap<usize, (u64, crate::documents::Occurrences)>>,
 }
+
+/// The ids snapshots resolve (documents.rs).
+#[derive(Default)]
+struct DocumentIds {
+    entries: Arc<DocEntries>,
+    generation: u64,
+    /// (generation, the ids it listed first), the last `ADDED_KEPT` generations.
+    added: std::collections::VecDeque<(u64, Vec<String>)>,
+}
+
+/// Generations whose new ids are kept: a block found for an older one is searched again
+/// for every id.
+const ADDED_KEPT: usize = 256;
 
 type DocEntries = HashMap<String, crate::documents::Entry>;
 
@@ -750,16 +765,30 @@ impl LiveIndex {
         searcher
     }
 
-    /// Sets the ids whose events snapshots resolve (documents.rs): the next snapshot leaves
-    /// out their dead events.
-    pub(crate) fn set_documents(&self, entries: Arc<DocEntries>, generation: u64) {
-        *lock(&self.documents) = (entries, generation);
+    /// Sets the ids whose events snapshots resolve (documents.rs), `added` being those the
+    /// table did not list before: the next snapshot leaves out their dead events.
+    pub(crate) fn set_documents(
+        &self,
+        entries: Arc<DocEntries>,
+        generation: u64,
+        added: Vec<String>,
+    ) {
+        {
+            let mut documents = lock(&self.documents);
+            documents.entries = entries;
+            documents.generation = generation;
+            documents.added.push_back((generation, added));
+            while documents.added.len() > ADDED_KEPT {
+                documents.added.pop_front();
+            }
+        }
         self.state().snapshot = None;
     }
 
     /// The dead events of resolved ids in `blocks` (documents.rs), by block key.
     fn dead_docs(&self, blocks: &[Arc<BlockReader>]) -> HashMap<usize, Arc<[u32]>> {
-        let (entries, generation) = lock(&self.documents).clone();
+        let documents = lock(&self.documents);
+        let (entries, generation) = (documents.entries.clone(), documents.generation);
         if entries.is_empty() {
             return HashMap::new();
         }
@@ -768,26 +797,43 @@ impl LiveIndex {
         let mut found = Vec::with_capacity(blocks.len());
         for block in blocks {
             let key = quarry_query::searcher::block_key(block);
-            let known = cache
-                .get(&key)
-                .filter(|(at, _)| *at == generation)
-                .map(|(_, events)| events.clone());
+            let known = cache.get(&key).cloned();
             let events = match known {
-                Some(events) => events,
-                None => match crate::documents::occurrences(block, &schema, &entries) {
-                    Ok(events) => {
-                        cache.insert(key, (generation, events.clone()));
-                        events
-                    }
-                    Err(error) => {
-                        tracing::warn!(block = %block.path().display(), %error,
-                            "could not resolve the documents of a block");
-                        continue;
-                    }
-                },
+                Some((at, events)) if at == generation => Ok(events),
+                // Found before: only the ids listed since are looked for.
+                Some((at, events))
+                    if documents
+                        .added
+                        .front()
+                        .is_some_and(|(first, _)| *first <= at + 1) =>
+                {
+                    let since: HashMap<String, crate::documents::Entry> = documents
+                        .added
+                        .iter()
+                        .filter(|(g, _)| *g > at)
+                        .flat_map(|(_, ids)| ids.iter())
+                        .filter_map(|id| entries.get(id).map(|e| (id.clone(), *e)))
+                        .collect();
+                    crate::documents::occurrences(block, &schema, &since).map(|more| {
+                        let mut all = (*events).clone();
+                        all.extend(more.iter().cloned());
+                        Arc::new(all)
+                    })
+                }
+                _ => crate::documents::occurrences(block, &schema, &entries),
             };
-            found.push((key, events));
+            match events {
+                Ok(events) => {
+                    cache.insert(key, (generation, events.clone()));
+                    found.push((key, events));
+                }
+                Err(error) => {
+                    tracing::warn!(block = %block.path().display(), %error,
+                        "could not resolve the documents of a block");
+                }
+            }
         }
+        drop(documents);
         let present: std::collections::HashSet<usize> = found.iter().map(|(k, _)| *k).collect();
         cache.retain(|key, _| present.contains(key));
         crate::documents::dead_docs(&found, &entries)

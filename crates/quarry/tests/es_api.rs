@@ -310,8 +310,8 @@ fn hits_show_what_the_request_asks_and_unsupported_options_are_refused() {
         ),
         (
             "/default/_search",
-            json!({"highlight": {"fields": {"message": {"type": "fvh"}}}}),
-            "highlight.fields.message.type",
+            json!({"highlight": {"fields": {"message": {"boundary_scanner": "word"}}}}),
+            "highlight.fields.message.boundary_scanner",
         ),
         (
             "/default/_search",

@@ -22,6 +22,9 @@ pub(crate) struct HitView {
     /// `fields` and `docvalue_fields`: patterns and their `format`.
     fields: Vec<(String, FieldFormat)>,
     highlight: Option<Highlight>,
+    /// `index.highlight.max_analyzed_offset` of the searched indices, and the fields they
+    /// map with offsets (`set_highlight_limit`).
+    highlight_limit: Option<(usize, std::collections::HashSet<String>)>,
     version: bool,
     /// `seq_no_primary_term`: each hit's `_seq_no` and `_primary_term`.
     seq_no: bool,
@@ -70,8 +73,12 @@ enum DateFormat {
 
 #[derive(Clone, Debug)]
 struct Highlight {
-    /// Field patterns, each with its own query's words (`highlight_query`) if it has one.
-    fields: Vec<(String, Option<QueryWords>)>,
+    /// Field patterns, each with its own options.
+    fields: Vec<(String, FieldHighlight)>,
+    /// `type`: how a highlight bounded by `max_analyzer_offset` shows the text.
+    kind: HighlighterKind,
+    /// `max_analyzer_offset`: only this many bytes of a text are looked at.
+    max_analyzer_offset: Option<usize>,
     /// `require_field_match`: a word is highlighted only in the field the query looked for
     /// it in (else in every highlighted field).
     require_field_match: bool,
@@ -80,6 +87,28 @@ struct Highlight {
     /// Characters per fragment; `None` shows the whole value.
     fragment_size: Option<usize>,
     fragments: usize,
+}
+
+/// A highlighted field's own options.
+#[derive(Clone, Debug, Default)]
+struct FieldHighlight {
+    /// `highlight_query`: the words it highlights instead of the search query's.
+    words: Option<QueryWords>,
+    kind: Option<HighlighterKind>,
+    max_analyzer_offset: Option<usize>,
+}
+
+/// Elasticsearch's highlighter `type`s. Quarry has one highlighter, which marks whole words
+/// as all three do; they differ here only where Elasticsearch's do in what Quarry answers:
+/// past `max_analyzer_offset`, `plain` shows the text analyzed and no more, the others the
+/// whole text; past `index.highlight.max_analyzed_offset`, `unified` and `fvh` read a
+/// field's offsets where it has them, `plain` never.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum HighlighterKind {
+    #[default]
+    Unified,
+    Plain,
+    Fvh,
 }
 
 /// Names an event holds that are its hit's metadata (`_id`, `_ignored`, `_seq_no`, ...),
@@ -116,6 +145,50 @@ fn strings(value: &JsonValue, path: &str) -> Result<Vec<String>, ApiError> {
 }
 
 impl HitView {
+    /// Bounds highlights by `index.highlight.max_analyzed_offset` (`limit`); fields in
+    /// `offsets` are mapped with offsets.
+    pub(crate) fn set_highlight_limit(
+        &mut self,
+        limit: Option<u64>,
+        offsets: std::collections::HashSet<String>,
+    ) {
+        self.highlight_limit = limit.map(|limit| (limit as usize, offsets));
+    }
+
+    /// Refuses a highlight that would analyze more of a value than
+    /// `index.highlight.max_analyzed_offset` allows, as Elasticsearch does: a text longer
+    /// than it, in a field without offsets or highlighted by `plain`, unless the request
+    /// bounds the analysis itself (`max_analyzer_offset`).
+    pub(crate) fn check_highlight(
+        &self,
+        flat: &Map<String, JsonValue>,
+        index: &str,
+    ) -> Result<(), ApiError> {
+        let (Some(highlight), Some((limit, offsets))) = (&self.highlight, &self.highlight_limit)
+        else {
+            return Ok(());
+        };
+        for (name, value) in flat {
+            let Some(text) = value.as_str() else { continue };
+            let Some((_, own)) = highlight.fields.iter().find(|(p, _)| glob_matches(p, name))
+            else {
+                continue;
+            };
+            let kind = own.kind.unwrap_or(highlight.kind);
+            let bounded = own
+                .max_analyzer_offset
+                .or(highlight.max_analyzer_offset)
+                .is_some();
+            let reads_offsets = kind != HighlighterKind::Plain && offsets.contains(name);
+            if text.len() > *limit && !bounded && !reads_offsets {
+                return Err(ApiError::bad_request(format!(
+                    "The length of [{name}] field of a document of [{index}] index has exceeded [{limit}] - maximum allowed to be analyzed for highlighting. This maximum can be set by changing the [index.highlight.max_analyzed_offset] index level setting. For large texts, indexing with offsets or term vectors is recommended!"
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Entries of `docvalue_fields` asked for.
     pub(crate) fn docvalue_fields(&self) -> usize {
         self.docvalue_fields
@@ -365,9 +438,26 @@ impl HitView {
                 if is_ignored(name) {
                     continue;
                 }
-                let words = own.as_ref().unwrap_or(words);
+                let words = own.words.as_ref().unwrap_or(words);
                 let any_field = !highlight.require_field_match;
-                let fragments = highlight.mark(text, |token| {
+                // Past `max_analyzer_offset`, nothing is looked at; `plain` shows no more.
+                let analyzed = match own.max_analyzer_offset.or(highlight.max_analyzer_offset) {
+                    Some(limit) if limit < text.len() => {
+                        let mut end = limit;
+                        while !text.is_char_boundary(end) {
+                            end -= 1;
+                        }
+                        end
+                    }
+                    _ => text.len(),
+                };
+                let kind = own.kind.unwrap_or(highlight.kind);
+                let shown = if kind == HighlighterKind::Plain {
+                    &text[..analyzed]
+                } else {
+                    text
+                };
+                let fragments = highlight.mark(shown, analyzed, |token| {
                     if any_field {
                         words.matches_any(token)
                     } else {
@@ -430,6 +520,8 @@ fn highlight(value: &JsonValue) -> Result<Highlight, ApiError> {
         .ok_or_else(|| ApiError::bad_request("highlight: expected an object"))?;
     let mut highlight = Highlight {
         fields: Vec::new(),
+        kind: HighlighterKind::default(),
+        max_analyzer_offset: None,
         require_field_match: true,
         pre_tag: "<em>".into(),
         post_tag: "</em>".into(),
@@ -467,7 +559,8 @@ fn highlight(value: &JsonValue) -> Result<Highlight, ApiError> {
                     highlight.fields.push((name.clone(), own));
                 }
             }
-            "type" => highlighter_type(value, &path)?,
+            "type" => highlight.kind = highlighter_type(value, &path)?,
+            "max_analyzer_offset" => highlight.max_analyzer_offset = Some(offset(value, &path)?),
             "require_field_match" => {
                 highlight.require_field_match = value
                     .as_bool()
@@ -498,33 +591,42 @@ fn highlight(value: &JsonValue) -> Result<Highlight, ApiError> {
     Ok(highlight)
 }
 
-/// `highlighter.type`: Quarry has one highlighter, which wraps whole words as the unified,
-/// plain and fvh highlighters do for them; any of the three names it.
-fn highlighter_type(value: &JsonValue, path: &str) -> Result<(), ApiError> {
+/// `highlighter.type`: unified, plain or fvh (see `HighlighterKind`).
+fn highlighter_type(value: &JsonValue, path: &str) -> Result<HighlighterKind, ApiError> {
     match value.as_str() {
-        Some("unified" | "plain" | "fvh") => Ok(()),
+        Some("unified") => Ok(HighlighterKind::Unified),
+        Some("plain") => Ok(HighlighterKind::Plain),
+        Some("fvh") => Ok(HighlighterKind::Fvh),
         _ => Err(ApiError::bad_request(format!(
             "{path}: expected unified, plain or fvh, got {value}"
         ))),
     }
 }
 
-/// A highlighted field's options: its `type`, and its own `highlight_query` (the words it
-/// highlights instead of the search query's).
-fn field_options(options: &JsonValue, path: &str) -> Result<Option<QueryWords>, ApiError> {
+fn offset(value: &JsonValue, path: &str) -> Result<usize, ApiError> {
+    value
+        .as_u64()
+        .filter(|n| *n > 0)
+        .map(|n| n as usize)
+        .ok_or_else(|| ApiError::bad_request(format!("{path}: expected a positive number")))
+}
+
+/// A highlighted field's options: `type`, `highlight_query`, `max_analyzer_offset`.
+fn field_options(options: &JsonValue, path: &str) -> Result<FieldHighlight, ApiError> {
     let Some(options) = options.as_object() else {
         return Err(ApiError::bad_request(format!("{path}: expected an object")));
     };
-    let mut own = None;
+    let mut own = FieldHighlight::default();
     for (key, value) in options {
         let path = format!("{path}.{key}");
         match key.as_str() {
-            "type" => highlighter_type(value, &path)?,
+            "type" => own.kind = Some(highlighter_type(value, &path)?),
+            "max_analyzer_offset" => own.max_analyzer_offset = Some(offset(value, &path)?),
             "highlight_query" => {
                 let now = quarry_query::time::now_nanos();
                 let ast = quarry_query::dsl::compile(value, &path, now)
                     .map_err(crate::es_search::dsl_error)?;
-                own = Some(QueryWords::of(Some(&ast)));
+                own.words = Some(QueryWords::of(Some(&ast)));
             }
             _ => return Err(unsupported(&path)),
         }
@@ -535,11 +637,11 @@ fn field_options(options: &JsonValue, path: &str) -> Result<Option<QueryWords>, 
 impl Highlight {
     /// `text` with each token `hit` accepts wrapped in the tags, as whole or in fragments
     /// around the first matches; empty when no token matches.
-    fn mark(&self, text: &str, hit: impl Fn(&str) -> bool) -> Vec<String> {
+    fn mark(&self, text: &str, analyzed: usize, hit: impl Fn(&str) -> bool) -> Vec<String> {
         let mut spans = Vec::new();
         for_each_word(text, &mut |word: &str| {
             let start = word.as_ptr() as usize - text.as_ptr() as usize;
-            if hit(&word.to_lowercase()) {
+            if start + word.len() <= analyzed && hit(&word.to_lowercase()) {
                 spans.push(start..start + word.len());
             }
         });
@@ -745,6 +847,49 @@ mod tests {
             hit["highlight"],
             json!({"message": ["an <em>error</em>"], "level": ["<em>warn</em>"]})
         );
+        // `max_analyzer_offset`: only the first bytes are looked at; plain shows no more.
+        let text = json!({"t": "The quick brown fox went to the forest and saw another fox."});
+        let fox = QueryWords::of(Some(&quarry_query::parser::parse("quick fox").unwrap()));
+        for (kind, shown) in [
+            (
+                "unified",
+                "The <em>quick</em> brown fox went to the forest and saw another fox.",
+            ),
+            ("plain", "The <em>quick</em> "),
+        ] {
+            let mut view = HitView::default();
+            view.read_body_key(
+                "highlight",
+                &json!({"type": kind, "fields": {"t": {"max_analyzer_offset": 10}}}),
+            )
+            .unwrap();
+            let mut hit = json!({});
+            view.render(&mut hit, text.as_object().unwrap(), 0, &fox);
+            assert_eq!(hit["highlight"]["t"], json!([shown]), "{kind}");
+        }
+        // `index.highlight.max_analyzed_offset`: a longer text is refused unless its field
+        // has offsets (and the highlighter reads them) or the request bounds the analysis.
+        for (kind, offsets, options, refused) in [
+            ("unified", false, json!({}), true),
+            ("unified", true, json!({}), false),
+            ("plain", true, json!({}), true),
+            ("plain", false, json!({"max_analyzer_offset": 10}), false),
+        ] {
+            let mut view = HitView::default();
+            view.read_body_key(
+                "highlight",
+                &json!({"type": kind, "fields": {"t": options}}),
+            )
+            .unwrap();
+            let fields = if offsets {
+                vec!["t".to_owned()]
+            } else {
+                vec![]
+            };
+            view.set_highlight_limit(Some(10), fields.into_iter().collect());
+            let checked = view.check_highlight(text.as_object().unwrap(), "i");
+            assert_eq!(checked.is_err(), refused, "{kind} {offsets} {options}");
+        }
         assert!(view
             .read_body_key("highlight", &json!({"fields": {"*": {"type": "fancy"}}}))
             .is_err());

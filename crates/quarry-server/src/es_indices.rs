@@ -164,6 +164,9 @@ fn create_body(body: &[u8]) -> Result<CreateBody, ApiError> {
                         }
                         "index.max_script_fields" => Some(&mut limits.max_script_fields),
                         "index.max_terms_count" => Some(&mut limits.max_terms_count),
+                        "index.highlight.max_analyzed_offset" => {
+                            Some(&mut limits.max_analyzed_offset)
+                        }
                         _ => None,
                     };
                     if let Some(limit) = limit {
@@ -400,6 +403,9 @@ fn index_settings(name: &str, spec: &TenantSpec) -> JsonValue {
             settings[key] = value.to_string().into();
         }
     }
+    if let Some(value) = limits.max_analyzed_offset {
+        settings["highlight"] = json!({"max_analyzed_offset": value.to_string()});
+    }
     settings
 }
 
@@ -433,13 +439,9 @@ pub(crate) async fn settings(
         for (name, tenant) in resolve(&state, &expression, &headers, missing_rule(&params)?)? {
             let settings = index_settings(&name, &tenant.spec());
             let settings = if flat {
-                let flat: Map<String, JsonValue> = settings
-                    .as_object()
-                    .into_iter()
-                    .flatten()
-                    .map(|(key, value)| (format!("index.{key}"), value.clone()))
-                    .collect();
-                JsonValue::Object(flat)
+                let mut pairs = Vec::new();
+                flatten("index", &settings, &mut pairs);
+                JsonValue::Object(pairs.into_iter().collect())
             } else {
                 json!({ "index": settings })
             };
@@ -981,6 +983,7 @@ mod tests {
                 max_docvalue_fields_search: None,
                 max_script_fields: Some(2),
                 max_terms_count: None,
+                max_analyzed_offset: None,
             }
         );
         for (body, named) in [

@@ -396,7 +396,7 @@ pub(crate) async fn search_one(
     };
     let mut object = object;
     resolve_terms_lookups(state, &mut object, headers).await?;
-    let plan = SearchPlan::new(&object, params)?;
+    let mut plan = SearchPlan::new(&object, params)?;
     let limits_of = |names: &[String]| {
         let specs: Vec<SearchLimits> = names
             .iter()
@@ -420,7 +420,26 @@ pub(crate) async fn search_one(
         }
         None => snapshots_of(state, index, headers, params)?,
     };
-    plan.check_limits(&limits_of(&indices), false)?;
+    let limits = limits_of(&indices);
+    plan.check_limits(&limits, false)?;
+    // Highlights are bounded by the indices' `highlight.max_analyzed_offset`, except in
+    // fields mapped with offsets.
+    let offsets: std::collections::HashSet<String> = indices
+        .iter()
+        .filter_map(|name| state.open_tenant(name))
+        .flat_map(|tenant| {
+            let schema = tenant.live.schema();
+            schema
+                .mapping()
+                .fields
+                .iter()
+                .filter(|(_, rules)| rules.offsets)
+                .map(|(name, _)| name.clone())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    plan.view
+        .set_highlight_limit(limits.max_analyzed_offset, offsets);
     let boosts = match plan.indices_boost.is_empty() {
         true => None,
         false => Some(index_boosts(
@@ -877,6 +896,15 @@ impl SearchPlan {
             .map_err(ApiError::from_query)?;
         if let Some(field) = &self.collapse {
             response.hits = self.collapsed(searcher, field, response.hits)?;
+        }
+        for hit in response.hits.iter().skip(self.from) {
+            let index = match indices {
+                [one] => one.as_str(),
+                many => many
+                    .get(Searcher::part_of(hit.location.block_id))
+                    .map_or("", String::as_str),
+            };
+            self.view.check_highlight(&event_json(&hit.event), index)?;
         }
         let aggregations = match &response.tree {
             Some(results) => {

@@ -94,6 +94,11 @@ pub struct SearchLimits {
     /// `index.max_terms_count`: values of one `terms` query, a lookup's too (65,536).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_terms_count: Option<u64>,
+    /// `index.highlight.max_analyzed_offset`: the longest text a highlight analyzes (a longer
+    /// one is a 400 unless its field has offsets or the request sets `max_analyzer_offset`;
+    /// unbounded by default here, 1,000,000 in Elasticsearch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_analyzed_offset: Option<u64>,
 }
 
 impl SearchLimits {
@@ -116,6 +121,7 @@ impl SearchLimits {
                 ),
                 max_script_fields: min(acc.max_script_fields, l.max_script_fields),
                 max_terms_count: min(acc.max_terms_count, l.max_terms_count),
+                max_analyzed_offset: min(acc.max_analyzed_offset, l.max_analyzed_offset),
             })
     }
 }

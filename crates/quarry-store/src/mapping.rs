@@ -321,6 +321,11 @@ pub struct FieldMapping {
     /// so that a phrase does not match across two of them.
     #[serde(default)]
     pub position_increment_gap: Option<u32>,
+    /// Text: mapped with offsets (`index_options: offsets`, or a `term_vector` with
+    /// offsets), which Elasticsearch's highlighters read instead of analyzing the text: a
+    /// highlight of such a field is not bound by `index.highlight.max_analyzed_offset`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub offsets: bool,
 }
 
 /// Positions between the items of a text array unless a mapping says otherwise (as in
@@ -343,6 +348,7 @@ impl FieldMapping {
             number_type: NumberType::default(),
             scaling_factor: None,
             position_increment_gap: None,
+            offsets: false,
         }
     }
 }
@@ -674,6 +680,9 @@ impl FieldMapping {
         if let Some(limit) = self.ignore_above {
             out.insert("ignore_above".into(), limit.into());
         }
+        if self.offsets {
+            out.insert("index_options".into(), "offsets".into());
+        }
         if let Some(gap) = self.position_increment_gap {
             out.insert("position_increment_gap".into(), gap.into());
         }
@@ -945,6 +954,7 @@ fn read_field(
                         format!("expected one of {}", KINDS.join(", ")),
                     ));
                 }
+                rules.offsets |= value.as_str().is_some_and(|v| v.contains("offsets"));
             }
             "index_options" if ty == FieldType::Text => {
                 if value != "positions" && value != "offsets" {
@@ -953,6 +963,7 @@ fn read_field(
                         "only `positions` is supported: text fields keep positions for phrases",
                     ));
                 }
+                rules.offsets |= value == "offsets";
             }
             _ => {
                 return Err(error(

@@ -814,11 +814,16 @@ impl LiveIndex {
                         .flat_map(|(_, ids)| ids.iter())
                         .filter_map(|id| entries.get(id).map(|e| (id.clone(), *e)))
                         .collect();
-                    crate::documents::occurrences(block, &schema, &since).map(|more| {
-                        let mut all = (*events).clone();
-                        all.extend(more.iter().cloned());
-                        Arc::new(all)
-                    })
+                    if since.is_empty() {
+                        // No id listed since (a listed id changed): nothing to look for.
+                        Ok(events)
+                    } else {
+                        crate::documents::occurrences(block, &schema, &since).map(|more| {
+                            let mut all = (*events).clone();
+                            all.extend(more.iter().cloned());
+                            Arc::new(all)
+                        })
+                    }
                 }
                 _ => crate::documents::occurrences(block, &schema, &entries),
             };

@@ -204,12 +204,32 @@ pub fn parse_event(line: &[u8], now: i64) -> Result<Event, EventError> {
     parse_event_as_sent(line, now).map(|(event, _)| event)
 }
 
-/// The time field of a line as it was sent: its key and its value as JSON text; `None` when
-/// the line had none (the event's time is then the ingestion time).
-pub type TimeAsSent = Option<(&'static str, String)>;
+/// The time field of a line as it was sent: its key and its value (as parsed; its JSON text
+/// is made only when asked for).
+#[derive(Debug)]
+pub struct TimeAsSent {
+    pub key: &'static str,
+    value: Node,
+}
 
-/// `parse_event`, and how the line gave its time.
-pub fn parse_event_as_sent(line: &[u8], now: i64) -> Result<(Event, TimeAsSent), EventError> {
+impl TimeAsSent {
+    /// The value as JSON text.
+    pub fn value_json(&self) -> String {
+        self.value.to_json()
+    }
+
+    /// Whether the value is the string `text`.
+    pub fn is_text(&self, text: &str) -> bool {
+        matches!(&self.value, Node::Str(value) if value == text)
+    }
+}
+
+/// `parse_event`, and how the line gave its time (`None`: it had none, so the event's time is
+/// the ingestion time).
+pub fn parse_event_as_sent(
+    line: &[u8],
+    now: i64,
+) -> Result<(Event, Option<TimeAsSent>), EventError> {
     let mut root: Node =
         serde_json::from_slice(line).map_err(|e| EventError::Json(e.to_string()))?;
     keep_exact_numbers(&mut root, line);
@@ -234,7 +254,7 @@ pub fn parse_event_as_sent(line: &[u8], now: i64) -> Result<(Event, TimeAsSent),
             Some((index, t)) => {
                 time = Some(t);
                 let (_, value) = entries.remove(index);
-                sent = Some((key, value.to_json()));
+                sent = Some(TimeAsSent { key, value });
                 break;
             }
             None if key == TIME_FIELD => {

@@ -12,7 +12,7 @@
 
 use base64::Engine as _;
 use quarry_format::Value;
-use quarry_store::mapping::IGNORED_FIELD;
+use quarry_store::mapping::{IGNORED_FIELD, TIME_AS_SENT_FIELD};
 
 /// The field holding the `_id` a client gave.
 pub const ID_FIELD: &str = "_id";
@@ -51,7 +51,7 @@ pub fn parse_content_id(id: &str) -> Option<(i64, u64)> {
 
 /// Fields indexing or the Elasticsearch API add beside a document's own, left out of its
 /// content id: `_ignored`, and how the document gave its time (quarry-server's live.rs).
-const ADDED_FIELDS: [&str; 2] = [IGNORED_FIELD, "_time_as_sent"];
+const ADDED_FIELDS: [&str; 2] = [IGNORED_FIELD, TIME_AS_SENT_FIELD];
 
 /// A hash of the fields that does not depend on their order: the sum of one hash per field
 /// (name, value type and value). Fields indexing adds (`ADDED_FIELDS`) are left out.

@@ -42,10 +42,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// The hidden field holding a document's sequence number.
-pub(crate) const SEQ_FIELD: &str = "_seq_no";
-/// The hidden field holding a document's version, where it is not 1.
-pub(crate) const VERSION_FIELD: &str = "_version";
+/// The hidden fields holding a document's sequence number and its version (where not 1).
+pub(crate) use quarry_store::mapping::{SEQ_FIELD, VERSION_FIELD};
 /// Sequence numbers reserved in the file at once.
 const RESERVE: u64 = 1_024;
 /// Elasticsearch's primary term: Quarry has one copy of each document, never re-elected.
@@ -283,14 +281,19 @@ impl DocTable {
     }
 }
 
+/// Lines as the file holds them: one JSON object each.
+fn encode(lines: &[Line]) -> std::io::Result<Vec<u8>> {
+    let mut text = Vec::new();
+    for line in lines {
+        serde_json::to_writer(&mut text, line).map_err(std::io::Error::other)?;
+        text.push(b'\n');
+    }
+    Ok(text)
+}
+
 impl Inner {
     fn append(&mut self, lines: &[Line]) -> std::io::Result<()> {
-        let mut text = Vec::new();
-        for line in lines {
-            serde_json::to_writer(&mut text, line).map_err(std::io::Error::other)?;
-            text.push(b'\n');
-        }
-        self.file.write_all(&text)?;
+        self.file.write_all(&encode(lines)?)?;
         self.file.sync_data()?;
         self.lines += lines.len();
         Ok(())
@@ -309,12 +312,7 @@ impl Inner {
         let temporary = path.with_extension("log.new");
         {
             let mut file = File::create(&temporary)?;
-            let mut text = Vec::new();
-            for line in &lines {
-                serde_json::to_writer(&mut text, line).map_err(std::io::Error::other)?;
-                text.push(b'\n');
-            }
-            file.write_all(&text)?;
+            file.write_all(&encode(&lines)?)?;
             file.sync_all()?;
         }
         std::fs::rename(&temporary, path)?;
@@ -335,6 +333,17 @@ pub(crate) struct Writer<'a> {
 }
 
 impl Writer<'_> {
+    /// The last write of `id` decided and not yet answered: by this writer, else by a
+    /// request under way.
+    fn pending(&self, id: &str) -> Option<Entry> {
+        self.changes
+            .iter()
+            .rev()
+            .find(|change| change.id == id)
+            .map(|change| change.entry)
+            .or_else(|| self.inner.recent.get(id).copied())
+    }
+
     /// The state of each of `ids` (recent writes, the table, then the searcher's events).
     pub(crate) fn states(
         &self,
@@ -344,14 +353,7 @@ impl Writer<'_> {
         let mut states = HashMap::new();
         let mut look_up = Vec::new();
         for id in ids {
-            let known = self
-                .changes
-                .iter()
-                .rev()
-                .find(|change| change.id == *id)
-                .map(|change| change.entry)
-                .or_else(|| self.inner.recent.get(*id).copied());
-            match known {
+            match self.pending(id) {
                 Some(entry) => {
                     states.insert((*id).to_owned(), state_of(&entry));
                 }
@@ -401,13 +403,10 @@ impl Writer<'_> {
         let floor = if deleted {
             Some(seq)
         } else {
-            self.changes
-                .iter()
-                .rev()
-                .find(|change| change.id == id)
-                .map(|change| change.entry.floor)
-                .or_else(|| self.inner.recent.get(id).map(|entry| entry.floor))
-                .unwrap_or_else(|| self.inner.entries.get(id).and_then(|entry| entry.floor))
+            match self.pending(id) {
+                Some(entry) => entry.floor,
+                None => self.inner.entries.get(id).and_then(|entry| entry.floor),
+            }
         };
         // An id is listed once it has had an event before (replaced, deleted) or its version
         // is not the 1 an unlisted id's event is given.

@@ -317,14 +317,18 @@ impl Batch {
 /// document without a time (its time is the ingestion time; its `_source` shows none), else
 /// `{"key": value}` as sent (`"timestamp": 1700000000`). A document whose `@timestamp` is the
 /// text `format_time` writes (RFC 3339 in UTC, as Beats and Logstash send it) needs none.
-pub(crate) const TIME_AS_SENT_FIELD: &str = "_time_as_sent";
+pub(crate) use quarry_store::mapping::TIME_AS_SENT_FIELD;
 
 /// The value of [`TIME_AS_SENT_FIELD`] for an event at `time` whose document gave `sent`.
-fn time_as_sent(time: i64, sent: TimeAsSent) -> Option<String> {
+fn time_as_sent(time: i64, sent: Option<TimeAsSent>) -> Option<String> {
     match sent {
         None => Some("{}".to_owned()),
-        Some(("@timestamp", text)) if text == format!("\"{}\"", format_time(time)) => None,
-        Some((key, text)) => Some(format!("{{{}:{text}}}", serde_json::Value::from(key))),
+        Some(sent) if sent.key == "@timestamp" && sent.is_text(&format_time(time)) => None,
+        Some(sent) => Some(format!(
+            "{{{}:{}}}",
+            serde_json::Value::from(sent.key),
+            sent.value_json()
+        )),
     }
 }
 

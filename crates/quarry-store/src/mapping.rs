@@ -373,12 +373,24 @@ pub struct Mapping {
 /// (`ignore_malformed`, `ignore_above`), as Elasticsearch's `_ignored`.
 pub const IGNORED_FIELD: &str = "_ignored";
 
+/// A document's sequence number and version, where not 1 (quarry-server's documents.rs).
+pub const SEQ_FIELD: &str = "_seq_no";
+pub const VERSION_FIELD: &str = "_version";
+
+/// How a document sent through the Elasticsearch API gave its time, where its `_source`
+/// could not show it again from the event's time alone (quarry-server's live.rs).
+pub const TIME_AS_SENT_FIELD: &str = "_time_as_sent";
+
 /// Names every event may hold whatever `dynamic` says: `_id` is the document id Elasticsearch
 /// clients send beside the document (quarry-server splices it in), found by its index, and
-/// `_seq_no` and `_version` its sequence number and version (quarry-server's documents.rs),
-/// `_time_as_sent` how it gave its time (quarry-server's live.rs); `_ignored` is written by
-/// indexing.
-const ALWAYS_DYNAMIC: [&str; 5] = ["_id", "_seq_no", "_version", "_time_as_sent", IGNORED_FIELD];
+/// the bookkeeping fields above; `_ignored` is written by indexing.
+const ALWAYS_DYNAMIC: [&str; 5] = [
+    "_id",
+    SEQ_FIELD,
+    VERSION_FIELD,
+    TIME_AS_SENT_FIELD,
+    IGNORED_FIELD,
+];
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 #[error("mapping: {path}: {message}")]

@@ -116,10 +116,37 @@ impl Schema {
     /// with its line, as Elasticsearch rejects it; nothing of it is stored. Fields mapped
     /// `ignore_malformed` take any value (one that does not fit is kept, not indexed).
     pub fn check(&self, event: &Event) -> Result<(), EventError> {
-        if self.mapping.fields.is_empty() && self.mapping.all_dynamic() {
+        if self.mapping.fields.is_empty()
+            && self.mapping.all_dynamic()
+            && self.mapping.flat_objects.is_empty()
+        {
             return Ok(());
         }
         for (name, value) in &event.fields {
+            if let Some(root) = self.mapping.flat_root(name) {
+                // Under a flat object any value goes; the object itself is an object.
+                if root == name.as_str() && !is_flat_object_value(value) {
+                    return Err(EventError::Mapping {
+                        field: name.clone(),
+                        message: format!(
+                            "is mapped as a flat_object: it takes a JSON object; got {}",
+                            crate::event::cut_for_message(crate::event::value_text(value))
+                        ),
+                    });
+                }
+                continue;
+            }
+            if let Some(constant) = self.mapping.constant(name) {
+                if let Some(other) = keyword_items(value).find(|item| item != constant) {
+                    return Err(EventError::Mapping {
+                        field: name.clone(),
+                        message: format!(
+                            "is a constant_keyword field holding only {constant:?}; got {}",
+                            crate::event::cut_for_message(other)
+                        ),
+                    });
+                }
+            }
             let Some(rules) = self.rules(name) else {
                 if self.mapping.dynamic_for(name) == Dynamic::Strict {
                     let (parent, name) = name.rsplit_once('.').unwrap_or(("_doc", name));
@@ -203,6 +230,68 @@ pub(crate) fn keyword_items(value: &Value) -> impl Iterator<Item = String> {
     })
 }
 
+/// The whole part of a plain decimal (`-12.75` → -12), exactly; `None` for anything else
+/// (an exponent, no digits, past i128).
+fn whole_part(text: &str) -> Option<i128> {
+    let (whole, fraction) = text.split_once('.')?;
+    let digits = whole.strip_prefix(['-', '+']).unwrap_or(whole);
+    let plain = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if digits.is_empty() || !plain(digits) || !plain(fraction) {
+        return None;
+    }
+    whole.parse::<i128>().ok()
+}
+
+/// A `flat_object` value's keywords, each with the path under the value it sits at (`""`
+/// for the value itself): every string, number and boolean, arrays flattened into their
+/// field, numbers as JSON writes them (`80.0`, the token OpenSearch keeps).
+pub(crate) fn flat_items(value: &Value) -> Vec<(String, String)> {
+    fn walk(value: &serde_json::Value, path: &str, out: &mut Vec<(String, String)>) {
+        match value {
+            serde_json::Value::Null => {}
+            serde_json::Value::String(text) => out.push((path.to_owned(), text.clone())),
+            serde_json::Value::Array(items) => items.iter().for_each(|item| walk(item, path, out)),
+            serde_json::Value::Object(entries) => {
+                for (key, item) in entries {
+                    let inner = if path.is_empty() {
+                        key.clone()
+                    } else {
+                        format!("{path}.{key}")
+                    };
+                    walk(item, &inner, out);
+                }
+            }
+            other => out.push((path.to_owned(), other.to_string())),
+        }
+    }
+    let mut out = Vec::new();
+    match value {
+        Value::Json(text) => match serde_json::from_str(text) {
+            Ok(tree) => walk(&tree, "", &mut out),
+            Err(_) => out.push((String::new(), text.clone())),
+        },
+        Value::F64(v) => out.push((
+            String::new(),
+            serde_json::Number::from_f64(*v).map_or_else(|| v.to_string(), |n| n.to_string()),
+        )),
+        other => out.push((String::new(), crate::event::value_text(other))),
+    }
+    out
+}
+
+/// Whether a `flat_object`'s own value is one: an object (flattened, so no value of its own)
+/// or an array of objects.
+fn is_flat_object_value(value: &Value) -> bool {
+    let Value::Json(text) = value else {
+        return false;
+    };
+    matches!(
+        serde_json::from_str::<serde_json::Value>(text),
+        Ok(serde_json::Value::Array(items))
+            if !items.is_empty() && items.iter().all(serde_json::Value::is_object)
+    )
+}
+
 /// A number field's values as its mapped type indexes them (`number_value`), or `None` if
 /// an item is not a number of that type.
 pub(crate) fn numbers(rules: &FieldMapping, value: &Value) -> Option<Vec<Value>> {
@@ -240,12 +329,21 @@ pub fn number_value(rules: &FieldMapping, item: &Value) -> Option<Value> {
         _ => return None,
     };
     if let Some((lo, hi)) = rules.number_type.integer_range() {
-        let whole: i128 = match number {
-            Value::I64(v) => v.into(),
-            Value::U64(v) => v.into(),
-            // Truncated toward zero, as Elasticsearch coerces; `as` saturates, and the range
-            // check below refuses what saturated.
-            _ => float.trunc() as i128,
+        // A decimal written as a string is truncated from its digits, not through an f64
+        // that would round a large whole part (`"10223372036854775807.23"`).
+        let exact_whole = match item {
+            Value::Str(text) => whole_part(text.trim()),
+            _ => None,
+        };
+        let whole: i128 = match (exact_whole, number) {
+            (Some(whole), _) => whole,
+            (None, number) => match number {
+                Value::I64(v) => v.into(),
+                Value::U64(v) => v.into(),
+                // Truncated toward zero, as Elasticsearch coerces; `as` saturates, and the range
+                // check below refuses what saturated.
+                _ => float.trunc() as i128,
+            },
         };
         if whole < lo || whole > hi {
             return None;

@@ -16,7 +16,7 @@ use quarry_format::column::{ColumnData, ColumnWriter};
 use quarry_format::fieldnorm::length_to_id;
 use quarry_format::limits::{EXACT_TERM_LEN, MAX_DOCS_PER_BLOCK, MAX_FIELDS};
 use quarry_format::{f64_term, i64_term, ColumnType, FormatError, TermKind, Value, TIME_FIELD};
-use quarry_store::mapping::{FieldMapping, FieldType};
+use quarry_store::mapping::{FieldMapping, FieldType, MAX_KEYWORD_LEN};
 use quarry_store::mapping::{IGNORED_FIELD, POSITION_INCREMENT_GAP};
 use smallvec::SmallVec;
 use std::net::IpAddr;
@@ -349,6 +349,10 @@ impl SegmentBuilder {
                 "field {name:?} repeated in one event"
             );
             buffer.last_doc = Some(doc);
+            if let Some(root) = self.schema.mapping().flat_root(name) {
+                self.add_flat(field, root, doc, value);
+                continue;
+            }
             if let Some(rules) = buffer.rules {
                 self.add_mapped(field, doc, value, rules);
                 continue;
@@ -463,6 +467,36 @@ impl SegmentBuilder {
                 None => fallback(self),
             },
             FieldType::Binary | FieldType::GeoPoint => {}
+        }
+    }
+
+    /// A value at or under a `flat_object` (quarry-store's mapping): kept as sent, and each of
+    /// its keywords (`schema::flat_items`) indexed under its own path (objects inside an
+    /// array: under the array's name and their keys), under the object's name, and, deeper
+    /// than one key, under the object's name and the last key (`labels.type` for
+    /// `labels.category.type`), as OpenSearch finds them. A keyword too long for a term is
+    /// kept, not indexed, and the field named in `_ignored`.
+    fn add_flat(&mut self, field: u16, root_name: &str, doc: u32, value: &Value) {
+        self.add_column_value(field, doc, value);
+        let name = self.fields[field as usize].name.clone();
+        let root = self.field_id(root_name);
+        for (path, item) in schema::flat_items(value) {
+            if item.len() > MAX_KEYWORD_LEN {
+                self.add_ignored(field, doc);
+                continue;
+            }
+            let full = match path.as_str() {
+                "" => name.clone(),
+                path => format!("{name}.{path}"),
+            };
+            let at = self.field_id(&full);
+            self.add_exact(at, doc, TermKind::Exact, item.as_bytes());
+            self.add_exact(root, doc, TermKind::Exact, item.as_bytes());
+            let under = full.get(root_name.len() + 1..).unwrap_or_default();
+            if let Some((_, last)) = under.rsplit_once('.') {
+                let short = self.field_id(&format!("{root_name}.{last}"));
+                self.add_exact(short, doc, TermKind::Exact, item.as_bytes());
+            }
         }
     }
 

@@ -233,11 +233,13 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
                 ],
                 path,
             )?;
-            with_lenient(
-                words(Some(field_name(field)), &text, operator),
-                &options,
-                path,
-            )
+            let field = field_name(field);
+            let words = Ast::Match {
+                field: field.to_owned(),
+                words: Box::new(words(Some(field), &text, operator)),
+                text,
+            };
+            with_lenient(words, &options, path)
         }
         "match_phrase" => {
             let (field, options) = field_and_options(body, path, "query")?;
@@ -390,6 +392,37 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
         "range" => {
             let (field, options) = field_and_options(body, path, "")?;
             range(field, options, path, now)
+        }
+        "terms_set" => {
+            let (field, options) = field_and_options(body, path, "terms")?;
+            check_keys(
+                &options,
+                &["terms", "minimum_should_match_field", "boost"],
+                path,
+            )?;
+            let terms = options
+                .get("terms")
+                .and_then(Value::as_array)
+                .ok_or_else(|| error(path, "terms: expected a list of values"))?;
+            let minimum = options
+                .get("minimum_should_match_field")
+                .and_then(Value::as_str)
+                .ok_or_else(|| {
+                    error(
+                        path,
+                        "minimum_should_match_field: expected a field name (Quarry runs no \
+                         scripts)",
+                    )
+                })?;
+            let clauses = terms
+                .iter()
+                .map(|value| term(field, value, false, path))
+                .collect::<Result<Vec<Ast>, DslError>>()?;
+            boosted(
+                terms_set(clauses, field_name(minimum), path)?,
+                options.get("boost"),
+                path,
+            )
         }
         "exists" => {
             let field = body
@@ -1278,6 +1311,55 @@ fn at_default(
 }
 
 /// `ast` times the `boost` option, when there is one other than 1.
+/// The most terms a `terms_set` takes: it is planned as one clause per count of matches.
+const TERMS_SET_MOST: usize = 64;
+
+/// `terms_set`: the documents matching at least as many of `clauses` as their field `minimum`
+/// says (a value under 1 asks for 1; a document without one matches nothing, as Lucene's
+/// `CoveringQuery`), planned as "k of the clauses and `minimum` = k" for each k.
+fn terms_set(clauses: Vec<Ast>, minimum: &str, path: &str) -> Result<Ast, DslError> {
+    if clauses.len() > TERMS_SET_MOST {
+        return Err(error(
+            path,
+            format!("unsupported: terms_set with more than {TERMS_SET_MOST} terms"),
+        ));
+    }
+    let count = clauses.len();
+    let mut any = Vec::new();
+    for k in 1..=count {
+        let enough = match k {
+            1 => Ast::Bool(clauses.iter().map(|c| (Occur::Should, c.clone())).collect()),
+            k => Ast::AtLeast {
+                minimum: k,
+                clauses: clauses.clone(),
+            },
+        };
+        let lower = match k {
+            1 => Bound::Unbounded,
+            k => Bound::Included(Number::Int(k as i64)),
+        };
+        let asks = Ast::Range {
+            field: minimum.to_owned(),
+            range: NumericRange {
+                lower,
+                upper: Bound::Included(Number::Int(k as i64)),
+            },
+        };
+        let asks = Ast::Constant {
+            inner: Box::new(asks),
+            score: 0.0,
+        };
+        any.push((
+            Occur::Should,
+            Ast::Bool(vec![(Occur::Must, enough), (Occur::Must, asks)]),
+        ));
+    }
+    Ok(match any.len() {
+        0 => nothing(),
+        _ => Ast::Bool(any),
+    })
+}
+
 fn boosted(ast: Ast, boost: Option<&Value>, path: &str) -> Result<Ast, DslError> {
     let boost = boost_of(boost, path)?;
     Ok(if boost == 1.0 {
@@ -1562,8 +1644,7 @@ fn range(
         Some(_) => return Err(error(path, "time_zone: expected a zone name or offset")),
     };
     let zone = given_zone.unwrap_or_default();
-    let include = |key: &str| options.get(key).and_then(Value::as_bool).unwrap_or(true);
-    let (include_lower, include_upper) = (include("include_lower"), include("include_upper"));
+    let (include_lower, include_upper) = range_includes(&options, path)?;
     let bound_value = |key: &str, value: &Value| -> Result<Option<Number>, DslError> {
         // Elasticsearch rounds `lte` and `gt` bounds up (`lte: now/d` is all of today).
         let rounding = match key {
@@ -1619,7 +1700,7 @@ fn range(
     let otherwise = if string_bound && !is_time {
         term_range(field, &options, path)?
     } else {
-        let (lower, upper) = range_bounds(&options, bound_value)?;
+        let (lower, upper) = range_bounds(&options, path, bound_value)?;
         Ast::Range {
             field: field.to_owned(),
             range: NumericRange { lower, upper },
@@ -1635,7 +1716,7 @@ fn range(
         Value::Null => Ok(None),
         _ => Err(error(path, "expected a string or number bound")),
     };
-    let (lower, upper) = range_bounds(&options, as_written)?;
+    let (lower, upper) = range_bounds(&options, path, as_written)?;
     Ok(Ast::TypedRange {
         field: field.to_owned(),
         lower,
@@ -1658,7 +1739,7 @@ fn boolean_range(field: &str, options: &Map<String, Value>, path: &str) -> Resul
             "a range with a boolean bound needs boolean bounds",
         )),
     };
-    let (lower, upper) = range_bounds(options, read)?;
+    let (lower, upper) = range_bounds(options, path, read)?;
     let inside = |b: bool| {
         let above = match lower {
             Bound::Included(a) => b >= a,
@@ -1695,12 +1776,27 @@ fn boolean_range(field: &str, options: &Map<String, Value>, path: &str) -> Resul
 
 /// A `range`'s bounds from its keys (`gt`, `gte`, `lt`, `lte`, and `from`/`to` with
 /// `include_lower`/`include_upper`), each value read by `read` (`None`: no bound).
+/// A range's `include_lower` and `include_upper` (true unless given), booleans or strings
+/// spelling them, as Elasticsearch reads them (`"include_lower": "false"`).
+fn range_includes(options: &Map<String, Value>, path: &str) -> Result<(bool, bool), DslError> {
+    let include = |key: &str| match options.get(key) {
+        None | Some(Value::Null) => Ok(true),
+        Some(Value::Bool(flag)) => Ok(*flag),
+        Some(Value::String(text)) if text == "true" || text == "false" => Ok(text == "true"),
+        Some(other) => Err(error(
+            path,
+            format!("{key}: expected true or false, got {other}"),
+        )),
+    };
+    Ok((include("include_lower")?, include("include_upper")?))
+}
+
 fn range_bounds<T>(
     options: &Map<String, Value>,
+    path: &str,
     read: impl Fn(&str, &Value) -> Result<Option<T>, DslError>,
 ) -> Result<(Bound<T>, Bound<T>), DslError> {
-    let include = |key: &str| options.get(key).and_then(Value::as_bool).unwrap_or(true);
-    let (include_lower, include_upper) = (include("include_lower"), include("include_upper"));
+    let (include_lower, include_upper) = range_includes(options, path)?;
     let mut lower = Bound::Unbounded;
     let mut upper = Bound::Unbounded;
     for (key, value) in options {
@@ -1745,7 +1841,7 @@ fn term_range(field: &str, options: &Map<String, Value>, path: &str) -> Result<A
         Value::Null => Ok(None),
         _ => Err(error(path, "expected a string or number bound")),
     };
-    let (lower, upper) = range_bounds(options, |_, value| text(value))?;
+    let (lower, upper) = range_bounds(options, path, |_, value| text(value))?;
     let pattern =
         Pattern::new(PatternKind::TermRange { lower, upper }).map_err(|e| error(path, e.0))?;
     Ok(Ast::Pattern {

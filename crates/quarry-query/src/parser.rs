@@ -212,6 +212,14 @@ pub enum Ast {
         inner: Box<Ast>,
         score: f32,
     },
+    /// Elasticsearch's `match` on one field: `words` (the text split into words, as the DSL
+    /// read `operator` and the rest), unless the field is a keyword, whose values are whole:
+    /// then the whole `text` is one value, as Elasticsearch's keyword analyzer reads it.
+    Match {
+        field: String,
+        text: String,
+        words: Box<Ast>,
+    },
     /// `*`: every event.
     All,
     Bool(Vec<(Occur, Ast)>),
@@ -283,9 +291,10 @@ impl fmt::Display for Ast {
                 write!(f, "match_bool_prefix({:?})", query.text)
             }
             Ast::Intervals { field, rule } => write!(f, "{field}:intervals({rule})"),
-            Ast::Lenient(inner) | Ast::Named { inner, .. } | Ast::Constant { inner, .. } => {
-                write!(f, "{inner}")
-            }
+            Ast::Lenient(inner)
+            | Ast::Named { inner, .. }
+            | Ast::Constant { inner, .. }
+            | Ast::Match { words: inner, .. } => write!(f, "{inner}"),
             Ast::AtLeast { minimum, clauses } => {
                 write!(f, "at_least({minimum}")?;
                 for clause in clauses {

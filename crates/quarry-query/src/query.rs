@@ -118,7 +118,30 @@ pub enum Query {
 /// words search. A query on a field whose mapping cannot answer it (not indexed, a word that
 /// is not a number for a number field) is an error naming the field.
 pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query> {
+    if let Some(answer) = constant_answer(ast, schema)? {
+        return Ok(answer);
+    }
     Ok(match ast {
+        Ast::Match { field, text, words } => {
+            // An id is one whole value too (a word on `_id` is: `doc_id`).
+            if field == crate::doc_id::ID_FIELD {
+                let word = Ast::Word {
+                    field: Some(field.clone()),
+                    text: text.clone(),
+                };
+                return plan(&word, schema, text_fields);
+            }
+            let whole = keyword_subfield(schema, field).is_some()
+                || matches!(mapped(schema, field)?, Some(FieldType::Keyword));
+            if whole {
+                let exact = Ast::Exact {
+                    field: field.clone(),
+                    value: text.clone(),
+                };
+                return plan(&exact, schema, text_fields);
+            }
+            plan(words, schema, text_fields)?
+        }
         Ast::Word { field, text } | Ast::Phrase { field, text, .. } => {
             let slop = match ast {
                 Ast::Phrase { slop, .. } => *slop,
@@ -304,6 +327,9 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
                 field: field.clone(),
                 range: range.clone(),
             },
+            // A keyword holds text: a number there is the text it is written as (`term: 3`
+            // finds "3", as Elasticsearch reads it), a range of numbers a range of such texts.
+            Some(FieldType::Keyword) => keyword_number_range(schema, field, range)?,
             _ => Query::Range {
                 field: field.clone(),
                 range: range.clone(),
@@ -352,6 +378,17 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
             _ => plan(otherwise, schema, text_fields)?,
         },
         Ast::Exists { field } if field == TIME_FIELD => Query::All,
+        // At or under a flat object a field exists where it holds a keyword (quarry-index's
+        // `add_flat` files some only as terms: under the object's name, under its last key).
+        Ast::Exists { field } if schema.mapping().flat_root(field).is_some() => {
+            let any = Pattern::as_written(PatternKind::Prefix(String::new()), false)
+                .map_err(|e| QueryError::Invalid(format!("field {field:?}: {}", e.0)))?;
+            Query::Pattern {
+                field: field.clone(),
+                pattern: Arc::new(any).for_terms(TermKind::Exact),
+                terms: TermKind::Exact,
+            }
+        }
         Ast::Exists { field } => match not_nested(schema, field).map(|()| schema.rules(field))? {
             Some(rules) if !rules.index && !rules.stored => {
                 return Err(QueryError::Invalid(format!(
@@ -566,6 +603,83 @@ fn intervals(
         field: field.to_owned(),
         rule: Arc::new(rule),
     })
+}
+
+/// A numeric range (a term's number, `field:>5`) on a keyword field, as its texts: a point
+/// is the number's text as JSON writes it (`3`, `80.0`), other bounds compare such texts
+/// byte-wise.
+fn keyword_number_range(schema: &Schema, field: &str, range: &NumericRange) -> Result<Query> {
+    let text = |number: Number| match number {
+        Number::Int(v) => v.to_string(),
+        Number::Big(v) => v.to_string(),
+        Number::Float(v) => serde_json::Number::from_f64(v).map_or(v.to_string(), |n| n.to_string()),
+    };
+    if let (Bound::Included(lower), Bound::Included(upper)) = (range.lower, range.upper) {
+        if lower == upper {
+            return exact(schema, field, &text(lower));
+        }
+    }
+    let text_of = |bound: Bound<Number>| match bound {
+        Bound::Included(n) => Bound::Included(text(n)),
+        Bound::Excluded(n) => Bound::Excluded(text(n)),
+        Bound::Unbounded => Bound::Unbounded,
+    };
+    let kind = PatternKind::TermRange {
+        lower: text_of(range.lower),
+        upper: text_of(range.upper),
+    };
+    let pattern = Pattern::as_written(kind, false)
+        .map_err(|e| QueryError::Invalid(format!("field {field:?}: {}", e.0)))?;
+    Ok(Query::Pattern {
+        field: field.to_owned(),
+        pattern: Arc::new(pattern).for_terms(TermKind::Exact),
+        terms: TermKind::Exact,
+    })
+}
+
+/// A clause on a `constant_keyword` field: every event or none, as the field's one value
+/// answers it (Elasticsearch's rewrite); `None` for any other clause.
+fn constant_answer(ast: &Ast, schema: &Schema) -> Result<Option<Query>> {
+    let mapping = schema.mapping();
+    if mapping.constants.is_empty() {
+        return Ok(None);
+    }
+    let constant = |field: &Option<String>| field.as_deref().and_then(|f| mapping.constant(f));
+    let matches = match ast {
+        Ast::Word { field, text } | Ast::Phrase { field, text, .. } => match constant(field) {
+            Some(value) => value == text,
+            None => return Ok(None),
+        },
+        Ast::Exact { field, value } => match mapping.constant(field) {
+            Some(constant) => constant == value,
+            None => return Ok(None),
+        },
+        Ast::Exists { field } if mapping.constant(field).is_some() => true,
+        // A constant is one whole value: matched as keywords are, case kept.
+        Ast::Pattern { field, pattern } => match constant(field) {
+            Some(value) => pattern.for_terms(TermKind::Exact).matches(value),
+            None => return Ok(None),
+        },
+        Ast::TypedRange {
+            field,
+            lower,
+            upper,
+            ..
+        } => match mapping.constant(field) {
+            Some(value) => {
+                let kind = PatternKind::TermRange {
+                    lower: lower.clone(),
+                    upper: upper.clone(),
+                };
+                Pattern::as_written(kind, false)
+                    .map_err(|e| QueryError::Invalid(format!("field {field:?}: {}", e.0)))?
+                    .matches(value)
+            }
+            None => return Ok(None),
+        },
+        _ => return Ok(None),
+    };
+    Ok(Some(if matches { Query::All } else { Query::Nothing }))
 }
 
 /// The field a range or exists names.

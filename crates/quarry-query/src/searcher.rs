@@ -374,6 +374,40 @@ impl Searcher {
         self
     }
 
+    /// The same searcher seeing only the docs whose `_time` `keep` accepts; the others are
+    /// left out as deleted docs are (a slice of a sliced scroll: quarry-server's es_scroll.rs).
+    pub fn only_times(&self, keep: impl Fn(i64) -> bool) -> Result<Searcher> {
+        let mut deleted = (*self.deleted).clone();
+        for block in &self.blocks {
+            let corrupt = |e| block.corrupt("_time column", e);
+            let column = block
+                .time_column()
+                .ok_or_else(|| corrupt(quarry_format::DecodeError::new("missing")))?;
+            let key = block_key(block);
+            let before: &[u32] = deleted.get(&key).map_or(&[], |d| d);
+            let mut out = Vec::with_capacity(before.len());
+            let mut cursor = quarry_format::column::ChunkCursor::new(column);
+            let mut gone = before.iter().copied().peekable();
+            for doc in 0..block.doc_count() {
+                if gone.next_if_eq(&doc).is_some() {
+                    out.push(doc);
+                    continue;
+                }
+                let time = match cursor.find(doc).map_err(corrupt)? {
+                    Some((chunk, at)) => chunk.raw(at).map(|raw| raw as i64),
+                    None => None,
+                };
+                if !time.is_some_and(&keep) {
+                    out.push(doc);
+                }
+            }
+            if !out.is_empty() {
+                deleted.insert(key, out.into());
+            }
+        }
+        Ok(self.clone().with_deleted(deleted))
+    }
+
     /// `weight` less the deleted docs, when some block has any.
     fn live_only(&self, weight: Weight) -> Weight {
         if self.deleted.is_empty() {

@@ -115,11 +115,13 @@ impl Tenant {
         self.read_spec().clone()
     }
 
-    /// Takes the aliases and the closed flag of `spec` (the registry is the caller's).
+    /// Takes the aliases, the closed flag and the search limits of `spec` (the registry is
+    /// the caller's).
     fn set_index_state(&self, spec: &TenantSpec) {
         let mut own = self.spec.write().unwrap_or_else(PoisonError::into_inner);
         own.aliases = spec.aliases.clone();
         own.closed = spec.closed;
+        own.search_limits = spec.search_limits.clone();
     }
 
     /// Whether the index is closed (`_close`): neither searched nor written.

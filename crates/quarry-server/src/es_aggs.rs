@@ -1769,6 +1769,42 @@ fn render_metric(kind: MetricKind, time: bool, result: &MetricResult) -> JsonVal
     JsonValue::Object(out)
 }
 
+/// Aggregations whose values a `flat_object` field can give (its leaves are keywords).
+const FLAT_OBJECT_AGGS: [&str; 5] = ["terms", "missing", "value_count", "cardinality", "filter"];
+
+/// Refuses an aggregation (at any depth of `aggs`) over a field at or under a `flat_object`
+/// that it cannot read, naming both as OpenSearch does. Checked before the tree is read, so
+/// that a request over such a field gets this answer rather than a refusal of the type.
+pub(crate) fn refuse_flat_object_fields(
+    aggs: &JsonValue,
+    mapping: &quarry_store::Mapping,
+) -> Result<(), ApiError> {
+    let Some(aggs) = aggs.as_object() else {
+        return Ok(());
+    };
+    for body in aggs.values().filter_map(JsonValue::as_object) {
+        for (kind, options) in body {
+            if let Some(sub) = ["aggs", "aggregations"]
+                .contains(&kind.as_str())
+                .then_some(options)
+            {
+                refuse_flat_object_fields(sub, mapping)?;
+                continue;
+            }
+            let Some(field) = options.get("field").and_then(JsonValue::as_str) else {
+                continue;
+            };
+            if mapping.flat_root(field).is_some() && !FLAT_OBJECT_AGGS.contains(&kind.as_str()) {
+                return Err(bad(format!(
+                    "Field [{field}] of type [flat_object] is not supported for aggregation \
+                     [{kind}]"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A field name as Quarry stores it (`@timestamp` is `_time`; `x.keyword` is `x`'s whole
 /// value, which terms of `x` count).
 pub(crate) fn field_of(body: &JsonValue, path: &str) -> Result<String, ApiError> {

@@ -4,7 +4,8 @@
 //! `DELETE /{index}/_doc/{id}` deletes one; `GET|HEAD /{index}/_doc/{id}` and
 //! `/_source/{id}` read one back, `_mget` several. Writes go through the bulk path
 //! (`ingest::bulk_one`), so a document is durable and searchable when answered, as an ingest
-//! is. `_update` is refused by name.
+//! is. `POST /{index}/_update/{id}` (and a bulk `update`) merges a partial document into the
+//! one there, or upserts (`update_document`); scripts are refused by name.
 
 use crate::es_api::{es_response, EsParams};
 use crate::es_hits::{HitView, QueryWords};
@@ -34,6 +35,33 @@ const WRITE_PARAMS: &[&str] = &[
     "version",
     "version_type",
 ];
+
+/// URL parameters of `_update`: a write's (but `op_type` and external versions), and what
+/// of the document to answer with.
+const UPDATE_PARAMS: &[&str] = &[
+    "refresh",
+    "timeout",
+    "routing",
+    "wait_for_active_shards",
+    "require_alias",
+    "if_seq_no",
+    "if_primary_term",
+    "_source",
+    "_source_includes",
+    "_source_excludes",
+];
+
+/// `POST /{index}/_update/{id}`: `doc` merged into the document, or an upsert
+/// (`update_document`).
+pub(crate) async fn update(
+    State(state): State<Arc<AppState>>,
+    UrlPath((index, id)): UrlPath<(String, String)>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    write_one(state, "update", index, Some(id), query, headers, Some(body)).await
+}
 
 /// `PUT|POST /{index}/_doc/{id}`.
 pub(crate) async fn index_with_id(
@@ -90,8 +118,13 @@ async fn write_one(
 ) -> Response {
     let answer = async {
         let params = EsParams::parse(query.as_deref())?;
-        params.check("write a document", WRITE_PARAMS)?;
+        if action == "update" {
+            params.check("update a document", UPDATE_PARAMS)?;
+        } else {
+            params.check("write a document", WRITE_PARAMS)?;
+        }
         let action = match params.get("op_type") {
+            None if action == "update" => action,
             None | Some("index") if body.is_some() => action,
             Some("create") if body.is_some() => "create",
             Some(op) => {
@@ -128,6 +161,29 @@ async fn write_one(
         if let Some(kind) = params.get("version_type") {
             meta["version_type"] = kind.into();
         }
+        // What an update answers of its document, as its action line says it.
+        let list = |key: &str| {
+            params
+                .get(key)
+                .map(|list| json!(list.split(',').collect::<Vec<_>>()))
+        };
+        match params.get("_source") {
+            Some("true" | "") => meta["_source"] = true.into(),
+            Some("false") => meta["_source"] = false.into(),
+            Some(_) => meta["_source"] = list("_source").unwrap_or_default(),
+            None => {}
+        }
+        for (key, side) in [
+            ("_source_includes", "includes"),
+            ("_source_excludes", "excludes"),
+        ] {
+            if let Some(names) = list(key) {
+                if !meta["_source"].is_object() {
+                    meta["_source"] = json!({});
+                }
+                meta["_source"][side] = names;
+            }
+        }
         let mut bulk = json!({ action: meta }).to_string().into_bytes();
         bulk.push(b'\n');
         if let Some(document) = document {
@@ -147,6 +203,7 @@ async fn write_one(
                 Some("action_request_validation_exception") => {
                     "action_request_validation_exception"
                 }
+                Some("document_missing_exception") => "document_missing_exception",
                 _ => "illegal_argument_exception",
             };
             return Err(ApiError::new(status, reason).with_kind(kind));
@@ -160,6 +217,9 @@ async fn write_one(
             "_seq_no": item.get("_seq_no").cloned().unwrap_or(0.into()),
             "_primary_term": 1,
         });
+        if let Some(got) = item.get("get") {
+            answer["get"] = got.clone();
+        }
         // `refresh=true` (or empty): Elasticsearch says it refreshed; every answered write
         // is searchable anyway.
         if matches!(params.get("refresh"), Some("true" | "")) {
@@ -493,9 +553,146 @@ pub(crate) fn find(
         .map(|hit| (hit.time, hit.event)))
 }
 
-/// `POST /{index}/_update/{id}`: refused by name (a document is replaced whole, or deleted).
-pub(crate) async fn refuse_change() -> Response {
-    es_response(Err(ApiError::bad_request(
-        "unsupported: update of a document (index the whole document again to replace it)",
-    )))
+/// An update's answer before its write: the document to index in place of the one there, or
+/// the item's outcome when there is nothing to write (a no-op) or it is refused.
+pub(crate) enum UpdatePlan {
+    Write(Vec<u8>),
+    Noop { version: u64, seq: u64 },
+}
+
+/// What an update refuses: (status, kind, reason), as a bulk item answers it.
+type UpdateError = (u16, &'static str, String);
+
+/// Reads a bulk `update` (or `_update`) body against document `id` of `live` as it stands:
+/// `doc` is merged into the document there (objects key by key, anything else replaced), or
+/// the document is created from `upsert` (or from `doc`, with `doc_as_upsert`) when there is
+/// none; `detect_noop` (default true) writes nothing when the merge changes nothing. The
+/// write is made conditional on the sequence number read (`conditions.if_seq_no`), so a
+/// change in between is a 409 rather than lost. `view` (the URL's `_source` parameters, then
+/// the action's and the body's `_source`) says what of the document the answer shows, in
+/// `got`, when any of them asked.
+pub(crate) fn update_document(
+    live: &crate::live::LiveIndex,
+    id: &str,
+    body: &[u8],
+    mut view: HitView,
+    mut asked: bool,
+    conditions: &mut crate::documents::Conditions,
+    got: &mut Option<JsonValue>,
+) -> Result<UpdatePlan, UpdateError> {
+    let invalid = |reason: String| (400, "illegal_argument_exception", reason);
+    let body: serde_json::Map<String, JsonValue> = serde_json::from_slice(body).map_err(|e| {
+        (
+            400,
+            "x_content_parse_exception",
+            format!("the update is not a JSON object: {e}"),
+        )
+    })?;
+    let object = |key: &str, value: &JsonValue| match value {
+        JsonValue::Object(object) => Ok(object.clone()),
+        _ => Err(invalid(format!("[{key}]: expected a JSON object"))),
+    };
+    let flag = |key: &str, value: &JsonValue| {
+        value
+            .as_bool()
+            .ok_or_else(|| invalid(format!("[{key}]: expected true or false")))
+    };
+    let (mut doc, mut upsert, mut doc_as_upsert, mut detect_noop) = (None, None, false, true);
+    for (key, value) in &body {
+        match key.as_str() {
+            "doc" => doc = Some(object(key, value)?),
+            "upsert" => upsert = Some(object(key, value)?),
+            "doc_as_upsert" => doc_as_upsert = flag(key, value)?,
+            "detect_noop" => detect_noop = flag(key, value)?,
+            "_source" => {
+                view.read_body_key("_source", value)
+                    .map_err(|e| invalid(e.message))?;
+                asked = true;
+            }
+            "script" | "scripted_upsert" => {
+                return Err(invalid(format!(
+                    "unsupported: [{key}] in an update (Quarry runs no scripts: send `doc`)"
+                )))
+            }
+            other => return Err(invalid(format!("unsupported: [{other}] in an update"))),
+        }
+    }
+    let Some(doc) = doc else {
+        return Err((
+            400,
+            "action_request_validation_exception",
+            "Validation Failed: 1: script or doc is missing;".to_owned(),
+        ));
+    };
+    let found = find(&live.published_snapshot(), id).map_err(|e| (500, "exception", e.message))?;
+    let (document, plan) = match found {
+        Some((time, fields)) => {
+            let flat = crate::event_json(&fields);
+            let number = |name: &str| flat.get(name).and_then(JsonValue::as_u64);
+            if !flat.contains_key(quarry_query::doc_id::ID_FIELD) {
+                return Err(invalid(format!(
+                    "[{id}] is the id of a document's content, not one a client gave: index \
+                     the document again under an `_id` to update it"
+                )));
+            }
+            let mut hit = json!({});
+            HitView::default().render(&mut hit, &flat, time, &QueryWords::default());
+            let source = match hit.get_mut("_source").map(JsonValue::take) {
+                Some(JsonValue::Object(source)) => source,
+                _ => serde_json::Map::new(),
+            };
+            let mut merged = source.clone();
+            merge(&mut merged, doc);
+            let seq = number(crate::documents::SEQ_FIELD).unwrap_or(0);
+            if detect_noop && merged == source {
+                let version = number(crate::documents::VERSION_FIELD).unwrap_or(1);
+                (merged, UpdatePlan::Noop { version, seq })
+            } else {
+                // Written only over the document read.
+                conditions.if_seq_no.get_or_insert(seq);
+                conditions
+                    .if_primary_term
+                    .get_or_insert(crate::documents::PRIMARY_TERM);
+                let bytes = serde_json::to_vec(&merged).unwrap_or_default();
+                (merged, UpdatePlan::Write(bytes))
+            }
+        }
+        None => match (upsert, doc_as_upsert) {
+            (_, true) => (
+                doc.clone(),
+                UpdatePlan::Write(serde_json::to_vec(&doc).unwrap_or_default()),
+            ),
+            (Some(upsert), false) => {
+                let bytes = serde_json::to_vec(&upsert).unwrap_or_default();
+                (upsert, UpdatePlan::Write(bytes))
+            }
+            (None, false) => {
+                return Err((
+                    404,
+                    "document_missing_exception",
+                    format!("[{id}]: document missing"),
+                ))
+            }
+        },
+    };
+    if asked {
+        *got = view.filter_source(&document);
+    }
+    Ok(plan)
+}
+
+/// Merges `patch` into `document` as an update does: an object into an object key by key,
+/// any other value in place of the one there.
+fn merge(
+    document: &mut serde_json::Map<String, JsonValue>,
+    patch: serde_json::Map<String, JsonValue>,
+) {
+    for (key, value) in patch {
+        match (document.get_mut(&key), value) {
+            (Some(JsonValue::Object(inner)), JsonValue::Object(patch)) => merge(inner, patch),
+            (_, value) => {
+                document.insert(key, value);
+            }
+        }
+    }
 }

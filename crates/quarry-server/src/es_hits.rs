@@ -323,6 +323,20 @@ impl HitView {
         Ok(())
     }
 
+    /// What the view shows of a document's `_source` (`None`: `_source: false`).
+    pub(crate) fn filter_source(&self, source: &Map<String, JsonValue>) -> Option<JsonValue> {
+        if !self.source.enabled {
+            return None;
+        }
+        let mut flat = Vec::new();
+        crate::es_indices::flatten("", &JsonValue::Object(source.clone()), &mut flat);
+        let kept: Map<String, JsonValue> = flat
+            .into_iter()
+            .filter(|(name, _)| !name.is_empty() && self.source.keeps(name))
+            .collect();
+        Some(crate::es_search::nested(kept).into())
+    }
+
     /// Adds to `hit` what the view shows of the event `flat` (fields by dotted name) at `time`
     /// (ns): `_source`, `fields`, `_version`, `highlight`; `words` are the query's.
     pub(crate) fn render(
@@ -719,7 +733,8 @@ impl QueryWords {
             Ast::Boost { inner, .. }
             | Ast::Lenient(inner)
             | Ast::Named { inner, .. }
-            | Ast::Constant { inner, .. } => self.collect(inner),
+            | Ast::Constant { inner, .. }
+            | Ast::Match { words: inner, .. } => self.collect(inner),
             Ast::AtLeast { clauses, .. } => clauses.iter().for_each(|c| self.collect(c)),
             Ast::Bool(clauses) => {
                 for (occur, clause) in clauses {

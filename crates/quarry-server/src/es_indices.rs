@@ -144,59 +144,18 @@ fn create_body(body: &[u8]) -> Result<CreateBody, ApiError> {
         match key.as_str() {
             "mappings" => {
                 mapping = Some(
-                    Mapping::from_value(&json!({ "mappings": value }))
-                        .map_err(|e| ApiError::bad_request(e.to_string()))?,
+                    Mapping::from_value(&json!({ "mappings": value })).map_err(|e| {
+                        // A parameter a type does not take: OpenSearch's own wording and
+                        // kind, which name the field.
+                        if e.message.starts_with("Mapping definition for [") {
+                            ApiError::bad_request(e.message).with_kind("mapper_parsing_exception")
+                        } else {
+                            ApiError::bad_request(e.to_string())
+                        }
+                    })?,
                 )
             }
-            "settings" => {
-                let mut flat = Vec::new();
-                flatten("", value, &mut flat);
-                for (name, value) in flat {
-                    let name = if name.starts_with("index.") {
-                        name
-                    } else {
-                        format!("index.{name}")
-                    };
-                    let limit = match name.as_str() {
-                        "index.max_result_window" => Some(&mut limits.max_result_window),
-                        "index.max_docvalue_fields_search" => {
-                            Some(&mut limits.max_docvalue_fields_search)
-                        }
-                        "index.max_script_fields" => Some(&mut limits.max_script_fields),
-                        "index.max_terms_count" => Some(&mut limits.max_terms_count),
-                        "index.highlight.max_analyzed_offset" => {
-                            Some(&mut limits.max_analyzed_offset)
-                        }
-                        _ => None,
-                    };
-                    if let Some(limit) = limit {
-                        let n = value
-                            .as_u64()
-                            .or_else(|| value.as_str().and_then(|t| t.parse().ok()))
-                            .ok_or_else(|| {
-                                ApiError::bad_request(format!(
-                                    "index setting [{name}]: expected a whole number, got {value}"
-                                ))
-                            })?;
-                        if name == "index.max_result_window"
-                            && n > crate::MAX_SEARCH_LIMIT as u64
-                        {
-                            return Err(ApiError::bad_request(format!(
-                                "unsupported: index setting [{name}] = {n}: Quarry returns at most {} hits a page (scroll or search_after for more)",
-                                crate::MAX_SEARCH_LIMIT
-                            )));
-                        }
-                        *limit = Some(n);
-                        continue;
-                    }
-                    if !NO_OP_SETTINGS.contains(&name.as_str()) {
-                        return Err(ApiError::bad_request(format!(
-                            "unsupported: index setting [{name}] (Quarry accepts {} and ignores them: one index per tenant, searchable at once)",
-                            NO_OP_SETTINGS.join(", ")
-                        )));
-                    }
-                }
-            }
+            "settings" => read_settings(value, &mut limits)?,
             "aliases" => {
                 let object = value.as_object().ok_or_else(|| {
                     ApiError::bad_request("aliases: expected an object of aliases")
@@ -217,6 +176,123 @@ fn create_body(body: &[u8]) -> Result<CreateBody, ApiError> {
     Ok((mapping, limits, aliases))
 }
 
+/// Reads index settings (nested or dotted, with or without `index.`) into `limits`: the
+/// search limits (`SearchLimits`), `null` for a limit's default; the no-ops
+/// (`NO_OP_SETTINGS`); anything else is refused by name.
+fn read_settings(value: &JsonValue, limits: &mut SearchLimits) -> Result<(), ApiError> {
+    let mut flat = Vec::new();
+    flatten("", value, &mut flat);
+    for (name, value) in flat {
+        let name = if name.starts_with("index.") {
+            name
+        } else {
+            format!("index.{name}")
+        };
+        let limit = match name.as_str() {
+            "index.max_result_window" => Some(&mut limits.max_result_window),
+            "index.max_docvalue_fields_search" => Some(&mut limits.max_docvalue_fields_search),
+            "index.max_script_fields" => Some(&mut limits.max_script_fields),
+            "index.max_terms_count" => Some(&mut limits.max_terms_count),
+            "index.highlight.max_analyzed_offset" => Some(&mut limits.max_analyzed_offset),
+            "index.max_slices_per_scroll" => Some(&mut limits.max_slices_per_scroll),
+            _ => None,
+        };
+        if let Some(limit) = limit {
+            if value.is_null() {
+                *limit = None;
+                continue;
+            }
+            let n = value
+                .as_u64()
+                .or_else(|| value.as_str().and_then(|t| t.parse().ok()))
+                .ok_or_else(|| {
+                    ApiError::bad_request(format!(
+                        "index setting [{name}]: expected a whole number, got {value}"
+                    ))
+                })?;
+            if name == "index.max_result_window" && n > crate::MAX_SEARCH_LIMIT as u64 {
+                return Err(ApiError::bad_request(format!(
+                    "unsupported: index setting [{name}] = {n}: Quarry returns at most {} hits a page (scroll or search_after for more)",
+                    crate::MAX_SEARCH_LIMIT
+                )));
+            }
+            *limit = Some(n);
+            continue;
+        }
+        if !NO_OP_SETTINGS.contains(&name.as_str()) {
+            return Err(ApiError::bad_request(format!(
+                "unsupported: index setting [{name}] (Quarry accepts {} and ignores them: one index per tenant, searchable at once)",
+                NO_OP_SETTINGS.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `PUT /_settings`, `PUT /{index}/_settings`: changes the search limits of the indices named
+/// (`read_settings`); the no-op settings are taken, anything else refused by name.
+pub(crate) async fn put_settings(
+    State(state): State<Arc<AppState>>,
+    index: Option<UrlPath<String>>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let answer = async {
+        let params = EsParams::parse(query.as_deref())?;
+        params.check(
+            "update settings",
+            &[
+                "ignore_unavailable",
+                "allow_no_indices",
+                "expand_wildcards",
+                "flat_settings",
+                "preserve_existing",
+                "timeout",
+                "master_timeout",
+                "cluster_manager_timeout",
+            ],
+        )?;
+        state.may_manage_indices(&headers)?;
+        let body = crate::es_api::body_object(&body, "the settings body")?;
+        let settings = match body.get("settings") {
+            Some(inner) if body.len() == 1 => inner.clone(),
+            _ => JsonValue::Object(body),
+        };
+        // Read once, to refuse what is not a setting before anything changes.
+        let mut given = SearchLimits::default();
+        read_settings(&settings, &mut given)?;
+        let preserve = params.flag("preserve_existing", false)?;
+        let expression = crate::es_api::all_or(index);
+        let mut rules = missing_rule(&params)?;
+        if params.get("expand_wildcards").is_none() {
+            (rules.open, rules.closed) = (true, true);
+        }
+        let names: Vec<String> = resolve(&state, &expression, &headers, rules)?
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
+        let work = state.clone();
+        blocking(move || {
+            admin::update_specs_now(&work, |specs: &mut [TenantSpec]| {
+                for spec in specs.iter_mut().filter(|spec| names.contains(&spec.name)) {
+                    let before = spec.search_limits.clone();
+                    read_settings(&settings, &mut spec.search_limits)?;
+                    if preserve {
+                        // Only the limits not set before are set.
+                        spec.search_limits = before.or(&spec.search_limits);
+                    }
+                }
+                Ok(())
+            })
+        })
+        .await?;
+        Ok(json!({"acknowledged": true}).to_string())
+    }
+    .await;
+    es_response(answer)
+}
+
 /// A create-index body's mapping, search limits and aliases.
 type CreateBody = (Option<Mapping>, SearchLimits, BTreeMap<String, AliasSpec>);
 
@@ -232,7 +308,7 @@ fn alias_collision(state: &AppState, index: &str) -> Result<(), ApiError> {
 }
 
 /// A JSON tree's leaves with their dotted paths.
-fn flatten(prefix: &str, value: &JsonValue, out: &mut Vec<(String, JsonValue)>) {
+pub(crate) fn flatten(prefix: &str, value: &JsonValue, out: &mut Vec<(String, JsonValue)>) {
     match value {
         JsonValue::Object(object) if !object.is_empty() => {
             for (key, value) in object {
@@ -398,6 +474,7 @@ fn index_settings(name: &str, spec: &TenantSpec) -> JsonValue {
         ),
         ("max_script_fields", limits.max_script_fields),
         ("max_terms_count", limits.max_terms_count),
+        ("max_slices_per_scroll", limits.max_slices_per_scroll),
     ] {
         if let Some(value) = value {
             settings[key] = value.to_string().into();
@@ -973,7 +1050,8 @@ mod tests {
         assert!(mapping.fields.contains_key("status"));
         assert!(create_body(b"").unwrap().0.is_none());
         let (_, limits, _) = create_body(
-            br#"{"settings": {"max_result_window": 4, "index.max_script_fields": "2"}}"#,
+            br#"{"settings": {"max_result_window": 4, "index.max_script_fields": "2",
+                "index": {"max_slices_per_scroll": 9}}}"#,
         )
         .unwrap();
         assert_eq!(
@@ -984,6 +1062,7 @@ mod tests {
                 max_script_fields: Some(2),
                 max_terms_count: None,
                 max_analyzed_offset: None,
+                max_slices_per_scroll: Some(9),
             }
         );
         for (body, named) in [

@@ -193,6 +193,15 @@ pub(crate) async fn start(
     let (snapshot, response, aggregations) = state
         .search(move || {
             let snapshot = live.published_snapshot();
+            // A slice sees only its events, on every page.
+            let snapshot = match run.slice {
+                Some(slice) => Arc::new(
+                    snapshot
+                        .only_times(|time| slice.holds(time))
+                        .map_err(ApiError::from_query)?,
+                ),
+                None => snapshot,
+            };
             let (response, aggregations) = run.execute(&snapshot, &names)?;
             Ok((snapshot, response, aggregations))
         })

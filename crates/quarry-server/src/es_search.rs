@@ -314,27 +314,48 @@ pub(crate) fn mapping_of(live: &LiveIndex) -> JsonValue {
         shown["properties"] = json!({});
         insert_dotted(&mut properties, name.clone(), shown, Some("properties"));
     }
-    for (name, rules) in &schema.mapping().fields {
+    for name in schema.mapping().fields.keys() {
         if !name.contains('*') {
             insert_dotted(
                 &mut properties,
                 name.clone(),
-                rules.to_es_json(),
+                schema.mapping().field_to_es_json(name),
                 Some("properties"),
             );
         }
     }
+    // A flat object's fields are its own, not the mapping's.
+    for name in &schema.mapping().flat_objects {
+        let shown = json!({"type": "flat_object"});
+        insert_dotted(&mut properties, name.clone(), shown, Some("properties"));
+    }
+    // `@timestamp` is every event's time, shown unless no document sent one (each then
+    // holds the time-as-sent mark `{}`, live.rs): Elasticsearch lists only fields sent.
+    let untimed = quarry_query::Query::Exact {
+        field: crate::live::TIME_AS_SENT_FIELD.to_owned(),
+        value: "{}".to_owned(),
+        tokens: Vec::new(),
+    };
+    let timed = searcher
+        .count(&untimed)
+        .map_or(true, |n| n < searcher.doc_count());
     for (name, (types, _)) in crate::field_summary(&searcher) {
+        if name == quarry_format::TIME_FIELD && !timed {
+            continue;
+        }
         // Kept but not indexed (`dynamic: false`): Elasticsearch does not list them.
         // Metadata (`_id`, `_seq_no`, ...) is the document's, not a field of its mapping.
         if name != quarry_format::TIME_FIELD && schema.is_unindexed_unmapped(&name)
             || objects.contains_key(&name)
             || crate::es_hits::is_metadata(&name)
+            || schema.mapping().flat_root(&name).is_some()
         {
             continue;
         }
         let has = |ty: &str| types.get(ty).is_some_and(|&n| n > 0);
-        let mapping = if let Some(rules) = schema.rules(&name) {
+        let mapping = if schema.mapping().fields.contains_key(&name) {
+            schema.mapping().field_to_es_json(&name)
+        } else if let Some(rules) = schema.rules(&name) {
             rules.to_es_json()
         } else if name == quarry_format::TIME_FIELD || has("timestamp") && types.len() == 1 {
             json!({"type": "date"})
@@ -396,6 +417,17 @@ pub(crate) async fn search_one(
     };
     let mut object = object;
     resolve_terms_lookups(state, &mut object, headers).await?;
+    if let Some(aggs) = object.get("aggs").or_else(|| object.get("aggregations")) {
+        // The search itself answers for indices that are missing or not the key's.
+        let missing = crate::es_indices::Missing {
+            skip: true,
+            ..crate::es_indices::Missing::REFUSE
+        };
+        let tenants = crate::es_indices::resolve(state, index, headers, missing);
+        for (_, tenant) in tenants.unwrap_or_default() {
+            crate::es_aggs::refuse_flat_object_fields(aggs, tenant.live.schema().mapping())?;
+        }
+    }
     let mut plan = SearchPlan::new(&object, params)?;
     let limits_of = |names: &[String]| {
         let specs: Vec<SearchLimits> = names
@@ -653,6 +685,61 @@ pub(crate) struct SearchPlan {
     indices_boost: Vec<(String, f32)>,
     /// `collapse`: the field whose value groups the hits; each group shows its best hit.
     collapse: Option<String>,
+    /// `slice` of a scroll: which of how many parts (es_scroll.rs).
+    pub(crate) slice: Option<Slice>,
+}
+
+/// One part of a sliced scroll: `id` of `max` parts that, together, hold every hit once.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Slice {
+    pub id: u64,
+    pub max: u64,
+}
+
+impl Slice {
+    /// Reads a `slice` body: `id` and `max` (more than 1, `id` under it); `field` only as
+    /// Quarry slices, by each event's time (`_id`, the default, or `@timestamp`).
+    fn read(value: &JsonValue) -> Result<Slice, ApiError> {
+        let object = value
+            .as_object()
+            .ok_or_else(|| ApiError::bad_request("slice: expected {id, max}"))?;
+        let number = |key: &str| {
+            object.get(key).and_then(JsonValue::as_u64).ok_or_else(|| {
+                ApiError::bad_request(format!("slice.{key}: expected a whole number"))
+            })
+        };
+        for (key, value) in object {
+            match key.as_str() {
+                "id" | "max" => {}
+                // Quarry's slices split by time, whatever field Elasticsearch would hash.
+                "field" if value == "_id" || value == "@timestamp" => {}
+                other => {
+                    return Err(ApiError::bad_request(format!(
+                        "unsupported: slice.{other} (Quarry slices by each event's time)"
+                    )))
+                }
+            }
+        }
+        let (id, max) = (number("id")?, number("max")?);
+        if max <= 1 {
+            return Err(ApiError::bad_request("max must be greater than 1"));
+        }
+        if id >= max {
+            return Err(ApiError::bad_request("id must be lower than max"));
+        }
+        Ok(Slice { id, max })
+    }
+
+    /// Whether the event at `time` (ns) is in this slice: a hash of the time, so each event
+    /// is in exactly one slice whatever the snapshot each slice's scroll reads.
+    pub(crate) fn holds(self, time: i64) -> bool {
+        // SplitMix64's finalizer: neighbouring times land in unrelated slices.
+        let mut x = time as u64;
+        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        x ^= x >> 31;
+        x % self.max == self.id
+    }
 }
 
 impl SearchPlan {
@@ -744,6 +831,7 @@ impl SearchPlan {
             }
         }
         let collapse = collapse_of(body, params)?;
+        let mut slice = None;
         for (key, value) in body {
             if view.read_body_key(key, value)? {
                 continue;
@@ -789,6 +877,15 @@ impl SearchPlan {
                 "explain" | "profile" | "track_scores" if value == &JsonValue::Bool(false) => {}
                 "runtime_mappings" | "script_fields" | "stats" if is_empty(value) => {}
                 "collapse" => {}
+                "slice" => {
+                    if params.get("scroll").is_none() {
+                        return Err(ApiError::bad_request(
+                            "[slice] can only be used with [scroll] requests (Quarry slices \
+                             scrolls, not points in time)",
+                        ));
+                    }
+                    slice = Some(Slice::read(value)?);
+                }
                 // Rescoring is not supported; a window past the result window is wrong in
                 // any case, and said so first, as Elasticsearch words it.
                 "rescore" => {
@@ -880,6 +977,7 @@ impl SearchPlan {
             sort_tiebreak: tiebreak,
             indices_boost,
             collapse,
+            slice,
         })
     }
 
@@ -967,6 +1065,15 @@ impl SearchPlan {
         }
         if let Some(window) = limits.max_result_window {
             window_check(self.request.limit, window as usize, scroll)?;
+        }
+        if let Some(slice) = self.slice {
+            let most = limits.max_slices_per_scroll.unwrap_or(1024);
+            if slice.max > most {
+                return Err(ApiError::bad_request(format!(
+                    "The number of slices [{}] is too large. It must be less than [{most}]. This limit can be set by changing the [index.max_slices_per_scroll] index level setting.",
+                    slice.max
+                )));
+            }
         }
         let docvalue_fields = self.view.docvalue_fields();
         let most = limits.max_docvalue_fields_search.unwrap_or(100);

@@ -10,6 +10,7 @@
 
 use crate::admin::Tenant;
 use crate::documents::{Conditions, Op, Refusal, State as DocState};
+use crate::es_docs::UpdatePlan;
 use crate::idempotency::Claim;
 use crate::live::{Batch, Ingested, LiveError, LiveIndex};
 use crate::{blocking, ApiError, AppState};
@@ -311,6 +312,10 @@ struct BulkItem {
     /// What a write by id did (documents.rs); `None` for a document without an `_id`,
     /// created at version 1.
     outcome: Option<Outcome>,
+    /// An update's `_source` in its action line (which of the document to answer with).
+    update_source: Option<JsonValue>,
+    /// An update's answer `get._source`, when the update asked for it.
+    got: Option<JsonValue>,
 }
 
 /// What a write by id did.
@@ -323,9 +328,9 @@ struct Outcome {
 }
 
 /// `POST /_bulk`, `POST /{index}/_bulk`, `POST /api/v1/{tenant}/_bulk`: the Elasticsearch bulk
-/// API for `index` and `create`. `_index` names the tenant (default: the path's, else
-/// `default`); `_id`, when given, is kept as the event's `_id` field. `delete` and `update`
-/// answer an error per item. A malformed action line fails the whole request with 400, as in
+/// API: `index`, `create`, `delete` and `update` (es_docs.rs's `update_document`). `_index`
+/// names the tenant (default: the path's, else `default`); `_id`, when given, is kept as the
+/// event's `_id` field. A malformed action line fails the whole request with 400, as in
 /// Elasticsearch (the pairing of the lines after it is unknown).
 pub(crate) async fn bulk(
     State(state): State<Arc<AppState>>,
@@ -413,6 +418,10 @@ const BULK_IGNORED: &[&str] = &[
     "require_alias",
     "require_data_stream",
     "index",
+    // What an update answers of its document (`update_document`).
+    "_source",
+    "_source_includes",
+    "_source_excludes",
 ];
 
 /// Whether a bulk request may write to an index: its tenant, or the error for its items.
@@ -488,8 +497,14 @@ async fn bulk_inner(
     started: Instant,
 ) -> Result<String, ApiError> {
     let durable = durability(query.as_deref(), BULK_IGNORED)?;
-    let require_alias =
-        crate::es_api::EsParams::parse(query.as_deref())?.flag("require_alias", false)?;
+    let params = crate::es_api::EsParams::parse(query.as_deref())?;
+    let require_alias = params.flag("require_alias", false)?;
+    // What updates answer of their documents, unless their own lines say.
+    let mut update_view = crate::es_hits::HitView::default();
+    update_view.read_params(&params)?;
+    let update_asks = ["_source", "_source_includes", "_source_excludes"]
+        .iter()
+        .any(|key| params.get(key).is_some());
     let limit = state.max_body_bytes;
     let now = now_nanos();
     let work_state = state.clone();
@@ -501,6 +516,9 @@ async fn bulk_inner(
         let mut items = items;
         // Each index named is resolved and authorized once (a key check hashes the key).
         let mut decided: Vec<(Arc<str>, WriteTarget)> = Vec::new();
+        // The documents this request writes, by index and id, so far (an update reads the
+        // last acknowledged state of its document, which an earlier item would change).
+        let mut written_ids: std::collections::HashSet<(Arc<str>, String)> = Default::default();
         for (item_index, doc) in docs {
             let item = &mut items[item_index];
             let position = match decided.iter().position(|(name, _)| *name == item.index) {
@@ -532,6 +550,61 @@ async fn bulk_inner(
                 Err(error) => {
                     item.error = Some(error.clone());
                     continue;
+                }
+            };
+            let earlier = match &item.id {
+                Some(id) => !written_ids.insert((item.index.clone(), id.clone())),
+                None => false,
+            };
+            let doc = if item.action != "update" {
+                doc
+            } else if earlier {
+                item.error = Some((
+                    400,
+                    "illegal_argument_exception",
+                    format!(
+                        "[{}]: the document is written by an earlier item of this request; \
+                         Quarry updates a document from its last acknowledged state: send \
+                         the update in a later request",
+                        item.id.as_deref().unwrap_or_default()
+                    ),
+                ));
+                continue;
+            } else {
+                let mut view = update_view.clone();
+                let mut asks = update_asks;
+                if let Some(source) = &item.update_source {
+                    if let Err(error) = view.read_body_key("_source", source) {
+                        item.error = Some((400, "illegal_argument_exception", error.message));
+                        continue;
+                    }
+                    asks = true;
+                }
+                let id = item.id.clone().unwrap_or_default();
+                let plan = crate::es_docs::update_document(
+                    &tenant.live,
+                    &id,
+                    &doc,
+                    view,
+                    asks,
+                    &mut item.conditions,
+                    &mut item.got,
+                );
+                match plan {
+                    Ok(UpdatePlan::Write(bytes)) => Cow::Owned(splice_id(&bytes, &id).into_owned()),
+                    Ok(UpdatePlan::Noop { version, seq }) => {
+                        item.outcome = Some(Outcome {
+                            version,
+                            seq: Some(seq),
+                            result: "noop",
+                            status: 200,
+                        });
+                        continue;
+                    }
+                    Err(error) => {
+                        item.error = Some(error);
+                        continue;
+                    }
                 }
             };
             match by_tenant.iter_mut().find(|(t, _)| Arc::ptr_eq(t, &tenant)) {
@@ -857,6 +930,13 @@ fn bulk_reply(items: &[BulkItem], took_ms: u64, now: i64) -> String {
                 if let Some(seq) = outcome.seq {
                     let _ = write!(out, r#""_seq_no":{seq},"_primary_term":1,"#);
                 }
+                if let Some(source) = &item.got {
+                    let seq = outcome.seq.unwrap_or(0);
+                    let _ = write!(
+                        out,
+                        r#""get":{{"_seq_no":{seq},"_primary_term":1,"found":true,"_source":{source}}},"#
+                    );
+                }
                 let _ = write!(out, r#""status":{}}}}}"#, outcome.status);
                 Ok(())
             }
@@ -905,6 +985,8 @@ fn parse_bulk<'a>(
             line,
             conditions: options.conditions,
             outcome: None,
+            update_source: options.source.clone(),
+            got: None,
         };
         let refused = options
             .refused
@@ -928,9 +1010,29 @@ fn parse_bulk<'a>(
                 })
             });
         match name {
-            "index" | "create" if refused.is_some() => {
+            "index" | "create" | "update" if refused.is_some() => {
                 lines.next();
                 items.push(item(refused, number));
+            }
+            "update" if id.is_none() => {
+                lines.next();
+                items.push(item(
+                    Some((
+                        400,
+                        "action_request_validation_exception",
+                        "Validation Failed: 1: id is missing;".to_owned(),
+                    )),
+                    number,
+                ));
+            }
+            // The update's body (`doc`, `upsert`, ...) becomes its document once the
+            // document it changes is read (`update_document`).
+            "update" => {
+                let Some((doc_number, doc)) = lines.next() else {
+                    return Err(malformed(format!("action [{name}] has no document line")));
+                };
+                docs.push((items.len(), Cow::Borrowed(doc)));
+                items.push(item(None, doc_number));
             }
             "index" | "create" => {
                 let Some((doc_number, doc)) = lines.next() else {
@@ -957,19 +1059,7 @@ fn parse_bulk<'a>(
                 docs.push((items.len(), Cow::Borrowed(&[][..])));
                 items.push(item(None, number));
             }
-            _ => {
-                lines.next();
-                items.push(item(
-                    Some((
-                        400,
-                        "action_request_validation_exception",
-                        format!(
-                            "Quarry's bulk API does not support [{name}]: a document is replaced whole (index) or deleted"
-                        ),
-                    )),
-                    number,
-                ));
-            }
+            _ => unreachable!("read_action reads only index, create, update and delete"),
         }
     }
     Ok((items, docs))
@@ -989,6 +1079,8 @@ struct ActionOptions {
     conditions: Conditions,
     /// Why those are invalid together, if they are.
     invalid: Option<String>,
+    /// An update's `_source`: which of its document to answer with.
+    source: Option<JsonValue>,
 }
 
 /// An action line as read: the action, `_index` and `_id` if named, and the options.
@@ -1039,8 +1131,16 @@ fn read_action(line: &[u8]) -> Result<ActionRead, String> {
         other => other.to_string(),
     });
     let mut options = ActionOptions::default();
-    if id.as_deref() == Some("") {
-        options.invalid = Some("if _id is specified it must not be empty".to_owned());
+    match id.as_deref() {
+        Some("") => options.invalid = Some("if _id is specified it must not be empty".to_owned()),
+        // Elasticsearch's bound on an id (it is a term of its own).
+        Some(long) if long.len() > MAX_ID_BYTES => {
+            options.invalid = Some(format!(
+                "id [{long}] is too long, must be no longer than {MAX_ID_BYTES} bytes but was: {}",
+                long.len()
+            ))
+        }
+        _ => {}
     }
     let mut version = None;
     let mut version_type = None;
@@ -1076,6 +1176,7 @@ fn read_action(line: &[u8]) -> Result<ActionRead, String> {
                 }
             },
             key if ACTION_NO_OPS.contains(&key) => {}
+            "_source" if name == "update" => options.source = Some(value),
             key => {
                 options.refused.get_or_insert_with(|| key.to_owned());
             }
@@ -1155,6 +1256,9 @@ struct ActionMeta<'a> {
     other: std::collections::BTreeMap<String, JsonValue>,
 }
 
+/// The longest `_id`, in bytes (Elasticsearch's).
+const MAX_ID_BYTES: usize = 512;
+
 /// Whether the JSON object `doc` has the top-level key `name` (looked for only where the
 /// bytes hold it).
 fn sets_metadata(doc: &[u8], name: &str) -> bool {
@@ -1201,11 +1305,12 @@ mod tests {
                 (0, &b"{\"a\":1}"[..]),
                 (1, b"{\"_id\":\"x\",\"b\":2}"),
                 (2, b""),
+                (3, b"{\"doc\":{}}"),
                 (4, b"{}"),
             ]
         );
         assert_eq!(items[1].line, 5);
-        assert!(items[2].error.is_none() && items[3].error.is_some());
+        assert!(items.iter().all(|item| item.error.is_none()));
     }
 
     #[test]
@@ -1233,6 +1338,8 @@ mod tests {
             line: 2,
             conditions: Conditions::default(),
             outcome: None,
+            update_source: None,
+            got: None,
         };
         let items = [
             item("index", Some("a\"b"), None),

@@ -378,7 +378,7 @@ fn router(state: Arc<AppState>, guard: guard::Guard, request_timeout: Duration) 
             "/{index}/_source/{id}",
             get(es_docs::source).head(es_docs::source),
         )
-        .route("/{index}/_update/{id}", post(es_docs::refuse_change))
+        .route("/{index}/_update/{id}", post(es_docs::update))
         .route("/_pit", axum::routing::delete(es_scroll::close_pit))
         // Aliases (es_aliases.rs).
         .route("/_aliases", post(es_aliases::update))
@@ -402,8 +402,14 @@ fn router(state: Arc<AppState>, guard: guard::Guard, request_timeout: Duration) 
                 .post(es_aliases::put)
                 .delete(es_aliases::delete),
         )
-        .route("/_settings", get(es_indices::settings))
-        .route("/{index}/_settings", get(es_indices::settings))
+        .route(
+            "/_settings",
+            get(es_indices::settings).put(es_indices::put_settings),
+        )
+        .route(
+            "/{index}/_settings",
+            get(es_indices::settings).put(es_indices::put_settings),
+        )
         .route("/{index}/_close", post(es_indices::close))
         .route("/{index}/_open", post(es_indices::open))
         .route("/_cluster/health", get(es_indices::cluster_health))

@@ -28,8 +28,10 @@ pub const MAX_NAME_LEN: usize = 63;
 /// Names that would collide with the API's own paths (`/api/v1/tenants/...`).
 const RESERVED_NAMES: &[&str] = &["tenants", "openapi.json"];
 
-/// Checks a tenant name: 1 to 63 of `a-z`, `0-9`, `-` and `_`, starting with a letter or a
-/// digit. Nothing else can reach a file path (`..`, `/`, `%2e`, NUL, non-ASCII are refused).
+/// Checks a tenant name: 1 to 63 bytes of `a-z`, `0-9`, `-`, `_` and the lowercase letters
+/// and digits of other scripts (`logs-中文`, as Elasticsearch allows in index names),
+/// starting with a letter or a digit. Nothing else can reach a file path (`..`, `/`, `%2e`,
+/// NUL, spaces and punctuation of any script are refused).
 pub fn validate_name(name: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err("a tenant name cannot be empty".into());
@@ -40,13 +42,18 @@ pub fn validate_name(name: &str) -> Result<(), String> {
             name.len()
         ));
     }
-    let allowed = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_';
-    if let Some(bad) = name.chars().find(|&c| !allowed(c)) {
+    let letter = |c: char| {
+        c.is_ascii_lowercase()
+            || c.is_ascii_digit()
+            || !c.is_ascii() && c.is_alphanumeric() && !c.is_uppercase()
+    };
+    if let Some(bad) = name.chars().find(|&c| !letter(c) && c != '-' && c != '_') {
         return Err(format!(
-            "a tenant name is made of a-z, 0-9, '-' and '_'; {bad:?} is not allowed in {name:?}"
+            "a tenant name is made of lowercase letters, digits, '-' and '_'; {bad:?} is not \
+             allowed in {name:?}"
         ));
     }
-    if !name.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+    if !name.starts_with(letter) {
         return Err(format!(
             "a tenant name starts with a letter or a digit: {name:?}"
         ));
@@ -99,11 +106,28 @@ pub struct SearchLimits {
     /// unbounded by default here, 1,000,000 in Elasticsearch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_analyzed_offset: Option<u64>,
+    /// `index.max_slices_per_scroll`: `slice.max` of a sliced scroll (1,024).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_slices_per_scroll: Option<u64>,
 }
 
 impl SearchLimits {
     pub fn is_default(&self) -> bool {
         *self == SearchLimits::default()
+    }
+
+    /// Each limit of `self`, else `other`'s.
+    pub fn or(&self, other: &SearchLimits) -> SearchLimits {
+        SearchLimits {
+            max_result_window: self.max_result_window.or(other.max_result_window),
+            max_docvalue_fields_search: self
+                .max_docvalue_fields_search
+                .or(other.max_docvalue_fields_search),
+            max_script_fields: self.max_script_fields.or(other.max_script_fields),
+            max_terms_count: self.max_terms_count.or(other.max_terms_count),
+            max_analyzed_offset: self.max_analyzed_offset.or(other.max_analyzed_offset),
+            max_slices_per_scroll: self.max_slices_per_scroll.or(other.max_slices_per_scroll),
+        }
     }
 
     /// The strictest of each limit over several indices searched as one.
@@ -122,6 +146,7 @@ impl SearchLimits {
                 max_script_fields: min(acc.max_script_fields, l.max_script_fields),
                 max_terms_count: min(acc.max_terms_count, l.max_terms_count),
                 max_analyzed_offset: min(acc.max_analyzed_offset, l.max_analyzed_offset),
+                max_slices_per_scroll: min(acc.max_slices_per_scroll, l.max_slices_per_scroll),
             })
     }
 }
@@ -326,8 +351,24 @@ mod tests {
     #[test]
     fn names_that_could_reach_a_path_are_refused() {
         for bad in [
-            "", "..", "../x", "a/b", "%2e%2e", ".hidden", "-x", "_x", "A", "ünï", "a b", "a\0b",
+            "",
+            "..",
+            "../x",
+            "a/b",
+            "%2e%2e",
+            ".hidden",
+            "-x",
+            "_x",
+            "A",
+            "Ünï",
+            "a b",
+            "a\0b",
             "tenants",
+            "a\u{2215}b",
+            "a\u{ff0f}b",
+            "a\u{3000}b",
+            "a·b",
+            "-中文",
         ] {
             assert!(validate_name(bad).is_err(), "{bad:?} accepted");
         }
@@ -337,6 +378,8 @@ mod tests {
             "team-1",
             "payments_eu",
             "0x",
+            "ünï",
+            "test-weird-index-中文",
             &"a".repeat(MAX_NAME_LEN),
         ] {
             validate_name(good).unwrap();

@@ -69,7 +69,8 @@
 pub use crate::date::DateFormats;
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::OnceLock;
 
 /// The longest value a `keyword` field indexes (Lucene's limit on one term, 32,766 bytes).
 /// A longer value is rejected at ingest, with its line.
@@ -367,6 +368,16 @@ pub struct Mapping {
     /// Object fields with rules of their own, by dotted name.
     #[serde(default)]
     pub objects: BTreeMap<String, ObjectMapping>,
+    /// `constant_keyword` fields and their one value. Such a field is a keyword in `fields`;
+    /// an event may hold only that value there, and a query on it matches every event or
+    /// none, as the value answers it (quarry-query's `query.rs`), as in Elasticsearch.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub constants: BTreeMap<String, String>,
+    /// `flat_object` fields (OpenSearch's): the object is kept as sent, and every value under
+    /// it (arrays flattened, numbers and booleans as their JSON text) is a keyword, found under
+    /// its dotted path and under the object's own name (`flat_root`, quarry-index's segment).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub flat_objects: BTreeSet<String>,
 }
 
 /// The field naming, per event, the fields whose values were kept but not indexed
@@ -417,6 +428,7 @@ impl Mapping {
             && self.default_search_fields.is_empty()
             && self.dynamic.is_none()
             && self.objects.is_empty()
+            && self.flat_objects.is_empty()
     }
 
     /// Whether every unmapped field is dynamic (true): no `dynamic` or object rules.
@@ -506,9 +518,7 @@ impl Mapping {
                         }
                     }
                 }
-                "properties" => {
-                    read_properties(value, &here, "", &mut mapping.fields, &mut mapping.objects)?
-                }
+                "properties" => read_properties(value, &here, "", &mut mapping)?,
                 "dynamic" => mapping.dynamic = Some(Dynamic::parse(value, &here)?),
                 _ => {
                     return Err(error(
@@ -543,10 +553,15 @@ impl Mapping {
         Ok(mapping)
     }
 
-    /// The rules for the field `name`: its exact entry, else the longest matching pattern.
+    /// The rules for the field `name`: its exact entry, a keyword at or under a
+    /// `flat_object`, else the longest matching pattern.
     pub fn rules(&self, name: &str) -> Option<&FieldMapping> {
         if let Some(rules) = self.fields.get(name) {
             return Some(rules);
+        }
+        if self.flat_root(name).is_some() {
+            static FLAT_VALUE: OnceLock<FieldMapping> = OnceLock::new();
+            return Some(FLAT_VALUE.get_or_init(|| FieldMapping::new(FieldType::Keyword)));
         }
         self.fields
             .iter()
@@ -554,6 +569,24 @@ impl Mapping {
             // Longest first; equal lengths: the smallest pattern (the map's order) first.
             .max_by(|a, b| a.0.len().cmp(&b.0.len()).then(b.0.cmp(a.0)))
             .map(|(_, rules)| rules)
+    }
+
+    /// The `flat_object` field that `name` is or is under, if any.
+    pub fn flat_root<'n>(&self, name: &'n str) -> Option<&'n str> {
+        if self.flat_objects.is_empty() {
+            return None;
+        }
+        if self.flat_objects.contains(name) {
+            return Some(name);
+        }
+        name.match_indices('.')
+            .map(|(dot, _)| &name[..dot])
+            .find(|prefix| self.flat_objects.contains(*prefix))
+    }
+
+    /// The one value of a `constant_keyword` field.
+    pub fn constant(&self, name: &str) -> Option<&str> {
+        self.constants.get(name).map(String::as_str)
     }
 
     /// This mapping with `update`'s fields added. A field already mapped must be mapped the
@@ -588,6 +621,22 @@ impl Mapping {
         for (name, object) in &update.objects {
             merged.objects.insert(name.clone(), *object);
         }
+        for (name, value) in &update.constants {
+            match merged.constants.get(name) {
+                Some(old) if old != value => {
+                    return Err(error(
+                        &format!("properties.{name}.value"),
+                        format!("the constant_keyword field already has the value {old:?}"),
+                    ))
+                }
+                _ => {
+                    merged.constants.insert(name.clone(), value.clone());
+                }
+            }
+        }
+        merged
+            .flat_objects
+            .extend(update.flat_objects.iter().cloned());
         Ok(merged)
     }
 
@@ -615,11 +664,14 @@ impl Mapping {
     pub fn to_es_json(&self) -> Json {
         let mut properties: serde_json::Map<String, Json> = self
             .fields
-            .iter()
-            .map(|(name, rules)| (name.clone(), rules.to_es_json()))
+            .keys()
+            .map(|name| (name.clone(), self.field_to_es_json(name)))
             .collect();
         for (name, object) in &self.objects {
             properties.insert(name.clone(), object.to_es_json());
+        }
+        for name in &self.flat_objects {
+            properties.insert(name.clone(), serde_json::json!({"type": "flat_object"}));
         }
         let mut document = serde_json::Map::new();
         if let Some(dynamic) = self.dynamic.filter(|&d| d != Dynamic::True) {
@@ -633,6 +685,17 @@ impl Mapping {
             );
         }
         Json::Object(document)
+    }
+}
+
+impl Mapping {
+    /// Mapped field `name` as Elasticsearch shows it (a `constant_keyword` with its value).
+    pub fn field_to_es_json(&self, name: &str) -> Json {
+        match (self.constants.get(name), self.fields.get(name)) {
+            (Some(value), _) => serde_json::json!({"type": "constant_keyword", "value": value}),
+            (None, Some(rules)) => rules.to_es_json(),
+            (None, None) => Json::Null,
+        }
     }
 }
 
@@ -720,8 +783,7 @@ fn read_properties(
     value: &Json,
     path: &str,
     prefix: &str,
-    out: &mut BTreeMap<String, FieldMapping>,
-    objects: &mut BTreeMap<String, ObjectMapping>,
+    mapping: &mut Mapping,
 ) -> Result<(), MappingError> {
     for (name, field) in object(value, path)? {
         let here = join(path, name);
@@ -785,14 +847,62 @@ fn read_properties(
                 ));
             }
             if rules.dynamic.is_some() || !rules.enabled || rules.nested || nested.is_none() {
-                objects.insert(full.clone(), rules);
+                mapping.objects.insert(full.clone(), rules);
             }
             if let Some(nested) = nested {
-                read_properties(nested, &join(&here, "properties"), &full, out, objects)?;
+                read_properties(nested, &join(&here, "properties"), &full, mapping)?;
             }
             continue;
         }
-        out.insert(full, read_field(keys, &here)?);
+        match keys.get("type").and_then(Json::as_str) {
+            Some("flat_object") => {
+                let unsupported: Vec<String> = keys
+                    .iter()
+                    .filter(|(key, _)| *key != "type")
+                    .map(|(key, value)| match value {
+                        Json::String(text) => format!("{key} : {text}"),
+                        other => format!("{key} : {other}"),
+                    })
+                    .collect();
+                if !unsupported.is_empty() {
+                    return Err(error(
+                        &here,
+                        format!(
+                            "Mapping definition for [{name}] has unsupported parameters:  [{}]",
+                            unsupported.join(", ")
+                        ),
+                    ));
+                }
+                mapping.flat_objects.insert(full);
+            }
+            Some("constant_keyword") => {
+                let mut value = None;
+                for (key, given) in keys {
+                    match (key.as_str(), given) {
+                        ("type", _) => {}
+                        ("value", Json::String(text)) => value = Some(text.clone()),
+                        ("value", Json::Number(number)) => value = Some(number.to_string()),
+                        ("value", _) => return Err(error(&join(&here, key), "expected a string")),
+                        _ => {
+                            return Err(error(
+                                &join(&here, key),
+                                "unknown or unsupported key for a constant_keyword field \
+                                 (known: type, value)",
+                            ))
+                        }
+                    }
+                }
+                let value = value
+                    .ok_or_else(|| error(&here, "a constant_keyword field needs its `value`"))?;
+                mapping.constants.insert(full.clone(), value);
+                mapping
+                    .fields
+                    .insert(full, FieldMapping::new(FieldType::Keyword));
+            }
+            _ => {
+                mapping.fields.insert(full, read_field(keys, &here)?);
+            }
+        }
     }
     Ok(())
 }
@@ -824,7 +934,8 @@ fn read_field(
                 &ty_path,
                 format!(
                     "unsupported type {other:?} (supported: text, match_only_text, keyword, \
-                     boolean, date, date_nanos, ip, binary, geo_point, object, nested, {})",
+                     constant_keyword, boolean, date, date_nanos, ip, binary, geo_point, \
+                     object, nested, flat_object, {})",
                     NumberType::ALL.map(NumberType::name).join(", ")
                 ),
             ))

@@ -60,7 +60,10 @@ fn step(server: &Server, model: &mut Model, rng: &mut Rng, n: u64) {
     let id = format!("d{}", rng.below(IDS));
     let colour = COLOURS[rng.below(3) as usize];
     let body = json!({"n": n, "colour": colour}).to_string();
-    let kind = rng.below(10);
+    let kind = rng.below(12);
+    if kind >= 10 {
+        return update(server, model, &id, colour, n, rng.below(2) == 0);
+    }
     let (method, target, body, expected): (&str, String, Option<&str>, Result<u64, u16>) =
         match kind {
             0..=3 => {
@@ -153,6 +156,81 @@ fn step(server: &Server, model: &mut Model, rng: &mut Rng, n: u64) {
             }
         }
     }
+}
+
+/// `_update` of the colour alone (`n` kept), with an upsert of the whole document or none,
+/// checked against the model: a merge that changes nothing is a no-op (no new version or
+/// sequence number), a missing document without an upsert a 404.
+fn update(
+    server: &Server,
+    model: &mut Model,
+    id: &str,
+    colour: &'static str,
+    n: u64,
+    upsert: bool,
+) {
+    let mut body = json!({"doc": {"colour": colour}, "_source": ["colour"]});
+    if upsert {
+        body["upsert"] = json!({"n": n, "colour": colour});
+    }
+    let target = format!("/docs/_update/{id}");
+    let (status, answer) = server.request("POST", &target, Some(&body.to_string()));
+    let live = model.live.get(id).cloned();
+    let Some(doc) = live else {
+        if !upsert {
+            assert_eq!(status, 404, "{target}: {answer}");
+            assert_eq!(answer["error"]["type"], "document_missing_exception");
+            return;
+        }
+        assert_eq!(status, 201, "{target}: {answer}");
+        let version = model.version(id).map_or(1, |v| v + 1);
+        assert_eq!(
+            (&answer["result"], &answer["_version"]),
+            (&json!("created"), &json!(version))
+        );
+        let seq = answer["_seq_no"].as_u64().expect("a sequence number");
+        assert!(model.last_seq.is_none_or(|last| seq > last), "{answer}");
+        model.last_seq = Some(seq);
+        model.deleted.remove(id);
+        model.live.insert(
+            id.to_owned(),
+            Doc {
+                version,
+                seq,
+                n,
+                colour,
+            },
+        );
+        return;
+    };
+    assert_eq!(status, 200, "{target}: {answer}");
+    assert_eq!(
+        answer["get"]["_source"],
+        json!({"colour": colour}),
+        "{answer}"
+    );
+    if doc.colour == colour {
+        assert_eq!(answer["result"], "noop", "{answer}");
+        assert_eq!(
+            (&answer["_version"], &answer["_seq_no"]),
+            (&json!(doc.version), &json!(doc.seq))
+        );
+        return;
+    }
+    assert_eq!(answer["result"], "updated", "{answer}");
+    assert_eq!(answer["_version"], doc.version + 1, "{answer}");
+    let seq = answer["_seq_no"].as_u64().expect("a sequence number");
+    assert!(model.last_seq.is_none_or(|last| seq > last), "{answer}");
+    model.last_seq = Some(seq);
+    model.live.insert(
+        id.to_owned(),
+        Doc {
+            version: doc.version + 1,
+            seq,
+            colour,
+            ..doc
+        },
+    );
 }
 
 /// Every id read back, counted, aggregated and searched as the model says.
@@ -324,4 +402,71 @@ fn bulk_items_by_id_follow_one_another_in_request_order() {
     assert_eq!(answer["_version"], 4, "{answer}");
     let (_, answer) = server.get("/b/_count");
     assert_eq!(answer["count"], 1, "{answer}");
+}
+
+/// A sliced scroll: the slices of one `max` hold every hit exactly once, whatever size the
+/// pages are; `max` above `index.max_slices_per_scroll` is a 400 until `PUT _settings`
+/// raises it.
+#[test]
+fn sliced_scrolls_partition_the_hits() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("d"));
+    let mut body = String::new();
+    for i in 0..300 {
+        // Some events share a time: a slice holds all of a time's events or none.
+        let time = 1_700_000_000_000u64 + (i % 250) * 1_000;
+        body.push_str(&format!(
+            "{{\"index\": {{\"_index\": \"s\", \"_id\": \"{i}\"}}}}\n"
+        ));
+        body.push_str(&format!("{{\"@timestamp\": {time}, \"i\": {i}}}\n"));
+    }
+    let (status, answer) = server.request("POST", "/_bulk", Some(&body));
+    assert_eq!(
+        (status, &answer["errors"]),
+        (200, &json!(false)),
+        "{answer}"
+    );
+    for max in [2u64, 3, 7] {
+        let mut seen = std::collections::BTreeSet::new();
+        for id in 0..max {
+            let query = json!({"slice": {"id": id, "max": max}, "size": 17}).to_string();
+            let (status, mut page) = server.request("POST", "/s/_search?scroll=1m", Some(&query));
+            assert_eq!(status, 200, "{page}");
+            let mut in_slice = 0;
+            loop {
+                let hits = page["hits"]["hits"].as_array().unwrap().clone();
+                if hits.is_empty() {
+                    break;
+                }
+                for hit in hits {
+                    let doc = hit["_id"].as_str().unwrap().to_owned();
+                    assert!(seen.insert(doc.clone()), "{doc} in two slices of {max}");
+                    in_slice += 1;
+                }
+                let next = json!({"scroll": "1m", "scroll_id": page["_scroll_id"]});
+                page = server
+                    .request("POST", "/_search/scroll", Some(&next.to_string()))
+                    .1;
+            }
+            assert!(in_slice > 0, "slice {id} of {max} is empty");
+            assert_eq!(page["hits"]["total"]["value"], in_slice, "{page}");
+        }
+        assert_eq!(seen.len(), 300, "the slices of {max} hold every hit");
+    }
+    let query = json!({"slice": {"id": 0, "max": 1025}}).to_string();
+    let (status, answer) = server.request("POST", "/s/_search?scroll=1m", Some(&query));
+    assert_eq!(status, 400, "{answer}");
+    let settings = json!({"index.max_slices_per_scroll": 1025}).to_string();
+    let (status, answer) = server.request("PUT", "/s/_settings", Some(&settings));
+    assert_eq!(status, 200, "{answer}");
+    let (_, answer) = server.get("/s/_settings?flat_settings=true");
+    assert_eq!(
+        answer["s"]["settings"]["index.max_slices_per_scroll"], "1025",
+        "{answer}"
+    );
+    let (status, answer) = server.request("POST", "/s/_search?scroll=1m", Some(&query));
+    assert_eq!(status, 200, "{answer}");
+    // Without a scroll, a slice means nothing: refused.
+    let (status, _) = server.request("POST", "/s/_search", Some(&query));
+    assert_eq!(status, 400);
 }

@@ -16,9 +16,11 @@
 //! - An event has at most `MAX_SEGMENT_FIELDS` (65,534) distinct names: a block holds no more
 //!   (field ordinals are u16 and `_time` takes one). A line with more is rejected, not cut.
 //! - `_time` comes from the first of the top-level fields `_time`, `@timestamp`, `timestamp`,
-//!   `time` that holds one value that parses (RFC 3339 string, or epoch number/string in s,
-//!   ms, µs or ns chosen by magnitude, within the i64 nanoseconds range: years 1677 to 2262);
-//!   that field becomes `_time` and is not kept under its own name. Without one, the event
+//!   `time` that holds one value that parses (RFC 3339 string, the same without an offset
+//!   (UTC) or a date alone, or epoch number/string in s, ms, µs or ns chosen by magnitude,
+//!   within the i64 nanoseconds range: years 1677 to 2262); that field becomes `_time` and is
+//!   not kept under its own name (documents sent through the Elasticsearch API keep
+//!   `timestamp` and `time` under their names too: quarry-server's live.rs). Without one, the event
 //!   gets its ingestion time. A top-level `_time` that is present (not null) but is not one
 //!   valid time rejects the line: the user named the time and it cannot be honoured, and
 //!   keeping it under another name would hide that. `@timestamp`, `timestamp` and `time` are
@@ -216,6 +218,11 @@ impl TimeAsSent {
     /// The value as JSON text.
     pub fn value_json(&self) -> String {
         self.value.to_json()
+    }
+
+    /// The value as a field holds it.
+    pub fn value(&self) -> Value {
+        leaf_value(self.value.clone())
     }
 
     /// Whether the value is the string `text`.
@@ -425,12 +432,26 @@ fn parse_time_node(node: &Node) -> Option<i64> {
     }
 }
 
-/// A time string as i64 nanoseconds since the epoch: RFC 3339, or an epoch number in s, ms,
-/// µs or ns by magnitude. `None` when it is neither, or outside the i64 nanoseconds range
-/// (years 1677 to 2262): an out-of-range time is no time rather than a clamped one.
+/// A time string as i64 nanoseconds since the epoch: RFC 3339, the same without an offset
+/// (UTC) or a date alone (its midnight, UTC), as Elasticsearch's `strict_date_optional_time`
+/// reads them, or an epoch number in s, ms, µs or ns by magnitude. `None` when it is none of
+/// these, or outside the i64 nanoseconds range (years 1677 to 2262): an out-of-range time is
+/// no time rather than a clamped one.
 pub fn parse_time_str(s: &str) -> Option<i64> {
     if let Ok(t) = DateTime::parse_from_rfc3339(s) {
         return t.timestamp_nanos_opt();
+    }
+    if s.len() >= 10 && s.as_bytes()[4] == b'-' {
+        let utc = if s.len() == 10 {
+            chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d")
+                .ok()
+                .and_then(|day| day.and_hms_opt(0, 0, 0))
+        } else {
+            chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%dT%H:%M:%S%.f").ok()
+        };
+        if let Some(utc) = utc {
+            return utc.and_utc().timestamp_nanos_opt();
+        }
     }
     if let Ok(i) = s.parse::<i64>() {
         return epoch_int_to_nanos(i);
@@ -692,6 +713,13 @@ mod tests {
             (r#"{"time":"1704164645"}"#, 1_704_164_645_000_000_000),
             (r#"{"time":1704164645.25}"#, 1_704_164_645_250_000_000),
             (r#"{"time":"not a time","x":1}"#, 42),
+            (r#"{"time":"2024-01-02"}"#, 1_704_153_600_000_000_000),
+            (
+                r#"{"time":"2024-01-02T03:04:05.5"}"#,
+                1_704_164_645_500_000_000,
+            ),
+            (r#"{"time":"2024-01-02 03:04"}"#, 42),
+            (r#"{"time":"2024-13-02"}"#, 42),
         ];
         for (line, expected) in cases {
             let e = parse_event(line.as_bytes(), 42).unwrap();

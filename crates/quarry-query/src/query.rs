@@ -16,7 +16,7 @@ use crate::typed::{self, DateReader, IpMatch};
 use quarry_format::limits::EXACT_TERM_LEN;
 use quarry_format::TermKind;
 use quarry_index::Schema;
-use quarry_store::mapping::{FieldMapping, FieldType};
+use quarry_store::mapping::{FieldMapping, FieldType, TIME_AS_SENT_FIELD};
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -343,6 +343,49 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
             zone,
             now,
             otherwise,
+        } if TIME_KEYS.contains(&field.as_str()) && schema.rules(field).is_none() => {
+            // Read as a `date` field reads them (milliseconds), as the time in nanoseconds.
+            let rules = FieldMapping::new(FieldType::Date);
+            let reader = DateReader::new(field, &rules, format.as_deref(), *zone, *now)?;
+            let range = reader.range(field, lower, upper)?;
+            let nanos = |ms: i64| ms.saturating_mul(1_000_000);
+            let start = match range.lower {
+                Bound::Included(Number::Int(ms)) => nanos(ms),
+                Bound::Excluded(Number::Int(ms)) => nanos(ms.saturating_add(1)),
+                _ => i64::MIN,
+            };
+            let end = match range.upper {
+                Bound::Included(Number::Int(ms)) => nanos(ms.saturating_add(1)),
+                Bound::Excluded(Number::Int(ms)) => nanos(ms),
+                _ => i64::MAX,
+            };
+            // The documents whose time the key gave: their time as sent names it (a token
+            // of `{"timestamp":...}`; the value, a time, has no word of its own).
+            let sent_here = Query::Term {
+                field: TIME_AS_SENT_FIELD.to_owned(),
+                term: field.clone(),
+            };
+            Query::Any(vec![
+                Query::Bool {
+                    must: vec![Query::TimeRange { start, end }, sent_here.clone()],
+                    should: Vec::new(),
+                    must_not: Vec::new(),
+                },
+                Query::Bool {
+                    must: vec![plan(otherwise, schema, text_fields)?],
+                    should: Vec::new(),
+                    must_not: vec![sent_here],
+                },
+            ])
+        }
+        Ast::TypedRange {
+            field,
+            lower,
+            upper,
+            format,
+            zone,
+            now,
+            otherwise,
         } => match mapped(schema, field)? {
             Some(ty @ (FieldType::Date | FieldType::DateNanos)) => {
                 let reader = date_reader(schema, field, ty, format.as_deref(), *zone, *now)?;
@@ -612,7 +655,9 @@ fn keyword_number_range(schema: &Schema, field: &str, range: &NumericRange) -> R
     let text = |number: Number| match number {
         Number::Int(v) => v.to_string(),
         Number::Big(v) => v.to_string(),
-        Number::Float(v) => serde_json::Number::from_f64(v).map_or(v.to_string(), |n| n.to_string()),
+        Number::Float(v) => {
+            serde_json::Number::from_f64(v).map_or(v.to_string(), |n| n.to_string())
+        }
     };
     if let (Bound::Included(lower), Bound::Included(upper)) = (range.lower, range.upper) {
         if lower == upper {
@@ -636,6 +681,14 @@ fn keyword_number_range(schema: &Schema, field: &str, range: &NumericRange) -> R
         terms: TermKind::Exact,
     })
 }
+
+/// The keys besides `@timestamp` a document may give its time under. A document sent through
+/// the Elasticsearch API keeps such a key under its name too (quarry-server's live.rs): where
+/// it is not mapped, a range on it is a range of dates (as Elasticsearch's dynamic date
+/// detection maps a date string; an epoch number is read as the time it gave), answered from
+/// the event's `_time`, the same instant, for the documents whose time it gave (their
+/// `TIME_AS_SENT_FIELD` names it), and as any other field's range for the others.
+pub const TIME_KEYS: [&str; 2] = ["timestamp", "time"];
 
 /// A clause on a `constant_keyword` field: every event or none, as the field's one value
 /// answers it (Elasticsearch's rewrite); `None` for any other clause.

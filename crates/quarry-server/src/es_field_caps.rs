@@ -8,6 +8,7 @@
 //! A field is searchable unless mapped `index: false` (or kept only: `binary`, objects), and
 //! aggregatable when it has doc values and is not `text` (as Elasticsearch says; Quarry can
 //! count whole text values, but a client offering them would differ from Elasticsearch).
+//! `index_filter` (a query) keeps only the indices where it matches a document.
 
 use crate::es_api::{body_object, es_response, EsParams};
 use crate::es_indices;
@@ -28,7 +29,7 @@ pub(crate) async fn field_caps(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let answer = (|| {
+    let answer = async {
         let params = EsParams::parse(query.as_deref())?;
         params.check(
             "field_caps",
@@ -44,14 +45,23 @@ pub(crate) async fn field_caps(
             .get("fields")
             .map(|f| f.split(',').map(str::to_owned).collect())
             .unwrap_or_default();
+        let mut filter = None;
         if !body.is_empty() {
             for (key, value) in body_object(&body, "the field_caps body")? {
                 match key.as_str() {
                     "fields" => patterns.extend(string_list(&value)?),
+                    "index_filter" => {
+                        let now = quarry_query::time::now_nanos();
+                        filter = Some(
+                            quarry_query::dsl::compile(&value, "index_filter", now)
+                                .map_err(crate::es_search::dsl_error)?,
+                        );
+                    }
                     "runtime_mappings" if value.as_object().is_some_and(Map::is_empty) => {}
                     other => {
                         return Err(ApiError::bad_request(format!(
-                            "unsupported: [{other}] in the field_caps body (it takes fields)"
+                            "unsupported: [{other}] in the field_caps body (it takes fields \
+                             and index_filter)"
                         )))
                     }
                 }
@@ -66,7 +76,27 @@ pub(crate) async fn field_caps(
         state.require_some_key(&headers)?;
         let expression = crate::es_api::all_or(index);
         let missing = es_indices::missing_rule(&params)?;
-        let indices = es_indices::resolve(&state, &expression, &headers, missing)?;
+        let mut indices = es_indices::resolve(&state, &expression, &headers, missing)?;
+        // `index_filter`: only the indices where it matches some document (Elasticsearch
+        // leaves out those it can tell match none; Quarry counts, so it tells exactly).
+        if let Some(filter) = filter {
+            let mut kept = Vec::new();
+            for (name, tenant) in indices {
+                let live = tenant.live.clone();
+                let filter = filter.clone();
+                let matches = state
+                    .search(move || {
+                        let searcher = live.published_snapshot();
+                        let query = searcher.plan(&filter).map_err(ApiError::from_query)?;
+                        Ok(searcher.count(&query).map_err(ApiError::from_query)? > 0)
+                    })
+                    .await?;
+                if matches {
+                    kept.push((name, tenant));
+                }
+            }
+            indices = kept;
+        }
         let per_index: Vec<(String, BTreeMap<String, Capability>)> = indices
             .iter()
             .map(|(name, tenant)| {
@@ -79,7 +109,8 @@ pub(crate) async fn field_caps(
         let names: Vec<String> = indices.iter().map(|(name, _)| name.clone()).collect();
         let fields = merge(&per_index, &patterns, include_unmapped);
         Ok(json!({"indices": names, "fields": fields}).to_string())
-    })();
+    }
+    .await;
     es_response(answer)
 }
 
@@ -104,6 +135,8 @@ struct Capability {
     ty: String,
     searchable: bool,
     aggregatable: bool,
+    /// The mapping's `meta` of the field.
+    meta: BTreeMap<String, String>,
 }
 
 /// The fields of a mapping's `properties`, by dotted name; objects too, and `fields`
@@ -119,12 +152,15 @@ fn flatten(properties: &JsonValue, prefix: &str, out: &mut BTreeMap<String, Capa
             format!("{prefix}.{name}")
         };
         if let Some(inner) = field.get("properties") {
+            // `object`, or `nested` as mapped.
+            let ty = field.get("type").and_then(JsonValue::as_str);
             out.insert(
                 full.clone(),
                 Capability {
-                    ty: "object".into(),
+                    ty: ty.unwrap_or("object").into(),
                     searchable: false,
                     aggregatable: false,
+                    meta: BTreeMap::new(),
                 },
             );
             flatten(inner, &full, out);
@@ -140,6 +176,15 @@ fn flatten(properties: &JsonValue, prefix: &str, out: &mut BTreeMap<String, Capa
                 searchable: indexed && !kept_only,
                 aggregatable: doc_values && !kept_only && ty != "text",
                 ty,
+                meta: field
+                    .get("meta")
+                    .and_then(JsonValue::as_object)
+                    .map(|meta| {
+                        meta.iter()
+                            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
             },
         );
         if let Some(subfields) = field.get("fields").and_then(JsonValue::as_object) {
@@ -151,6 +196,7 @@ fn flatten(properties: &JsonValue, prefix: &str, out: &mut BTreeMap<String, Capa
                         searchable: true,
                         aggregatable: ty != "text",
                         ty,
+                        meta: BTreeMap::new(),
                     },
                 );
             }
@@ -205,6 +251,16 @@ fn merge(
             if several {
                 entry["indices"] = found.iter().map(|(i, _)| *i).collect::<Vec<_>>().into();
             }
+            // Each `meta` key with the values the indices give it.
+            let mut meta: BTreeMap<&str, std::collections::BTreeSet<&str>> = BTreeMap::new();
+            for (_, capability) in found {
+                for (key, value) in &capability.meta {
+                    meta.entry(key).or_default().insert(value);
+                }
+            }
+            if !meta.is_empty() {
+                entry["meta"] = json!(meta);
+            }
             let lacking = |keep: fn(&Capability) -> bool| -> Vec<&str> {
                 found
                     .iter()
@@ -241,6 +297,7 @@ mod tests {
             ty: ty.into(),
             searchable,
             aggregatable,
+            meta: BTreeMap::new(),
         }
     }
 

@@ -357,7 +357,11 @@ pub(crate) fn mapping_of(live: &LiveIndex) -> JsonValue {
             schema.mapping().field_to_es_json(&name)
         } else if let Some(rules) = schema.rules(&name) {
             rules.to_es_json()
-        } else if name == quarry_format::TIME_FIELD || has("timestamp") && types.len() == 1 {
+        } else if name == quarry_format::TIME_FIELD
+            || has("timestamp") && types.len() == 1
+            || quarry_query::query::TIME_KEYS.contains(&name.as_str()) && has("string")
+        {
+            // A time key kept beside `@timestamp` (live.rs) is searched as dates (query.rs).
             json!({"type": "date"})
         } else if has("string") || has("json") {
             json!({"type": "text", "fields": {"keyword": {"type": "keyword", "ignore_above": quarry_format::limits::MAX_EXACT_TERM_LEN}}})

@@ -45,7 +45,7 @@
 use crate::wal_writer::{WalHandle, WalWait};
 use quarry_format::block::{BlockInput, Manifest};
 use quarry_format::column::ChunkCache;
-use quarry_format::BlockReader;
+use quarry_format::{BlockReader, Value};
 use quarry_index::event::{format_time, parse_event, parse_event_as_sent, Event, TimeAsSent};
 use quarry_index::merge::{
     merge_blocks, merge_readers, pick_merge_skipping, write_new_block, MergePolicy,
@@ -189,8 +189,12 @@ impl Batch {
         let mut errors = Vec::new();
         let mut sent_times = Vec::new();
         for (number, line) in lines {
-            let parsed = parse_event_as_sent(line, now)
-                .and_then(|(event, sent)| schema.check(&event).map(|()| (event, sent)));
+            let parsed = parse_event_as_sent(line, now).and_then(|(mut event, sent)| {
+                if let (true, Some(sent)) = (as_sent, &sent) {
+                    keep_time_key(&mut event, sent);
+                }
+                schema.check(&event).map(|()| (event, sent))
+            });
             match parsed {
                 Ok((event, sent)) => {
                     if as_sent {
@@ -238,8 +242,18 @@ impl Batch {
         let mut events = Vec::new();
         if payload.len() > 9 {
             for (i, line) in payload[9..].split(|&b| b == b'\n').enumerate() {
-                let event = parse_event(line, now)
+                let mut event = parse_event(line, now)
                     .map_err(|e| bad(format!("line {} does not parse again: {e}", i + 1)))?;
+                // A document's time key kept under its name, as when it came (`parse_with`).
+                let sent = event.fields.iter().find_map(|(name, value)| match value {
+                    Value::Str(text) if name == TIME_AS_SENT_FIELD => Some(text.clone()),
+                    _ => None,
+                });
+                if let Some(Ok((_, Some(sent)))) =
+                    sent.map(|text| parse_event_as_sent(text.as_bytes(), now))
+                {
+                    keep_time_key(&mut event, &sent);
+                }
                 events.push(event);
             }
         }
@@ -318,6 +332,16 @@ impl Batch {
 /// `{"key": value}` as sent (`"timestamp": 1700000000`). A document whose `@timestamp` is the
 /// text `format_time` writes (RFC 3339 in UTC, as Beats and Logstash send it) needs none.
 pub(crate) use quarry_store::mapping::TIME_AS_SENT_FIELD;
+
+/// A document sent through the Elasticsearch API whose time came from `timestamp` or `time`
+/// keeps that key as a field too: a query, a `fields` or an aggregation on it finds it, as on
+/// Elasticsearch, where it is an ordinary field (`@timestamp` is the time's own name there,
+/// and Quarry's `_time` its own). The event's `_time` is the same instant.
+fn keep_time_key(event: &mut Event, sent: &TimeAsSent) {
+    if matches!(sent.key, "timestamp" | "time") {
+        event.fields.push((sent.key.to_owned(), sent.value()));
+    }
+}
 
 /// The value of [`TIME_AS_SENT_FIELD`] for an event at `time` whose document gave `sent`.
 fn time_as_sent(time: i64, sent: Option<TimeAsSent>) -> Option<String> {

@@ -378,6 +378,10 @@ pub struct Mapping {
     /// its dotted path and under the object's own name (`flat_root`, quarry-index's segment).
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub flat_objects: BTreeSet<String>,
+    /// A mapped field's `meta`: strings about it for clients (a unit, a metric type), shown
+    /// by `_mapping` and `_field_caps`, changing nothing in how it is indexed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub meta: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 /// The field naming, per event, the fields whose values were kept but not indexed
@@ -637,6 +641,10 @@ impl Mapping {
         merged
             .flat_objects
             .extend(update.flat_objects.iter().cloned());
+        // Metadata may change: it is about the field, not how it is indexed.
+        for (name, meta) in &update.meta {
+            merged.meta.insert(name.clone(), meta.clone());
+        }
         Ok(merged)
     }
 
@@ -691,11 +699,15 @@ impl Mapping {
 impl Mapping {
     /// Mapped field `name` as Elasticsearch shows it (a `constant_keyword` with its value).
     pub fn field_to_es_json(&self, name: &str) -> Json {
-        match (self.constants.get(name), self.fields.get(name)) {
+        let mut shown = match (self.constants.get(name), self.fields.get(name)) {
             (Some(value), _) => serde_json::json!({"type": "constant_keyword", "value": value}),
             (None, Some(rules)) => rules.to_es_json(),
-            (None, None) => Json::Null,
+            (None, None) => return Json::Null,
+        };
+        if let Some(meta) = self.meta.get(name) {
+            shown["meta"] = serde_json::json!(meta);
         }
+        shown
     }
 }
 
@@ -900,7 +912,13 @@ fn read_properties(
                     .insert(full, FieldMapping::new(FieldType::Keyword));
             }
             _ => {
-                mapping.fields.insert(full, read_field(keys, &here)?);
+                let mut keys = keys.clone();
+                if let Some(meta) = keys.remove("meta") {
+                    mapping
+                        .meta
+                        .insert(full.clone(), read_meta(&meta, &join(&here, "meta"))?);
+                }
+                mapping.fields.insert(full, read_field(&keys, &here)?);
             }
         }
     }
@@ -1153,6 +1171,27 @@ fn read_keyword_subfield(value: &Json, path: &str) -> Result<KeywordSubfield, Ma
     Ok(subfield)
 }
 
+/// A field's `meta`: at most 5 entries, each a string of at most 50 chars (Elasticsearch's
+/// bounds).
+fn read_meta(value: &Json, path: &str) -> Result<BTreeMap<String, String>, MappingError> {
+    let entries = object(value, path)?;
+    if entries.len() > 5 {
+        return Err(error(path, "at most 5 entries"));
+    }
+    entries
+        .iter()
+        .map(|(key, value)| match value {
+            Json::String(text) if text.chars().count() <= 50 && key.chars().count() <= 20 => {
+                Ok((key.clone(), text.clone()))
+            }
+            _ => Err(error(
+                &join(path, key),
+                "expected a string of at most 50 chars (keys: at most 20)",
+            )),
+        })
+        .collect()
+}
+
 /// A length limit: a whole number of chars.
 fn limit(value: &Json, path: &str) -> Result<u32, MappingError> {
     value
@@ -1218,6 +1257,7 @@ pub fn glob_matches(pattern: &str, name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn nested_objects_are_flattened_and_name_their_fields() {
@@ -1420,6 +1460,67 @@ mod tests {
         ] {
             let mapping = Mapping::from_json(&format!(r#"{{"dynamic": {value}}}"#)).unwrap();
             assert_eq!(mapping.dynamic, Some(dynamic), "{value}");
+        }
+    }
+
+    #[test]
+    fn reads_constants_flat_objects_and_meta() {
+        let mapping = Mapping::from_json(
+            r#"{"properties": {
+                "genre": {"type": "constant_keyword", "value": 7},
+                "labels": {"type": "flat_object"},
+                "latency": {"type": "long", "meta": {"unit": "ms"}}
+            }}"#,
+        )
+        .unwrap();
+        assert_eq!(mapping.constant("genre"), Some("7"));
+        assert_eq!(
+            mapping.rules("genre").map(|r| r.ty),
+            Some(FieldType::Keyword)
+        );
+        for (name, root) in [("labels", Some("labels")), ("labels.a.b", Some("labels"))] {
+            assert_eq!(mapping.flat_root(name), root);
+            assert_eq!(mapping.rules(name).map(|r| r.ty), Some(FieldType::Keyword));
+        }
+        assert_eq!(mapping.flat_root("labelsx.a"), None);
+        let shown = mapping.to_es_json();
+        assert_eq!(
+            shown["properties"]["genre"],
+            json!({"type": "constant_keyword", "value": "7"})
+        );
+        assert_eq!(
+            shown["properties"]["labels"],
+            json!({"type": "flat_object"})
+        );
+        assert_eq!(
+            shown["properties"]["latency"]["meta"],
+            json!({"unit": "ms"})
+        );
+        // Round trip through the settings file, and growth.
+        let again: Mapping =
+            serde_json::from_str(&serde_json::to_string(&mapping).unwrap()).unwrap();
+        assert_eq!(again, mapping);
+        let other = Mapping::from_json(
+            r#"{"properties": {"genre": {"type": "constant_keyword", "value": "8"}}}"#,
+        )
+        .unwrap();
+        assert!(mapping.merged(&other).is_err());
+        for (text, message) in [
+            (
+                r#"{"properties": {"d": {"type": "flat_object", "analyzer": "standard"}}}"#,
+                "Mapping definition for [d] has unsupported parameters:  [analyzer : standard]",
+            ),
+            (
+                r#"{"properties": {"g": {"type": "constant_keyword"}}}"#,
+                "needs its `value`",
+            ),
+            (
+                r#"{"properties": {"l": {"type": "long", "meta": {"unit": 1}}}}"#,
+                "at most 50 chars",
+            ),
+        ] {
+            let error = Mapping::from_json(text).unwrap_err();
+            assert!(error.message.contains(message), "{text}: {error}");
         }
     }
 

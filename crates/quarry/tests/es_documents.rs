@@ -470,3 +470,80 @@ fn sliced_scrolls_partition_the_hits() {
     let (status, _) = server.request("POST", "/s/_search", Some(&query));
     assert_eq!(status, 400);
 }
+
+/// An id, its document, and the key and day of February 2024 its time came from, if any.
+type TimedDoc = (String, Value, Option<(&'static str, u32)>);
+
+/// A document whose time came from `timestamp` or `time` keeps that key as a field: a range
+/// on it finds the documents a model of the sent values says, before and after a crash (the
+/// WAL replayed), and its `_source` is as sent.
+#[test]
+fn time_keys_stay_searchable_under_their_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    let docs: Vec<TimedDoc> = (0..40u32)
+        .map(|i| {
+            let day = 1 + i % 28;
+            let (doc, key) = match i % 4 {
+                0 => (json!({"timestamp": format!("2024-02-{day:02}T10:00:00Z"), "i": i}), Some(("timestamp", day))),
+                1 => (json!({"time": format!("2024-02-{day:02}"), "i": i}), Some(("time", day))),
+                // `@timestamp` is the time; `timestamp` here is an ordinary string.
+                2 => (
+                    json!({"@timestamp": "2023-01-01T00:00:00Z", "timestamp": "not a time", "i": i}),
+                    None,
+                ),
+                _ => (json!({"i": i}), None),
+            };
+            (format!("t{i}"), doc, key)
+        })
+        .collect();
+    let mut body = String::new();
+    for (id, doc, _) in &docs {
+        body.push_str(&format!(
+            "{{\"index\": {{\"_index\": \"tk\", \"_id\": \"{id}\"}}}}\n{doc}\n"
+        ));
+    }
+    let check = |server: &Server, when: &str| {
+        for (key, from, to) in [("timestamp", 3, 9), ("time", 10, 28), ("timestamp", 1, 28)] {
+            let query = json!({"size": 100, "query": {"range": {key: {
+                "gte": format!("2024-02-{from:02}"), "lte": format!("2024-02-{to:02}")}}}});
+            let (status, answer) = server.request("POST", "/tk/_search", Some(&query.to_string()));
+            assert_eq!(status, 200, "{answer}");
+            let mut got: Vec<&str> = answer["hits"]["hits"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|hit| hit["_id"].as_str().unwrap())
+                .collect();
+            got.sort_unstable();
+            // An ordinary `timestamp` that is no time is in no range of dates.
+            let mut want: Vec<&str> = docs
+                .iter()
+                .filter(|(_, _, sent)| {
+                    sent.is_some_and(|(name, day)| name == key && (from..=to).contains(&day))
+                })
+                .map(|(id, _, _)| id.as_str())
+                .collect();
+            want.sort_unstable();
+            assert_eq!(got, want, "{when}: {key} {from}..{to}");
+        }
+        for (id, doc, _) in &docs {
+            let (_, answer) = server.get(&format!("/tk/_doc/{id}"));
+            assert_eq!(answer["_source"], *doc, "{when}: {id}");
+        }
+    };
+    let server = start(&data);
+    let (status, answer) = server.request("POST", "/_bulk", Some(&body));
+    assert_eq!(
+        (status, &answer["errors"]),
+        (200, &json!(false)),
+        "{answer}"
+    );
+    check(&server, "as written");
+    drop(server); // SIGKILL: the WAL is replayed
+    let server = start(&data);
+    check(&server, "after a crash");
+    assert!(server.terminate(), "a clean stop");
+    let server = start(&data);
+    check(&server, "after a restart");
+}

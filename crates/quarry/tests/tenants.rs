@@ -222,8 +222,19 @@ fn names_that_could_reach_a_path_are_refused() {
     let server = start(&data);
     let long = "a".repeat(64);
     for name in [
-        "../x", "%2e%2e", "..", "", &long, "Team", "a/b", "a b", "tenants", "-x", "É",
-        "a\u{2215}b", "a\u{ff0f}b",
+        "../x",
+        "%2e%2e",
+        "..",
+        "",
+        &long,
+        "Team",
+        "a/b",
+        "a b",
+        "tenants",
+        "-x",
+        "É",
+        "a\u{2215}b",
+        "a\u{ff0f}b",
     ] {
         let (status, answer) = server.request(
             "POST",

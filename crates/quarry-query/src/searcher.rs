@@ -408,6 +408,31 @@ impl Searcher {
         Ok(self.clone().with_deleted(deleted))
     }
 
+    /// The same searcher seeing only the docs `query` matches; the others are left out as
+    /// deleted docs are (a filtered alias: quarry-server's es_aliases.rs).
+    pub fn only_matching(&self, query: &Query) -> Result<Searcher> {
+        let weight = self.filter_weight(query);
+        let mut deleted = (*self.deleted).clone();
+        for (index, block) in self.blocks.iter().enumerate() {
+            let mut matched = vec![false; block.doc_count() as usize];
+            if let Some(mut scorer) = weight.scorer(index, block)? {
+                scorer.for_each_doc(&mut |doc| {
+                    if let Some(seen) = matched.get_mut(doc as usize) {
+                        *seen = true;
+                    }
+                });
+                self.check_scorer(index, scorer.as_ref())?;
+            }
+            let left: Vec<u32> = (0..block.doc_count())
+                .filter(|&doc| !matched[doc as usize])
+                .collect();
+            if !left.is_empty() {
+                deleted.insert(block_key(block), left.into());
+            }
+        }
+        Ok(self.clone().with_deleted(deleted))
+    }
+
     /// `weight` less the deleted docs, when some block has any.
     fn live_only(&self, weight: Weight) -> Weight {
         if self.deleted.is_empty() {

@@ -7,8 +7,8 @@
 //! Endpoints: `PUT|POST /{index}/_alias/{name}` (and `_aliases`), `DELETE` of the same,
 //! `GET /_alias`, `/_alias/{name}`, `/{index}/_alias[/{name}]`, `HEAD` of the named forms,
 //! `POST /_aliases` (`add` and `remove` actions), and `aliases` in a create-index body.
-//! Filtered and routed aliases are refused by name: a filter would change what a search of
-//! the alias finds.
+//! A filtered alias's search sees only the documents its filter matches (`filters_of`);
+//! routing is kept and shown (an index is one shard, so it changes nothing).
 
 use crate::admin::{self, Tenant};
 use crate::es_api::{es_response, EsParams};
@@ -24,8 +24,9 @@ use serde_json::{json, Map, Value as JsonValue};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// An alias's options as a request gives them: `is_write_index`; `is_hidden: false` and
-/// `must_exist` change nothing here; a filter or routing is refused by name.
+/// An alias's options as a request gives them: `is_write_index`, `filter`, `routing`
+/// (`index_routing`, `search_routing`); `is_hidden: false` and `must_exist` change nothing
+/// here.
 pub(crate) fn alias_options(value: &JsonValue, path: &str) -> Result<AliasSpec, ApiError> {
     let object = match value {
         JsonValue::Null => return Ok(AliasSpec::default()),
@@ -41,9 +42,34 @@ pub(crate) fn alias_options(value: &JsonValue, path: &str) -> Result<AliasSpec, 
                 })?)
             }
             "is_hidden" if value == &JsonValue::Bool(false) => {}
+            "filter" => {
+                // Read now, so that a bad query is refused when the alias is made.
+                let now = quarry_query::time::now_nanos();
+                quarry_query::dsl::compile(value, &format!("{path}.filter"), now)
+                    .map_err(crate::es_search::dsl_error)?;
+                spec.filter = Some(value.to_string());
+            }
+            "routing" | "index_routing" | "search_routing" => {
+                let routing = match value {
+                    JsonValue::String(text) => text.clone(),
+                    JsonValue::Number(n) => n.to_string(),
+                    _ => {
+                        return Err(ApiError::bad_request(format!(
+                            "{path}.{key}: expected a string"
+                        )))
+                    }
+                };
+                if key != "search_routing" {
+                    spec.index_routing = Some(routing.clone());
+                }
+                if key != "index_routing" {
+                    spec.search_routing = Some(routing);
+                }
+            }
             other => {
                 return Err(ApiError::bad_request(format!(
-                    "unsupported: {path}.{other} (Quarry's aliases name indices; filtered, routed and hidden aliases are not supported)"
+                    "unsupported: {path}.{other} (Quarry's aliases take filter, routing, \
+                     is_write_index)"
                 )))
             }
         }
@@ -64,6 +90,45 @@ pub(crate) fn check_alias_name(state: &AppState, alias: &str) -> Result<(), ApiE
         .with_kind("invalid_alias_name_exception"));
     }
     Ok(())
+}
+
+/// The filters a search of `expression` applies to each index it reaches only through
+/// filtered aliases (several: any of them), by index name; an index named itself, by a
+/// pattern of index names, or through an alias without a filter is searched whole, as in
+/// Elasticsearch.
+pub(crate) fn filters_of(state: &AppState, expression: &str) -> BTreeMap<String, Vec<String>> {
+    let mut filtered: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut whole: Vec<String> = Vec::new();
+    for part in expression
+        .split(',')
+        .filter(|p| !p.is_empty() && !p.starts_with('-'))
+    {
+        let all = part == "_all";
+        let pattern = all || part.contains('*');
+        for tenant in state.all_tenants() {
+            let spec = tenant.spec();
+            if all || names_match(part, &spec.name) {
+                whole.push(spec.name.clone());
+            }
+            for (alias, options) in &spec.aliases {
+                let reached = if pattern {
+                    !all && glob_matches(part, alias)
+                } else {
+                    part == alias
+                };
+                match (&options.filter, reached) {
+                    (Some(filter), true) => filtered
+                        .entry(spec.name.clone())
+                        .or_default()
+                        .push(filter.clone()),
+                    (None, true) => whole.push(spec.name.clone()),
+                    (_, false) => {}
+                }
+            }
+        }
+    }
+    filtered.retain(|name, _| !whole.contains(name));
+    filtered
 }
 
 /// Whether `name` is some tenant's alias.
@@ -420,10 +485,7 @@ fn listing(
         let mut aliases = Map::new();
         for (alias, options) in tenant.spec().aliases {
             if name.is_none_or(|name| names_match(name, &alias)) {
-                aliases.insert(
-                    alias.clone(),
-                    serde_json::to_value(&options).unwrap_or_default(),
-                );
+                aliases.insert(alias.clone(), options.to_es_json());
                 seen.push(alias);
             }
         }

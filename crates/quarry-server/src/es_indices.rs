@@ -441,7 +441,11 @@ pub(crate) async fn get(
             out.insert(
                 name.clone(),
                 json!({
-                    "aliases": serde_json::to_value(&spec.aliases).unwrap_or_default(),
+                    "aliases": spec
+                        .aliases
+                        .iter()
+                        .map(|(name, options)| (name.clone(), options.to_es_json()))
+                        .collect::<Map<String, JsonValue>>(),
                     "mappings": crate::es_search::mapping_of(&tenant.live),
                     "settings": {"index": settings},
                 }),
@@ -1067,8 +1071,12 @@ mod tests {
         );
         for (body, named) in [
             (
-                r#"{"aliases": {"a": {"routing": "1"}}}"#,
-                "aliases.a.routing",
+                r#"{"aliases": {"a": {"is_hidden": true}}}"#,
+                "aliases.a.is_hidden",
+            ),
+            (
+                r#"{"aliases": {"a": {"filter": {"no_such_query": {}}}}}"#,
+                "no_such_query",
             ),
             (
                 r#"{"settings": {"index": {"analysis": {"analyzer": {}}}}}"#,

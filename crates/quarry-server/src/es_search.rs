@@ -639,11 +639,35 @@ fn snapshots_of(
         )));
     }
     let indices = found.iter().map(|(name, _)| name.clone()).collect();
+    let filters = crate::es_aliases::filters_of(state, index);
     let snapshots = found
         .iter()
-        .map(|(_, tenant)| tenant.live.published_snapshot())
-        .collect();
+        .map(|(name, tenant)| {
+            let snapshot = tenant.live.published_snapshot();
+            match filters.get(name) {
+                Some(filters) => filtered(&snapshot, filters).map(Arc::new),
+                None => Ok(snapshot),
+            }
+        })
+        .collect::<Result<_, ApiError>>()?;
     Ok((indices, snapshots))
+}
+
+/// `snapshot` seeing only the documents some of `filters` (filtered aliases' queries)
+/// match.
+fn filtered(snapshot: &Searcher, filters: &[String]) -> Result<Searcher, ApiError> {
+    let now = now_nanos();
+    let mut any = Vec::new();
+    for filter in filters {
+        let value: JsonValue = serde_json::from_str(filter).map_err(ApiError::internal)?;
+        let ast = dsl::compile(&value, "alias.filter", now).map_err(dsl_error)?;
+        any.push(snapshot.plan(&ast).map_err(ApiError::from_query)?);
+    }
+    let query = match any.len() {
+        1 => any.remove(0),
+        _ => quarry_query::Query::Any(any),
+    };
+    snapshot.only_matching(&query).map_err(ApiError::from_query)
 }
 
 /// One searcher over the snapshots of `indices` (a union of several). Indices that map a

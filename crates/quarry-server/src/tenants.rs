@@ -182,6 +182,36 @@ pub struct TenantSpec {
 pub struct AliasSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_write_index: Option<bool>,
+    /// A query (Elasticsearch's DSL, as JSON text) that a search through the alias applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<String>,
+    /// Routing of writes and searches through the alias: kept and shown; an index is one
+    /// shard, so it changes nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index_routing: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search_routing: Option<String>,
+}
+
+impl AliasSpec {
+    /// The options as Elasticsearch shows them (`GET /_alias`).
+    pub fn to_es_json(&self) -> serde_json::Value {
+        let mut shown = serde_json::Map::new();
+        if let Some(filter) = &self.filter {
+            let filter = serde_json::from_str(filter).unwrap_or(serde_json::Value::Null);
+            shown.insert("filter".into(), filter);
+        }
+        if let Some(routing) = &self.index_routing {
+            shown.insert("index_routing".into(), routing.clone().into());
+        }
+        if let Some(routing) = &self.search_routing {
+            shown.insert("search_routing".into(), routing.clone().into());
+        }
+        if let Some(write) = self.is_write_index {
+            shown.insert("is_write_index".into(), write.into());
+        }
+        serde_json::Value::Object(shown)
+    }
 }
 
 #[derive(Serialize, Deserialize)]

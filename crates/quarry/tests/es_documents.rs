@@ -547,3 +547,88 @@ fn time_keys_stay_searchable_under_their_names() {
     let server = start(&data);
     check(&server, "after a restart");
 }
+
+/// A filtered alias: a search or count through it sees the documents its filter matches,
+/// through two such aliases those either matches, and the index itself (or an alias without
+/// a filter) everything, as a model of the documents says; `GET _alias` shows the filter and
+/// the routing.
+#[test]
+fn filtered_aliases_search_what_their_filters_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("d"));
+    let create = json!({
+        "mappings": {"properties": {"colour": {"type": "keyword"}, "n": {"type": "long"}}},
+        "aliases": {
+            "reds": {"filter": {"term": {"colour": "red"}}, "routing": "r"},
+            "big": {"filter": {"range": {"n": {"gte": 30}}}},
+            "everything": {}
+        }
+    });
+    let (status, answer) = server.request("PUT", "/paint", Some(&create.to_string()));
+    assert_eq!(status, 200, "{answer}");
+    let mut body = String::new();
+    let docs: Vec<(u64, &str)> = (0..50)
+        .map(|n| (n, COLOURS[(n * 7 % 3) as usize]))
+        .collect();
+    for (n, colour) in &docs {
+        body.push_str(&format!(
+            "{{\"index\": {{\"_index\": \"paint\"}}}}\n{{\"n\": {n}, \"colour\": \"{colour}\"}}\n"
+        ));
+    }
+    let (status, answer) = server.request("POST", "/_bulk", Some(&body));
+    assert_eq!(
+        (status, &answer["errors"]),
+        (200, &json!(false)),
+        "{answer}"
+    );
+    let red = |d: &&(u64, &str)| d.1 == "red";
+    let big = |d: &&(u64, &str)| d.0 >= 30;
+    for (target, want) in [
+        ("reds", docs.iter().filter(red).count()),
+        ("big", docs.iter().filter(big).count()),
+        ("reds,big", docs.iter().filter(|d| red(d) || big(d)).count()),
+        ("reds,paint", docs.len()),
+        ("everything", docs.len()),
+        ("reds,everything", docs.len()),
+    ] {
+        let (_, answer) = server.get(&format!("/{target}/_count"));
+        assert_eq!(answer["count"], want, "_count of {target}: {answer}");
+        let query = json!({"size": 100, "query": {"range": {"n": {"lt": 40}}}});
+        let (_, answer) = server.request(
+            "POST",
+            &format!("/{target}/_search"),
+            Some(&query.to_string()),
+        );
+        let below = |d: &&(u64, &str)| d.0 < 40;
+        let want = match target {
+            "reds" => docs.iter().filter(red).filter(below).count(),
+            "big" => docs.iter().filter(big).filter(below).count(),
+            "reds,big" => docs
+                .iter()
+                .filter(|d| red(d) || big(d))
+                .filter(below)
+                .count(),
+            _ => docs.iter().filter(below).count(),
+        };
+        assert_eq!(
+            answer["hits"]["total"]["value"], want,
+            "search of {target}: {answer}"
+        );
+    }
+    let (_, answer) = server.get("/paint/_alias/reds");
+    let shown = &answer["paint"]["aliases"]["reds"];
+    assert_eq!(
+        shown["filter"],
+        json!({"term": {"colour": "red"}}),
+        "{answer}"
+    );
+    assert_eq!(
+        (&shown["index_routing"], &shown["search_routing"]),
+        (&json!("r"), &json!("r"))
+    );
+    // A filter that is no query is refused when the alias is made.
+    let bad =
+        json!({"actions": [{"add": {"index": "paint", "alias": "bad", "filter": {"nope": {}}}}]});
+    let (status, _) = server.request("POST", "/_aliases", Some(&bad.to_string()));
+    assert_eq!(status, 400);
+}

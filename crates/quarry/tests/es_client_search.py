@@ -107,6 +107,60 @@ for client in (
         assert getattr(error, "meta", None) is not None and error.meta.status == 401, error
 assert es.count(index="shipper")["count"] == 2
 
+# Documents by id: update (a partial doc, an upsert, a no-op), and helpers.bulk with update
+# actions; each read back.
+es.index(index="carts", id="c1", document={"user": "ann", "items": 1, "meta": {"a": 1}})
+reply = es.update(index="carts", id="c1", doc={"items": 2, "meta": {"b": 2}}, source=True)
+assert reply["result"] == "updated" and reply["_version"] == 2, reply
+assert reply["get"]["_source"] == {"user": "ann", "items": 2, "meta": {"a": 1, "b": 2}}, reply
+assert es.update(index="carts", id="c1", doc={"items": 2})["result"] == "noop"
+assert es.update(index="carts", id="c2", doc={"items": 5}, upsert={"user": "bob", "items": 0})["result"] == "created"
+try:
+    es.update(index="carts", id="c3", doc={"items": 1})
+    raise AssertionError("an update of a missing document without an upsert is a 404")
+except NotFoundError as error:
+    assert error.error == "document_missing_exception", error
+ok, errors = helpers.bulk(
+    es,
+    [
+        {"_op_type": "update", "_index": "carts", "_id": "c1", "doc": {"items": 3}},
+        {"_op_type": "update", "_index": "carts", "_id": "c4", "doc": {"user": "cy"}, "doc_as_upsert": True},
+    ],
+)
+assert ok == 2 and not errors, errors
+assert es.get(index="carts", id="c1")["_source"]["items"] == 3
+assert es.get(index="carts", id="c2")["_source"] == {"user": "bob", "items": 0}
+assert es.get(index="carts", id="c4")["_source"] == {"user": "cy"}
+assert es.count(index="carts")["count"] == 3
+
+# Sliced scrolls: the slices hold every document of shop-logs once; more slices than
+# index.max_slices_per_scroll is refused until the setting allows them.
+seen = []
+for slice_id in range(3):
+    page = es.search(index="shop-logs", scroll="1m", size=400, slice={"id": slice_id, "max": 3})
+    while page["hits"]["hits"]:
+        seen += [hit["_source"]["seq"] for hit in page["hits"]["hits"]]
+        page = es.scroll(scroll_id=page["_scroll_id"], scroll="1m")
+    es.clear_scroll(scroll_id=page["_scroll_id"])
+assert sorted(seen) == sorted([-1] + list(range(N))), (len(seen), len(set(seen)))
+try:
+    es.search(index="shop-logs", scroll="1m", slice={"id": 0, "max": 2000})
+    raise AssertionError("2000 slices is over the default 1024")
+except BadRequestError:
+    pass
+es.indices.put_settings(index="shop-logs", settings={"index": {"max_slices_per_scroll": 2000}})
+es.clear_scroll(scroll_id=es.search(index="shop-logs", scroll="1m", slice={"id": 0, "max": 2000})["_scroll_id"])
+
+# A filtered alias counts and searches what its filter matches.
+es.indices.put_alias(index="shop-logs", name="failures", filter={"match": {"message": "failed"}})
+failed = es.count(index="shop-logs", query={"match": {"message": "failed"}})["count"]
+assert 0 < failed < N
+assert es.count(index="failures")["count"] == failed
+assert es.search(index="failures", size=0, track_total_hits=True)["hits"]["total"]["value"] == failed
+assert es.indices.get_alias(index="shop-logs", name="failures")["shop-logs"]["aliases"]["failures"]["filter"] == {
+    "match": {"message": "failed"}
+}
+
 es.indices.delete(index="shop-logs")
 assert not es.indices.exists(index="shop-logs")
 print("ok")

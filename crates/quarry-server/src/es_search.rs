@@ -98,7 +98,7 @@ pub(crate) async fn count(
                 }
             }
         }
-        let (indices, snapshots) = snapshots_of(&state, &index, &headers, &params)?;
+        let (indices, snapshots) = snapshots_of(&state, &index, &headers, &params).await?;
         let request = SearchRequest {
             ast,
             limit: 0,
@@ -454,7 +454,7 @@ pub(crate) async fn search_one(
             state.authorize(&tenant, headers)?;
             (vec![tenant], vec![snapshot])
         }
-        None => snapshots_of(state, index, headers, params)?,
+        None => snapshots_of(state, index, headers, params).await?,
     };
     let limits = limits_of(&indices);
     plan.check_limits(&limits, false)?;
@@ -620,7 +620,7 @@ fn largest_terms_list(value: &JsonValue) -> usize {
 }
 
 /// The indices an index expression names and their current snapshots.
-fn snapshots_of(
+async fn snapshots_of(
     state: &Arc<AppState>,
     index: &str,
     headers: &HeaderMap,
@@ -640,16 +640,25 @@ fn snapshots_of(
     }
     let indices = found.iter().map(|(name, _)| name.clone()).collect();
     let filters = crate::es_aliases::filters_of(state, index);
-    let snapshots = found
+    let snapshots: Vec<(Arc<Searcher>, Option<Vec<String>>)> = found
         .iter()
-        .map(|(name, tenant)| {
-            let snapshot = tenant.live.published_snapshot();
-            match filters.get(name) {
-                Some(filters) => filtered(&snapshot, filters).map(Arc::new),
-                None => Ok(snapshot),
-            }
+        .map(|(name, tenant)| (tenant.live.published_snapshot(), filters.get(name).cloned()))
+        .collect();
+    if filters.is_empty() {
+        return Ok((indices, snapshots.into_iter().map(|(s, _)| s).collect()));
+    }
+    // A filtered alias's filter is run over the snapshot, off the request's thread.
+    let snapshots = state
+        .search(move || {
+            snapshots
+                .into_iter()
+                .map(|(snapshot, filters)| match filters {
+                    Some(filters) => filtered(&snapshot, &filters).map(Arc::new),
+                    None => Ok(snapshot),
+                })
+                .collect::<Result<Vec<_>, ApiError>>()
         })
-        .collect::<Result<_, ApiError>>()?;
+        .await?;
     Ok((indices, snapshots))
 }
 

@@ -344,39 +344,15 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
             now,
             otherwise,
         } if TIME_KEYS.contains(&field.as_str()) && schema.rules(field).is_none() => {
-            // Read as a `date` field reads them (milliseconds), as the time in nanoseconds.
-            let rules = FieldMapping::new(FieldType::Date);
-            let reader = DateReader::new(field, &rules, format.as_deref(), *zone, *now)?;
-            let range = reader.range(field, lower, upper)?;
-            let nanos = |ms: i64| ms.saturating_mul(1_000_000);
-            let start = match range.lower {
-                Bound::Included(Number::Int(ms)) => nanos(ms),
-                Bound::Excluded(Number::Int(ms)) => nanos(ms.saturating_add(1)),
-                _ => i64::MIN,
-            };
-            let end = match range.upper {
-                Bound::Included(Number::Int(ms)) => nanos(ms.saturating_add(1)),
-                Bound::Excluded(Number::Int(ms)) => nanos(ms),
-                _ => i64::MAX,
-            };
-            // The documents whose time the key gave: their time as sent names it (a token
-            // of `{"timestamp":...}`; the value, a time, has no word of its own).
-            let sent_here = Query::Term {
-                field: TIME_AS_SENT_FIELD.to_owned(),
-                term: field.clone(),
-            };
-            Query::Any(vec![
-                Query::Bool {
-                    must: vec![Query::TimeRange { start, end }, sent_here.clone()],
-                    should: Vec::new(),
-                    must_not: Vec::new(),
-                },
-                Query::Bool {
-                    must: vec![plan(otherwise, schema, text_fields)?],
-                    should: Vec::new(),
-                    must_not: vec![sent_here],
-                },
-            ])
+            let reader = DateReader::new(
+                field,
+                &FieldMapping::new(FieldType::Date),
+                format.as_deref(),
+                *zone,
+                *now,
+            )?;
+            let otherwise = plan(otherwise, schema, text_fields)?;
+            time_key_range(field, reader.range(field, lower, upper)?, otherwise)
         }
         Ast::TypedRange {
             field,
@@ -400,19 +376,13 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
             },
             // A keyword field's whole values, byte-wise and case kept, whatever the bounds
             // look like (`lt: 500` over "400" and "5"), as Elasticsearch compares them.
-            Some(FieldType::Keyword) => {
-                let kind = PatternKind::TermRange {
+            Some(FieldType::Keyword) => whole_values(
+                field,
+                PatternKind::TermRange {
                     lower: lower.clone(),
                     upper: upper.clone(),
-                };
-                let pattern = Pattern::as_written(kind, false)
-                    .map_err(|e| QueryError::Invalid(format!("field {field:?}: {}", e.0)))?;
-                Query::Pattern {
-                    field: field.clone(),
-                    pattern: Arc::new(pattern).for_terms(TermKind::Exact),
-                    terms: TermKind::Exact,
-                }
-            }
+                },
+            )?,
             _ if zone.is_some() => {
                 return Err(QueryError::Invalid(format!(
                     "time_zone applies to date fields; {field:?} is not one"
@@ -424,13 +394,7 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
         // At or under a flat object a field exists where it holds a keyword (quarry-index's
         // `add_flat` files some only as terms: under the object's name, under its last key).
         Ast::Exists { field } if schema.mapping().flat_root(field).is_some() => {
-            let any = Pattern::as_written(PatternKind::Prefix(String::new()), false)
-                .map_err(|e| QueryError::Invalid(format!("field {field:?}: {}", e.0)))?;
-            Query::Pattern {
-                field: field.clone(),
-                pattern: Arc::new(any).for_terms(TermKind::Exact),
-                terms: TermKind::Exact,
-            }
+            whole_values(field, PatternKind::Prefix(String::new()))?
         }
         Ast::Exists { field } => match not_nested(schema, field).map(|()| schema.rules(field))? {
             Some(rules) if !rules.index && !rules.stored => {
@@ -673,13 +637,22 @@ fn keyword_number_range(schema: &Schema, field: &str, range: &NumericRange) -> R
         lower: text_of(range.lower),
         upper: text_of(range.upper),
     };
-    let pattern = Pattern::as_written(kind, false)
-        .map_err(|e| QueryError::Invalid(format!("field {field:?}: {}", e.0)))?;
+    whole_values(field, kind)
+}
+
+/// The whole values of `field` that `kind` matches as written, case kept (a keyword's).
+fn whole_values(field: &str, kind: PatternKind) -> Result<Query> {
     Ok(Query::Pattern {
         field: field.to_owned(),
-        pattern: Arc::new(pattern).for_terms(TermKind::Exact),
+        pattern: whole_value_pattern(field, kind)?,
         terms: TermKind::Exact,
     })
+}
+
+fn whole_value_pattern(field: &str, kind: PatternKind) -> Result<Arc<Pattern>> {
+    let pattern = Pattern::as_written(kind, false)
+        .map_err(|e| QueryError::Invalid(format!("field {field:?}: {}", e.0)))?;
+    Ok(Arc::new(pattern).for_terms(TermKind::Exact))
 }
 
 /// The keys besides `@timestamp` a document may give its time under. A document sent through
@@ -689,6 +662,40 @@ fn keyword_number_range(schema: &Schema, field: &str, range: &NumericRange) -> R
 /// the event's `_time`, the same instant, for the documents whose time it gave (their
 /// `TIME_AS_SENT_FIELD` names it), and as any other field's range for the others.
 pub const TIME_KEYS: [&str; 2] = ["timestamp", "time"];
+
+/// A range of dates (in milliseconds) on the unmapped time key `field` (`TIME_KEYS`): the
+/// events whose time it gave, by their time; the others as `otherwise`, the field's own range.
+fn time_key_range(field: &str, range: NumericRange, otherwise: Query) -> Query {
+    let nanos = |ms: i64| ms.saturating_mul(1_000_000);
+    let start = match range.lower {
+        Bound::Included(Number::Int(ms)) => nanos(ms),
+        Bound::Excluded(Number::Int(ms)) => nanos(ms.saturating_add(1)),
+        _ => i64::MIN,
+    };
+    let end = match range.upper {
+        Bound::Included(Number::Int(ms)) => nanos(ms.saturating_add(1)),
+        Bound::Excluded(Number::Int(ms)) => nanos(ms),
+        _ => i64::MAX,
+    };
+    // The documents whose time the key gave: their time as sent names it (a token of
+    // `{"timestamp":...}`; the value, a time, has no word of its own).
+    let sent_here = Query::Term {
+        field: TIME_AS_SENT_FIELD.to_owned(),
+        term: field.to_owned(),
+    };
+    Query::Any(vec![
+        Query::Bool {
+            must: vec![Query::TimeRange { start, end }, sent_here.clone()],
+            should: Vec::new(),
+            must_not: Vec::new(),
+        },
+        Query::Bool {
+            must: vec![otherwise],
+            should: Vec::new(),
+            must_not: vec![sent_here],
+        },
+    ])
+}
 
 /// A clause on a `constant_keyword` field: every event or none, as the field's one value
 /// answers it (Elasticsearch's rewrite); `None` for any other clause.
@@ -724,9 +731,7 @@ fn constant_answer(ast: &Ast, schema: &Schema) -> Result<Option<Query>> {
                     lower: lower.clone(),
                     upper: upper.clone(),
                 };
-                Pattern::as_written(kind, false)
-                    .map_err(|e| QueryError::Invalid(format!("field {field:?}: {}", e.0)))?
-                    .matches(value)
+                whole_value_pattern(field, kind)?.matches(value)
             }
             None => return Ok(None),
         },

@@ -377,43 +377,28 @@ impl Searcher {
     /// The same searcher seeing only the docs whose `_time` `keep` accepts; the others are
     /// left out as deleted docs are (a slice of a sliced scroll: quarry-server's es_scroll.rs).
     pub fn only_times(&self, keep: impl Fn(i64) -> bool) -> Result<Searcher> {
-        let mut deleted = (*self.deleted).clone();
-        for block in &self.blocks {
+        self.keeping(|_, block| {
             let corrupt = |e| block.corrupt("_time column", e);
             let column = block
                 .time_column()
-                .ok_or_else(|| corrupt(quarry_format::DecodeError::new("missing")))?;
-            let key = block_key(block);
-            let before: &[u32] = deleted.get(&key).map_or(&[], |d| d);
-            let mut out = Vec::with_capacity(before.len());
+                .ok_or_else(|| corrupt(DecodeError::new("missing")))?;
             let mut cursor = quarry_format::column::ChunkCursor::new(column);
-            let mut gone = before.iter().copied().peekable();
-            for doc in 0..block.doc_count() {
-                if gone.next_if_eq(&doc).is_some() {
-                    out.push(doc);
-                    continue;
-                }
-                let time = match cursor.find(doc).map_err(corrupt)? {
-                    Some((chunk, at)) => chunk.raw(at).map(|raw| raw as i64),
-                    None => None,
-                };
-                if !time.is_some_and(&keep) {
-                    out.push(doc);
-                }
-            }
-            if !out.is_empty() {
-                deleted.insert(key, out.into());
-            }
-        }
-        Ok(self.clone().with_deleted(deleted))
+            (0..block.doc_count())
+                .map(|doc| {
+                    let found = cursor.find(doc).map_err(corrupt)?;
+                    Ok(found
+                        .and_then(|(chunk, at)| chunk.raw(at))
+                        .is_some_and(|raw| keep(raw as i64)))
+                })
+                .collect()
+        })
     }
 
     /// The same searcher seeing only the docs `query` matches; the others are left out as
     /// deleted docs are (a filtered alias: quarry-server's es_aliases.rs).
     pub fn only_matching(&self, query: &Query) -> Result<Searcher> {
         let weight = self.filter_weight(query);
-        let mut deleted = (*self.deleted).clone();
-        for (index, block) in self.blocks.iter().enumerate() {
+        self.keeping(|index, block| {
             let mut matched = vec![false; block.doc_count() as usize];
             if let Some(mut scorer) = weight.scorer(index, block)? {
                 scorer.for_each_doc(&mut |doc| {
@@ -423,11 +408,29 @@ impl Searcher {
                 });
                 self.check_scorer(index, scorer.as_ref())?;
             }
+            Ok(matched)
+        })
+    }
+
+    /// The same searcher without the docs `kept` (by block index and block, one flag per
+    /// doc) says no to, besides those already deleted.
+    fn keeping(
+        &self,
+        mut kept: impl FnMut(usize, &BlockReader) -> Result<Vec<bool>>,
+    ) -> Result<Searcher> {
+        let mut deleted = (*self.deleted).clone();
+        for (index, block) in self.blocks.iter().enumerate() {
+            let keep = kept(index, block)?;
+            let key = block_key(block);
+            let before: &[u32] = deleted.get(&key).map_or(&[], |d| d);
             let left: Vec<u32> = (0..block.doc_count())
-                .filter(|&doc| !matched[doc as usize])
+                .filter(|&doc| {
+                    !keep.get(doc as usize).copied().unwrap_or(false)
+                        || before.binary_search(&doc).is_ok()
+                })
                 .collect();
             if !left.is_empty() {
-                deleted.insert(block_key(block), left.into());
+                deleted.insert(key, left.into());
             }
         }
         Ok(self.clone().with_deleted(deleted))

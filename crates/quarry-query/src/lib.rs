@@ -12,6 +12,7 @@ pub mod cursor;
 pub mod doc_id;
 pub mod dsl;
 pub mod error;
+mod field_names;
 pub mod field_sort;
 pub mod filter;
 pub mod intervals;

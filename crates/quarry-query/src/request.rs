@@ -191,8 +191,13 @@ impl Searcher {
                 .push(Warning::UnknownFields { names: unknown });
         }
         if let Some(sort) = &request.sort_field {
+            // A multi-field (and `X.keyword`) sorts by its parent's values.
+            let mut sort = sort.clone();
+            for key in &mut sort.keys {
+                key.field = self.schema().mapping().values_field(&key.field).to_owned();
+            }
             let weight = self.filter_weight(&query).with_checked_ranges();
-            let hits = self.by_field(&weight, sort, request.limit, request.sort_after.as_ref())?;
+            let hits = self.by_field(&weight, &sort, request.limit, request.sort_after.as_ref())?;
             if request.count {
                 response.count = Some(self.count(&query)?);
             }

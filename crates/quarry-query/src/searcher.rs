@@ -468,7 +468,14 @@ impl Searcher {
 
     /// A parsed query (or one compiled from Elasticsearch's DSL) analyzed for these blocks.
     pub fn plan(&self, ast: &parser::Ast) -> Result<Query> {
-        plan(ast, &self.schema, &self.text_fields)
+        let in_blocks = || {
+            let fields = self.blocks.iter().flat_map(|b| &b.manifest().fields);
+            fields.map(|f| f.name.clone()).collect()
+        };
+        match crate::field_names::resolve(ast, self.schema.mapping(), in_blocks) {
+            Some(resolved) => plan(&resolved, &self.schema, &self.text_fields),
+            None => plan(ast, &self.schema, &self.text_fields),
+        }
     }
 
     /// The weight of a scored search: statistics (idf, norms) over every block.

@@ -1805,6 +1805,29 @@ pub(crate) fn refuse_flat_object_fields(
     Ok(())
 }
 
+/// Names each multi-field an aggregation reads (its `field`, at any depth) by its parent,
+/// whose values it shows (`quarry_store::mapping::MultiField`).
+pub(crate) fn resolve_multi_fields(aggs: &mut JsonValue, mapping: &quarry_store::Mapping) {
+    match aggs {
+        JsonValue::Object(object) => {
+            for (key, value) in object.iter_mut() {
+                match value {
+                    JsonValue::String(name) if key == "field" => {
+                        if let Some((parent, _)) = mapping.multi_field(name) {
+                            *name = parent.to_owned();
+                        }
+                    }
+                    other => resolve_multi_fields(other, mapping),
+                }
+            }
+        }
+        JsonValue::Array(items) => items
+            .iter_mut()
+            .for_each(|item| resolve_multi_fields(item, mapping)),
+        _ => {}
+    }
+}
+
 /// A field name as Quarry stores it (`@timestamp` is `_time`; `x.keyword` is `x`'s whole
 /// value, which terms of `x` count).
 pub(crate) fn field_of(body: &JsonValue, path: &str) -> Result<String, ApiError> {

@@ -25,6 +25,9 @@ pub(crate) struct HitView {
     /// `index.highlight.max_analyzed_offset` of the searched indices, and the fields they
     /// map with offsets (`set_highlight_limit`).
     highlight_limit: Option<(usize, std::collections::HashSet<String>)>,
+    /// The mapping's multi-fields (name, parent): `fields` and highlights show each with
+    /// its parent's values (`set_multi_fields`).
+    multi_fields: Vec<(String, String)>,
     version: bool,
     /// `seq_no_primary_term`: each hit's `_seq_no` and `_primary_term`.
     seq_no: bool,
@@ -155,6 +158,31 @@ impl HitView {
         self.highlight_limit = limit.map(|limit| (limit as usize, offsets));
     }
 
+    /// The searched indices' multi-fields, as (name, parent).
+    pub(crate) fn set_multi_fields(&mut self, multi_fields: Vec<(String, String)>) {
+        self.multi_fields = multi_fields;
+    }
+
+    /// The event's fields and, after them, its multi-fields, each with its parent's value.
+    fn with_multi_fields<'a>(
+        &'a self,
+        flat: &'a Map<String, JsonValue>,
+    ) -> impl Iterator<Item = (&'a String, &'a JsonValue)> {
+        let views = self
+            .multi_fields
+            .iter()
+            .filter_map(|(name, parent)| Some((name, flat.get(parent)?)));
+        flat.iter().chain(views)
+    }
+
+    /// The field whose index answers `name`: a multi-field's parent, else `name`.
+    fn answered_by<'a>(&'a self, name: &'a str) -> &'a str {
+        self.multi_fields
+            .iter()
+            .find(|(multi, _)| multi == name)
+            .map_or(name, |(_, parent)| parent)
+    }
+
     /// Refuses a highlight that would analyze more of a value than
     /// `index.highlight.max_analyzed_offset` allows, as Elasticsearch does: a text longer
     /// than it, in a field without offsets or highlighted by `plain`, unless the request
@@ -168,7 +196,7 @@ impl HitView {
         else {
             return Ok(());
         };
-        for (name, value) in flat {
+        for (name, value) in self.with_multi_fields(flat) {
             let Some(text) = value.as_str() else { continue };
             let Some((_, own)) = highlight.fields.iter().find(|(p, _)| glob_matches(p, name))
             else {
@@ -413,7 +441,7 @@ impl HitView {
                     };
                     fields.insert("@timestamp".into(), json!([text]));
                 }
-                for (name, value) in flat {
+                for (name, value) in self.with_multi_fields(flat) {
                     if !is_metadata(name) && glob_matches(pattern, name) {
                         let mut values = match value {
                             JsonValue::Array(items) => items.clone(),
@@ -443,13 +471,13 @@ impl HitView {
                 Some(JsonValue::Array(names)) => names.iter().any(|n| n == name),
                 _ => false,
             };
-            for (name, value) in flat {
+            for (name, value) in self.with_multi_fields(flat) {
                 let Some(text) = value.as_str() else { continue };
                 let Some((_, own)) = highlight.fields.iter().find(|(p, _)| glob_matches(p, name))
                 else {
                     continue;
                 };
-                if is_ignored(name) {
+                if is_ignored(self.answered_by(name)) {
                     continue;
                 }
                 let words = own.words.as_ref().unwrap_or(words);
@@ -784,10 +812,12 @@ impl QueryWords {
                 .any(|(_, pattern)| pattern.matches(token))
     }
 
+    /// Whether the query looks for `token` in `field`, which it names as it is, by a pattern
+    /// (`text*`), or as its `.keyword`.
     fn matches(&self, field: &str, token: &str) -> bool {
         let field_fits = |wanted: &Option<String>| {
             wanted.as_deref().is_none_or(|wanted| {
-                wanted == field || wanted.strip_suffix(".keyword") == Some(field)
+                glob_matches(wanted, field) || wanted.strip_suffix(".keyword") == Some(field)
             })
         };
         self.words

@@ -33,6 +33,7 @@ use quarry_query::parser::Ast;
 use quarry_query::time::now_nanos;
 use quarry_query::Cursor;
 use quarry_query::{SearchRequest, SearchResponse, Searcher, SortOrder};
+use quarry_store::mapping::MultiField;
 use serde_json::{json, Map, Value as JsonValue};
 use std::sync::Arc;
 use std::time::Instant;
@@ -421,7 +422,10 @@ pub(crate) async fn search_one(
     };
     let mut object = object;
     resolve_terms_lookups(state, &mut object, headers).await?;
-    if let Some(aggs) = object.get("aggs").or_else(|| object.get("aggregations")) {
+    let aggs_key = ["aggs", "aggregations"]
+        .into_iter()
+        .find(|key| object.contains_key(*key));
+    if let Some(aggs) = aggs_key.and_then(|key| object.get_mut(key)) {
         // The search itself answers for indices that are missing or not the key's.
         let missing = crate::es_indices::Missing {
             skip: true,
@@ -429,7 +433,9 @@ pub(crate) async fn search_one(
         };
         let tenants = crate::es_indices::resolve(state, index, headers, missing);
         for (_, tenant) in tenants.unwrap_or_default() {
-            crate::es_aggs::refuse_flat_object_fields(aggs, tenant.live.schema().mapping())?;
+            let schema = tenant.live.schema();
+            crate::es_aggs::refuse_flat_object_fields(aggs, schema.mapping())?;
+            crate::es_aggs::resolve_multi_fields(aggs, schema.mapping());
         }
     }
     let mut plan = SearchPlan::new(&object, params)?;
@@ -460,22 +466,27 @@ pub(crate) async fn search_one(
     plan.check_limits(&limits, false)?;
     // Highlights are bounded by the indices' `highlight.max_analyzed_offset`, except in
     // fields mapped with offsets.
-    let offsets: std::collections::HashSet<String> = indices
-        .iter()
-        .filter_map(|name| state.open_tenant(name))
-        .flat_map(|tenant| {
-            let schema = tenant.live.schema();
-            schema
-                .mapping()
-                .fields
-                .iter()
-                .filter(|(_, rules)| rules.offsets)
-                .map(|(name, _)| name.clone())
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    let mut offsets = std::collections::HashSet::new();
+    let mut multi_fields = Vec::new();
+    for tenant in indices.iter().filter_map(|name| state.open_tenant(name)) {
+        let schema = tenant.live.schema();
+        let mapping = schema.mapping();
+        let with_offsets = mapping.fields.iter().filter(|(_, rules)| rules.offsets);
+        offsets.extend(with_offsets.map(|(name, _)| name.clone()));
+        for (name, multi) in &mapping.multi_fields {
+            if let Some((parent, _)) = mapping.multi_field(name) {
+                if matches!(multi, MultiField::Tokens { offsets: true }) {
+                    offsets.insert(name.clone());
+                }
+                multi_fields.push((name.clone(), parent.to_owned()));
+            }
+        }
+    }
+    multi_fields.sort();
+    multi_fields.dedup();
     plan.view
         .set_highlight_limit(limits.max_analyzed_offset, offsets);
+    plan.view.set_multi_fields(multi_fields);
     let boosts = match plan.indices_boost.is_empty() {
         true => None,
         false => Some(index_boosts(

@@ -252,12 +252,28 @@ pub struct ObjectMapping {
     pub nested: bool,
 }
 
-/// A text field's `fields: {"keyword": {"type": "keyword"}}`: the whole value, which Quarry
-/// answers as `X.keyword` anyway (quarry-query's `query.rs`); `ignore_above` there leaves
-/// longer values out of `X.keyword`.
+/// A text field's `fields: {"keyword": {"type": "keyword"}}` as mappings read before
+/// `Mapping::multi_fields` stored it (on the field's own rules); still read from a tenant's
+/// settings, never written by a new mapping.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeywordSubfield {
     pub ignore_above: Option<u32>,
+}
+
+/// A multi-field (`fields` in a field's mapping, like `title.raw`): another name for a view
+/// of its parent's values that Quarry indexes anyway, so it costs no index of its own. A
+/// query, aggregation, sort or highlight on the multi-field is answered from the parent
+/// (quarry-query's `field_names.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum MultiField {
+    /// `{"type": "keyword"}`: the parent's whole values, which Quarry answers as
+    /// `parent.keyword`.
+    Whole { ignore_above: Option<u32> },
+    /// `{"type": "text"}` analyzed as the parent is: the parent's tokens. `offsets` is the
+    /// multi-field's own `index_options: offsets` (or a `term_vector` with offsets), which
+    /// frees its highlights from `index.highlight.max_analyzed_offset` as the parent's would.
+    Tokens { offsets: bool },
 }
 
 /// The analyzers a text field can name.
@@ -382,6 +398,10 @@ pub struct Mapping {
     /// by `_mapping` and `_field_caps`, changing nothing in how it is indexed.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub meta: BTreeMap<String, BTreeMap<String, String>>,
+    /// Multi-fields by their dotted name (`title.raw`); the parent is the name before the
+    /// last dot.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub multi_fields: BTreeMap<String, MultiField>,
 }
 
 /// The field naming, per event, the fields whose values were kept but not indexed
@@ -575,6 +595,35 @@ impl Mapping {
             .map(|(_, rules)| rules)
     }
 
+    /// The parent of multi-field `name` and what `name` shows of it: one of
+    /// `multi_fields`, or the `keyword` multi-field of a text field mapped before those.
+    pub fn multi_field<'n>(&self, name: &'n str) -> Option<(&'n str, MultiField)> {
+        let (parent, _) = name.rsplit_once('.')?;
+        if let Some(&multi) = self.multi_fields.get(name) {
+            return Some((parent, multi));
+        }
+        let legacy = self.fields.get(parent)?.keyword_subfield?;
+        (name.ends_with(".keyword") && !self.fields.contains_key(name)).then_some((
+            parent,
+            MultiField::Whole {
+                ignore_above: legacy.ignore_above,
+            },
+        ))
+    }
+
+    /// The field whose values answer `name` in sorts, aggregations and hits: a
+    /// multi-field's parent, or `X` for `X.keyword` where that is not mapped itself (the
+    /// whole values of `X`, which Quarry keeps as `X`'s values).
+    pub fn values_field<'n>(&self, name: &'n str) -> &'n str {
+        if let Some((parent, _)) = self.multi_field(name) {
+            return parent;
+        }
+        match name.strip_suffix(".keyword") {
+            Some(parent) if !parent.is_empty() && self.rules(name).is_none() => parent,
+            _ => name,
+        }
+    }
+
     /// The `flat_object` field that `name` is or is under, if any.
     pub fn flat_root<'n>(&self, name: &'n str) -> Option<&'n str> {
         if self.flat_objects.is_empty() {
@@ -598,8 +647,17 @@ impl Mapping {
     pub fn merged(&self, update: &Mapping) -> Result<Mapping, MappingError> {
         let mut merged = self.clone();
         for (name, rules) in &update.fields {
+            // A `keyword` multi-field read by an older Quarry sits on the rules themselves.
+            let unlike = |old: &FieldMapping| {
+                let legacy = old.keyword_subfield.is_some() && rules.keyword_subfield.is_none();
+                let old = FieldMapping {
+                    keyword_subfield: if legacy { None } else { old.keyword_subfield },
+                    ..*old
+                };
+                old != *rules
+            };
             match merged.fields.get(name) {
-                Some(old) if old != rules => {
+                Some(old) if unlike(old) => {
                     return Err(error(
                         &format!("properties.{name}"),
                         format!(
@@ -641,6 +699,10 @@ impl Mapping {
         merged
             .flat_objects
             .extend(update.flat_objects.iter().cloned());
+        // Multi-fields are views of their parents' own index: they may be added or changed.
+        for (name, multi) in &update.multi_fields {
+            merged.multi_fields.insert(name.clone(), *multi);
+        }
         // Metadata may change: it is about the field, not how it is indexed.
         for (name, meta) in &update.meta {
             merged.meta.insert(name.clone(), meta.clone());
@@ -707,7 +769,42 @@ impl Mapping {
         if let Some(meta) = self.meta.get(name) {
             shown["meta"] = serde_json::json!(meta);
         }
+        let prefix = format!("{name}.");
+        for (full, multi) in self.multi_fields.range(prefix.clone()..) {
+            let Some(own) = full.strip_prefix(&prefix) else {
+                break;
+            };
+            if own.contains('.') {
+                continue;
+            }
+            if !shown.get("fields").is_some_and(Json::is_object) {
+                shown["fields"] = serde_json::json!({});
+            }
+            shown["fields"][own] = multi.to_es_json();
+        }
         shown
+    }
+}
+
+impl MultiField {
+    /// The multi-field as Elasticsearch shows it under its parent's `fields`.
+    pub fn to_es_json(self) -> Json {
+        match self {
+            MultiField::Whole { ignore_above } => {
+                let mut shown = serde_json::json!({"type": "keyword"});
+                if let Some(limit) = ignore_above {
+                    shown["ignore_above"] = limit.into();
+                }
+                shown
+            }
+            MultiField::Tokens { offsets } => {
+                let mut shown = serde_json::json!({"type": "text"});
+                if offsets {
+                    shown["index_options"] = "offsets".into();
+                }
+                shown
+            }
+        }
     }
 }
 
@@ -918,7 +1015,15 @@ fn read_properties(
                         .meta
                         .insert(full.clone(), read_meta(&meta, &join(&here, "meta"))?);
                 }
-                mapping.fields.insert(full, read_field(&keys, &here)?);
+                let multi = keys.remove("fields");
+                let rules = read_field(&keys, &here)?;
+                if let Some(multi) = multi {
+                    let at = join(&here, "fields");
+                    for (name, multi) in read_multi_fields(&multi, &at, &rules)? {
+                        mapping.multi_fields.insert(format!("{full}.{name}"), multi);
+                    }
+                }
+                mapping.fields.insert(full, rules);
             }
         }
     }
@@ -1036,9 +1141,6 @@ fn read_field(
             "ignore_above" if ty == FieldType::Keyword => {
                 rules.ignore_above = Some(limit(value, &here)?)
             }
-            "fields" if ty == FieldType::Text => {
-                rules.keyword_subfield = Some(read_keyword_subfield(value, &here)?)
-            }
             // Lucene's extra index structures for faster prefix and phrase queries (and the
             // fast-vector highlighter): the answers are the same without them, which Quarry
             // gives from its term dictionary and positions.
@@ -1138,37 +1240,107 @@ fn read_field(
     Ok(rules)
 }
 
-/// A text field's `fields`: only `{"keyword": {"type": "keyword"}}` (with `ignore_above`),
-/// the whole value Quarry answers as `X.keyword`.
-fn read_keyword_subfield(value: &Json, path: &str) -> Result<KeywordSubfield, MappingError> {
-    let fields = object(value, path)?;
-    let mut subfield = KeywordSubfield { ignore_above: None };
-    for (name, field) in fields {
+/// A field's `fields` (its multi-fields), each a view Quarry answers from `parent`'s own
+/// index (`MultiField`): a keyword of a text or keyword field, a text of a text field
+/// analyzed as the parent is. Anything that would need an index of its own is refused.
+fn read_multi_fields(
+    value: &Json,
+    path: &str,
+    parent: &FieldMapping,
+) -> Result<Vec<(String, MultiField)>, MappingError> {
+    let mut read = Vec::new();
+    for (name, field) in object(value, path)? {
         let here = join(path, name);
-        if name != "keyword" {
+        if name.is_empty() || name.contains('.') {
             return Err(error(
                 &here,
-                "only a `keyword` multi-field of type keyword is supported (Quarry answers \
-                 `X.keyword` as X's whole value)",
+                "a multi-field's name may not be empty or hold `.`",
             ));
         }
-        for (key, value) in object(field, &here)? {
-            let at = join(&here, key);
-            match key.as_str() {
-                "type" if value == "keyword" => {}
-                "type" => return Err(error(&at, "the `keyword` multi-field is of type keyword")),
-                "ignore_above" => subfield.ignore_above = Some(limit(value, &at)?),
-                _ => {
-                    return Err(error(
-                        &at,
-                        "unknown or unsupported key for the keyword multi-field (known: type, \
-                         ignore_above)",
-                    ))
+        let keys = object(field, &here)?;
+        let ty = keys.get("type").and_then(Json::as_str);
+        let multi = match (ty, parent.ty) {
+            (Some("keyword"), FieldType::Text | FieldType::Keyword) => {
+                let mut ignore_above = None;
+                for (key, value) in keys {
+                    let at = join(&here, key);
+                    match key.as_str() {
+                        "type" => {}
+                        "ignore_above" => ignore_above = Some(limit(value, &at)?),
+                        // Elasticsearch's own storage choices: the answers are the same.
+                        "doc_values" | "store" | "index" if value == true => {}
+                        _ => {
+                            return Err(error(
+                                &at,
+                                "unknown or unsupported key for a keyword multi-field (known: \
+                                 type, ignore_above)",
+                            ))
+                        }
+                    }
                 }
+                MultiField::Whole { ignore_above }
             }
-        }
+            (Some("text" | "match_only_text"), FieldType::Text) => {
+                let mut offsets = false;
+                for (key, value) in keys {
+                    let at = join(&here, key);
+                    match key.as_str() {
+                        "type" => {}
+                        "analyzer" | "search_analyzer"
+                            if value.as_str() == Some(parent.analyzer.as_str()) => {}
+                        "analyzer" | "search_analyzer" => {
+                            return Err(error(
+                                &at,
+                                format!(
+                                    "a text multi-field is analyzed as its parent is \
+                                     ({:?}): Quarry answers it from the parent's tokens",
+                                    parent.analyzer.as_str()
+                                ),
+                            ))
+                        }
+                        "index_options" => match value.as_str() {
+                            Some("offsets") => offsets = true,
+                            Some("docs" | "freqs" | "positions") => {}
+                            _ => {
+                                return Err(error(
+                                    &at,
+                                    "expected docs, freqs, positions or offsets",
+                                ))
+                            }
+                        },
+                        "term_vector" => match value.as_str() {
+                            Some(v) if v.contains("offsets") => offsets = true,
+                            Some("no" | "yes" | "with_positions") => {}
+                            _ => return Err(error(&at, "expected a term_vector option")),
+                        },
+                        "norms" if value.as_bool() == Some(parent.norms) => {}
+                        _ => {
+                            return Err(error(
+                                &at,
+                                "unknown or unsupported key for a text multi-field (known: \
+                                 type, analyzer, search_analyzer, index_options, term_vector, \
+                                 norms as the parent's)",
+                            ))
+                        }
+                    }
+                }
+                MultiField::Tokens { offsets }
+            }
+            _ => {
+                return Err(error(
+                    &join(&here, "type"),
+                    format!(
+                        "a multi-field of a {} field is not supported: Quarry answers a \
+                         multi-field from its parent's index, a keyword of a text or keyword \
+                         field or a text of a text field",
+                        format!("{:?}", parent.ty).to_lowercase()
+                    ),
+                ))
+            }
+        };
+        read.push((name.clone(), multi));
     }
-    Ok(subfield)
+    Ok(read)
 }
 
 /// A field's `meta`: at most 5 entries, each a string of at most 50 chars (Elasticsearch's
@@ -1428,10 +1600,13 @@ mod tests {
         assert!(!mapping.rules("b").unwrap().index);
         assert_eq!(mapping.rules("k").unwrap().ignore_above, Some(10));
         assert_eq!(
-            mapping.rules("t").unwrap().keyword_subfield,
-            Some(KeywordSubfield {
-                ignore_above: Some(256)
-            })
+            mapping.multi_field("t.keyword"),
+            Some((
+                "t",
+                MultiField::Whole {
+                    ignore_above: Some(256)
+                }
+            ))
         );
         let cases = [
             ("x", Dynamic::False),
@@ -1461,6 +1636,55 @@ mod tests {
             let mapping = Mapping::from_json(&format!(r#"{{"dynamic": {value}}}"#)).unwrap();
             assert_eq!(mapping.dynamic, Some(dynamic), "{value}");
         }
+    }
+
+    #[test]
+    fn reads_multi_fields_as_views_of_their_parents() {
+        let mapping = Mapping::from_json(
+            r#"{"properties": {
+                "t": {"type": "text", "fields": {
+                    "raw": {"type": "keyword", "ignore_above": 20},
+                    "fvh": {"type": "text", "term_vector": "with_positions_offsets"},
+                    "plain": {"type": "text", "analyzer": "standard"}
+                }},
+                "k": {"type": "keyword", "fields": {"also": {"type": "keyword"}}}
+            }}"#,
+        )
+        .unwrap();
+        let whole = |ignore_above| MultiField::Whole { ignore_above };
+        assert_eq!(mapping.multi_field("t.raw"), Some(("t", whole(Some(20)))));
+        assert_eq!(
+            mapping.multi_field("t.fvh"),
+            Some(("t", MultiField::Tokens { offsets: true }))
+        );
+        assert_eq!(
+            mapping.multi_field("t.plain"),
+            Some(("t", MultiField::Tokens { offsets: false }))
+        );
+        assert_eq!(mapping.multi_field("k.also"), Some(("k", whole(None))));
+        assert_eq!(mapping.multi_field("t.keyword"), None);
+        assert_eq!(mapping.multi_field("t"), None);
+        assert_eq!(
+            mapping.to_es_json()["properties"]["t"]["fields"],
+            json!({
+                "fvh": {"type": "text", "index_options": "offsets"},
+                "plain": {"type": "text"},
+                "raw": {"type": "keyword", "ignore_above": 20}
+            })
+        );
+        // A mapping read before multi-fields were kept apart still answers `t.keyword`, and
+        // the same mapping sent again is no change.
+        let mut old = Mapping::from_json(r#"{"properties": {"t": {"type": "text"}}}"#).unwrap();
+        if let Some(rules) = old.fields.get_mut("t") {
+            rules.keyword_subfield = Some(KeywordSubfield { ignore_above: None });
+        }
+        assert_eq!(old.multi_field("t.keyword"), Some(("t", whole(None))));
+        let again = Mapping::from_json(
+            r#"{"properties": {"t": {"type": "text", "fields": {"keyword": {"type": "keyword"}}}}}"#,
+        )
+        .unwrap();
+        let merged = old.merged(&again).unwrap();
+        assert_eq!(merged.multi_field("t.keyword"), Some(("t", whole(None))));
     }
 
     #[test]
@@ -1550,14 +1774,24 @@ mod tests {
                 "unknown",
             ),
             (
-                r#"{"properties": {"t": {"type": "text", "fields": {"raw": {"type": "keyword"}}}}}"#,
-                "properties.t.fields.raw",
-                "keyword",
+                r#"{"properties": {"t": {"type": "text", "fields": {"raw": {"type": "keyword", "normalizer": "lower"}}}}}"#,
+                "properties.t.fields.raw.normalizer",
+                "unsupported",
             ),
             (
-                r#"{"properties": {"t": {"type": "text", "fields": {"keyword": {"type": "text"}}}}}"#,
-                "properties.t.fields.keyword.type",
-                "keyword",
+                r#"{"properties": {"t": {"type": "text", "fields": {"en": {"type": "text", "analyzer": "stop"}}}}}"#,
+                "properties.t.fields.en.analyzer",
+                "analyzed as its parent",
+            ),
+            (
+                r#"{"properties": {"k": {"type": "keyword", "fields": {"t": {"type": "text"}}}}}"#,
+                "properties.k.fields.t.type",
+                "keyword field",
+            ),
+            (
+                r#"{"properties": {"n": {"type": "long", "fields": {"k": {"type": "keyword"}}}}}"#,
+                "properties.n.fields.k.type",
+                "number field",
             ),
             (
                 r#"{"properties": {"b": {"type": "binary", "index": true}}}"#,

@@ -632,3 +632,117 @@ fn filtered_aliases_search_what_their_filters_match() {
     let (status, _) = server.request("POST", "/_aliases", Some(&bad.to_string()));
     assert_eq!(status, 400);
 }
+
+/// Multi-fields of any name answer as the views of their parents they are: a keyword
+/// multi-field the whole values (term, terms aggregation, sort, `fields`), a text one the
+/// parent's words (match, highlight), checked against the documents themselves.
+#[test]
+fn multi_fields_answer_from_their_parents() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("d"));
+    let create = json!({"mappings": {"properties": {"title": {
+        "type": "text",
+        "fields": {"raw": {"type": "keyword"}, "words": {"type": "text", "index_options": "offsets"}}
+    }}}});
+    let (status, answer) = server.request("PUT", "/books", Some(&create.to_string()));
+    assert_eq!(status, 200, "{answer}");
+    let titles: Vec<String> = (0..40)
+        .map(|n| format!("{} {} tale", COLOURS[n % 3], ["fox", "owl"][n % 2]))
+        .collect();
+    let mut body = String::new();
+    for title in &titles {
+        body.push_str(&format!(
+            "{{\"index\": {{\"_index\": \"books\"}}}}\n{}\n",
+            json!({ "title": title })
+        ));
+    }
+    let (status, answer) = server.request("POST", "/_bulk", Some(&body));
+    assert_eq!(
+        (status, &answer["errors"]),
+        (200, &json!(false)),
+        "{answer}"
+    );
+    let search = |query: Value| {
+        let (status, answer) = server.request("POST", "/books/_search", Some(&query.to_string()));
+        assert_eq!(status, 200, "{query}: {answer}");
+        answer
+    };
+    let count = |query: Value| search(json!({"query": query}))["hits"]["total"]["value"].clone();
+    let with = |word: &str| {
+        titles
+            .iter()
+            .filter(|t| t.split(' ').any(|w| w == word))
+            .count()
+    };
+    let whole = |value: &str| titles.iter().filter(|t| *t == value).count();
+    assert_eq!(
+        count(json!({"term": {"title.raw": "red fox tale"}})),
+        whole("red fox tale")
+    );
+    assert_eq!(count(json!({"term": {"title.raw": "red"}})), 0);
+    assert_eq!(count(json!({"match": {"title.words": "owl"}})), with("owl"));
+    assert_eq!(
+        count(json!({"multi_match": {"query": "green", "fields": ["title*"]}})),
+        with("green")
+    );
+    assert_eq!(
+        count(json!({"exists": {"field": "title.raw"}})),
+        titles.len()
+    );
+
+    // The terms of the keyword view are the whole titles, counted.
+    let answer =
+        search(json!({"size": 0, "aggs": {"t": {"terms": {"field": "title.raw", "size": 10}}}}));
+    let mut want: BTreeMap<&str, u64> = BTreeMap::new();
+    for title in &titles {
+        *want.entry(title).or_default() += 1;
+    }
+    let got: BTreeMap<&str, u64> = answer["aggregations"]["t"]["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| (b["key"].as_str().unwrap(), b["doc_count"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(got, want, "{answer}");
+
+    // Sorted by the keyword view: the titles in order.
+    let answer =
+        search(json!({"size": 100, "sort": [{"title.raw": "asc"}], "fields": ["title.raw"]}));
+    let hits = answer["hits"]["hits"].as_array().unwrap();
+    let sorted: Vec<&str> = hits
+        .iter()
+        .map(|h| h["sort"][0].as_str().unwrap())
+        .collect();
+    let mut want: Vec<&str> = titles.iter().map(String::as_str).collect();
+    want.sort();
+    assert_eq!(sorted, want);
+    for hit in hits {
+        assert_eq!(
+            hit["fields"]["title.raw"][0], hit["_source"]["title"],
+            "{hit}"
+        );
+    }
+
+    // A highlight of every field shows the text view too.
+    let answer = search(json!({
+        "query": {"match": {"title.words": "owl"}},
+        "highlight": {"fields": {"*": {}}}
+    }));
+    let hit = &answer["hits"]["hits"][0];
+    let shown = hit["highlight"]["title.words"][0]
+        .as_str()
+        .unwrap_or_default();
+    assert!(shown.contains("<em>owl</em>"), "{hit}");
+
+    // The mapping shows them; one needing an index of its own is refused by name.
+    let (_, answer) = server.get("/books/_mapping");
+    assert_eq!(
+        answer["books"]["mappings"]["properties"]["title"]["fields"]["raw"],
+        json!({"type": "keyword"})
+    );
+    let other =
+        json!({"properties": {"n": {"type": "long", "fields": {"k": {"type": "keyword"}}}}});
+    let (status, answer) = server.request("PUT", "/books/_mapping", Some(&other.to_string()));
+    assert_eq!(status, 400, "{answer}");
+    assert!(answer.to_string().contains("fields.k"), "{answer}");
+}

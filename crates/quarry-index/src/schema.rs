@@ -147,6 +147,27 @@ impl Schema {
                     });
                 }
             }
+            // A field mapped with a type holds values: an object there (`{"k": {"a": 1}}`,
+            // flattened to `k.a`) is refused, as Elasticsearch refuses it.
+            let mapped_above = name
+                .match_indices('.')
+                .map(|(dot, _)| &name[..dot])
+                .find(|above| self.mapping.fields.contains_key(*above));
+            if let Some(above) = mapped_above {
+                let message = match self.mapping.completions.contains(above) {
+                    true => "is a completion field: it takes input strings (inputs with weights, \
+                             {input, weight}, are not supported)"
+                        .to_owned(),
+                    false => format!(
+                        "is mapped as a {} field: it takes values, not an object",
+                        format!("{:?}", self.mapping.fields[above].ty).to_lowercase()
+                    ),
+                };
+                return Err(EventError::Mapping {
+                    field: above.to_owned(),
+                    message,
+                });
+            }
             let Some(rules) = self.rules(name) else {
                 if self.mapping.dynamic_for(name) == Dynamic::Strict {
                     let (parent, name) = name.rsplit_once('.').unwrap_or(("_doc", name));

@@ -24,6 +24,7 @@ pub mod range;
 pub mod request;
 pub mod scorer;
 pub mod searcher;
+pub mod suggest;
 pub mod time;
 pub mod timeline;
 mod typed;

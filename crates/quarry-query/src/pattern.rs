@@ -446,6 +446,59 @@ impl Pattern {
             .collect::<Result<Vec<_>>>()
     }
 
+    /// The terms of kind `terms` of `field` in `block` this pattern matches, each with its
+    /// doc count (a suggester's candidates: suggest.rs). Walks the dictionary without the
+    /// expansion cache, which keeps ordinals, not terms.
+    pub fn terms_in(
+        &self,
+        block: &BlockReader,
+        field: &str,
+        terms: TermKind,
+    ) -> Result<Vec<(String, u64)>> {
+        let Some(ordinal) = block.field_ordinal(field) else {
+            return Ok(Vec::new());
+        };
+        let mut start = Vec::new();
+        term_key(&mut start, ordinal, terms, &[]);
+        let mut end = start.clone();
+        *end.last_mut().expect("term keys have a kind byte") += 1;
+        let dictionary = block.term_dictionary();
+        let mut found = Vec::new();
+        let mut keep = |key: &[u8], ordinal: u64| {
+            if let Ok(term) = std::str::from_utf8(&key[start.len()..]) {
+                found.push((term.to_owned(), ordinal));
+            }
+        };
+        match &self.matcher {
+            Matcher::Fuzzy { prefix, rest } => {
+                let mut from = start.clone();
+                from.extend_from_slice(prefix.as_bytes());
+                let keyed = AfterPrefix {
+                    prefix: &from,
+                    inner: &FuzzyAutomaton(rest),
+                };
+                let mut stream = dictionary.search(keyed).ge(&from).lt(&end).into_stream();
+                while let Some((key, ordinal)) = stream.next() {
+                    keep(key, ordinal);
+                }
+            }
+            _ => {
+                let mut stream = dictionary.range().ge(&start).lt(&end).into_stream();
+                while let Some((key, ordinal)) = stream.next() {
+                    let term = std::str::from_utf8(&key[start.len()..]).unwrap_or_default();
+                    if self.matches(term) {
+                        keep(key, ordinal);
+                    }
+                }
+            }
+        }
+        let mut infos = block.term_infos();
+        found
+            .into_iter()
+            .map(|(term, ordinal)| Ok((term, u64::from(infos.get(ordinal)?.doc_freq))))
+            .collect()
+    }
+
     /// The ordinals of the field's terms of one kind (keys in `start..end`) this pattern
     /// matches; `ngram_index` only for tokens.
     fn expand(

@@ -23,7 +23,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use quarry_query::field_sort::SortCursor;
 use quarry_query::{Cursor, SearchResponse, Searcher, SortOrder};
-use serde_json::{json, Map, Value as JsonValue};
+use serde_json::{json, Value as JsonValue};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -190,7 +190,7 @@ pub(crate) async fn start(
     let size = plan.request.limit;
     let run = plan.clone();
     let names = [tenant.to_owned()];
-    let (snapshot, response, aggregations) = state
+    let (snapshot, response, extras) = state
         .search(move || {
             let snapshot = live.published_snapshot();
             // A slice sees only its events, on every page.
@@ -202,12 +202,12 @@ pub(crate) async fn start(
                 ),
                 None => snapshot,
             };
-            let (response, aggregations) = run.execute(&snapshot, &names)?;
-            Ok((snapshot, response, aggregations))
+            let (response, extras) = run.execute(&snapshot, &names)?;
+            Ok((snapshot, response, extras))
         })
         .await?;
     let position = next_position(&plan, &response, size, 0);
-    let mut answer = plan.answer(&[tenant.to_owned()], &response, aggregations, started);
+    let mut answer = plan.answer(&[tenant.to_owned()], &response, extras, started);
     let context = Context {
         tenant: tenant.to_owned(),
         snapshot,
@@ -337,7 +337,7 @@ async fn page(
             let snapshot = snapshot.clone();
             let run = empty.clone();
             let (response, _) = state.search(move || run.execute(&snapshot, &[])).await?;
-            let answer = empty.answer(&[tenant.to_owned()], &response, Map::new(), started);
+            let answer = empty.answer(&[tenant.to_owned()], &response, Default::default(), started);
             return Ok((answer, Position::Done));
         }
         Position::After(cursor) => {
@@ -365,7 +365,7 @@ async fn page(
     let snapshot = snapshot.clone();
     let (response, _) = state.search(move || run.execute(&snapshot, &[])).await?;
     let position = next_position(&plan, &response, scroll.size, skipped);
-    let answer = plan.answer(&[tenant.to_owned()], &response, Map::new(), started);
+    let answer = plan.answer(&[tenant.to_owned()], &response, Default::default(), started);
     Ok((answer, position))
 }
 

@@ -499,7 +499,7 @@ pub(crate) async fn search_one(
     };
     let run = plan.clone();
     let names = indices.clone();
-    let (response, aggregations) = state
+    let (response, extras) = state
         .search(move || {
             let searcher = searcher_over(&names, &snapshots)?;
             match boosts {
@@ -508,7 +508,7 @@ pub(crate) async fn search_one(
             }
         })
         .await?;
-    let mut answer = plan.answer(&indices, &response, aggregations, started);
+    let mut answer = plan.answer(&indices, &response, extras, started);
     if let Some((id, _)) = &plan.pit {
         answer["pit_id"] = id.clone().into();
     }
@@ -735,6 +735,14 @@ pub(crate) struct SearchPlan {
     collapse: Option<String>,
     /// `slice` of a scroll: which of how many parts (es_scroll.rs).
     pub(crate) slice: Option<Slice>,
+    suggest: crate::es_suggest::Suggest,
+}
+
+/// What a search answers besides its hits: aggregations and suggestions, rendered.
+#[derive(Default)]
+pub(crate) struct Extras {
+    pub(crate) aggregations: Map<String, JsonValue>,
+    pub(crate) suggest: Map<String, JsonValue>,
 }
 
 /// One part of a sliced scroll: `id` of `max` parts that, together, hold every hit once.
@@ -880,6 +888,7 @@ impl SearchPlan {
         }
         let collapse = collapse_of(body, params)?;
         let mut slice = None;
+        let mut suggest = crate::es_suggest::Suggest::default();
         for (key, value) in body {
             if view.read_body_key(key, value)? {
                 continue;
@@ -925,6 +934,7 @@ impl SearchPlan {
                 "explain" | "profile" | "track_scores" if value == &JsonValue::Bool(false) => {}
                 "runtime_mappings" | "script_fields" | "stats" if is_empty(value) => {}
                 "collapse" => {}
+                "suggest" => suggest = crate::es_suggest::Suggest::parse(value)?,
                 "slice" => {
                     if params.get("scroll").is_none() {
                         return Err(ApiError::bad_request(
@@ -1026,6 +1036,7 @@ impl SearchPlan {
             indices_boost,
             collapse,
             slice,
+            suggest,
         })
     }
 
@@ -1036,7 +1047,7 @@ impl SearchPlan {
         &self,
         searcher: &Searcher,
         indices: &[String],
-    ) -> Result<(SearchResponse, Map<String, JsonValue>), ApiError> {
+    ) -> Result<(SearchResponse, Extras), ApiError> {
         let mut response = searcher
             .execute(&self.request)
             .map_err(ApiError::from_query)?;
@@ -1064,7 +1075,14 @@ impl SearchPlan {
             }
             None => Map::new(),
         };
-        Ok((response, aggregations))
+        let suggest = self.suggest.run(searcher, indices, self.typed_keys)?;
+        Ok((
+            response,
+            Extras {
+                aggregations,
+                suggest,
+            },
+        ))
     }
 
     /// The best hit of each of the first `from + size` groups of hits by the value of `field`
@@ -1161,7 +1179,7 @@ impl SearchPlan {
         &self,
         indices: &[String],
         response: &SearchResponse,
-        aggregations: Map<String, JsonValue>,
+        extras: Extras,
         started: Instant,
     ) -> JsonValue {
         let words = QueryWords::of(self.request.ast.as_ref());
@@ -1259,7 +1277,10 @@ impl SearchPlan {
             "hits": hits_json,
         });
         if !self.aggs.is_empty() {
-            body["aggregations"] = aggregations.into();
+            body["aggregations"] = extras.aggregations.into();
+        }
+        if !self.suggest.is_empty() {
+            body["suggest"] = extras.suggest.into();
         }
         body
     }

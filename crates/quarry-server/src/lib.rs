@@ -29,6 +29,7 @@ mod es_indices;
 mod es_number_format;
 mod es_scroll;
 mod es_search;
+mod es_suggest;
 mod export;
 mod guard;
 mod idempotency;

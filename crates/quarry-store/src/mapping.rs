@@ -398,6 +398,10 @@ pub struct Mapping {
     /// by `_mapping` and `_field_caps`, changing nothing in how it is indexed.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub meta: BTreeMap<String, BTreeMap<String, String>>,
+    /// `completion` fields: keywords (a string or a list of them) that the completion
+    /// suggester completes (quarry-server's `es_suggest.rs`).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub completions: BTreeSet<String>,
     /// Multi-fields by their dotted name (`title.raw`); the parent is the name before the
     /// last dot.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -699,6 +703,9 @@ impl Mapping {
         merged
             .flat_objects
             .extend(update.flat_objects.iter().cloned());
+        merged
+            .completions
+            .extend(update.completions.iter().cloned());
         // Multi-fields are views of their parents' own index: they may be added or changed.
         for (name, multi) in &update.multi_fields {
             merged.multi_fields.insert(name.clone(), *multi);
@@ -763,6 +770,9 @@ impl Mapping {
     pub fn field_to_es_json(&self, name: &str) -> Json {
         let mut shown = match (self.constants.get(name), self.fields.get(name)) {
             (Some(value), _) => serde_json::json!({"type": "constant_keyword", "value": value}),
+            (None, Some(_)) if self.completions.contains(name) => {
+                serde_json::json!({"type": "completion", "analyzer": "simple"})
+            }
             (None, Some(rules)) => rules.to_es_json(),
             (None, None) => return Json::Null,
         };
@@ -984,6 +994,27 @@ fn read_properties(
                 }
                 mapping.flat_objects.insert(full);
             }
+            Some("completion") => {
+                for (key, given) in keys {
+                    match (key.as_str(), given.as_str()) {
+                        ("type", _) => {}
+                        // Inputs are matched by a case-insensitive prefix of the whole value,
+                        // as the `simple` analyzer (the default) reads them.
+                        ("analyzer" | "search_analyzer", Some("simple")) => {}
+                        _ => {
+                            return Err(error(
+                                &join(&here, key),
+                                "unknown or unsupported key for a completion field (known: \
+                                 type, analyzer: simple)",
+                            ))
+                        }
+                    }
+                }
+                mapping.completions.insert(full.clone());
+                mapping
+                    .fields
+                    .insert(full, FieldMapping::new(FieldType::Keyword));
+            }
             Some("constant_keyword") => {
                 let mut value = None;
                 for (key, given) in keys {
@@ -1057,8 +1088,8 @@ fn read_field(
                 &ty_path,
                 format!(
                     "unsupported type {other:?} (supported: text, match_only_text, keyword, \
-                     constant_keyword, boolean, date, date_nanos, ip, binary, geo_point, \
-                     object, nested, flat_object, {})",
+                     constant_keyword, completion, boolean, date, date_nanos, ip, binary, \
+                     geo_point, object, nested, flat_object, {})",
                     NumberType::ALL.map(NumberType::name).join(", ")
                 ),
             ))

@@ -746,3 +746,206 @@ fn multi_fields_answer_from_their_parents() {
     assert_eq!(status, 400, "{answer}");
     assert!(answer.to_string().contains("fields.k"), "{answer}");
 }
+
+/// Edits from `a` to `b` counting a swap of neighbours as one (the test's own model).
+fn edits(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut d = vec![vec![0; b.len() + 1]; a.len() + 1];
+    for i in 0..=a.len() {
+        for j in 0..=b.len() {
+            d[i][j] = if i == 0 || j == 0 {
+                i + j
+            } else {
+                let mut best = (d[i - 1][j] + 1)
+                    .min(d[i][j - 1] + 1)
+                    .min(d[i - 1][j - 1] + usize::from(a[i - 1] != b[j - 1]));
+                if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                    best = best.min(d[i - 2][j - 2] + 1);
+                }
+                best
+            };
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+/// The term, phrase and completion suggesters, against brute force over the documents.
+#[test]
+fn suggesters_answer_from_the_fields_terms() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("d"));
+    let create = json!({"mappings": {"properties": {
+        "name": {"type": "keyword"}, "body": {"type": "text"}, "title": {"type": "completion"}
+    }}});
+    let (status, answer) = server.request("PUT", "/people", Some(&create.to_string()));
+    assert_eq!(status, 200, "{answer}");
+    let names = [
+        "Ruth",
+        "Ruby",
+        "Rutherford",
+        "Natalie",
+        "Nathalie",
+        "Stephanie",
+        "Rut",
+    ];
+    let words = [
+        "quick", "brown", "fox", "quack", "brawn", "box", "fix", "quiet",
+    ];
+    let titles = [
+        "Doctor",
+        "dog walker",
+        "Docent",
+        "commandant",
+        "dolphin",
+        "DOT",
+        "dove",
+    ];
+    let mut docs = Vec::new();
+    for n in 0..60usize {
+        let body = (0..4)
+            .map(|k| words[(n * 3 + k * 5) % words.len()])
+            .collect::<Vec<_>>();
+        docs.push((
+            names[n % names.len()],
+            body.join(" "),
+            titles[n % titles.len()],
+        ));
+    }
+    let mut bulk = String::new();
+    for (name, body, title) in &docs {
+        let doc = json!({"name": name, "body": body, "title": title});
+        bulk.push_str(&format!(
+            "{{\"index\": {{\"_index\": \"people\"}}}}\n{doc}\n"
+        ));
+    }
+    let (status, answer) = server.request("POST", "/_bulk", Some(&bulk));
+    assert_eq!(
+        (status, &answer["errors"]),
+        (200, &json!(false)),
+        "{answer}"
+    );
+    let suggest = |body: Value| {
+        let query = json!({"size": 0, "suggest": body});
+        let (status, answer) = server.request(
+            "POST",
+            "/people/_search?typed_keys=true",
+            Some(&query.to_string()),
+        );
+        assert_eq!(status, 200, "{query}: {answer}");
+        answer["suggest"].clone()
+    };
+
+    // Term: every held value within two edits sharing the first char, as similar as half.
+    for (text, field, terms) in [
+        (
+            "Nataly",
+            "name",
+            names.iter().map(|n| n.to_string()).collect::<Vec<_>>(),
+        ),
+        (
+            "brwn",
+            "body",
+            words.iter().map(|w| w.to_string()).collect(),
+        ),
+        (
+            "quikc",
+            "body",
+            words.iter().map(|w| w.to_string()).collect(),
+        ),
+    ] {
+        let answer = suggest(json!({"s": {"text": text, "term": {"field": field, "size": 10}}}));
+        let entry = &answer["term#s"][0];
+        // A keyword's text is one word as written; a text field's words are lowercased.
+        let word = match field {
+            "name" => text.to_owned(),
+            _ => text.to_lowercase(),
+        };
+        assert_eq!(entry["text"], word.as_str(), "{answer}");
+        let word = word.as_str();
+        let mut want: Vec<(String, f64)> = terms
+            .iter()
+            .filter(|t| t.as_str() != word && t.chars().next() == word.chars().next())
+            .filter(|t| edits(word, t) <= 2)
+            .map(|t| {
+                let shorter = word.chars().count().min(t.chars().count()) as f64;
+                (t.clone(), 1.0 - edits(word, t) as f64 / shorter)
+            })
+            .filter(|(_, score)| *score >= 0.5)
+            .collect();
+        want.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let got: Vec<(String, f64)> = entry["options"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| {
+                (
+                    o["text"].as_str().unwrap().to_owned(),
+                    o["score"].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        // Equal scores are ordered by doc count first: compare as sets per score.
+        let key = |v: &Vec<(String, f64)>| {
+            let mut v: Vec<(String, u64)> = v
+                .iter()
+                .map(|(t, s)| (t.clone(), (s * 1e6) as u64))
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(key(&got), key(&want), "{text} on {field}: {answer}");
+        assert!(!want.is_empty(), "{text}: the model finds candidates");
+    }
+
+    // Phrase: one misspelt word corrected.
+    let answer = suggest(
+        json!({"p": {"text": "quick brwn fox", "phrase": {"field": "body",
+        "highlight": {"pre_tag": "<b>", "post_tag": "</b>"}}}}),
+    );
+    let best = &answer["phrase#p"][0]["options"][0];
+    assert_eq!(best["text"], "quick brown fox", "{answer}");
+    assert_eq!(best["highlighted"], "quick <b>brown</b> fox", "{answer}");
+
+    // Completion: inputs starting with the prefix, case aside, one per document, in order.
+    for (prefix, size) in [("do", 5), ("DO", 3), ("com", 5), ("x", 5)] {
+        let answer = suggest(
+            json!({"c": {"prefix": prefix, "completion": {"field": "title", "size": size}}}),
+        );
+        let options = answer["completion#c"][0]["options"]
+            .as_array()
+            .unwrap()
+            .clone();
+        let mut want: Vec<&str> = docs
+            .iter()
+            .map(|d| d.2)
+            .filter(|t| t.to_lowercase().starts_with(&prefix.to_lowercase()))
+            .collect();
+        want.sort_by_key(|t| (t.to_lowercase(), t.to_string()));
+        want.truncate(size);
+        let got: Vec<&str> = options
+            .iter()
+            .map(|o| o["text"].as_str().unwrap())
+            .collect();
+        assert_eq!(got, want, "{prefix}: {answer}");
+        for option in &options {
+            assert_eq!(option["_source"]["title"], option["text"], "{option}");
+        }
+    }
+
+    // What Quarry cannot answer is refused by name.
+    let (status, answer) = server.request(
+        "POST",
+        "/people/_search",
+        Some(&json!({"suggest": {"c": {"prefix": "d", "completion": {"field": "title", "fuzzy": {}}}}}).to_string()),
+    );
+    assert_eq!(status, 400, "{answer}");
+    assert!(
+        answer.to_string().contains("suggest.c.completion.fuzzy"),
+        "{answer}"
+    );
+    let weighted =
+        "{\"index\": {\"_index\": \"people\"}}\n{\"title\": {\"input\": \"dog\", \"weight\": 3}}\n";
+    let (_, answer) = server.request("POST", "/_bulk", Some(weighted));
+    assert_eq!(answer["errors"], json!(true), "{answer}");
+    assert!(answer.to_string().contains("completion"), "{answer}");
+}

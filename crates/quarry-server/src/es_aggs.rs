@@ -75,12 +75,15 @@ enum View {
         keys: KeyFilter,
         /// `value_type: date`: keys are times, as a date field's are.
         date_keys: bool,
+        /// `show_term_doc_count_error`: each bucket's error bound (0: counts are exact).
+        show_error: bool,
     },
     MultiTerms {
         size: usize,
         order: Vec<(OrderBy, bool)>,
         min_doc_count: u64,
         fields: Vec<String>,
+        show_error: bool,
     },
     /// `rare_terms`: every value in at most `max_doc_count` events, rarest first.
     RareTerms {
@@ -992,11 +995,15 @@ impl EsAgg {
                 field,
                 keys,
                 date_keys,
+                show_error,
             } => {
                 let dates = [ctx.is_date(field) || *date_keys];
                 let kept = keys.kept(buckets, dates[0], ctx.is_string_field(field), &self.name)?;
-                let (list, other) =
+                let (mut list, other) =
                     self.render_terms(&kept, &dates, *min_doc_count, u64::MAX, order, *size, ctx)?;
+                if *show_error {
+                    with_error_bounds(&mut list);
+                }
                 let unsigned = ctx.searcher.schema().rules(field).is_some_and(|r| {
                     r.ty == quarry_store::FieldType::Number
                         && r.number_type == quarry_store::mapping::NumberType::UnsignedLong
@@ -1022,11 +1029,15 @@ impl EsAgg {
                 order,
                 min_doc_count,
                 fields,
+                show_error,
             } => {
                 let dates: Vec<bool> = fields.iter().map(|f| ctx.is_date(f)).collect();
                 let all: Vec<&BucketResult> = buckets.iter().collect();
-                let (list, other) =
+                let (mut list, other) =
                     self.render_terms(&all, &dates, *min_doc_count, u64::MAX, order, *size, ctx)?;
+                if *show_error {
+                    with_error_bounds(&mut list);
+                }
                 Ok((
                     json!({
                         "doc_count_error_upper_bound": 0,
@@ -1805,6 +1816,24 @@ pub(crate) fn refuse_flat_object_fields(
     Ok(())
 }
 
+/// `show_term_doc_count_error` of a terms aggregation.
+fn show_error(body: &JsonValue, path: &str) -> Result<bool, ApiError> {
+    match body.get("show_term_doc_count_error") {
+        None => Ok(false),
+        Some(JsonValue::Bool(show)) => Ok(*show),
+        Some(other) => Err(bad(format!(
+            "{path}.show_term_doc_count_error: expected true or false, got {other}"
+        ))),
+    }
+}
+
+/// Each bucket's `doc_count_error_upper_bound`: 0, as counts over one index are exact.
+fn with_error_bounds(buckets: &mut [Map<String, JsonValue>]) {
+    for bucket in buckets {
+        bucket.insert("doc_count_error_upper_bound".into(), 0.into());
+    }
+}
+
 /// Names each multi-field an aggregation reads (its `field`, at any depth) by its parent,
 /// whose values it shows (`quarry_store::mapping::MultiField`).
 pub(crate) fn resolve_multi_fields(aggs: &mut JsonValue, mapping: &quarry_store::Mapping) {
@@ -2090,6 +2119,9 @@ fn node_of(
                     "unsupported: {path}.min_doc_count = 0 (buckets for values no match holds)"
                 )));
             }
+            // One index is one shard: a term under the shard's bound never leaves it.
+            let min_doc_count =
+                min_doc_count.max(count_option(body, "shard_min_doc_count", 0, path)?);
             let order = terms_order(body.get("order"), path)?;
             // `value_type: date` types the values of an unmapped field, `missing` among them:
             // a date, keyed as a time.
@@ -2117,6 +2149,7 @@ fn node_of(
                     field,
                     keys: KeyFilter::parse(body, path)?,
                     date_keys,
+                    show_error: show_error(body, path)?,
                 },
             ))
         }
@@ -2147,6 +2180,9 @@ fn node_of(
                     "unsupported: {path}.min_doc_count = 0 (buckets for values no match holds)"
                 )));
             }
+            // One index is one shard: a term under the shard's bound never leaves it.
+            let min_doc_count =
+                min_doc_count.max(count_option(body, "shard_min_doc_count", 0, path)?);
             Ok((
                 NodeKind::MultiTerms {
                     fields: fields.clone(),
@@ -2156,6 +2192,7 @@ fn node_of(
                     order: terms_order(body.get("order"), path)?,
                     min_doc_count,
                     fields: fields.into_iter().map(|(f, _)| f).collect(),
+                    show_error: show_error(body, path)?,
                 },
             ))
         }
@@ -2977,10 +3014,13 @@ fn signed_interval(text: &str) -> Result<i64, String> {
 /// index; `value_type`: the type of values of an unmapped field or a script, and an unmapped
 /// field has none here while scripts are refused, except `terms`' `missing` value, which
 /// `value_type: date` reads as a date). Any other option is a 400 naming it: ignored, it would
-/// give a different answer than asked for.
-fn check_options(kind: &str, body: &JsonValue, path: &str) -> Result<(), ApiError> {
-    let known: &[&str] = match kind {
-        "date_histogram" => &[
+/// give a different answer than asked for. A test (crates/quarry/tests/es_options.rs) asks
+/// each with and without and shows it changes the answer, or is one of the no-ops above.
+/// Types not listed (`filter`, `global`, `top_hits`, ...) check their options where read.
+pub const AGG_OPTIONS: &[(&str, &[&str])] = &[
+    (
+        "date_histogram",
+        &[
             "field",
             "fixed_interval",
             "calendar_interval",
@@ -2993,7 +3033,10 @@ fn check_options(kind: &str, body: &JsonValue, path: &str) -> Result<(), ApiErro
             "keyed",
             "order",
         ],
-        "terms" => &[
+    ),
+    (
+        "terms",
+        &[
             "field",
             "size",
             "order",
@@ -3008,7 +3051,10 @@ fn check_options(kind: &str, body: &JsonValue, path: &str) -> Result<(), ApiErro
             "collect_mode",
             "show_term_doc_count_error",
         ],
-        "multi_terms" => &[
+    ),
+    (
+        "multi_terms",
+        &[
             "terms",
             "size",
             "order",
@@ -3018,8 +3064,11 @@ fn check_options(kind: &str, body: &JsonValue, path: &str) -> Result<(), ApiErro
             "collect_mode",
             "show_term_doc_count_error",
         ],
-        // `precision` tunes the cuckoo filter of a sharded count; counts here are exact.
-        "rare_terms" => &[
+    ),
+    // `precision` tunes the cuckoo filter of a sharded count; counts here are exact.
+    (
+        "rare_terms",
+        &[
             "field",
             "max_doc_count",
             "missing",
@@ -3028,8 +3077,11 @@ fn check_options(kind: &str, body: &JsonValue, path: &str) -> Result<(), ApiErro
             "exclude",
             "value_type",
         ],
-        "composite" => &["sources", "size", "after"],
-        "histogram" => &[
+    ),
+    ("composite", &["sources", "size", "after"]),
+    (
+        "histogram",
+        &[
             "field",
             "interval",
             "offset",
@@ -3039,19 +3091,86 @@ fn check_options(kind: &str, body: &JsonValue, path: &str) -> Result<(), ApiErro
             "order",
             "format",
         ],
-        "range" => &["field", "ranges", "keyed"],
-        "date_range" => &["field", "ranges", "keyed", "format", "time_zone"],
-        "avg" | "min" | "max" | "sum" | "stats" | "value_count" => &["field", "missing"],
-        "extended_stats" => &["field", "sigma", "missing"],
-        "median_absolute_deviation" => &["field", "compression", "missing"],
-        "weighted_avg" => &["value", "weight"],
-        "cardinality" => &["field", "precision_threshold", "missing"],
-        "percentiles" => &["field", "percents", "keyed", "missing", "hdr", "tdigest"],
-        "filters" => &["filters", "other_bucket", "other_bucket_key", "keyed"],
-        "adjacency_matrix" => &["filters", "separator"],
-        "missing" => &["field", "missing"],
-        // The body is a query, checked as one; unknown types are refused where built.
-        _ => return Ok(()),
+    ),
+    ("range", &["field", "ranges", "keyed"]),
+    (
+        "date_range",
+        &["field", "ranges", "keyed", "format", "time_zone"],
+    ),
+    ("avg", &["field", "missing"]),
+    ("min", &["field", "missing"]),
+    ("max", &["field", "missing"]),
+    ("sum", &["field", "missing"]),
+    ("stats", &["field", "missing"]),
+    ("value_count", &["field", "missing"]),
+    ("extended_stats", &["field", "sigma", "missing"]),
+    (
+        "median_absolute_deviation",
+        &["field", "compression", "missing"],
+    ),
+    ("weighted_avg", &["value", "weight"]),
+    ("cardinality", &["field", "precision_threshold", "missing"]),
+    (
+        "percentiles",
+        &["field", "percents", "keyed", "missing", "hdr", "tdigest"],
+    ),
+    (
+        "filters",
+        &["filters", "other_bucket", "other_bucket_key", "keyed"],
+    ),
+    ("adjacency_matrix", &["filters", "separator"]),
+    ("missing", &["field", "missing"]),
+];
+
+/// The options each pipeline aggregation takes (`format` is read only to be refused: Quarry
+/// shows no value as text).
+pub const PIPELINE_OPTIONS: &[(&str, &[&str])] = &[
+    ("derivative", &["buckets_path", "gap_policy", "format"]),
+    // Elasticsearch's cumulative sum takes no `gap_policy`: a gap adds nothing to it.
+    ("cumulative_sum", &["buckets_path", "format"]),
+    (
+        "serial_diff",
+        &["buckets_path", "gap_policy", "format", "lag"],
+    ),
+    (
+        "moving_avg",
+        &["buckets_path", "gap_policy", "format", "window", "model"],
+    ),
+    (
+        "moving_fn",
+        &[
+            "buckets_path",
+            "gap_policy",
+            "format",
+            "window",
+            "shift",
+            "script",
+        ],
+    ),
+    (
+        "bucket_script",
+        &["buckets_path", "gap_policy", "format", "script"],
+    ),
+    ("avg_bucket", &["buckets_path", "gap_policy", "format"]),
+    ("max_bucket", &["buckets_path", "gap_policy", "format"]),
+    ("min_bucket", &["buckets_path", "gap_policy", "format"]),
+    ("sum_bucket", &["buckets_path", "gap_policy", "format"]),
+];
+
+fn options_of(
+    table: &[(&str, &'static [&'static str])],
+    kind: &str,
+) -> Option<&'static [&'static str]> {
+    table
+        .iter()
+        .find(|(k, _)| *k == kind)
+        .map(|(_, keys)| *keys)
+}
+
+fn check_options(kind: &str, body: &JsonValue, path: &str) -> Result<(), ApiError> {
+    // Others: the body is a query, checked as one; unknown types are refused where built.
+    let Some(known) = options_of(AGG_OPTIONS, kind) else {
+        return Ok(());
     };
     let Some(options) = body.as_object() else {
         return Err(bad(format!("{path}: expected an object of options")));
@@ -3082,23 +3201,8 @@ fn parse_pipeline(
     body: &JsonValue,
     path: &str,
 ) -> Result<Option<Pipeline>, ApiError> {
-    let known: &[&str] = match kind {
-        "derivative" | "cumulative_sum" => &["buckets_path", "gap_policy", "format"],
-        "serial_diff" => &["buckets_path", "gap_policy", "format", "lag"],
-        "moving_avg" => &["buckets_path", "gap_policy", "format", "window", "model"],
-        "moving_fn" => &[
-            "buckets_path",
-            "gap_policy",
-            "format",
-            "window",
-            "shift",
-            "script",
-        ],
-        "bucket_script" => &["buckets_path", "gap_policy", "format", "script"],
-        "avg_bucket" | "max_bucket" | "min_bucket" | "sum_bucket" => {
-            &["buckets_path", "gap_policy", "format"]
-        }
-        _ => return Ok(None),
+    let Some(known) = options_of(PIPELINE_OPTIONS, kind) else {
+        return Ok(None);
     };
     let object = body
         .as_object()

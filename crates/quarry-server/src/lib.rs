@@ -68,6 +68,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 use tenants::TenantSpec;
 
+pub use es_aggs::{AGG_OPTIONS, PIPELINE_OPTIONS};
 pub use tenants::DEFAULT_TENANT;
 
 #[derive(Debug, Clone)]

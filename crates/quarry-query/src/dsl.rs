@@ -239,16 +239,18 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
                 words: Box::new(words(Some(field), &text, operator)),
                 text,
             };
+            let words = boosted(words, options.get("boost"), path)?;
             with_lenient(words, &options, path)
         }
         "match_phrase" => {
             let (field, options) = field_and_options(body, path, "query")?;
             check_keys(&options, &["query", "boost", "analyzer", "slop"], path)?;
-            Ok(Ast::Phrase {
+            let phrase = Ast::Phrase {
                 field: Some(field_name(field).to_owned()),
                 text: text_of(options.get("query"), path)?,
                 slop: slop_of(&options, path, "slop")?,
-            })
+            };
+            boosted(phrase, options.get("boost"), path)
         }
         "match_bool_prefix" => {
             let (field, options) = field_and_options(body, path, "query")?;
@@ -366,7 +368,8 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
             let value = options
                 .get("value")
                 .ok_or_else(|| error(path, "expected a value"))?;
-            term(field, value, case_insensitive(&options, path)?, path)
+            let term = term(field, value, case_insensitive(&options, path)?, path)?;
+            boosted(term, options.get("boost"), path)
         }
         "terms" => {
             let object = body
@@ -387,11 +390,16 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
             if clauses.is_empty() {
                 return Ok(nothing());
             }
-            Ok(Ast::Bool(clauses))
+            // A set of terms scores each match its boost, as Elasticsearch's terms query.
+            Ok(Ast::Constant {
+                inner: Box::new(Ast::Bool(clauses)),
+                score: boost_of(object.get("boost"), path)?,
+            })
         }
         "range" => {
             let (field, options) = field_and_options(body, path, "")?;
-            range(field, options, path, now)
+            let boost = options.get("boost").cloned();
+            boosted(range(field, options, path, now)?, boost.as_ref(), path)
         }
         "terms_set" => {
             let (field, options) = field_and_options(body, path, "terms")?;
@@ -425,24 +433,30 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
             )
         }
         "exists" => {
+            if let Some(options) = body.as_object() {
+                check_keys(options, &["field", "boost"], path)?;
+            }
             let field = body
                 .get("field")
                 .and_then(Value::as_str)
                 .ok_or_else(|| error(path, "expected {\"field\": \"name\"}"))?;
-            match field {
+            let exists = match field {
                 // Every document has these metadata fields.
-                "_index" | "_id" | "_seq_no" | "_version" | "_primary_term" => Ok(Ast::All),
-                "_source" => Err(DslError {
-                    kind: Some("query_shard_exception"),
-                    ..error(
-                        path,
-                        "field [_source] of type [_source] does not support exists queries",
-                    )
-                }),
-                field => Ok(Ast::Exists {
+                "_index" | "_id" | "_seq_no" | "_version" | "_primary_term" => Ast::All,
+                "_source" => {
+                    return Err(DslError {
+                        kind: Some("query_shard_exception"),
+                        ..error(
+                            path,
+                            "field [_source] of type [_source] does not support exists queries",
+                        )
+                    })
+                }
+                field => Ast::Exists {
                     field: field_name(field).to_owned(),
-                }),
-            }
+                },
+            };
+            boosted(exists, body.get("boost"), path)
         }
         "prefix" | "wildcard" | "regexp" | "fuzzy" => {
             let (field, options) = field_and_options(body, path, "value")?;
@@ -817,6 +831,8 @@ pub fn query_string(
             | "auto_generate_synonyms_phrase_query"
             | "enable_position_increments"
                 if value.is_boolean() => {}
+            // The boost is applied below; the automaton bound only limits regexes that
+            // Quarry bounds by `MAX_REGEX_LENGTH` and its DFA size.
             "boost" | "max_determinized_states" if value.is_number() => {}
             "rewrite" if value.is_string() => {}
             "type" if value.as_str() == Some("best_fields") => {}
@@ -856,6 +872,7 @@ pub fn query_string(
         };
         ast = Ast::Bool(with_minimum_should_match(clauses, minimum));
     }
+    let ast = boosted(ast, options.get("boost"), path)?;
     with_lenient(ast, options, path)
 }
 

@@ -480,3 +480,86 @@ fn every_aggregation_option_is_honoured_or_a_documented_no_op() {
     );
     assert!(checked > 100, "{checked}");
 }
+
+/// A query's `boost` multiplies its scores, for every query type that takes one (some took
+/// it and left the scores as they were): each hit scores `boost ×` its score without.
+#[test]
+fn every_query_boost_scales_the_scores() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("d"));
+    let mapping = json!({"mappings": {"properties": {
+        "k": {"type": "keyword"}, "n": {"type": "long"}, "t": {"type": "text"}
+    }}});
+    let (status, answer) = server.request("PUT", "/boosts", Some(&mapping.to_string()));
+    assert_eq!(status, 200, "{answer}");
+    let mut bulk = String::new();
+    for event in events() {
+        bulk.push_str(&format!(
+            "{{\"index\": {{\"_index\": \"boosts\"}}}}\n{event}\n"
+        ));
+    }
+    let (status, answer) = server.request("POST", "/_bulk", Some(&bulk));
+    assert_eq!(
+        (status, &answer["errors"]),
+        (200, &json!(false)),
+        "{answer}"
+    );
+    let scores = |query: &Value| {
+        let body = json!({"size": 100, "query": query});
+        let (status, answer) = server.request("POST", "/boosts/_search", Some(&body.to_string()));
+        assert_eq!(status, 200, "{query}: {answer}");
+        let mut hits: Vec<(String, f64)> = answer["hits"]["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| {
+                (
+                    h["_id"].as_str().unwrap().to_owned(),
+                    h["_score"].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        hits.sort_by(|a, b| a.0.cmp(&b.0));
+        hits
+    };
+    let queries = [
+        json!({"match": {"t": {"query": "beta gamma"}}}),
+        json!({"match_phrase": {"t": {"query": "beta gamma"}}}),
+        json!({"term": {"k": {"value": "a"}}}),
+        json!({"terms": {"k": ["a", "b"]}}),
+        json!({"range": {"n": {"gte": 30}}}),
+        json!({"exists": {"field": "n"}}),
+        json!({"prefix": {"k": {"value": "r"}}}),
+        json!({"query_string": {"query": "beta OR k:a"}}),
+        json!({"multi_match": {"query": "gamma", "fields": ["t"]}}),
+        json!({"match_all": {}}),
+        json!({"ids": {"values": ["no-such-id"]}}),
+        json!({"constant_score": {"filter": {"term": {"k": "b"}}}}),
+    ];
+    for query in queries {
+        let plain = scores(&query);
+        let mut boosted = query.clone();
+        let (kind, body) = boosted.as_object_mut().unwrap().iter_mut().next().unwrap();
+        // Field-level options hold the boost where there is one field; else the body.
+        let single_field =
+            ["match", "match_phrase", "term", "range", "prefix"].contains(&kind.as_str());
+        match single_field {
+            true => {
+                let options = body.as_object_mut().unwrap().values_mut().next().unwrap();
+                options["boost"] = json!(2.0);
+            }
+            false => body["boost"] = json!(2.0),
+        }
+        let doubled = scores(&boosted);
+        assert_eq!(doubled.len(), plain.len(), "{boosted}");
+        for ((id, score), (same_id, twice)) in plain.iter().zip(&doubled) {
+            assert_eq!(id, same_id);
+            assert!(
+                (twice - 2.0 * score).abs() <= 1e-4 * score.abs().max(1.0),
+                "{boosted}: {id} scores {twice}, twice {score} expected"
+            );
+        }
+        let any = if query.get("ids").is_some() { 0 } else { 1 };
+        assert!(plain.len() >= any, "{query} finds events");
+    }
+}

@@ -152,6 +152,168 @@ pub fn field_name(name: &str) -> &str {
     }
 }
 
+/// The options each query type takes, every one honoured or a no-op that cannot change the
+/// answer here; any other is refused by name. The compiler checks a body against its
+/// type's list (`options_of`), and a test (crates/quarry/tests/es_options.rs) asks each with
+/// and without it. `multi_match.bool_prefix` is `multi_match` of `type: bool_prefix`;
+/// `terms` takes field lists besides its `boost`; `intervals` rules check their own.
+pub const QUERY_OPTIONS: &[(&str, &[&str])] = &[
+    ("match_all", &["boost"]),
+    ("ids", &["values", "boost"]),
+    (
+        "bool",
+        &[
+            "must",
+            "filter",
+            "should",
+            "must_not",
+            "minimum_should_match",
+            "boost",
+        ],
+    ),
+    (
+        "match",
+        &[
+            "query",
+            "operator",
+            "boost",
+            "lenient",
+            "zero_terms_query",
+            "auto_generate_synonyms_phrase_query",
+            "fuzzy_transpositions",
+        ],
+    ),
+    // A match or match_phrase is analyzed as its field is: another `analyzer` is refused
+    // (`match_bool_prefix` takes one).
+    ("match_phrase", &["query", "boost", "slop"]),
+    ("match_bool_prefix", BOOL_PREFIX_OPTIONS),
+    (
+        "multi_match",
+        &[
+            "query", "fields", "type", "operator", "boost", "lenient", "slop",
+        ],
+    ),
+    (
+        "multi_match.bool_prefix",
+        &[
+            "query",
+            "fields",
+            "type",
+            "operator",
+            "boost",
+            "lenient",
+            "analyzer",
+            "minimum_should_match",
+            "fuzziness",
+            "prefix_length",
+            "max_expansions",
+            "fuzzy_transpositions",
+            "fuzzy_rewrite",
+        ],
+    ),
+    ("query_string", QUERY_STRING_OPTIONS),
+    ("simple_query_string", SIMPLE_QUERY_STRING_OPTIONS),
+    ("term", &["value", "boost", "case_insensitive"]),
+    ("terms", &["boost"]),
+    (
+        "range",
+        &[
+            "gt",
+            "gte",
+            "lt",
+            "lte",
+            "from",
+            "to",
+            "include_lower",
+            "include_upper",
+            "format",
+            "boost",
+            "time_zone",
+        ],
+    ),
+    (
+        "terms_set",
+        &["terms", "minimum_should_match_field", "boost"],
+    ),
+    ("exists", &["field", "boost"]),
+    ("prefix", &["value", "boost", "rewrite", "case_insensitive"]),
+    (
+        "wildcard",
+        &["value", "wildcard", "boost", "rewrite", "case_insensitive"],
+    ),
+    (
+        "regexp",
+        &[
+            "value",
+            "boost",
+            "rewrite",
+            "case_insensitive",
+            "flags",
+            "max_determinized_states",
+        ],
+    ),
+    (
+        "fuzzy",
+        &[
+            "value",
+            "boost",
+            "rewrite",
+            "fuzziness",
+            "max_expansions",
+            "prefix_length",
+            "transpositions",
+        ],
+    ),
+    ("constant_score", &["filter", "boost"]),
+];
+
+const QUERY_STRING_OPTIONS: &[&str] = &[
+    "query",
+    "default_operator",
+    "default_field",
+    "fields",
+    "time_zone",
+    "phrase_slop",
+    "analyze_wildcard",
+    "auto_generate_synonyms_phrase_query",
+    "enable_position_increments",
+    "boost",
+    "max_determinized_states",
+    "rewrite",
+    "type",
+    "allow_leading_wildcard",
+    "lenient",
+    "minimum_should_match",
+];
+
+const SIMPLE_QUERY_STRING_OPTIONS: &[&str] = &[
+    "query",
+    "default_operator",
+    "default_field",
+    "fields",
+    "time_zone",
+    "phrase_slop",
+    "analyze_wildcard",
+    "auto_generate_synonyms_phrase_query",
+    "enable_position_increments",
+    "boost",
+    "max_determinized_states",
+    "rewrite",
+    "type",
+    "allow_leading_wildcard",
+    "lenient",
+    "minimum_should_match",
+    "flags",
+];
+
+/// The options query type `kind` takes (`QUERY_OPTIONS`).
+fn options_of(kind: &str) -> &'static [&'static str] {
+    QUERY_OPTIONS
+        .iter()
+        .find(|(k, _)| *k == kind)
+        .map_or(&[], |(_, keys)| *keys)
+}
+
 /// The longest `regexp` value, in UTF-16 units (Elasticsearch's `index.max_regex_length`).
 const MAX_REGEX_LENGTH: usize = 1000;
 
@@ -179,7 +341,7 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
         // Every document, each scored 1 (times a boost), as in Elasticsearch.
         "match_all" => {
             if let Some(options) = body.as_object() {
-                check_keys(options, &["boost"], path)?;
+                check_keys(options, options_of("match_all"), path)?;
             }
             Ok(Ast::Constant {
                 inner: Box::new(Ast::All),
@@ -190,7 +352,7 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
             let options = body
                 .as_object()
                 .ok_or_else(|| error(path, "expected {\"values\": [ids]}"))?;
-            check_keys(options, &["values", "boost"], path)?;
+            check_keys(options, options_of("ids"), path)?;
             let values = options
                 .get("values")
                 .and_then(Value::as_array)
@@ -211,7 +373,11 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
             if clauses.is_empty() {
                 return Ok(nothing());
             }
-            boosted(Ast::Bool(clauses), options.get("boost"), path)
+            // Each document found scores its boost, as Elasticsearch's ids query.
+            Ok(Ast::Constant {
+                inner: Box::new(Ast::Bool(clauses)),
+                score: boost_of(options.get("boost"), path)?,
+            })
         }
         "match_none" => Ok(nothing()),
         "bool" => boosted(compile_bool(body, path, now)?, body.get("boost"), path),
@@ -219,20 +385,15 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
             let (field, options) = field_and_options(body, path, "query")?;
             let text = text_of(options.get("query"), path)?;
             let operator = operator_of(&options, path, "operator")?;
-            check_keys(
-                &options,
-                &[
-                    "query",
-                    "operator",
-                    "boost",
-                    "analyzer",
-                    "lenient",
-                    "zero_terms_query",
-                    "auto_generate_synonyms_phrase_query",
-                    "fuzzy_transpositions",
-                ],
-                path,
-            )?;
+            check_keys(&options, options_of("match"), path)?;
+            // `all` would match every document when the text has no words; Quarry's match
+            // matches none then (the default, `none`).
+            if let Some(zero) = options.get("zero_terms_query").filter(|z| *z != "none") {
+                return Err(error(
+                    path,
+                    format!("unsupported: zero_terms_query {zero} (only none)"),
+                ));
+            }
             let field = field_name(field);
             let words = Ast::Match {
                 field: field.to_owned(),
@@ -244,7 +405,7 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
         }
         "match_phrase" => {
             let (field, options) = field_and_options(body, path, "query")?;
-            check_keys(&options, &["query", "boost", "analyzer", "slop"], path)?;
+            check_keys(&options, options_of("match_phrase"), path)?;
             let phrase = Ast::Phrase {
                 field: Some(field_name(field).to_owned()),
                 text: text_of(options.get("query"), path)?,
@@ -254,7 +415,7 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
         }
         "match_bool_prefix" => {
             let (field, options) = field_and_options(body, path, "query")?;
-            check_keys(&options, BOOL_PREFIX_OPTIONS, path)?;
+            check_keys(&options, options_of("match_bool_prefix"), path)?;
             let text = text_of(options.get("query"), path)?;
             let query = bool_prefix(Some(field_name(field).to_owned()), text, &options, path)?;
             boosted(Ast::BoolPrefix(Box::new(query)), options.get("boost"), path)
@@ -269,9 +430,9 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
                 Some(_) => return Err(error(path, "type: expected a string")),
             };
             let known: &[&str] = match kind {
-                "best_fields" | "most_fields" | "cross_fields" | "phrase" => &[
-                    "query", "fields", "type", "operator", "boost", "lenient", "slop",
-                ],
+                "best_fields" | "most_fields" | "cross_fields" | "phrase" => {
+                    options_of("multi_match")
+                }
                 "bool_prefix" => {
                     // Elasticsearch's words for options a bool_prefix query has no use for.
                     for option in ["slop", "cutoff_frequency"] {
@@ -282,21 +443,7 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
                             ));
                         }
                     }
-                    &[
-                        "query",
-                        "fields",
-                        "type",
-                        "operator",
-                        "boost",
-                        "lenient",
-                        "analyzer",
-                        "minimum_should_match",
-                        "fuzziness",
-                        "prefix_length",
-                        "max_expansions",
-                        "fuzzy_transpositions",
-                        "fuzzy_rewrite",
-                    ]
+                    options_of("multi_match.bool_prefix")
                 }
                 other => return Err(error(path, format!("type {other:?} is not supported"))),
             };
@@ -364,7 +511,7 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
         }
         "term" => {
             let (field, options) = field_and_options(body, path, "value")?;
-            check_keys(&options, &["value", "boost", "case_insensitive"], path)?;
+            check_keys(&options, options_of("term"), path)?;
             let value = options
                 .get("value")
                 .ok_or_else(|| error(path, "expected a value"))?;
@@ -398,16 +545,16 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
         }
         "range" => {
             let (field, options) = field_and_options(body, path, "")?;
-            let boost = options.get("boost").cloned();
-            boosted(range(field, options, path, now)?, boost.as_ref(), path)
+            // Each match scores its boost, as Elasticsearch's range query.
+            let score = boost_of(options.get("boost"), path)?;
+            Ok(Ast::Constant {
+                inner: Box::new(range(field, options, path, now)?),
+                score,
+            })
         }
         "terms_set" => {
             let (field, options) = field_and_options(body, path, "terms")?;
-            check_keys(
-                &options,
-                &["terms", "minimum_should_match_field", "boost"],
-                path,
-            )?;
+            check_keys(&options, options_of("terms_set"), path)?;
             let terms = options
                 .get("terms")
                 .and_then(Value::as_array)
@@ -434,7 +581,7 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
         }
         "exists" => {
             if let Some(options) = body.as_object() {
-                check_keys(options, &["field", "boost"], path)?;
+                check_keys(options, options_of("exists"), path)?;
             }
             let field = body
                 .get("field")
@@ -456,31 +603,15 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
                     field: field_name(field).to_owned(),
                 },
             };
-            boosted(exists, body.get("boost"), path)
+            // Each match scores its boost, as Elasticsearch's exists query.
+            Ok(Ast::Constant {
+                inner: Box::new(exists),
+                score: boost_of(body.get("boost"), path)?,
+            })
         }
         "prefix" | "wildcard" | "regexp" | "fuzzy" => {
             let (field, options) = field_and_options(body, path, "value")?;
-            let known: &[&str] = match kind.as_str() {
-                "prefix" => &["value", "boost", "rewrite", "case_insensitive"],
-                "wildcard" => &["value", "wildcard", "boost", "rewrite", "case_insensitive"],
-                "regexp" => &[
-                    "value",
-                    "boost",
-                    "rewrite",
-                    "case_insensitive",
-                    "flags",
-                    "max_determinized_states",
-                ],
-                _ => &[
-                    "value",
-                    "boost",
-                    "rewrite",
-                    "fuzziness",
-                    "max_expansions",
-                    "prefix_length",
-                    "transpositions",
-                ],
-            };
+            let known = options_of(kind);
             check_keys(&options, known, path)?;
             // Options that would change what matches, honoured only at their defaults.
             for (option, default) in [
@@ -539,7 +670,7 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
             let options = body
                 .as_object()
                 .ok_or_else(|| error(path, "expected {\"filter\": {...}}"))?;
-            check_keys(options, &["filter", "boost"], path)?;
+            check_keys(options, options_of("constant_score"), path)?;
             let filter = options
                 .get("filter")
                 .ok_or_else(|| error(path, "expected a filter"))?;
@@ -794,8 +925,16 @@ pub fn query_string(
     let mut fields: Vec<String> = Vec::new();
     let mut phrase_slop = 0;
     let mut minimum_should_match = None;
+    let known = options_of(if simple {
+        "simple_query_string"
+    } else {
+        "query_string"
+    });
     for (key, value) in options {
         let bad = |what: &str| error(path, format!("{key}: expected {what}"));
+        if !known.contains(&key.as_str()) {
+            return Err(error(path, format!("unsupported: option [{key}]")));
+        }
         match key.as_str() {
             "query" => {}
             "default_operator" => {
@@ -1135,7 +1274,8 @@ fn compile_bool(body: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
             "must" | "filter" => Occur::Must,
             "should" => Occur::Should,
             "must_not" => Occur::MustNot,
-            "minimum_should_match" | "boost" | "_name" => continue,
+            "_name" => continue,
+            key if options_of("bool").contains(&key) => continue,
             other => return Err(error(path, format!("unknown bool clause [{other}]"))),
         };
         let items: Vec<&Value> = match value {
@@ -1624,23 +1764,7 @@ fn range(
     path: &str,
     now: i64,
 ) -> Result<Ast, DslError> {
-    check_keys(
-        &options,
-        &[
-            "gt",
-            "gte",
-            "lt",
-            "lte",
-            "from",
-            "to",
-            "include_lower",
-            "include_upper",
-            "format",
-            "boost",
-            "time_zone",
-        ],
-        path,
-    )?;
+    check_keys(&options, options_of("range"), path)?;
     let field = field_name(field);
     let is_time = field == TIME_FIELD;
     let format = options.get("format").and_then(Value::as_str).unwrap_or("");
@@ -2080,7 +2204,11 @@ mod tests {
             "query",
             NOW,
         ) {
-            Ok(Ast::Range { range, .. }) => (range.lower, range.upper),
+            // A range scores each match its boost (1): its bounds are inside.
+            Ok(Ast::Constant { inner, score }) if score == 1.0 => match *inner {
+                Ast::Range { range, .. } => (range.lower, range.upper),
+                other => panic!("{other:?}"),
+            },
             other => panic!("{other:?}"),
         };
         use Bound::{Excluded, Included, Unbounded};

@@ -2205,7 +2205,7 @@ mod tests {
             NOW,
         ) {
             // A range scores each match its boost (1): its bounds are inside.
-            Ok(Ast::Constant { inner, score }) if score == 1.0 => match *inner {
+            Ok(Ast::Constant { inner, score: 1.0 }) => match *inner {
                 Ast::Range { range, .. } => (range.lower, range.upper),
                 other => panic!("{other:?}"),
             },

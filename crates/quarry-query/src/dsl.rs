@@ -211,8 +211,8 @@ pub const QUERY_OPTIONS: &[(&str, &[&str])] = &[
             "fuzzy_rewrite",
         ],
     ),
-    ("query_string", QUERY_STRING_OPTIONS),
-    ("simple_query_string", SIMPLE_QUERY_STRING_OPTIONS),
+    ("query_string", &QUERY_STRING_OPTIONS),
+    ("simple_query_string", &SIMPLE_QUERY_STRING_OPTIONS),
     ("term", &["value", "boost", "case_insensitive"]),
     ("terms", &["boost"]),
     (
@@ -267,7 +267,7 @@ pub const QUERY_OPTIONS: &[(&str, &[&str])] = &[
     ("constant_score", &["filter", "boost"]),
 ];
 
-const QUERY_STRING_OPTIONS: &[&str] = &[
+const QUERY_STRING_OPTIONS: [&str; 16] = [
     "query",
     "default_operator",
     "default_field",
@@ -286,25 +286,17 @@ const QUERY_STRING_OPTIONS: &[&str] = &[
     "minimum_should_match",
 ];
 
-const SIMPLE_QUERY_STRING_OPTIONS: &[&str] = &[
-    "query",
-    "default_operator",
-    "default_field",
-    "fields",
-    "time_zone",
-    "phrase_slop",
-    "analyze_wildcard",
-    "auto_generate_synonyms_phrase_query",
-    "enable_position_increments",
-    "boost",
-    "max_determinized_states",
-    "rewrite",
-    "type",
-    "allow_leading_wildcard",
-    "lenient",
-    "minimum_should_match",
-    "flags",
-];
+/// `query_string`'s options and `flags` (only `ALL`).
+const SIMPLE_QUERY_STRING_OPTIONS: [&str; 17] = {
+    let mut all = [""; 17];
+    let mut i = 0;
+    while i < QUERY_STRING_OPTIONS.len() {
+        all[i] = QUERY_STRING_OPTIONS[i];
+        i += 1;
+    }
+    all[16] = "flags";
+    all
+};
 
 /// The options query type `kind` takes (`QUERY_OPTIONS`).
 fn options_of(kind: &str) -> &'static [&'static str] {

@@ -28,6 +28,8 @@ fn events() -> Vec<Value> {
                 "g": -1.0 - ((i * 7) % 40) as f64,
                 "d": (T0 + (40 - i) * DAY) * 1000,
                 "t": t,
+                "one": 1,
+                "two": 2,
             });
             // Uneven counts, one value held once (rare), some events without one.
             if i == 5 {
@@ -41,6 +43,32 @@ fn events() -> Vec<Value> {
             event
         })
         .collect()
+}
+
+/// A server with index `index` holding `events()` (ids `e0`..), mapped.
+fn indexed(index: &str) -> (tempfile::TempDir, Server) {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("d"));
+    let mapping = json!({"mappings": {"properties": {
+        "k": {"type": "keyword"}, "k2": {"type": "keyword"}, "n": {"type": "long"},
+        "f": {"type": "double"}, "g": {"type": "double"}, "d": {"type": "date"},
+        "t": {"type": "text"}, "one": {"type": "long"}, "two": {"type": "long"}
+    }}});
+    let (status, answer) = server.request("PUT", &format!("/{index}"), Some(&mapping.to_string()));
+    assert_eq!(status, 200, "{answer}");
+    let mut bulk = String::new();
+    for (i, event) in events().into_iter().enumerate() {
+        bulk.push_str(&format!(
+            "{{\"index\": {{\"_index\": \"{index}\", \"_id\": \"e{i}\"}}}}\n{event}\n"
+        ));
+    }
+    let (status, answer) = server.request("POST", "/_bulk", Some(&bulk));
+    assert_eq!(
+        (status, &answer["errors"]),
+        (200, &json!(false)),
+        "{answer}"
+    );
+    (dir, server)
 }
 
 #[derive(Debug)]
@@ -395,27 +423,7 @@ fn pipeline_case(kind: &str, key: &str) -> Option<(Value, Value, Expect)> {
 
 #[test]
 fn every_aggregation_option_is_honoured_or_a_documented_no_op() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(&dir.path().join("d"));
-    let mapping = json!({"mappings": {"properties": {
-        "k": {"type": "keyword"}, "k2": {"type": "keyword"}, "n": {"type": "long"},
-        "f": {"type": "double"}, "g": {"type": "double"}, "d": {"type": "date"},
-        "t": {"type": "text"}
-    }}});
-    let (status, answer) = server.request("PUT", "/opts", Some(&mapping.to_string()));
-    assert_eq!(status, 200, "{answer}");
-    let mut bulk = String::new();
-    for event in events() {
-        bulk.push_str(&format!(
-            "{{\"index\": {{\"_index\": \"opts\"}}}}\n{event}\n"
-        ));
-    }
-    let (status, answer) = server.request("POST", "/_bulk", Some(&bulk));
-    assert_eq!(
-        (status, &answer["errors"]),
-        (200, &json!(false)),
-        "{answer}"
-    );
+    let (_dir, server) = indexed("opts");
     let aggregate = |aggs: &Value| {
         let body = json!({"size": 0, "aggs": aggs});
         let (status, answer) = server.request("POST", "/opts/_search", Some(&body.to_string()));
@@ -485,25 +493,7 @@ fn every_aggregation_option_is_honoured_or_a_documented_no_op() {
 /// it and left the scores as they were): each hit scores `boost ×` its score without.
 #[test]
 fn every_query_boost_scales_the_scores() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(&dir.path().join("d"));
-    let mapping = json!({"mappings": {"properties": {
-        "k": {"type": "keyword"}, "n": {"type": "long"}, "t": {"type": "text"}
-    }}});
-    let (status, answer) = server.request("PUT", "/boosts", Some(&mapping.to_string()));
-    assert_eq!(status, 200, "{answer}");
-    let mut bulk = String::new();
-    for event in events() {
-        bulk.push_str(&format!(
-            "{{\"index\": {{\"_index\": \"boosts\"}}}}\n{event}\n"
-        ));
-    }
-    let (status, answer) = server.request("POST", "/_bulk", Some(&bulk));
-    assert_eq!(
-        (status, &answer["errors"]),
-        (200, &json!(false)),
-        "{answer}"
-    );
+    let (_dir, server) = indexed("boosts");
     let scores = |query: &Value| {
         let body = json!({"size": 100, "query": query});
         let (status, answer) = server.request("POST", "/boosts/_search", Some(&body.to_string()));
@@ -823,55 +813,65 @@ fn query_case(kind: &str, key: &str) -> Option<(Value, Value, Expect)> {
                     }
                     return differs(with_options(kind, None, query, json!({"lenient": true})));
                 }
-                "flags" => {
+                key => {
+                    // Options at the one value Quarry takes (others are refused), or that
+                    // cannot change an answer here: (value, query, why).
+                    let no_ops = [
+                        (
+                            "flags",
+                            json!("ALL"),
+                            "beta gamma",
+                            "only ALL, the default, is taken; others are refused",
+                        ),
+                        (
+                            "type",
+                            json!("best_fields"),
+                            "beta gamma",
+                            "only best_fields, the default, is taken; others are refused",
+                        ),
+                        (
+                            "allow_leading_wildcard",
+                            json!(true),
+                            "beta gamma",
+                            "only true, the default, is taken; false is refused",
+                        ),
+                        (
+                            "analyze_wildcard",
+                            json!(true),
+                            "bet*",
+                            "Quarry lowercases a wildcard's text as the analyzer would, either way",
+                        ),
+                        (
+                            "auto_generate_synonyms_phrase_query",
+                            json!(false),
+                            "beta gamma",
+                            "Quarry has no synonyms",
+                        ),
+                        (
+                            "enable_position_increments",
+                            json!(false),
+                            "beta gamma",
+                            "no analyzer of Quarry's removes tokens and leaves gaps",
+                        ),
+                        (
+                            "max_determinized_states",
+                            json!(5000),
+                            "beta gamma",
+                            "Quarry bounds a regex by its length and its DFA's size",
+                        ),
+                        (
+                            "rewrite",
+                            json!("constant_score"),
+                            "bet*",
+                            "constant_score, the default",
+                        ),
+                    ];
+                    let (_, value, query, why) = no_ops.into_iter().find(|(k, ..)| *k == key)?;
                     return same(
-                        with_options(kind, None, base, json!({"flags": "ALL"})),
-                        "only ALL, the default, is taken; others are refused",
-                    )
+                        with_options(kind, None, text(query), json!({ key: value })),
+                        why,
+                    );
                 }
-                "type" => {
-                    return same(
-                        with_options(kind, None, base, json!({"type": "best_fields"})),
-                        "only best_fields, the default, is taken; others are refused",
-                    )
-                }
-                "allow_leading_wildcard" => {
-                    return same(
-                        with_options(kind, None, base, json!({ key: true })),
-                        "only true, the default, is taken; false is refused",
-                    )
-                }
-                "analyze_wildcard" => {
-                    return same(
-                        with_options(kind, None, text("bet*"), json!({ key: true })),
-                        "Quarry lowercases a wildcard's text as the analyzer would, either way",
-                    )
-                }
-                "auto_generate_synonyms_phrase_query" => {
-                    return same(
-                        with_options(kind, None, base, json!({ key: false })),
-                        "Quarry has no synonyms",
-                    )
-                }
-                "enable_position_increments" => {
-                    return same(
-                        with_options(kind, None, base, json!({ key: false })),
-                        "no analyzer of Quarry's removes tokens and leaves gaps",
-                    )
-                }
-                "max_determinized_states" => {
-                    return same(
-                        with_options(kind, None, base, json!({ key: 5000 })),
-                        "Quarry bounds a regex by its length and its DFA's size",
-                    )
-                }
-                "rewrite" => {
-                    return same(
-                        with_options(kind, None, text("bet*"), json!({ key: "constant_score" })),
-                        "constant_score, the default",
-                    )
-                }
-                _ => return None,
             };
             differs(with_options(kind, None, base, extra))
         }
@@ -997,29 +997,7 @@ const KNOWN_QUERY_GAPS: &[(&str, &str, &str)] = &[
 
 #[test]
 fn every_query_option_is_honoured_or_a_documented_no_op() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(&dir.path().join("d"));
-    let mapping = json!({"mappings": {"properties": {
-        "k": {"type": "keyword"}, "k2": {"type": "keyword"}, "n": {"type": "long"},
-        "f": {"type": "double"}, "g": {"type": "double"}, "d": {"type": "date"},
-        "t": {"type": "text"}, "one": {"type": "long"}, "two": {"type": "long"}
-    }}});
-    let (status, answer) = server.request("PUT", "/queries", Some(&mapping.to_string()));
-    assert_eq!(status, 200, "{answer}");
-    let mut bulk = String::new();
-    for (i, mut event) in events().into_iter().enumerate() {
-        event["one"] = json!(1);
-        event["two"] = json!(2);
-        bulk.push_str(&format!(
-            "{{\"index\": {{\"_index\": \"queries\", \"_id\": \"e{i}\"}}}}\n{event}\n"
-        ));
-    }
-    let (status, answer) = server.request("POST", "/_bulk", Some(&bulk));
-    assert_eq!(
-        (status, &answer["errors"]),
-        (200, &json!(false)),
-        "{answer}"
-    );
+    let (_dir, server) = indexed("queries");
     let search = |query: &Value| {
         let body = json!({"size": 100, "query": query});
         let (status, answer) = server.request("POST", "/queries/_search", Some(&body.to_string()));

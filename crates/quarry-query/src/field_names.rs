@@ -19,8 +19,13 @@ pub fn resolve(
     mapping: &Mapping,
     known: impl FnOnce() -> BTreeSet<String>,
 ) -> Option<Ast> {
-    let pattern = names_a_pattern(ast);
-    if mapping.multi_fields.is_empty() && !pattern && !has_legacy_subfield(mapping) {
+    // Only a query that names a pattern or a multi-field is rewritten (and copied).
+    let (mut pattern, mut multi) = (false, false);
+    visit_fields(ast, &mut |field| {
+        pattern |= field.contains('*');
+        multi |= mapping.multi_field(field).is_some();
+    });
+    if !pattern && !multi {
         return None;
     }
     let known = match pattern {
@@ -35,13 +40,6 @@ pub fn resolve(
     Some(rewrite(ast, &|name: &str, exists: bool| {
         names_for(name, exists, mapping, &known)
     }))
-}
-
-fn has_legacy_subfield(mapping: &Mapping) -> bool {
-    mapping
-        .fields
-        .values()
-        .any(|r| r.keyword_subfield.is_some())
 }
 
 /// What `name` stands for: the fields a pattern matches (each resolved), or the one field
@@ -67,12 +65,6 @@ fn names_for(name: &str, exists: bool, mapping: &Mapping, known: &BTreeSet<Strin
     } else {
         matched.into_iter().collect()
     }
-}
-
-fn names_a_pattern(ast: &Ast) -> bool {
-    let mut found = false;
-    visit_fields(ast, &mut |field| found |= field.contains('*'));
-    found
 }
 
 fn visit_fields(ast: &Ast, see: &mut impl FnMut(&str)) {

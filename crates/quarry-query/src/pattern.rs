@@ -416,11 +416,7 @@ impl Pattern {
         let Some(ordinal) = block.field_ordinal(field) else {
             return Ok(Vec::new());
         };
-        let mut start = Vec::new();
-        term_key(&mut start, ordinal, terms, &[]);
-        let mut end = start.clone();
-        // The last byte is the kind (< 255): incrementing it bounds the field's terms of it.
-        *end.last_mut().expect("term keys have a kind byte") += 1;
+        let (start, end) = key_range(ordinal, terms);
         // The trigram index is built over tokens only (`ngram::index_for`).
         let ngram_index = optimizations.ngram_index && terms == TermKind::Token;
         let cache_key = (block.uid(), ordinal, terms as u8, self.to_string());
@@ -458,10 +454,7 @@ impl Pattern {
         let Some(ordinal) = block.field_ordinal(field) else {
             return Ok(Vec::new());
         };
-        let mut start = Vec::new();
-        term_key(&mut start, ordinal, terms, &[]);
-        let mut end = start.clone();
-        *end.last_mut().expect("term keys have a kind byte") += 1;
+        let (start, end) = key_range(ordinal, terms);
         let dictionary = block.term_dictionary();
         let mut found = Vec::new();
         let mut keep = |key: &[u8], ordinal: u64| {
@@ -646,6 +639,16 @@ fn collect<A: Automaton, D: AsRef<[u8]>>(
     while let Some((_, ordinal)) = stream.next() {
         out.push(ordinal);
     }
+}
+
+/// The dictionary keys of a field's terms of one kind: `start..end`.
+fn key_range(field: u16, terms: TermKind) -> (Vec<u8>, Vec<u8>) {
+    let mut start = Vec::new();
+    term_key(&mut start, field, terms, &[]);
+    let mut end = start.clone();
+    // The last byte is the kind (< 255): incrementing it bounds the field's terms of it.
+    *end.last_mut().expect("term keys have a kind byte") += 1;
+    (start, end)
 }
 
 fn accepts<A: Automaton>(automaton: &A, bytes: &[u8]) -> bool {

@@ -131,7 +131,8 @@ impl Searcher {
         words
             .into_iter()
             .map(|(word, offset, length)| {
-                let options = self.corrections(&word, kind, options, docs)?;
+                let freq = self.doc_freq(&options.field, kind, &word)?;
+                let options = self.corrections(&word, freq, kind, options, docs)?;
                 Ok(Entry {
                     text: word,
                     offset,
@@ -166,7 +167,7 @@ impl Searcher {
         let mut per_word = Vec::new();
         for (word, _, _) in &words {
             let freq = self.doc_freq(&options.words.field, kind, word)?;
-            let candidates = self.corrections(word, kind, &options.words, docs)?;
+            let candidates = self.corrections(word, freq, kind, &options.words, docs)?;
             seen += freq + candidates.iter().map(|c| c.freq).sum::<u64>();
             per_word.push((word.clone(), freq, candidates));
         }
@@ -284,10 +285,11 @@ impl Searcher {
         Ok(freq)
     }
 
-    /// The term suggester's candidates for one word.
+    /// The term suggester's candidates for one word, held by `freq` documents.
     fn corrections(
         &self,
         word: &str,
+        freq: u64,
         kind: TermKind,
         options: &TermOptions,
         docs: u64,
@@ -296,7 +298,6 @@ impl Searcher {
         if length < options.min_word_length {
             return Ok(Vec::new());
         }
-        let freq = self.doc_freq(&options.field, kind, word)?;
         let of_docs = |limit: f64| match limit < 1.0 {
             true => limit * docs as f64,
             false => limit,

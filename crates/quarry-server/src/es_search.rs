@@ -474,10 +474,10 @@ pub(crate) async fn search_one(
         let with_offsets = mapping.fields.iter().filter(|(_, rules)| rules.offsets);
         offsets.extend(with_offsets.map(|(name, _)| name.clone()));
         for (name, multi) in &mapping.multi_fields {
-            if let Some((parent, _)) = mapping.multi_field(name) {
-                if matches!(multi, MultiField::Tokens { offsets: true }) {
-                    offsets.insert(name.clone());
-                }
+            if matches!(multi, MultiField::Tokens { offsets: true }) {
+                offsets.insert(name.clone());
+            }
+            if let Some((parent, _)) = name.rsplit_once('.') {
                 multi_fields.push((name.clone(), parent.to_owned()));
             }
         }

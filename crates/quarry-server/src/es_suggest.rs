@@ -16,7 +16,7 @@ use quarry_query::pattern::{Pattern, PatternKind};
 use quarry_query::suggest::{PhraseOptions, SuggestMode, TermOptions};
 use quarry_query::{SearchRequest, Searcher, SortOrder};
 use serde_json::{json, Map, Value as JsonValue};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeSet, HashSet};
 
 /// The suggesters of one search body, by name, in order.
 #[derive(Clone, Debug, Default)]
@@ -369,18 +369,19 @@ fn completions(
     let pattern = Pattern::as_written(PatternKind::Prefix(prefix.to_owned()), true)
         .map_err(|e| bad(format!("completion prefix {prefix:?}: {e}")))?;
     let pattern = std::sync::Arc::new(pattern).for_terms(TermKind::Exact);
-    let mut inputs: BTreeMap<(String, String), ()> = BTreeMap::new();
+    // By the input as the `simple` analyzer reads it (lowercased), then as sent.
+    let mut inputs: BTreeSet<(String, String)> = BTreeSet::new();
     for block in searcher.blocks() {
         for (input, _) in pattern
             .terms_in(block, field, TermKind::Exact)
             .map_err(|e| ApiError::from_query(e.into()))?
         {
-            inputs.insert((input.to_lowercase(), input), ());
+            inputs.insert((input.to_lowercase(), input));
         }
     }
     let mut options = Vec::new();
     let mut seen = HashSet::new();
-    for (_, input) in inputs.into_keys() {
+    for (_, input) in inputs {
         if options.len() >= size {
             break;
         }

@@ -92,6 +92,7 @@ fn agg_case(kind: &str, key: &str) -> Option<(Value, Value, Expect)> {
         }
         (json!({ kind: with }), json!({ kind: base }))
     };
+    let same = |(with, without): (Value, Value), why| Some((with, without, Same(why)));
     let time = json!({"field": "@timestamp", "calendar_interval": "day"});
     let daily = json!({"field": "@timestamp", "fixed_interval": "1d"});
     let terms = json!({"field": "k"});
@@ -180,30 +181,24 @@ fn agg_case(kind: &str, key: &str) -> Option<(Value, Value, Expect)> {
         ("rare_terms", "include") => pair(rare, json!({"include": "rare"})),
         ("rare_terms", "exclude") => pair(rare, json!({"exclude": "rare"})),
         ("terms" | "rare_terms", "value_type") => {
-            let (with, without) = pair(terms, json!({"value_type": "string"}));
-            return Some((
-                with,
-                without,
-                Same("the type of an unmapped field's or a script's values: a mapped field's own type wins, and scripts are refused"),
-            ));
+            return same(pair(terms, json!({"value_type": "string"})), "the type of an unmapped field's or a script's values: a mapped field's own type wins, and scripts are refused");
         }
         ("terms" | "multi_terms", "shard_size") => {
             let base = if kind == "terms" { terms } else { multi };
-            let (with, without) = pair(base, json!({"shard_size": 1}));
-            return Some((with, without, Same(one_shard)));
+            return same(pair(base, json!({"shard_size": 1})), one_shard);
         }
         ("terms", "execution_hint") => {
-            let (with, without) = pair(terms, json!({"execution_hint": "map"}));
-            return Some((with, without, Same("how a shard collects terms, not which")));
+            return same(
+                pair(terms, json!({"execution_hint": "map"})),
+                "how a shard collects terms, not which",
+            );
         }
         ("terms" | "multi_terms", "collect_mode") => {
             let base = if kind == "terms" { terms } else { multi };
-            let (with, without) = pair(base, json!({"collect_mode": "breadth_first"}));
-            return Some((
-                with,
-                without,
-                Same("the order sub-aggregations are collected in, not their answer"),
-            ));
+            return same(
+                pair(base, json!({"collect_mode": "breadth_first"})),
+                "the order sub-aggregations are collected in, not their answer",
+            );
         }
         ("terms" | "multi_terms", "show_term_doc_count_error") => {
             let base = if kind == "terms" { terms } else { multi };
@@ -215,12 +210,10 @@ fn agg_case(kind: &str, key: &str) -> Option<(Value, Value, Expect)> {
         ),
         ("rare_terms", "max_doc_count") => pair(rare, json!({"max_doc_count": 1})),
         ("rare_terms", "precision") => {
-            let (with, without) = pair(terms, json!({"precision": 0.01}));
-            return Some((
-                with,
-                without,
-                Same("tunes a sharded count's filter; one shard counts exactly"),
-            ));
+            return same(
+                pair(terms, json!({"precision": 0.01})),
+                "tunes a sharded count's filter; one shard counts exactly",
+            );
         }
         ("composite", "sources") => (
             json!({kind: {"sources": [{"k": {"terms": {"field": "k"}}}]}}),
@@ -284,12 +277,10 @@ fn agg_case(kind: &str, key: &str) -> Option<(Value, Value, Expect)> {
         }
         ("extended_stats", "sigma") => pair(metric, json!({"sigma": 1})),
         ("median_absolute_deviation", "compression") => {
-            let (with, without) = pair(metric, json!({"compression": 10}));
-            return Some((
-                with,
-                without,
-                Same("the t-digest's size; Quarry's median is exact at these counts"),
-            ));
+            return same(
+                pair(metric, json!({"compression": 10})),
+                "the t-digest's size; Quarry's median is exact at these counts",
+            );
         }
         ("weighted_avg", "value") => (
             json!({kind: {"value": {"field": "n"}, "weight": {"field": "f"}}}),
@@ -300,12 +291,10 @@ fn agg_case(kind: &str, key: &str) -> Option<(Value, Value, Expect)> {
             json!({kind: {"value": {"field": "n"}, "weight": {"field": "n"}}}),
         ),
         ("cardinality", "precision_threshold") => {
-            let (with, without) = pair(metric, json!({"precision_threshold": 100}));
-            return Some((
-                with,
-                without,
-                Same("counts are exact below a few thousand values at any threshold"),
-            ));
+            return same(
+                pair(metric, json!({"precision_threshold": 100})),
+                "counts are exact below a few thousand values at any threshold",
+            );
         }
         ("percentiles", "percents") => pair(metric, json!({"percents": [10, 90]})),
         ("percentiles", "hdr") => pair(
@@ -313,12 +302,10 @@ fn agg_case(kind: &str, key: &str) -> Option<(Value, Value, Expect)> {
             json!({"hdr": {"number_of_significant_value_digits": 1}}),
         ),
         ("percentiles", "tdigest") => {
-            let (with, without) = pair(metric, json!({"tdigest": {"compression": 200}}));
-            return Some((
-                with,
-                without,
-                Same("the t-digest's size; exact at these counts"),
-            ));
+            return same(
+                pair(metric, json!({"tdigest": {"compression": 200}})),
+                "the t-digest's size; exact at these counts",
+            );
         }
         ("filters", "filters") => pair(filters, json!({"filters": {"b": {"term": {"k": "b"}}}})),
         ("filters", "other_bucket") => pair(filters, json!({"other_bucket": true})),

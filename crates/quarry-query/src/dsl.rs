@@ -154,7 +154,7 @@ pub fn field_name(name: &str) -> &str {
 
 /// The options each query type takes, every one honoured or a no-op that cannot change the
 /// answer here; any other is refused by name. The compiler checks a body against its
-/// type's list (`options_of`), and a test (crates/quarry/tests/es_options.rs) asks each with
+/// type's list (`options_of`), and a test (crates/quarry/tests/es_options/) asks each with
 /// and without it. `multi_match.bool_prefix` is `multi_match` of `type: bool_prefix`;
 /// `terms` takes field lists besides its `boost`; `intervals` rules check their own.
 pub const QUERY_OPTIONS: &[(&str, &[&str])] = &[

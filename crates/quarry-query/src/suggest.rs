@@ -88,7 +88,10 @@ pub struct Candidate {
 /// The phrase suggester's options.
 #[derive(Debug, Clone)]
 pub struct PhraseOptions {
+    /// How each word's candidates are found (Elasticsearch's `direct_generator`).
     pub words: TermOptions,
+    /// At most this many phrases.
+    pub size: usize,
     pub real_word_error_likelihood: f64,
     /// At most this many corrected words (under 1: this fraction of the words).
     pub max_errors: f64,
@@ -105,6 +108,7 @@ impl PhraseOptions {
         words.max_edits = 2;
         PhraseOptions {
             words,
+            size: 5,
             real_word_error_likelihood: 0.95,
             max_errors: 1.0,
             confidence: 1.0,
@@ -207,7 +211,7 @@ impl Searcher {
             },
         );
         phrases.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-        phrases.truncate(options.words.size);
+        phrases.truncate(options.size);
         let phrases = phrases
             .into_iter()
             .map(|(score, picked)| {

@@ -3014,7 +3014,7 @@ fn signed_interval(text: &str) -> Result<i64, String> {
 /// index; `value_type`: the type of values of an unmapped field or a script, and an unmapped
 /// field has none here while scripts are refused, except `terms`' `missing` value, which
 /// `value_type: date` reads as a date). Any other option is a 400 naming it: ignored, it would
-/// give a different answer than asked for. A test (crates/quarry/tests/es_options.rs) asks
+/// give a different answer than asked for. A test (crates/quarry/tests/es_options/) asks
 /// each with and without and shows it changes the answer, or is one of the no-ops above.
 /// Types not listed (`filter`, `global`, `top_hits`, ...) check their options where read.
 pub const AGG_OPTIONS: &[(&str, &[&str])] = &[

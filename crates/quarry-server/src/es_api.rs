@@ -112,7 +112,7 @@ pub(crate) fn body_object(body: &[u8], what: &str) -> Result<Map<String, JsonVal
 /// `pretty` and `human` are formatting (the JSON is the same), `error_trace` adds a Java
 /// stack trace Quarry does not have, and the timeouts of a cluster's master bound a wait a
 /// single node never has.
-const NO_OP_PARAMS: &[&str] = &[
+pub const NO_OP_PARAMS: &[&str] = &[
     "pretty",
     "human",
     "error_trace",

@@ -224,6 +224,9 @@ impl HitView {
 
     /// Reads one key of a search body if it is about hits; `Ok(false)` when it is not.
     pub(crate) fn read_body_key(&mut self, key: &str, value: &JsonValue) -> Result<bool, ApiError> {
+        if !Self::BODY_KEYS.contains(&key) {
+            return Ok(false);
+        }
         match key {
             "_source" => self.source = source_filter(value)?,
             "version" => {
@@ -290,8 +293,19 @@ impl HitView {
         Ok(true)
     }
 
-    /// The URL parameters about hits: `_source`, `_source_includes`, `_source_excludes`,
-    /// `version`.
+    /// The body keys about hits (`read_body_key`), all in `SEARCH_BODY_OPTIONS`.
+    pub(crate) const BODY_KEYS: &'static [&'static str] = &[
+        "_source",
+        "version",
+        "seq_no_primary_term",
+        "fields",
+        "docvalue_fields",
+        "script_fields",
+        "stored_fields",
+        "highlight",
+    ];
+
+    /// The URL parameters about hits, all in `SEARCH_PARAMS`.
     pub(crate) const PARAMS: &'static [&'static str] = &[
         "_source",
         "_source_includes",
@@ -556,6 +570,22 @@ fn source_filter(value: &JsonValue) -> Result<SourceFilter, ApiError> {
     Ok(filter)
 }
 
+/// Every option `highlight` takes (issue 27, item 0, walked by `crates/quarry/tests/
+/// es_options`); any other is a 400 naming it.
+pub const HIGHLIGHT_OPTIONS: &[&str] = &[
+    "fields",
+    "type",
+    "max_analyzer_offset",
+    "require_field_match",
+    "pre_tags",
+    "post_tags",
+    "fragment_size",
+    "number_of_fragments",
+];
+
+/// Every option a highlighted field takes.
+pub const HIGHLIGHT_FIELD_OPTIONS: &[&str] = &["type", "max_analyzer_offset", "highlight_query"];
+
 fn highlight(value: &JsonValue) -> Result<Highlight, ApiError> {
     let object = value
         .as_object()
@@ -578,6 +608,9 @@ fn highlight(value: &JsonValue) -> Result<Highlight, ApiError> {
     };
     for (key, value) in object {
         let path = format!("highlight.{key}");
+        if !HIGHLIGHT_OPTIONS.contains(&key.as_str()) {
+            return Err(unsupported(&path));
+        }
         match key.as_str() {
             "fields" => {
                 let fields: Vec<(&String, &JsonValue)> = match value {
@@ -661,6 +694,9 @@ fn field_options(options: &JsonValue, path: &str) -> Result<FieldHighlight, ApiE
     let mut own = FieldHighlight::default();
     for (key, value) in options {
         let path = format!("{path}.{key}");
+        if !HIGHLIGHT_FIELD_OPTIONS.contains(&key.as_str()) {
+            return Err(unsupported(&path));
+        }
         match key.as_str() {
             "type" => own.kind = Some(highlighter_type(value, &path)?),
             "max_analyzer_offset" => own.max_analyzer_offset = Some(offset(value, &path)?),
@@ -833,6 +869,17 @@ impl QueryWords {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_search_tables_hold_every_key_about_hits() {
+        use crate::es_search::{SEARCH_BODY_OPTIONS, SEARCH_PARAMS};
+        for key in HitView::BODY_KEYS {
+            assert!(SEARCH_BODY_OPTIONS.contains(key), "{key}");
+        }
+        for param in HitView::PARAMS {
+            assert!(SEARCH_PARAMS.contains(param), "{param}");
+        }
+    }
 
     #[test]
     fn sources_keep_what_includes_name_and_excludes_do_not() {

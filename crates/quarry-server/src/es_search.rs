@@ -32,7 +32,7 @@ use quarry_query::field_sort::{FieldSort, SortCursor, SortKey, SortSpec, SortVal
 use quarry_query::parser::Ast;
 use quarry_query::time::now_nanos;
 use quarry_query::Cursor;
-use quarry_query::{SearchRequest, SearchResponse, Searcher, SortOrder};
+use quarry_query::{SearchRequest, SearchResponse, Searcher, SortOrder, Warning};
 use quarry_store::mapping::MultiField;
 use serde_json::{json, Map, Value as JsonValue};
 use std::sync::Arc;
@@ -52,7 +52,7 @@ pub(crate) async fn search(
     let index = crate::es_api::all_or(path_index);
     let answer = async {
         let params = EsParams::parse(query.as_deref())?;
-        params.check("_search", &SearchPlan::params())?;
+        params.check("_search", SEARCH_PARAMS)?;
         let body = JsonValue::Object(body_object(&body, "the search body")?);
         search_one(&state, &index, &params, &body, &headers, started).await
     }
@@ -106,16 +106,17 @@ pub(crate) async fn count(
             count: true,
             ..SearchRequest::default()
         };
+        let searched = indices.clone();
         let response = state
             .search(move || {
-                searcher_over(&indices, &snapshots)?
+                searcher_over(&searched, &snapshots)?
                     .execute(&request)
                     .map_err(ApiError::from_query)
             })
             .await?;
         Ok(json!({
             "count": response.count.unwrap_or(0),
-            "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0},
+            "_shards": shards(&response, &indices),
         })
         .to_string())
     }
@@ -736,6 +737,9 @@ pub(crate) struct SearchPlan {
     /// `slice` of a scroll: which of how many parts (es_scroll.rs).
     pub(crate) slice: Option<Slice>,
     suggest: crate::es_suggest::Suggest,
+    /// `allow_partial_search_results` (default true): false makes an answer with a damaged
+    /// block left out an error instead.
+    allow_partial: bool,
 }
 
 /// What a search answers besides its hits: aggregations and suggestions, rendered.
@@ -798,43 +802,87 @@ impl Slice {
     }
 }
 
-impl SearchPlan {
-    /// The URL parameters `_search` takes. Those that only steer how a cluster of shards
-    /// runs a search (`search_type`, `preference`, `max_concurrent_shard_requests`, ...)
-    /// change nothing over a tenant's single index, and `ignore_unavailable`,
-    /// `allow_no_indices` and `expand_wildcards` nothing for one concrete index.
-    fn params() -> Vec<&'static str> {
-        let mut known = vec![
-            "q",
-            "df",
-            "default_operator",
-            "analyze_wildcard",
-            "lenient",
-            "size",
-            "from",
-            "track_total_hits",
-            "rest_total_hits_as_int",
-            "search_type",
-            "preference",
-            "request_cache",
-            "batched_reduce_size",
-            "max_concurrent_shard_requests",
-            "pre_filter_shard_size",
-            "ccs_minimize_roundtrips",
-            "allow_partial_search_results",
-            "ignore_unavailable",
-            "allow_no_indices",
-            "expand_wildcards",
-            "ignore_throttled",
-            "timeout",
-            "scroll",
-            "typed_keys",
-            "sort",
-        ];
-        known.extend_from_slice(HitView::PARAMS);
-        known
-    }
+/// Every key a `_search` body takes (issue 27, item 0): each is honoured, or is a no-op or
+/// read only to be refused, as `crates/quarry/tests/es_options` walks them and says why; any
+/// other key is a 400 naming it.
+pub const SEARCH_BODY_OPTIONS: &[&str] = &[
+    "query",
+    "size",
+    "from",
+    "sort",
+    "search_after",
+    "indices_boost",
+    "pit",
+    "track_total_hits",
+    "aggs",
+    "aggregations",
+    "collapse",
+    "suggest",
+    "slice",
+    // How hits are shown (es_hits.rs).
+    "_source",
+    "version",
+    "seq_no_primary_term",
+    "fields",
+    "docvalue_fields",
+    "stored_fields",
+    "highlight",
+    // Quarry's own request timeout bounds every search; a shard-level timeout cannot give
+    // a different answer over one index.
+    "timeout",
+    // Taken at the value that asks for nothing (false, empty), else refused.
+    "explain",
+    "profile",
+    "track_scores",
+    "runtime_mappings",
+    "script_fields",
+    "stats",
+    // Read only to be refused (a too large window is said first, as Elasticsearch does).
+    "rescore",
+];
 
+/// Every URL parameter `_search` takes besides those every endpoint takes
+/// (`es_api::NO_OP_PARAMS`, `filter_path`). Those that only steer how a cluster of shards
+/// runs a search (`search_type`, `preference`, `max_concurrent_shard_requests`, ...) change
+/// nothing over a tenant's single index, and `ignore_unavailable`, `allow_no_indices` and
+/// `expand_wildcards` nothing for one concrete index.
+pub const SEARCH_PARAMS: &[&str] = &[
+    "q",
+    "df",
+    "default_operator",
+    "analyze_wildcard",
+    "lenient",
+    "size",
+    "from",
+    "track_total_hits",
+    "rest_total_hits_as_int",
+    "search_type",
+    "preference",
+    "request_cache",
+    "batched_reduce_size",
+    "max_concurrent_shard_requests",
+    "pre_filter_shard_size",
+    "ccs_minimize_roundtrips",
+    "allow_partial_search_results",
+    "ignore_unavailable",
+    "allow_no_indices",
+    "expand_wildcards",
+    "ignore_throttled",
+    "timeout",
+    "scroll",
+    "typed_keys",
+    "sort",
+    // How hits are shown (`HitView::PARAMS`).
+    "_source",
+    "_source_includes",
+    "_source_excludes",
+    "version",
+    "seq_no_primary_term",
+    "stored_fields",
+    "docvalue_fields",
+];
+
+impl SearchPlan {
     fn new(body: &Map<String, JsonValue>, params: &EsParams) -> Result<SearchPlan, ApiError> {
         let now = now_nanos();
         let mut request = SearchRequest {
@@ -889,6 +937,12 @@ impl SearchPlan {
         let collapse = collapse_of(body, params)?;
         let mut slice = None;
         let mut suggest = crate::es_suggest::Suggest::default();
+        if let Some(key) = body
+            .keys()
+            .find(|key| !SEARCH_BODY_OPTIONS.contains(&key.as_str()))
+        {
+            return Err(unknown_body_key(key));
+        }
         for (key, value) in body {
             if view.read_body_key(key, value)? {
                 continue;
@@ -966,11 +1020,7 @@ impl SearchPlan {
                         "unsupported: [rescore] in the search body",
                     ));
                 }
-                other => {
-                    return Err(ApiError::bad_request(format!(
-                        "unsupported: [{other}] in the search body"
-                    )))
-                }
+                other => return Err(unknown_body_key(other)),
             }
         }
         // `sort=field:order,...`, as the body's `sort` list of `field:order` strings.
@@ -1037,6 +1087,7 @@ impl SearchPlan {
             collapse,
             slice,
             suggest,
+            allow_partial: params.flag("allow_partial_search_results", true)?,
         })
     }
 
@@ -1051,6 +1102,9 @@ impl SearchPlan {
         let mut response = searcher
             .execute(&self.request)
             .map_err(ApiError::from_query)?;
+        if !self.allow_partial && response.is_partial() {
+            return Err(partial_refused(&response));
+        }
         if let Some(field) = &self.collapse {
             response.hits = self.collapsed(searcher, field, response.hits)?;
         }
@@ -1273,7 +1327,7 @@ impl SearchPlan {
         let mut body = json!({
             "took": started.elapsed().as_millis() as u64,
             "timed_out": false,
-            "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0},
+            "_shards": shards(response, indices),
             "hits": hits_json,
         });
         if !self.aggs.is_empty() {
@@ -1435,7 +1489,6 @@ fn q_param(params: &EsParams, now: i64) -> Result<Option<Ast>, ApiError> {
         .map_err(dsl_error)
 }
 
-/// Whether a value asks for nothing: null, false, or an empty object or list.
 /// The group of a hit under `collapse` on `field`: its value as JSON text (`null` when it
 /// has none).
 fn group_of(hit: &quarry_query::HitEvent, field: &str) -> String {
@@ -1491,6 +1544,62 @@ fn collapse_of(
     Ok(Some(field.to_owned()))
 }
 
+/// An answer's `_shards`: the searched indices as one shard that answered, and each damaged
+/// block left out of the answer as one more that failed, named with its file and error.
+/// Elasticsearch's clients and Kibana show "k of n shards failed" and each reason, so a
+/// partial answer is never taken for a whole one.
+pub(crate) fn shards(response: &SearchResponse, indices: &[String]) -> JsonValue {
+    let failures: Vec<JsonValue> = response
+        .warnings
+        .iter()
+        .filter_map(|warning| match warning {
+            Warning::DamagedBlock { path, error } => Some(json!({
+                "shard": 0,
+                "index": match indices { [one] => JsonValue::from(one.as_str()), _ => JsonValue::Null },
+                "node": "quarry",
+                "reason": {
+                    "type": "damaged_block_exception",
+                    "reason": format!("block {} left out: {error}", path.display()),
+                },
+            })),
+            _ => None,
+        })
+        .collect();
+    let mut shards = json!({
+        "total": 1 + failures.len(),
+        "successful": 1,
+        "skipped": 0,
+        "failed": failures.len(),
+    });
+    if !failures.is_empty() {
+        shards["failures"] = failures.into();
+    }
+    shards
+}
+
+/// The error for an answer with damaged blocks left out when the request does not take a
+/// partial answer (`allow_partial_search_results=false`).
+fn partial_refused(response: &SearchResponse) -> ApiError {
+    let blocks: Vec<String> = response
+        .warnings
+        .iter()
+        .filter_map(|warning| match warning {
+            Warning::DamagedBlock { path, error } => Some(format!("{}: {error}", path.display())),
+            _ => None,
+        })
+        .collect();
+    ApiError::internal(format!(
+        "Partial shards failure: damaged blocks left out ({}), and allow_partial_search_results is false",
+        blocks.join("; ")
+    ))
+    .with_kind("search_phase_execution_exception")
+}
+
+fn unknown_body_key(key: &str) -> ApiError {
+    ApiError::bad_request(format!("unsupported: [{key}] in the search body"))
+}
+
+/// Whether a value asks for nothing: null, false, or an empty object or list.
 fn is_empty(value: &JsonValue) -> bool {
     match value {
         JsonValue::Null | JsonValue::Bool(false) => true,
@@ -1573,6 +1682,12 @@ struct SortRequest {
     doc_key: bool,
 }
 
+/// Every option of a sort key (`{"field": {"order": "asc", ...}}`), walked by
+/// `crates/quarry/tests/es_options`: `unmapped_type` changes nothing (a field no event has
+/// sorts nothing either way), `missing` is taken only as `_last` (where Quarry sorts events
+/// without the field, Elasticsearch's default).
+pub const SORT_OPTIONS: &[&str] = &["order", "unmapped_type", "missing"];
+
 fn sort_of(value: &JsonValue) -> Result<SortRequest, ApiError> {
     // A list of sorts, or one; an object may hold several fields in order (Grafana sends
     // `{"@timestamp": {...}, "_doc": {...}}`).
@@ -1592,17 +1707,13 @@ fn sort_of(value: &JsonValue) -> Result<SortRequest, ApiError> {
                     let order = match spec {
                         JsonValue::String(order) => order.clone(),
                         JsonValue::Object(spec) => {
-                            // `unmapped_type` changes nothing: a field no event has sorts
-                            // nothing either way.
-                            if let Some(option) = spec.keys().find(|k| {
-                                !matches!(k.as_str(), "order" | "unmapped_type" | "missing")
-                            }) {
+                            if let Some(option) =
+                                spec.keys().find(|k| !SORT_OPTIONS.contains(&k.as_str()))
+                            {
                                 return Err(ApiError::bad_request(format!(
                                     "unsupported: sort.{field}.{option}"
                                 )));
                             }
-                            // Events without the field sort last either way, Elasticsearch's
-                            // default; asking for that changes nothing.
                             match spec.get("missing") {
                                 None => {}
                                 Some(JsonValue::String(last)) if last == "_last" => {}

@@ -127,6 +127,7 @@ impl Suggest {
                 .as_object()
                 .ok_or_else(|| bad(format!("{path}.{kind}: expected an object")))?;
             let at = format!("{path}.{kind}");
+            check_options(kind, options, &at)?;
             let field = options
                 .get("field")
                 .ok_or_else(|| bad(format!("{at}: a suggester needs its `field`")))
@@ -146,7 +147,7 @@ impl Suggest {
                 },
                 "term" => Suggester::Term {
                     text: text.ok_or_else(|| bad(format!("{path}: a suggester needs `text`")))?,
-                    options: term_options(options, &at, TermOptions::new(field), &[])?,
+                    options: term_options(options, &at, TermOptions::new(field))?,
                 },
                 _ => Suggester::Phrase {
                     text: text.ok_or_else(|| bad(format!("{path}: a suggester needs `text`")))?,
@@ -227,19 +228,102 @@ impl Suggest {
     }
 }
 
-/// The term suggester's options (and the phrase suggester's, which shares them, less
-/// `skip`).
+/// Every option of each suggester (issue 27, item 0, walked by `crates/quarry/tests/
+/// es_options`); any other is a 400 naming it. A suggestion itself takes `text`, `prefix`
+/// and one suggester.
+pub const SUGGEST_OPTIONS: &[(&str, &[&str])] = &[
+    ("term", &TERM_OPTIONS),
+    ("phrase", &PHRASE_OPTIONS),
+    ("completion", &["field", "size", "skip_duplicates"]),
+    ("direct_generator", &DIRECT_GENERATOR_OPTIONS),
+];
+
+const TERM_OPTIONS: [&str; 15] = [
+    "field",
+    "size",
+    "suggest_mode",
+    "sort",
+    "max_edits",
+    "prefix_length",
+    "prefix_len",
+    "min_word_length",
+    "min_word_len",
+    "min_doc_freq",
+    "max_term_freq",
+    "accuracy",
+    // Quarry's only string distance: edits with swaps, as `internal` (the default) and
+    // `damerau_levenshtein` count them; any other is refused.
+    "string_distance",
+    // Candidates are every term within the edits: no inspection bound can leave one out,
+    // and one shard has every term.
+    "max_inspections",
+    "shard_size",
+];
+
+/// The phrase suggester's own options, besides `field`, `size`, `shard_size` and
+/// `direct_generator`.
+const PHRASE_OWN_OPTIONS: [&str; 8] = [
+    "real_word_error_likelihood",
+    "max_errors",
+    "confidence",
+    "highlight",
+    // Quarry's model is over single words: taken only as unigrams (1, true, " ").
+    "gram_size",
+    "separator",
+    "force_unigrams",
+    // The text's words are bounded anyway by the error budget's rewrites.
+    "token_limit",
+];
+
+const PHRASE_OPTIONS: [&str; 12] = {
+    let mut all = [""; 12];
+    let shared = ["field", "size", "shard_size", "direct_generator"];
+    let mut i = 0;
+    while i < shared.len() {
+        all[i] = shared[i];
+        i += 1;
+    }
+    while i < all.len() {
+        all[i] = PHRASE_OWN_OPTIONS[i - shared.len()];
+        i += 1;
+    }
+    all
+};
+
+/// A phrase suggester's `direct_generator`: how each word's candidates are found, with the
+/// term suggester's meaning of each option.
+const DIRECT_GENERATOR_OPTIONS: [&str; 9] = [
+    "field",
+    "size",
+    "suggest_mode",
+    "max_edits",
+    "prefix_length",
+    "min_word_length",
+    "max_inspections",
+    "min_doc_freq",
+    "max_term_freq",
+];
+
+/// 400 naming the first of `options` that suggester `kind` does not take.
+fn check_options(kind: &str, options: &Map<String, JsonValue>, path: &str) -> Result<(), ApiError> {
+    let known = SUGGEST_OPTIONS
+        .iter()
+        .find(|(k, _)| *k == kind)
+        .map_or(&[][..], |(_, keys)| *keys);
+    match options.keys().find(|key| !known.contains(&key.as_str())) {
+        Some(other) => Err(bad(format!("unsupported: {path}.{other}"))),
+        None => Ok(()),
+    }
+}
+
+/// The term suggester's options (and a phrase suggester's `direct_generator`'s, a subset).
 fn term_options(
     options: &Map<String, JsonValue>,
     path: &str,
     mut read: TermOptions,
-    skip: &[&str],
 ) -> Result<TermOptions, ApiError> {
     for (key, value) in options {
         let at = format!("{path}.{key}");
-        if skip.contains(&key.as_str()) {
-            continue;
-        }
         match key.as_str() {
             "field" => {}
             "size" => read.size = count(value, &at)?,
@@ -267,12 +351,8 @@ fn term_options(
             "min_doc_freq" => read.min_doc_freq = number(value, &at)?,
             "max_term_freq" => read.max_term_freq = number(value, &at)?,
             "accuracy" => read.accuracy = number(value, &at)? as f32,
-            // Quarry's only string distance: edits with swaps, as `internal` (the default)
-            // and `damerau_levenshtein` count them.
             "string_distance"
                 if matches!(value.as_str(), Some("internal" | "damerau_levenshtein")) => {}
-            // Candidates are every term within the edits: no inspection bound can leave one
-            // out, and one shard has every term.
             "max_inspections" | "shard_size" => {
                 count(value, &at)?;
             }
@@ -288,22 +368,33 @@ fn phrase_options(
     field: String,
 ) -> Result<PhraseOptions, ApiError> {
     let mut read = PhraseOptions::new(field.clone());
-    let own = [
-        "real_word_error_likelihood",
-        "max_errors",
-        "confidence",
-        "highlight",
-        "gram_size",
-        "separator",
-        "force_unigrams",
-        "token_limit",
-    ];
-    let mut words = TermOptions::new(field);
-    words.mode = SuggestMode::Always;
-    read.words = term_options(options, path, words, &own)?;
     for (key, value) in options {
         let at = format!("{path}.{key}");
         match key.as_str() {
+            "field" => {}
+            "size" => read.size = count(value, &at)?,
+            // One shard has every term.
+            "shard_size" => {
+                count(value, &at)?;
+            }
+            "direct_generator" => {
+                let [generator] = value.as_array().map(Vec::as_slice).unwrap_or_default() else {
+                    return Err(bad(format!(
+                        "unsupported: {at} other than a list of one generator"
+                    )));
+                };
+                let at = format!("{at}[0]");
+                let generator = generator
+                    .as_object()
+                    .ok_or_else(|| bad(format!("{at}: expected an object")))?;
+                check_options("direct_generator", generator, &at)?;
+                if generator.get("field").and_then(JsonValue::as_str) != Some(field.as_str()) {
+                    return Err(bad(format!(
+                        "unsupported: {at}.field other than the suggester's own field [{field}]"
+                    )));
+                }
+                read.words = term_options(generator, &at, read.words.clone())?;
+            }
             "real_word_error_likelihood" => read.real_word_error_likelihood = number(value, &at)?,
             "max_errors" => read.max_errors = number(value, &at)?,
             "confidence" => read.confidence = number(value, &at)?,
@@ -320,16 +411,13 @@ fn phrase_options(
                     return Err(bad(format!("unsupported: {at}.{other}")));
                 }
             }
-            // Quarry's model is over single words: only unigrams.
             "gram_size" if count(value, &at)? == 1 => {}
             "force_unigrams" if value == &JsonValue::Bool(true) => {}
             "separator" if value.as_str() == Some(" ") => {}
-            // The text's words are bounded anyway by the error budget's rewrites.
             "token_limit" => {
                 count(value, &at)?;
             }
-            key if own.contains(&key) => return Err(bad(format!("unsupported: {at} = {value}"))),
-            _ => {}
+            _ => return Err(bad(format!("unsupported: {at} = {value}"))),
         }
     }
     Ok(read)

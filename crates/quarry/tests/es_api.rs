@@ -1838,3 +1838,78 @@ fn closed_indices_are_kept_but_neither_searched_nor_written_until_opened() {
         "every event is back: {answer}"
     );
 }
+
+/// A damaged block is never a silent gap in an Elasticsearch answer: `_shards.failed` counts
+/// it and `_shards.failures` names its file, in `_search` and `_count`; with
+/// `allow_partial_search_results=false` the search is an error naming it instead.
+#[test]
+fn a_damaged_block_is_a_failed_shard_named_in_the_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two blocks (two runs of `quarry index`), so a damaged one costs only itself.
+    let data = dir.path().join("data");
+    for (run, start) in ["2026-01-01T00:00:00Z", "2026-02-01T00:00:00Z"]
+        .iter()
+        .enumerate()
+    {
+        let file = dir.path().join(format!("events{run}.json"));
+        let file = file.to_str().unwrap();
+        let generated =
+            common::quarry(&["gen-logs", "--events", "2000", "--start", start, "-o", file]);
+        assert!(generated.status.success(), "{generated:?}");
+        let indexed = common::quarry(&["index", "--data", data.to_str().unwrap(), file]);
+        assert!(indexed.status.success(), "{indexed:?}");
+    }
+    let whole = {
+        let server = Server::start(&data);
+        let (status, answer) = server.request("POST", "/default/_count", None);
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(
+            answer["_shards"],
+            json!({"total": 1, "successful": 1, "skipped": 0, "failed": 0})
+        );
+        answer["count"].as_u64().unwrap()
+    };
+    let mut blocks: Vec<_> = std::fs::read_dir(data.join("blocks"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "qblk"))
+        .collect();
+    blocks.sort();
+    assert!(blocks.len() >= 2, "{blocks:?}");
+    let damaged = &blocks[0];
+    let mut bytes = std::fs::read(damaged).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle..middle + 64].fill(0);
+    std::fs::write(damaged, bytes).unwrap();
+    let name = damaged.file_name().unwrap().to_str().unwrap();
+
+    let server = Server::start(&data);
+    let (status, answer) = server.request("POST", "/default/_search", Some(r#"{"size": 1}"#));
+    assert_eq!(status, 200, "{answer}");
+    let shards = &answer["_shards"];
+    assert_eq!(
+        (&shards["total"], &shards["successful"], &shards["failed"]),
+        (&json!(2), &json!(1), &json!(1)),
+        "{answer}"
+    );
+    let reason = shards["failures"][0]["reason"]["reason"].as_str().unwrap();
+    assert!(reason.contains(name), "{reason}");
+    let total = answer["hits"]["total"]["value"].as_u64().unwrap();
+    assert!(0 < total && total < whole, "{total} of {whole}");
+
+    let (status, answer) = server.request("POST", "/default/_count", None);
+    assert_eq!(
+        (status, answer["count"].as_u64()),
+        (200, Some(total)),
+        "{answer}"
+    );
+    assert_eq!(answer["_shards"]["failed"], 1, "{answer}");
+
+    let (status, answer) = server.request(
+        "POST",
+        "/default/_search?allow_partial_search_results=false",
+        Some("{}"),
+    );
+    assert_eq!(status, 500, "{answer}");
+    assert!(answer.to_string().contains(name), "{answer}");
+}

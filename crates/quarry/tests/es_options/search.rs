@@ -1,0 +1,555 @@
+//! `_search` itself: every body key (`SEARCH_BODY_OPTIONS`), URL parameter (`SEARCH_PARAMS`,
+//! and `NO_OP_PARAMS`, which every endpoint takes), sort key option (`SORT_OPTIONS`),
+//! `highlight` option (`HIGHLIGHT_OPTIONS`, `HIGHLIGHT_FIELD_OPTIONS`) and suggester option
+//! (`SUGGEST_OPTIONS`).
+
+use super::*;
+
+/// A request: its target (path and query string) and body.
+type Request = (String, Value);
+
+/// The request with the option, the one without it, and what the option must do.
+type Case = (Request, Request, Expect);
+
+/// The five words the term and phrase suggesters choose from, each in this many events'
+/// `t`: `quick` once, `quack` 3 times, ...
+const WORDS: [(&str, usize); 5] = [
+    ("quick", 1),
+    ("quack", 3),
+    ("quirk", 2),
+    ("stick", 6),
+    ("brick", 4),
+];
+
+/// A server with index `hits`: one event per word of `WORDS` (`"{word} brown fox"`), then
+/// one with a long `t` holding `brown` three times far apart.
+fn hits_index() -> (tempfile::TempDir, Server) {
+    let words = WORDS
+        .iter()
+        .flat_map(|(word, count)| std::iter::repeat_n(*word, *count));
+    let mut events: Vec<Value> = words
+        .enumerate()
+        .map(|(i, word)| {
+            let (k, c) = (
+                ["a", "b", "c"][i % 3],
+                ["quarry", "quarry", "quartz", "queue"][i % 4],
+            );
+            json!({
+                "@timestamp": (T0 + i as i64 * 3600) * 1000,
+                "t": format!("{word} brown fox"),
+                "t2": if i % 2 == 0 { "brown bear" } else { "grizzly" },
+                "k": k,
+                "n": i * 10,
+                "c": c,
+                "c2": if i % 2 == 0 { "rock" } else { "stone" },
+            })
+        })
+        .collect();
+    let long = format!(
+        "brown {} brown {} brown end",
+        "lorem ".repeat(30),
+        "ipsum ".repeat(30)
+    );
+    events.push(json!({"@timestamp": T0 * 1000 - 1000, "t": long, "k": "d", "n": 500}));
+    let mapping = json!({
+        "t": {"type": "text"}, "t2": {"type": "text"}, "k": {"type": "keyword"},
+        "n": {"type": "long"}, "c": {"type": "completion"}, "c2": {"type": "completion"},
+    });
+    loaded("hits", mapping, events, "h")
+}
+
+/// `body` at `/hits/_search`.
+fn at_hits(body: Value) -> Request {
+    ("/hits/_search".to_owned(), body)
+}
+
+/// `{}` at `/hits/_search?{query}`.
+fn with_params(query: &str) -> Request {
+    (format!("/hits/_search?{query}"), json!({}))
+}
+
+fn brown() -> Value {
+    json!({"match": {"t": "brown"}})
+}
+
+/// The two bodies, each at `/hits/_search`.
+fn bodies(with: Value, without: Value, expect: Expect) -> Option<Case> {
+    Some((at_hits(with), at_hits(without), expect))
+}
+
+fn body_case(server: &Server, key: &str) -> Option<Case> {
+    let asks_nothing = "the value that asks for nothing; any other is refused (REFUSED_VALUES)";
+    let max = json!({"m": {"max": {"field": "n"}}});
+    match key {
+        "query" => bodies(json!({"query": {"term": {"k": "a"}}}), json!({}), Differs),
+        "size" => bodies(json!({"size": 2}), json!({}), Differs),
+        "from" => bodies(json!({"from": 2}), json!({}), Differs),
+        "sort" => bodies(json!({"sort": [{"n": "asc"}]}), json!({}), Differs),
+        "search_after" => bodies(
+            json!({"sort": [{"n": "asc"}], "search_after": [30]}),
+            json!({"sort": [{"n": "asc"}]}),
+            Differs,
+        ),
+        "indices_boost" => bodies(
+            json!({"query": brown(), "indices_boost": [{"hits": 2.0}]}),
+            json!({"query": brown()}),
+            Differs,
+        ),
+        // A point in time keeps answering from its snapshot: an event written after it
+        // was opened is not in its answer.
+        "pit" => {
+            let write = |id: &str| {
+                let (status, answer) = server.request(
+                    "PUT",
+                    &format!("/later/_doc/{id}"),
+                    Some(r#"{"@timestamp": 1767571200000, "t": "later"}"#),
+                );
+                assert!(status < 300, "{answer}");
+            };
+            write("l1");
+            let (status, answer) = server.request("POST", "/later/_pit?keep_alive=1m", None);
+            assert_eq!(status, 200, "{answer}");
+            write("l2");
+            let id = answer["id"].as_str().unwrap().to_owned();
+            Some((
+                ("/_search".to_owned(), json!({"pit": {"id": id}})),
+                ("/later/_search".to_owned(), json!({})),
+                Differs,
+            ))
+        }
+        "track_total_hits" => bodies(json!({"track_total_hits": 3}), json!({}), Differs),
+        "aggs" | "aggregations" => {
+            bodies(json!({"size": 0, key: max}), json!({"size": 0}), Differs)
+        }
+        "collapse" => bodies(json!({"collapse": {"field": "k"}}), json!({}), Differs),
+        "suggest" => bodies(
+            json!({"suggest": {"s": {"text": "quicke", "term": {"field": "t"}}}}),
+            json!({}),
+            Differs,
+        ),
+        "slice" => Some((
+            (
+                "/hits/_search?scroll=1m".to_owned(),
+                json!({"slice": {"id": 0, "max": 2}}),
+            ),
+            ("/hits/_search?scroll=1m".to_owned(), json!({})),
+            Differs,
+        )),
+        "_source" => bodies(json!({"_source": false}), json!({}), Differs),
+        "version" | "seq_no_primary_term" => bodies(json!({key: true}), json!({}), Differs),
+        "fields" => bodies(json!({"fields": ["k"]}), json!({}), Differs),
+        "docvalue_fields" => bodies(json!({"docvalue_fields": ["n"]}), json!({}), Differs),
+        "stored_fields" => bodies(json!({"stored_fields": "_none_"}), json!({}), Differs),
+        "highlight" => bodies(
+            json!({"query": brown(), "highlight": {"fields": {"t": {}}}}),
+            json!({"query": brown()}),
+            Differs,
+        ),
+        "timeout" => bodies(
+            json!({"timeout": "1s"}),
+            json!({}),
+            Same("Quarry's own request timeout bounds every search; a shard's cannot change an answer over one index"),
+        ),
+        "explain" | "profile" | "track_scores" => {
+            bodies(json!({key: false}), json!({}), Same(asks_nothing))
+        }
+        "runtime_mappings" | "script_fields" => {
+            bodies(json!({key: {}}), json!({}), Same(asks_nothing))
+        }
+        "stats" => bodies(json!({key: []}), json!({}), Same(asks_nothing)),
+        "rescore" => bodies(
+            json!({"rescore": {"window_size": 10, "query": {"rescore_query": {"match_all": {}}}}}),
+            json!({}),
+            Refused,
+        ),
+        _ => None,
+    }
+}
+
+/// Values of keys taken only at the value that asks for nothing: each must be refused.
+const REFUSED_VALUES: &[(&str, &str)] = &[
+    ("explain", "true"),
+    ("profile", "true"),
+    ("track_scores", "true"),
+    ("runtime_mappings", r#"{"x": {"type": "long"}}"#),
+    ("script_fields", r#"{"x": {"script": "1"}}"#),
+    ("stats", r#"["group"]"#),
+];
+
+fn param_case(param: &str) -> Option<Case> {
+    let one_index = "one index is one shard: nothing to steer, nothing to merge";
+    let params =
+        |with: &str, without: &str, expect| Some((with_params(with), with_params(without), expect));
+    let at = |with: &str, without: &str| {
+        Some((
+            (with.to_owned(), json!({})),
+            (without.to_owned(), json!({})),
+            Differs,
+        ))
+    };
+    let same = |value: &str, why| {
+        Some((
+            with_params(&format!("{param}={value}")),
+            with_params(""),
+            Same(why),
+        ))
+    };
+    match param {
+        "q" => params("q=k:a", "", Differs),
+        "df" => params("q=brown&df=t2", "q=brown&df=t", Differs),
+        "default_operator" => params(
+            "q=quack%20bear&default_operator=AND",
+            "q=quack%20bear",
+            Differs,
+        ),
+        "analyze_wildcard" => params(
+            "q=t:QUA*&analyze_wildcard=true",
+            "q=t:QUA*",
+            Same("Quarry lowercases a wildcard's text as the analyzer would, either way"),
+        ),
+        "lenient" => params("q=n:abc&lenient=true", "q=n:abc", Differs),
+        "size" => params("size=2", "", Differs),
+        "from" => params("from=2", "", Differs),
+        "track_total_hits" => params("track_total_hits=3", "", Differs),
+        "rest_total_hits_as_int" => params("rest_total_hits_as_int=true", "", Differs),
+        "search_type" => same(
+            "dfs_query_then_fetch",
+            "one index per tenant: every search scores with the whole index's statistics",
+        ),
+        "preference" => same("_local", "one copy of each index"),
+        "request_cache" => same("false", "a cache never changes an answer"),
+        "batched_reduce_size" | "max_concurrent_shard_requests" | "pre_filter_shard_size" => {
+            same("2", one_index)
+        }
+        "ccs_minimize_roundtrips" => same("false", "no remote clusters"),
+        "allow_partial_search_results" => same(
+            "false",
+            "with no damaged block the answer is whole (with one, the search is an error: \
+             tests/es_api.rs)",
+        ),
+        "ignore_unavailable" => at(
+            "/hits,nope/_search?ignore_unavailable=true",
+            "/hits,nope/_search",
+        ),
+        "allow_no_indices" => at("/nope*/_search?allow_no_indices=false", "/nope*/_search"),
+        "expand_wildcards" => at("/hit*/_search?expand_wildcards=none", "/hit*/_search"),
+        "ignore_throttled" => same("false", "Quarry has no frozen indices"),
+        "timeout" => same("1s", "Quarry's own request timeout bounds every search"),
+        "scroll" => params("scroll=1m", "", Differs),
+        "typed_keys" => Some((
+            (
+                "/hits/_search?typed_keys=true".to_owned(),
+                json!({"size": 0, "aggs": {"m": {"max": {"field": "n"}}}}),
+            ),
+            at_hits(json!({"size": 0, "aggs": {"m": {"max": {"field": "n"}}}})),
+            Differs,
+        )),
+        "sort" => params("sort=n:asc", "", Differs),
+        "_source" => params("_source=false", "", Differs),
+        "_source_includes" | "_source_excludes" => params(&format!("{param}=k"), "", Differs),
+        "version" | "seq_no_primary_term" => params(&format!("{param}=true"), "", Differs),
+        "stored_fields" => params("stored_fields=_none_", "", Differs),
+        "docvalue_fields" => params("docvalue_fields=n", "", Differs),
+        // Every endpoint's.
+        "pretty" | "human" => same("true", "formatting: the same JSON"),
+        "error_trace" => same(
+            "true",
+            "adds a Java stack trace to errors, which Quarry has not",
+        ),
+        "master_timeout" | "cluster_manager_timeout" => same(
+            "1s",
+            "bounds a wait for a cluster's manager that one node never has",
+        ),
+        _ => None,
+    }
+}
+
+fn sort_case(option: &str) -> Option<Case> {
+    let sorted = |keys: Value| at_hits(json!({"sort": keys}));
+    match option {
+        "order" => Some((
+            sorted(json!([{"n": {"order": "asc"}}])),
+            sorted(json!([{"n": {"order": "desc"}}])),
+            Differs,
+        )),
+        "unmapped_type" => Some((
+            sorted(json!([{"zz": {"unmapped_type": "long"}}, {"n": "asc"}])),
+            sorted(json!([{"zz": {}}, {"n": "asc"}])),
+            Same("a field no event has sorts nothing either way"),
+        )),
+        "missing" => Some((
+            sorted(json!([{"n": {"missing": "_last"}}])),
+            sorted(json!([{"n": {}}])),
+            Same("events without the field sort last either way (`_first` is refused)"),
+        )),
+        _ => None,
+    }
+}
+
+/// `highlight` options (`field` false) and a highlighted field's (`field` true).
+fn highlight_case(option: &str, field: bool) -> Option<Case> {
+    // Every hit, the long one too.
+    let search =
+        |highlight: Value| at_hits(json!({"size": 20, "query": brown(), "highlight": highlight}));
+    let pair = |extra: Value, base: Value| {
+        let mut with = base.clone();
+        for (k, v) in extra.as_object().unwrap() {
+            with[k] = v.clone();
+        }
+        match field {
+            true => (
+                search(json!({"fields": {"t": with}})),
+                search(json!({"fields": {"t": base}})),
+            ),
+            false => {
+                let (mut with, mut base) = (with, base);
+                with["fields"] = json!({"t": {}});
+                base["fields"] = json!({"t": {}});
+                (search(with), search(base))
+            }
+        }
+    };
+    let differs = |(with, without)| Some((with, without, Differs));
+    let bounded = json!({"max_analyzer_offset": 10});
+    match (option, field) {
+        ("fields", false) => Some((
+            search(json!({"fields": {"t": {}}})),
+            search(json!({"fields": {"t2": {}}})),
+            Differs,
+        )),
+        ("type", _) => differs(pair(json!({"type": "plain"}), bounded)),
+        ("max_analyzer_offset", _) => differs(pair(bounded, json!({}))),
+        ("require_field_match", false) => Some((
+            search(json!({"require_field_match": false, "fields": {"t": {}, "t2": {}}})),
+            search(json!({"fields": {"t": {}, "t2": {}}})),
+            Differs,
+        )),
+        ("pre_tags", false) => differs(pair(json!({"pre_tags": ["<b>"]}), json!({}))),
+        ("post_tags", false) => differs(pair(json!({"post_tags": ["</b>"]}), json!({}))),
+        ("fragment_size", false) => differs(pair(json!({"fragment_size": 20}), json!({}))),
+        ("number_of_fragments", false) => {
+            differs(pair(json!({"number_of_fragments": 1}), json!({})))
+        }
+        ("highlight_query", true) => differs(pair(
+            json!({"highlight_query": {"match": {"t": "fox"}}}),
+            json!({}),
+        )),
+        _ => None,
+    }
+}
+
+/// A suggester option: `kind` is `term`, `phrase`, `completion`, or `direct_generator` (a
+/// phrase suggester's).
+fn suggest_case(kind: &str, option: &str) -> Option<Case> {
+    let suggest = |suggestion: Value| at_hits(json!({"size": 0, "suggest": {"s": suggestion}}));
+    // The suggestion of `text` with `options` added to `base`, and without.
+    let pair = |text: &str, base: Value, extra: Value| {
+        let mut with = base.clone();
+        for (k, v) in extra.as_object().unwrap() {
+            with[k] = v.clone();
+        }
+        let wrap = |options: Value| match kind {
+            "completion" => json!({"prefix": text, "completion": options}),
+            // A real word is corrected when a likelier one is near.
+            "direct_generator" => json!({"text": text, "phrase": {"field": "t",
+                "real_word_error_likelihood": 0.2, "direct_generator": [options]}}),
+            _ => json!({"text": text, kind: options}),
+        };
+        (suggest(wrap(with)), suggest(wrap(base)))
+    };
+    let differs = |(with, without)| Some((with, without, Differs));
+    let same = |(with, without), why| Some((with, without, Same(why)));
+    let t = || json!({"field": "t"});
+    let always = || json!({"field": "t", "suggest_mode": "always"});
+    let one_shard = "one index is one shard, which has every term";
+    match (kind, option) {
+        // `field` of a direct generator must be the suggester's own.
+        ("direct_generator", "field") => Some((
+            suggest(json!({"text": "quicke brown fox",
+                           "phrase": {"field": "t", "direct_generator": [{"field": "t"}]}})),
+            suggest(json!({"text": "quicke brown fox", "phrase": {"field": "t"}})),
+            Same("the generator's field is the suggester's own (another is refused)"),
+        )),
+        ("completion", "field") => {
+            differs(pair("qu", json!({"field": "c2"}), json!({"field": "c"})))
+        }
+        ("completion", "size") => differs(pair("qu", json!({"field": "c"}), json!({"size": 1}))),
+        ("completion", "skip_duplicates") => differs(pair(
+            "qu",
+            json!({"field": "c"}),
+            json!({"skip_duplicates": true}),
+        )),
+        (_, "field") => differs(pair("quicke brown fox", json!({"field": "t2"}), t())),
+        ("phrase", "size") => differs(pair("quicke brown fox", t(), json!({"size": 1}))),
+        ("phrase", "shard_size") | ("term" | "direct_generator", "max_inspections") => same(
+            pair("quicke brown fox", t(), json!({option: 10})),
+            "candidates are every term within the edits, and one shard has every term",
+        ),
+        ("term", "shard_size") => same(pair("quicke", t(), json!({option: 10})), one_shard),
+        ("phrase", "direct_generator") => differs(pair(
+            "quicke brown fox",
+            t(),
+            json!({"direct_generator": [{"field": "t", "max_edits": 1}]}),
+        )),
+        ("phrase", "real_word_error_likelihood") => differs(pair(
+            "quicke brown fox",
+            t(),
+            json!({"real_word_error_likelihood": 0.5}),
+        )),
+        ("phrase", "max_errors") => {
+            differs(pair("quicke browm fox", t(), json!({"max_errors": 2})))
+        }
+        ("phrase", "confidence") => {
+            differs(pair("quicke brown fox", t(), json!({"confidence": 10})))
+        }
+        ("phrase", "highlight") => differs(pair(
+            "quicke brown fox",
+            t(),
+            json!({"highlight": {"pre_tag": "<b>", "post_tag": "</b>"}}),
+        )),
+        ("phrase", "gram_size" | "separator" | "force_unigrams") => {
+            let value = match option {
+                "gram_size" => json!(1),
+                "separator" => json!(" "),
+                _ => json!(true),
+            };
+            same(
+                pair("quicke brown fox", t(), json!({option: value})),
+                "Quarry's model is over single words: the only value taken (others are refused)",
+            )
+        }
+        ("phrase", "token_limit") => same(
+            pair("quicke brown fox", t(), json!({"token_limit": 10})),
+            "the text's words are bounded anyway by the error budget's rewrites",
+        ),
+        // The term suggester's options, and a phrase's direct generator's.
+        ("direct_generator", "size") => differs(pair("quicke brown fox", t(), json!({"size": 1}))),
+        (_, "size") => differs(pair("quick", always(), json!({"size": 1}))),
+        ("term", "suggest_mode") => differs(pair("quick", t(), json!({"suggest_mode": "always"}))),
+        // A phrase generator suggests for every word unless told `missing`.
+        ("direct_generator", "suggest_mode") => differs(pair(
+            "quick brown fox",
+            t(),
+            json!({"suggest_mode": "missing"}),
+        )),
+        ("term", "sort") => differs(pair("quicke", t(), json!({"sort": "frequency"}))),
+        (_, "max_edits") => differs(pair("quicke", t(), json!({"max_edits": 1}))),
+        (_, "prefix_length" | "prefix_len") => differs(pair("qtick", always(), json!({option: 0}))),
+        (_, "min_word_length" | "min_word_len") => {
+            differs(pair("quicke", always(), json!({option: 7})))
+        }
+        (_, "min_doc_freq") => differs(pair("quicke", t(), json!({"min_doc_freq": 2}))),
+        // A word in more than 1% of the events (the default) is not corrected.
+        ("direct_generator", "max_term_freq") => {
+            differs(pair("quirk", t(), json!({"max_term_freq": 5})))
+        }
+        (_, "max_term_freq") => differs(pair("quack", always(), json!({"max_term_freq": 5}))),
+        ("term", "accuracy") => differs(pair("quicke", t(), json!({"accuracy": 0.9}))),
+        ("term", "string_distance") => same(
+            pair("quicke", t(), json!({"string_distance": "internal"})),
+            "Quarry's only string distance (any other is refused)",
+        ),
+        _ => None,
+    }
+}
+
+/// The answer, less what differs between two runs of the same request: `took`, and the ids
+/// of scrolls and points in time.
+fn normalized(mut answer: Value) -> Value {
+    if let Some(object) = answer.as_object_mut() {
+        object.remove("took");
+        for id in ["_scroll_id", "pit_id"] {
+            if object.contains_key(id) {
+                object.insert(id.to_owned(), json!("*"));
+            }
+        }
+    }
+    answer
+}
+
+#[test]
+fn every_search_option_is_honoured_or_a_documented_no_op() {
+    let (_dir, server) = hits_index();
+    let run = |(target, body): &Request| {
+        let (status, answer) = server.request("POST", target, Some(&body.to_string()));
+        (status, normalized(answer))
+    };
+    let mut cases: Vec<(String, Option<Case>)> = Vec::new();
+    for key in quarry_server::SEARCH_BODY_OPTIONS {
+        cases.push((format!("body {key}"), body_case(&server, key)));
+    }
+    for param in quarry_server::SEARCH_PARAMS
+        .iter()
+        .chain(quarry_server::NO_OP_PARAMS)
+    {
+        cases.push((format!("URL {param}"), param_case(param)));
+    }
+    for option in quarry_server::SORT_OPTIONS {
+        cases.push((format!("sort {option}"), sort_case(option)));
+    }
+    for option in quarry_server::HIGHLIGHT_OPTIONS {
+        cases.push((format!("highlight {option}"), highlight_case(option, false)));
+    }
+    for option in quarry_server::HIGHLIGHT_FIELD_OPTIONS {
+        cases.push((
+            format!("highlight.fields.t {option}"),
+            highlight_case(option, true),
+        ));
+    }
+    for (kind, options) in quarry_server::SUGGEST_OPTIONS {
+        for option in options.iter() {
+            cases.push((
+                format!("suggest {kind} {option}"),
+                suggest_case(kind, option),
+            ));
+        }
+    }
+
+    let mut missing = Vec::new();
+    let mut wrong = Vec::new();
+    let checked = cases.len();
+    for (name, case) in cases {
+        let Some((with, without, expect)) = case else {
+            missing.push(name);
+            continue;
+        };
+        let option = name.rsplit(' ').next().unwrap();
+        let (status_with, answer_with) = run(&with);
+        let (status_without, answer_without) = run(&without);
+        let verdict = match expect {
+            Refused if status_with == 400 && answer_with.to_string().contains(option) => None,
+            Refused => Some(format!("expected a 400 naming {option}, got {status_with}")),
+            Differs if (status_with, &answer_with) != (status_without, &answer_without) => {
+                (status_with != 200 && status_without != 200)
+                    .then(|| format!("both refused: {answer_with} / {answer_without}"))
+            }
+            Differs => Some(format!("the same answer with and without: {answer_with}")),
+            Same(_) if status_with == 200 && (status_with, &answer_with) == (status_without, &answer_without) => None,
+            Same(reason) => Some(format!(
+                "documented as a no-op ({reason}) but: {status_with} {answer_with} / {status_without} {answer_without}"
+            )),
+        };
+        if let Some(verdict) = verdict {
+            wrong.push(format!(
+                "{name}: {verdict}\n    with {with:?}\n    without {without:?}"
+            ));
+        }
+    }
+    for (key, value) in REFUSED_VALUES {
+        let body = format!("{{\"{key}\": {value}}}");
+        let (status, answer) = server.request("POST", "/hits/_search", Some(&body));
+        if status != 400 || !answer.to_string().contains(key) {
+            wrong.push(format!(
+                "{body}: expected a 400 naming {key}, got {status} {answer}"
+            ));
+        }
+    }
+    let (status, answer) = run(&at_hits(json!({"sort": [{"n": {"missing": "_first"}}]})));
+    if status != 400 || !answer.to_string().contains("missing") {
+        wrong.push(format!(
+            "sort missing _first: expected a 400, got {status} {answer}"
+        ));
+    }
+    report(&missing, &wrong, checked);
+    assert!(checked > 90, "{checked}");
+}

@@ -127,6 +127,12 @@ pub(crate) struct EsParams {
 }
 
 impl EsParams {
+    /// These parameters and `name=value` (over an earlier value of `name`).
+    pub(crate) fn with(mut self, name: &str, value: String) -> EsParams {
+        self.pairs.push((name.to_owned(), value));
+        self
+    }
+
     /// These parameters less `name`.
     pub(crate) fn without(&self, name: &str) -> EsParams {
         EsParams {

@@ -72,21 +72,7 @@ pub(crate) async fn count(
     let index = crate::es_api::all_or(path_index);
     let answer = async {
         let params = EsParams::parse(query.as_deref())?;
-        params.check(
-            "_count",
-            &[
-                "q",
-                "df",
-                "default_operator",
-                "analyze_wildcard",
-                "lenient",
-                "ignore_unavailable",
-                "allow_no_indices",
-                "expand_wildcards",
-                "preference",
-                "ignore_throttled",
-            ],
-        )?;
+        params.check("_count", COUNT_PARAMS)?;
         let now = now_nanos();
         let mut ast = q_param(&params, now)?;
         for (key, value) in &body_object(&body, "the _count body")? {
@@ -124,6 +110,92 @@ pub(crate) async fn count(
     es_response(answer)
 }
 
+/// The URL parameters `_count` takes; those besides the query's pick the indices.
+pub const COUNT_PARAMS: &[&str] = &[
+    "q",
+    "df",
+    "default_operator",
+    "analyze_wildcard",
+    "lenient",
+    "ignore_unavailable",
+    "allow_no_indices",
+    "expand_wildcards",
+    "preference",
+    "ignore_throttled",
+];
+
+/// The URL parameters `_msearch` takes: each but `max_concurrent_searches` (every search
+/// is run in turn) is passed to every search of the body, as `_search` reads it.
+pub const MSEARCH_PARAMS: &[&str] = &[
+    "rest_total_hits_as_int",
+    "typed_keys",
+    "search_type",
+    "max_concurrent_searches",
+    "max_concurrent_shard_requests",
+    "pre_filter_shard_size",
+    "ccs_minimize_roundtrips",
+    "ignore_unavailable",
+    "allow_no_indices",
+    "expand_wildcards",
+];
+
+/// The keys of an `_msearch` header: `index`, and URL parameters of `_search` that apply
+/// to that search alone (over those of the URL).
+pub const MSEARCH_HEADER_KEYS: &[&str] = &[
+    "index",
+    "search_type",
+    "ignore_unavailable",
+    "allow_no_indices",
+    "expand_wildcards",
+    "preference",
+    "request_cache",
+];
+
+/// An `_msearch` header's index expression (`None`: the URL's) and the parameters of its
+/// search: the URL's `shared` ones, then the header's own.
+fn header_params(
+    header: &JsonValue,
+    pair: usize,
+    shared: &EsParams,
+) -> Result<(Option<String>, EsParams), ApiError> {
+    let header = header.as_object().ok_or_else(|| {
+        ApiError::bad_request(format!("the header of search {pair} is not an object"))
+    })?;
+    let mut params = shared.clone();
+    let mut index = None;
+    for (key, value) in header {
+        if !MSEARCH_HEADER_KEYS.contains(&key.as_str()) {
+            return Err(ApiError::bad_request(format!(
+                "unsupported: [{key}] in the header of search {pair}"
+            )));
+        }
+        let names = |value: &JsonValue| match value {
+            JsonValue::String(one) => Some(one.clone()),
+            JsonValue::Array(many) if !many.is_empty() => many
+                .iter()
+                .map(|name| name.as_str().map(str::to_owned))
+                .collect::<Option<Vec<_>>>()
+                .map(|names| names.join(",")),
+            _ => None,
+        };
+        let text = match value {
+            JsonValue::Bool(flag) => Some(flag.to_string()),
+            JsonValue::Number(number) => Some(number.to_string()),
+            other => names(other),
+        }
+        .ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "[{key}] in the header of search {pair}: expected a name, a list of names or a flag, got {value}"
+            ))
+        })?;
+        match key.as_str() {
+            "index" => index = Some(text),
+            _ => params = params.with(key, text),
+        }
+    }
+    Ok((index, params))
+}
+
 /// `_msearch`: NDJSON pairs of a header (`{"index": ...}`, may be empty) and a search body;
 /// each answered in `responses`, a failed one as its error with its status.
 pub(crate) async fn msearch(
@@ -137,36 +209,15 @@ pub(crate) async fn msearch(
     let default_index = crate::es_api::all_or(path_index);
     let answer = async {
         let params = EsParams::parse(query.as_deref())?;
-        // Every search of the body is run in turn on its tenant's single index; the rest
-        // steer a cluster's fan-out.
-        params.check(
-            "_msearch",
-            &[
-                "rest_total_hits_as_int",
-                "typed_keys",
-                "search_type",
-                "max_concurrent_searches",
-                "max_concurrent_shard_requests",
-                "pre_filter_shard_size",
-                "ccs_minimize_roundtrips",
-                "ignore_unavailable",
-                "allow_no_indices",
-                "expand_wildcards",
-            ],
-        )?;
-        // What each search takes from the URL.
-        let mut shared = Vec::new();
-        for name in [
-            "rest_total_hits_as_int",
-            "search_type",
-            "typed_keys",
-            "ignore_unavailable",
-        ] {
-            if let Some(value) = params.get(name) {
-                shared.push(format!("{name}={value}"));
-            }
-        }
-        let shared_text = shared;
+        params.check("_msearch", MSEARCH_PARAMS)?;
+        // What each search takes from the URL: all but `max_concurrent_searches`.
+        let shared = MSEARCH_PARAMS
+            .iter()
+            .filter(|name| SEARCH_PARAMS.contains(name))
+            .filter_map(|name| params.get(name).map(|value| (*name, value.to_owned())))
+            .fold(EsParams::default(), |params, (name, value)| {
+                params.with(name, value)
+            });
         let text = std::str::from_utf8(&body)
             .map_err(|_| ApiError::bad_request("the _msearch body is not UTF-8"))?;
         let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
@@ -200,48 +251,13 @@ pub(crate) async fn msearch(
                     2 * pair + 1,
                     2 * pair + 2
                 ))),
-                Ok((header, body)) => {
-                    if let Some(key) = header.as_object().and_then(|h| {
-                        h.keys().find(|k| {
-                            !matches!(
-                                k.as_str(),
-                                "index"
-                                    | "search_type"
-                                    | "ignore_unavailable"
-                                    | "allow_no_indices"
-                                    | "expand_wildcards"
-                                    | "preference"
-                                    | "request_cache"
-                            )
-                        })
-                    }) {
-                        let error = ApiError::bad_request(format!(
-                            "unsupported: [{key}] in the header of search {pair}"
-                        ));
-                        responses.push(error_item(error));
-                        continue;
+                Ok((header, body)) => match header_params(&header, pair, &shared) {
+                    Ok((index, params)) => {
+                        let index = index.unwrap_or_else(|| default_index.clone());
+                        search_one(&state, &index, &params, &body, &headers, started).await
                     }
-                    let index = match header.get("index") {
-                        Some(JsonValue::String(index)) => index.clone(),
-                        Some(JsonValue::Array(names)) if !names.is_empty() => names
-                            .iter()
-                            .filter_map(JsonValue::as_str)
-                            .collect::<Vec<_>>()
-                            .join(","),
-                        _ => default_index.clone(),
-                    };
-                    // The header's own flags join the URL's.
-                    let mut own = shared_text.clone();
-                    if header.get("ignore_unavailable") == Some(&JsonValue::Bool(true)) {
-                        own.push("ignore_unavailable=true".to_owned());
-                    }
-                    match EsParams::parse(Some(&own.join("&"))) {
-                        Ok(params) => {
-                            search_one(&state, &index, &params, &body, &headers, started).await
-                        }
-                        Err(error) => Err(error),
-                    }
-                }
+                    Err(error) => Err(error),
+                },
             };
             responses.push(match result {
                 Ok(mut body) => {

@@ -71,7 +71,10 @@ use tenants::TenantSpec;
 pub use es_aggs::{AGG_OPTIONS, PIPELINE_OPTIONS};
 pub use es_api::NO_OP_PARAMS;
 pub use es_hits::{HIGHLIGHT_FIELD_OPTIONS, HIGHLIGHT_OPTIONS};
-pub use es_search::{SEARCH_BODY_OPTIONS, SEARCH_PARAMS, SORT_OPTIONS};
+pub use es_search::{
+    COUNT_PARAMS, MSEARCH_HEADER_KEYS, MSEARCH_PARAMS, SEARCH_BODY_OPTIONS, SEARCH_PARAMS,
+    SORT_OPTIONS,
+};
 pub use es_suggest::SUGGEST_OPTIONS;
 pub use tenants::DEFAULT_TENANT;
 

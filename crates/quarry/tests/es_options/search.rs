@@ -467,13 +467,53 @@ fn normalized(mut answer: Value) -> Value {
     answer
 }
 
+/// Sends `request`: its body as JSON, or a list of lines as NDJSON (`_msearch`).
+fn run(server: &Server, (target, body): &Request) -> (u16, Value) {
+    let text = match body {
+        Value::Array(lines) => lines.iter().map(|line| format!("{line}\n")).collect(),
+        one => one.to_string(),
+    };
+    let (status, answer) = server.request("POST", target, Some(&text));
+    (status, normalized(answer))
+}
+
+/// Runs every case: the names of those with no case, and what is wrong with the others.
+fn walk(server: &Server, cases: Vec<(String, Option<Case>)>) -> (Vec<String>, Vec<String>) {
+    let mut missing = Vec::new();
+    let mut wrong = Vec::new();
+    for (name, case) in cases {
+        let Some((with, without, expect)) = case else {
+            missing.push(name);
+            continue;
+        };
+        let option = name.rsplit(' ').next().unwrap();
+        let (status_with, answer_with) = run(server, &with);
+        let (status_without, answer_without) = run(server, &without);
+        let verdict = match expect {
+            Refused if status_with == 400 && answer_with.to_string().contains(option) => None,
+            Refused => Some(format!("expected a 400 naming {option}, got {status_with}")),
+            Differs if (status_with, &answer_with) != (status_without, &answer_without) => {
+                (status_with != 200 && status_without != 200)
+                    .then(|| format!("both refused: {answer_with} / {answer_without}"))
+            }
+            Differs => Some(format!("the same answer with and without: {answer_with}")),
+            Same(_) if status_with == 200 && (status_with, &answer_with) == (status_without, &answer_without) => None,
+            Same(reason) => Some(format!(
+                "documented as a no-op ({reason}) but: {status_with} {answer_with} / {status_without} {answer_without}"
+            )),
+        };
+        if let Some(verdict) = verdict {
+            wrong.push(format!(
+                "{name}: {verdict}\n    with {with:?}\n    without {without:?}"
+            ));
+        }
+    }
+    (missing, wrong)
+}
+
 #[test]
 fn every_search_option_is_honoured_or_a_documented_no_op() {
     let (_dir, server) = hits_index();
-    let run = |(target, body): &Request| {
-        let (status, answer) = server.request("POST", target, Some(&body.to_string()));
-        (status, normalized(answer))
-    };
     let mut cases: Vec<(String, Option<Case>)> = Vec::new();
     for key in quarry_server::SEARCH_BODY_OPTIONS {
         cases.push((format!("body {key}"), body_case(&server, key)));
@@ -505,36 +545,8 @@ fn every_search_option_is_honoured_or_a_documented_no_op() {
         }
     }
 
-    let mut missing = Vec::new();
-    let mut wrong = Vec::new();
     let checked = cases.len();
-    for (name, case) in cases {
-        let Some((with, without, expect)) = case else {
-            missing.push(name);
-            continue;
-        };
-        let option = name.rsplit(' ').next().unwrap();
-        let (status_with, answer_with) = run(&with);
-        let (status_without, answer_without) = run(&without);
-        let verdict = match expect {
-            Refused if status_with == 400 && answer_with.to_string().contains(option) => None,
-            Refused => Some(format!("expected a 400 naming {option}, got {status_with}")),
-            Differs if (status_with, &answer_with) != (status_without, &answer_without) => {
-                (status_with != 200 && status_without != 200)
-                    .then(|| format!("both refused: {answer_with} / {answer_without}"))
-            }
-            Differs => Some(format!("the same answer with and without: {answer_with}")),
-            Same(_) if status_with == 200 && (status_with, &answer_with) == (status_without, &answer_without) => None,
-            Same(reason) => Some(format!(
-                "documented as a no-op ({reason}) but: {status_with} {answer_with} / {status_without} {answer_without}"
-            )),
-        };
-        if let Some(verdict) = verdict {
-            wrong.push(format!(
-                "{name}: {verdict}\n    with {with:?}\n    without {without:?}"
-            ));
-        }
-    }
+    let (missing, mut wrong) = walk(&server, cases);
     for (key, value) in REFUSED_VALUES {
         let body = format!("{{\"{key}\": {value}}}");
         let (status, answer) = server.request("POST", "/hits/_search", Some(&body));
@@ -544,7 +556,10 @@ fn every_search_option_is_honoured_or_a_documented_no_op() {
             ));
         }
     }
-    let (status, answer) = run(&at_hits(json!({"sort": [{"n": {"missing": "_first"}}]})));
+    let (status, answer) = run(
+        &server,
+        &at_hits(json!({"sort": [{"n": {"missing": "_first"}}]})),
+    );
     if status != 400 || !answer.to_string().contains("missing") {
         wrong.push(format!(
             "sort missing _first: expected a 400, got {status} {answer}"
@@ -552,4 +567,130 @@ fn every_search_option_is_honoured_or_a_documented_no_op() {
     }
     report(&missing, &wrong, checked);
     assert!(checked > 90, "{checked}");
+}
+
+/// `_count`'s URL parameters (`COUNT_PARAMS`).
+fn count_case(param: &str) -> Option<Case> {
+    let count = |target: &str| (target.to_owned(), json!({}));
+    let differs = |with: &str, without: &str| Some((count(with), count(without), Differs));
+    let same = |value: &str, why| {
+        Some((
+            count(&format!("/hits/_count?{param}={value}")),
+            count("/hits/_count"),
+            Same(why),
+        ))
+    };
+    match param {
+        "q" => differs("/hits/_count?q=k:a", "/hits/_count"),
+        "df" => differs("/hits/_count?q=brown&df=t2", "/hits/_count?q=brown&df=t"),
+        "default_operator" => differs(
+            "/hits/_count?q=quack%20bear&default_operator=AND",
+            "/hits/_count?q=quack%20bear",
+        ),
+        "analyze_wildcard" => Some((
+            count("/hits/_count?q=t:QUA*&analyze_wildcard=true"),
+            count("/hits/_count?q=t:QUA*"),
+            Same("Quarry lowercases a wildcard's text as the analyzer would, either way"),
+        )),
+        "lenient" => differs("/hits/_count?q=n:abc&lenient=true", "/hits/_count?q=n:abc"),
+        "ignore_unavailable" => differs(
+            "/hits,nope/_count?ignore_unavailable=true",
+            "/hits,nope/_count",
+        ),
+        "allow_no_indices" => differs("/nope*/_count?allow_no_indices=false", "/nope*/_count"),
+        "expand_wildcards" => differs("/hit*/_count?expand_wildcards=none", "/hit*/_count"),
+        "preference" => same("_local", "one copy of each index"),
+        "ignore_throttled" => same("false", "Quarry has no frozen indices"),
+        _ => None,
+    }
+}
+
+/// `_msearch`'s URL parameters (`MSEARCH_PARAMS`, `header` false) and header keys
+/// (`MSEARCH_HEADER_KEYS`, `header` true).
+fn msearch_case(key: &str, header: bool) -> Option<Case> {
+    let max = json!({"size": 0, "aggs": {"m": {"max": {"field": "n"}}}});
+    // One search of `body` under `header`, at `/_msearch?{query}`.
+    let one = |query: &str, header: Value, body: &Value| {
+        (format!("/_msearch?{query}"), json!([header, body]))
+    };
+    let pair = |with: Request, without: Request, expect| Some((with, without, expect));
+    let url = |value: &str, index: &str, body: &Value, expect| {
+        let header = json!({"index": index});
+        pair(
+            one(&format!("{key}={value}"), header.clone(), body),
+            one("", header, body),
+            expect,
+        )
+    };
+    let in_header = |value: Value, index: &str, expect| {
+        let mut with = json!({"index": index});
+        with[key] = value;
+        pair(
+            one("", with, &json!({})),
+            one("", json!({"index": index}), &json!({})),
+            expect,
+        )
+    };
+    let one_index = "one index is one shard: nothing to steer";
+    match (key, header) {
+        ("rest_total_hits_as_int", false) => url("true", "hits", &json!({}), Differs),
+        ("typed_keys", false) => url("true", "hits", &max, Differs),
+        ("search_type", _) if !header => url(
+            "dfs_query_then_fetch",
+            "hits",
+            &json!({}),
+            Same("one index per tenant: every search scores with the whole index's statistics"),
+        ),
+        ("search_type", _) => in_header(
+            json!("dfs_query_then_fetch"),
+            "hits",
+            Same("one index per tenant: every search scores with the whole index's statistics"),
+        ),
+        ("max_concurrent_searches", false) => url(
+            "1",
+            "hits",
+            &json!({}),
+            Same("the searches are run in turn"),
+        ),
+        ("max_concurrent_shard_requests" | "pre_filter_shard_size", false) => {
+            url("1", "hits", &json!({}), Same(one_index))
+        }
+        ("ccs_minimize_roundtrips", false) => {
+            url("false", "hits", &json!({}), Same("no remote clusters"))
+        }
+        ("ignore_unavailable", false) => url("true", "hits,nope", &json!({}), Differs),
+        ("allow_no_indices", false) => url("false", "nope*", &json!({}), Differs),
+        ("expand_wildcards", false) => url("none", "hit*", &json!({}), Differs),
+        ("index", true) => pair(
+            one("", json!({"index": "hits"}), &json!({})),
+            one("", json!({"index": "nope"}), &json!({})),
+            Differs,
+        ),
+        ("ignore_unavailable", true) => in_header(json!(true), "hits,nope", Differs),
+        ("allow_no_indices", true) => in_header(json!(false), "nope*", Differs),
+        ("expand_wildcards", true) => in_header(json!("none"), "hit*", Differs),
+        ("preference", true) => in_header(json!("_local"), "hits", Same("one copy of each index")),
+        ("request_cache", true) => {
+            in_header(json!(true), "hits", Same("a cache never changes an answer"))
+        }
+        _ => None,
+    }
+}
+
+#[test]
+fn every_count_and_msearch_option_is_honoured_or_a_documented_no_op() {
+    let (_dir, server) = hits_index();
+    let mut cases: Vec<(String, Option<Case>)> = Vec::new();
+    for param in quarry_server::COUNT_PARAMS {
+        cases.push((format!("_count URL {param}"), count_case(param)));
+    }
+    for param in quarry_server::MSEARCH_PARAMS {
+        cases.push((format!("_msearch URL {param}"), msearch_case(param, false)));
+    }
+    for key in quarry_server::MSEARCH_HEADER_KEYS {
+        cases.push((format!("_msearch header {key}"), msearch_case(key, true)));
+    }
+    let checked = cases.len();
+    let (missing, wrong) = walk(&server, cases);
+    report(&missing, &wrong, checked);
 }

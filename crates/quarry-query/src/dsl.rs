@@ -698,6 +698,27 @@ fn intervals(body: &Value, path: &str) -> Result<Ast, DslError> {
     boosted(ast, options.get("boost"), path)
 }
 
+/// Every option of each `intervals` rule, walked by `crates/quarry/tests/es_options/` as
+/// `QUERY_OPTIONS` are; `use_field` and `script` (and any other) are refused by name.
+pub const INTERVALS_RULE_OPTIONS: &[(&str, &[&str])] = &[
+    (
+        "match",
+        &["query", "max_gaps", "ordered", "mode", "analyzer", "filter"],
+    ),
+    (
+        "all_of",
+        &["intervals", "max_gaps", "ordered", "mode", "filter"],
+    ),
+    ("any_of", &["intervals", "filter"]),
+    ("prefix", &["prefix"]),
+    ("wildcard", &["pattern"]),
+    ("regexp", &["pattern", "case_insensitive", "flags"]),
+    (
+        "fuzzy",
+        &["term", "fuzziness", "prefix_length", "transpositions"],
+    ),
+];
+
 /// An intervals rule of type `kind` with options `body`; `path` names it in errors.
 fn intervals_rule(kind: &str, body: &Value, path: &str) -> Result<IntervalsRule, DslError> {
     use crate::intervals::Rule;
@@ -736,13 +757,11 @@ fn intervals_rule(kind: &str, body: &Value, path: &str) -> Result<IntervalsRule,
             })
             .collect()
     };
+    if let Some((_, known)) = INTERVALS_RULE_OPTIONS.iter().find(|(k, _)| *k == kind) {
+        check_keys(options, known, path)?;
+    }
     let rule = match kind {
         "match" => {
-            check_keys(
-                options,
-                &["query", "max_gaps", "ordered", "mode", "analyzer", "filter"],
-                path,
-            )?;
             let analyzer = analyzer_of(options, path)?;
             Rule::Leaf(crate::intervals::MatchText {
                 text: string("query")?,
@@ -751,33 +770,18 @@ fn intervals_rule(kind: &str, body: &Value, path: &str) -> Result<IntervalsRule,
                 max_gaps: max_gaps_of(options, path)?,
             })
         }
-        "all_of" => {
-            check_keys(
-                options,
-                &["intervals", "max_gaps", "ordered", "mode", "filter"],
-                path,
-            )?;
-            Rule::All {
-                mode: intervals_mode(options, path)?,
-                max_gaps: max_gaps_of(options, path)?,
-                rules: sub_rules()?,
-            }
-        }
-        "any_of" => {
-            check_keys(options, &["intervals", "filter"], path)?;
-            Rule::Any(sub_rules()?)
-        }
+        "all_of" => Rule::All {
+            mode: intervals_mode(options, path)?,
+            max_gaps: max_gaps_of(options, path)?,
+            rules: sub_rules()?,
+        },
+        "any_of" => Rule::Any(sub_rules()?),
         "prefix" | "wildcard" | "regexp" | "fuzzy" => {
-            let (known, key): (&[&str], &str) = match kind {
-                "prefix" => (&["prefix"], "prefix"),
-                "wildcard" => (&["pattern"], "pattern"),
-                "regexp" => (&["pattern", "case_insensitive", "flags"], "pattern"),
-                _ => (
-                    &["term", "fuzziness", "prefix_length", "transpositions"],
-                    "term",
-                ),
+            let key = match kind {
+                "prefix" => "prefix",
+                "wildcard" | "regexp" => "pattern",
+                _ => "term",
             };
-            check_keys(options, known, path)?;
             at_default(options, "flags", Value::from("ALL"), path)?;
             at_default(options, "transpositions", Value::Bool(true), path)?;
             let value = string(key)?;

@@ -301,7 +301,7 @@ pub(crate) async fn put(
 ) -> Response {
     let answer = async {
         let params = EsParams::parse(query.as_deref())?;
-        params.check("put alias", &["timeout"])?;
+        params.check("put alias")?;
         state.may_manage_indices(&headers)?;
         let options = crate::es_api::body_object(&body, "the alias body")?;
         let options = alias_options(&JsonValue::Object(options), "alias")?;
@@ -330,7 +330,7 @@ pub(crate) async fn delete(
 ) -> Response {
     let answer = async {
         let params = EsParams::parse(query.as_deref())?;
-        params.check("delete alias", &["timeout"])?;
+        params.check("delete alias")?;
         state.may_manage_indices(&headers)?;
         let indices = resolve(&state, &index, &headers, Missing::REFUSE)?;
         let holding: Vec<String> = indices
@@ -364,7 +364,7 @@ pub(crate) async fn update(
 ) -> Response {
     let answer = async {
         let params = EsParams::parse(query.as_deref())?;
-        params.check("update aliases", &["timeout"])?;
+        params.check("update aliases")?;
         state.may_manage_indices(&headers)?;
         let body = crate::es_api::body_object(&body, "the aliases body")?;
         if let Some(other) = body.keys().find(|k| *k != "actions") {
@@ -464,15 +464,7 @@ fn listing(
     headers: &HeaderMap,
     params: &EsParams,
 ) -> Result<(StatusCode, JsonValue), ApiError> {
-    params.check(
-        "get alias",
-        &[
-            "ignore_unavailable",
-            "allow_no_indices",
-            "expand_wildcards",
-            "local",
-        ],
-    )?;
+    params.check("get alias")?;
     let indices = resolve(
         state,
         index.unwrap_or("_all"),

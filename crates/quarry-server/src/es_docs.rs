@@ -20,36 +20,23 @@ use quarry_query::{SearchRequest, SortOrder};
 use serde_json::{json, Value as JsonValue};
 use std::sync::Arc;
 
-/// URL parameters of a single-document write: those a bulk request takes (`refresh` and the
-/// rest change nothing, ingest.rs), `op_type` (`index` or `create`), and the conditions on
-/// the document replaced (documents.rs).
-const WRITE_PARAMS: &[&str] = &[
-    "refresh",
-    "timeout",
-    "routing",
-    "wait_for_active_shards",
-    "require_alias",
-    "op_type",
-    "if_seq_no",
-    "if_primary_term",
-    "version",
-    "version_type",
+/// Every key an update's body takes (`_update`, and a bulk `update`'s second line), walked
+/// by `crates/quarry/tests/es_options/`: `script` and `scripted_upsert` are read only to be
+/// refused (Quarry runs no scripts).
+pub const UPDATE_BODY_KEYS: &[&str] = &[
+    "doc",
+    "upsert",
+    "doc_as_upsert",
+    "detect_noop",
+    "_source",
+    "script",
+    "scripted_upsert",
 ];
 
-/// URL parameters of `_update`: a write's (but `op_type` and external versions), and what
-/// of the document to answer with.
-const UPDATE_PARAMS: &[&str] = &[
-    "refresh",
-    "timeout",
-    "routing",
-    "wait_for_active_shards",
-    "require_alias",
-    "if_seq_no",
-    "if_primary_term",
-    "_source",
-    "_source_includes",
-    "_source_excludes",
-];
+/// The keys of a `_mget` body, and of each entry of its `docs` (`routing` changes nothing:
+/// one shard per index).
+pub const MGET_BODY_KEYS: &[&str] = &["docs", "ids"];
+pub const MGET_DOC_KEYS: &[&str] = &["_index", "_id", "_source", "stored_fields", "routing"];
 
 /// `POST /{index}/_update/{id}`: `doc` merged into the document, or an upsert
 /// (`update_document`).
@@ -119,9 +106,9 @@ async fn write_one(
     let answer = async {
         let params = EsParams::parse(query.as_deref())?;
         if action == "update" {
-            params.check("update a document", UPDATE_PARAMS)?;
+            params.check("update a document")?;
         } else {
-            params.check("write a document", WRITE_PARAMS)?;
+            params.check("write a document")?;
         }
         let action = match params.get("op_type") {
             None if action == "update" => action,
@@ -287,15 +274,7 @@ async fn read_one(
 ) -> Response {
     let answer = async {
         let params = EsParams::parse(query.as_deref())?;
-        let mut known = vec![
-            "realtime",
-            "refresh",
-            "routing",
-            "preference",
-            "version_type",
-        ];
-        known.extend_from_slice(HitView::PARAMS);
-        params.check("get a document", &known)?;
+        params.check("get a document")?;
         // `version=N` asks for that version (409 otherwise); `version=true` shows it.
         let wanted_version = match params.get("version") {
             Some(text) if text.bytes().all(|b| b.is_ascii_digit()) && !text.is_empty() => {
@@ -417,9 +396,7 @@ pub(crate) async fn mget(
 ) -> Response {
     let answer = async {
         let params = EsParams::parse(query.as_deref())?;
-        let mut known = vec!["realtime", "refresh", "routing", "preference"];
-        known.extend_from_slice(HitView::PARAMS);
-        params.check("multi get", &known)?;
+        params.check("multi get")?;
         let body: JsonValue = if body.is_empty() {
             json!({})
         } else {
@@ -432,6 +409,11 @@ pub(crate) async fn mget(
         let path_index = index.map(|UrlPath(index)| index);
         let mut wanted: Vec<Wanted> = Vec::new();
         for (key, value) in object {
+            if !MGET_BODY_KEYS.contains(&key.as_str()) {
+                return Err(ApiError::bad_request(format!(
+                    "unsupported: [{key}] in a multi get body (docs or ids)"
+                )));
+            }
             match (key.as_str(), value) {
                 ("docs", JsonValue::Array(docs)) => {
                     for doc in docs {
@@ -439,10 +421,7 @@ pub(crate) async fn mget(
                             ApiError::bad_request("docs: each entry must be an object")
                         })?;
                         for key in doc.keys() {
-                            if !matches!(
-                                key.as_str(),
-                                "_index" | "_id" | "_source" | "stored_fields" | "routing"
-                            ) {
+                            if !MGET_DOC_KEYS.contains(&key.as_str()) {
                                 return Err(ApiError::bad_request(format!(
                                     "docs: unsupported key [{key}] (a document is asked for by _index, _id, _source, stored_fields)"
                                 )));
@@ -471,9 +450,7 @@ pub(crate) async fn mget(
                     }
                 }
                 (key, _) => {
-                    return Err(ApiError::bad_request(format!(
-                        "unsupported: [{key}] in a multi get body (docs or ids)"
-                    )))
+                    return Err(ApiError::bad_request(format!("{key}: expected a list")))
                 }
             }
         }
@@ -599,6 +576,9 @@ pub(crate) fn update_document(
     };
     let (mut doc, mut upsert, mut doc_as_upsert, mut detect_noop) = (None, None, false, true);
     for (key, value) in &body {
+        if !UPDATE_BODY_KEYS.contains(&key.as_str()) {
+            return Err(invalid(format!("unsupported: [{key}] in an update")));
+        }
         match key.as_str() {
             "doc" => doc = Some(object(key, value)?),
             "upsert" => upsert = Some(object(key, value)?),

@@ -31,16 +31,7 @@ pub(crate) async fn field_caps(
 ) -> Response {
     let answer = async {
         let params = EsParams::parse(query.as_deref())?;
-        params.check(
-            "field_caps",
-            &[
-                "fields",
-                "ignore_unavailable",
-                "allow_no_indices",
-                "expand_wildcards",
-                "include_unmapped",
-            ],
-        )?;
+        params.check("field_caps")?;
         let mut patterns: Vec<String> = params
             .get("fields")
             .map(|f| f.split(',').map(str::to_owned).collect())

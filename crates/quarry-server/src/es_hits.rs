@@ -305,7 +305,9 @@ impl HitView {
         "highlight",
     ];
 
-    /// The URL parameters about hits, all in `SEARCH_PARAMS`.
+    /// The URL parameters `read_params` reads: every API that shows hits takes them
+    /// (`es_api::API_PARAMS`, checked by a test).
+    #[cfg(test)]
     pub(crate) const PARAMS: &'static [&'static str] = &[
         "_source",
         "_source_includes",
@@ -872,12 +874,15 @@ mod tests {
 
     #[test]
     fn the_search_tables_hold_every_key_about_hits() {
-        use crate::es_search::{SEARCH_BODY_OPTIONS, SEARCH_PARAMS};
+        use crate::es_search::SEARCH_BODY_OPTIONS;
         for key in HitView::BODY_KEYS {
             assert!(SEARCH_BODY_OPTIONS.contains(key), "{key}");
         }
-        for param in HitView::PARAMS {
-            assert!(SEARCH_PARAMS.contains(param), "{param}");
+        for api in ["_search", "get a document", "multi get"] {
+            for param in HitView::PARAMS {
+                let known = crate::es_api::params_of(api);
+                assert!(known.contains(param), "{api}: {param}");
+            }
         }
     }
 

@@ -43,10 +43,7 @@ pub(crate) async fn create(
 ) -> Response {
     let answer = async {
         let params = EsParams::parse(query.as_deref())?;
-        params.check(
-            "create index",
-            &["wait_for_active_shards", "timeout", "include_type_name"],
-        )?;
+        params.check("create index")?;
         state.may_manage_indices(&headers)?;
         tenants::validate_name(&index).map_err(|reason| {
             ApiError::bad_request(format!("invalid index name [{index}]: {reason}"))
@@ -240,19 +237,7 @@ pub(crate) async fn put_settings(
 ) -> Response {
     let answer = async {
         let params = EsParams::parse(query.as_deref())?;
-        params.check(
-            "update settings",
-            &[
-                "ignore_unavailable",
-                "allow_no_indices",
-                "expand_wildcards",
-                "flat_settings",
-                "preserve_existing",
-                "timeout",
-                "master_timeout",
-                "cluster_manager_timeout",
-            ],
-        )?;
+        params.check("update settings")?;
         state.may_manage_indices(&headers)?;
         let body = crate::es_api::body_object(&body, "the settings body")?;
         let settings = match body.get("settings") {
@@ -334,15 +319,7 @@ pub(crate) async fn delete(
 ) -> Response {
     let answer = async {
         let params = EsParams::parse(query.as_deref())?;
-        params.check(
-            "delete index",
-            &[
-                "ignore_unavailable",
-                "allow_no_indices",
-                "expand_wildcards",
-                "timeout",
-            ],
-        )?;
+        params.check("delete index")?;
         let ignore_unavailable = params.flag("ignore_unavailable", false)?;
         state.may_manage_indices(&headers)?;
         let names: Vec<&str> = index.split(',').filter(|n| !n.is_empty()).collect();
@@ -393,18 +370,8 @@ pub(crate) async fn exists(
     headers: HeaderMap,
 ) -> Response {
     let status = match EsParams::parse(query.as_deref()).and_then(|params| {
-        params.check(
-            "index exists",
-            &[
-                "ignore_unavailable",
-                "allow_no_indices",
-                "expand_wildcards",
-                "local",
-                "flat_settings",
-                "include_defaults",
-            ],
-        )?;
-        resolve(&state, &index, &headers, Missing::REFUSE)
+        params.check("index exists")?;
+        resolve(&state, &index, &headers, missing_rule(&params)?)
     }) {
         Ok(found) if !found.is_empty() => StatusCode::OK,
         Ok(_) => StatusCode::NOT_FOUND,
@@ -424,16 +391,7 @@ pub(crate) async fn get(
 ) -> Response {
     let answer = (|| {
         let params = EsParams::parse(query.as_deref())?;
-        params.check(
-            "get index",
-            &[
-                "ignore_unavailable",
-                "allow_no_indices",
-                "expand_wildcards",
-                "local",
-                "include_defaults",
-            ],
-        )?;
+        params.check("get index")?;
         let mut out = Map::new();
         for (name, tenant) in resolve(&state, &index, &headers, missing_rule(&params)?)? {
             let spec = tenant.spec();
@@ -500,19 +458,7 @@ pub(crate) async fn settings(
 ) -> Response {
     let answer = (|| {
         let params = EsParams::parse(query.as_deref())?;
-        params.check(
-            "get settings",
-            &[
-                "ignore_unavailable",
-                "allow_no_indices",
-                "expand_wildcards",
-                "local",
-                "include_defaults",
-                "flat_settings",
-                "master_timeout",
-                "cluster_manager_timeout",
-            ],
-        )?;
+        params.check("get settings")?;
         state.require_some_key(&headers)?;
         let flat = params.flag("flat_settings", false)?;
         let expression = crate::es_api::all_or(index);
@@ -564,18 +510,7 @@ async fn set_closed(
 ) -> Result<String, ApiError> {
     let params = EsParams::parse(query.as_deref())?;
     // The waits and timeouts are for shards a single node has at once.
-    params.check(
-        if closed { "close index" } else { "open index" },
-        &[
-            "ignore_unavailable",
-            "allow_no_indices",
-            "expand_wildcards",
-            "wait_for_active_shards",
-            "timeout",
-            "master_timeout",
-            "cluster_manager_timeout",
-        ],
-    )?;
+    params.check(if closed { "close index" } else { "open index" })?;
     state.may_manage_indices(&headers)?;
     let mut rules = missing_rule(&params)?;
     if params.get("expand_wildcards").is_none() {
@@ -586,9 +521,6 @@ async fn set_closed(
         .into_iter()
         .map(|(name, _)| name)
         .collect();
-    if names.is_empty() && !params.flag("allow_no_indices", true)? {
-        return Err(no_such_index(&index));
-    }
     let work = state.clone();
     let changed = names.clone();
     blocking(move || {
@@ -621,10 +553,7 @@ pub(crate) async fn refresh(
 ) -> Response {
     let answer = (|| {
         let params = EsParams::parse(query.as_deref())?;
-        params.check(
-            "refresh",
-            &["ignore_unavailable", "allow_no_indices", "expand_wildcards"],
-        )?;
+        params.check("refresh")?;
         let expression = crate::es_api::all_or(index);
         let found = resolve(&state, &expression, &headers, missing_rule(&params)?)?;
         let shards = found.len();
@@ -644,21 +573,7 @@ pub(crate) async fn cluster_health(
     let answer = (|| {
         let params = EsParams::parse(query.as_deref())?;
         // The waits are for a state a single node that answers is already in.
-        params.check(
-            "cluster health",
-            &[
-                "wait_for_status",
-                "wait_for_nodes",
-                "wait_for_events",
-                "wait_for_active_shards",
-                "wait_for_no_relocating_shards",
-                "wait_for_no_initializing_shards",
-                "timeout",
-                "local",
-                "level",
-                "expand_wildcards",
-            ],
-        )?;
+        params.check("cluster health")?;
         let level = params.get("level").unwrap_or("cluster");
         if !matches!(level, "cluster" | "indices") {
             return Err(ApiError::bad_request(format!(
@@ -667,7 +582,7 @@ pub(crate) async fn cluster_health(
         }
         state.require_some_key(&headers)?;
         let expression = crate::es_api::all_or(index);
-        let found = resolve(&state, &expression, &headers, Missing::REFUSE)?;
+        let found = resolve(&state, &expression, &headers, missing_rule(&params)?)?;
         let shards = found.len();
         let mut health = json!({
             "cluster_name": "quarry",
@@ -717,13 +632,10 @@ pub(crate) async fn cat_indices(
 ) -> Response {
     let answer = (|| {
         let params = EsParams::parse(query.as_deref())?;
-        params.check(
-            "cat indices",
-            &["format", "v", "h", "expand_wildcards", "local"],
-        )?;
+        params.check("cat indices")?;
         state.require_some_key(&headers)?;
         let expression = crate::es_api::all_or(index);
-        let found = resolve(&state, &expression, &headers, Missing::REFUSE)?;
+        let found = resolve(&state, &expression, &headers, missing_rule(&params)?)?;
         const COLUMNS: &[&str] = &[
             "health",
             "status",
@@ -825,6 +737,9 @@ pub(crate) struct Missing {
     pub closed: bool,
     /// A search or count: closed indices are never read.
     pub reads: bool,
+    /// A pattern that matches no index, or an expression that leaves none, is taken
+    /// (`allow_no_indices`, true by default), else a 404 naming it.
+    pub allow_none: bool,
 }
 
 impl Missing {
@@ -834,6 +749,7 @@ impl Missing {
         open: true,
         closed: false,
         reads: false,
+        allow_none: true,
     };
 
     /// The same rules for a caller that reads the indices' data.
@@ -847,10 +763,12 @@ impl Missing {
 
 /// The rules the URL asks for: `ignore_unavailable=true` leaves out an index that is not
 /// there; `expand_wildcards` (`open`, `closed`, `all`, `none`, `hidden`, comma lists) says
-/// which indices patterns match.
+/// which indices patterns match; `allow_no_indices=false` makes a pattern that matches none
+/// a 404.
 pub(crate) fn missing_rule(params: &EsParams) -> Result<Missing, ApiError> {
     let mut rules = Missing {
         skip: params.flag("ignore_unavailable", false)?,
+        allow_none: params.flag("allow_no_indices", true)?,
         ..Missing::REFUSE
     };
     if let Some(list) = params.get("expand_wildcards") {
@@ -905,6 +823,7 @@ pub(crate) fn resolve(
         if is_pattern(part) {
             // A pattern matches indices, and the aliases of indices (which it reads).
             let pattern = if part == "_all" { "*" } else { part };
+            let before = found.len();
             for tenant in state.all_tenants() {
                 let spec = tenant.spec();
                 let matches = glob_matches(pattern, &spec.name)
@@ -923,6 +842,9 @@ pub(crate) fn resolve(
                     }
                     found.push((spec.name, tenant));
                 }
+            }
+            if found.len() == before && !missing.allow_none {
+                return Err(no_such_index(part));
             }
             continue;
         }
@@ -950,6 +872,10 @@ pub(crate) fn resolve(
             }
             found.push((name, tenant));
         }
+    }
+    // Names left out by `ignore_unavailable` leave nothing either.
+    if found.is_empty() && !missing.allow_none {
+        return Err(no_such_index(expression));
     }
     found.sort_by(|a, b| a.0.cmp(&b.0));
     found.dedup_by(|a, b| a.0 == b.0);

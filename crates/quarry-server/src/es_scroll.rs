@@ -255,7 +255,7 @@ pub(crate) async fn next(
     let started = Instant::now();
     let answer = async {
         let params = EsParams::parse(query.as_deref())?;
-        params.check("scroll", &["scroll", "scroll_id", "rest_total_hits_as_int"])?;
+        params.check("scroll")?;
         let body = body_object(&body, "the body")?;
         let mut id = path_id.map(|UrlPath(id)| id);
         let mut renew = params.get("scroll").map(str::to_owned);
@@ -380,7 +380,7 @@ pub(crate) async fn clear(
 ) -> Response {
     let answer = (|| {
         let params = EsParams::parse(query.as_deref())?;
-        params.check("clear scroll", &["scroll_id"])?;
+        params.check("clear scroll")?;
         state.require_some_key(&headers)?;
         let mut ids: Vec<String> = Vec::new();
         if let Some(UrlPath(list)) = &path_ids {
@@ -426,22 +426,28 @@ pub(crate) async fn open_pit(
 ) -> Response {
     let answer = (|| {
         let params = EsParams::parse(query.as_deref())?;
-        params.check(
-            "open point in time",
-            &[
-                "keep_alive",
-                "ignore_unavailable",
-                "expand_wildcards",
-                "preference",
-            ],
-        )?;
+        params.check("open point in time")?;
         let keep_alive = keep_alive(
             params
                 .get("keep_alive")
                 .ok_or_else(|| ApiError::bad_request("a point in time needs keep_alive"))?,
             "keep_alive",
         )?;
-        let live = state.authorize(&index, &headers)?.live.clone();
+        // One index: a point in time holds one snapshot.
+        let rules = crate::es_indices::missing_rule(&params)?.reading();
+        let (index, tenant) = match crate::es_indices::resolve(&state, &index, &headers, rules)?
+            .as_slice()
+        {
+            [one] => one.clone(),
+            [] => return Err(crate::es_indices::no_such_index(&index)),
+            many => {
+                return Err(ApiError::bad_request(format!(
+                    "unsupported: a point in time over [{index}], which names {} indices (Quarry's reads one)",
+                    many.len()
+                )))
+            }
+        };
+        let live = tenant.live.clone();
         let context = Context {
             tenant: index.clone(),
             snapshot: live.published_snapshot(),

@@ -52,7 +52,7 @@ pub(crate) async fn search(
     let index = crate::es_api::all_or(path_index);
     let answer = async {
         let params = EsParams::parse(query.as_deref())?;
-        params.check("_search", SEARCH_PARAMS)?;
+        params.check("_search")?;
         let body = JsonValue::Object(body_object(&body, "the search body")?);
         search_one(&state, &index, &params, &body, &headers, started).await
     }
@@ -72,18 +72,20 @@ pub(crate) async fn count(
     let index = crate::es_api::all_or(path_index);
     let answer = async {
         let params = EsParams::parse(query.as_deref())?;
-        params.check("_count", COUNT_PARAMS)?;
+        params.check("_count")?;
         let now = now_nanos();
         let mut ast = q_param(&params, now)?;
-        for (key, value) in &body_object(&body, "the _count body")? {
-            match key.as_str() {
-                "query" => ast = Some(dsl::compile(value, "query", now).map_err(dsl_error)?),
-                other => {
-                    return Err(ApiError::bad_request(format!(
-                        "unsupported: [{other}] in the _count body (it takes query)"
-                    )))
-                }
-            }
+        let body = body_object(&body, "the _count body")?;
+        if let Some(key) = body
+            .keys()
+            .find(|key| !COUNT_BODY_KEYS.contains(&key.as_str()))
+        {
+            return Err(ApiError::bad_request(format!(
+                "unsupported: [{key}] in the _count body (it takes query)"
+            )));
+        }
+        if let Some(query) = body.get("query") {
+            ast = Some(dsl::compile(query, "query", now).map_err(dsl_error)?);
         }
         let (indices, snapshots) = snapshots_of(&state, &index, &headers, &params).await?;
         let request = SearchRequest {
@@ -109,6 +111,9 @@ pub(crate) async fn count(
     .await;
     es_response(answer)
 }
+
+/// The keys of a `_count` body.
+pub const COUNT_BODY_KEYS: &[&str] = &["query"];
 
 /// The URL parameters `_count` takes; those besides the query's pick the indices.
 pub const COUNT_PARAMS: &[&str] = &[
@@ -209,7 +214,7 @@ pub(crate) async fn msearch(
     let default_index = crate::es_api::all_or(path_index);
     let answer = async {
         let params = EsParams::parse(query.as_deref())?;
-        params.check("_msearch", MSEARCH_PARAMS)?;
+        params.check("_msearch")?;
         // What each search takes from the URL: all but `max_concurrent_searches`.
         let shared = MSEARCH_PARAMS
             .iter()
@@ -291,15 +296,7 @@ pub(crate) async fn mapping(
 ) -> Response {
     let answer = (|| {
         let params = EsParams::parse(query.as_deref())?;
-        params.check(
-            "get mapping",
-            &[
-                "ignore_unavailable",
-                "allow_no_indices",
-                "expand_wildcards",
-                "local",
-            ],
-        )?;
+        params.check("get mapping")?;
         state.require_some_key(&headers)?;
         let expression = crate::es_api::all_or(index);
         let missing = es_indices::missing_rule(&params)?;
@@ -308,9 +305,6 @@ pub(crate) async fn mapping(
                 .into_iter()
                 .map(|(name, tenant)| (name, json!({"mappings": mapping_of(&tenant.live)})))
                 .collect();
-        if indices.is_empty() && !params.flag("allow_no_indices", true)? {
-            return Err(es_indices::no_such_index(&expression));
-        }
         Ok::<_, ApiError>(JsonValue::Object(indices).to_string())
     })();
     es_response(answer)
@@ -656,9 +650,6 @@ async fn snapshots_of(
 ) -> Result<(Vec<String>, Vec<Arc<Searcher>>), ApiError> {
     let rules = es_indices::missing_rule(params)?.reading();
     let found = es_indices::resolve(state, index, headers, rules)?;
-    if found.is_empty() && !params.flag("allow_no_indices", true)? {
-        return Err(es_indices::no_such_index(index));
-    }
     if found.len() > quarry_query::searcher::MAX_UNION_PARTS {
         return Err(ApiError::bad_request(format!(
             "[{index}] names {} indices; one search reads at most {}",

@@ -401,29 +401,6 @@ pub(crate) async fn bulk_one(
     serde_json::from_str(&reply).map_err(ApiError::internal)
 }
 
-/// Bulk URL parameters that change nothing in Quarry's answer: an acknowledged event is
-/// searchable at once (`refresh` of any kind is already satisfied), a tenant has one index
-/// (`routing`, `wait_for_active_shards`), and the request's own timeout bounds it
-/// (`timeout`). `require_alias` is honoured (each item must name an alias),
-/// `require_data_stream` taken at `false` only, `index` names the default index; `pipeline`
-/// (an ingest pipeline would change the documents) and the rest are refused by name.
-const BULK_IGNORED: &[&str] = &[
-    "refresh",
-    "timeout",
-    "routing",
-    "wait_for_active_shards",
-    "error_trace",
-    "pretty",
-    "human",
-    "require_alias",
-    "require_data_stream",
-    "index",
-    // What an update answers of its document (`update_document`).
-    "_source",
-    "_source_includes",
-    "_source_excludes",
-];
-
 /// Whether a bulk request may write to an index: its tenant, or the error for its items.
 type TenantDecision = Result<Arc<Tenant>, ItemError>;
 
@@ -496,7 +473,11 @@ async fn bulk_inner(
     body: Bytes,
     started: Instant,
 ) -> Result<String, ApiError> {
-    let durable = durability(query.as_deref(), BULK_IGNORED)?;
+    // Bulk's other parameters (es_api::API_PARAMS): an acknowledged event is searchable at once
+    // (`refresh` of any kind is already satisfied), a tenant has one index (`routing`,
+    // `wait_for_active_shards`), the request's own timeout bounds it; `require_alias`,
+    // `require_data_stream` (only `false`), `index` and `_source*` are read by `bulk`.
+    let durable = durability(query.as_deref(), crate::es_api::params_of("bulk"))?;
     let params = crate::es_api::EsParams::parse(query.as_deref())?;
     let require_alias = params.flag("require_alias", false)?;
     // What updates answer of their documents, unless their own lines say.
@@ -1086,6 +1067,25 @@ struct ActionOptions {
 /// An action line as read: the action, `_index` and `_id` if named, and the options.
 type ActionRead = (&'static str, Option<String>, Option<String>, ActionOptions);
 
+/// Every key a bulk action takes (`{"index": {...}}`), walked by
+/// `crates/quarry/tests/es_options/`; any other makes the item fail naming it.
+pub const BULK_ACTION_KEYS: &[&str] = &[
+    "_index",
+    "_id",
+    "require_alias",
+    "if_seq_no",
+    "if_primary_term",
+    "version",
+    "version_type",
+    "pipeline",
+    "op_type",
+    // What an update answers of its document.
+    "_source",
+    // No-ops (`ACTION_NO_OPS`).
+    "routing",
+    "_type",
+];
+
 /// Action metadata that changes nothing: one index per tenant (`routing`), types are gone.
 const ACTION_NO_OPS: &[&str] = &["routing", "_type"];
 
@@ -1145,6 +1145,10 @@ fn read_action(line: &[u8]) -> Result<ActionRead, String> {
     let mut version = None;
     let mut version_type = None;
     for (key, value) in meta.other {
+        if !BULK_ACTION_KEYS.contains(&key.as_str()) {
+            options.refused.get_or_insert_with(|| key.clone());
+            continue;
+        }
         let number = || match &value {
             JsonValue::Number(n) => n.as_u64(),
             JsonValue::String(text) => text.parse().ok(),

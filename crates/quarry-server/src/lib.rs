@@ -69,13 +69,15 @@ use std::time::{Duration, Instant};
 use tenants::TenantSpec;
 
 pub use es_aggs::{AGG_OPTIONS, PIPELINE_OPTIONS};
-pub use es_api::NO_OP_PARAMS;
+pub use es_api::{API_PARAMS, NO_OP_PARAMS};
+pub use es_docs::{MGET_BODY_KEYS, MGET_DOC_KEYS, UPDATE_BODY_KEYS};
 pub use es_hits::{HIGHLIGHT_FIELD_OPTIONS, HIGHLIGHT_OPTIONS};
 pub use es_search::{
-    COUNT_PARAMS, MSEARCH_HEADER_KEYS, MSEARCH_PARAMS, SEARCH_BODY_OPTIONS, SEARCH_PARAMS,
-    SORT_OPTIONS,
+    COUNT_BODY_KEYS, COUNT_PARAMS, MSEARCH_HEADER_KEYS, MSEARCH_PARAMS, SEARCH_BODY_OPTIONS,
+    SEARCH_PARAMS, SORT_OPTIONS,
 };
 pub use es_suggest::SUGGEST_OPTIONS;
+pub use ingest::BULK_ACTION_KEYS;
 pub use tenants::DEFAULT_TENANT;
 
 #[derive(Debug, Clone)]

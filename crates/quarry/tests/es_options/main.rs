@@ -6,9 +6,12 @@
 //!
 //! - aggs.rs: `quarry_server::AGG_OPTIONS`, `PIPELINE_OPTIONS`;
 //! - queries.rs: `quarry_query::dsl::QUERY_OPTIONS`, and every query's `boost`;
-//! - search.rs: `_search`'s body keys and URL parameters, sort keys, `highlight`, suggesters.
+//! - search.rs: `_search`'s body keys and URL parameters, sort keys, `highlight`, suggesters,
+//!   `_count`'s parameters, `_msearch`'s parameters and header keys;
+//! - apis.rs: every other API's URL parameters (`quarry_server::API_PARAMS`).
 
 mod aggs;
+mod apis;
 #[path = "../common/mod.rs"]
 mod common;
 mod queries;
@@ -87,6 +90,85 @@ fn loaded(
         "{answer}"
     );
     (dir, server)
+}
+
+/// What is wrong, if anything, with an option's answers (status and what is compared of the
+/// answer) with it and without it, given what it must do; `option` is the name a refusal
+/// must hold. `Same` holds only for answers that are not errors, so two refusals never pass
+/// for a no-op.
+fn verdict(
+    expect: &Expect,
+    option: &str,
+    (status_with, with): (u16, &Value),
+    (status_without, without): (u16, &Value),
+) -> Option<String> {
+    let same = (status_with, with) == (status_without, without);
+    match expect {
+        Refused if status_with == 400 && with.to_string().contains(option) => None,
+        Refused => Some(format!("expected a 400 naming {option}, got {status_with} {with}")),
+        Differs if !same => (status_with >= 400 && status_without >= 400)
+            .then(|| format!("both refused: {with} / {without}")),
+        Differs => Some(format!("the same answer with and without: {status_with} {with}")),
+        Same(_) if status_with < 400 && same => None,
+        Same(reason) => Some(format!(
+            "documented as a no-op ({reason}) but: {status_with} {with} / {status_without} {without}"
+        )),
+    }
+}
+
+/// A case's name and, unless it has none, its sides with and without the option and what
+/// the option must do.
+type Named<R> = (String, Option<(R, R, Expect)>);
+
+/// Runs every case, each side through `run` (its status and what is compared): the names
+/// of the options with no case, and what is wrong with the others. A case's name ends with
+/// its option.
+fn walk<R: std::fmt::Debug>(
+    cases: Vec<Named<R>>,
+    run: impl Fn(&R) -> (u16, Value),
+) -> (Vec<String>, Vec<String>) {
+    let mut missing = Vec::new();
+    let mut wrong = Vec::new();
+    for (name, case) in cases {
+        let Some((with, without, expect)) = case else {
+            missing.push(name);
+            continue;
+        };
+        let option = name.rsplit([' ', ':']).next().unwrap();
+        let (status_with, answer_with) = run(&with);
+        let (status_without, answer_without) = run(&without);
+        let verdict = verdict(
+            &expect,
+            option,
+            (status_with, &answer_with),
+            (status_without, &answer_without),
+        );
+        if let Some(verdict) = verdict {
+            wrong.push(format!(
+                "{name}: {verdict}\n    with {with:?}\n    without {without:?}"
+            ));
+        }
+    }
+    (missing, wrong)
+}
+
+/// The answer, less what differs between two runs: times and the ids of scrolls and points
+/// in time.
+fn normalized(answer: Value) -> Value {
+    match answer {
+        Value::Object(object) => Value::Object(
+            object
+                .into_iter()
+                .filter(|(key, _)| key != "took")
+                .map(|(key, value)| match key.as_str() {
+                    "_scroll_id" | "pit_id" | "id" if value.is_string() => (key, json!("*")),
+                    _ => (key, normalized(value)),
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.into_iter().map(normalized).collect()),
+        other => other,
+    }
 }
 
 /// Fails with every option with no case (`missing`) and every wrong one, of `checked`.

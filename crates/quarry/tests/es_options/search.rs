@@ -23,7 +23,7 @@ const WORDS: [(&str, usize); 5] = [
 
 /// A server with index `hits`: one event per word of `WORDS` (`"{word} brown fox"`), then
 /// one with a long `t` holding `brown` three times far apart.
-fn hits_index() -> (tempfile::TempDir, Server) {
+pub(super) fn hits_index() -> (tempfile::TempDir, Server) {
     let words = WORDS
         .iter()
         .flat_map(|(word, count)| std::iter::repeat_n(*word, *count));
@@ -453,20 +453,6 @@ fn suggest_case(kind: &str, option: &str) -> Option<Case> {
     }
 }
 
-/// The answer, less what differs between two runs of the same request: `took`, and the ids
-/// of scrolls and points in time.
-fn normalized(mut answer: Value) -> Value {
-    if let Some(object) = answer.as_object_mut() {
-        object.remove("took");
-        for id in ["_scroll_id", "pit_id"] {
-            if object.contains_key(id) {
-                object.insert(id.to_owned(), json!("*"));
-            }
-        }
-    }
-    answer
-}
-
 /// Sends `request`: its body as JSON, or a list of lines as NDJSON (`_msearch`).
 fn run(server: &Server, (target, body): &Request) -> (u16, Value) {
     let text = match body {
@@ -475,40 +461,6 @@ fn run(server: &Server, (target, body): &Request) -> (u16, Value) {
     };
     let (status, answer) = server.request("POST", target, Some(&text));
     (status, normalized(answer))
-}
-
-/// Runs every case: the names of those with no case, and what is wrong with the others.
-fn walk(server: &Server, cases: Vec<(String, Option<Case>)>) -> (Vec<String>, Vec<String>) {
-    let mut missing = Vec::new();
-    let mut wrong = Vec::new();
-    for (name, case) in cases {
-        let Some((with, without, expect)) = case else {
-            missing.push(name);
-            continue;
-        };
-        let option = name.rsplit(' ').next().unwrap();
-        let (status_with, answer_with) = run(server, &with);
-        let (status_without, answer_without) = run(server, &without);
-        let verdict = match expect {
-            Refused if status_with == 400 && answer_with.to_string().contains(option) => None,
-            Refused => Some(format!("expected a 400 naming {option}, got {status_with}")),
-            Differs if (status_with, &answer_with) != (status_without, &answer_without) => {
-                (status_with != 200 && status_without != 200)
-                    .then(|| format!("both refused: {answer_with} / {answer_without}"))
-            }
-            Differs => Some(format!("the same answer with and without: {answer_with}")),
-            Same(_) if status_with == 200 && (status_with, &answer_with) == (status_without, &answer_without) => None,
-            Same(reason) => Some(format!(
-                "documented as a no-op ({reason}) but: {status_with} {answer_with} / {status_without} {answer_without}"
-            )),
-        };
-        if let Some(verdict) = verdict {
-            wrong.push(format!(
-                "{name}: {verdict}\n    with {with:?}\n    without {without:?}"
-            ));
-        }
-    }
-    (missing, wrong)
 }
 
 #[test]
@@ -546,7 +498,7 @@ fn every_search_option_is_honoured_or_a_documented_no_op() {
     }
 
     let checked = cases.len();
-    let (missing, mut wrong) = walk(&server, cases);
+    let (missing, mut wrong) = walk(cases, |calls| run(&server, calls));
     for (key, value) in REFUSED_VALUES {
         let body = format!("{{\"{key}\": {value}}}");
         let (status, answer) = server.request("POST", "/hits/_search", Some(&body));
@@ -691,6 +643,128 @@ fn every_count_and_msearch_option_is_honoured_or_a_documented_no_op() {
         cases.push((format!("_msearch header {key}"), msearch_case(key, true)));
     }
     let checked = cases.len();
-    let (missing, wrong) = walk(&server, cases);
+    let (missing, wrong) = walk(cases, |calls| run(&server, calls));
+    report(&missing, &wrong, checked);
+}
+
+/// An `intervals` rule's option (`quarry_query::dsl::INTERVALS_RULE_OPTIONS`), over `t`'s
+/// `"{word} brown fox"`.
+fn intervals_case(kind: &str, option: &str) -> Option<Case> {
+    let search =
+        |rule: Value| at_hits(json!({"size": 20, "query": {"intervals": {"t": { kind: rule }}}}));
+    let pair = |base: Value, extra: Value, expect| {
+        let mut with = base.clone();
+        for (k, v) in extra.as_object().unwrap() {
+            with[k] = v.clone();
+        }
+        Some((search(with), search(base), expect))
+    };
+    let words = |text: &str| json!({"match": {"query": text}});
+    let both = |a: &str, b: &str| json!({"intervals": [words(a), words(b)]});
+    let not_brown = json!({"filter": {"not_containing": words("brown")}});
+    match (kind, option) {
+        ("match", "query") => Some((
+            search(json!({"query": "quick fox"})),
+            search(json!({"query": "quack fox"})),
+            Differs,
+        )),
+        ("match", "max_gaps") => pair(
+            json!({"query": "quick fox"}),
+            json!({"max_gaps": 0}),
+            Differs,
+        ),
+        ("match" | "all_of", "ordered") => {
+            let base = match kind {
+                "match" => json!({"query": "fox quick"}),
+                _ => both("fox", "quick"),
+            };
+            pair(base, json!({"ordered": true}), Differs)
+        }
+        ("match" | "all_of", "mode") => {
+            let base = match kind {
+                "match" => json!({"query": "fox quick"}),
+                _ => both("fox", "quick"),
+            };
+            pair(base, json!({"mode": "ordered"}), Differs)
+        }
+        // `the` is a stop word: the stop analyzer drops it, so only `fox` is looked for.
+        ("match", "analyzer") => pair(
+            json!({"query": "the fox"}),
+            json!({"analyzer": "stop"}),
+            Differs,
+        ),
+        ("match", "filter") => pair(json!({"query": "quick fox"}), not_brown, Differs),
+        ("all_of", "intervals") => Some((
+            search(both("quick", "fox")),
+            search(both("quack", "fox")),
+            Differs,
+        )),
+        ("all_of", "max_gaps") => pair(both("quick", "fox"), json!({"max_gaps": 0}), Differs),
+        ("all_of", "filter") => pair(both("quick", "fox"), not_brown, Differs),
+        // `quick` is before `brown`, never after it.
+        ("any_of", "filter") => pair(
+            json!({"intervals": [words("quick"), words("quack")]}),
+            json!({"filter": {"after": words("brown")}}),
+            Differs,
+        ),
+        ("any_of", "intervals") => Some((
+            search(json!({"intervals": [words("quick")]})),
+            search(json!({"intervals": [words("quack")]})),
+            Differs,
+        )),
+        ("prefix", "prefix") => Some((
+            search(json!({"prefix": "qui"})),
+            search(json!({"prefix": "qua"})),
+            Differs,
+        )),
+        ("wildcard" | "regexp", "pattern") => Some((
+            search(json!({"pattern": if kind == "wildcard" { "qu?ck" } else { "qu.ck" }})),
+            search(json!({"pattern": if kind == "wildcard" { "st*" } else { "st.*" }})),
+            Differs,
+        )),
+        ("regexp", "case_insensitive") => pair(
+            json!({"pattern": "QU.CK"}),
+            json!({"case_insensitive": true}),
+            Differs,
+        ),
+        ("regexp", "flags") => pair(
+            json!({"pattern": "qu.ck"}),
+            json!({"flags": "ALL"}),
+            Same("ALL is the only flags value taken (others are refused)"),
+        ),
+        ("fuzzy", "term") => Some((
+            search(json!({"term": "quikc"})),
+            search(json!({"term": "zzzzz"})),
+            Differs,
+        )),
+        ("fuzzy", "fuzziness") => pair(json!({"term": "quikc"}), json!({"fuzziness": 0}), Differs),
+        ("fuzzy", "prefix_length") => pair(
+            json!({"term": "wuick"}),
+            json!({"prefix_length": 1}),
+            Differs,
+        ),
+        ("fuzzy", "transpositions") => pair(
+            json!({"term": "quikc"}),
+            json!({"transpositions": true}),
+            Same("true is the only value taken: a swap is one edit (false is refused)"),
+        ),
+        _ => None,
+    }
+}
+
+#[test]
+fn every_intervals_rule_option_is_honoured_or_a_documented_no_op() {
+    let (_dir, server) = hits_index();
+    let mut cases: Vec<(String, Option<Case>)> = Vec::new();
+    for (kind, options) in quarry_query::dsl::INTERVALS_RULE_OPTIONS {
+        for option in options.iter() {
+            cases.push((
+                format!("intervals {kind} {option}"),
+                intervals_case(kind, option),
+            ));
+        }
+    }
+    let checked = cases.len();
+    let (missing, wrong) = walk(cases, |calls| run(&server, calls));
     report(&missing, &wrong, checked);
 }

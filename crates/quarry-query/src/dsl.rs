@@ -1663,11 +1663,13 @@ fn words(field: Option<&str>, text: &str, occur: Occur) -> Ast {
     }
 }
 
-/// A `term`: a string is the exact whole value, or the number it spells; a number that number;
+/// A `term`: a string is one token of a text field as indexed (`Ast::Token`; the whole value
+/// of any other field, and of `X.keyword`), or the number it spells; a number that number;
 /// a boolean the exact value `true` or `false` (a boolean, or that string: query.rs).
 /// `case_insensitive` with a string that has cased letters: the whole value ignoring case, a
 /// pattern over `X.keyword` (query.rs: the whole values of `X`).
 fn term(field: &str, value: &Value, case_insensitive: bool, path: &str) -> Result<Ast, DslError> {
+    let field_len = field.len();
     let base = field.strip_suffix(".keyword").unwrap_or(field);
     let field = field_name(base);
     match value {
@@ -1696,9 +1698,16 @@ fn term(field: &str, value: &Value, case_insensitive: bool, path: &str) -> Resul
             Ok(point(field, Number::Int(time)))
         }
         Value::String(text) => {
-            let exact = Ast::Exact {
-                field: field.to_owned(),
-                value: text.clone(),
+            // `X.keyword`: the whole value; `X`: one token where `X` is text (query.rs).
+            let exact = match base.len() < field_len {
+                true => Ast::Exact {
+                    field: field.to_owned(),
+                    value: text.clone(),
+                },
+                false => Ast::Token {
+                    field: field.to_owned(),
+                    value: text.clone(),
+                },
             };
             // Elasticsearch reads the string as the field's type: on a number field, a
             // number. Quarry's fields are typed per value, so a string that spells a number
@@ -2104,15 +2113,37 @@ mod tests {
         same(
             json!({"bool": {
                 "must": [{"match": {"message": "disk"}}],
-                "filter": {"term": {"level": "error"}},
+                "filter": {"term": {"level.keyword": "error"}},
                 "must_not": [{"exists": {"field": "test"}}],
                 "should": [{"match": {"host": "a"}}]
             }}),
             "+(message:disk) +level:=\"error\" -_exists_:test (host:a)",
         );
         same(
-            json!({"terms": {"level": ["warn", "error"]}}),
+            json!({"terms": {"level.keyword": ["warn", "error"]}}),
             "(level:=\"warn\" level:=\"error\")",
+        );
+        // On a bare field, a string is one token as indexed where the field is text
+        // (query.rs), which no query string writes.
+        let token = |value: &str| Ast::Token {
+            field: "level".into(),
+            value: value.into(),
+        };
+        let compiled = |dsl: Value| compile(&dsl, "query", NOW).unwrap().to_string();
+        assert_eq!(
+            compiled(json!({"term": {"level": "error"}})),
+            token("error").to_string()
+        );
+        assert_eq!(
+            compiled(json!({"terms": {"level": ["warn", "error"]}})),
+            Ast::Constant {
+                inner: Box::new(Ast::Bool(vec![
+                    (Occur::Should, token("warn")),
+                    (Occur::Should, token("error")),
+                ])),
+                score: 1.0,
+            }
+            .to_string()
         );
     }
 

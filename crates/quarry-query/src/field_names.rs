@@ -37,9 +37,26 @@ pub fn resolve(
         }
         false => BTreeSet::new(),
     };
-    Some(rewrite(ast, &|name: &str, exists: bool| {
-        names_for(name, exists, mapping, &known)
-    }))
+    // A keyword multi-field does not index a value longer than its `ignore_above`, so a whole
+    // value longer than that is found nowhere in it (its parent keeps every value).
+    let too_long = |field: &str, value: &str| match mapping.multi_field(field) {
+        Some((
+            _,
+            MultiField::Whole {
+                ignore_above: Some(limit),
+            },
+        )) => value.chars().count() > limit as usize,
+        _ => false,
+    };
+    let names = |name: &str, exists: bool| names_for(name, exists, mapping, &known);
+    Some(rewrite(ast, &Resolver { names, too_long }))
+}
+
+/// How `rewrite` resolves a leaf: the names a field stands for (asked whether it exists or
+/// not), and whether an exact value is too long for the field to hold.
+struct Resolver<N, L> {
+    names: N,
+    too_long: L,
 }
 
 /// What `name` stands for: the fields a pattern matches (each resolved), or the one field
@@ -90,6 +107,7 @@ fn own_field(ast: &Ast) -> Option<&str> {
             field.as_deref()
         }
         Ast::Exact { field, .. }
+        | Ast::Token { field, .. }
         | Ast::Range { field, .. }
         | Ast::TypedRange { field, .. }
         | Ast::Exists { field }
@@ -100,18 +118,22 @@ fn own_field(ast: &Ast) -> Option<&str> {
     }
 }
 
-fn rewrite(ast: &Ast, names: &impl Fn(&str, bool) -> Vec<String>) -> Ast {
-    let inner = |inner: &Ast| Box::new(rewrite(inner, names));
+fn rewrite<N, L>(ast: &Ast, resolver: &Resolver<N, L>) -> Ast
+where
+    N: Fn(&str, bool) -> Vec<String>,
+    L: Fn(&str, &str) -> bool,
+{
+    let inner = |inner: &Ast| Box::new(rewrite(inner, resolver));
     match ast {
         Ast::Bool(clauses) => Ast::Bool(
             clauses
                 .iter()
-                .map(|(occur, clause)| (*occur, rewrite(clause, names)))
+                .map(|(occur, clause)| (*occur, rewrite(clause, resolver)))
                 .collect(),
         ),
         Ast::AtLeast { minimum, clauses } => Ast::AtLeast {
             minimum: *minimum,
-            clauses: clauses.iter().map(|c| rewrite(c, names)).collect(),
+            clauses: clauses.iter().map(|c| rewrite(c, resolver)).collect(),
         },
         Ast::Boost { inner: i, boost } => Ast::Boost {
             inner: inner(i),
@@ -126,11 +148,16 @@ fn rewrite(ast: &Ast, names: &impl Fn(&str, bool) -> Vec<String>) -> Ast {
             name: name.clone(),
             inner: inner(i),
         },
+        Ast::Exact { field, value } | Ast::Token { field, value }
+            if (resolver.too_long)(field, value) =>
+        {
+            Ast::Bool(vec![(Occur::Must, Ast::All), (Occur::MustNot, Ast::All)])
+        }
         leaf => {
             let Some(field) = own_field(leaf) else {
                 return leaf.clone();
             };
-            let mut each: Vec<Ast> = names(field, matches!(leaf, Ast::Exists { .. }))
+            let mut each: Vec<Ast> = (resolver.names)(field, matches!(leaf, Ast::Exists { .. }))
                 .into_iter()
                 .map(|name| {
                     let mut renamed = leaf.clone();
@@ -161,6 +188,7 @@ fn rename(ast: &mut Ast, from: &str, to: &str) {
             }
         }
         Ast::Exact { field, .. }
+        | Ast::Token { field, .. }
         | Ast::Range { field, .. }
         | Ast::Exists { field }
         | Ast::Intervals { field, .. } => set(field),
@@ -197,7 +225,8 @@ mod tests {
     fn mapping() -> Mapping {
         Mapping::from_json(
             r#"{"properties": {"title": {"type": "text", "fields": {
-                "raw": {"type": "keyword"}, "fvh": {"type": "text"}
+                "raw": {"type": "keyword"}, "fvh": {"type": "text"},
+                "short": {"type": "keyword", "ignore_above": 5}
             }}}}"#,
         )
         .unwrap()
@@ -228,6 +257,20 @@ mod tests {
         assert_eq!(
             resolved("other.raw:x"),
             parse("other.raw:x").unwrap().to_string()
+        );
+    }
+
+    #[test]
+    fn a_value_over_ignore_above_is_not_in_the_multi_field() {
+        let nothing = Ast::Bool(vec![(Occur::Must, Ast::All), (Occur::MustNot, Ast::All)]);
+        assert_eq!(resolved("title.short:=\"The fox\""), nothing.to_string());
+        assert_eq!(
+            resolved("title.short:=\"fox\" OR title.short:=\"a long one\""),
+            Ast::Bool(vec![
+                (Occur::Should, parse("title.keyword:=\"fox\"").unwrap()),
+                (Occur::Should, nothing),
+            ])
+            .to_string()
         );
     }
 

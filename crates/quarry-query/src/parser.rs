@@ -172,6 +172,14 @@ pub enum Ast {
         field: String,
         value: String,
     },
+    /// Elasticsearch's `term` with a string (the DSL's; no query string writes it): one token
+    /// as the field indexed it, unanalyzed. A text field (and an unmapped string, which
+    /// Elasticsearch maps as text) has it where the value is itself one of its tokens; any
+    /// other field where its whole value is the value, as `Exact`.
+    Token {
+        field: String,
+        value: String,
+    },
     /// `field:[a TO b]`, `field:>a` and the like; for `_time` the bounds are nanoseconds.
     Range {
         field: String,
@@ -282,6 +290,7 @@ impl fmt::Display for Ast {
                 write!(f, "{pattern}")
             }
             Ast::Exact { field, value } => write!(f, "{field}:=\"{value}\""),
+            Ast::Token { field, value } => write!(f, "term({field}, {value:?})"),
             Ast::Range { field, range } => write!(f, "{field}:{range}"),
             Ast::TypedRange { otherwise, .. } => write!(f, "{otherwise}"),
             Ast::Exists { field } => write!(f, "_exists_:{field}"),

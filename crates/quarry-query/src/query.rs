@@ -245,7 +245,35 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
             }
         }
         // A document id: the `_id` a client gave, or an event's content id.
-        Ast::Exact { field, value } if field == crate::doc_id::ID_FIELD => doc_id(schema, value)?,
+        Ast::Exact { field, value } | Ast::Token { field, value }
+            if field == crate::doc_id::ID_FIELD =>
+        {
+            doc_id(schema, value)?
+        }
+        // One token as indexed: a text field (or an unmapped string) holds the value's
+        // tokens, so only a value that is itself one token as indexed is there (`error`,
+        // never `Error` or `an error`). Whole values elsewhere (`X.keyword` too).
+        Ast::Token { field, value } => {
+            // Metadata fields (`_ignored`, `_index`) hold whole names.
+            let text = !field.starts_with('_')
+                && keyword_subfield(schema, field).is_none()
+                && !schema.is_unindexed_unmapped(field)
+                && matches!(mapped(schema, field)?, Some(FieldType::Text) | None);
+            if !text {
+                let exact = Ast::Exact {
+                    field: field.clone(),
+                    value: value.clone(),
+                };
+                return plan(&exact, schema, text_fields);
+            }
+            match schema.analyzer_for(field).tokens(value).as_slice() {
+                [(_, token)] if token == value => Query::Term {
+                    field: field.clone(),
+                    term: token.clone(),
+                },
+                _ => Query::Nothing,
+            }
+        }
         Ast::Exact { field, value } => {
             let field = keyword_subfield(schema, field).unwrap_or(field);
             if schema.is_unindexed_unmapped(field) {
@@ -710,10 +738,12 @@ fn constant_answer(ast: &Ast, schema: &Schema) -> Result<Option<Query>> {
             Some(value) => value == text,
             None => return Ok(None),
         },
-        Ast::Exact { field, value } => match mapping.constant(field) {
-            Some(constant) => constant == value,
-            None => return Ok(None),
-        },
+        Ast::Exact { field, value } | Ast::Token { field, value } => {
+            match mapping.constant(field) {
+                Some(constant) => constant == value,
+                None => return Ok(None),
+            }
+        }
         Ast::Exists { field } if mapping.constant(field).is_some() => true,
         // A constant is one whole value: matched as keywords are, case kept.
         Ast::Pattern { field, pattern } => match constant(field) {
@@ -1226,14 +1256,20 @@ mod tests {
             let ast = crate::dsl::compile(&dsl, "query", 0).unwrap();
             plan(&ast, schema, &[]).unwrap()
         };
+        // A string of an unmapped field is text (Elasticsearch maps it so): one token.
+        let token = |value: &str| Query::Term {
+            field: "status".into(),
+            term: value.into(),
+        };
         let either = |n: i64| Query::Bool {
             must: Vec::new(),
-            should: vec![exact("status", &n.to_string()), point("status", n)],
+            should: vec![token(&n.to_string()), point("status", n)],
             must_not: Vec::new(),
         };
         let dynamic = schema(&[]);
         assert_eq!(term("500".into(), &dynamic), either(500));
-        assert_eq!(term("5xx".into(), &dynamic), exact("status", "5xx"));
+        assert_eq!(term("5xx".into(), &dynamic), token("5xx"));
+        assert_eq!(term("5 xx".into(), &dynamic), Query::Nothing);
         assert_eq!(term(500.into(), &dynamic), point("status", 500));
         // A mapped number field is searched in its terms, which hold strings coerced.
         let numbers = schema(&[("status", FieldType::Number)]);

@@ -794,7 +794,9 @@ impl QueryWords {
         };
         match ast {
             Ast::Word { field, text } | Ast::Phrase { field, text, .. } => text_words(field, text),
-            Ast::Exact { field, value } => text_words(&Some(field.clone()), value),
+            Ast::Exact { field, value } | Ast::Token { field, value } => {
+                text_words(&Some(field.clone()), value)
+            }
             Ast::Pattern { field, pattern } => self.patterns.push((field.clone(), pattern.clone())),
             Ast::Boost { inner, .. }
             | Ast::Lenient(inner)

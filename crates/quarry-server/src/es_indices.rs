@@ -21,17 +21,28 @@ use serde_json::{json, Map, Value as JsonValue};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// Settings a create-index body may hold that mean nothing for a tenant: Quarry keeps one
-/// index per tenant (no shards to route to or split) with no replicas of its own (durability is the WAL's and, in a cluster,
-/// the object store's), and events are searchable as soon as they are acknowledged, sooner
-/// than any refresh interval.
-const NO_OP_SETTINGS: &[&str] = &[
+/// Every index setting Quarry takes (nested or dotted, with or without `index.`): the search
+/// limits (`SearchLimits`), then the no-ops; walked by `crates/quarry/tests/es_options/`.
+pub const INDEX_SETTINGS: &[&str] = &[
+    "index.max_result_window",
+    "index.max_docvalue_fields_search",
+    "index.max_script_fields",
+    "index.max_terms_count",
+    "index.highlight.max_analyzed_offset",
+    "index.max_slices_per_scroll",
+    // No-ops: Quarry keeps one index per tenant (no shards to route to or split) with no
+    // replicas of its own (durability is the WAL's and, in a cluster, the object store's),
+    // and events are searchable as soon as they are acknowledged, sooner than any refresh
+    // interval.
     "index.number_of_shards",
     "index.number_of_replicas",
     "index.refresh_interval",
     "index.auto_expand_replicas",
     "index.number_of_routing_shards",
 ];
+
+/// The keys of a create-index body.
+pub const CREATE_INDEX_KEYS: &[&str] = &["mappings", "settings", "aliases"];
 
 /// `PUT /{index}`: creates the tenant, with the body's `mappings`.
 pub(crate) async fn create(
@@ -131,13 +142,18 @@ fn already_exists(index: &str) -> ApiError {
 }
 
 /// A create-index body's mapping and search limits: `mappings` is read, `settings` may hold
-/// no-ops (`NO_OP_SETTINGS`) and search limits (`SearchLimits`), and anything else
+/// no-ops and search limits (`INDEX_SETTINGS`) (`SearchLimits`), and anything else
 /// (`aliases`) is refused by name.
 fn create_body(body: &[u8]) -> Result<CreateBody, ApiError> {
     let mut mapping = None;
     let mut limits = SearchLimits::default();
     let mut aliases = BTreeMap::new();
     for (key, value) in &crate::es_api::body_object(body, "the create-index body")? {
+        if !CREATE_INDEX_KEYS.contains(&key.as_str()) {
+            return Err(ApiError::bad_request(format!(
+                "unsupported: [{key}] in a create-index body (Quarry reads mappings, settings and aliases)"
+            )));
+        }
         match key.as_str() {
             "mappings" => {
                 mapping = Some(
@@ -175,16 +191,26 @@ fn create_body(body: &[u8]) -> Result<CreateBody, ApiError> {
 
 /// Reads index settings (nested or dotted, with or without `index.`) into `limits`: the
 /// search limits (`SearchLimits`), `null` for a limit's default; the no-ops
-/// (`NO_OP_SETTINGS`); anything else is refused by name.
+/// (`INDEX_SETTINGS`); anything else is refused by name.
 fn read_settings(value: &JsonValue, limits: &mut SearchLimits) -> Result<(), ApiError> {
     let mut flat = Vec::new();
     flatten("", value, &mut flat);
     for (name, value) in flat {
+        // `"settings": {}` and `"index": {}` set nothing.
+        if value.as_object().is_some_and(Map::is_empty) && matches!(name.as_str(), "" | "index") {
+            continue;
+        }
         let name = if name.starts_with("index.") {
             name
         } else {
             format!("index.{name}")
         };
+        if !INDEX_SETTINGS.contains(&name.as_str()) {
+            return Err(ApiError::bad_request(format!(
+                "unsupported: index setting [{name}] (Quarry takes {})",
+                INDEX_SETTINGS.join(", ")
+            )));
+        }
         let limit = match name.as_str() {
             "index.max_result_window" => Some(&mut limits.max_result_window),
             "index.max_docvalue_fields_search" => Some(&mut limits.max_docvalue_fields_search),
@@ -215,12 +241,6 @@ fn read_settings(value: &JsonValue, limits: &mut SearchLimits) -> Result<(), Api
             }
             *limit = Some(n);
             continue;
-        }
-        if !NO_OP_SETTINGS.contains(&name.as_str()) {
-            return Err(ApiError::bad_request(format!(
-                "unsupported: index setting [{name}] (Quarry accepts {} and ignores them: one index per tenant, searchable at once)",
-                NO_OP_SETTINGS.join(", ")
-            )));
         }
     }
     Ok(())

@@ -525,6 +525,12 @@ impl Mapping {
         let mut not_stored = Vec::new();
         for (key, value) in object(document, &path)? {
             let here = join(&path, key);
+            if !MAPPING_KEYS.contains(&key.as_str()) {
+                return Err(error(
+                    &here,
+                    format!("unknown key (expected {})", MAPPING_KEYS.join(", ")),
+                ));
+            }
             match key.as_str() {
                 "default_search_fields" => {
                     mapping.default_search_fields = string_list(value, &here)?;
@@ -532,6 +538,9 @@ impl Mapping {
                 "_source" => {
                     for (key, value) in object(value, &here)? {
                         let here = join(&here, key);
+                        if !SOURCE_KEYS.contains(&key.as_str()) {
+                            return Err(error(&here, "unknown key (expected `excludes`)"));
+                        }
                         match key.as_str() {
                             "excludes" => not_stored = string_list(value, &here)?,
                             "enabled" if value == &Json::Bool(true) => {}
@@ -934,8 +943,12 @@ fn read_properties(
                 enabled: true,
                 nested: false,
             };
+            let known = options_in(FIELD_OPTIONS, "object");
             for (key, value) in keys {
                 let at = join(&here, key);
+                if !known.contains(&key.as_str()) {
+                    return Err(unknown_key(&at, "an object field", known));
+                }
                 match key.as_str() {
                     "properties" => {}
                     "type" if value == "object" => {}
@@ -995,7 +1008,11 @@ fn read_properties(
                 mapping.flat_objects.insert(full);
             }
             Some("completion") => {
+                let known = options_in(FIELD_OPTIONS, "completion");
                 for (key, given) in keys {
+                    if !known.contains(&key.as_str()) {
+                        return Err(unknown_key(&join(&here, key), "a completion field", known));
+                    }
                     match (key.as_str(), given.as_str()) {
                         ("type", _) => {}
                         // Inputs are matched by a case-insensitive prefix of the whole value,
@@ -1017,7 +1034,15 @@ fn read_properties(
             }
             Some("constant_keyword") => {
                 let mut value = None;
+                let known = options_in(FIELD_OPTIONS, "constant_keyword");
                 for (key, given) in keys {
+                    if !known.contains(&key.as_str()) {
+                        return Err(unknown_key(
+                            &join(&here, key),
+                            "a constant_keyword field",
+                            known,
+                        ));
+                    }
                     match (key.as_str(), given) {
                         ("type", _) => {}
                         ("value", Json::String(text)) => value = Some(text.clone()),
@@ -1061,6 +1086,121 @@ fn read_properties(
     Ok(())
 }
 
+/// Every option a mapped field takes, by type (issue 27, item 0: walked by
+/// `crates/quarry/tests/es_options/`, each honoured or a no-op with its reason); any other is
+/// refused by name. `fields` (multi-fields) and `meta` are read beside the field's own.
+pub const FIELD_OPTIONS: &[(&str, &[&str])] = &[
+    (
+        "text",
+        &with_indexed::<15>(&[
+            "norms",
+            "analyzer",
+            "search_analyzer",
+            "position_increment_gap",
+            "index_phrases",
+            "index_prefixes",
+            "term_vector",
+            "index_options",
+            "fields",
+        ]),
+    ),
+    ("keyword", &with_indexed::<8>(&["ignore_above", "fields"])),
+    ("long", &with_indexed::<8>(&["ignore_malformed", "coerce"])),
+    (
+        "scaled_float",
+        &with_indexed::<9>(&["ignore_malformed", "coerce", "scaling_factor"]),
+    ),
+    ("date", &with_indexed::<8>(&["format", "ignore_malformed"])),
+    ("ip", &with_indexed::<7>(&["ignore_malformed"])),
+    ("boolean", &with_indexed::<7>(&["ignore_malformed"])),
+    ("binary", &KEPT_OPTIONS),
+    ("geo_point", &KEPT_OPTIONS),
+    ("completion", &["type", "analyzer", "search_analyzer"]),
+    ("constant_keyword", &["type", "value"]),
+    ("object", &["type", "properties", "dynamic", "enabled"]),
+];
+
+/// The options of every field kept (`meta` too, read beside them).
+const KEPT_OPTIONS: [&str; 5] = ["type", "stored", "doc_values", "store", "meta"];
+
+/// `KEPT_OPTIONS`, `index` and `own`: the options of an indexed field type (`N` in all).
+const fn with_indexed<const N: usize>(own: &[&'static str]) -> [&'static str; N] {
+    let mut all = [""; N];
+    let mut i = 0;
+    while i < KEPT_OPTIONS.len() {
+        all[i] = KEPT_OPTIONS[i];
+        i += 1;
+    }
+    all[i] = "index";
+    i += 1;
+    let mut j = 0;
+    while j < own.len() {
+        all[i + j] = own[j];
+        j += 1;
+    }
+    assert!(i + j == N, "N is the count of the options");
+    all
+}
+
+/// Every option of a multi-field, by its type (`fields: {name: {...}}`).
+pub const MULTI_FIELD_OPTIONS: &[(&str, &[&str])] = &[
+    (
+        "keyword",
+        &["type", "ignore_above", "doc_values", "store", "index"],
+    ),
+    (
+        "text",
+        &[
+            "type",
+            "analyzer",
+            "search_analyzer",
+            "index_options",
+            "term_vector",
+            "norms",
+        ],
+    ),
+];
+
+/// The keys of a mapping itself (`mappings: {...}`), and of its `_source`.
+pub const MAPPING_KEYS: &[&str] = &["properties", "dynamic", "default_search_fields", "_source"];
+pub const SOURCE_KEYS: &[&str] = &["excludes", "enabled"];
+
+/// The options of `table`'s entry `name`.
+fn options_in(table: &'static [(&str, &[&'static str])], name: &str) -> &'static [&'static str] {
+    table
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or(&[], |(_, keys)| *keys)
+}
+
+/// The options of a field of type `ty` (`FIELD_OPTIONS`, each number type as `long` but
+/// `scaled_float`, `date_nanos` as `date`, `match_only_text` as `text`).
+fn field_options(ty: FieldType, number: NumberType) -> &'static [&'static str] {
+    let name = match ty {
+        FieldType::Text => "text",
+        FieldType::Keyword => "keyword",
+        FieldType::Number if number == NumberType::ScaledFloat => "scaled_float",
+        FieldType::Number => "long",
+        FieldType::Date | FieldType::DateNanos => "date",
+        FieldType::Ip => "ip",
+        FieldType::Boolean => "boolean",
+        FieldType::Binary => "binary",
+        FieldType::GeoPoint => "geo_point",
+    };
+    options_in(FIELD_OPTIONS, name)
+}
+
+/// The error for a key at `at` that `what` (`a text field`) does not take.
+fn unknown_key(at: &str, what: &str, known: &[&str]) -> MappingError {
+    error(
+        at,
+        format!(
+            "unknown or unsupported key for {what} (known: {})",
+            known.join(", ")
+        ),
+    )
+}
+
 fn read_field(
     keys: &serde_json::Map<String, Json>,
     path: &str,
@@ -1100,8 +1240,12 @@ fn read_field(
     if let Some(number) = NumberType::ALL.into_iter().find(|t| t.name() == ty_name) {
         rules.number_type = number;
     }
+    let known = field_options(ty, rules.number_type);
     for (key, value) in keys {
         let here = join(path, key);
+        if !known.contains(&key.as_str()) {
+            return Err(unknown_key(&here, &format!("a {ty_name} field"), known));
+        }
         let flag = || {
             value
                 .as_bool()
@@ -1239,30 +1383,7 @@ fn read_field(
                 }
                 rules.offsets |= value == "offsets";
             }
-            _ => {
-                return Err(error(
-                    &here,
-                    format!(
-                        "unknown or unsupported key for a {ty_name} field (known: type, {}\
-                         stored, doc_values{})",
-                        if ty.is_searchable() { "index, " } else { "" },
-                        match ty {
-                            FieldType::Text => {
-                                ", norms, analyzer, index_options, index_phrases, \
-                                 index_prefixes, position_increment_gap, term_vector, fields"
-                            }
-                            FieldType::Keyword => ", ignore_above",
-                            FieldType::Date | FieldType::DateNanos => ", format, ignore_malformed",
-                            FieldType::Number if rules.number_type == NumberType::ScaledFloat => {
-                                ", ignore_malformed, coerce, scaling_factor"
-                            }
-                            FieldType::Number => ", ignore_malformed, coerce",
-                            FieldType::Ip | FieldType::Boolean => ", ignore_malformed",
-                            FieldType::Binary | FieldType::GeoPoint => "",
-                        }
-                    ),
-                ))
-            }
+            _ => return Err(unknown_key(&here, &format!("a {ty_name} field"), known)),
         }
     }
     if rules.number_type == NumberType::ScaledFloat && rules.scaling_factor.is_none() {
@@ -1293,8 +1414,12 @@ fn read_multi_fields(
         let multi = match (ty, parent.ty) {
             (Some("keyword"), FieldType::Text | FieldType::Keyword) => {
                 let mut ignore_above = None;
+                let known = options_in(MULTI_FIELD_OPTIONS, "keyword");
                 for (key, value) in keys {
                     let at = join(&here, key);
+                    if !known.contains(&key.as_str()) {
+                        return Err(unknown_key(&at, "a keyword multi-field", known));
+                    }
                     match key.as_str() {
                         "type" => {}
                         "ignore_above" => ignore_above = Some(limit(value, &at)?),
@@ -1313,8 +1438,12 @@ fn read_multi_fields(
             }
             (Some("text" | "match_only_text"), FieldType::Text) => {
                 let mut offsets = false;
+                let known = options_in(MULTI_FIELD_OPTIONS, "text");
                 for (key, value) in keys {
                     let at = join(&here, key);
+                    if !known.contains(&key.as_str()) {
+                        return Err(unknown_key(&at, "a text multi-field", known));
+                    }
                     match key.as_str() {
                         "type" => {}
                         "analyzer" | "search_analyzer"

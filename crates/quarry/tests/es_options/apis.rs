@@ -8,17 +8,17 @@
 use super::*;
 
 /// One call: method, target and body.
-type Call = (&'static str, String, String);
+pub(super) type Call = (&'static str, String, String);
 
 /// The calls with the parameter, those without it, and what the parameter must do.
-type Case = (Vec<Call>, Vec<Call>, Expect);
+pub(super) type Case = (Vec<Call>, Vec<Call>, Expect);
 
-fn call(method: &'static str, target: &str, body: &str) -> Call {
+pub(super) fn call(method: &'static str, target: &str, body: &str) -> Call {
     (method, target.to_owned(), body.to_owned())
 }
 
 /// Index `name` deleted if there, created anew and holding document `1` (`{"x": 1, "y": 2}`).
-fn fresh(name: &str) -> Vec<Call> {
+pub(super) fn fresh(name: &str) -> Vec<Call> {
     vec![
         call("DELETE", &format!("/{name}?ignore_unavailable=true"), ""),
         call("PUT", &format!("/{name}"), ""),
@@ -27,7 +27,7 @@ fn fresh(name: &str) -> Vec<Call> {
 }
 
 /// `calls` after `before`.
-fn then(mut before: Vec<Call>, calls: &[Call]) -> Vec<Call> {
+pub(super) fn then(mut before: Vec<Call>, calls: &[Call]) -> Vec<Call> {
     before.extend_from_slice(calls);
     before
 }
@@ -684,7 +684,7 @@ fn api_case(server: &Server, api: &str, param: &str) -> Option<Case> {
 
 /// Runs the calls in order: the status and answer (JSON, or the text as a string) of the
 /// last.
-fn run(server: &Server, calls: &[Call]) -> (u16, Value) {
+pub(super) fn run(server: &Server, calls: &[Call]) -> (u16, Value) {
     let mut last = (0, Value::Null);
     for (method, target, body) in calls {
         let answer = server.send(

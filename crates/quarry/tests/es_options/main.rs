@@ -8,12 +8,16 @@
 //! - queries.rs: `quarry_query::dsl::QUERY_OPTIONS`, and every query's `boost`;
 //! - search.rs: `_search`'s body keys and URL parameters, sort keys, `highlight`, suggesters,
 //!   `_count`'s parameters, `_msearch`'s parameters and header keys;
-//! - apis.rs: every other API's URL parameters (`quarry_server::API_PARAMS`).
+//! - apis.rs: every other API's URL parameters (`quarry_server::API_PARAMS`), bulk action
+//!   keys, `_update`, `_mget` and `_count` bodies;
+//! - mappings.rs: mapped fields' and multi-fields' options by type, the mapping's own keys,
+//!   the create-index body and every index setting.
 
 mod aggs;
 mod apis;
 #[path = "../common/mod.rs"]
 mod common;
+mod mappings;
 mod queries;
 mod search;
 

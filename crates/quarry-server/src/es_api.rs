@@ -3,6 +3,7 @@
 //! and URL parameters read strictly: a parameter an endpoint does not know is refused with a 400
 //! that names it, never ignored (issue 27), and one that is not UTF-8 is refused too.
 
+use crate::es_hits::HitView;
 use crate::ApiError;
 use axum::extract::Path as UrlPath;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -179,36 +180,23 @@ pub const API_PARAMS: &[(&str, &[&str])] = &[
     ),
     (
         "get a document",
-        &[
-            "realtime",
-            "refresh",
-            "routing",
-            "preference",
-            "version_type",
-            "_source",
-            "_source_includes",
-            "_source_excludes",
-            "version",
-            "seq_no_primary_term",
-            "stored_fields",
-            "docvalue_fields",
-        ],
+        &joined::<12>(
+            &[
+                "realtime",
+                "refresh",
+                "routing",
+                "preference",
+                "version_type",
+            ],
+            HitView::PARAMS,
+        ),
     ),
     (
         "multi get",
-        &[
-            "realtime",
-            "refresh",
-            "routing",
-            "preference",
-            "_source",
-            "_source_includes",
-            "_source_excludes",
-            "version",
-            "seq_no_primary_term",
-            "stored_fields",
-            "docvalue_fields",
-        ],
+        &joined::<11>(
+            &["realtime", "refresh", "routing", "preference"],
+            HitView::PARAMS,
+        ),
     ),
     ("scroll", &["scroll", "scroll_id", "rest_total_hits_as_int"]),
     ("clear scroll", &["scroll_id"]),
@@ -360,6 +348,21 @@ pub const API_PARAMS: &[(&str, &[&str])] = &[
         ],
     ),
 ];
+
+/// `a` then `b` as one list of `N` names, for a table built from others.
+pub(crate) const fn joined<const N: usize>(
+    a: &[&'static str],
+    b: &[&'static str],
+) -> [&'static str; N] {
+    assert!(a.len() + b.len() == N, "N is the count of both lists");
+    let mut all = [""; N];
+    let mut i = 0;
+    while i < N {
+        all[i] = if i < a.len() { a[i] } else { b[i - a.len()] };
+        i += 1;
+    }
+    all
+}
 
 /// The URL parameters API `api` takes (`API_PARAMS`); none for a name not there.
 pub(crate) fn params_of(api: &str) -> &'static [&'static str] {

@@ -306,8 +306,7 @@ impl HitView {
     ];
 
     /// The URL parameters `read_params` reads: every API that shows hits takes them
-    /// (`es_api::API_PARAMS`, checked by a test).
-    #[cfg(test)]
+    /// (`es_api::API_PARAMS`).
     pub(crate) const PARAMS: &'static [&'static str] = &[
         "_source",
         "_source_includes",

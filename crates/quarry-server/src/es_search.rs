@@ -853,41 +853,37 @@ pub const SEARCH_BODY_OPTIONS: &[&str] = &[
 /// runs a search (`search_type`, `preference`, `max_concurrent_shard_requests`, ...) change
 /// nothing over a tenant's single index, and `ignore_unavailable`, `allow_no_indices` and
 /// `expand_wildcards` nothing for one concrete index.
-pub const SEARCH_PARAMS: &[&str] = &[
-    "q",
-    "df",
-    "default_operator",
-    "analyze_wildcard",
-    "lenient",
-    "size",
-    "from",
-    "track_total_hits",
-    "rest_total_hits_as_int",
-    "search_type",
-    "preference",
-    "request_cache",
-    "batched_reduce_size",
-    "max_concurrent_shard_requests",
-    "pre_filter_shard_size",
-    "ccs_minimize_roundtrips",
-    "allow_partial_search_results",
-    "ignore_unavailable",
-    "allow_no_indices",
-    "expand_wildcards",
-    "ignore_throttled",
-    "timeout",
-    "scroll",
-    "typed_keys",
-    "sort",
-    // How hits are shown (`HitView::PARAMS`).
-    "_source",
-    "_source_includes",
-    "_source_excludes",
-    "version",
-    "seq_no_primary_term",
-    "stored_fields",
-    "docvalue_fields",
-];
+pub const SEARCH_PARAMS: &[&str] = &crate::es_api::joined::<32>(
+    &[
+        "q",
+        "df",
+        "default_operator",
+        "analyze_wildcard",
+        "lenient",
+        "size",
+        "from",
+        "track_total_hits",
+        "rest_total_hits_as_int",
+        "search_type",
+        "preference",
+        "request_cache",
+        "batched_reduce_size",
+        "max_concurrent_shard_requests",
+        "pre_filter_shard_size",
+        "ccs_minimize_roundtrips",
+        "allow_partial_search_results",
+        "ignore_unavailable",
+        "allow_no_indices",
+        "expand_wildcards",
+        "ignore_throttled",
+        "timeout",
+        "scroll",
+        "typed_keys",
+        "sort",
+    ],
+    // How hits are shown.
+    HitView::PARAMS,
+);
 
 impl SearchPlan {
     fn new(body: &Map<String, JsonValue>, params: &EsParams) -> Result<SearchPlan, ApiError> {
@@ -1556,20 +1552,21 @@ fn collapse_of(
 /// Elasticsearch's clients and Kibana show "k of n shards failed" and each reason, so a
 /// partial answer is never taken for a whole one.
 pub(crate) fn shards(response: &SearchResponse, indices: &[String]) -> JsonValue {
-    let failures: Vec<JsonValue> = response
-        .warnings
-        .iter()
-        .filter_map(|warning| match warning {
-            Warning::DamagedBlock { path, error } => Some(json!({
+    let index = match indices {
+        [one] => JsonValue::from(one.as_str()),
+        _ => JsonValue::Null,
+    };
+    let failures: Vec<JsonValue> = damaged_blocks(response)
+        .map(|(path, error)| {
+            json!({
                 "shard": 0,
-                "index": match indices { [one] => JsonValue::from(one.as_str()), _ => JsonValue::Null },
+                "index": index,
                 "node": "quarry",
                 "reason": {
                     "type": "damaged_block_exception",
                     "reason": format!("block {} left out: {error}", path.display()),
                 },
-            })),
-            _ => None,
+            })
         })
         .collect();
     let mut shards = json!({
@@ -1587,19 +1584,27 @@ pub(crate) fn shards(response: &SearchResponse, indices: &[String]) -> JsonValue
 /// The error for an answer with damaged blocks left out when the request does not take a
 /// partial answer (`allow_partial_search_results=false`).
 fn partial_refused(response: &SearchResponse) -> ApiError {
-    let blocks: Vec<String> = response
-        .warnings
-        .iter()
-        .filter_map(|warning| match warning {
-            Warning::DamagedBlock { path, error } => Some(format!("{}: {error}", path.display())),
-            _ => None,
-        })
+    let blocks: Vec<String> = damaged_blocks(response)
+        .map(|(path, error)| format!("{}: {error}", path.display()))
         .collect();
     ApiError::internal(format!(
         "Partial shards failure: damaged blocks left out ({}), and allow_partial_search_results is false",
         blocks.join("; ")
     ))
     .with_kind("search_phase_execution_exception")
+}
+
+/// Each block left out of `response` as damaged: its file and why.
+fn damaged_blocks(
+    response: &SearchResponse,
+) -> impl Iterator<Item = (&std::path::Path, &str)> + '_ {
+    response
+        .warnings
+        .iter()
+        .filter_map(|warning| match warning {
+            Warning::DamagedBlock { path, error } => Some((path.as_path(), error.as_str())),
+            _ => None,
+        })
 }
 
 fn unknown_body_key(key: &str) -> ApiError {

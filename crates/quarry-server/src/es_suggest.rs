@@ -275,20 +275,10 @@ const PHRASE_OWN_OPTIONS: [&str; 8] = [
     "token_limit",
 ];
 
-const PHRASE_OPTIONS: [&str; 12] = {
-    let mut all = [""; 12];
-    let shared = ["field", "size", "shard_size", "direct_generator"];
-    let mut i = 0;
-    while i < shared.len() {
-        all[i] = shared[i];
-        i += 1;
-    }
-    while i < all.len() {
-        all[i] = PHRASE_OWN_OPTIONS[i - shared.len()];
-        i += 1;
-    }
-    all
-};
+const PHRASE_OPTIONS: [&str; 12] = crate::es_api::joined(
+    &["field", "size", "shard_size", "direct_generator"],
+    &PHRASE_OWN_OPTIONS,
+);
 
 /// A phrase suggester's `direct_generator`: how each word's candidates are found, with the
 /// term suggester's meaning of each option.

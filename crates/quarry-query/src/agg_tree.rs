@@ -522,9 +522,8 @@ struct NodeReader<'a> {
 }
 
 enum Source<'a> {
-    /// A field, with its mapping when it is a date field (values kept as sent are read as
-    /// times).
-    Field(FieldCursor<'a>, Option<quarry_store::FieldMapping>),
+    /// A field, read by its rules (`value_source`).
+    Field(FieldCursor<'a>, ValueRules),
     /// `_time`, with the bucket of the last doc asked for: its docs `[lo, hi)` and start.
     Time {
         lookup: TimeLookup<'a>,
@@ -532,7 +531,7 @@ enum Source<'a> {
     },
     Filters(Vec<Option<BoxScorer<'a>>>),
     /// `multi_terms`' fields.
-    Fields(Vec<(FieldCursor<'a>, Option<quarry_store::FieldMapping>)>),
+    Fields(Vec<(FieldCursor<'a>, ValueRules)>),
 }
 
 impl<'a> NodeReader<'a> {
@@ -557,12 +556,7 @@ impl<'a> NodeReader<'a> {
             NodeKind::MultiTerms { fields } => Source::Fields(
                 fields
                     .iter()
-                    .map(|(field, _)| {
-                        (
-                            FieldCursor::with_arrays(block, field),
-                            value_rules(searcher, field),
-                        )
-                    })
+                    .map(|(field, _)| value_source(searcher, block, field))
                     .collect(),
             ),
             NodeKind::Composite { sources } => Source::Fields(
@@ -570,10 +564,7 @@ impl<'a> NodeReader<'a> {
                     .iter()
                     .map(|source| {
                         let field = &source.field;
-                        (
-                            FieldCursor::with_arrays(block, field),
-                            value_rules(searcher, field),
-                        )
+                        value_source(searcher, block, field)
                     })
                     .collect(),
             ),
@@ -584,12 +575,7 @@ impl<'a> NodeReader<'a> {
             } => Source::Fields(
                 [field, weight]
                     .into_iter()
-                    .map(|field| {
-                        (
-                            FieldCursor::with_arrays(block, field),
-                            value_rules(searcher, field),
-                        )
-                    })
+                    .map(|field| value_source(searcher, block, field))
                     .collect(),
             ),
             NodeKind::Metric { field, .. }
@@ -598,10 +584,10 @@ impl<'a> NodeReader<'a> {
             | NodeKind::DateHistogram { field, .. }
             | NodeKind::Range { field, .. }
             | NodeKind::DateRange { field, .. }
-            | NodeKind::Missing { field } => Source::Field(
-                FieldCursor::with_arrays(block, field),
-                value_rules(searcher, field),
-            ),
+            | NodeKind::Missing { field } => {
+                let (cursor, rules) = value_source(searcher, block, field);
+                Source::Field(cursor, rules)
+            }
         };
         Ok(NodeReader {
             source,
@@ -662,7 +648,7 @@ impl<'a> NodeReader<'a> {
             }
             (Source::Field(cursor, date), kind) => {
                 let dictionary = &mut self.dictionary;
-                let seen = read_value(cursor, date.as_ref(), doc, &mut |value| {
+                let seen = read_value(cursor, date, doc, &mut |value| {
                     value_keys(kind, value, dictionary, terms, keys);
                 })?;
                 if keys.len() > 1 {
@@ -714,14 +700,14 @@ impl<'a> NodeReader<'a> {
 /// the doc is in every combination), or `part(i, None)` when it has none there; a field
 /// without a part leaves the doc in no bucket.
 fn combinations<'a>(
-    cursors: &mut [(FieldCursor<'a>, Option<quarry_store::FieldMapping>)],
+    cursors: &mut [(FieldCursor<'a>, ValueRules)],
     doc: u32,
     part: impl Fn(usize, Option<TypedValue<'_, 'a>>) -> Option<TermKey>,
 ) -> Result<Vec<Vec<TermKey>>> {
     let mut combinations: Vec<Vec<TermKey>> = vec![Vec::with_capacity(cursors.len())];
     for (i, (cursor, rules)) in cursors.iter_mut().enumerate() {
         let mut parts: Vec<TermKey> = Vec::new();
-        read_value(cursor, rules.as_ref(), doc, &mut |value| {
+        read_value(cursor, rules, doc, &mut |value| {
             if let Some(part) = part(i, Some(value)) {
                 if !parts.contains(&part) {
                     parts.push(part);
@@ -753,31 +739,74 @@ fn combinations<'a>(
     Ok(combinations)
 }
 
-/// The mapping of `field` when its values are read in its type: a date field's (kept as
-/// sent, read in its formats) or a number field's (strings coerced, rounded to the type).
-fn value_rules(searcher: &Searcher, field: &str) -> Option<quarry_store::FieldMapping> {
-    searcher
-        .schema()
-        .rules(field)
-        .filter(|rules| {
-            rules.ty.date_unit_nanos().is_some() || rules.ty == quarry_store::FieldType::Number
-        })
-        .cloned()
+/// How a node reads a field's values: in the field's type where it is a date field (kept as
+/// sent, read in its formats) or a number field (strings coerced, rounded to the type), and
+/// for a keyword view of a field (`X.keyword`, a keyword multi-field), only the strings up to
+/// the view's `ignore_above` characters, as Elasticsearch's keyword doc values hold them.
+#[derive(Debug, Clone, Default)]
+struct ValueRules {
+    typed: Option<quarry_store::FieldMapping>,
+    max_chars: Option<u32>,
+}
+
+impl ValueRules {
+    /// Whether a string value is one the field holds (the view's `ignore_above`).
+    fn holds(&self, value: TypedValue<'_, '_>) -> bool {
+        let Some(limit) = self.max_chars else {
+            return true;
+        };
+        let text = match value {
+            TypedValue::Str(s) => s.as_bytes(),
+            TypedValue::Ordinal(o, dictionary) => dictionary.string(o).unwrap_or_default(),
+            TypedValue::Raw(..) => return true,
+        };
+        // Only a value longer in bytes than the limit can be longer in chars.
+        text.len() <= limit as usize
+            || String::from_utf8_lossy(text).chars().count() <= limit as usize
+    }
+}
+
+/// The cursor over the values a node aggregates under the name `name` in `block`, and how
+/// to read them (`ValueRules`): a keyword view's parent's values, else the field's own.
+fn value_source<'a>(
+    searcher: &Searcher,
+    block: &'a BlockReader,
+    name: &str,
+) -> (FieldCursor<'a>, ValueRules) {
+    if let Some((field, max_chars)) = searcher.schema().mapping().whole_values(name) {
+        let rules = ValueRules {
+            typed: None,
+            max_chars,
+        };
+        return (FieldCursor::with_arrays(block, field), rules);
+    }
+    let typed = searcher.schema().rules(name).filter(|rules| {
+        rules.ty.date_unit_nanos().is_some() || rules.ty == quarry_store::FieldType::Number
+    });
+    let rules = ValueRules {
+        typed: typed.cloned(),
+        max_chars: None,
+    };
+    (FieldCursor::with_arrays(block, name), rules)
 }
 
 /// Calls `f` with `doc`'s value, if it has one (the answer). A date field's value, kept as
 /// sent, is read in the field's formats as a time (ns); a number field's as its mapped type
 /// holds it (`schema::number_value`). A value that is not of the type (kept under
-/// `ignore_malformed`) counts as no value, as in Elasticsearch's doc values.
+/// `ignore_malformed`) counts as no value, as in Elasticsearch's doc values; so does a string
+/// a keyword view does not hold.
 fn read_value<'a>(
     cursor: &mut FieldCursor<'a>,
-    rules: Option<&quarry_store::FieldMapping>,
+    rules: &ValueRules,
     doc: u32,
     f: &mut impl FnMut(TypedValue<'_, 'a>),
 ) -> Result<bool> {
     let mut seen = false;
     cursor.with_typed_values(doc, &mut |value| {
-        let Some(rules) = rules else {
+        if !rules.holds(value) {
+            return;
+        }
+        let Some(rules) = &rules.typed else {
             seen = true;
             f(value);
             return;
@@ -1009,7 +1038,7 @@ impl Walk<'_> {
                     let (cursor, rules) = &mut rest[0];
                     // As for the other metrics, `missing` stands in for no value, not for a
                     // value that is not a number.
-                    let seen = read_value(cursor, rules.as_ref(), doc, &mut |value| {
+                    let seen = read_value(cursor, rules, doc, &mut |value| {
                         found.extend(number(value));
                     })?;
                     let weight = match found[..] {
@@ -1027,7 +1056,7 @@ impl Walk<'_> {
                     };
                     found.clear();
                     let (cursor, rules) = &mut value_cursor[0];
-                    let seen = read_value(cursor, rules.as_ref(), doc, &mut |value| {
+                    let seen = read_value(cursor, rules, doc, &mut |value| {
                         found.extend(number(value));
                     })?;
                     if !seen {
@@ -1043,7 +1072,7 @@ impl Walk<'_> {
                         unreachable!("a metric reads a field")
                     };
                     let block = self.block;
-                    let seen = read_value(cursor, date.as_ref(), doc, &mut |value| {
+                    let seen = read_value(cursor, date, doc, &mut |value| {
                         if let (MetricState::TopHits(hits, total), TypedValue::Raw(_, time)) =
                             (&mut *metric, value)
                         {

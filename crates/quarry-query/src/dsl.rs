@@ -9,7 +9,7 @@
 //! | `multi_match` (`fields` with `^` boosts, `type` `phrase` and `bool_prefix` too) | `match` (or `match_phrase`, `match_bool_prefix`) per field, ORed |
 //! | `match_bool_prefix` (`operator`, `minimum_should_match`, `analyzer`, `fuzziness`) | the text analyzed as the field is: each token a term, the last a prefix scored 1 (`Ast::BoolPrefix`, planned in query.rs) |
 //! | `query_string`, `simple_query_string` | the query language itself (parser.rs) |
-//! | `term`, `terms` | a string: the exact whole value (`field:="v"`; a `.keyword` suffix is dropped); a number: that number; a bool: its token |
+//! | `term`, `terms` | a string: the exact whole value (`field:="v"`; on `X.keyword`, as that view holds it: query.rs); a number: that number; a bool: its token |
 //! | `range` (`gt`/`gte`/`lt`/`lte`, `format`, `time_zone`) | a numeric range, or on `@timestamp`/`_time` a time range with date math (`now-15m`, `now/d`) and epoch milliseconds for numbers; on a date or ip field the bounds are read in its type when planned (query.rs) |
 //! | `exists` | `_exists_:field` |
 //! | `prefix`, `wildcard`, `regexp`, `fuzzy` | the pattern (pattern.rs) over the field's tokens |
@@ -1698,10 +1698,11 @@ fn term(field: &str, value: &Value, case_insensitive: bool, path: &str) -> Resul
             Ok(point(field, Number::Int(time)))
         }
         Value::String(text) => {
-            // `X.keyword`: the whole value; `X`: one token where `X` is text (query.rs).
+            // `X.keyword`: the whole value, as that view holds it (up to its `ignore_above`);
+            // `X`: one token where `X` is text (query.rs).
             let exact = match base.len() < field_len {
                 true => Ast::Exact {
-                    field: field.to_owned(),
+                    field: format!("{field}.keyword"),
                     value: text.clone(),
                 },
                 false => Ast::Token {
@@ -2071,7 +2072,7 @@ mod tests {
         );
         same(
             json!({"term": {"host.keyword": "web-1"}}),
-            "host:=\"web-1\"",
+            "host.keyword:=\"web-1\"",
         );
         same(json!({"term": {"status": 500}}), "status:[500 TO 500]");
         same(
@@ -2117,11 +2118,11 @@ mod tests {
                 "must_not": [{"exists": {"field": "test"}}],
                 "should": [{"match": {"host": "a"}}]
             }}),
-            "+(message:disk) +level:=\"error\" -_exists_:test (host:a)",
+            "+(message:disk) +level.keyword:=\"error\" -_exists_:test (host:a)",
         );
         same(
             json!({"terms": {"level.keyword": ["warn", "error"]}}),
-            "(level:=\"warn\" level:=\"error\")",
+            "(level.keyword:=\"warn\" level.keyword:=\"error\")",
         );
         // On a bare field, a string is one token as indexed where the field is text
         // (query.rs), which no query string writes.

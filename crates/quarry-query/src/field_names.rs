@@ -1,8 +1,9 @@
 //! The fields a query names, resolved before it is planned (`Searcher::plan`):
 //!
-//! - a multi-field of the mapping (`title.raw`, `title.fvh`; `quarry_store::mapping::
-//!   MultiField`) is a view of its parent's own index: a keyword multi-field is answered as
-//!   the parent's whole values (`title.keyword`, query.rs), a text multi-field as the parent;
+//! - a text multi-field of the mapping (`title.fvh`; `quarry_store::mapping::MultiField`)
+//!   is a view of its parent's own index, answered as the parent (a keyword multi-field,
+//!   `title.raw`, keeps its name: the planner reads it as the parent's whole values up to its
+//!   `ignore_above`, query.rs);
 //! - a name with `*` (`fields: ["title*"]` in a `multi_match` or a `query_string`, as
 //!   Elasticsearch allows) is every known field it matches, each asked on its own and the
 //!   answers ORed. A pattern that matches no field is left as written, so that it matches
@@ -23,7 +24,10 @@ pub fn resolve(
     let (mut pattern, mut multi) = (false, false);
     visit_fields(ast, &mut |field| {
         pattern |= field.contains('*');
-        multi |= mapping.multi_field(field).is_some();
+        multi |= matches!(
+            mapping.multi_field(field),
+            Some((_, MultiField::Tokens { .. }))
+        );
     });
     if !pattern && !multi {
         return None;
@@ -37,37 +41,15 @@ pub fn resolve(
         }
         false => BTreeSet::new(),
     };
-    // A keyword multi-field does not index a value longer than its `ignore_above`, so a whole
-    // value longer than that is found nowhere in it (its parent keeps every value).
-    let too_long = |field: &str, value: &str| match mapping.multi_field(field) {
-        Some((
-            _,
-            MultiField::Whole {
-                ignore_above: Some(limit),
-            },
-        )) => value.chars().count() > limit as usize,
-        _ => false,
-    };
-    let names = |name: &str, exists: bool| names_for(name, exists, mapping, &known);
-    Some(rewrite(ast, &Resolver { names, too_long }))
+    Some(rewrite(ast, &|name: &str| names_for(name, mapping, &known)))
 }
 
-/// How `rewrite` resolves a leaf: the names a field stands for (asked whether it exists or
-/// not), and whether an exact value is too long for the field to hold.
-struct Resolver<N, L> {
-    names: N,
-    too_long: L,
-}
-
-/// What `name` stands for: the fields a pattern matches (each resolved), or the one field
-/// that answers a multi-field. `exists`: the name is asked whether it has a value, which a
-/// keyword multi-field has where its parent has one.
-fn names_for(name: &str, exists: bool, mapping: &Mapping, known: &BTreeSet<String>) -> Vec<String> {
+/// What `name` stands for: the fields a pattern matches (each resolved), or the parent that
+/// answers a text multi-field.
+fn names_for(name: &str, mapping: &Mapping, known: &BTreeSet<String>) -> Vec<String> {
     let one = |name: &str| match mapping.multi_field(name) {
-        Some((parent, _)) if exists => parent.to_owned(),
         Some((parent, MultiField::Tokens { .. })) => parent.to_owned(),
-        Some((parent, MultiField::Whole { .. })) => format!("{parent}.keyword"),
-        None => name.to_owned(),
+        _ => name.to_owned(),
     };
     if !name.contains('*') {
         return vec![one(name)];
@@ -118,22 +100,19 @@ fn own_field(ast: &Ast) -> Option<&str> {
     }
 }
 
-fn rewrite<N, L>(ast: &Ast, resolver: &Resolver<N, L>) -> Ast
-where
-    N: Fn(&str, bool) -> Vec<String>,
-    L: Fn(&str, &str) -> bool,
-{
-    let inner = |inner: &Ast| Box::new(rewrite(inner, resolver));
+/// `ast` with each leaf's field replaced by the `names` it stands for (several: ORed).
+fn rewrite(ast: &Ast, names: &impl Fn(&str) -> Vec<String>) -> Ast {
+    let inner = |inner: &Ast| Box::new(rewrite(inner, names));
     match ast {
         Ast::Bool(clauses) => Ast::Bool(
             clauses
                 .iter()
-                .map(|(occur, clause)| (*occur, rewrite(clause, resolver)))
+                .map(|(occur, clause)| (*occur, rewrite(clause, names)))
                 .collect(),
         ),
         Ast::AtLeast { minimum, clauses } => Ast::AtLeast {
             minimum: *minimum,
-            clauses: clauses.iter().map(|c| rewrite(c, resolver)).collect(),
+            clauses: clauses.iter().map(|c| rewrite(c, names)).collect(),
         },
         Ast::Boost { inner: i, boost } => Ast::Boost {
             inner: inner(i),
@@ -148,16 +127,11 @@ where
             name: name.clone(),
             inner: inner(i),
         },
-        Ast::Exact { field, value } | Ast::Token { field, value }
-            if (resolver.too_long)(field, value) =>
-        {
-            Ast::Bool(vec![(Occur::Must, Ast::All), (Occur::MustNot, Ast::All)])
-        }
         leaf => {
             let Some(field) = own_field(leaf) else {
                 return leaf.clone();
             };
-            let mut each: Vec<Ast> = (resolver.names)(field, matches!(leaf, Ast::Exists { .. }))
+            let mut each: Vec<Ast> = names(field)
                 .into_iter()
                 .map(|name| {
                     let mut renamed = leaf.clone();
@@ -241,37 +215,23 @@ mod tests {
     }
 
     #[test]
-    fn multi_fields_are_answered_by_their_parents() {
+    fn text_multi_fields_are_answered_by_their_parents() {
         assert_eq!(
             resolved("title.fvh:fox"),
             parse("title:fox").unwrap().to_string()
         );
         assert_eq!(
-            resolved("title.raw:=\"The fox\""),
-            parse("title.keyword:=\"The fox\"").unwrap().to_string()
-        );
-        assert_eq!(
-            resolved("_exists_:title.raw"),
+            resolved("_exists_:title.fvh"),
             parse("_exists_:title").unwrap().to_string()
         );
-        assert_eq!(
-            resolved("other.raw:x"),
-            parse("other.raw:x").unwrap().to_string()
-        );
-    }
-
-    #[test]
-    fn a_value_over_ignore_above_is_not_in_the_multi_field() {
-        let nothing = Ast::Bool(vec![(Occur::Must, Ast::All), (Occur::MustNot, Ast::All)]);
-        assert_eq!(resolved("title.short:=\"The fox\""), nothing.to_string());
-        assert_eq!(
-            resolved("title.short:=\"fox\" OR title.short:=\"a long one\""),
-            Ast::Bool(vec![
-                (Occur::Should, parse("title.keyword:=\"fox\"").unwrap()),
-                (Occur::Should, nothing),
-            ])
-            .to_string()
-        );
+        // Keyword multi-fields keep their names: the planner reads them (query.rs).
+        for kept in [
+            "title.raw:=\"The fox\"",
+            "_exists_:title.short",
+            "other.raw:x",
+        ] {
+            assert_eq!(resolved(kept), parse(kept).unwrap().to_string());
+        }
     }
 
     #[test]
@@ -287,10 +247,13 @@ mod tests {
                 .unwrap()
                 .to_string()
         };
-        // `title*` is title, title.fvh (title again) and title.raw (its whole values).
+        // `title*` is title, title.fvh (title again), title.raw and title.short (its whole
+        // values).
         assert_eq!(
             resolve_word("title*"),
-            parse("title:fox OR title.keyword:fox").unwrap().to_string()
+            parse("title:fox OR title.raw:fox OR title.short:fox")
+                .unwrap()
+                .to_string()
         );
         assert_eq!(resolve_word("b*"), parse("body:fox").unwrap().to_string());
         assert_eq!(resolve_word("nothing*"), word("nothing*").to_string());

@@ -266,12 +266,28 @@ impl Searcher {
             return Err(QueryError::Invalid("a field sort needs a key".into()));
         }
         let is_time = |field: &str| field == crate::parser::TIME_FIELD;
+        // Each key's field, its mapping, and the longest string it sorts by: a keyword view
+        // (`X.keyword`, a keyword multi-field) sorts by its parent's whole values, those up
+        // to its `ignore_above` (a longer one is no value, as in Elasticsearch).
+        let mut fields = Vec::with_capacity(sort.keys.len());
         let mut rules = Vec::with_capacity(sort.keys.len());
+        let mut limits = Vec::with_capacity(sort.keys.len());
         for key in &sort.keys {
             if !is_time(&key.field) {
                 crate::query::not_nested(self.schema(), &key.field)?;
             }
-            rules.push(self.schema().rules(&key.field).cloned());
+            match self.schema().mapping().whole_values(&key.field) {
+                Some((field, max_chars)) => {
+                    fields.push(field);
+                    rules.push(None);
+                    limits.push(max_chars);
+                }
+                None => {
+                    fields.push(key.field.as_str());
+                    rules.push(self.schema().rules(&key.field).cloned());
+                    limits.push(None);
+                }
+            }
         }
         // A cursor's values as the fields sort them (a date given as text is its time).
         let after = match after {
@@ -311,12 +327,11 @@ impl Searcher {
                     .time_column()
                     .ok_or_else(|| corrupt(DecodeError::new("no _time column")))?,
             );
-            let mut sources: Vec<KeySource<'_>> = sort
-                .keys
+            let mut sources: Vec<KeySource<'_>> = fields
                 .iter()
-                .map(|key| match is_time(&key.field) {
+                .map(|&field| match is_time(field) {
                     true => KeySource::Time,
-                    false => KeySource::Field(Box::new(FieldCursor::new(block, &key.field))),
+                    false => KeySource::Field(Box::new(FieldCursor::new(block, field))),
                 })
                 .collect();
             let mut doc = scorer.doc();
@@ -334,6 +349,7 @@ impl Searcher {
                 read_value(
                     &mut sources[0],
                     rules[0].as_ref(),
+                    limits[0],
                     doc,
                     time,
                     &mut |value| {
@@ -348,8 +364,9 @@ impl Searcher {
                     },
                 )?;
                 if !dropped {
-                    for (source, rules) in sources.iter_mut().zip(&rules).skip(1) {
-                        read_value(source, rules.as_ref(), doc, time, &mut |value| {
+                    let keys = sources.iter_mut().zip(&rules).zip(&limits).skip(1);
+                    for ((source, rules), &limit) in keys {
+                        read_value(source, rules.as_ref(), limit, doc, time, &mut |value| {
                             values.push(value.to_owned())
                         })?;
                     }
@@ -397,10 +414,11 @@ impl Searcher {
 }
 
 /// Calls `f` with the doc's value for one key (as its mapping sorts it), `Missing` if it has
-/// none.
+/// none; a string longer than `max_chars` characters is none (a keyword view's).
 fn read_value(
     source: &mut KeySource<'_>,
     rules: Option<&quarry_store::FieldMapping>,
+    max_chars: Option<u32>,
     doc: u32,
     time: i64,
     f: &mut dyn FnMut(ValueRef<'_>),
@@ -416,18 +434,27 @@ fn read_value(
         Some(typed) => f(typed.as_ref()),
         None => f(value),
     };
+    let held = |text: &str| max_chars.is_none_or(|limit| text.chars().count() <= limit as usize);
     let mut offered = false;
-    values.with_value(doc, &mut |value| {
-        offered = true;
-        match value {
-            FieldValue::Number(v) => offer(ValueRef::Number(v)),
-            FieldValue::Str(s) => offer(ValueRef::Str(s)),
-            FieldValue::Ordinal(ordinal, dictionary) => {
-                // Doc values hold the column's strings, which are UTF-8.
-                let bytes = dictionary.string(ordinal).unwrap_or_default();
-                offer(ValueRef::Str(&String::from_utf8_lossy(bytes)))
+    values.with_value(doc, &mut |value| match value {
+        FieldValue::Number(v) => {
+            offered = true;
+            offer(ValueRef::Number(v))
+        }
+        FieldValue::Str(s) if held(s) => {
+            offered = true;
+            offer(ValueRef::Str(s))
+        }
+        FieldValue::Ordinal(ordinal, dictionary) => {
+            // Doc values hold the column's strings, which are UTF-8.
+            let bytes = dictionary.string(ordinal).unwrap_or_default();
+            let text = String::from_utf8_lossy(bytes);
+            if held(&text) {
+                offered = true;
+                offer(ValueRef::Str(&text))
             }
         }
+        FieldValue::Str(_) => {}
     })?;
     if !offered {
         offer(ValueRef::Missing);

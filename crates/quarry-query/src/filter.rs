@@ -12,11 +12,13 @@
 //! - Every structure can be switched off (`Optimizations`) so the benchmark can measure what
 //!   each one buys and the tests can check that answers do not change.
 
+use crate::pattern::Pattern;
 use crate::range::NumericRange;
 use crate::scorer::{BoxScorer, ConjunctionScorer, ConstScorer, Scorer};
 use quarry_format::block::ColumnMeta;
 use quarry_format::column::{ChunkCursor, ChunkValues, ColumnReader, DecodedChunk};
 use quarry_format::docvalues::DocValuesCursor;
+use quarry_format::limits::EXACT_TERM_LEN;
 use quarry_format::{
     BlockReader, ColumnType, DecodeError, FormatError, Result, TermKind, TERMINATED,
 };
@@ -1051,6 +1053,78 @@ fn checked_scorer<'a>(
     let first = scorer.candidates.doc();
     scorer.doc = scorer.first_match(first);
     (scorer.doc != TERMINATED).then(|| Box::new(scorer) as BoxScorer)
+}
+
+/// The docs of `block` whose `field` holds a string longer than `EXACT_TERM_LEN` bytes (it has
+/// no exact term) of at most `max_chars` characters that `pattern` matches: a keyword view's
+/// longer values (`Query::WholeValues`), as a string value or an array's string item. A
+/// string column with a dictionary (every value up to `MAX_EXACT_TERM_LEN` bytes) is answered
+/// from its distinct values and doc values; any other column is read chunk by chunk.
+pub fn long_values_scorer<'a>(
+    block: &'a BlockReader,
+    field: &str,
+    pattern: &Pattern,
+    max_chars: Option<u32>,
+) -> Result<Option<BoxScorer<'a>>> {
+    let Some(ordinal) = block.field_ordinal(field) else {
+        return Ok(None);
+    };
+    let wanted = |value: &str| {
+        value.len() > EXACT_TERM_LEN
+            && max_chars.is_none_or(|limit| value.chars().count() <= limit as usize)
+            && pattern.matches(value)
+    };
+    let mut words = empty_bits(block);
+    let mut found = false;
+    for ty in [ColumnType::Str, ColumnType::Json] {
+        let Some(column) = block.column(ordinal, ty) else {
+            continue;
+        };
+        let dictionary = block
+            .doc_values(ordinal, ty)
+            .filter(|values| ty == ColumnType::Str && values.dictionary_len() > 0);
+        if let Some(values) = dictionary {
+            let matched: Vec<bool> = (0..values.dictionary_len() as u32)
+                .map(|i| {
+                    let value = values.string(i).and_then(|v| std::str::from_utf8(v).ok());
+                    value.is_some_and(wanted)
+                })
+                .collect();
+            if matched.contains(&true) {
+                values.for_each_in_range(0, block.doc_count(), &mut |doc, ordinal| {
+                    if matched.get(ordinal as usize) == Some(&true) {
+                        bit_set(&mut words, doc);
+                        found = true;
+                    }
+                });
+            }
+            continue;
+        }
+        let corrupt = |e: DecodeError| block.corrupt(format!("column {ty:?}"), e);
+        for index in 0..column.chunk_count() {
+            let chunk = column.decode_chunk(index).map_err(corrupt)?;
+            for position in 0..chunk.len() {
+                let Some(text) = chunk.str_at(position) else {
+                    continue;
+                };
+                let holds = match ty {
+                    ColumnType::Str => wanted(text),
+                    _ => serde_json::from_str::<Vec<serde_json::Value>>(text).is_ok_and(|items| {
+                        items.iter().filter_map(|item| item.as_str()).any(wanted)
+                    }),
+                };
+                if holds {
+                    let doc = match &chunk.docs {
+                        Some(docs) => docs[position],
+                        None => chunk.first_doc + position as u32,
+                    };
+                    bit_set(&mut words, doc);
+                    found = true;
+                }
+            }
+        }
+    }
+    Ok(found.then(|| Box::new(BitSetScorer::new(words)) as BoxScorer))
 }
 
 /// The value a `CheckedExactScorer` checks its candidates against.

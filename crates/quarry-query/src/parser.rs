@@ -689,7 +689,7 @@ fn pattern_of(
     };
     if let Some(tilde) = (0..chars.len()).find(|&i| special[i] && chars[i] == '~') {
         // `term~` or `term~N`: a fuzzy term, nothing special before the `~`.
-        let term: String = chars[..tilde].iter().collect::<String>().to_lowercase();
+        let term: String = chars[..tilde].iter().collect::<String>();
         let rest: String = chars[tilde + 1..].iter().collect();
         if term.is_empty() || special[..tilde].iter().any(|&s| s) {
             return Err(bad(format!(
@@ -710,7 +710,7 @@ fn pattern_of(
             prefix_length: 0,
         }));
     }
-    Ok(Some(PatternKind::wildcard(
+    Ok(Some(PatternKind::wildcard_as_written(
         chars.iter().copied().zip(special.iter().copied()),
     )))
 }
@@ -1027,8 +1027,9 @@ impl Parser<'_> {
                 position,
                 kind: ParseErrorKind::BoostWithoutClause,
             }),
+            // As written: lowercased for tokens, case kept for whole values (pattern.rs).
             Token::Pattern(kind) => {
-                let pattern = Pattern::new(kind).map_err(|e| ParseError {
+                let pattern = Pattern::as_written(kind, false).map_err(|e| ParseError {
                     position,
                     kind: ParseErrorKind::BadPattern { reason: e.0 },
                 })?;

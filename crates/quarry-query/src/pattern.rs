@@ -403,6 +403,41 @@ impl Pattern {
         crate::filter::postings_union(block, &infos)
     }
 
+    /// The docs of `block` whose `field` has a whole value (an exact term) of at most `limit`
+    /// characters that this pattern matches: a keyword view's values under a small
+    /// `ignore_above` (query.rs, `Query::WholeValues`). Walks the field's exact terms, without
+    /// the expansion cache.
+    pub fn scorer_up_to<'a>(
+        &self,
+        block: &'a BlockReader,
+        field: &str,
+        limit: u32,
+    ) -> Result<Option<BoxScorer<'a>>> {
+        let Some(ordinal) = block.field_ordinal(field) else {
+            return Ok(None);
+        };
+        let (start, end) = key_range(ordinal, TermKind::Exact);
+        let mut stream = block
+            .term_dictionary()
+            .range()
+            .ge(&start)
+            .lt(&end)
+            .into_stream();
+        let mut ordinals = Vec::new();
+        while let Some((key, ordinal)) = stream.next() {
+            let term = std::str::from_utf8(&key[start.len()..]).unwrap_or_default();
+            if term.chars().count() <= limit as usize && self.matches(term) {
+                ordinals.push(ordinal);
+            }
+        }
+        let mut term_infos = block.term_infos();
+        let infos = ordinals
+            .into_iter()
+            .map(|ordinal| term_infos.get(ordinal))
+            .collect::<Result<Vec<_>>>()?;
+        crate::filter::postings_union(block, &infos)
+    }
+
     /// The terms of kind `terms` of `field` in `block` this pattern matches (none when the
     /// block lacks the field), as `scorer` finds them.
     pub fn term_infos(

@@ -51,6 +51,18 @@ pub enum Query {
         pattern: Arc<Pattern>,
         terms: TermKind,
     },
+    /// The whole string values of a field seen through a keyword view of it (`X.keyword`, a
+    /// keyword multi-field: `Mapping::whole_values`) that `pattern` matches as written and
+    /// that have at most `max_chars` characters (the view's `ignore_above`): those of up to
+    /// `EXACT_TERM_LEN` bytes through their exact terms; with `long_values` (a text or dynamic
+    /// field, whose longer values have no exact term), the longer ones read from the field's
+    /// stored column. It scores nothing, as `Pattern`.
+    WholeValues {
+        field: String,
+        pattern: Arc<Pattern>,
+        max_chars: Option<u32>,
+        long_values: bool,
+    },
     /// Elasticsearch's `intervals` over one text field's positions, its `match` rules
     /// analyzed into terms (intervals.rs). Scored by its intervals' widths, not BM25.
     Intervals {
@@ -131,7 +143,7 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
                 };
                 return plan(&word, schema, text_fields);
             }
-            let whole = keyword_subfield(schema, field).is_some()
+            let whole = whole_view(schema, field).is_some()
                 || matches!(mapped(schema, field)?, Some(FieldType::Keyword));
             if whole {
                 let exact = Ast::Exact {
@@ -148,8 +160,8 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
                 _ => 0,
             };
             let per_field = |field: &str| -> Result<Query> {
-                if let Some(base) = keyword_subfield(schema, field) {
-                    return exact(schema, base, text);
+                if let Some(whole) = whole_view(schema, field) {
+                    return whole.exact(schema, text);
                 }
                 // An id is one whole value, quoted or not (`_id:abc-1`).
                 if field == crate::doc_id::ID_FIELD {
@@ -209,23 +221,16 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
         },
         Ast::Pattern { field, pattern } => {
             let per_field = |field: &str| -> Result<Query> {
-                let (field, subfield) = match keyword_subfield(schema, field) {
-                    Some(base) => (base, true),
-                    None => (field, false),
-                };
+                if let Some(whole) = whole_view(schema, field) {
+                    return whole.matching(schema, pattern.for_terms(TermKind::Exact));
+                }
                 if schema.is_unindexed_unmapped(field) {
                     return Ok(Query::Nothing);
                 }
                 let terms = match mapped(schema, field)? {
-                    Some(FieldType::Text) | None if subfield => TermKind::Exact,
                     Some(FieldType::Text) | None => TermKind::Token,
                     Some(FieldType::Keyword) => TermKind::Exact,
-                    Some(_) => {
-                        return Err(QueryError::Invalid(format!(
-                            "field {field:?}: prefix, wildcard, regex and fuzzy terms search \
-                             text and keyword fields; this one is mapped otherwise"
-                        )))
-                    }
+                    Some(_) => return Err(not_for_patterns(field)),
                 };
                 Ok(Query::Pattern {
                     field: field.to_owned(),
@@ -256,7 +261,7 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
         Ast::Token { field, value } => {
             // Metadata fields (`_ignored`, `_index`) hold whole names.
             let text = !field.starts_with('_')
-                && keyword_subfield(schema, field).is_none()
+                && whole_view(schema, field).is_none()
                 && !schema.is_unindexed_unmapped(field)
                 && matches!(mapped(schema, field)?, Some(FieldType::Text) | None);
             if !text {
@@ -274,20 +279,10 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
                 _ => Query::Nothing,
             }
         }
-        Ast::Exact { field, value } => {
-            let field = keyword_subfield(schema, field).unwrap_or(field);
-            if schema.is_unindexed_unmapped(field) {
-                return Ok(Query::Nothing);
-            }
-            match mapped(schema, field)? {
-                Some(ty @ (FieldType::Date | FieldType::DateNanos | FieldType::Ip)) => {
-                    typed_value(schema, field, ty, value)?
-                }
-                // A number's whole value is the number: `n:="2"` finds 2, 2.0 and "2".
-                Some(FieldType::Number) => number_equals(field, value)?,
-                _ => exact(schema, field, value)?,
-            }
-        }
+        Ast::Exact { field, value } => match whole_view(schema, field) {
+            Some(whole) => whole.exact(schema, value)?,
+            None => whole_value(schema, field, value)?,
+        },
         Ast::Range { field, range } if field == TIME_FIELD => match range.half_open_i64() {
             Some((start, end)) => Query::TimeRange { start, end },
             // An empty range, not `Nothing`: a `Bool` drops `Nothing` clauses.
@@ -419,6 +414,25 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
             _ => plan(otherwise, schema, text_fields)?,
         },
         Ast::Exists { field } if field == TIME_FIELD => Query::All,
+        // A keyword view has a value where its field has a whole value it holds (each, when
+        // the view drops the longer ones).
+        Ast::Exists { field } if whole_view(schema, field).is_some() => {
+            let whole = whole_view(schema, field).expect("a keyword view");
+            match whole.max_chars {
+                None => plan(
+                    &Ast::Exists {
+                        field: whole.field.to_owned(),
+                    },
+                    schema,
+                    text_fields,
+                )?,
+                Some(_) => {
+                    let every = Pattern::new(PatternKind::Prefix(String::new()))
+                        .map_err(|e| QueryError::Invalid(e.0))?;
+                    whole.matching(schema, Arc::new(every))?
+                }
+            }
+        }
         // At or under a flat object a field exists where it holds a keyword (quarry-index's
         // `add_flat` files some only as terms: under the object's name, under its last key).
         Ast::Exists { field } if schema.mapping().flat_root(field).is_some() => {
@@ -509,16 +523,25 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
 /// analyzer), each token but the last a term (a fuzzy pattern with `fuzziness`), the last a
 /// prefix scored 1; a keyword field's whole text is that one prefix of its whole values.
 fn bool_prefix(schema: &Schema, field: &str, query: &BoolPrefix) -> Result<Query> {
-    let (field, terms, tokens) = match keyword_subfield(schema, field) {
-        Some(base) => (base, TermKind::Exact, vec![query.text.clone()]),
-        None if schema.is_unindexed_unmapped(field) => return Ok(Query::Nothing),
-        None => match mapped(schema, field)? {
-            Some(FieldType::Keyword) if query.analyzer.is_some() => {
-                return Err(QueryError::Invalid(format!(
-                    "field {field:?} is mapped as keyword: match_bool_prefix takes its whole \
-                     value, not an analyzer"
-                )))
-            }
+    let whole = whole_view(schema, field);
+    let keyword = whole.is_some() || matches!(mapped(schema, field)?, Some(FieldType::Keyword));
+    if keyword && query.analyzer.is_some() {
+        return Err(QueryError::Invalid(format!(
+            "field {field:?} holds whole values: match_bool_prefix takes its whole value, not \
+             an analyzer"
+        )));
+    }
+    if let Some(whole) = whole {
+        let prefix = Pattern::new(PatternKind::Prefix(query.text.clone()))
+            .map_err(|e| QueryError::Invalid(e.0))?;
+        return Ok(Query::Constant {
+            inner: Box::new(whole.matching(schema, Arc::new(prefix))?),
+            score: 1.0,
+        });
+    }
+    let (field, terms, tokens) = match () {
+        () if schema.is_unindexed_unmapped(field) => return Ok(Query::Nothing),
+        () => match mapped(schema, field)? {
             Some(FieldType::Keyword) => (field, TermKind::Exact, vec![query.text.clone()]),
             Some(FieldType::Text) | None => {
                 let analyzer = match query.analyzer {
@@ -595,7 +618,7 @@ fn intervals(
     rule: &crate::intervals::Rule<crate::intervals::MatchText>,
 ) -> Result<Query> {
     use crate::intervals::Rule;
-    if keyword_subfield(schema, field).is_some() {
+    if whole_view(schema, field).is_some() {
         return Err(QueryError::Invalid(format!(
             "field {field:?} holds whole values: intervals need a text field's token positions"
         )));
@@ -896,6 +919,21 @@ fn number_equals(field: &str, text: &str) -> Result<Query> {
     })
 }
 
+/// `field:="value"`: the value as the field's type reads it.
+fn whole_value(schema: &Schema, field: &str, value: &str) -> Result<Query> {
+    if schema.is_unindexed_unmapped(field) {
+        return Ok(Query::Nothing);
+    }
+    match mapped(schema, field)? {
+        Some(ty @ (FieldType::Date | FieldType::DateNanos | FieldType::Ip)) => {
+            typed_value(schema, field, ty, value)
+        }
+        // A number's whole value is the number: `n:="2"` finds 2, 2.0 and "2".
+        Some(FieldType::Number) => number_equals(field, value),
+        _ => exact(schema, field, value),
+    }
+}
+
 /// The whole value `value` of `field` (`Query::Exact`).
 fn exact(schema: &Schema, field: &str, value: &str) -> Result<Query> {
     let kind = mapped(schema, field)?;
@@ -933,11 +971,85 @@ fn doc_id(schema: &Schema, value: &str) -> Result<Query> {
     })
 }
 
-/// The field whose whole values `field` names, when it is `X.keyword` and not mapped itself
-/// (the module doc).
-fn keyword_subfield<'f>(schema: &Schema, field: &'f str) -> Option<&'f str> {
-    let base = field.strip_suffix(".keyword")?;
-    (!base.is_empty() && schema.rules(field).is_none()).then_some(base)
+/// A keyword view of a field's whole values (`X.keyword`, a keyword multi-field), as
+/// `Mapping::whole_values` reads a name: the field, and the most characters a value the view
+/// holds may have (its `ignore_above`).
+#[derive(Debug, Clone, Copy)]
+struct Whole<'f> {
+    field: &'f str,
+    max_chars: Option<u32>,
+}
+
+/// The keyword view `name` is, if it is one.
+fn whole_view<'f>(schema: &Schema, name: &'f str) -> Option<Whole<'f>> {
+    let (field, max_chars) = schema.mapping().whole_values(name)?;
+    Some(Whole { field, max_chars })
+}
+
+impl Whole<'_> {
+    fn holds(&self, value: &str) -> bool {
+        self.max_chars
+            .is_none_or(|limit| value.chars().count() <= limit as usize)
+    }
+
+    /// The view's value `value`: none when the view does not hold it.
+    fn exact(&self, schema: &Schema, value: &str) -> Result<Query> {
+        match self.holds(value) {
+            true => whole_value(schema, self.field, value),
+            false => Ok(no_match()),
+        }
+    }
+
+    /// The view's values `pattern` matches (as written: `Pattern::for_terms`).
+    fn matching(&self, schema: &Schema, pattern: Arc<Pattern>) -> Result<Query> {
+        let field = self.field;
+        if schema.is_unindexed_unmapped(field) {
+            return Ok(Query::Nothing);
+        }
+        let long_values = match mapped(schema, field)? {
+            // Every value has its exact term (up to the keyword's own `ignore_above`).
+            Some(FieldType::Keyword) if self.max_chars.is_none() => {
+                return Ok(Query::Pattern {
+                    field: field.to_owned(),
+                    pattern,
+                    terms: TermKind::Exact,
+                })
+            }
+            Some(FieldType::Keyword) => false,
+            Some(FieldType::Text) | None => {
+                if schema.rules(field).is_some_and(|rules| !rules.stored) {
+                    return Err(QueryError::Invalid(format!(
+                        "field {field:?} is not stored (its mapping): its whole values longer \
+                         than {EXACT_TERM_LEN} bytes are read from the stored ones, so a \
+                         pattern or range over them cannot be answered"
+                    )));
+                }
+                // A value over EXACT_TERM_LEN bytes has more than a quarter as many chars.
+                self.max_chars
+                    .is_none_or(|limit| limit as usize * 4 > EXACT_TERM_LEN)
+            }
+            Some(_) => return Err(not_for_patterns(field)),
+        };
+        Ok(Query::WholeValues {
+            field: field.to_owned(),
+            pattern,
+            max_chars: self.max_chars,
+            long_values,
+        })
+    }
+}
+
+/// A query that matches nothing and, unlike `Query::Nothing`, is not dropped from a `Bool`
+/// (a value a keyword view does not hold).
+fn no_match() -> Query {
+    Query::Any(Vec::new())
+}
+
+fn not_for_patterns(field: &str) -> QueryError {
+    QueryError::Invalid(format!(
+        "field {field:?}: prefix, wildcard, regex and fuzzy terms search text and keyword \
+         fields; this one is mapped otherwise"
+    ))
 }
 
 /// `per_field` of `field`, or of every text field (ORed) for a bare value.
@@ -1037,6 +1149,7 @@ impl Query {
             | Query::Phrase { field, .. }
             | Query::Exact { field, .. }
             | Query::Pattern { field, .. }
+            | Query::WholeValues { field, .. }
             | Query::Intervals { field, .. }
             | Query::Range { field, .. }
             | Query::IndexedRange { field, .. }
@@ -1189,6 +1302,9 @@ mod tests {
                 pattern,
                 terms,
             } => (field, *terms, pattern.to_string()),
+            Query::WholeValues { field, pattern, .. } => {
+                (field, TermKind::Exact, pattern.to_string())
+            }
             other => panic!("not a pattern: {other:?}"),
         }
     }
@@ -1229,6 +1345,16 @@ mod tests {
             let (field, terms, pattern) = pattern_of(&query);
             assert_eq!((field, terms, pattern.as_str()), want);
         }
+        // A dynamic field's longer values have no exact term: read from its column, up to
+        // Elasticsearch's dynamic `ignore_above`.
+        assert!(matches!(
+            plan(&web_prefix("host.keyword"), &dynamic),
+            Query::Constant { inner, .. } if matches!(*inner, Query::WholeValues {
+                max_chars: Some(256),
+                long_values: true,
+                ..
+            })
+        ));
         // A field mapped `keyword` holds whole values; a field named `x.keyword` is itself.
         let mapped = schema(&[("host", FieldType::Keyword), ("x.keyword", FieldType::Text)]);
         let query = plan(&web_prefix("host"), &mapped);

@@ -191,10 +191,14 @@ impl Searcher {
                 .push(Warning::UnknownFields { names: unknown });
         }
         if let Some(sort) = &request.sort_field {
-            // A multi-field (and `X.keyword`) sorts by its parent's values.
+            // A text multi-field sorts by its parent's values; a keyword view (`X.keyword`, a
+            // keyword multi-field) is read as one by `by_field`.
             let mut sort = sort.clone();
+            let mapping = self.schema().mapping();
             for key in &mut sort.keys {
-                key.field = self.schema().mapping().values_field(&key.field).to_owned();
+                if mapping.whole_values(&key.field).is_none() {
+                    key.field = mapping.values_field(&key.field).to_owned();
+                }
             }
             let weight = self.filter_weight(&query).with_checked_ranges();
             let hits = self.by_field(&weight, &sort, request.limit, request.sort_after.as_ref())?;

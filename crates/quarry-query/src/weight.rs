@@ -43,6 +43,14 @@ pub enum Weight {
         /// The expansion cache and the trigram index are used where these allow them.
         optimizations: crate::filter::Optimizations,
     },
+    /// `Query::WholeValues`.
+    WholeValues {
+        field: String,
+        pattern: Arc<crate::pattern::Pattern>,
+        max_chars: Option<u32>,
+        long_values: bool,
+        optimizations: Optimizations,
+    },
     /// `Query::Intervals`, its scores times `boost`.
     Intervals {
         field: String,
@@ -319,6 +327,18 @@ impl Weight {
                 terms: *terms,
                 optimizations,
             },
+            Query::WholeValues {
+                field,
+                pattern,
+                max_chars,
+                long_values,
+            } => Weight::WholeValues {
+                field: field.clone(),
+                pattern: pattern.clone(),
+                max_chars: *max_chars,
+                long_values: *long_values,
+                optimizations,
+            },
             Query::Intervals { field, rule } => Weight::Intervals {
                 field: field.clone(),
                 rule: rule.clone(),
@@ -557,6 +577,30 @@ impl Weight {
                 terms,
                 optimizations,
             } => pattern.scorer(block, field, *terms, optimizations)?,
+            Weight::WholeValues {
+                field,
+                pattern,
+                max_chars,
+                long_values,
+                optimizations,
+            } => {
+                let short = match max_chars {
+                    Some(limit) if (*limit as usize) < EXACT_TERM_LEN => {
+                        pattern.scorer_up_to(block, field, *limit)?
+                    }
+                    _ => pattern.scorer(block, field, TermKind::Exact, optimizations)?,
+                };
+                let long = match long_values {
+                    true => filter::long_values_scorer(block, field, pattern, *max_chars)?,
+                    false => None,
+                };
+                match (short, long) {
+                    (Some(short), Some(long)) => {
+                        Some(Box::new(UnionScorer::new(vec![short, long])) as BoxScorer)
+                    }
+                    (short, long) => short.or(long),
+                }
+            }
             Weight::Intervals {
                 field,
                 rule,

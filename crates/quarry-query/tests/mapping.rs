@@ -16,6 +16,17 @@ use std::sync::Arc;
 const WORDS: &[&str] = &["alpha", "Beta", "gamma", "DELTA", "eps", "zeta"];
 const HOSTS: &[&str] = &["web-1", "Web-1", "db", "cache-west-1"];
 const FIELDS: &[&str] = &["a", "msg", "host", "tags", "n"];
+/// Prefixes of whole values: of short ones, and of `msg`'s, often longer than
+/// `EXACT_TERM_LEN` (no exact term: read from the column).
+const PREFIXES: &[&str] = &[
+    "alpha",
+    "alpha Beta",
+    "Beta gamma DELTA",
+    "Web",
+    "web-",
+    "2",
+    "eps zeta ",
+];
 
 #[derive(Debug, Clone)]
 struct TestEvent {
@@ -120,6 +131,9 @@ enum Leaf {
     Exact(&'static str, String),
     /// `_exists_:field`.
     Exists(&'static str),
+    /// `field.keyword:prefix*`: the field's whole values starting with the prefix, case kept
+    /// (Elasticsearch's `prefix` on a `.keyword` view), however long they are.
+    WholePrefix(&'static str, &'static str),
 }
 
 #[derive(Debug, Clone)]
@@ -140,7 +154,8 @@ fn leaf_strategy() -> impl Strategy<Value = Leaf> {
         2 => text.clone().prop_map(Leaf::Bare),
         4 => (field.clone(), text.clone()).prop_map(|(f, t)| Leaf::Field(f, t)),
         2 => (field.clone(), prop_oneof![text, words(3..9)]).prop_map(|(f, t)| Leaf::Exact(f, t)),
-        1 => field.prop_map(Leaf::Exists),
+        1 => field.clone().prop_map(Leaf::Exists),
+        2 => (field, prop::sample::select(PREFIXES)).prop_map(|(f, p)| Leaf::WholePrefix(f, p)),
     ]
 }
 
@@ -160,6 +175,7 @@ fn render(q: &Q) -> String {
         Q::Leaf(Leaf::Field(f, t)) => format!("{f}:{}", quoted(t)),
         Q::Leaf(Leaf::Exact(f, t)) => format!("{f}:={}", quoted(t)),
         Q::Leaf(Leaf::Exists(f)) => format!("_exists_:{f}"),
+        Q::Leaf(Leaf::WholePrefix(f, p)) => format!("{f}.keyword:{}*", p.replace(' ', "\\ ")),
         Q::Bool(clauses) => clauses
             .iter()
             .map(|(op, q)| format!("{op}({})", render(q)))
@@ -325,6 +341,24 @@ impl Model<'_> {
                     Some(Value::Str(s)) => s == value,
                     _ => false,
                 })))
+            }
+            Q::Leaf(Leaf::WholePrefix(field, prefix)) => {
+                let rules = self.schema.rules(field);
+                let starts = |text: &String| text.starts_with(prefix);
+                match rules.map(|r| (r.ty, r.index, r.stored)) {
+                    Some((_, false, _) | (FieldType::Number, ..)) => Err(()),
+                    Some((FieldType::Keyword, ..)) => Ok(Some(self.docs(|d| {
+                        self.value(d, field)
+                            .is_some_and(|v| Self::items(v).iter().any(starts))
+                    }))),
+                    // The longer values are read from the stored column.
+                    Some((FieldType::Text, _, false)) => Err(()),
+                    _ => Ok(Some(self.docs(|d| match self.value(d, field) {
+                        Some(Value::Str(s)) => s.starts_with(prefix),
+                        Some(v @ Value::Json(_)) => Self::items(v).iter().any(starts),
+                        _ => false,
+                    }))),
+                }
             }
             Q::Bool(clauses) => {
                 let (mut must, mut should, mut must_not) = (Vec::new(), Vec::new(), Vec::new());

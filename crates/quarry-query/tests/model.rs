@@ -231,7 +231,8 @@ impl Model {
             | Query::IndexedRange { .. }
             | Query::Exists { .. }
             | Query::ContentId { .. }
-            | Query::Pattern { .. } => {
+            | Query::Pattern { .. }
+            | Query::WholeValues { .. } => {
                 unreachable!("filters are not generated here")
             }
             // Its own model: `intervals_match_brute_force`.

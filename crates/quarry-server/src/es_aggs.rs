@@ -475,6 +475,14 @@ impl Level {
             if let (View::Metric { kind, .. }, NodeKind::Metric { field, .. }) =
                 (&agg.view, &node.kind)
             {
+                // A keyword view of a field holds strings (Elasticsearch refuses number
+                // metrics over a keyword field).
+                if kind.needs_numbers() && schema.mapping().whole_values(field).is_some() {
+                    return Err(bad(format!(
+                        "field [{field}] holds keyword values: [{}] needs numbers",
+                        kind.type_name()
+                    )));
+                }
                 // A date field's text values are read as times, a number field's as numbers.
                 let date = schema.rules(field).is_some_and(|r| {
                     r.ty.date_unit_nanos().is_some() || r.ty == quarry_store::FieldType::Number
@@ -1834,15 +1842,19 @@ fn with_error_bounds(buckets: &mut [Map<String, JsonValue>]) {
     }
 }
 
-/// Names each multi-field an aggregation reads (its `field`, at any depth) by its parent,
-/// whose values it shows (`quarry_store::mapping::MultiField`).
+/// Names each text multi-field an aggregation reads (its `field`, at any depth) by its
+/// parent, whose values it shows (`quarry_store::mapping::MultiField`). A keyword
+/// multi-field keeps its name: the tree reads it as its parent's whole values up to its
+/// `ignore_above` (quarry-query's agg_tree.rs).
 pub(crate) fn resolve_multi_fields(aggs: &mut JsonValue, mapping: &quarry_store::Mapping) {
     match aggs {
         JsonValue::Object(object) => {
             for (key, value) in object.iter_mut() {
                 match value {
                     JsonValue::String(name) if key == "field" => {
-                        if let Some((parent, _)) = mapping.multi_field(name) {
+                        if let Some((parent, quarry_store::mapping::MultiField::Tokens { .. })) =
+                            mapping.multi_field(name)
+                        {
                             *name = parent.to_owned();
                         }
                     }
@@ -1857,12 +1869,12 @@ pub(crate) fn resolve_multi_fields(aggs: &mut JsonValue, mapping: &quarry_store:
     }
 }
 
-/// A field name as Quarry stores it (`@timestamp` is `_time`; `x.keyword` is `x`'s whole
-/// value, which terms of `x` count).
+/// A field name as Quarry stores it (`@timestamp` is `_time`; `x.keyword`, the whole values of
+/// `x` up to that view's `ignore_above`, is read so by the tree: `Mapping::whole_values`).
 pub(crate) fn field_of(body: &JsonValue, path: &str) -> Result<String, ApiError> {
     body.get("field")
         .and_then(JsonValue::as_str)
-        .map(|f| dsl::field_name(f.strip_suffix(".keyword").unwrap_or(f)).to_owned())
+        .map(|f| dsl::field_name(f).to_owned())
         .ok_or_else(|| {
             bad(format!(
                 "{path}: Required one of fields [field, script], but none were specified (Quarry runs no scripts: give a field)"

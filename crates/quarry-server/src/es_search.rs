@@ -376,7 +376,7 @@ pub(crate) fn mapping_of(live: &LiveIndex) -> JsonValue {
             // A time key kept beside `@timestamp` (live.rs) is searched as dates (query.rs).
             json!({"type": "date"})
         } else if has("string") || has("json") {
-            json!({"type": "text", "fields": {"keyword": {"type": "keyword", "ignore_above": quarry_format::limits::MAX_EXACT_TERM_LEN}}})
+            json!({"type": "text", "fields": {"keyword": {"type": "keyword", "ignore_above": quarry_store::mapping::DYNAMIC_KEYWORD_IGNORE_ABOVE}}})
         } else if has("f64") {
             json!({"type": "double"})
         } else if has("i64") || has("u64") {

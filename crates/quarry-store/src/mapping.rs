@@ -76,6 +76,10 @@ use std::sync::OnceLock;
 /// A longer value is rejected at ingest, with its line.
 pub const MAX_KEYWORD_LEN: usize = 32_766;
 
+/// The `ignore_above` of the `.keyword` view of a dynamically mapped string field
+/// (Elasticsearch's dynamic mapping): a longer value is not one of its whole values.
+pub const DYNAMIC_KEYWORD_IGNORE_ABOVE: u32 = 256;
+
 /// How one field's values are indexed and kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -622,6 +626,30 @@ impl Mapping {
                 ignore_above: legacy.ignore_above,
             },
         ))
+    }
+
+    /// The field whose whole values `name` stands for, and the most characters a value it
+    /// holds may have (a keyword's `ignore_above`): a keyword multi-field, or `X.keyword` where
+    /// that is not mapped itself. `X.keyword` of a dynamic `X` holds values up to
+    /// `DYNAMIC_KEYWORD_IGNORE_ABOVE` characters, as Elasticsearch's dynamic mapping (which
+    /// `_mapping` shows); of a mapped `X` (Quarry's own reading, which Elasticsearch has
+    /// not), every value.
+    pub fn whole_values<'n>(&self, name: &'n str) -> Option<(&'n str, Option<u32>)> {
+        if let Some((parent, multi)) = self.multi_field(name) {
+            return match multi {
+                MultiField::Whole { ignore_above } => Some((parent, ignore_above)),
+                MultiField::Tokens { .. } => None,
+            };
+        }
+        let parent = name.strip_suffix(".keyword").filter(|p| !p.is_empty())?;
+        if self.rules(name).is_some() {
+            return None;
+        }
+        let limit = match self.rules(parent) {
+            Some(_) => None,
+            None => Some(DYNAMIC_KEYWORD_IGNORE_ABOVE),
+        };
+        Some((parent, limit))
     }
 
     /// The field whose values answer `name` in sorts, aggregations and hits: a

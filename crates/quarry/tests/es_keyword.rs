@@ -322,3 +322,203 @@ fn mapped_keyword_and_number_fields() {
     }
     assert!(wrong.is_empty(), "wrong counts:\n{}", wrong.join("\n"));
 }
+
+/// A message of document `i`: short (an exact term), longer than 32 bytes (none: read from
+/// the column), longer than 256 characters (past the dynamic `.keyword`'s `ignore_above`),
+/// or an array holding such items.
+fn message(i: usize) -> Value {
+    let words = ["disk full", "Disk", "connection reset by peer", "timeout"];
+    let word = words[i % words.len()];
+    match i % 5 {
+        0 => json!(format!("{word} {i}")),
+        1 => json!(format!("{word} while writing block {i} to the store")),
+        2 => json!(format!("{word} {}", "é".repeat(200 + i % 100))),
+        3 => json!([
+            format!("{word} {i}"),
+            format!("{word} in a longer item number {i} here")
+        ]),
+        _ => json!(format!("{word} {}", "x".repeat(250 + i % 10))),
+    }
+}
+
+/// The whole values of message `i` a keyword view holds: those of at most `limit` chars.
+fn held(i: usize, limit: usize) -> Vec<String> {
+    let value = message(i);
+    let items: Vec<String> = match &value {
+        Value::Array(items) => items
+            .iter()
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect(),
+        other => vec![other.as_str().unwrap().to_owned()],
+    };
+    items
+        .into_iter()
+        .filter(|v| v.chars().count() <= limit)
+        .collect()
+}
+
+/// `X.keyword` (dynamic: up to 256 chars) and a keyword multi-field with a small
+/// `ignore_above` see whole values of any length up to their limit, in queries, aggregations
+/// and sorts, as Elasticsearch's keyword doc values and index do: values longer than 32 bytes
+/// (which have no exact term) are found, values over the limit are not, by brute force.
+#[test]
+fn keyword_views_hold_every_whole_value_up_to_their_ignore_above() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("d"));
+    let (status, answer) = server.request(
+        "PUT",
+        "/views",
+        Some(
+            r#"{"mappings": {"properties": {"title": {"type": "text",
+                 "fields": {"raw": {"type": "keyword", "ignore_above": 40}}}}}}"#,
+        ),
+    );
+    assert_eq!(status, 200, "{answer}");
+    const DOCS: usize = 120;
+    let body: String = (0..DOCS)
+        .map(|i| {
+            let source = json!({
+                "@timestamp": format!("2026-03-01T00:{:02}:{:02}Z", i / 60, i % 60),
+                "message": message(i),
+                "title": message(i),
+            });
+            format!("{{\"index\":{{\"_index\":\"views\",\"_id\":\"{i}\"}}}}\n{source}\n")
+        })
+        .collect();
+    let (status, answer) = server.request("POST", "/_bulk?refresh=true", Some(&body));
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["errors"], false, "{answer}");
+
+    type Keep = Box<dyn Fn(&str) -> bool>;
+    let patterns: Vec<(Value, Keep)> = vec![
+        (
+            json!({"prefix": {"F": "disk full while"}}),
+            Box::new(|v| v.starts_with("disk full while")),
+        ),
+        (
+            json!({"prefix": {"F": "Disk"}}),
+            Box::new(|v| v.starts_with("Disk")),
+        ),
+        (
+            json!({"wildcard": {"F": "*block 1? to*"}}),
+            Box::new(|v| {
+                v.find("block 1").is_some_and(|at| {
+                    v[at + 8..].starts_with(" to")
+                        && v[at + 7..]
+                            .chars()
+                            .next()
+                            .is_some_and(|c| c.is_ascii_digit())
+                })
+            }),
+        ),
+        (
+            json!({"regexp": {"F": "timeout (in|é).*"}}),
+            Box::new(|v| v.starts_with("timeout in") || v.starts_with("timeout é")),
+        ),
+        (
+            json!({"range": {"F": {"gte": "connection", "lt": "disk"}}}),
+            Box::new(|v| ("connection".."disk").contains(&v)),
+        ),
+        (json!({"exists": {"field": "F"}}), Box::new(|_| true)),
+    ];
+    let mut wrong = Vec::new();
+    for (field, limit) in [("message.keyword", 256), ("title.raw", 40)] {
+        for (query, keep) in &patterns {
+            let query: Value =
+                serde_json::from_str(&query.to_string().replace("\"F\"", &format!("\"{field}\"")))
+                    .unwrap();
+            let want = (0..DOCS)
+                .filter(|&i| held(i, limit).iter().any(|v| keep(v)))
+                .count() as u64;
+            let got = count(&server, "views", &query);
+            if got != want {
+                wrong.push(format!("{query}: {got} hits, expected {want}"));
+            }
+        }
+        // A whole value the view holds is found by `term`; one past its limit is not.
+        for i in [1, 2, 3, 4] {
+            let value = match message(i) {
+                Value::Array(items) => items[1].as_str().unwrap().to_owned(),
+                other => other.as_str().unwrap().to_owned(),
+            };
+            let query = json!({"term": {field: value}});
+            let want = (0..DOCS)
+                .filter(|&d| held(d, limit).contains(&value))
+                .count() as u64;
+            let got = count(&server, "views", &query);
+            if got != want {
+                wrong.push(format!("term #{i} on {field}: {got} hits, expected {want}"));
+            }
+        }
+        // Aggregations count the values the view holds.
+        let body = json!({"size": 0, "aggs": {
+            "t": {"terms": {"field": field, "size": 1000}},
+            "n": {"value_count": {"field": field}},
+            "m": {"missing": {"field": field}},
+        }});
+        let (status, answer) = server.request("POST", "/views/_search", Some(&body.to_string()));
+        assert_eq!(status, 200, "{answer}");
+        let mut want_terms = std::collections::BTreeMap::<String, u64>::new();
+        for i in 0..DOCS {
+            for value in held(i, limit) {
+                *want_terms.entry(value).or_default() += 1;
+            }
+        }
+        let got_terms: std::collections::BTreeMap<String, u64> = answer["aggregations"]["t"]
+            ["buckets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| {
+                (
+                    b["key"].as_str().unwrap().to_owned(),
+                    b["doc_count"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        if got_terms != want_terms {
+            wrong.push(format!(
+                "terms of {field}: {got_terms:?}, expected {want_terms:?}"
+            ));
+        }
+        let values: u64 = (0..DOCS).map(|i| held(i, limit).len() as u64).sum();
+        let without = (0..DOCS).filter(|&i| held(i, limit).is_empty()).count() as u64;
+        if answer["aggregations"]["n"]["value"] != values
+            || answer["aggregations"]["m"]["doc_count"] != without
+        {
+            wrong.push(format!(
+                "value_count/missing of {field}: {answer}, expected {values}/{without}"
+            ));
+        }
+        // A sort by the view puts a document without a value it holds last.
+        let body = json!({"size": DOCS, "sort": [{field: "asc"}, {"@timestamp": "asc"}],
+                          "query": {"bool": {"must_not": {"terms": {"_id": (0..DOCS).filter(|i| i % 5 == 3).map(|i| i.to_string()).collect::<Vec<_>>()}}}}});
+        let (status, answer) = server.request("POST", "/views/_search", Some(&body.to_string()));
+        assert_eq!(status, 200, "{answer}");
+        let got: Vec<Value> = answer["hits"]["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["sort"][0].clone())
+            .collect();
+        let mut want: Vec<Option<String>> = (0..DOCS)
+            .filter(|i| i % 5 != 3)
+            .map(|i| held(i, limit).into_iter().next())
+            .collect();
+        want.sort_by(|a, b| match (a, b) {
+            (Some(a), Some(b)) => a.cmp(b),
+            (a, b) => b.is_some().cmp(&a.is_some()),
+        });
+        let want: Vec<Value> = want
+            .into_iter()
+            .map(|v| v.map_or(Value::Null, Value::from))
+            .collect();
+        if got != want {
+            wrong.push(format!("sort by {field}: {got:?}, expected {want:?}"));
+        }
+    }
+    let body = json!({"size": 0, "aggs": {"a": {"avg": {"field": "title.raw"}}}});
+    let (status, answer) = server.request("POST", "/views/_search", Some(&body.to_string()));
+    assert_eq!(status, 400, "a number metric over a keyword view: {answer}");
+    assert!(wrong.is_empty(), "wrong answers:\n{}", wrong.join("\n"));
+}

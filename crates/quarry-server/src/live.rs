@@ -431,10 +431,10 @@ pub struct LiveIndex {
     /// The ids whose events snapshots resolve (documents.rs), their generation, and the ids
     /// each recent generation added.
     documents: Mutex<DocumentIds>,
-    /// The events of those ids found in each block, by block key, with the generation they
-    /// were found for: a block never changes, so it is searched again only for the ids
-    /// listed since.
-    occurrences: Mutex<HashMap<usize, (u64, crate::documents::Occurrences)>>,
+    /// The events of those ids found in each block, by the reader's unique id
+    /// (`BlockReader::uid`), with the generation they were found for: a block never changes,
+    /// so it is searched again only for the ids listed since.
+    occurrences: Mutex<HashMap<u64, (u64, crate::documents::Occurrences)>>,
 }
 
 /// The ids snapshots resolve (documents.rs).
@@ -825,7 +825,10 @@ impl LiveIndex {
         let mut found = Vec::with_capacity(blocks.len());
         for block in blocks {
             let key = quarry_query::searcher::block_key(block);
-            let known = cache.get(&key).cloned();
+            // Cached by the reader's unique id, not its address (the snapshot's key): a
+            // reader dropped by a flush or merge may leave its address to a new one, which
+            // must not be answered with the old block's events.
+            let known = cache.get(&block.uid()).cloned();
             let events = match known {
                 Some((at, events)) if at == generation => Ok(events),
                 // Found before: only the ids listed since are looked for.
@@ -857,7 +860,7 @@ impl LiveIndex {
             };
             match events {
                 Ok(events) => {
-                    cache.insert(key, (generation, events.clone()));
+                    cache.insert(block.uid(), (generation, events.clone()));
                     found.push((key, events));
                 }
                 Err(error) => {
@@ -867,8 +870,8 @@ impl LiveIndex {
             }
         }
         drop(documents);
-        let present: std::collections::HashSet<usize> = found.iter().map(|(k, _)| *k).collect();
-        cache.retain(|key, _| present.contains(key));
+        let present: std::collections::HashSet<u64> = blocks.iter().map(|b| b.uid()).collect();
+        cache.retain(|uid, _| present.contains(uid));
         crate::documents::dead_docs(&found, &entries)
     }
 

@@ -890,6 +890,16 @@ impl<'a> FieldCursor<'a> {
         if found {
             return Ok(());
         }
+        self.with_array_items(doc, f)
+    }
+
+    /// Calls `f` with each scalar item of the doc's array, if it has one (a cursor made
+    /// `with_arrays`).
+    pub(crate) fn with_array_items(
+        &mut self,
+        doc: u32,
+        f: &mut impl FnMut(TypedValue<'_, 'a>),
+    ) -> Result<()> {
         let block = self.block;
         let Some(entry) = &mut self.arrays else {
             return Ok(());

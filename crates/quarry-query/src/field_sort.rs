@@ -331,7 +331,7 @@ impl Searcher {
                 .iter()
                 .map(|&field| match is_time(field) {
                     true => KeySource::Time,
-                    false => KeySource::Field(Box::new(FieldCursor::new(block, field))),
+                    false => KeySource::Field(Box::new(FieldCursor::with_arrays(block, field))),
                 })
                 .collect();
             let mut doc = scorer.doc();
@@ -350,6 +350,7 @@ impl Searcher {
                     &mut sources[0],
                     rules[0].as_ref(),
                     limits[0],
+                    first.descending,
                     doc,
                     time,
                     &mut |value| {
@@ -364,11 +365,18 @@ impl Searcher {
                     },
                 )?;
                 if !dropped {
-                    let keys = sources.iter_mut().zip(&rules).zip(&limits).skip(1);
-                    for ((source, rules), &limit) in keys {
-                        read_value(source, rules.as_ref(), limit, doc, time, &mut |value| {
-                            values.push(value.to_owned())
-                        })?;
+                    let keys = sources.iter_mut().zip(&rules).zip(&limits).zip(&sort.keys);
+                    for (((source, rules), &limit), key) in keys.skip(1) {
+                        let descending = key.descending;
+                        read_value(
+                            source,
+                            rules.as_ref(),
+                            limit,
+                            descending,
+                            doc,
+                            time,
+                            &mut |v| values.push(v.to_owned()),
+                        )?;
                     }
                     let place = (time, block_id, doc);
                     let comes_before = |other: &SortCursor| {
@@ -414,11 +422,14 @@ impl Searcher {
 }
 
 /// Calls `f` with the doc's value for one key (as its mapping sorts it), `Missing` if it has
-/// none; a string longer than `max_chars` characters is none (a keyword view's).
+/// none; a string longer than `max_chars` characters is none (a keyword view's). Of an
+/// array's items, the one that sorts first: the least ascending, the greatest descending
+/// (Elasticsearch's default sort `mode`).
 fn read_value(
     source: &mut KeySource<'_>,
     rules: Option<&quarry_store::FieldMapping>,
     max_chars: Option<u32>,
+    descending: bool,
     doc: u32,
     time: i64,
     f: &mut dyn FnMut(ValueRef<'_>),
@@ -456,6 +467,28 @@ fn read_value(
         }
         FieldValue::Str(_) => {}
     })?;
+    if !offered {
+        // (the item as its mapping sorts it, the item as sent)
+        let mut first: Option<(SortValue, SortValue)> = None;
+        values.with_array_items(doc, &mut |item| {
+            let value = match item.untyped() {
+                FieldValue::Number(v) => ValueRef::Number(v),
+                FieldValue::Str(s) if held(s) => ValueRef::Str(s),
+                _ => return,
+            };
+            let sorted = typed(rules, value).unwrap_or_else(|| value.to_owned());
+            let sorts_first = first.as_ref().is_none_or(|(best, _)| {
+                value_order(sorted.as_ref(), best.as_ref(), descending).is_lt()
+            });
+            if sorts_first {
+                first = Some((sorted, value.to_owned()));
+            }
+        })?;
+        if let Some((_, item)) = first {
+            offered = true;
+            offer(item.as_ref());
+        }
+    }
     if !offered {
         offer(ValueRef::Missing);
     }

@@ -1117,6 +1117,20 @@ impl Query {
         }
     }
 
+    /// Calls `f(field, value, tokens)` for every whole value that is scored (an `Exact` not
+    /// under a `Constant`, which replaces its scores).
+    pub fn for_each_scored_exact(&self, f: &mut impl FnMut(&str, &str, &[String])) {
+        match self {
+            Query::Exact {
+                field,
+                value,
+                tokens,
+            } => f(field, value, tokens),
+            Query::Constant { .. } => {}
+            other => other.clauses().for_each(|c| c.for_each_scored_exact(f)),
+        }
+    }
+
     /// The sub-queries of `Any`, `AtLeast`, `Boost`, `Constant` and `Bool`; none for a leaf.
     fn clauses(&self) -> impl Iterator<Item = &Query> {
         let (first, second, third): (&[Query], &[Query], &[Query]) = match self {

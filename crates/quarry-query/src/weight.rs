@@ -34,6 +34,10 @@ pub enum Weight {
         value: String,
         /// See `Query::Exact`: non-empty only for values without an exact term.
         tokens: Vec<String>,
+        /// What each match scores: the value's idf over the field (a keyword's `term` in
+        /// Elasticsearch: one occurrence, no length norm, so BM25 is the idf), times any boost;
+        /// 0 where the query is not scored.
+        weight: f32,
     },
     Pattern {
         field: String,
@@ -165,6 +169,10 @@ pub struct CollectionStats {
     pub fields: HashMap<String, FieldStats>,
     pub doc_freqs: HashMap<(String, String), u64>,
     pub term_infos: HashMap<(String, String), BlockTermInfos>,
+    /// The docs holding each scored whole value (`Query::Exact`), and the docs holding a
+    /// value of each such field: its idf.
+    pub exact_freqs: HashMap<(String, String), u64>,
+    pub exact_docs: HashMap<String, u64>,
 }
 
 impl CollectionStats {
@@ -204,6 +212,22 @@ impl CollectionStats {
             }
             stats.doc_freqs.insert((field, term), doc_freq);
         }
+        let mut exact = Vec::new();
+        query.for_each_scored_exact(&mut |field, value, tokens| {
+            exact.push((field.to_owned(), value.to_owned(), tokens.to_vec()))
+        });
+        for (field, value, tokens) in exact {
+            let key = (field.clone(), value.clone());
+            if stats.exact_freqs.contains_key(&key) {
+                continue;
+            }
+            let doc_freq = exact_doc_freq(blocks, &field, &value, &tokens)?;
+            stats.exact_freqs.insert(key, doc_freq);
+            stats
+                .exact_docs
+                .entry(field)
+                .or_insert_with_key(|field| blocks.iter().map(|b| docs_with_value(b, field)).sum());
+        }
         Ok(stats)
     }
 
@@ -221,12 +245,115 @@ impl CollectionStats {
     }
 }
 
+/// The docs of `block` whose `field` holds the whole value `value` (`Query::Exact`).
+fn exact_scorer<'a>(
+    block: &'a BlockReader,
+    field: &str,
+    value: &'a str,
+    tokens: &[String],
+) -> Result<Option<BoxScorer<'a>>> {
+    if value.len() > EXACT_TERM_LEN {
+        // A field mapped `keyword` holds an exact term for a long value too; docs indexed
+        // dynamically (before the field was mapped) are found through the value's tokens. A
+        // block merged from both has both.
+        let keyword = match block.field_ordinal(field) {
+            Some(ordinal) => block.term_info(ordinal, TermKind::Exact, value.as_bytes())?,
+            None => None,
+        };
+        let keyword = match keyword {
+            Some(info) => Some(Box::new(ConstScorer {
+                cursor: block.postings(&info)?,
+            }) as BoxScorer),
+            None => None,
+        };
+        let checked = filter::long_exact_scorer(block, field, value, tokens)?;
+        return Ok(match (keyword, checked) {
+            (Some(keyword), Some(checked)) => {
+                Some(Box::new(UnionScorer::new(vec![keyword, checked])) as BoxScorer)
+            }
+            (keyword, checked) => keyword.or(checked),
+        });
+    }
+    let Some(ordinal) = block.field_ordinal(field) else {
+        return Ok(None);
+    };
+    let exact = match block.term_info(ordinal, TermKind::Exact, value.as_bytes())? {
+        Some(info) => Some(Box::new(ConstScorer {
+            cursor: block.postings(&info)?,
+        }) as BoxScorer),
+        None => None,
+    };
+    let boolean = match value {
+        "true" => filter::boolean_scorer(block, field, true)?,
+        "false" => filter::boolean_scorer(block, field, false)?,
+        _ => None,
+    };
+    Ok(match (exact, boolean) {
+        (Some(exact), Some(boolean)) => {
+            Some(Box::new(UnionScorer::new(vec![exact, boolean])) as BoxScorer)
+        }
+        (exact, boolean) => exact.or(boolean),
+    })
+}
+
+/// How many docs of `blocks` hold the whole value `value` of `field`: the exact term's doc
+/// frequency where that is all there is, else the docs its filter finds (a long value, a
+/// boolean).
+fn exact_doc_freq(
+    blocks: &[Arc<BlockReader>],
+    field: &str,
+    value: &str,
+    tokens: &[String],
+) -> Result<u64> {
+    let mut doc_freq = 0;
+    for block in blocks {
+        let Some(ordinal) = block.field_ordinal(field) else {
+            continue;
+        };
+        if value.len() <= EXACT_TERM_LEN && !filter::holds_booleans(block, field, value) {
+            let info = block.term_info(ordinal, TermKind::Exact, value.as_bytes())?;
+            doc_freq += info.map_or(0, |info| u64::from(info.doc_freq));
+            continue;
+        }
+        if let Some(mut scorer) = exact_scorer(block, field, value, tokens)? {
+            let mut doc = scorer.doc();
+            while doc != quarry_format::TERMINATED {
+                doc_freq += 1;
+                doc = scorer.advance();
+            }
+            if let Some(error) = scorer.error() {
+                return Err(block.corrupt("postings", error));
+            }
+        }
+    }
+    Ok(doc_freq)
+}
+
+/// The docs of `block` with a value of `field`: its text statistics' count where it has
+/// them, else its columns' (a keyword field); a field kept in neither, every doc.
+fn docs_with_value(block: &BlockReader, field: &str) -> u64 {
+    let Some(ordinal) = block.field_ordinal(field) else {
+        return 0;
+    };
+    let meta = &block.manifest().fields[ordinal as usize];
+    let doc_count = u64::from(block.doc_count());
+    if let Some(text) = &meta.text {
+        return u64::from(text.docs_with_field);
+    }
+    match meta.columns.iter().map(|c| c.present_count).sum::<u64>() {
+        0 => doc_count,
+        present => present.min(doc_count),
+    }
+}
+
 impl Weight {
     /// Multiplies every score under this weight by `boost` (BM25 is linear in a term's
     /// weight, so scaling the leaves scales the sums and the score bounds alike).
     fn boost(&mut self, boost: f32) {
         match self {
-            Weight::Term { weight, .. } | Weight::Phrase { weight, .. } => *weight *= boost,
+            Weight::Term { weight, .. }
+            | Weight::Phrase { weight, .. }
+            | Weight::Exact { weight, .. } => *weight *= boost,
             Weight::Any(clauses) | Weight::AtLeast { clauses, .. } => {
                 clauses.iter_mut().for_each(|c| c.boost(boost))
             }
@@ -316,6 +443,13 @@ impl Weight {
                 field: field.clone(),
                 value: value.clone(),
                 tokens: tokens.clone(),
+                weight: stats
+                    .exact_freqs
+                    .get(&(field.clone(), value.clone()))
+                    .map_or(0.0, |&df| {
+                        let docs = stats.exact_docs.get(field).copied().unwrap_or(0);
+                        bm25::idf(df, docs)
+                    }),
             },
             Query::Pattern {
                 field,
@@ -527,50 +661,13 @@ impl Weight {
                 field,
                 value,
                 tokens,
-            } if value.len() > EXACT_TERM_LEN => {
-                // A field mapped `keyword` holds an exact term for a long value too; docs
-                // indexed dynamically (before the field was mapped) are found through the
-                // value's tokens. A block merged from both has both.
-                let keyword = match block.field_ordinal(field) {
-                    Some(ordinal) => block.term_info(ordinal, TermKind::Exact, value.as_bytes())?,
-                    None => None,
-                };
-                let keyword = match keyword {
-                    Some(info) => Some(Box::new(ConstScorer {
-                        cursor: block.postings(&info)?,
-                    }) as BoxScorer),
-                    None => None,
-                };
-                let checked = filter::long_exact_scorer(block, field, value, tokens)?;
-                match (keyword, checked) {
-                    (Some(keyword), Some(checked)) => {
-                        Some(Box::new(UnionScorer::new(vec![keyword, checked])) as BoxScorer)
-                    }
-                    (keyword, checked) => keyword.or(checked),
+                weight,
+            } => match exact_scorer(block, field, value, tokens)? {
+                Some(docs) if *weight > 0.0 => {
+                    Some(Box::new(ConstantScorer::new(docs, *weight)) as BoxScorer)
                 }
-            }
-            Weight::Exact { field, value, .. } => {
-                let Some(ordinal) = block.field_ordinal(field) else {
-                    return Ok(None);
-                };
-                let exact = match block.term_info(ordinal, TermKind::Exact, value.as_bytes())? {
-                    Some(info) => Some(Box::new(ConstScorer {
-                        cursor: block.postings(&info)?,
-                    }) as BoxScorer),
-                    None => None,
-                };
-                let boolean = match value.as_str() {
-                    "true" => filter::boolean_scorer(block, field, true)?,
-                    "false" => filter::boolean_scorer(block, field, false)?,
-                    _ => None,
-                };
-                match (exact, boolean) {
-                    (Some(exact), Some(boolean)) => {
-                        Some(Box::new(UnionScorer::new(vec![exact, boolean])) as BoxScorer)
-                    }
-                    (exact, boolean) => exact.or(boolean),
-                }
-            }
+                docs => docs,
+            },
             Weight::Pattern {
                 field,
                 pattern,

@@ -581,11 +581,13 @@ fn numeric(value: &Value) -> Option<Num> {
     }
 }
 
-/// A bound as the parser reads it: an i64 stays exact, anything else is the nearest f64.
+/// A bound as the parser reads it: an integer in i64's or u64's range stays exact
+/// (`Number::Big` above i64), anything else is the nearest f64.
 fn parse_number(text: &str) -> Num {
-    match text.parse::<i64>() {
-        Ok(v) => Num::Int(i128::from(v)),
-        Err(_) => Num::Float(text.parse::<f64>().unwrap()),
+    match (text.parse::<i64>(), text.parse::<u64>()) {
+        (Ok(v), _) => Num::Int(i128::from(v)),
+        (_, Ok(v)) => Num::Int(i128::from(v)),
+        _ => Num::Float(text.parse::<f64>().unwrap()),
     }
 }
 
@@ -2406,6 +2408,21 @@ fn u64_above_i64_max_in_ranges() {
         &mut corpus,
         "bytes:>10223372036854775800",
         is(&[10223372036854775801, 10223372036854775802, u64::MAX]),
+    );
+    // u64::MAX as a bound is exact (the nearest f64, 2^64, is above it): excluded, it leaves
+    // out u64::MAX itself.
+    check_text(
+        &mut corpus,
+        "bytes:{665 TO 18446744073709551615}",
+        is(&[
+            i64::MAX as u64 - 1,
+            i64::MAX as u64,
+            1 << 63,
+            (1 << 63) + 1,
+            10223372036854775800,
+            10223372036854775801,
+            10223372036854775802,
+        ]),
     );
 }
 

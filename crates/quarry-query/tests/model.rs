@@ -192,9 +192,18 @@ impl Model {
                 let idf: f64 = terms.iter().map(|(_, t)| self.idf(field, t)).sum();
                 (freq > 0).then(|| self.bm25(field, idf, freq, doc))
             }
-            Query::Exact { field, value, .. } => {
-                (self.strings[doc].get(field) == Some(value)).then_some(0.0)
-            }
+            // A whole value scores its idf (one occurrence, no length norm: Elasticsearch's
+            // BM25 of a keyword term), over the docs the field's text statistics count.
+            Query::Exact { field, value, .. } => (self.strings[doc].get(field) == Some(value))
+                .then(|| {
+                    let n = self.field_stats.get(field).map_or(0, |s| s.0) as f64;
+                    let df = self
+                        .strings
+                        .iter()
+                        .filter(|s| s.get(field) == Some(value))
+                        .count() as f64;
+                    (1.0 + (n.max(df) - df + 0.5) / (df + 0.5)).ln()
+                }),
             Query::Boost { inner, boost } => self.eval(inner, doc).map(|s| s * f64::from(*boost)),
             Query::Any(clauses) => {
                 let scores: Vec<f64> = clauses.iter().filter_map(|c| self.eval(c, doc)).collect();

@@ -2776,6 +2776,65 @@ fn top_metrics(body: &JsonValue, path: &str) -> Result<(NodeKind, View), ApiErro
     ))
 }
 
+/// The value of `field` an event (`flat`) sorts by: a keyword view's (`X.keyword`, a keyword
+/// multi-field) is its parent's string up to the view's `ignore_above`; of an array, the item
+/// that sorts first (the least ascending, the greatest descending); `null` for none.
+fn sort_value(
+    flat: &serde_json::Map<String, JsonValue>,
+    field: &str,
+    descending: bool,
+    ctx: Ctx<'_>,
+) -> JsonValue {
+    let (name, max_chars) = match ctx.searcher.schema().mapping().whole_values(field) {
+        Some((parent, max_chars)) => (parent, max_chars),
+        None => (field, None),
+    };
+    let held = |value: &&JsonValue| match (value, max_chars) {
+        (JsonValue::String(s), Some(limit)) => s.chars().count() <= limit as usize,
+        _ => true,
+    };
+    let values: Vec<&JsonValue> = match flat.get(name) {
+        Some(JsonValue::Array(items)) => items.iter().filter(held).collect(),
+        Some(value) => std::iter::once(value).filter(held).collect(),
+        None => Vec::new(),
+    };
+    values
+        .into_iter()
+        .min_by(|a, b| sort_order(a, b, descending))
+        .cloned()
+        .unwrap_or(JsonValue::Null)
+}
+
+/// The order of two `top_hits` sort values: numbers before strings, `null` last, each
+/// reversed when `descending`.
+fn sort_order(a: &JsonValue, b: &JsonValue, descending: bool) -> std::cmp::Ordering {
+    let rank = |v: &JsonValue| match v {
+        JsonValue::Number(_) => 0,
+        JsonValue::String(_) | JsonValue::Bool(_) => 1,
+        _ => 2,
+    };
+    rank(a).cmp(&rank(b)).then_with(|| {
+        let order = match (a, b) {
+            (JsonValue::Number(x), JsonValue::Number(y)) => x
+                .as_f64()
+                .unwrap_or(f64::NAN)
+                .total_cmp(&y.as_f64().unwrap_or(f64::NAN)),
+            (x, y) => {
+                let text = |v: &JsonValue| match v {
+                    JsonValue::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                text(x).cmp(&text(y))
+            }
+        };
+        if descending {
+            order.reverse()
+        } else {
+            order
+        }
+    })
+}
+
 /// `top_hits`' answer: the hits' events fetched and shown as the view says.
 /// `top_hits`' answer: `hits` are in time order, the first `from + size` when sorted by time;
 /// sorted `by` a field, every hit of the bucket (up to `TOP_HITS_SORTED_MAX`), sorted here by
@@ -2811,47 +2870,13 @@ fn render_top_hits(
         view.render(&mut json, &flat, hit.time, &words);
         let key = match by {
             None => json!(hit.time.div_euclid(1_000_000)),
-            // `X.keyword` sorts by X's whole values, as the mapping shows it.
-            Some((field, _)) => match flat
-                .get(field.as_str())
-                .or_else(|| flat.get(field.strip_suffix(".keyword")?))
-            {
-                Some(JsonValue::Array(items)) => items.first().cloned().unwrap_or(JsonValue::Null),
-                Some(value) => value.clone(),
-                None => JsonValue::Null,
-            },
+            Some((field, descending)) => sort_value(&flat, field, *descending, ctx),
         };
         shown.push((key, json));
     }
     if let Some((_, descending)) = by {
         // Stable: ties stay in time order.
-        shown.sort_by(|(a, _), (b, _)| {
-            let rank = |v: &JsonValue| match v {
-                JsonValue::Number(_) => 0,
-                JsonValue::String(_) | JsonValue::Bool(_) => 1,
-                _ => 2,
-            };
-            rank(a).cmp(&rank(b)).then_with(|| {
-                let order = match (a, b) {
-                    (JsonValue::Number(x), JsonValue::Number(y)) => x
-                        .as_f64()
-                        .unwrap_or(f64::NAN)
-                        .total_cmp(&y.as_f64().unwrap_or(f64::NAN)),
-                    (x, y) => {
-                        let text = |v: &JsonValue| match v {
-                            JsonValue::String(s) => s.clone(),
-                            other => other.to_string(),
-                        };
-                        text(x).cmp(&text(y))
-                    }
-                };
-                if *descending {
-                    order.reverse()
-                } else {
-                    order
-                }
-            })
-        });
+        shown.sort_by(|(a, _), (b, _)| sort_order(a, b, *descending));
         shown = shown.into_iter().skip(from).take(size).collect();
     }
     let shown: Vec<JsonValue> = shown

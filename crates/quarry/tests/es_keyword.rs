@@ -490,35 +490,90 @@ fn keyword_views_hold_every_whole_value_up_to_their_ignore_above() {
                 "value_count/missing of {field}: {answer}, expected {values}/{without}"
             ));
         }
-        // A sort by the view puts a document without a value it holds last.
-        let body = json!({"size": DOCS, "sort": [{field: "asc"}, {"@timestamp": "asc"}],
-                          "query": {"bool": {"must_not": {"terms": {"_id": (0..DOCS).filter(|i| i % 5 == 3).map(|i| i.to_string()).collect::<Vec<_>>()}}}}});
-        let (status, answer) = server.request("POST", "/views/_search", Some(&body.to_string()));
-        assert_eq!(status, 200, "{answer}");
-        let got: Vec<Value> = answer["hits"]["hits"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|h| h["sort"][0].clone())
-            .collect();
-        let mut want: Vec<Option<String>> = (0..DOCS)
-            .filter(|i| i % 5 != 3)
-            .map(|i| held(i, limit).into_iter().next())
-            .collect();
-        want.sort_by(|a, b| match (a, b) {
-            (Some(a), Some(b)) => a.cmp(b),
-            (a, b) => b.is_some().cmp(&a.is_some()),
-        });
-        let want: Vec<Value> = want
-            .into_iter()
-            .map(|v| v.map_or(Value::Null, Value::from))
-            .collect();
-        if got != want {
-            wrong.push(format!("sort by {field}: {got:?}, expected {want:?}"));
+        // A sort by the view puts a document without a value it holds last; an array sorts
+        // by its least item ascending, its greatest descending.
+        for descending in [false, true] {
+            let order = if descending { "desc" } else { "asc" };
+            let body = json!({"size": DOCS, "sort": [{field: order}, {"@timestamp": "asc"}]});
+            let (status, answer) =
+                server.request("POST", "/views/_search", Some(&body.to_string()));
+            assert_eq!(status, 200, "{answer}");
+            let got: Vec<Value> = answer["hits"]["hits"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|h| h["sort"][0].clone())
+                .collect();
+            let mut want: Vec<Option<String>> = (0..DOCS)
+                .map(|i| match descending {
+                    false => held(i, limit).into_iter().min(),
+                    true => held(i, limit).into_iter().max(),
+                })
+                .collect();
+            want.sort_by(|a, b| match (a, b) {
+                (Some(a), Some(b)) if descending => b.cmp(a),
+                (Some(a), Some(b)) => a.cmp(b),
+                (a, b) => b.is_some().cmp(&a.is_some()),
+            });
+            let want: Vec<Value> = want
+                .into_iter()
+                .map(|v| v.map_or(Value::Null, Value::from))
+                .collect();
+            if got != want {
+                wrong.push(format!(
+                    "sort by {field} {order}: {got:?}, expected {want:?}"
+                ));
+            }
         }
     }
     let body = json!({"size": 0, "aggs": {"a": {"avg": {"field": "title.raw"}}}});
     let (status, answer) = server.request("POST", "/views/_search", Some(&body.to_string()));
     assert_eq!(status, 400, "a number metric over a keyword view: {answer}");
     assert!(wrong.is_empty(), "wrong answers:\n{}", wrong.join("\n"));
+}
+
+/// A whole value scores as Elasticsearch's BM25 scores one occurrence without length norms:
+/// its idf over the docs with a value in the field, `ln(1 + (N - n + 0.5) / (n + 0.5))`, times
+/// the boost; `terms` and a filter score their boost and 0; a `bool` sums its clauses'.
+#[test]
+fn whole_values_score_their_idf() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("d"));
+    let (status, answer) = server.request(
+        "PUT",
+        "/scored",
+        Some(r#"{"mappings": {"properties": {"host": {"type": "keyword"}, "flag": {"type": "boolean"}}}}"#),
+    );
+    assert_eq!(status, 200, "{answer}");
+    send_bulk(&server, "scored");
+    let idf = |n: u64| (1.0 + (EVENTS as f64 - n as f64 + 0.5) / (n as f64 + 0.5)).ln();
+    let hosts = |host: &str| expected(|e| e.host == host);
+    let cases: Vec<(Value, f64)> = vec![
+        (json!({"term": {"host": "db-1"}}), idf(hosts("db-1"))),
+        (
+            json!({"term": {"host": {"value": "Web-07", "boost": 3}}}),
+            3.0 * idf(hosts("Web-07")),
+        ),
+        (json!({"match": {"host": "web-03"}}), idf(hosts("web-03"))),
+        (json!({"term": {"flag": true}}), idf(expected(|e| e.flag))),
+        (json!({"terms": {"host": ["db-1"], "boost": 2}}), 2.0),
+        (json!({"bool": {"filter": {"term": {"host": "db-1"}}}}), 0.0),
+        // The best hit has both (event 0: db-1, flagged).
+        (
+            json!({"bool": {"should": [{"term": {"host": "db-1"}}, {"term": {"flag": true}}]}}),
+            idf(hosts("db-1")) + idf(expected(|e| e.flag)),
+        ),
+    ];
+    for (query, want) in cases {
+        let body = json!({"query": query, "size": 1});
+        let (status, answer) = server.request("POST", "/scored/_search", Some(&body.to_string()));
+        assert_eq!(status, 200, "{query}: {answer}");
+        let got = answer["hits"]["hits"][0]["_score"]
+            .as_f64()
+            .expect("a score");
+        assert!(
+            (got - want).abs() < 1e-4,
+            "{query}: scored {got}, expected {want}"
+        );
+    }
 }

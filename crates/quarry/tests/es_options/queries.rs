@@ -494,19 +494,7 @@ fn query_case(kind: &str, key: &str) -> Option<(Value, Value, Expect)> {
 
 /// Options the walk shows to be wrong today, each with why: the list only shrinks (a gap
 /// that closes fails the test until it is taken off).
-const KNOWN_QUERY_GAPS: &[(&str, &str, &str)] = &[
-    (
-        "term",
-        "boost",
-        "a whole value (an exact term) scores 0 where Elasticsearch scores its idf, so the \
-         boost multiplies 0",
-    ),
-    (
-        "terms_set",
-        "boost",
-        "its terms are whole values, scored 0 as above",
-    ),
-];
+const KNOWN_QUERY_GAPS: &[(&str, &str, &str)] = &[];
 
 #[test]
 fn every_query_option_is_honoured_or_a_documented_no_op() {

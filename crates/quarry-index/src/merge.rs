@@ -43,7 +43,7 @@ use quarry_format::block::{BlockInput, DocumentFetcher};
 use quarry_format::column::ChunkCursor;
 use quarry_format::limits::{MAX_DOCS_PER_BLOCK, MAX_FIELDS};
 use quarry_format::BlockReader;
-use quarry_store::{BlockEntry, Metastore};
+use quarry_store::{BlockEntry, BlockStore, Metastore};
 use std::borrow::Borrow;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashSet};
@@ -148,11 +148,12 @@ impl OutputCut {
     }
 }
 
-/// Merges the blocks `ids` (at least two) into blocks cut by `policy` (at most
-/// [`MergePolicy::max_outputs`] of them unless a segment limit cuts one early). Returns the
-/// new blocks.
+/// Merges the blocks `ids` (at least two) of `store` into blocks cut by `policy` (at most
+/// [`MergePolicy::max_outputs`] of them unless a segment limit cuts one early), commits them
+/// in their place and deletes the inputs from the store. Returns the new blocks.
 pub fn merge_blocks(
     catalog: &mut dyn Metastore,
+    store: &dyn BlockStore,
     schema: Arc<Schema>,
     ids: &[u64],
     policy: &MergePolicy,
@@ -169,7 +170,7 @@ pub fn merge_blocks(
                 .find(|b| b.id == id)
                 .map(|b| (b.bytes, b.docs))
                 .ok_or_else(|| crate::error::IndexError::Io {
-                    path: catalog.block_location(id),
+                    path: store.location(id),
                     source: std::io::Error::new(
                         std::io::ErrorKind::NotFound,
                         "block is not in the catalog",
@@ -179,13 +180,16 @@ pub fn merge_blocks(
         .collect::<Result<Vec<_>>>()?;
     let readers = ids
         .iter()
-        .map(|&id| BlockReader::open(&catalog.block_location(id)))
+        .map(|&id| store.open(id))
         .collect::<Result<Vec<_>, _>>()?;
     let outputs = merge_readers(&readers, &sizes, schema, policy, progress, |segment| {
-        write_new_block(catalog, segment)
+        write_new_block(catalog, store, segment)
     })?;
     drop(readers);
     catalog.replace_blocks(ids, outputs.clone())?;
+    for &id in ids {
+        store.delete(id)?;
+    }
     progress
         .blocks
         .fetch_add(outputs.len() as u64, Ordering::Relaxed);
@@ -403,18 +407,15 @@ pub(crate) fn merge_by_reindexing<T>(
     Ok(outputs)
 }
 
-/// Writes `input` as a new block file of `catalog` (not yet committed to it) and returns its
-/// entry.
-pub fn write_new_block(catalog: &mut dyn Metastore, input: BlockInput) -> Result<BlockEntry> {
+/// Writes `input` to `store` as a new block of `catalog` (not yet committed to it) and returns
+/// its entry.
+pub fn write_new_block(
+    catalog: &mut dyn Metastore,
+    store: &dyn BlockStore,
+    input: BlockInput,
+) -> Result<BlockEntry> {
     let id = catalog.allocate_block_id();
-    let path = catalog.block_location(id);
-    let manifest = quarry_store::write_block_file(&path, input)?;
-    let bytes = std::fs::metadata(&path)
-        .map_err(|source| crate::error::IndexError::Io {
-            path: path.clone(),
-            source,
-        })?
-        .len();
+    let (manifest, bytes) = store.put(id, input)?;
     Ok(BlockEntry {
         id,
         docs: u64::from(manifest.doc_count),
@@ -781,6 +782,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut catalog =
             quarry_store::Catalog::open_or_create(dir.path(), Default::default()).unwrap();
+        let store = catalog.local_store();
         let schema = Arc::new(Schema::default());
         let mut time = 1_700_000_000i64;
         for block in 0..23 {
@@ -797,7 +799,8 @@ mod tests {
                     event.fields.iter().map(|(k, v)| (k.as_str(), v)),
                 );
             }
-            let entry = write_new_block(&mut catalog, segment.into_block_input().unwrap()).unwrap();
+            let input = segment.into_block_input().unwrap();
+            let entry = write_new_block(&mut catalog, &store, input).unwrap();
             catalog.commit_block(entry, &[]).unwrap();
         }
         let docs: u64 = catalog.blocks().iter().map(|b| b.docs).sum();
@@ -823,6 +826,7 @@ mod tests {
             let before = catalog.blocks().len();
             let outputs = merge_blocks(
                 &mut catalog,
+                &store,
                 schema.clone(),
                 &ids,
                 &policy,

@@ -35,7 +35,7 @@ use crate::schema::Schema;
 use crate::segment::SegmentBuilder;
 use crossbeam_channel::{bounded, Receiver};
 use quarry_store::catalog::{ChunkSum, DoneRange, IngestedChunk, LegacySource};
-use quarry_store::{BlockEntry, Catalog, SourceKey, SourceState};
+use quarry_store::{BlockEntry, BlockStore, Catalog, LocalDir, SourceKey, SourceState};
 use std::collections::HashSet;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -910,14 +910,7 @@ pub(crate) fn flush(
         return Ok(());
     }
     let id = lock(catalog).allocate_block_id();
-    let path = Catalog::block_path(dir, id);
-    let manifest = segment.write_block(&path)?;
-    let bytes = std::fs::metadata(&path)
-        .map_err(|source| IndexError::Io {
-            path: path.clone(),
-            source,
-        })?
-        .len();
+    let (manifest, bytes) = LocalDir::new(dir).put(id, segment.into_block_input()?)?;
     let entry = BlockEntry {
         id,
         docs: u64::from(manifest.doc_count),

@@ -13,7 +13,7 @@ use quarry_format::block::DocumentFetcher;
 use quarry_format::column::ChunkCache;
 use quarry_format::{BlockReader, DecodeError, Value, TIME_FIELD};
 use quarry_index::{Analyzer, Schema};
-use quarry_store::Catalog;
+use quarry_store::{BlockStore, Catalog};
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -103,14 +103,14 @@ impl Searcher {
     /// and listed in `damaged()`; one bad block never makes the rest unsearchable.
     pub fn open(dir: &Path) -> Result<Searcher> {
         let (settings, entries) = Catalog::read_only(dir)?;
+        let store = quarry_store::LocalDir::new(dir);
         let mut blocks = Vec::with_capacity(entries.len());
         let mut damaged = Vec::new();
         for entry in &entries {
-            let path = Catalog::block_path(dir, entry.id);
-            match BlockReader::open(&path) {
+            match store.open(entry.id) {
                 Ok(block) => blocks.push(block),
                 Err(error) => damaged.push(DamagedBlock {
-                    path,
+                    path: store.location(entry.id),
                     error: error.to_string(),
                 }),
             }

@@ -18,7 +18,7 @@ use quarry_format::Value;
 use quarry_index::{Analyzer, SegmentBuilder};
 use quarry_query::aggregation::AggSpec;
 use quarry_query::{value_to_json, HitsRequest, Searcher, SortOrder};
-use quarry_store::{BlockEntry, Catalog, Settings};
+use quarry_store::{BlockEntry, BlockStore, Catalog, Settings};
 use std::path::Path;
 
 const QUERIES: &[&str] = &[
@@ -179,9 +179,8 @@ fn write_golden(dir: &Path) {
         segment.add_event(time, fields.iter().map(|(k, v)| (k.as_str(), v)));
     }
     let id = catalog.allocate_block_id();
-    let path = Catalog::block_path(dir, id);
-    let manifest = segment.write_block(&path).unwrap();
-    let bytes = std::fs::metadata(&path).unwrap().len();
+    let input = segment.into_block_input().unwrap();
+    let (manifest, bytes) = catalog.local_store().put(id, input).unwrap();
     let entry = BlockEntry {
         id,
         docs: manifest.doc_count.into(),

@@ -44,8 +44,10 @@ impl Tenant {
     ) -> Result<Tenant, ServerError> {
         let dir = tenants::catalog_dir(data, &spec.name);
         let catalog = Catalog::open_or_create(&dir, quarry_store::Settings::default())?;
+        let store = quarry_store::LocalDir::shared(&dir);
         let (live, recovery) = LiveIndex::open(
             Box::new(catalog),
+            store,
             &spec.name,
             &tenants::wal_dir(data, &spec.name),
             config.clone(),

@@ -54,7 +54,7 @@ use quarry_index::pipeline::Progress;
 use quarry_index::segment::SegmentBuilder;
 use quarry_index::Schema;
 use quarry_query::{DamagedBlock, Searcher};
-use quarry_store::{BlockEntry, Mapping, Metastore};
+use quarry_store::{BlockEntry, BlockStore, Mapping, Metastore};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -408,6 +408,8 @@ pub struct LiveIndex {
     schema: Mutex<Arc<Schema>>,
     config: IngestConfig,
     catalog: Mutex<Box<dyn Metastore>>,
+    /// Where the catalog's blocks' bytes are.
+    store: Arc<dyn BlockStore>,
     actives: Vec<Mutex<Active>>,
     /// Round robin over `actives`.
     next_active: AtomicUsize,
@@ -502,11 +504,12 @@ pub struct Recovery {
 }
 
 impl LiveIndex {
-    /// Opens the tenant `tenant` over `catalog` (the local `Catalog` is the embedded default):
-    /// opens its block files, replays the WAL in `wal_dir` past the catalog's committed
-    /// position, and starts the WAL writer.
+    /// Opens the tenant `tenant` over `catalog`, whose blocks are in `store` (the local
+    /// `Catalog` and its directory are the embedded default): opens its blocks, replays the WAL
+    /// in `wal_dir` past the catalog's committed position, and starts the WAL writer.
     pub fn open(
         catalog: Box<dyn Metastore>,
+        store: Arc<dyn BlockStore>,
         tenant: &str,
         wal_dir: &Path,
         config: IngestConfig,
@@ -520,10 +523,10 @@ impl LiveIndex {
         let mut disk = Vec::with_capacity(catalog.blocks().len());
         let mut damaged = Vec::new();
         for entry in catalog.blocks() {
-            let path = catalog.block_location(entry.id);
-            match BlockReader::open(&path) {
+            match store.open(entry.id) {
                 Ok(reader) => disk.push((entry.id, Arc::new(reader))),
                 Err(error) => {
+                    let path = store.location(entry.id);
                     tracing::warn!(block = %path.display(), %error, "damaged block left out");
                     damaged.push((
                         entry.id,
@@ -582,6 +585,7 @@ impl LiveIndex {
             schema: Mutex::new(schema),
             config,
             catalog: Mutex::new(catalog),
+            store,
             actives,
             next_active: AtomicUsize::new(0),
             active_bytes: AtomicUsize::new(0),
@@ -924,6 +928,9 @@ impl LiveIndex {
             state.snapshot = None;
         }
         catalog.replace_blocks(&expired, Vec::new())?;
+        for &id in &expired {
+            self.store.delete(id)?;
+        }
         Ok(expired.len())
     }
 
@@ -1055,9 +1062,7 @@ impl LiveIndex {
         let mut entries = Vec::with_capacity(as_is.len() + 1);
         for block in as_is {
             let id = catalog.allocate_block_id();
-            let path = catalog.block_location(id);
-            quarry_store::write_block_bytes(&path, &block.bytes)
-                .map_err(|source| LiveError::Io { path, source })?;
+            self.store.put_bytes(id, &block.bytes)?;
             entries.push(entry(id, block.reader.manifest(), block.bytes.len() as u64));
         }
         if !to_merge.is_empty() {
@@ -1068,7 +1073,7 @@ impl LiveIndex {
                 self.schema(),
                 &self.config.merge,
                 &Progress::default(),
-                |input| write_new_block(&mut **catalog, input),
+                |input| write_new_block(&mut **catalog, &*self.store, input),
             )?;
             entries.extend(merged);
         }
@@ -1076,12 +1081,12 @@ impl LiveIndex {
         // answered with an error, and the recovery drops them.
         if let Err(error) = self.wal.barrier() {
             for entry in &entries {
-                let _ = std::fs::remove_file(catalog.block_location(entry.id));
+                let _ = self.store.delete(entry.id);
             }
             return Err(LiveError::Wal(error));
         }
         catalog.commit_flush(entries.clone(), &self.tenant, through)?;
-        let opened = open_entries(&**catalog, &entries)?;
+        let opened = open_entries(&*self.store, &entries)?;
         drop(catalog);
         {
             let mut state = self.state();
@@ -1248,6 +1253,7 @@ impl LiveIndex {
         let started = Instant::now();
         let merged = merge_blocks(
             &mut **catalog,
+            &*self.store,
             self.schema(),
             &ids,
             &self.config.merge,
@@ -1257,10 +1263,7 @@ impl LiveIndex {
             Ok(merged) => merged,
             Err(quarry_index::error::IndexError::Format(error)) => {
                 // A damaged input: leave it out of later merges and of answers.
-                let bad = ids
-                    .iter()
-                    .copied()
-                    .find(|&id| error.path() == Some(catalog.block_location(id).as_path()));
+                let bad = error.path().and_then(|path| self.store.find(path, &ids));
                 let Some(id) = bad else {
                     return Err(LiveError::Format(error));
                 };
@@ -1270,7 +1273,7 @@ impl LiveIndex {
                 state.damaged.push((
                     id,
                     DamagedBlock {
-                        path: catalog.block_location(id),
+                        path: self.store.location(id),
                         error: error.to_string(),
                     },
                 ));
@@ -1279,7 +1282,7 @@ impl LiveIndex {
             }
             Err(other) => return Err(other.into()),
         };
-        let opened = open_entries(&**catalog, &merged)?;
+        let opened = open_entries(&*self.store, &merged)?;
         drop(catalog);
         let mut state = self.state();
         state.disk.retain(|(id, _)| !ids.contains(id));
@@ -1414,14 +1417,11 @@ fn entry(id: u64, manifest: &Manifest, bytes: u64) -> BlockEntry {
 }
 
 fn open_entries(
-    catalog: &dyn Metastore,
+    store: &dyn BlockStore,
     entries: &[BlockEntry],
 ) -> Result<Vec<(u64, Arc<BlockReader>)>> {
     entries
         .iter()
-        .map(|e| {
-            let reader = BlockReader::open(&catalog.block_location(e.id))?;
-            Ok((e.id, Arc::new(reader)))
-        })
+        .map(|e| Ok((e.id, Arc::new(store.open(e.id)?))))
         .collect()
 }

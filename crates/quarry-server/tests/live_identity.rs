@@ -177,7 +177,9 @@ proptest! {
             max_memory_blocks: 3,
             ..IngestConfig::default()
         };
-        let (live, _) = LiveIndex::open(Box::new(catalog), "default", &data.join("wal"), config).unwrap();
+        let store = quarry_store::LocalDir::shared(&data);
+        let (live, _) =
+            LiveIndex::open(Box::new(catalog), store, "default", &data.join("wal"), config).unwrap();
         let mut next = 0;
         let mut batch_sizes = batches.iter().cycle();
         while next < lines.len() {

@@ -30,6 +30,7 @@
 //! the file still has that size and mtime (then nothing can have changed); otherwise it cannot
 //! tell an append from a rewrite and reports the file as changed.
 
+use crate::block_store::{LocalDir, BLOCKS_DIR};
 use crate::mapping::Mapping;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -72,8 +73,6 @@ pub type Result<T, E = CatalogError> = std::result::Result<T, E>;
 /// failed lines per range. 1: keyed by (path, size, mtime), ranges only; still read (migrated).
 const CATALOG_VERSION: u32 = 3;
 const CATALOG_FILE: &str = "catalog.json";
-const BLOCKS_DIR: &str = "blocks";
-const BLOCK_EXTENSION: &str = "qblk";
 /// Where `quarry check --repair` moves damaged blocks.
 const DAMAGED_DIR: &str = "damaged";
 
@@ -477,9 +476,9 @@ impl Catalog {
         &self.state.blocks
     }
 
-    pub fn block_path(dir: &Path, id: u64) -> PathBuf {
-        dir.join(BLOCKS_DIR)
-            .join(format!("{id:08}.{BLOCK_EXTENSION}"))
+    /// The block files of this data directory (the store the catalog's blocks are in).
+    pub fn local_store(&self) -> LocalDir {
+        LocalDir::new(&self.dir)
     }
 
     /// Reserves a block id (not persisted until a block with it is committed; ids of blocks
@@ -550,16 +549,13 @@ impl Catalog {
         Ok(())
     }
 
-    /// Replaces blocks (by id) with new ones in one commit, then deletes the old files.
+    /// Replaces blocks (by id) with new ones in one commit. The old blocks' bytes are the
+    /// caller's to delete from their store, after this returns (a crash in between leaves
+    /// blocks no catalog names, removed at the next open).
     pub fn replace_blocks(&mut self, removed: &[u64], added: Vec<BlockEntry>) -> Result<()> {
         self.state.blocks.retain(|b| !removed.contains(&b.id));
         self.state.blocks.extend(added);
-        self.save()?;
-        for &id in removed {
-            let path = Self::block_path(&self.dir, id);
-            std::fs::remove_file(&path).map_err(|source| CatalogError::Io { path, source })?;
-        }
-        Ok(())
+        self.save()
     }
 
     /// Moves damaged blocks out of the catalog and into `DIR/damaged/` (kept for inspection,
@@ -574,7 +570,7 @@ impl Catalog {
         })?;
         let mut moved = Vec::with_capacity(ids.len());
         for &id in ids {
-            let from = Self::block_path(&self.dir, id);
+            let from = self.local_store().path(id);
             let to = aside.join(from.file_name().expect("block paths have a file name"));
             match std::fs::rename(&from, &to) {
                 Ok(()) => moved.push((id, Some(to))),
@@ -609,12 +605,9 @@ impl Catalog {
     /// Deletes block files (and temporary files) that no committed catalog names.
     fn remove_orphans(&self) -> Result<()> {
         let blocks_dir = self.dir.join(BLOCKS_DIR);
-        let listed: std::collections::HashSet<PathBuf> = self
-            .state
-            .blocks
-            .iter()
-            .map(|b| Self::block_path(&self.dir, b.id))
-            .collect();
+        let store = self.local_store();
+        let listed: std::collections::HashSet<PathBuf> =
+            self.state.blocks.iter().map(|b| store.path(b.id)).collect();
         let entries = std::fs::read_dir(&blocks_dir).map_err(|source| CatalogError::Io {
             path: blocks_dir.clone(),
             source,
@@ -716,7 +709,7 @@ mod tests {
                 Err(CatalogError::Locked { .. })
             ));
             let id = catalog.allocate_block_id();
-            std::fs::write(Catalog::block_path(dir.path(), id), b"x").unwrap();
+            std::fs::write(LocalDir::new(dir.path()).path(id), b"x").unwrap();
             let entry = BlockEntry {
                 id,
                 docs: 3,
@@ -726,7 +719,7 @@ mod tests {
             };
             catalog.commit_block(entry, &[chunk(0, 10, 3, 1)]).unwrap();
             // An orphan: written but never committed.
-            std::fs::write(Catalog::block_path(dir.path(), 99), b"y").unwrap();
+            std::fs::write(LocalDir::new(dir.path()).path(99), b"y").unwrap();
         }
         let mut catalog = Catalog::open_or_create(dir.path(), Settings::default()).unwrap();
         assert_eq!(catalog.settings(), &settings);
@@ -735,8 +728,8 @@ mod tests {
         assert!(state.contains(0, 10));
         assert_eq!((state.done[0].line_at_end, state.failed_lines()), (3, 1));
         assert!(catalog.source(&key("/b")).is_none());
-        assert!(!Catalog::block_path(dir.path(), 99).exists());
-        assert!(Catalog::block_path(dir.path(), 1).exists());
+        assert!(!LocalDir::new(dir.path()).path(99).exists());
+        assert!(LocalDir::new(dir.path()).path(1).exists());
 
         catalog.forget_source(&key("/a")).unwrap();
         drop(catalog);
@@ -776,7 +769,7 @@ mod tests {
         std::fs::write(dir.path().join(CATALOG_FILE), v1).unwrap();
         std::fs::create_dir_all(dir.path().join(BLOCKS_DIR)).unwrap();
         for id in [1, 2] {
-            std::fs::write(Catalog::block_path(dir.path(), id), b"x").unwrap();
+            std::fs::write(LocalDir::new(dir.path()).path(id), b"x").unwrap();
         }
         // Readers (search) read version 1 as it is.
         let (settings, blocks) = Catalog::read_only(dir.path()).unwrap();
@@ -864,7 +857,7 @@ mod tests {
             time_max: 2,
             bytes: 10,
         };
-        std::fs::write(Catalog::block_path(dir.path(), id), b"block").unwrap();
+        std::fs::write(LocalDir::new(dir.path()).path(id), b"block").unwrap();
         catalog
             .commit_flush(vec![entry.clone()], "default", 42)
             .unwrap();

@@ -1,8 +1,10 @@
-//! Quarry's storage side. The local data directory's catalog (which blocks exist, what was
-//! ingested from which file) and the write-ahead log. Later: object storage, the PostgreSQL metastore,
-//! the block cache and retention.
+//! Quarry's storage side: the block store (where blocks' bytes live: a local directory, later
+//! object storage), the local data directory's catalog (which blocks exist, what was ingested
+//! from which file) and the write-ahead log. Later: the PostgreSQL metastore and the block
+//! cache.
 
 pub mod block_file;
+pub mod block_store;
 pub mod catalog;
 pub mod date;
 pub mod mapping;
@@ -10,6 +12,7 @@ pub mod metastore;
 pub mod wal;
 
 pub use block_file::{write_block_bytes, write_block_file};
+pub use block_store::{BlockId, BlockStore, LocalDir};
 pub use catalog::{BlockEntry, Catalog, CatalogError, Settings, SourceKey, SourceState};
 pub use mapping::{FieldMapping, FieldType, Mapping, MappingError, NumberType};
 pub use metastore::Metastore;

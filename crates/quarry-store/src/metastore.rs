@@ -1,13 +1,12 @@
-//! What a server needs of the catalog, as a trait: the blocks that exist, where a block's
-//! bytes live, and the commits that change them (with the WAL position). The local data
-//! directory's [`Catalog`] implements it and is the embedded default; an implementation over
-//! PostgreSQL (blocks, positions) and object storage (block bytes) fills it in when Quarry
-//! scales out. File ingest progress (`Catalog::source`, per-file ranges) stays with the local
-//! catalog: `quarry index` reads local files.
+//! What a server needs of the catalog, as a trait: the blocks that exist (by id) and the
+//! commits that change them (with the WAL position). Where a block's bytes live is the block
+//! store's (`block_store.rs`): the metastore speaks of ids only. The local data directory's
+//! [`Catalog`] implements it and is the embedded default; an implementation over PostgreSQL
+//! fills it in when Quarry scales out. File ingest progress (`Catalog::source`, per-file
+//! ranges) stays with the local catalog: `quarry index` reads local files.
 
 use crate::catalog::{BlockEntry, Catalog, Result, Settings};
 use crate::mapping::Mapping;
-use std::path::PathBuf;
 
 pub trait Metastore: Send {
     /// Settings fixed when the data was created (they shape what blocks contain), and the
@@ -18,14 +17,13 @@ pub trait Metastore: Send {
     fn set_mapping(&mut self, update: &Mapping) -> Result<Mapping>;
     /// Every committed block.
     fn blocks(&self) -> &[BlockEntry];
-    /// Where block `id`'s bytes live (a local path here).
-    fn block_location(&self, id: u64) -> PathBuf;
     /// Reserves a block id for a block about to be written.
     fn allocate_block_id(&mut self) -> u64;
     /// Adds written blocks with the last WAL sequence number of `tenant` they hold, in one
     /// commit.
     fn commit_flush(&mut self, entries: Vec<BlockEntry>, tenant: &str, wal_seq: u64) -> Result<()>;
-    /// Replaces blocks by others in one commit (a merge), then deletes the old ones' bytes.
+    /// Replaces blocks by others in one commit (a merge, retention). The old blocks' bytes are
+    /// the caller's to delete from the block store afterwards.
     fn replace_blocks(&mut self, removed: &[u64], added: Vec<BlockEntry>) -> Result<()>;
     /// The last WAL sequence number of `tenant` whose events are in committed blocks.
     fn wal_committed(&self, tenant: &str) -> u64;
@@ -42,10 +40,6 @@ impl Metastore for Catalog {
 
     fn blocks(&self) -> &[BlockEntry] {
         Catalog::blocks(self)
-    }
-
-    fn block_location(&self, id: u64) -> PathBuf {
-        Catalog::block_path(self.dir(), id)
     }
 
     fn allocate_block_id(&mut self) -> u64 {

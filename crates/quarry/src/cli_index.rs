@@ -7,7 +7,7 @@ use quarry_index::{
     index_inputs, IndexError, IndexOptions, Input, LineError, Progress, Schema, SourceOutcome,
     SourceReport,
 };
-use quarry_store::{Catalog, Mapping, Settings};
+use quarry_store::{BlockStore, Catalog, Mapping, Settings};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -285,12 +285,17 @@ fn merge_small_blocks(
             return Ok(());
         }
         let before = catalog.blocks().len();
-        let merged = merge_blocks(catalog, schema.clone(), &ids, policy, &Progress::default());
+        let store = catalog.local_store();
+        let merged = merge_blocks(
+            catalog,
+            &store,
+            schema.clone(),
+            &ids,
+            policy,
+            &Progress::default(),
+        );
         if let Err(IndexError::Format(error)) = &merged {
-            let bad = ids
-                .iter()
-                .copied()
-                .find(|&id| error.path() == Some(Catalog::block_path(catalog.dir(), id).as_path()));
+            let bad = error.path().and_then(|path| store.find(path, &ids));
             if let Some(id) = bad {
                 eprintln!("warning: {error}; block {id} left out of merging (see `quarry check`)");
                 damaged.push(id);
@@ -364,7 +369,10 @@ pub fn merge(args: MergeArgs) -> Result<ExitCode> {
     };
     let outputs = with_ticker(
         || bar.set_position(progress.events.load(Ordering::Relaxed)),
-        || merge_blocks(&mut catalog, schema, &ids, &policy, &progress),
+        || {
+            let store = catalog.local_store();
+            merge_blocks(&mut catalog, &store, schema, &ids, &policy, &progress)
+        },
     )?;
     bar.finish_and_clear();
     eprintln!(

@@ -3,7 +3,6 @@ use crate::size::parse_size;
 use crate::DataArgs;
 use anyhow::{Context, Result};
 use quarry_format::column::ChunkCache;
-use quarry_format::BlockReader;
 use quarry_index::event::format_time;
 use quarry_query::aggregation::AggSpec;
 use quarry_query::cursor::Cursor;
@@ -12,7 +11,7 @@ use quarry_query::filter::Optimizations;
 use quarry_query::time::{now_nanos, parse_interval, parse_time};
 use quarry_query::{HistogramInterval, QueryError, SearchRequest, Searcher, SortOrder};
 use quarry_server::response_json;
-use quarry_store::{BlockEntry, Catalog, Settings};
+use quarry_store::{BlockEntry, BlockStore, Catalog, LocalDir, Settings};
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -327,9 +326,13 @@ pub fn check(args: CheckArgs) -> Result<ExitCode> {
     let (_, entries) = Catalog::read_only(dir).with_context(|| data_dir_context(dir))?;
     let mut damaged: Vec<(&BlockEntry, String)> = Vec::new();
     let mut readers = Vec::new();
+    let store = LocalDir::new(dir);
     for entry in &entries {
-        let path = Catalog::block_path(dir, entry.id);
-        match BlockReader::open(&path).and_then(|block| block.verify().map(|()| block)) {
+        let path = store.location(entry.id);
+        match store
+            .open(entry.id)
+            .and_then(|block| block.verify().map(|()| block))
+        {
             Ok(block) => {
                 println!("ok {} ({} events)", path.display(), block.doc_count());
                 readers.push(block);

@@ -1,0 +1,194 @@
+//! Where blocks' bytes live, as a trait: the one way blocks are written, read and deleted.
+//! A block is named by its [`BlockId`] (its number in the tenant's catalog); the metastore
+//! speaks of ids only, and the store alone knows where an id's bytes are. [`LocalDir`], a
+//! data directory's `blocks/`, is the first implementation and the embedded default; an
+//! object store is the next (issue 28).
+//!
+//! A block is stored whole and never changed: `put` makes it durable before it returns (the
+//! catalog names a block only after that), and `delete` comes only after the catalog stopped
+//! naming it. Ids a store holds that no catalog names are garbage a later pass removes (a crash
+//! between the write and the commit leaves one).
+
+use quarry_format::block::{BlockBytes, BlockInput, Manifest};
+use quarry_format::{BlockReader, FormatError};
+use std::fs::File;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A block's identity: its number in the tenant's catalog, unique for the life of the data.
+pub type BlockId = u64;
+
+pub trait BlockStore: Send + Sync + std::fmt::Debug {
+    /// Encodes `input` as block `id` and stores it durably; returns its manifest and its size
+    /// in bytes.
+    fn put(&self, id: BlockId, input: BlockInput) -> Result<(Manifest, u64), FormatError>;
+    /// Stores the encoded block `bytes` (a server's in-memory block) as block `id`, durably.
+    fn put_bytes(&self, id: BlockId, bytes: &[u8]) -> Result<(), FormatError>;
+    /// Opens block `id` for reading.
+    fn open(&self, id: BlockId) -> Result<BlockReader, FormatError>;
+    /// The bytes `range` of block `id`.
+    fn read_range(&self, id: BlockId, range: Range<u64>) -> Result<Vec<u8>, FormatError>;
+    /// Deletes block `id`; one already gone is not an error.
+    fn delete(&self, id: BlockId) -> Result<(), FormatError>;
+    /// The ids of every block stored.
+    fn list(&self) -> Result<Vec<BlockId>, FormatError>;
+    /// Where block `id` is, for messages and for errors to name (a file here).
+    fn location(&self, id: BlockId) -> PathBuf;
+    /// The block whose location is `location`, among `ids` (an error names the location of
+    /// the block it came from).
+    fn find(&self, location: &Path, ids: &[BlockId]) -> Option<BlockId> {
+        ids.iter()
+            .copied()
+            .find(|&id| self.location(id) == location)
+    }
+}
+
+/// The directory that holds a tenant's block files.
+pub const BLOCKS_DIR: &str = "blocks";
+const BLOCK_EXTENSION: &str = "qblk";
+
+/// Blocks as files `DIR/blocks/NNNNNNNN.qblk`, read through `mmap`.
+#[derive(Debug, Clone)]
+pub struct LocalDir {
+    blocks: PathBuf,
+}
+
+impl LocalDir {
+    /// The blocks of the data directory `dir` (its `blocks/` directory).
+    pub fn new(dir: &Path) -> LocalDir {
+        LocalDir {
+            blocks: dir.join(BLOCKS_DIR),
+        }
+    }
+
+    /// The file of block `id`.
+    pub fn path(&self, id: BlockId) -> PathBuf {
+        self.blocks.join(format!("{id:08}.{BLOCK_EXTENSION}"))
+    }
+
+    /// A shared handle, as servers hold stores.
+    pub fn shared(dir: &Path) -> Arc<dyn BlockStore> {
+        Arc::new(LocalDir::new(dir))
+    }
+}
+
+/// A mapped block file.
+struct Mapped(memmap2::Mmap);
+
+impl AsRef<[u8]> for Mapped {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl BlockStore for LocalDir {
+    fn put(&self, id: BlockId, input: BlockInput) -> Result<(Manifest, u64), FormatError> {
+        let path = self.path(id);
+        let manifest = crate::block_file::write_block_file(&path, input)?;
+        let bytes = std::fs::metadata(&path)
+            .map_err(|source| FormatError::Io {
+                path: path.clone(),
+                source,
+            })?
+            .len();
+        Ok((manifest, bytes))
+    }
+
+    fn put_bytes(&self, id: BlockId, bytes: &[u8]) -> Result<(), FormatError> {
+        let path = self.path(id);
+        crate::block_file::write_block_bytes(&path, bytes)
+            .map_err(|source| FormatError::Io { path, source })
+    }
+
+    fn open(&self, id: BlockId) -> Result<BlockReader, FormatError> {
+        let path = self.path(id);
+        let io = |source| FormatError::Io {
+            path: path.clone(),
+            source,
+        };
+        let file = File::open(&path).map_err(io)?;
+        // SAFETY: block files are immutable once renamed into place; nobody writes them while
+        // they are mapped (a merge writes new files and deletes old ones only when unused).
+        let mmap = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+        let bytes: BlockBytes = Arc::new(Mapped(mmap));
+        BlockReader::from_bytes(&path, bytes)
+    }
+
+    fn read_range(&self, id: BlockId, range: Range<u64>) -> Result<Vec<u8>, FormatError> {
+        use std::os::unix::fs::FileExt;
+        let path = self.path(id);
+        let io = |source| FormatError::Io {
+            path: path.clone(),
+            source,
+        };
+        let file = File::open(&path).map_err(io)?;
+        let len = usize::try_from(range.end.saturating_sub(range.start)).unwrap_or(usize::MAX);
+        let mut bytes = vec![0; len];
+        file.read_exact_at(&mut bytes, range.start).map_err(io)?;
+        Ok(bytes)
+    }
+
+    fn delete(&self, id: BlockId) -> Result<(), FormatError> {
+        let path = self.path(id);
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(FormatError::Io { path, source: e })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn list(&self) -> Result<Vec<BlockId>, FormatError> {
+        let entries = std::fs::read_dir(&self.blocks).map_err(|source| FormatError::Io {
+            path: self.blocks.clone(),
+            source,
+        })?;
+        let mut ids: Vec<BlockId> = entries
+            .flatten()
+            .filter_map(|entry| {
+                let name = entry.file_name();
+                let stem = name
+                    .to_str()?
+                    .strip_suffix(&format!(".{BLOCK_EXTENSION}"))?;
+                stem.parse().ok()
+            })
+            .collect();
+        ids.sort_unstable();
+        Ok(ids)
+    }
+
+    fn location(&self, id: BlockId) -> PathBuf {
+        self.path(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A block written to the store reads back whole and in ranges, is listed by its id, and
+    /// is gone after a delete (twice is fine).
+    #[test]
+    fn a_local_block_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(BLOCKS_DIR)).unwrap();
+        let store = LocalDir::new(dir.path());
+        let bytes = b"not a real block, only bytes".to_vec();
+        store.put_bytes(7, &bytes).unwrap();
+        store.put_bytes(12, b"another").unwrap();
+        assert_eq!(store.list().unwrap(), vec![7, 12]);
+        assert_eq!(store.read_range(7, 4..8).unwrap(), bytes[4..8].to_vec());
+        assert_eq!(store.read_range(7, 0..bytes.len() as u64).unwrap(), bytes);
+        assert!(store.read_range(7, 20..200).is_err(), "past the end");
+        assert!(
+            matches!(store.open(7), Err(FormatError::BadMagic { .. })),
+            "not a block"
+        );
+        assert_eq!(store.find(&store.location(12), &[7, 12]), Some(12));
+        store.delete(7).unwrap();
+        store.delete(7).unwrap();
+        assert_eq!(store.list().unwrap(), vec![12]);
+        assert!(matches!(store.open(7), Err(FormatError::Io { .. })));
+    }
+}

@@ -43,7 +43,7 @@ use quarry_format::block::{BlockInput, DocumentFetcher};
 use quarry_format::column::ChunkCursor;
 use quarry_format::limits::{MAX_DOCS_PER_BLOCK, MAX_FIELDS};
 use quarry_format::BlockReader;
-use quarry_store::{BlockEntry, BlockStore, Metastore};
+use quarry_store::{BlockEntry, BlockId, BlockStore, Metastore};
 use std::borrow::Borrow;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashSet};
@@ -150,7 +150,9 @@ impl OutputCut {
 
 /// Merges the blocks `ids` (at least two) of `store` into blocks cut by `policy` (at most
 /// [`MergePolicy::max_outputs`] of them unless a segment limit cuts one early), commits them
-/// in their place and deletes the inputs from the store. Returns the new blocks.
+/// in their place and deletes the inputs from the store. Returns the new blocks. (A server,
+/// which must not hold its catalog while blocks are written, calls [`merge_into`] and
+/// [`commit_merge`] itself.)
 pub fn merge_blocks(
     catalog: &mut dyn Metastore,
     store: &dyn BlockStore,
@@ -159,41 +161,79 @@ pub fn merge_blocks(
     policy: &MergePolicy,
     progress: &Progress,
 ) -> Result<Vec<BlockEntry>> {
-    // Input sizes come from the catalog, as in `pick_merge`, so that the cut matches the bound
-    // the pick relied on.
-    let sizes = ids
-        .iter()
+    let inputs = entries_of(catalog.blocks(), ids, store)?;
+    let outputs = merge_into(
+        &inputs,
+        store,
+        &mut || catalog.allocate_block_id(),
+        schema,
+        policy,
+        progress,
+    )?;
+    commit_merge(catalog, store, ids, outputs.clone())?;
+    Ok(outputs)
+}
+
+/// The catalog entries of blocks `ids`, in that order.
+pub fn entries_of(
+    blocks: &[BlockEntry],
+    ids: &[BlockId],
+    store: &dyn BlockStore,
+) -> Result<Vec<BlockEntry>> {
+    ids.iter()
         .map(|&id| {
-            catalog
-                .blocks()
-                .iter()
-                .find(|b| b.id == id)
-                .map(|b| (b.bytes, b.docs))
-                .ok_or_else(|| crate::error::IndexError::Io {
+            blocks.iter().find(|b| b.id == id).cloned().ok_or_else(|| {
+                crate::error::IndexError::Io {
                     path: store.location(id),
                     source: std::io::Error::new(
                         std::io::ErrorKind::NotFound,
                         "block is not in the catalog",
                     ),
-                })
+                }
+            })
         })
-        .collect::<Result<Vec<_>>>()?;
-    let readers = ids
+        .collect()
+}
+
+/// Merges the blocks `inputs` of `store` into new blocks of `store` (ids from `allocate`),
+/// written and not yet committed: [`merge_blocks`] without the catalog.
+pub fn merge_into(
+    inputs: &[BlockEntry],
+    store: &dyn BlockStore,
+    allocate: &mut dyn FnMut() -> BlockId,
+    schema: Arc<Schema>,
+    policy: &MergePolicy,
+    progress: &Progress,
+) -> Result<Vec<BlockEntry>> {
+    // Input sizes come from the catalog, as in `pick_merge`, so that the cut matches the bound
+    // the pick relied on.
+    let sizes: Vec<(u64, u64)> = inputs.iter().map(|b| (b.bytes, b.docs)).collect();
+    let readers = inputs
         .iter()
-        .map(|&id| store.open(id))
+        .map(|b| store.open(b.id))
         .collect::<Result<Vec<_>, _>>()?;
     let outputs = merge_readers(&readers, &sizes, schema, policy, progress, |segment| {
-        write_new_block(catalog, store, segment)
+        write_block(store, allocate(), segment)
     })?;
-    drop(readers);
-    catalog.replace_blocks(ids, outputs.clone())?;
-    for &id in ids {
-        store.delete(id)?;
-    }
     progress
         .blocks
         .fetch_add(outputs.len() as u64, Ordering::Relaxed);
     Ok(outputs)
+}
+
+/// Commits a merge's `outputs` in place of its inputs `ids`, then deletes the inputs from
+/// `store` (a crash in between leaves blocks no catalog names: garbage, never a lost block).
+pub fn commit_merge(
+    catalog: &mut dyn Metastore,
+    store: &dyn BlockStore,
+    ids: &[BlockId],
+    outputs: Vec<BlockEntry>,
+) -> Result<()> {
+    catalog.replace_blocks(ids, outputs)?;
+    for &id in ids {
+        store.delete(id)?;
+    }
+    Ok(())
 }
 
 /// The merge itself, over open blocks of any origin (files, or a server's in-memory blocks):
@@ -414,7 +454,11 @@ pub fn write_new_block(
     store: &dyn BlockStore,
     input: BlockInput,
 ) -> Result<BlockEntry> {
-    let id = catalog.allocate_block_id();
+    write_block(store, catalog.allocate_block_id(), input)
+}
+
+/// Writes `input` to `store` as block `id` and returns its (uncommitted) entry.
+pub fn write_block(store: &dyn BlockStore, id: BlockId, input: BlockInput) -> Result<BlockEntry> {
     let (manifest, bytes) = store.put(id, input)?;
     Ok(BlockEntry {
         id,

@@ -48,7 +48,8 @@ use quarry_format::column::ChunkCache;
 use quarry_format::{BlockReader, Value};
 use quarry_index::event::{format_time, parse_event, parse_event_as_sent, Event, TimeAsSent};
 use quarry_index::merge::{
-    merge_blocks, merge_readers, pick_merge_skipping, write_new_block, MergePolicy,
+    commit_merge, entries_of, merge_into, merge_readers, pick_merge_skipping, write_block,
+    MergePolicy,
 };
 use quarry_index::pipeline::Progress;
 use quarry_index::segment::SegmentBuilder;
@@ -928,6 +929,7 @@ impl LiveIndex {
             state.snapshot = None;
         }
         catalog.replace_blocks(&expired, Vec::new())?;
+        drop(catalog);
         for &id in &expired {
             self.store.delete(id)?;
         }
@@ -1058,10 +1060,11 @@ impl LiveIndex {
             // One small block is written as it is, like a big one.
             as_is.append(&mut to_merge);
         }
-        let mut catalog = self.catalog();
+        // The catalog is held only to take ids and to commit, never while blocks are written
+        // (with a remote store, that would be network I/O under the lock).
         let mut entries = Vec::with_capacity(as_is.len() + 1);
         for block in as_is {
-            let id = catalog.allocate_block_id();
+            let id = self.catalog().allocate_block_id();
             self.store.put_bytes(id, &block.bytes)?;
             entries.push(entry(id, block.reader.manifest(), block.bytes.len() as u64));
         }
@@ -1073,7 +1076,10 @@ impl LiveIndex {
                 self.schema(),
                 &self.config.merge,
                 &Progress::default(),
-                |input| write_new_block(&mut **catalog, &*self.store, input),
+                |input| {
+                    let id = self.catalog().allocate_block_id();
+                    write_block(&*self.store, id, input)
+                },
             )?;
             entries.extend(merged);
         }
@@ -1085,9 +1091,9 @@ impl LiveIndex {
             }
             return Err(LiveError::Wal(error));
         }
-        catalog.commit_flush(entries.clone(), &self.tenant, through)?;
+        self.catalog()
+            .commit_flush(entries.clone(), &self.tenant, through)?;
         let opened = open_entries(&*self.store, &entries)?;
-        drop(catalog);
         {
             let mut state = self.state();
             state.memory.drain(..blocks.len());
@@ -1242,20 +1248,26 @@ impl LiveIndex {
         Ok(())
     }
 
-    /// One size-tiered merge of block files, if one is due.
+    /// One size-tiered merge of block files, if one is due. The catalog is held to pick the
+    /// inputs, to take ids and to commit, never while blocks are read and written (merges run
+    /// on this tenant's background thread only, so the inputs stay as picked).
     fn merge_step(&self) -> Result<bool> {
-        let mut catalog = self.catalog();
-        let damaged: Vec<u64> = self.state().damaged.iter().map(|(id, _)| *id).collect();
-        let ids = pick_merge_skipping(catalog.blocks(), &damaged, &self.config.merge);
-        if ids.is_empty() {
-            return Ok(false);
-        }
+        let (ids, inputs) = {
+            let catalog = self.catalog();
+            let damaged: Vec<u64> = self.state().damaged.iter().map(|(id, _)| *id).collect();
+            let ids = pick_merge_skipping(catalog.blocks(), &damaged, &self.config.merge);
+            if ids.is_empty() {
+                return Ok(false);
+            }
+            let inputs = entries_of(catalog.blocks(), &ids, &*self.store)?;
+            (ids, inputs)
+        };
         let started = Instant::now();
-        let merged = merge_blocks(
-            &mut **catalog,
+        let merged = merge_into(
+            &inputs,
             &*self.store,
+            &mut || self.catalog().allocate_block_id(),
             self.schema(),
-            &ids,
             &self.config.merge,
             &Progress::default(),
         );
@@ -1282,8 +1294,8 @@ impl LiveIndex {
             }
             Err(other) => return Err(other.into()),
         };
+        commit_merge(&mut **self.catalog(), &*self.store, &ids, merged.clone())?;
         let opened = open_entries(&*self.store, &merged)?;
-        drop(catalog);
         let mut state = self.state();
         state.disk.retain(|(id, _)| !ids.contains(id));
         state.disk.extend(opened);

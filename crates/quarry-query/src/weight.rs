@@ -681,8 +681,10 @@ impl Weight {
                 long_values,
                 optimizations,
             } => {
+                // Exact terms past the view's limit: a keyword field's (all its values have
+                // one), or a text field's under a limit below EXACT_TERM_LEN.
                 let short = match max_chars {
-                    Some(limit) if (*limit as usize) < EXACT_TERM_LEN => {
+                    Some(limit) if !long_values || (*limit as usize) < EXACT_TERM_LEN => {
                         pattern.scorer_up_to(block, field, *limit)?
                     }
                     _ => pattern.scorer(block, field, TermKind::Exact, optimizations)?,

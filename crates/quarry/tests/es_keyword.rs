@@ -577,3 +577,45 @@ fn whole_values_score_their_idf() {
         );
     }
 }
+
+/// A keyword multi-field of a keyword field holds its parent's values up to its own
+/// `ignore_above`, though the parent indexes every value whole (here past 32 bytes too).
+#[test]
+fn a_keyword_multi_field_of_a_keyword_keeps_its_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("d"));
+    let (status, answer) = server.request(
+        "PUT",
+        "/codes",
+        Some(
+            r#"{"mappings": {"properties": {"code": {"type": "keyword",
+                 "fields": {"short": {"type": "keyword", "ignore_above": 40}}}}}}"#,
+        ),
+    );
+    assert_eq!(status, 200, "{answer}");
+    let codes: Vec<String> = [2, 35, 40, 41, 60]
+        .iter()
+        .map(|&n| format!("ab{}", "c".repeat(n - 2)))
+        .chain(["b".to_owned()])
+        .collect();
+    let body: String = codes
+        .iter()
+        .map(|code| format!("{{\"index\":{{}}}}\n{}\n", json!({ "code": code })))
+        .collect();
+    let (status, answer) = server.request("POST", "/codes/_bulk?refresh=true", Some(&body));
+    assert_eq!(status, 200, "{answer}");
+    let held = |keep: &dyn Fn(&str) -> bool| {
+        codes.iter().filter(|c| c.len() <= 40 && keep(c)).count() as u64
+    };
+    for (query, want) in [
+        (
+            json!({"prefix": {"code.short": "ab"}}),
+            held(&|c| c.starts_with("ab")),
+        ),
+        (json!({"wildcard": {"code.short": "*"}}), held(&|_| true)),
+        (json!({"exists": {"field": "code.short"}}), held(&|_| true)),
+        (json!({"prefix": {"code": "ab"}}), 5),
+    ] {
+        assert_eq!(count(&server, "codes", &query), want, "{query}");
+    }
+}

@@ -447,16 +447,6 @@ pub(crate) fn merge_by_reindexing<T>(
     Ok(outputs)
 }
 
-/// Writes `input` to `store` as a new block of `catalog` (not yet committed to it) and returns
-/// its entry.
-pub fn write_new_block(
-    catalog: &mut dyn Metastore,
-    store: &dyn BlockStore,
-    input: BlockInput,
-) -> Result<BlockEntry> {
-    write_block(store, catalog.allocate_block_id(), input)
-}
-
 /// Writes `input` to `store` as block `id` and returns its (uncommitted) entry.
 pub fn write_block(store: &dyn BlockStore, id: BlockId, input: BlockInput) -> Result<BlockEntry> {
     let (manifest, bytes) = store.put(id, input)?;
@@ -844,7 +834,7 @@ mod tests {
                 );
             }
             let input = segment.into_block_input().unwrap();
-            let entry = write_new_block(&mut catalog, &store, input).unwrap();
+            let entry = write_block(&store, catalog.allocate_block_id(), input).unwrap();
             catalog.commit_block(entry, &[]).unwrap();
         }
         let docs: u64 = catalog.blocks().iter().map(|b| b.docs).sum();

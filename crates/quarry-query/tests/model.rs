@@ -155,8 +155,13 @@ impl Model {
     }
 
     fn idf(&self, field: &str, term: &str) -> f64 {
+        self.idf_of(field, self.doc_freq(field, term))
+    }
+
+    /// BM25's idf of `df` docs of those with `field` (its text statistics' count).
+    fn idf_of(&self, field: &str, df: u64) -> f64 {
         let n = self.field_stats.get(field).map_or(0, |s| s.0) as f64;
-        let df = self.doc_freq(field, term) as f64;
+        let df = df as f64;
         (1.0 + (n.max(df) - df + 0.5) / (df + 0.5)).ln()
     }
 
@@ -196,13 +201,12 @@ impl Model {
             // BM25 of a keyword term), over the docs the field's text statistics count.
             Query::Exact { field, value, .. } => (self.strings[doc].get(field) == Some(value))
                 .then(|| {
-                    let n = self.field_stats.get(field).map_or(0, |s| s.0) as f64;
                     let df = self
                         .strings
                         .iter()
                         .filter(|s| s.get(field) == Some(value))
-                        .count() as f64;
-                    (1.0 + (n.max(df) - df + 0.5) / (df + 0.5)).ln()
+                        .count();
+                    self.idf_of(field, df as u64)
                 }),
             Query::Boost { inner, boost } => self.eval(inner, doc).map(|s| s * f64::from(*boost)),
             Query::Any(clauses) => {

@@ -121,6 +121,17 @@ pub const NO_OP_PARAMS: &[&str] = &[
     "cluster_manager_timeout",
 ];
 
+/// What closing and opening an index take alike.
+const OPEN_CLOSE_PARAMS: &[&str] = &[
+    "ignore_unavailable",
+    "allow_no_indices",
+    "expand_wildcards",
+    "wait_for_active_shards",
+    "timeout",
+    "master_timeout",
+    "cluster_manager_timeout",
+];
+
 /// Every Elasticsearch API's URL parameters besides those every endpoint takes
 /// (`NO_OP_PARAMS`, `filter_path`), by the name its errors use. Each is honoured, or a no-op
 /// or read only to be refused as `crates/quarry/tests/es_options/` walks them and says why;
@@ -288,30 +299,8 @@ pub const API_PARAMS: &[(&str, &[&str])] = &[
             "local",
         ],
     ),
-    (
-        "close index",
-        &[
-            "ignore_unavailable",
-            "allow_no_indices",
-            "expand_wildcards",
-            "wait_for_active_shards",
-            "timeout",
-            "master_timeout",
-            "cluster_manager_timeout",
-        ],
-    ),
-    (
-        "open index",
-        &[
-            "ignore_unavailable",
-            "allow_no_indices",
-            "expand_wildcards",
-            "wait_for_active_shards",
-            "timeout",
-            "master_timeout",
-            "cluster_manager_timeout",
-        ],
-    ),
+    ("close index", OPEN_CLOSE_PARAMS),
+    ("open index", OPEN_CLOSE_PARAMS),
     (
         "refresh",
         &["ignore_unavailable", "allow_no_indices", "expand_wildcards"],

@@ -9,7 +9,7 @@
 //! naming it. Ids a store holds that no catalog names are garbage a later pass removes (a crash
 //! between the write and the commit leaves one).
 
-use quarry_format::block::{BlockBytes, BlockInput, Manifest};
+use quarry_format::block::{BlockInput, Manifest};
 use quarry_format::{BlockReader, FormatError};
 use std::fs::File;
 use std::ops::Range;
@@ -48,7 +48,7 @@ pub trait BlockStore: Send + Sync + std::fmt::Debug {
 pub const BLOCKS_DIR: &str = "blocks";
 const BLOCK_EXTENSION: &str = "qblk";
 
-/// Blocks as files `DIR/blocks/NNNNNNNN.qblk`, read through `mmap`.
+/// Blocks as files `DIR/blocks/NNNNNNNN.qblk`, opened mapped (`BlockReader::open`).
 #[derive(Debug, Clone)]
 pub struct LocalDir {
     blocks: PathBuf,
@@ -73,15 +73,6 @@ impl LocalDir {
     }
 }
 
-/// A mapped block file.
-struct Mapped(memmap2::Mmap);
-
-impl AsRef<[u8]> for Mapped {
-    fn as_ref(&self) -> &[u8] {
-        &self.0
-    }
-}
-
 impl BlockStore for LocalDir {
     fn put(&self, id: BlockId, input: BlockInput) -> Result<(Manifest, u64), FormatError> {
         let path = self.path(id);
@@ -102,17 +93,7 @@ impl BlockStore for LocalDir {
     }
 
     fn open(&self, id: BlockId) -> Result<BlockReader, FormatError> {
-        let path = self.path(id);
-        let io = |source| FormatError::Io {
-            path: path.clone(),
-            source,
-        };
-        let file = File::open(&path).map_err(io)?;
-        // SAFETY: block files are immutable once renamed into place; nobody writes them while
-        // they are mapped (a merge writes new files and deletes old ones only when unused).
-        let mmap = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-        let bytes: BlockBytes = Arc::new(Mapped(mmap));
-        BlockReader::from_bytes(&path, bytes)
+        BlockReader::open(&self.path(id))
     }
 
     fn read_range(&self, id: BlockId, range: Range<u64>) -> Result<Vec<u8>, FormatError> {

@@ -617,6 +617,9 @@ pub fn compile(query: &Value, path: &str, now: i64) -> Result<Ast, DslError> {
                     ));
                 }
             }
+            if let Some(rewrite) = options.get("rewrite") {
+                constant_rewrite(rewrite, path)?;
+            }
             let value = match options.get("value").or_else(|| options.get("wildcard")) {
                 Some(Value::String(value)) => value.clone(),
                 _ => return Err(error(path, "expected a string value")),
@@ -969,7 +972,7 @@ pub fn query_string(
             // The boost is applied below; the automaton bound only limits regexes that
             // Quarry bounds by `MAX_REGEX_LENGTH` and its DFA size.
             "boost" | "max_determinized_states" if value.is_number() => {}
-            "rewrite" if value.is_string() => {}
+            "rewrite" => constant_rewrite(value, path)?,
             "type" if value.as_str() == Some("best_fields") => {}
             "allow_leading_wildcard" if value == &Value::Bool(true) => {}
             "lenient" => {}
@@ -1369,6 +1372,20 @@ fn field_and_options<'a>(
         _ => Err(error(
             path,
             format!("{field}: expected an object of options"),
+        )),
+    }
+}
+
+/// Checks a multi-term query's `rewrite`: Quarry scores every expansion as a filter, which
+/// the constant-score rewrites ask for (`constant_score`, Elasticsearch's default, and its
+/// `_blended` and `_boolean` forms, which score alike); a scoring or top-terms rewrite would
+/// score or match otherwise, and is refused by name.
+fn constant_rewrite(value: &Value, path: &str) -> Result<(), DslError> {
+    match value.as_str() {
+        Some("constant_score" | "constant_score_blended" | "constant_score_boolean") => Ok(()),
+        _ => Err(error(
+            path,
+            format!("unsupported: rewrite = {value} (multi-term queries score as constant_score)"),
         )),
     }
 }
@@ -2070,6 +2087,32 @@ mod tests {
             json!({"match_phrase": {"message": {"query": "a b", "slop": -1}}}),
             "query.match_phrase: slop: expected a whole number of positions",
         );
+        // A multi-term query scores as constant_score: a rewrite that scores or keeps the top
+        // terms is refused, never ignored.
+        same(
+            json!({"prefix": {"host": {"value": "web", "rewrite": "constant_score_blended"}}}),
+            "host:web*",
+        );
+        for (dsl, path) in [
+            (
+                json!({"prefix": {"host": {"value": "web", "rewrite": "scoring_boolean"}}}),
+                "query.prefix",
+            ),
+            (
+                json!({"wildcard": {"host": {"value": "w*", "rewrite": "top_terms_5"}}}),
+                "query.wildcard",
+            ),
+            (
+                json!({"query_string": {"query": "w*", "rewrite": "x"}}),
+                "query.query_string",
+            ),
+        ] {
+            let error = compile(&dsl, "query", NOW).unwrap_err().to_string();
+            assert!(
+                error.starts_with(path) && error.contains("unsupported: rewrite"),
+                "{dsl}: {error}"
+            );
+        }
         same(
             json!({"term": {"host.keyword": "web-1"}}),
             "host.keyword:=\"web-1\"",

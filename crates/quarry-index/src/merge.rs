@@ -210,7 +210,7 @@ pub fn merge_into(
     let sizes: Vec<(u64, u64)> = inputs.iter().map(|b| (b.bytes, b.docs)).collect();
     let readers = inputs
         .iter()
-        .map(|b| store.open(b.id))
+        .map(|b| store.open(b))
         .collect::<Result<Vec<_>, _>>()?;
     let outputs = merge_readers(&readers, &sizes, schema, policy, progress, |segment| {
         write_block(store, allocate(), segment)
@@ -449,14 +449,7 @@ pub(crate) fn merge_by_reindexing<T>(
 
 /// Writes `input` to `store` as block `id` and returns its (uncommitted) entry.
 pub fn write_block(store: &dyn BlockStore, id: BlockId, input: BlockInput) -> Result<BlockEntry> {
-    let (manifest, bytes) = store.put(id, input)?;
-    Ok(BlockEntry {
-        id,
-        docs: u64::from(manifest.doc_count),
-        time_min: manifest.time_min,
-        time_max: manifest.time_max,
-        bytes,
-    })
+    Ok(store.put(id, input)?)
 }
 
 /// `pick_merge` over the blocks not in `skip` (blocks that failed to read while merging: left
@@ -511,6 +504,7 @@ mod tests {
             time_min: 0,
             time_max: 0,
             bytes,
+            open_from: 0,
         }
     }
 

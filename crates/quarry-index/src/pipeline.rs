@@ -35,7 +35,7 @@ use crate::schema::Schema;
 use crate::segment::SegmentBuilder;
 use crossbeam_channel::{bounded, Receiver};
 use quarry_store::catalog::{ChunkSum, DoneRange, IngestedChunk, LegacySource};
-use quarry_store::{BlockEntry, BlockStore, Catalog, LocalDir, SourceKey, SourceState};
+use quarry_store::{BlockStore, Catalog, LocalDir, SourceKey, SourceState};
 use std::collections::HashSet;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -910,14 +910,7 @@ pub(crate) fn flush(
         return Ok(());
     }
     let id = lock(catalog).allocate_block_id();
-    let (manifest, bytes) = LocalDir::new(dir).put(id, segment.into_block_input()?)?;
-    let entry = BlockEntry {
-        id,
-        docs: u64::from(manifest.doc_count),
-        time_min: manifest.time_min,
-        time_max: manifest.time_max,
-        bytes,
-    };
+    let entry = LocalDir::new(dir).put(id, segment.into_block_input()?)?;
     lock(catalog).commit_block(entry, &ranges)?;
     progress.blocks.fetch_add(1, Ordering::Relaxed);
     Ok(())

@@ -107,7 +107,7 @@ impl Searcher {
         let mut blocks = Vec::with_capacity(entries.len());
         let mut damaged = Vec::new();
         for entry in &entries {
-            match store.open(entry.id) {
+            match store.open(entry) {
                 Ok(block) => blocks.push(block),
                 Err(error) => damaged.push(DamagedBlock {
                     path: store.location(entry.id),

@@ -18,7 +18,7 @@ use quarry_format::Value;
 use quarry_index::{Analyzer, SegmentBuilder};
 use quarry_query::aggregation::AggSpec;
 use quarry_query::{value_to_json, HitsRequest, Searcher, SortOrder};
-use quarry_store::{BlockEntry, BlockStore, Catalog, Settings};
+use quarry_store::{BlockStore, Catalog, Settings};
 use std::path::Path;
 
 const QUERIES: &[&str] = &[
@@ -180,14 +180,7 @@ fn write_golden(dir: &Path) {
     }
     let id = catalog.allocate_block_id();
     let input = segment.into_block_input().unwrap();
-    let (manifest, bytes) = catalog.local_store().put(id, input).unwrap();
-    let entry = BlockEntry {
-        id,
-        docs: manifest.doc_count.into(),
-        time_min: manifest.time_min,
-        time_max: manifest.time_max,
-        bytes,
-    };
+    let entry = catalog.local_store().put(id, input).unwrap();
     catalog.commit_block(entry, &[]).unwrap();
     drop(catalog);
     let _ = std::fs::remove_file(dir.join(".lock"));

@@ -43,7 +43,7 @@
 //! committed block is added twice.
 
 use crate::wal_writer::{WalHandle, WalWait};
-use quarry_format::block::{BlockInput, Manifest};
+use quarry_format::block::BlockInput;
 use quarry_format::column::ChunkCache;
 use quarry_format::{BlockReader, Value};
 use quarry_index::event::{format_time, parse_event, parse_event_as_sent, Event, TimeAsSent};
@@ -524,7 +524,7 @@ impl LiveIndex {
         let mut disk = Vec::with_capacity(catalog.blocks().len());
         let mut damaged = Vec::new();
         for entry in catalog.blocks() {
-            match store.open(entry.id) {
+            match store.open(entry) {
                 Ok(reader) => disk.push((entry.id, Arc::new(reader))),
                 Err(error) => {
                     let path = store.location(entry.id);
@@ -1066,7 +1066,11 @@ impl LiveIndex {
         for block in as_is {
             let id = self.catalog().allocate_block_id();
             self.store.put_bytes(id, &block.bytes)?;
-            entries.push(entry(id, block.reader.manifest(), block.bytes.len() as u64));
+            entries.push(BlockEntry::of(
+                id,
+                block.reader.manifest(),
+                block.bytes.len() as u64,
+            ));
         }
         if !to_merge.is_empty() {
             let readers: Vec<&BlockReader> = to_merge.iter().map(|b| &*b.reader).collect();
@@ -1418,22 +1422,12 @@ fn sizes(readers: &[&BlockReader]) -> Vec<(u64, u64)> {
         .collect()
 }
 
-fn entry(id: u64, manifest: &Manifest, bytes: u64) -> BlockEntry {
-    BlockEntry {
-        id,
-        docs: u64::from(manifest.doc_count),
-        time_min: manifest.time_min,
-        time_max: manifest.time_max,
-        bytes,
-    }
-}
-
 fn open_entries(
     store: &dyn BlockStore,
     entries: &[BlockEntry],
 ) -> Result<Vec<(u64, Arc<BlockReader>)>> {
     entries
         .iter()
-        .map(|e| Ok((e.id, Arc::new(store.open(e.id)?))))
+        .map(|e| Ok((e.id, Arc::new(store.open(e)?))))
         .collect()
 }

@@ -3,10 +3,10 @@
 //! change, which takes the catalog. The store here holds each write until the test lets it
 //! go; the mapping change must finish meanwhile, and the flush after.
 
-use quarry_format::block::{BlockInput, Manifest};
+use quarry_format::block::BlockInput;
 use quarry_format::{BlockReader, FormatError};
 use quarry_server::live::{Batch, IngestConfig, LiveIndex};
-use quarry_store::{BlockId, BlockStore, Catalog, LocalDir, Mapping, Settings};
+use quarry_store::{BlockEntry, BlockId, BlockStore, Catalog, LocalDir, Mapping, Settings};
 use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::mpsc;
@@ -30,7 +30,7 @@ impl GatedStore {
 }
 
 impl BlockStore for GatedStore {
-    fn put(&self, id: BlockId, input: BlockInput) -> Result<(Manifest, u64), FormatError> {
+    fn put(&self, id: BlockId, input: BlockInput) -> Result<BlockEntry, FormatError> {
         self.wait();
         self.inner.put(id, input)
     }
@@ -38,8 +38,8 @@ impl BlockStore for GatedStore {
         self.wait();
         self.inner.put_bytes(id, bytes)
     }
-    fn open(&self, id: BlockId) -> Result<BlockReader, FormatError> {
-        self.inner.open(id)
+    fn open(&self, block: &BlockEntry) -> Result<BlockReader, FormatError> {
+        self.inner.open(block)
     }
     fn read_range(&self, id: BlockId, range: Range<u64>) -> Result<Vec<u8>, FormatError> {
         self.inner.read_range(id, range)

@@ -9,7 +9,8 @@
 //! naming it. Ids a store holds that no catalog names are garbage a later pass removes (a crash
 //! between the write and the commit leaves one).
 
-use quarry_format::block::{BlockInput, Manifest};
+use crate::catalog::BlockEntry;
+use quarry_format::block::BlockInput;
 use quarry_format::{BlockReader, FormatError};
 use std::fs::File;
 use std::ops::Range;
@@ -20,13 +21,12 @@ use std::sync::Arc;
 pub type BlockId = u64;
 
 pub trait BlockStore: Send + Sync + std::fmt::Debug {
-    /// Encodes `input` as block `id` and stores it durably; returns its manifest and its size
-    /// in bytes.
-    fn put(&self, id: BlockId, input: BlockInput) -> Result<(Manifest, u64), FormatError>;
+    /// Encodes `input` as block `id` and stores it durably; returns its catalog entry.
+    fn put(&self, id: BlockId, input: BlockInput) -> Result<BlockEntry, FormatError>;
     /// Stores the encoded block `bytes` (a server's in-memory block) as block `id`, durably.
     fn put_bytes(&self, id: BlockId, bytes: &[u8]) -> Result<(), FormatError>;
-    /// Opens block `id` for reading.
-    fn open(&self, id: BlockId) -> Result<BlockReader, FormatError>;
+    /// Opens the block `block` names for reading.
+    fn open(&self, block: &BlockEntry) -> Result<BlockReader, FormatError>;
     /// The bytes `range` of block `id`.
     fn read_range(&self, id: BlockId, range: Range<u64>) -> Result<Vec<u8>, FormatError>;
     /// Deletes block `id`; one already gone is not an error.
@@ -74,7 +74,7 @@ impl LocalDir {
 }
 
 impl BlockStore for LocalDir {
-    fn put(&self, id: BlockId, input: BlockInput) -> Result<(Manifest, u64), FormatError> {
+    fn put(&self, id: BlockId, input: BlockInput) -> Result<BlockEntry, FormatError> {
         let path = self.path(id);
         let manifest = crate::block_file::write_block_file(&path, input)?;
         let bytes = std::fs::metadata(&path)
@@ -83,7 +83,7 @@ impl BlockStore for LocalDir {
                 source,
             })?
             .len();
-        Ok((manifest, bytes))
+        Ok(BlockEntry::of(id, &manifest, bytes))
     }
 
     fn put_bytes(&self, id: BlockId, bytes: &[u8]) -> Result<(), FormatError> {
@@ -92,8 +92,8 @@ impl BlockStore for LocalDir {
             .map_err(|source| FormatError::Io { path, source })
     }
 
-    fn open(&self, id: BlockId) -> Result<BlockReader, FormatError> {
-        BlockReader::open(&self.path(id))
+    fn open(&self, block: &BlockEntry) -> Result<BlockReader, FormatError> {
+        BlockReader::open(&self.path(block.id))
     }
 
     fn read_range(&self, id: BlockId, range: Range<u64>) -> Result<Vec<u8>, FormatError> {
@@ -148,6 +148,18 @@ impl BlockStore for LocalDir {
 mod tests {
     use super::*;
 
+    /// An entry naming block `id` and nothing else about it.
+    fn unknown(id: BlockId) -> BlockEntry {
+        BlockEntry {
+            id,
+            docs: 0,
+            time_min: 0,
+            time_max: 0,
+            bytes: 0,
+            open_from: 0,
+        }
+    }
+
     /// A block written to the store reads back whole and in ranges, is listed by its id, and
     /// is gone after a delete (twice is fine).
     #[test]
@@ -163,13 +175,16 @@ mod tests {
         assert_eq!(store.read_range(7, 0..bytes.len() as u64).unwrap(), bytes);
         assert!(store.read_range(7, 20..200).is_err(), "past the end");
         assert!(
-            matches!(store.open(7), Err(FormatError::BadMagic { .. })),
+            matches!(store.open(&unknown(7)), Err(FormatError::BadMagic { .. })),
             "not a block"
         );
         assert_eq!(store.find(&store.location(12), &[7, 12]), Some(12));
         store.delete(7).unwrap();
         store.delete(7).unwrap();
         assert_eq!(store.list().unwrap(), vec![12]);
-        assert!(matches!(store.open(7), Err(FormatError::Io { .. })));
+        assert!(matches!(
+            store.open(&unknown(7)),
+            Err(FormatError::Io { .. })
+        ));
     }
 }

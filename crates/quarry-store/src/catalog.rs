@@ -95,6 +95,29 @@ pub struct BlockEntry {
     pub time_min: i64,
     pub time_max: i64,
     pub bytes: u64,
+    /// Where the stretch that opening the block reads starts (its resident sections, the
+    /// manifest and the footer: `Manifest::resident_start`), so that a remote block opens
+    /// with one ranged read. 0 for blocks recorded before it was kept.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub open_from: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
+}
+
+impl BlockEntry {
+    /// The entry of block `id`, `bytes` long, whose manifest is `manifest`.
+    pub fn of(id: u64, manifest: &quarry_format::block::Manifest, bytes: u64) -> BlockEntry {
+        BlockEntry {
+            id,
+            docs: u64::from(manifest.doc_count),
+            time_min: manifest.time_min,
+            time_max: manifest.time_max,
+            bytes,
+            open_from: manifest.resident_start(),
+        }
+    }
 }
 
 /// Identity of an input file: its canonical path. Whether its content is still what was
@@ -716,6 +739,7 @@ mod tests {
                 time_min: 1,
                 time_max: 2,
                 bytes: 1,
+                open_from: 0,
             };
             catalog.commit_block(entry, &[chunk(0, 10, 3, 1)]).unwrap();
             // An orphan: written but never committed.
@@ -856,6 +880,7 @@ mod tests {
             time_min: 1,
             time_max: 2,
             bytes: 10,
+            open_from: 0,
         };
         std::fs::write(LocalDir::new(dir.path()).path(id), b"block").unwrap();
         catalog

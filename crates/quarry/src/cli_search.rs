@@ -330,7 +330,7 @@ pub fn check(args: CheckArgs) -> Result<ExitCode> {
     for entry in &entries {
         let path = store.location(entry.id);
         match store
-            .open(entry.id)
+            .open(entry)
             .and_then(|block| block.verify().map(|()| block))
         {
             Ok(block) => {

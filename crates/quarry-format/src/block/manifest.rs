@@ -257,4 +257,33 @@ impl Manifest {
         }
         all
     }
+
+    /// The sections a reader keeps resident and so reads when the block opens (everything but
+    /// column data, postings and positions, which queries read piecemeal). Writers put them
+    /// together just before the manifest, so that opening a remote block reads one stretch
+    /// at its end ([`Manifest::resident_start`]).
+    pub fn resident_sections(&self) -> impl Iterator<Item = SectionRef> + '_ {
+        let per_field = self.fields.iter().flat_map(|field| {
+            let columns = field
+                .columns
+                .iter()
+                .flat_map(|column| std::iter::once(column.directory).chain(column.doc_values));
+            columns.chain(field.text.as_ref().map(|text| text.norms))
+        });
+        [self.time_index, self.term_fst, self.term_infos]
+            .into_iter()
+            .chain(self.time_offsets)
+            .chain(self.page_checksums)
+            .chain(per_field)
+    }
+
+    /// Where the stretch that opening the block reads starts: the first byte of its resident
+    /// sections (the manifest and the footer follow them).
+    pub fn resident_start(&self) -> u64 {
+        self.resident_sections()
+            .filter(|section| section.len > 0)
+            .map(|section| section.offset)
+            .min()
+            .unwrap_or(self.term_fst.offset)
+    }
 }

@@ -25,7 +25,7 @@ mod reader;
 mod writer;
 
 pub use manifest::{ColumnMeta, FieldMeta, Manifest, SectionRef, TextMeta};
-pub use reader::{BlockBytes, BlockReader, DocumentFetcher, TermInfos};
+pub use reader::{BlockBytes, BlockReader, BlockSource, DocumentFetcher, TermInfos};
 pub use writer::{encode_block, BlockInput, FieldInput, InvertedIndexWriter, TextInput};
 
 /// The name of the time field every block has.

@@ -172,6 +172,17 @@ impl PageChecksums {
         Ok(())
     }
 
+    /// The bytes of the file (not the section) holding the whole pages of `which` that
+    /// `range` (offsets within the section) touches: what a reader of `range` checks.
+    pub fn span(&self, which: PagedSection, range: Range<u64>) -> Range<u64> {
+        let pages = &self.sections[which as usize];
+        let end = range.end.min(pages.section.len);
+        let start = range.start.min(end);
+        let first = start / pages.page_len * pages.page_len;
+        let last = end.div_ceil(pages.page_len) * pages.page_len;
+        pages.section.offset + first..pages.section.offset + last.min(pages.section.len)
+    }
+
     /// A guard for one reader of `which`, whose bytes are `file[section]`.
     pub fn guard<'a>(&'a self, file: &'a [u8], which: PagedSection) -> PageGuard<'a> {
         PageGuard {

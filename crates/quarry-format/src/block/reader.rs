@@ -13,6 +13,7 @@ use crate::packed::{packed4x_get, prefetch};
 use crate::postings::{CursorGuards, PostingsCursor, TermInfo};
 use crate::termdict::{term_infos_fit, term_key, TermInfoCursor, TermKind};
 use crate::value::{ColumnType, Value};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -22,9 +23,35 @@ pub const PACKED_NORMS_VERSION: u32 = 6;
 /// One group entry of the time offsets section (FORMAT.md): offset, bits, pad, divisor.
 pub const TIME_GROUP_ENTRY_LEN: usize = 16;
 
-/// The bytes of a whole block: a mapped file (`BlockReader::open`), a buffer in memory, later
-/// cached ranges of an object. Immutable while any reader holds them.
-pub type BlockBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
+/// Where an open block's bytes come from: a mapped file (`BlockReader::open`), a buffer in
+/// memory, or an object in a remote store whose ranges are fetched into a local copy as they
+/// are needed. Immutable while any reader holds them.
+///
+/// The reader asks for every range before it reads it (`fetch`): the footer, the manifest and
+/// the sections kept resident when the block opens (one batch), a term's postings and
+/// positions when a cursor is made, a column chunk before it is decoded. A source whose bytes
+/// are all at hand (a file, a buffer) has nothing to fetch. A range read without being
+/// fetched would read as whatever the local copy holds there; every such read is checked
+/// against its crc, so that is an error, never a different answer.
+pub trait BlockSource: Send + Sync {
+    /// The whole block.
+    fn bytes(&self) -> &[u8];
+    /// Makes `ranges` of `bytes()` hold the block's bytes, fetching what is missing (as one
+    /// batch of parallel requests where the source is remote).
+    fn fetch(&self, ranges: &[Range<u64>]) -> std::io::Result<()> {
+        let _ = ranges;
+        Ok(())
+    }
+}
+
+impl<T: AsRef<[u8]> + Send + Sync> BlockSource for T {
+    fn bytes(&self) -> &[u8] {
+        self.as_ref()
+    }
+}
+
+/// A block's bytes, shared by the reader and whatever else holds them.
+pub type BlockBytes = Arc<dyn BlockSource>;
 
 struct Mapped(memmap2::Mmap);
 
@@ -95,7 +122,18 @@ impl BlockReader {
             part: part.to_owned(),
             reason,
         };
-        let bytes: &[u8] = (*block_bytes).as_ref();
+        let source: &dyn BlockSource = &*block_bytes;
+        let bytes: &[u8] = source.bytes();
+        let len = bytes.len() as u64;
+        let fetch = |ranges: &[Range<u64>]| {
+            source.fetch(ranges).map_err(|source| FormatError::Io {
+                path: path.to_path_buf(),
+                source,
+            })
+        };
+        if bytes.len() >= BLOCK_MAGIC.len() + FOOTER_LEN {
+            fetch(&[0..BLOCK_MAGIC.len() as u64, len - FOOTER_LEN as u64..len])?;
+        }
         if bytes.len() < BLOCK_MAGIC.len() + FOOTER_LEN || &bytes[..8] != BLOCK_MAGIC {
             return Err(FormatError::BadMagic {
                 path: path.to_path_buf(),
@@ -133,6 +171,11 @@ impl BlockReader {
             len: manifest_len,
             crc: manifest_crc,
         };
+        if manifest_ref.end().is_some_and(|end| end <= body_len) {
+            fetch(std::slice::from_ref(
+                &(manifest_ref.offset..manifest_ref.offset + manifest_len),
+            ))?;
+        }
         let manifest_bytes = section_bytes(bytes, manifest_ref, body_len)
             .ok_or_else(|| corrupt("footer", "manifest outside file"))?;
         // The manifest ends where the footer starts: bytes between them (a file with something
@@ -156,6 +199,13 @@ impl BlockReader {
                 return Err(corrupt(&name, "section outside file"));
             }
         }
+        // Everything opening reads, as one batch (a remote block's second round trip at most;
+        // the writer puts these sections together before the manifest).
+        let resident_ranges: Vec<Range<u64>> = manifest
+            .resident_sections()
+            .map(|section| section.offset..section.offset + section.len)
+            .collect();
+        fetch(&resident_ranges)?;
         // Sections read at random are copied and checked now (doc values and norms in the loop
         // below, where their shapes are checked too; the others after it); the FST in
         // particular must not be walked if corrupt.
@@ -302,7 +352,48 @@ impl BlockReader {
     }
 
     fn file(&self) -> &[u8] {
-        (*self.bytes).as_ref()
+        self.bytes.bytes()
+    }
+
+    /// Fetches `ranges` of the block from its source (nothing to do for a file or a buffer).
+    fn fetch(&self, ranges: &[Range<u64>]) -> Result<()> {
+        self.bytes.fetch(ranges).map_err(|source| FormatError::Io {
+            path: self.path.clone(),
+            source,
+        })
+    }
+
+    /// Fetches, as one batch, the postings (and with `positions`, the positions) of each
+    /// term: a query asks for all its terms' bytes before its cursors read them, so a remote
+    /// block costs one round trip for them instead of one per term.
+    pub fn prefetch_terms<'i>(
+        &self,
+        terms: impl IntoIterator<Item = &'i TermInfo>,
+        positions: bool,
+    ) -> Result<()> {
+        let mut ranges = Vec::new();
+        for info in terms {
+            self.term_ranges(info, positions, &mut ranges);
+        }
+        if ranges.is_empty() {
+            return Ok(());
+        }
+        self.fetch(&ranges)
+    }
+
+    /// The byte ranges a cursor over `info` reads, widened to whole checksum pages (a
+    /// cursor's first read of a page checks the page whole).
+    fn term_ranges(&self, info: &TermInfo, positions: bool, out: &mut Vec<Range<u64>>) {
+        if info.postings_len > 0 {
+            let start = info.postings_offset;
+            let end = start + u64::from(info.postings_len);
+            out.push(self.pages.span(PagedSection::Postings, start..end));
+        }
+        if positions && info.positions_len > 0 {
+            let start = info.positions_offset;
+            let end = start + info.positions_len;
+            out.push(self.pages.span(PagedSection::Positions, start..end));
+        }
     }
 
     /// The ordinal of a field by name (fields are sorted by name).
@@ -490,6 +581,11 @@ impl BlockReader {
     }
 
     fn cursor(&self, info: &TermInfo, with_positions: bool) -> Result<PostingsCursor<'_>> {
+        let mut ranges = Vec::new();
+        self.term_ranges(info, with_positions, &mut ranges);
+        if !ranges.is_empty() {
+            self.fetch(&ranges)?;
+        }
         let guards = CursorGuards {
             postings: self.pages.guard(self.file(), PagedSection::Postings),
             positions: with_positions
@@ -533,7 +629,11 @@ impl BlockReader {
             self.mapped(column.data),
         )
         .ok()
-        .map(|reader| reader.with_doc_values(doc_values))
+        .map(|reader| {
+            reader
+                .with_doc_values(doc_values)
+                .with_source(&*self.bytes, column.data.offset)
+        })
     }
 
     pub fn time_column(&self) -> Option<ColumnReader<'_>> {
@@ -699,6 +799,7 @@ impl BlockReader {
 
     /// Checks every section's crc and decodes every column chunk. `quarry check` runs this.
     pub fn verify(&self) -> Result<()> {
+        self.fetch(std::slice::from_ref(&(0..self.file_len())))?;
         let bytes: &[u8] = self.file();
         for (name, section) in self.manifest.sections() {
             check_crc(&self.path, bytes, &name, section)?;

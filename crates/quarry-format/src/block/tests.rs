@@ -17,7 +17,7 @@ use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// The fields of the test block, sorted by name, with their column types. `status` has two
 /// columns, as a field seen with two types does.
@@ -917,4 +917,133 @@ fn a_term_dictionary_the_fst_builder_did_not_write_is_rejected() {
             "{damage}: not detected"
         );
     }
+}
+
+/// A block's bytes that remember the ranges a reader asked for (`BlockSource::fetch`).
+struct RecordingSource {
+    bytes: Vec<u8>,
+    fetched: std::sync::Mutex<Vec<Range<u64>>>,
+}
+
+impl BlockSource for RecordingSource {
+    fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    fn fetch(&self, ranges: &[Range<u64>]) -> std::io::Result<()> {
+        self.fetched.lock().unwrap().extend(ranges.iter().cloned());
+        Ok(())
+    }
+}
+
+/// Everything a query reads of a block: every document, and every term's docs and positions.
+fn read_documents_and_postings(reader: &BlockReader) -> Result<Vec<String>, FormatError> {
+    let mut out = Vec::new();
+    let mut fetcher = DocumentFetcher::new(reader);
+    for doc in 0..reader.doc_count() {
+        out.push(format!("{:?}", fetcher.fetch(doc)?));
+    }
+    let mut stream = reader.term_dictionary().stream();
+    let mut positions = Vec::new();
+    while let Some((key, ordinal)) = stream.next() {
+        let info = reader.term_info_by_ordinal(ordinal)?;
+        let mut cursor = reader.postings_with_positions(&info)?;
+        let mut line = format!("{key:?}:");
+        while cursor.doc() != TERMINATED {
+            positions.clear();
+            if info.has_positions {
+                cursor
+                    .positions(&mut positions)
+                    .map_err(|e| reader.corrupt("positions", e))?;
+            }
+            line.push_str(&format!(
+                " {}/{}{positions:?}",
+                cursor.doc(),
+                cursor.term_freq()
+            ));
+            cursor.advance();
+        }
+        if let Some(error) = cursor.error() {
+            return Err(reader.corrupt("postings", error));
+        }
+        out.push(line);
+    }
+    Ok(out)
+}
+
+/// A reader asks its source for every byte before reading it: a copy of the block holding
+/// only the ranges the reader fetched (zeros elsewhere, as a remote block's local copy) gives
+/// the same documents and postings, without an error. Opening asks for the magic and one
+/// stretch at the end: the resident sections, the manifest and the footer.
+#[test]
+fn a_reader_fetches_every_range_it_reads() {
+    let (bytes, manifest) = large_block();
+    let path = Path::new("recorded.block");
+    let recording = Arc::new(RecordingSource {
+        bytes: bytes.clone(),
+        fetched: Default::default(),
+    });
+    let reader = BlockReader::from_bytes(path, recording.clone()).unwrap();
+    let len = bytes.len() as u64;
+    let resident_start = manifest.resident_start();
+    let cold_end = manifest
+        .fields
+        .iter()
+        .flat_map(|field| field.columns.iter().map(|column| column.data))
+        .chain([manifest.postings, manifest.positions])
+        .map(|section| section.offset + section.len)
+        .max()
+        .unwrap();
+    assert_eq!(
+        resident_start, cold_end,
+        "the resident sections follow the sections read piecemeal"
+    );
+    for range in recording.fetched.lock().unwrap().iter() {
+        assert!(
+            range.end <= crate::limits::BLOCK_MAGIC.len() as u64 || range.start >= resident_start,
+            "opening read {range:?}, outside the magic and {resident_start}..{len}"
+        );
+    }
+    let expected = read_documents_and_postings(&reader).unwrap();
+
+    let mut sparse = vec![0u8; bytes.len()];
+    for range in recording.fetched.lock().unwrap().iter() {
+        let range = range.start as usize..range.end as usize;
+        sparse[range.clone()].copy_from_slice(&bytes[range]);
+    }
+    let unfetched = sparse.iter().zip(bytes).filter(|(a, b)| a != b).count();
+    assert_eq!(
+        unfetched, 0,
+        "the workload read every byte that differs from zero"
+    );
+    // Now without the bytes the reader never asked for in a second, smaller workload: the
+    // documents only. Postings and positions stay zero.
+    let recording = Arc::new(RecordingSource {
+        bytes: bytes.clone(),
+        fetched: Default::default(),
+    });
+    let reader = BlockReader::from_bytes(path, recording.clone()).unwrap();
+    let mut fetcher = DocumentFetcher::new(&reader);
+    let documents: Vec<String> = (0..reader.doc_count())
+        .map(|doc| format!("{:?}", fetcher.fetch(doc).unwrap()))
+        .collect();
+    let mut sparse = vec![0u8; bytes.len()];
+    for range in recording.fetched.lock().unwrap().iter() {
+        let range = range.start as usize..range.end as usize;
+        sparse[range.clone()].copy_from_slice(&bytes[range]);
+    }
+    let postings = manifest.postings;
+    assert!(
+        sparse[postings.offset as usize..(postings.offset + postings.len) as usize]
+            .iter()
+            .all(|&b| b == 0),
+        "fetching documents fetched no postings"
+    );
+    let reader = BlockReader::from_bytes(path, Arc::new(sparse)).unwrap();
+    let mut fetcher = DocumentFetcher::new(&reader);
+    let again: Vec<String> = (0..reader.doc_count())
+        .map(|doc| format!("{:?}", fetcher.fetch(doc).unwrap()))
+        .collect();
+    assert_eq!(again, documents);
+    assert_eq!(documents[..], expected[..documents.len()]);
 }

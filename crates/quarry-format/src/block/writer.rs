@@ -139,6 +139,31 @@ pub fn encode_block(name: &Path, input: BlockInput, out: impl Write) -> Result<M
     let mut sink = SectionSink { out, offset: 0 };
     sink.section(BLOCK_MAGIC).map_err(io)?;
 
+    // Section order: first what queries read piecemeal (column data, postings, positions),
+    // then everything a reader keeps resident (`Manifest::resident_sections`), then the
+    // manifest: opening the block reads one stretch at its end, which over object storage is
+    // one ranged request (issue 28).
+    let InvertedIndexWriter {
+        postings,
+        dictionary,
+        ..
+    } = input.inverted;
+    let mut data_refs = Vec::with_capacity(input.fields.len());
+    for field in &input.fields {
+        let mut columns = Vec::with_capacity(field.columns.len());
+        for column in &field.columns {
+            // `_time` has its own random-access form, the time offsets, and keeps its chunks
+            // (`ColumnWriter::for_time`).
+            if column.doc_values.is_some() && field.name == TIME_FIELD {
+                return Err(invalid("the _time column has doc values"));
+            }
+            columns.push(sink.section(&column.data).map_err(io)?);
+        }
+        data_refs.push(columns);
+    }
+    let postings_ref = sink.section(&postings.postings).map_err(io)?;
+    let positions_ref = sink.section(&postings.positions).map_err(io)?;
+
     let mut time_index = Vec::new();
     for time in input.times.iter().step_by(TIME_INDEX_INTERVAL as usize) {
         time_index.extend_from_slice(&time.to_le_bytes());
@@ -148,15 +173,10 @@ pub fn encode_block(name: &Path, input: BlockInput, out: impl Write) -> Result<M
 
     let mut fields = Vec::with_capacity(input.fields.len());
     let mut norms = Vec::new();
-    for field in input.fields {
+    for (field, data_refs) in input.fields.into_iter().zip(data_refs) {
         let mut columns = Vec::with_capacity(field.columns.len());
-        for column in field.columns {
-            // `_time` has its own random-access form, the time offsets, and keeps its chunks
-            // (`ColumnWriter::for_time`).
+        for (column, data) in field.columns.into_iter().zip(data_refs) {
             let doc_values = match &column.doc_values {
-                Some(_) if field.name == TIME_FIELD => {
-                    return Err(invalid("the _time column has doc values"));
-                }
                 Some(bytes) => Some(sink.section(bytes).map_err(io)?),
                 None => None,
             };
@@ -165,7 +185,7 @@ pub fn encode_block(name: &Path, input: BlockInput, out: impl Write) -> Result<M
                 present_count: column.present_count,
                 min_max: column.min_max,
                 directory: sink.section(&column.directory).map_err(io)?,
-                data: sink.section(&column.data).map_err(io)?,
+                data,
                 doc_values,
             });
         }
@@ -188,18 +208,11 @@ pub fn encode_block(name: &Path, input: BlockInput, out: impl Write) -> Result<M
         });
     }
 
-    let InvertedIndexWriter {
-        postings,
-        dictionary,
-        ..
-    } = input.inverted;
     let (fst_bytes, infos, term_count) = dictionary
         .finish()
         .map_err(|e| invalid(format!("term dictionary: {e}")))?;
     let term_fst = sink.section(&fst_bytes).map_err(io)?;
     let term_infos = sink.section(&infos).map_err(io)?;
-    let postings_ref = sink.section(&postings.postings).map_err(io)?;
-    let positions_ref = sink.section(&postings.positions).map_err(io)?;
     let mut page_checksums = Vec::new();
     super::pages::encode_page_checksums(
         CHECKSUM_PAGE_LEN,

@@ -1,4 +1,5 @@
 use super::{ChunkMeta, CHUNK_META_LEN, PRESENCE_ALL, PRESENCE_LIST};
+use crate::block::BlockSource;
 use crate::codec::{unzigzag, ByteReader};
 use crate::docvalues::DocValues;
 use crate::error::{DecodeError, DecodeResult};
@@ -14,6 +15,9 @@ pub struct ColumnReader<'a> {
     data: &'a [u8],
     /// The column's doc values, from which chunks without data are rebuilt (format v6).
     doc_values: Option<DocValues<'a>>,
+    /// The block's source and where `data` starts in it: a chunk's bytes are fetched from it
+    /// before they are read (a remote block's; `BlockSource`).
+    source: Option<(&'a dyn BlockSource, u64)>,
 }
 
 /// The values of one decoded chunk.
@@ -55,6 +59,7 @@ impl<'a> ColumnReader<'a> {
             directory,
             data,
             doc_values: None,
+            source: None,
         })
     }
 
@@ -62,6 +67,13 @@ impl<'a> ColumnReader<'a> {
     /// chunk stored without data (offset, length and crc 0) is rebuilt from them.
     pub fn with_doc_values(mut self, doc_values: Option<DocValues<'a>>) -> Self {
         self.doc_values = doc_values;
+        self
+    }
+
+    /// Reads chunks through `source`, the block whose bytes `data` are, from `data_offset`
+    /// on: each chunk is fetched before it is read.
+    pub fn with_source(mut self, source: &'a dyn BlockSource, data_offset: u64) -> Self {
+        self.source = Some((source, data_offset));
         self
     }
 
@@ -145,6 +157,14 @@ impl<'a> ColumnReader<'a> {
             return self.chunk_from_doc_values(&meta, end_doc);
         }
         let start = usize::try_from(meta.offset).map_err(|_| DecodeError::new("chunk offset"))?;
+        if let Some((source, data_offset)) = self.source {
+            let at = data_offset.saturating_add(meta.offset);
+            source
+                .fetch(std::slice::from_ref(
+                    &(at..at.saturating_add(u64::from(meta.len))),
+                ))
+                .map_err(|_| DecodeError::new("chunk could not be read from the block's store"))?;
+        }
         let compressed = self
             .data
             .get(start..start.saturating_add(meta.len as usize))

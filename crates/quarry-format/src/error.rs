@@ -70,11 +70,22 @@ pub struct DecodeError {
 }
 
 impl DecodeError {
+    /// The bytes to decode could not be read (a remote block's store failed to answer): not
+    /// damage, and reported as an i/o error by `in_file`.
+    pub const UNREADABLE: DecodeError =
+        DecodeError::new("could not be read from the block's store");
+
     pub const fn new(reason: &'static str) -> Self {
         DecodeError { reason }
     }
 
     pub fn in_file(self, path: &std::path::Path, part: impl Into<String>) -> FormatError {
+        if self == Self::UNREADABLE {
+            return FormatError::Io {
+                path: path.to_path_buf(),
+                source: std::io::Error::other(format!("{} {}", part.into(), self.reason)),
+            };
+        }
         FormatError::Corrupt {
             path: path.to_path_buf(),
             part: part.into(),

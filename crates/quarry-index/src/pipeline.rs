@@ -71,6 +71,9 @@ pub struct IndexOptions {
     /// Read a file whose indexed content changed again from its start, as a new file (its
     /// events from earlier runs stay), instead of reporting it and leaving it out.
     pub reindex_changed: bool,
+    /// Where blocks are written: the catalog's directory when `None`, or another store
+    /// (object storage, `quarry index --storage`).
+    pub store: Option<Arc<dyn BlockStore>>,
 }
 
 impl Default for IndexOptions {
@@ -80,6 +83,7 @@ impl Default for IndexOptions {
             memory_budget: 1 << 30,
             chunk_bytes: 4 << 20,
             reindex_changed: false,
+            store: None,
         }
     }
 }
@@ -199,8 +203,11 @@ pub fn index_inputs(
     let budget_per_thread = (options.memory_budget / threads).max(1 << 20);
     let (sender, receiver) = bounded::<Chunk>(threads * 2);
     let failed = AtomicBool::new(false);
-    let dir = lock(catalog).dir().to_path_buf();
-    let dir = dir.as_path();
+    let store: Arc<dyn BlockStore> = match &options.store {
+        Some(store) => store.clone(),
+        None => LocalDir::shared(lock(catalog).dir()),
+    };
+    let store = &*store;
     std::thread::scope(|scope| {
         let mut workers = Vec::with_capacity(threads);
         for _ in 0..threads {
@@ -210,7 +217,7 @@ pub fn index_inputs(
             workers.push(scope.spawn(move || {
                 let result = index_chunks(
                     catalog,
-                    dir,
+                    store,
                     schema,
                     receiver,
                     budget_per_thread,
@@ -818,7 +825,7 @@ fn send_chunks(
 
 fn index_chunks(
     catalog: &Mutex<Catalog>,
-    dir: &Path,
+    store: &dyn BlockStore,
     schema: Arc<Schema>,
     receiver: Receiver<Chunk>,
     budget: usize,
@@ -846,7 +853,7 @@ fn index_chunks(
                             &mut segment,
                             SegmentBuilder::with_schema(schema.clone()),
                         );
-                        flush(catalog, dir, full, std::mem::take(&mut ranges), progress)?;
+                        flush(catalog, store, full, std::mem::take(&mut ranges), progress)?;
                     }
                     segment.add_event(
                         event.time,
@@ -871,7 +878,7 @@ fn index_chunks(
                 // loss).
                 let full =
                     std::mem::replace(&mut segment, SegmentBuilder::with_schema(schema.clone()));
-                flush(catalog, dir, full, std::mem::take(&mut ranges), progress)?;
+                flush(catalog, store, full, std::mem::take(&mut ranges), progress)?;
             }
         }
         if let Some(key) = &chunk.source.key {
@@ -888,16 +895,16 @@ fn index_chunks(
         }
         if segment.memory_bytes() >= budget {
             let full = std::mem::replace(&mut segment, SegmentBuilder::with_schema(schema.clone()));
-            flush(catalog, dir, full, std::mem::take(&mut ranges), progress)?;
+            flush(catalog, store, full, std::mem::take(&mut ranges), progress)?;
         }
     }
-    flush(catalog, dir, segment, ranges, progress)
+    flush(catalog, store, segment, ranges, progress)
 }
 
 /// Writes a segment as a block and commits it with the source ranges it holds.
 pub(crate) fn flush(
     catalog: &Mutex<Catalog>,
-    dir: &Path,
+    store: &dyn BlockStore,
     segment: SegmentBuilder,
     ranges: Vec<IngestedChunk>,
     progress: &Progress,
@@ -910,7 +917,7 @@ pub(crate) fn flush(
         return Ok(());
     }
     let id = lock(catalog).allocate_block_id();
-    let entry = LocalDir::new(dir).put(id, segment.into_block_input()?)?;
+    let entry = store.put(id, segment.into_block_input()?)?;
     lock(catalog).commit_block(entry, &ranges)?;
     progress.blocks.fetch_add(1, Ordering::Relaxed);
     Ok(())

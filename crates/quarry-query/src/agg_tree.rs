@@ -405,7 +405,7 @@ impl Searcher {
     ) -> Result<(Vec<AggResult>, u64)> {
         check_fields(self, nodes)?;
         let mut matches = 0u64;
-        let weight = self.filter_weight(query);
+        let weight = self.filter_weight_prefetched(query)?;
         let plans: Vec<NodePlan> = nodes
             .iter()
             .map(|node| NodePlan::new(self, node))

@@ -1181,6 +1181,52 @@ impl Query {
         }
     }
 
+    /// The terms whose postings this query's scorers read in `block` (with their positions
+    /// for phrases), found in its dictionary: a remote block fetches them as one batch before
+    /// the scorers are made (`Searcher::prefetch`). Terms of patterns, ranges and the like
+    /// are fetched as their scorers reach them.
+    pub fn terms_in(
+        &self,
+        block: &quarry_format::BlockReader,
+        out: &mut Vec<(quarry_format::postings::TermInfo, bool)>,
+    ) -> Result<()> {
+        let mut find = |field: &str, kind: TermKind, term: &[u8], positions: bool| {
+            let Some(ordinal) = block.field_ordinal(field) else {
+                return Ok(());
+            };
+            if let Some(info) = block.term_info(ordinal, kind, term)? {
+                out.push((info, positions));
+            }
+            Ok::<(), QueryError>(())
+        };
+        match self {
+            Query::Term { field, term } => find(field, TermKind::Token, term.as_bytes(), false)?,
+            Query::Phrase { field, terms, .. } => {
+                for (_, term) in terms {
+                    find(field, TermKind::Token, term.as_bytes(), true)?;
+                }
+            }
+            Query::Exact {
+                field,
+                value,
+                tokens,
+            } => {
+                if tokens.is_empty() {
+                    find(field, TermKind::Exact, value.as_bytes(), false)?;
+                }
+                for token in tokens {
+                    find(field, TermKind::Token, token.as_bytes(), false)?;
+                }
+            }
+            other => {
+                for clause in other.clauses() {
+                    clause.terms_in(block, out)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// `self AND _time in [start, end)`; the time clause is a filter (it scores nothing).
     pub fn within(self, start: i64, end: i64) -> Query {
         if start == i64::MIN && end == i64::MAX {

@@ -59,6 +59,21 @@ pub struct Hits {
 pub struct DamagedBlock {
     pub path: PathBuf,
     pub error: String,
+    /// Not damage: the block could not be read (an i/o error, such as its object store not
+    /// answering). It is left out of the answer that met the error, which says so, but is
+    /// not set aside: a later answer reads it again.
+    pub unreadable: bool,
+}
+
+impl DamagedBlock {
+    /// The block at `path`, left out because of `error`.
+    pub fn of(path: PathBuf, error: &quarry_format::FormatError) -> DamagedBlock {
+        DamagedBlock {
+            path,
+            error: error.to_string(),
+            unreadable: matches!(error, quarry_format::FormatError::Io { .. }),
+        }
+    }
 }
 
 /// Where `Searcher::union` puts a part's rank in a block id: ids of blocks (their file
@@ -102,17 +117,18 @@ impl Searcher {
     /// Opens every block the catalog of `dir` lists. A block that fails to open is left out
     /// and listed in `damaged()`; one bad block never makes the rest unsearchable.
     pub fn open(dir: &Path) -> Result<Searcher> {
+        Self::open_with(dir, &quarry_store::LocalDir::new(dir))
+    }
+
+    /// As [`Searcher::open`], reading the blocks from `store` (the catalog stays in `dir`).
+    pub fn open_with(dir: &Path, store: &dyn BlockStore) -> Result<Searcher> {
         let (settings, entries) = Catalog::read_only(dir)?;
-        let store = quarry_store::LocalDir::new(dir);
         let mut blocks = Vec::with_capacity(entries.len());
         let mut damaged = Vec::new();
         for entry in &entries {
             match store.open(entry) {
                 Ok(block) => blocks.push(block),
-                Err(error) => damaged.push(DamagedBlock {
-                    path: store.location(entry.id),
-                    error: error.to_string(),
-                }),
+                Err(error) => damaged.push(DamagedBlock::of(store.location(entry.id), &error)),
             }
         }
         let blocks = blocks.into_iter().map(Arc::new).collect();
@@ -155,10 +171,7 @@ impl Searcher {
         self.blocks.remove(index);
         self.block_ids.remove(index);
         self.text_fields = text_fields(&self.blocks, &self.schema);
-        let damaged = DamagedBlock {
-            path: path.to_path_buf(),
-            error: format_error.to_string(),
-        };
+        let damaged = DamagedBlock::of(path.to_path_buf(), format_error);
         if let Some(report) = &self.damage_report {
             report(&damaged);
         }
@@ -480,12 +493,62 @@ impl Searcher {
 
     /// The weight of a scored search: statistics (idf, norms) over every block.
     pub fn weight(&self, query: &Query) -> Result<Weight> {
+        self.prefetch(query)?;
         let stats = CollectionStats::gather(query, &self.blocks)?;
         Ok(self.live_only(Weight::new(query, &stats, self.params, self.optimizations)))
     }
 
     /// The weight of a search that is not scored: no statistics, and each block's terms are
     /// looked up only if that block is searched (a tail usually stops in the newest block).
+    /// Fetches, in every remote block at once, the postings `query`'s scorers will read there
+    /// (`Query::terms_in`): each block's as one batch of ranged reads, the blocks in parallel,
+    /// so a query over object storage waits for about one round trip for them, not one per
+    /// term per block. Searches that read every block call it (ranked ones, counts,
+    /// histograms, aggregations); a tail, which usually stops in its newest block, fetches as
+    /// it goes. Nothing to do for blocks in files or memory.
+    pub fn prefetch(&self, query: &Query) -> Result<()> {
+        let remote: Vec<&Arc<BlockReader>> = self
+            .blocks
+            .iter()
+            .filter(|block| block.is_remote())
+            .collect();
+        if remote.is_empty() {
+            return Ok(());
+        }
+        let fetch = |block: &BlockReader| -> Result<()> {
+            let mut terms = Vec::new();
+            query.terms_in(block, &mut terms)?;
+            let (with_positions, without): (Vec<_>, Vec<_>) =
+                terms.into_iter().partition(|(_, positions)| *positions);
+            block.prefetch_terms(without.iter().map(|(info, _)| info), false)?;
+            block.prefetch_terms(with_positions.iter().map(|(info, _)| info), true)?;
+            Ok(())
+        };
+        // Requests wait on the network, not the CPU: more threads than cores.
+        const PARALLEL: usize = 16;
+        for group in remote.chunks(PARALLEL) {
+            let results: Vec<Result<()>> = std::thread::scope(|scope| {
+                let handles: Vec<_> = group
+                    .iter()
+                    .map(|block| scope.spawn(|| fetch(block)))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().expect("a prefetch thread does not panic"))
+                    .collect()
+            });
+            // A block that cannot be read fails here, named, as it would in its scorer.
+            results.into_iter().collect::<Result<Vec<()>>>()?;
+        }
+        Ok(())
+    }
+
+    /// `filter_weight` after `prefetch`: for searches that read every block.
+    pub(crate) fn filter_weight_prefetched(&self, query: &Query) -> Result<Weight> {
+        self.prefetch(query)?;
+        Ok(self.filter_weight(query))
+    }
+
     pub fn filter_weight(&self, query: &Query) -> Weight {
         let query = query.unscored();
         let stats = CollectionStats::unscored(&query, &self.blocks);
@@ -564,7 +627,7 @@ impl Searcher {
     }
 
     pub fn count(&self, query: &Query) -> Result<u64> {
-        self.count_weight(&self.filter_weight(query))
+        self.count_weight(&self.filter_weight_prefetched(query)?)
     }
 
     pub(crate) fn check_scorer(&self, block: usize, scorer: &dyn Scorer) -> Result<()> {
@@ -794,6 +857,16 @@ impl Searcher {
                 let block = &self.blocks[hit.block as usize];
                 let fields = DocumentFetcher::with_fields(block, |name| name != TIME_FIELD)
                     .cached(self.chunk_cache.as_deref());
+                if block.is_remote() {
+                    let docs: Vec<u32> = hits
+                        .iter()
+                        .filter(|h| h.block == hit.block)
+                        .map(|h| h.doc)
+                        .collect::<BTreeSet<u32>>()
+                        .into_iter()
+                        .collect();
+                    fields.prefetch(&docs)?;
+                }
                 fetcher = Some((hit.block, fields));
             }
             let (_, fields) = fetcher.as_mut().expect("set just above");

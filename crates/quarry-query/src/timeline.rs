@@ -278,7 +278,7 @@ impl Searcher {
     /// Counts of matches per `interval` (ns) bucket, buckets aligned on multiples of the
     /// interval since the epoch.
     pub fn histogram(&self, query: &Query, interval: i64) -> Result<Buckets> {
-        let weight = self.filter_weight(query);
+        let weight = self.filter_weight_prefetched(query)?;
         // Partial counts arrive in bucket order within a block, and blocks come by their
         // first time, so the list is nearly sorted already: a sort and a merge of equal
         // buckets cost less than a map insert per bucket (a quarter of a 1-minute histogram

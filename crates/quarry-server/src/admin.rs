@@ -44,7 +44,7 @@ impl Tenant {
     ) -> Result<Tenant, ServerError> {
         let dir = tenants::catalog_dir(data, &spec.name);
         let catalog = Catalog::open_or_create(&dir, quarry_store::Settings::default())?;
-        let store = quarry_store::LocalDir::shared(&dir);
+        let store = config.storage.tenant_store(&dir, &spec.name);
         let (live, recovery) = LiveIndex::open(
             Box::new(catalog),
             store,

@@ -85,6 +85,8 @@ pub struct IngestConfig {
     pub merge: MergePolicy,
     /// Decoded column chunks kept across searches for fetching events (0: none kept).
     pub chunk_cache_bytes: u64,
+    /// Where block files go: the data directory, or object storage (issue 28).
+    pub storage: quarry_store::Storage,
 }
 
 impl Default for IngestConfig {
@@ -98,6 +100,7 @@ impl Default for IngestConfig {
             max_memory_blocks: 128,
             merge: MergePolicy::default(),
             chunk_cache_bytes: 128 << 20,
+            storage: quarry_store::Storage::Local,
         }
     }
 }
@@ -529,16 +532,11 @@ impl LiveIndex {
                 Err(error) => {
                     let path = store.location(entry.id);
                     tracing::warn!(block = %path.display(), %error, "damaged block left out");
-                    damaged.push((
-                        entry.id,
-                        DamagedBlock {
-                            path,
-                            error: error.to_string(),
-                        },
-                    ))
+                    damaged.push((entry.id, DamagedBlock::of(path, &error)))
                 }
             }
         }
+        remove_unnamed_blocks(&*catalog, &*store);
         let committed = catalog.wal_committed(tenant);
         let (wal, replay) = quarry_store::Wal::open(wal_dir, committed + 1)
             .map_err(|e| LiveError::Wal(e.to_string()))?;
@@ -713,6 +711,15 @@ impl LiveIndex {
     fn take_reported_damage(&self, state: &mut State) {
         let reported = std::mem::take(&mut *lock(&self.reported_damage));
         for damaged in reported {
+            if damaged.unreadable {
+                tracing::warn!(
+                    tenant = %self.tenant,
+                    block = %damaged.path.display(),
+                    error = %damaged.error,
+                    "block could not be read: left out of that answer only"
+                );
+                continue;
+            }
             let Some(at) = state
                 .disk
                 .iter()
@@ -1283,16 +1290,17 @@ impl LiveIndex {
                 let Some(id) = bad else {
                     return Err(LiveError::Format(error));
                 };
+                if matches!(error, quarry_format::FormatError::Io { .. }) {
+                    // Unreadable, not damaged (a store that did not answer): the merge is
+                    // tried again later.
+                    return Err(LiveError::Format(error));
+                }
                 tracing::warn!(%error, block = id, "damaged block left out of merging");
                 let mut state = self.state();
                 state.disk.retain(|(disk_id, _)| *disk_id != id);
-                state.damaged.push((
-                    id,
-                    DamagedBlock {
-                        path: self.store.location(id),
-                        error: error.to_string(),
-                    },
-                ));
+                state
+                    .damaged
+                    .push((id, DamagedBlock::of(self.store.location(id), &error)));
                 state.snapshot = None;
                 return Ok(true);
             }
@@ -1420,6 +1428,30 @@ fn sizes(readers: &[&BlockReader]) -> Vec<(u64, u64)> {
         .iter()
         .map(|r| (r.file_len(), u64::from(r.doc_count())))
         .collect()
+}
+
+/// Deletes the blocks `store` holds that the catalog does not name: written but never
+/// committed (a crash between an upload and the catalog's commit), or retired by a commit
+/// whose delete then failed. Safe only while nothing writes blocks for the tenant (at open:
+/// one writer per tenant holds its catalog). A failure to list or delete costs storage, not
+/// data: it is logged and the next open tries again.
+fn remove_unnamed_blocks(catalog: &dyn Metastore, store: &dyn BlockStore) {
+    let named: std::collections::HashSet<u64> = catalog.blocks().iter().map(|b| b.id).collect();
+    let stored = match store.list() {
+        Ok(ids) => ids,
+        Err(error) => {
+            tracing::warn!(%error, "could not list the block store to remove unnamed blocks");
+            return;
+        }
+    };
+    for id in stored.into_iter().filter(|id| !named.contains(id)) {
+        match store.delete(id) {
+            Ok(()) => {
+                tracing::info!(block = %store.location(id).display(), "removed a block no catalog names")
+            }
+            Err(error) => tracing::warn!(%error, "could not remove a block no catalog names"),
+        }
+    }
 }
 
 fn open_entries(

@@ -117,6 +117,41 @@ const SECONDS: &[NanosReading] = &[
     ),
 ];
 
+/// Object storage, server-wide (every tenant's reads and writes): (name, help, read).
+type ObjectReading = (
+    &'static str,
+    &'static str,
+    fn(&quarry_store::object_blocks::ObjectStats) -> &AtomicU64,
+);
+
+const OBJECT_COUNTS: &[ObjectReading] = &[
+    (
+        "quarry_object_store_gets",
+        "Ranged GET requests to object storage",
+        |s| &s.gets,
+    ),
+    (
+        "quarry_object_store_fetched_bytes",
+        "Bytes read from object storage",
+        |s| &s.bytes_fetched,
+    ),
+    (
+        "quarry_object_store_puts",
+        "Blocks uploaded to object storage",
+        |s| &s.puts,
+    ),
+    (
+        "quarry_object_store_uploaded_bytes",
+        "Bytes uploaded to object storage",
+        |s| &s.bytes_uploaded,
+    ),
+    (
+        "quarry_object_store_cache_hits",
+        "Reads of remote blocks the local cache answered without a request",
+        |s| &s.cache_hits,
+    ),
+];
+
 /// A counter of seconds.
 type Seconds = Counter<f64, AtomicU64>;
 
@@ -134,6 +169,7 @@ pub(crate) struct Metrics {
     gauges: Vec<Family<TenantLabel, Gauge>>,
     counts: Vec<Family<TenantLabel, Counter>>,
     seconds: Vec<Family<TenantLabel, Seconds>>,
+    object_counts: Vec<Counter>,
 }
 
 impl Metrics {
@@ -210,7 +246,16 @@ impl Metrics {
                 family
             })
             .collect();
+        let object_counts = OBJECT_COUNTS
+            .iter()
+            .map(|(name, help, _)| {
+                let counter = Counter::default();
+                registry.register(*name, *help, counter.clone());
+                counter
+            })
+            .collect();
         Metrics {
+            object_counts,
             registry,
             ingested_events,
             ingested_bytes,
@@ -270,6 +315,12 @@ impl Metrics {
 
     /// Brings the scrape-time series up to date with the tenants' state.
     fn read_tenants(&self, state: &AppState) {
+        if let quarry_store::Storage::Object(storage) = &state.ingest_config.storage {
+            for ((_, _, read), counter) in OBJECT_COUNTS.iter().zip(&self.object_counts) {
+                let total = read(storage.stats()).load(Ordering::Relaxed);
+                counter.inc_by(total.saturating_sub(counter.get()));
+            }
+        }
         for tenant in state.all_tenants() {
             let label = Self::tenant(&tenant.name());
             let live = &tenant.live;

@@ -144,47 +144,31 @@ impl BlockStore for LocalDir {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// Where a server's or a command's blocks are: the data directory (the default) or object
+/// storage. The catalog, the WAL and the tenants stay in the data directory either way.
+#[derive(Debug, Clone, Default)]
+pub enum Storage {
+    #[default]
+    Local,
+    Object(crate::object_blocks::ObjectStorage),
+}
 
-    /// An entry naming block `id` and nothing else about it.
-    fn unknown(id: BlockId) -> BlockEntry {
-        BlockEntry {
-            id,
-            docs: 0,
-            time_min: 0,
-            time_max: 0,
-            bytes: 0,
-            open_from: 0,
+impl Storage {
+    /// The block store of tenant `tenant`, whose catalog is in `dir`.
+    pub fn tenant_store(&self, dir: &Path, tenant: &str) -> Arc<dyn BlockStore> {
+        match self {
+            Storage::Local => LocalDir::shared(dir),
+            Storage::Object(storage) => Arc::new(storage.tenant_blocks(tenant)),
         }
     }
 
-    /// A block written to the store reads back whole and in ranges, is listed by its id, and
-    /// is gone after a delete (twice is fine).
-    #[test]
-    fn a_local_block_round_trips() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join(BLOCKS_DIR)).unwrap();
-        let store = LocalDir::new(dir.path());
-        let bytes = b"not a real block, only bytes".to_vec();
-        store.put_bytes(7, &bytes).unwrap();
-        store.put_bytes(12, b"another").unwrap();
-        assert_eq!(store.list().unwrap(), vec![7, 12]);
-        assert_eq!(store.read_range(7, 4..8).unwrap(), bytes[4..8].to_vec());
-        assert_eq!(store.read_range(7, 0..bytes.len() as u64).unwrap(), bytes);
-        assert!(store.read_range(7, 20..200).is_err(), "past the end");
-        assert!(
-            matches!(store.open(&unknown(7)), Err(FormatError::BadMagic { .. })),
-            "not a block"
-        );
-        assert_eq!(store.find(&store.location(12), &[7, 12]), Some(12));
-        store.delete(7).unwrap();
-        store.delete(7).unwrap();
-        assert_eq!(store.list().unwrap(), vec![12]);
-        assert!(matches!(
-            store.open(&unknown(7)),
-            Err(FormatError::Io { .. })
-        ));
+    /// `local` or the object store's URL, for messages.
+    pub fn describe(&self) -> String {
+        match self {
+            Storage::Local => "local".to_owned(),
+            Storage::Object(storage) => storage.url().to_owned(),
+        }
     }
 }
+
+// The store contract is tested on a local directory and on S3 in tests/object_blocks.rs.

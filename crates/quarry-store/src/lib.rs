@@ -9,11 +9,13 @@ pub mod catalog;
 pub mod date;
 pub mod mapping;
 pub mod metastore;
+pub mod object_blocks;
 pub mod wal;
 
 pub use block_file::{write_block_bytes, write_block_file};
-pub use block_store::{BlockId, BlockStore, LocalDir};
+pub use block_store::{BlockId, BlockStore, LocalDir, Storage};
 pub use catalog::{BlockEntry, Catalog, CatalogError, Settings, SourceKey, SourceState};
 pub use mapping::{FieldMapping, FieldType, Mapping, MappingError, NumberType};
 pub use metastore::Metastore;
+pub use object_blocks::{ObjectBlocks, ObjectStorage};
 pub use wal::{Replay, Wal, WalError, WalRecord};

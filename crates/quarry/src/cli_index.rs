@@ -1,5 +1,5 @@
 use crate::size::parse_size;
-use crate::DataArgs;
+use crate::{DataArgs, StorageArgs};
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use quarry_index::merge::{merge_blocks, pick_merge_skipping, MergePolicy};
@@ -18,6 +18,8 @@ use std::time::{Duration, Instant};
 pub struct IndexArgs {
     #[command(flatten)]
     data: DataArgs,
+    #[command(flatten)]
+    storage: StorageArgs,
     /// Indexer threads [default: all cores]
     #[arg(long)]
     threads: Option<usize>,
@@ -54,6 +56,8 @@ pub struct IndexArgs {
 pub struct MergeArgs {
     #[command(flatten)]
     data: DataArgs,
+    #[command(flatten)]
+    storage: StorageArgs,
     /// Output blocks are cut when their inputs' bytes reach this; the merge's peak memory is
     /// about 4 times this (`--memory-budget` is the old name)
     #[arg(long, alias = "memory-budget", default_value = "512MB", value_parser = parse_size)]
@@ -108,6 +112,7 @@ pub fn index(args: IndexArgs) -> Result<ExitCode> {
             .with_context(|| path.display().to_string())?;
     }
     let schema = Arc::new(Schema::from_settings(catalog.settings()));
+    let store = args.storage.store(&args.data.data)?;
     let inputs: Vec<Input> = args
         .files
         .iter()
@@ -138,6 +143,7 @@ pub fn index(args: IndexArgs) -> Result<ExitCode> {
             .max(1),
         memory_budget: args.memory_budget,
         reindex_changed: args.reindex_changed,
+        store: Some(store.clone()),
         ..IndexOptions::default()
     };
     let progress = Progress::default();
@@ -173,7 +179,7 @@ pub fn index(args: IndexArgs) -> Result<ExitCode> {
             target_block_bytes: args.target_block_size as u64,
             ..MergePolicy::default()
         };
-        merge_small_blocks(&mut catalog, &schema, &policy)?;
+        merge_small_blocks(&mut catalog, &*store, &schema, &policy)?;
     }
     let seconds = started.elapsed().as_secs_f64();
     let json_bytes = progress.json_bytes.load(Ordering::Relaxed)
@@ -273,6 +279,7 @@ fn report_sources(reports: &[SourceReport]) -> SourcesStatus {
 /// stops it rather than risk merging the same blocks forever (issue 9, defect 1).
 fn merge_small_blocks(
     catalog: &mut Catalog,
+    store: &dyn BlockStore,
     schema: &Arc<Schema>,
     policy: &MergePolicy,
 ) -> Result<()> {
@@ -285,10 +292,9 @@ fn merge_small_blocks(
             return Ok(());
         }
         let before = catalog.blocks().len();
-        let store = catalog.local_store();
         let merged = merge_blocks(
             catalog,
-            &store,
+            store,
             schema.clone(),
             &ids,
             policy,
@@ -344,6 +350,7 @@ fn update_bar(bar: &ProgressBar, progress: &Progress, started: Instant) {
 }
 
 pub fn merge(args: MergeArgs) -> Result<ExitCode> {
+    let store = args.storage.store(&args.data.data)?;
     let mut catalog = Catalog::open_or_create(&args.data.data, Settings::default())
         .with_context(|| format!("opening data directory {}", args.data.data.display()))?;
     let schema = Arc::new(Schema::from_settings(catalog.settings()));
@@ -369,10 +376,7 @@ pub fn merge(args: MergeArgs) -> Result<ExitCode> {
     };
     let outputs = with_ticker(
         || bar.set_position(progress.events.load(Ordering::Relaxed)),
-        || {
-            let store = catalog.local_store();
-            merge_blocks(&mut catalog, &store, schema, &ids, &policy, &progress)
-        },
+        || merge_blocks(&mut catalog, &*store, schema, &ids, &policy, &progress),
     )?;
     bar.finish_and_clear();
     eprintln!(

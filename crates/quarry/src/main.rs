@@ -20,6 +20,7 @@ use clap::{Parser, Subcommand};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 #[derive(Parser)]
 #[command(
@@ -131,4 +132,60 @@ pub struct DataArgs {
 
 impl DataArgs {
     pub const DEFAULT_DIR: &'static str = "quarry-data";
+}
+
+/// `--storage` and `--cache-dir`, for the commands that read blocks of a data directory
+/// whose server keeps them in object storage.
+#[derive(clap::Args, Debug, Clone)]
+pub struct StorageArgs {
+    /// Where the blocks are, as `serve --storage`: `local` (the data directory) or
+    /// `s3://BUCKET/PREFIX` (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ... from the environment)
+    #[arg(long, env = "QUARRY_STORAGE", value_name = "URL")]
+    pub storage: Option<String>,
+    /// Local copies of what is read from object storage [default: DATA/cache]
+    #[arg(long, env = "QUARRY_CACHE_DIR", value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// For benchmarks: each object-storage read waits this many milliseconds before its
+    /// first byte and 10 ns per byte after (100 MB/s), as from a cloud store
+    #[arg(long, value_name = "MS")]
+    pub object_latency: Option<u64>,
+}
+
+impl StorageArgs {
+    /// The default tenant's block store for the data directory `data`.
+    pub fn store(
+        &self,
+        data: &std::path::Path,
+    ) -> anyhow::Result<Arc<dyn quarry_store::BlockStore>> {
+        let storage = storage(
+            self.storage.as_deref(),
+            data,
+            self.cache_dir.as_deref(),
+            self.object_latency,
+        )?;
+        Ok(storage.tenant_store(data, "default"))
+    }
+}
+
+/// The storage `url` names (`local` or `s3://BUCKET/PREFIX`; none: local), with its cache in
+/// `cache_dir` (default `DATA/cache`).
+pub fn storage(
+    url: Option<&str>,
+    data: &std::path::Path,
+    cache_dir: Option<&std::path::Path>,
+    latency_ms: Option<u64>,
+) -> anyhow::Result<quarry_store::Storage> {
+    match url {
+        None | Some("local") => Ok(quarry_store::Storage::Local),
+        Some(url) if url.starts_with("s3://") => {
+            let cache = cache_dir.map_or_else(|| data.join("cache"), |dir| dir.to_path_buf());
+            let mut storage =
+                quarry_store::ObjectStorage::s3(url, &cache).map_err(anyhow::Error::msg)?;
+            if let Some(ms) = latency_ms {
+                storage = storage.with_latency(std::time::Duration::from_millis(ms));
+            }
+            Ok(quarry_store::Storage::Object(storage))
+        }
+        Some(other) => anyhow::bail!("storage {other:?}: expected local or s3://BUCKET/PREFIX"),
+    }
 }

@@ -9,8 +9,11 @@
 //! verified in full and the directory started afresh, so a long soak stays small.
 
 mod common;
+#[path = "../../quarry-store/tests/support/seaweedfs.rs"]
+mod seaweedfs;
 
-use common::{quarry, send_to, Server};
+use common::{send_to, Server};
+use quarry_store::BlockStore;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -109,14 +112,46 @@ fn stored_uids(server: &Server) -> HashMap<String, u32> {
     uids
 }
 
-fn verify(data: &Path, flags: &[&str], ledger: &Ledger, log: &Path, seed: u64) -> usize {
+/// Where a run keeps its blocks: the data directory, or object storage.
+struct Storage<'a> {
+    /// Flags for `serve` and `check` (`--storage URL`), none for local.
+    flags: Vec<String>,
+    env: Vec<(&'static str, String)>,
+    /// Object storage: the server restarts with an empty cache before each verification.
+    _object: Option<&'a seaweedfs::SeaweedFs>,
+}
+
+impl Storage<'_> {
+    fn local() -> Storage<'static> {
+        Storage {
+            flags: Vec::new(),
+            env: Vec::new(),
+            _object: None,
+        }
+    }
+
+    fn env(&self) -> Vec<(&str, &str)> {
+        self.env.iter().map(|(k, v)| (*k, v.as_str())).collect()
+    }
+}
+
+fn verify(
+    data: &Path,
+    flags: &[&str],
+    storage: &Storage,
+    ledger: &Ledger,
+    log: &Path,
+    seed: u64,
+) -> usize {
+    let storage_flags: Vec<&str> = storage.flags.iter().map(String::as_str).collect();
     let server = Server::spawn_logged(
         &[
             &["--data", data.to_str().unwrap(), "--listen", "127.0.0.1:0"],
             flags,
+            &storage_flags,
         ]
         .concat(),
-        &[],
+        &storage.env(),
         Path::new("."),
         Some(log),
     );
@@ -137,7 +172,17 @@ fn verify(data: &Path, flags: &[&str], ledger: &Ledger, log: &Path, seed: u64) -
         assert!(known.contains(uid), "{uid} was never sent: {}", context());
     }
     drop(server);
-    let check = quarry(&["check", "--data", data.to_str().unwrap()]);
+    let check = std::process::Command::new(env!("CARGO_BIN_EXE_quarry"))
+        .args(
+            [
+                &["check", "--data", data.to_str().unwrap()],
+                &storage_flags[..],
+            ]
+            .concat(),
+        )
+        .envs(storage.env())
+        .output()
+        .unwrap();
     assert!(
         check.status.success(),
         "quarry check: {} {}",
@@ -153,6 +198,32 @@ fn acknowledged_events_survive_sigkill_exactly_once() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(20);
+    crash_run(kills, |_| Storage::local());
+}
+
+/// The same with blocks in object storage (a throwaway SeaweedFS): sealed blocks are
+/// uploaded before the catalog names them, and each verification restarts the server with
+/// an empty cache, so every event it finds was read back from the store.
+#[test]
+fn acknowledged_events_survive_sigkill_exactly_once_on_object_storage() {
+    let Some(weed) = seaweedfs::SeaweedFs::start() else {
+        return;
+    };
+    let kills: usize = std::env::var("QUARRY_CRASH_S3_KILLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10);
+    crash_run(kills, |epoch| Storage {
+        flags: vec![
+            "--storage".into(),
+            weed.url(&format!("crash/epoch-{epoch}")),
+        ],
+        env: weed.env(),
+        _object: Some(&weed),
+    });
+}
+
+fn crash_run<'a>(kills: usize, storage_of: impl Fn(usize) -> Storage<'a>) {
     let seed: u64 = std::env::var("QUARRY_CRASH_SEED")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -168,12 +239,14 @@ fn acknowledged_events_survive_sigkill_exactly_once() {
     let log = dir.path().join("server.log");
     let flags = ["--flush-interval", "0.03", "--flush-size", "256KB"];
     let started = Instant::now();
-    let (mut acked_total, mut stored_total) = (0usize, 0usize);
+    let (mut acked_total, mut stored_total, mut objects_total) = (0usize, 0usize, 0usize);
     let mut epoch = 0;
     let mut done = 0;
     while done < kills {
         epoch += 1;
         let data = dir.path().join(format!("data-{epoch}"));
+        let storage = storage_of(epoch);
+        let storage_flags: Vec<&str> = storage.flags.iter().map(String::as_str).collect();
         let ledger = Arc::new(Mutex::new(Ledger::default()));
         let next = Arc::new(Mutex::new(0u64));
         let in_epoch = EPOCH.min(kills - done);
@@ -182,9 +255,10 @@ fn acknowledged_events_survive_sigkill_exactly_once() {
                 &[
                     &["--data", data.to_str().unwrap(), "--listen", "127.0.0.1:0"],
                     &flags[..],
+                    &storage_flags,
                 ]
                 .concat(),
-                &[],
+                &storage.env(),
                 Path::new("."),
                 Some(&log),
             );
@@ -212,12 +286,38 @@ fn acknowledged_events_survive_sigkill_exactly_once() {
             done += 1;
         }
         let ledger = ledger.lock().unwrap();
-        stored_total += verify(&data, &flags, &ledger, &log, seed);
+        if storage._object.is_some() {
+            // A restart on another machine, or after the cache was lost: nothing local but
+            // the WAL, the catalog and the tenants.
+            let _ = std::fs::remove_dir_all(data.join("cache"));
+        }
+        stored_total += verify(&data, &flags, &storage, &ledger, &log, seed);
+        if let Some(weed) = storage._object {
+            // The blocks are in the store, none in the data directory.
+            let url = &storage.flags[1];
+            let scratch = tempfile::tempdir().unwrap();
+            let objects =
+                quarry_store::ObjectStorage::s3_with(url, scratch.path(), &weed.settings())
+                    .unwrap()
+                    .tenant_blocks("default")
+                    .list()
+                    .unwrap_or_else(|e| panic!("{e}: seed {seed}; server log {}", log.display()));
+            assert!(
+                !objects.is_empty(),
+                "no block reached {url}: seed {seed}; server log {}",
+                log.display()
+            );
+            let local_blocks = std::fs::read_dir(data.join("blocks"))
+                .map(|entries| entries.count())
+                .unwrap_or(0);
+            assert_eq!(local_blocks, 0, "block files in the data directory");
+            objects_total += objects.len();
+        }
         acked_total += ledger.acked.len();
         std::fs::remove_dir_all(&data).unwrap();
     }
     eprintln!(
-        "crash test: {done} kills in {:.1} s, {acked_total} events acknowledged, {stored_total} stored (acknowledged + unanswered that made it), all exactly once",
+        "crash test: {done} kills in {:.1} s, {acked_total} events acknowledged, {stored_total} stored (acknowledged + unanswered that made it), all exactly once; {objects_total} blocks in object storage",
         started.elapsed().as_secs_f64()
     );
     assert!(acked_total > 0, "no request was ever acknowledged");

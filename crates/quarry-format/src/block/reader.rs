@@ -42,6 +42,11 @@ pub trait BlockSource: Send + Sync {
         let _ = ranges;
         Ok(())
     }
+
+    /// Whether `fetch` may have to ask a remote store (worth batching reads for).
+    fn is_remote(&self) -> bool {
+        false
+    }
 }
 
 impl<T: AsRef<[u8]> + Send + Sync> BlockSource for T {
@@ -361,6 +366,11 @@ impl BlockReader {
             path: self.path.clone(),
             source,
         })
+    }
+
+    /// Whether the block's bytes come from a remote store (`BlockSource::is_remote`).
+    pub fn is_remote(&self) -> bool {
+        self.bytes.is_remote()
     }
 
     /// Fetches, as one batch, the postings (and with `positions`, the positions) of each
@@ -925,6 +935,32 @@ impl<'a> DocumentFetcher<'a> {
             cache: None,
             columns,
         }
+    }
+
+    /// Fetches, as one batch, the chunks that fetching `docs` will decode (a remote block's
+    /// one round trip for a page of hits, instead of one per column chunk).
+    pub fn prefetch(&self, docs: &[u32]) -> Result<()> {
+        if !self.block.is_remote() {
+            return Ok(());
+        }
+        let mut ranges = Vec::new();
+        for column in &self.columns {
+            let mut last = None;
+            for &doc in docs {
+                let corrupt = |e| self.block.corrupt(column.name.clone(), e);
+                let Some(index) = column.reader.chunk_of(doc).map_err(corrupt)? else {
+                    continue;
+                };
+                if last == Some(index) {
+                    continue;
+                }
+                last = Some(index);
+                if let Some(range) = column.reader.chunk_block_range(index).map_err(corrupt)? {
+                    ranges.push(range);
+                }
+            }
+        }
+        self.block.fetch(&ranges)
     }
 
     /// Reuses and fills `cache`.

@@ -77,6 +77,19 @@ impl<'a> ColumnReader<'a> {
         self
     }
 
+    /// Where chunk `index`'s bytes are in the block (with a source; `None` for a chunk
+    /// stored without data, or a reader without a source): what decoding it fetches.
+    pub fn chunk_block_range(&self, index: usize) -> DecodeResult<Option<std::ops::Range<u64>>> {
+        let meta = self.chunk_meta(index)?;
+        Ok(self
+            .source
+            .filter(|_| meta.len > 0)
+            .map(|(_, data_offset)| {
+                let at = data_offset.saturating_add(meta.offset);
+                at..at.saturating_add(u64::from(meta.len))
+            }))
+    }
+
     pub fn column_type(&self) -> ColumnType {
         self.ty
     }
@@ -163,7 +176,7 @@ impl<'a> ColumnReader<'a> {
                 .fetch(std::slice::from_ref(
                     &(at..at.saturating_add(u64::from(meta.len))),
                 ))
-                .map_err(|_| DecodeError::new("chunk could not be read from the block's store"))?;
+                .map_err(|_| DecodeError::UNREADABLE)?;
         }
         let compressed = self
             .data

@@ -515,32 +515,20 @@ impl Searcher {
         if remote.is_empty() {
             return Ok(());
         }
-        let fetch = |block: &BlockReader| -> Result<()> {
+        // What each block's scorers will read, and which blocks lack some of it: a query
+        // asked again (warm) finds everything at hand and starts no thread.
+        let mut wanted = Vec::new();
+        for block in remote {
             let mut terms = Vec::new();
             query.terms_in(block, &mut terms)?;
-            let (with_positions, without): (Vec<_>, Vec<_>) =
-                terms.into_iter().partition(|(_, positions)| *positions);
-            block.prefetch_terms(without.iter().map(|(info, _)| info), false)?;
-            block.prefetch_terms(with_positions.iter().map(|(info, _)| info), true)?;
-            Ok(())
-        };
-        // Requests wait on the network, not the CPU: more threads than cores.
-        const PARALLEL: usize = 16;
-        for group in remote.chunks(PARALLEL) {
-            let results: Vec<Result<()>> = std::thread::scope(|scope| {
-                let handles: Vec<_> = group
-                    .iter()
-                    .map(|block| scope.spawn(|| fetch(block)))
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().expect("a prefetch thread does not panic"))
-                    .collect()
-            });
-            // A block that cannot be read fails here, named, as it would in its scorer.
-            results.into_iter().collect::<Result<Vec<()>>>()?;
+            let ranges =
+                block.terms_ranges(terms.iter().map(|(info, positions)| (info, *positions)));
+            if block.is_missing(&ranges) {
+                wanted.push((block, ranges));
+            }
         }
-        Ok(())
+        // A block that cannot be read fails here, named, as it would in its scorer.
+        parallel(&wanted, |(block, ranges)| Ok(block.prefetch(ranges)?))
     }
 
     /// `filter_weight` after `prefetch`: for searches that read every block.
@@ -824,6 +812,11 @@ impl Searcher {
 
     fn time_of(&self, block: u32, doc: u32) -> Result<i64> {
         let reader = &self.blocks[block as usize];
+        // From the resident time offsets when the block has them: no chunk to decode (or, for
+        // a remote block, to fetch: a round trip per hit's chunk).
+        if let Some(time) = reader.time_of_doc(doc) {
+            return Ok(time);
+        }
         let corrupt = |e: DecodeError| QueryError::from(reader.corrupt("_time column", e));
         let column = reader
             .time_column()
@@ -850,6 +843,7 @@ impl Searcher {
         let mut order: Vec<usize> = (0..hits.len()).collect();
         order.sort_unstable_by_key(|&i| (hits[i].block, hits[i].doc));
         let mut events = vec![Vec::new(); hits.len()];
+        self.prefetch_events(hits)?;
         let mut fetcher: Option<(u32, DocumentFetcher)> = None;
         for i in order {
             let hit = &hits[i];
@@ -857,22 +851,37 @@ impl Searcher {
                 let block = &self.blocks[hit.block as usize];
                 let fields = DocumentFetcher::with_fields(block, |name| name != TIME_FIELD)
                     .cached(self.chunk_cache.as_deref());
-                if block.is_remote() {
-                    let docs: Vec<u32> = hits
-                        .iter()
-                        .filter(|h| h.block == hit.block)
-                        .map(|h| h.doc)
-                        .collect::<BTreeSet<u32>>()
-                        .into_iter()
-                        .collect();
-                    fields.prefetch(&docs)?;
-                }
                 fetcher = Some((hit.block, fields));
             }
             let (_, fields) = fetcher.as_mut().expect("set just above");
             events[i] = fields.fetch(hit.doc)?;
         }
         Ok(events)
+    }
+
+    /// Fetches the column chunks the events of `hits` need from each remote block, as one
+    /// batch per block, the blocks in parallel (one round trip for a page of hits).
+    fn prefetch_events(&self, hits: &[Hit]) -> Result<()> {
+        let mut docs: HashMap<u32, BTreeSet<u32>> = HashMap::new();
+        for hit in hits {
+            if self.blocks[hit.block as usize].is_remote() {
+                docs.entry(hit.block).or_default().insert(hit.doc);
+            }
+        }
+        let docs: Vec<(u32, Vec<u32>)> = docs
+            .into_iter()
+            .map(|(block, docs)| (block, docs.into_iter().collect()))
+            .collect();
+        let mut wanted = Vec::new();
+        for (block, docs) in docs {
+            let block = &self.blocks[block as usize];
+            let ranges = DocumentFetcher::with_fields(block, |name| name != TIME_FIELD)
+                .chunk_ranges(&docs)?;
+            if block.is_missing(&ranges) {
+                wanted.push((block, ranges));
+            }
+        }
+        parallel(&wanted, |(block, ranges)| Ok(block.prefetch(ranges)?))
     }
 
     /// Only the named fields of a hit (e.g. `url` for the benchmark).
@@ -974,6 +983,32 @@ pub fn value_to_json(value: &Value) -> serde_json::Value {
         Value::Timestamp(t) => serde_json::Value::String(quarry_index::event::format_time(*t)),
         Value::Json(text) => {
             serde_json::from_str(text).unwrap_or_else(|_| serde_json::Value::String(text.clone()))
+        }
+    }
+}
+
+/// Runs `work` on each item, on up to 16 threads at once: for fetches from remote blocks,
+/// which wait on the network, not the CPU. The first error is returned (after all ran).
+fn parallel<T: Sync>(items: &[T], work: impl Fn(&T) -> Result<()> + Sync) -> Result<()> {
+    const PARALLEL: usize = 16;
+    match items {
+        [] => Ok(()),
+        [one] => work(one),
+        _ => {
+            for group in items.chunks(PARALLEL) {
+                let results: Vec<Result<()>> = std::thread::scope(|scope| {
+                    let handles: Vec<_> = group
+                        .iter()
+                        .map(|item| scope.spawn(|| work(item)))
+                        .collect();
+                    handles
+                        .into_iter()
+                        .map(|h| h.join().expect("a fetch thread does not panic"))
+                        .collect()
+                });
+                results.into_iter().collect::<Result<Vec<()>>>()?;
+            }
+            Ok(())
         }
     }
 }

@@ -215,8 +215,12 @@ fn a_flipped_byte_in_any_section_is_an_error_or_changes_nothing() {
             }
         }
         flipped_total += errors + same;
-        // Bytes a query reads are most of every section: most flips must be caught.
-        assert!(errors > 0, "{name}: no flip was caught ({same} unchanged)");
+        // Bytes a query reads are most of every section: most flips must be caught. The
+        // `_time` column's chunks are the exception: hits' times come from the time offsets
+        // (resident, checked at open), so no query here reads them (`verify` does).
+        if name != "column _time:timestamp data" {
+            assert!(errors > 0, "{name}: no flip was caught ({same} unchanged)");
+        }
     }
     assert!(flipped_total as u64 >= file_len, "every byte was flipped");
 }

@@ -195,6 +195,24 @@ impl ObjectStorage {
         })
     }
 
+    /// Whether the store answers (a listing of the prefix): a server or command that cannot
+    /// reach its blocks says so at once, with the store's answer, instead of starting with
+    /// every block left out.
+    pub fn check(&self) -> Result<(), String> {
+        let store = self.store.clone();
+        let prefix = self.prefix.clone();
+        match run(async move { store.list_with_delimiter(Some(&prefix)).await }) {
+            Ok(_) => Ok(()),
+            // A store that creates buckets on the first upload (SeaweedFS) answers so until
+            // then; elsewhere, uploads fail and say so.
+            Err(e) if e.to_string().contains("NoSuchBucket") => {
+                tracing::warn!(storage = %self.url, "the bucket does not exist (yet)");
+                Ok(())
+            }
+            Err(e) => Err(format!("storage {}: {e}", self.url)),
+        }
+    }
+
     pub fn url(&self) -> &str {
         &self.url
     }
@@ -531,6 +549,13 @@ impl BlockSource for RemoteBlock {
         true
     }
 
+    fn is_missing(&self, ranges: &[Range<u64>]) -> bool {
+        ranges.iter().filter(|r| r.start < r.end).any(|r| {
+            (r.start / GRANULE..r.end.min(self.len()).div_ceil(GRANULE))
+                .any(|granule| !self.is_present(granule))
+        })
+    }
+
     fn fetch(&self, ranges: &[Range<u64>]) -> std::io::Result<()> {
         // The missing granules, as runs.
         let mut runs: Vec<Range<u64>> = Vec::new();
@@ -560,6 +585,13 @@ impl BlockSource for RemoteBlock {
             .iter()
             .map(|run| run.start * GRANULE..(run.end * GRANULE).min(self.len()))
             .collect();
+        tracing::debug!(
+            block = self.id,
+            runs = byte_runs.len(),
+            bytes = byte_runs.iter().map(|r| r.end - r.start).sum::<u64>(),
+            "fetching from object storage"
+        );
+
         let fetched = self
             .blocks
             .get_ranges(self.id, byte_runs.clone())

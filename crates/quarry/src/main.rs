@@ -184,6 +184,12 @@ pub fn storage(
             if let Some(ms) = latency_ms {
                 storage = storage.with_latency(std::time::Duration::from_millis(ms));
             }
+            storage.check().map_err(|e| {
+                anyhow::anyhow!(
+                    "{e}\n(the store is configured by AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, \
+                     AWS_SECRET_ACCESS_KEY and AWS_REGION)"
+                )
+            })?;
             Ok(quarry_store::Storage::Object(storage))
         }
         Some(other) => anyhow::bail!("storage {other:?}: expected local or s3://BUCKET/PREFIX"),

@@ -47,6 +47,12 @@ pub trait BlockSource: Send + Sync {
     fn is_remote(&self) -> bool {
         false
     }
+
+    /// Whether some of `ranges` is not at hand yet (`fetch` would have to ask for it).
+    fn is_missing(&self, ranges: &[Range<u64>]) -> bool {
+        let _ = ranges;
+        false
+    }
 }
 
 impl<T: AsRef<[u8]> + Send + Sync> BlockSource for T {
@@ -373,22 +379,40 @@ impl BlockReader {
         self.bytes.is_remote()
     }
 
-    /// Fetches, as one batch, the postings (and with `positions`, the positions) of each
-    /// term: a query asks for all its terms' bytes before its cursors read them, so a remote
+    /// Fetches, as one batch, the postings of each term (and its positions, when paired with
+    /// true): a query asks for all its terms' bytes before its cursors read them, so a remote
     /// block costs one round trip for them instead of one per term.
     pub fn prefetch_terms<'i>(
         &self,
-        terms: impl IntoIterator<Item = &'i TermInfo>,
-        positions: bool,
+        terms: impl IntoIterator<Item = (&'i TermInfo, bool)>,
     ) -> Result<()> {
-        let mut ranges = Vec::new();
-        for info in terms {
-            self.term_ranges(info, positions, &mut ranges);
-        }
+        let ranges = self.terms_ranges(terms);
         if ranges.is_empty() {
             return Ok(());
         }
         self.fetch(&ranges)
+    }
+
+    /// The byte ranges cursors over `terms` read (with positions where paired with true).
+    pub fn terms_ranges<'i>(
+        &self,
+        terms: impl IntoIterator<Item = (&'i TermInfo, bool)>,
+    ) -> Vec<Range<u64>> {
+        let mut ranges = Vec::new();
+        for (info, positions) in terms {
+            self.term_ranges(info, positions, &mut ranges);
+        }
+        ranges
+    }
+
+    /// Whether some of `ranges` must still be fetched from the block's store.
+    pub fn is_missing(&self, ranges: &[Range<u64>]) -> bool {
+        self.bytes.is_missing(ranges)
+    }
+
+    /// Fetches `ranges` of the block (one batch).
+    pub fn prefetch(&self, ranges: &[Range<u64>]) -> Result<()> {
+        self.fetch(ranges)
     }
 
     /// The byte ranges a cursor over `info` reads, widened to whole checksum pages (a
@@ -943,6 +967,12 @@ impl<'a> DocumentFetcher<'a> {
         if !self.block.is_remote() {
             return Ok(());
         }
+        let ranges = self.chunk_ranges(docs)?;
+        self.block.fetch(&ranges)
+    }
+
+    /// The byte ranges of the chunks that fetching `docs` (ascending) decodes.
+    pub fn chunk_ranges(&self, docs: &[u32]) -> Result<Vec<Range<u64>>> {
         let mut ranges = Vec::new();
         for column in &self.columns {
             let mut last = None;
@@ -960,7 +990,7 @@ impl<'a> DocumentFetcher<'a> {
                 }
             }
         }
-        self.block.fetch(&ranges)
+        Ok(ranges)
     }
 
     /// Reuses and fills `cache`.

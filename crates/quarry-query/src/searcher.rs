@@ -125,8 +125,9 @@ impl Searcher {
         let (settings, entries) = Catalog::read_only(dir)?;
         let mut blocks = Vec::with_capacity(entries.len());
         let mut damaged = Vec::new();
-        for entry in &entries {
-            match store.open(entry) {
+        let opened = quarry_store::block_store::open_all(store, &entries);
+        for (entry, opened) in entries.iter().zip(opened) {
+            match opened {
                 Ok(block) => blocks.push(block),
                 Err(error) => damaged.push(DamagedBlock::of(store.location(entry.id), &error)),
             }

@@ -526,8 +526,9 @@ impl LiveIndex {
         let schema = Arc::new(Schema::from_settings(catalog.settings()));
         let mut disk = Vec::with_capacity(catalog.blocks().len());
         let mut damaged = Vec::new();
-        for entry in catalog.blocks() {
-            match store.open(entry) {
+        let opened = quarry_store::block_store::open_all(&*store, catalog.blocks());
+        for (entry, opened) in catalog.blocks().iter().zip(opened) {
+            match opened {
                 Ok(reader) => disk.push((entry.id, Arc::new(reader))),
                 Err(error) => {
                     let path = store.location(entry.id);
@@ -1458,8 +1459,10 @@ fn open_entries(
     store: &dyn BlockStore,
     entries: &[BlockEntry],
 ) -> Result<Vec<(u64, Arc<BlockReader>)>> {
+    let opened = quarry_store::block_store::open_all(store, entries);
     entries
         .iter()
-        .map(|e| Ok((e.id, Arc::new(store.open(e)?))))
+        .zip(opened)
+        .map(|(e, opened)| Ok((e.id, Arc::new(opened?))))
         .collect()
 }

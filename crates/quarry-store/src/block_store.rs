@@ -35,6 +35,11 @@ pub trait BlockStore: Send + Sync + std::fmt::Debug {
     fn list(&self) -> Result<Vec<BlockId>, FormatError>;
     /// Where block `id` is, for messages and for errors to name (a file here).
     fn location(&self, id: BlockId) -> PathBuf;
+    /// How many blocks to open at once (`open_all`): 1 for a local directory, whose opens
+    /// are CPU work; more for a remote store, whose opens wait on the network.
+    fn parallel_opens(&self) -> usize {
+        1
+    }
     /// The block whose location is `location`, among `ids` (an error names the location of
     /// the block it came from).
     fn find(&self, location: &Path, ids: &[BlockId]) -> Option<BlockId> {
@@ -42,6 +47,33 @@ pub trait BlockStore: Send + Sync + std::fmt::Debug {
             .copied()
             .find(|&id| self.location(id) == location)
     }
+}
+
+/// Opens the blocks `entries` name, in their order, `store.parallel_opens()` at a time: a
+/// server over object storage opens its blocks in about one round trip per that many.
+pub fn open_all(
+    store: &dyn BlockStore,
+    entries: &[BlockEntry],
+) -> Vec<Result<BlockReader, FormatError>> {
+    let parallel = store.parallel_opens().max(1);
+    if parallel == 1 || entries.len() < 2 {
+        return entries.iter().map(|entry| store.open(entry)).collect();
+    }
+    let mut opened = Vec::with_capacity(entries.len());
+    for group in entries.chunks(parallel) {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = group
+                .iter()
+                .map(|entry| scope.spawn(move || store.open(entry)))
+                .collect();
+            opened.extend(
+                handles
+                    .into_iter()
+                    .map(|handle| handle.join().expect("opening a block does not panic")),
+            );
+        });
+    }
+    opened
 }
 
 /// The directory that holds a tenant's block files.

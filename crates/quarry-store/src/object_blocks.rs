@@ -483,6 +483,10 @@ impl BlockStore for ObjectBlocks {
     fn location(&self, id: BlockId) -> PathBuf {
         PathBuf::from(format!("{}/{id:08}.{BLOCK_EXTENSION}", self.location))
     }
+
+    fn parallel_opens(&self) -> usize {
+        16
+    }
 }
 
 /// A block read from object storage into a sparse local copy, granule by granule.

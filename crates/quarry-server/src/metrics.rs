@@ -127,7 +127,7 @@ type ObjectReading = (
 const OBJECT_COUNTS: &[ObjectReading] = &[
     (
         "quarry_object_store_gets",
-        "Ranged GET requests to object storage",
+        "Byte ranges read from object storage (neighbours may share a request)",
         |s| &s.gets,
     ),
     (

@@ -75,6 +75,7 @@ where
 /// Requests and bytes a store has made and moved, for `/metrics`.
 #[derive(Debug, Default)]
 pub struct ObjectStats {
+    /// Byte ranges read (`object_store` may coalesce neighbours into one request).
     pub gets: AtomicU64,
     pub bytes_fetched: AtomicU64,
     pub puts: AtomicU64,
@@ -229,14 +230,9 @@ impl ObjectStorage {
         } else {
             ObjectPath::from(format!("{}/{relative}", self.prefix).as_str())
         };
-        let bucket_url = self
-            .url
-            .strip_suffix(self.prefix.as_ref())
-            .unwrap_or(&self.url)
-            .trim_end_matches('/');
         ObjectBlocks {
             store: self.store.clone(),
-            location: format!("{bucket_url}/{prefix}"),
+            location: format!("{}/{relative}", self.url),
             prefix,
             cache: self.cache_dir.join(tenant),
             stats: self.stats.clone(),
@@ -504,9 +500,19 @@ impl RemoteBlock {
         self.map.len() as u64
     }
 
+    /// The granules bytes `range` touches.
+    fn granules(&self, range: &Range<u64>) -> Range<u64> {
+        range.start / GRANULE..range.end.min(self.len()).div_ceil(GRANULE)
+    }
+
     fn is_present(&self, granule: u64) -> bool {
         let (word, bit) = ((granule / 64) as usize, 1u64 << (granule % 64));
         self.present[word].load(Ordering::Acquire) & bit != 0
+    }
+
+    fn mark_present(&self, granule: u64) {
+        let (word, bit) = ((granule / 64) as usize, 1u64 << (granule % 64));
+        self.present[word].fetch_or(bit, Ordering::Release);
     }
 
     /// Writes `bytes`, fetched for `range`, into the copy and marks the granules it fills
@@ -537,8 +543,7 @@ impl RemoteBlock {
             end / GRANULE
         };
         for granule in first..last {
-            let (word, bit) = ((granule / 64) as usize, 1u64 << (granule % 64));
-            self.present[word].fetch_or(bit, Ordering::Release);
+            self.mark_present(granule);
         }
         Ok(())
     }
@@ -554,10 +559,10 @@ impl BlockSource for RemoteBlock {
     }
 
     fn is_missing(&self, ranges: &[Range<u64>]) -> bool {
-        ranges.iter().filter(|r| r.start < r.end).any(|r| {
-            (r.start / GRANULE..r.end.min(self.len()).div_ceil(GRANULE))
-                .any(|granule| !self.is_present(granule))
-        })
+        ranges
+            .iter()
+            .filter(|r| r.start < r.end)
+            .any(|r| self.granules(r).any(|granule| !self.is_present(granule)))
     }
 
     fn fetch(&self, ranges: &[Range<u64>]) -> std::io::Result<()> {
@@ -566,7 +571,7 @@ impl BlockSource for RemoteBlock {
         let mut wanted: Vec<Range<u64>> = ranges
             .iter()
             .filter(|r| r.start < r.end)
-            .map(|r| r.start / GRANULE..r.end.min(self.len()).div_ceil(GRANULE))
+            .map(|r| self.granules(r))
             .collect();
         wanted.sort_by_key(|r| r.start);
         for range in wanted {

@@ -1,7 +1,7 @@
 //! `quarry serve`: the HTTP API (`quarry-server`) on a tokio runtime, until SIGINT or SIGTERM.
 
 use crate::size::parse_size;
-use crate::DataArgs;
+use crate::{DataArgs, StorageArgs};
 use anyhow::{Context, Result};
 use quarry_server::ServerConfig;
 use std::net::SocketAddr;
@@ -18,19 +18,8 @@ pub struct ServeArgs {
     /// Data directory [default: ./quarry-data]
     #[arg(long, env = "QUARRY_DATA", value_name = "DIR")]
     data: Option<PathBuf>,
-    /// Where block files go: `local` (the data directory) or `s3://BUCKET/PREFIX` on any
-    /// S3-compatible store, configured by the usual AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID,
-    /// AWS_SECRET_ACCESS_KEY and AWS_REGION. The WAL, the catalog and the tenants stay in
-    /// --data either way [default: local]
-    #[arg(long, env = "QUARRY_STORAGE", value_name = "URL")]
-    storage: Option<String>,
-    /// Local copies of what is read from object storage [default: DATA/cache]
-    #[arg(long, env = "QUARRY_CACHE_DIR", value_name = "DIR")]
-    cache_dir: Option<PathBuf>,
-    /// For benchmarks: each object-storage read waits this many milliseconds before its
-    /// first byte and 10 ns per byte after (100 MB/s), as from a cloud store
-    #[arg(long, value_name = "MS")]
-    object_latency: Option<u64>,
+    #[command(flatten)]
+    storage: StorageArgs,
     /// Address to listen on; port 0 picks a free port (the address is printed)
     /// [default: 127.0.0.1:7380]
     #[arg(long, env = "QUARRY_LISTEN", value_name = "ADDR")]
@@ -178,10 +167,10 @@ fn settings(args: ServeArgs) -> Result<ServerConfig> {
         None => DEFAULT_LISTEN.parse().expect("the default address parses"),
     };
     let storage = crate::storage(
-        args.storage.or(file.storage).as_deref(),
+        args.storage.storage.or(file.storage).as_deref(),
         &data,
-        args.cache_dir.or(file.cache_dir).as_deref(),
-        args.object_latency,
+        args.storage.cache_dir.or(file.cache_dir).as_deref(),
+        args.storage.object_latency,
     )?;
     let mut config = ServerConfig::new(data, listen);
     config.ingest.storage = storage;

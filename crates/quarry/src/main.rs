@@ -138,8 +138,10 @@ impl DataArgs {
 /// whose server keeps them in object storage.
 #[derive(clap::Args, Debug, Clone)]
 pub struct StorageArgs {
-    /// Where the blocks are, as `serve --storage`: `local` (the data directory) or
-    /// `s3://BUCKET/PREFIX` (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ... from the environment)
+    /// Where block files are: `local` (the data directory) or `s3://BUCKET/PREFIX` on any
+    /// S3-compatible store, configured by the usual AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID,
+    /// AWS_SECRET_ACCESS_KEY and AWS_REGION. The WAL, the catalog and the tenants stay in
+    /// --data either way [default: local]
     #[arg(long, env = "QUARRY_STORAGE", value_name = "URL")]
     pub storage: Option<String>,
     /// Local copies of what is read from object storage [default: DATA/cache]

@@ -118,7 +118,7 @@ struct Storage<'a> {
     flags: Vec<String>,
     env: Vec<(&'static str, String)>,
     /// Object storage: the server restarts with an empty cache before each verification.
-    _object: Option<&'a seaweedfs::SeaweedFs>,
+    object: Option<&'a seaweedfs::SeaweedFs>,
 }
 
 impl Storage<'_> {
@@ -126,7 +126,7 @@ impl Storage<'_> {
         Storage {
             flags: Vec::new(),
             env: Vec::new(),
-            _object: None,
+            object: None,
         }
     }
 
@@ -219,7 +219,7 @@ fn acknowledged_events_survive_sigkill_exactly_once_on_object_storage() {
             weed.url(&format!("crash/epoch-{epoch}")),
         ],
         env: weed.env(),
-        _object: Some(&weed),
+        object: Some(&weed),
     });
 }
 
@@ -286,13 +286,13 @@ fn crash_run<'a>(kills: usize, storage_of: impl Fn(usize) -> Storage<'a>) {
             done += 1;
         }
         let ledger = ledger.lock().unwrap();
-        if storage._object.is_some() {
+        if storage.object.is_some() {
             // A restart on another machine, or after the cache was lost: nothing local but
             // the WAL, the catalog and the tenants.
             let _ = std::fs::remove_dir_all(data.join("cache"));
         }
         stored_total += verify(&data, &flags, &storage, &ledger, &log, seed);
-        if let Some(weed) = storage._object {
+        if let Some(weed) = storage.object {
             // The blocks are in the store, none in the data directory.
             let url = &storage.flags[1];
             let scratch = tempfile::tempdir().unwrap();

@@ -379,21 +379,9 @@ impl BlockReader {
         self.bytes.is_remote()
     }
 
-    /// Fetches, as one batch, the postings of each term (and its positions, when paired with
-    /// true): a query asks for all its terms' bytes before its cursors read them, so a remote
-    /// block costs one round trip for them instead of one per term.
-    pub fn prefetch_terms<'i>(
-        &self,
-        terms: impl IntoIterator<Item = (&'i TermInfo, bool)>,
-    ) -> Result<()> {
-        let ranges = self.terms_ranges(terms);
-        if ranges.is_empty() {
-            return Ok(());
-        }
-        self.fetch(&ranges)
-    }
-
-    /// The byte ranges cursors over `terms` read (with positions where paired with true).
+    /// The byte ranges cursors over `terms` read (with positions where paired with true): a
+    /// query asks for all its terms' bytes as one batch (`prefetch`) before its cursors read
+    /// them, so a remote block costs one round trip for them instead of one per term.
     pub fn terms_ranges<'i>(
         &self,
         terms: impl IntoIterator<Item = (&'i TermInfo, bool)>,
@@ -961,17 +949,9 @@ impl<'a> DocumentFetcher<'a> {
         }
     }
 
-    /// Fetches, as one batch, the chunks that fetching `docs` will decode (a remote block's
-    /// one round trip for a page of hits, instead of one per column chunk).
-    pub fn prefetch(&self, docs: &[u32]) -> Result<()> {
-        if !self.block.is_remote() {
-            return Ok(());
-        }
-        let ranges = self.chunk_ranges(docs)?;
-        self.block.fetch(&ranges)
-    }
-
-    /// The byte ranges of the chunks that fetching `docs` (ascending) decodes.
+    /// The byte ranges of the chunks that fetching `docs` (ascending) decodes: a page of hits
+    /// fetches them as one batch (`BlockReader::prefetch`), one round trip for a remote block
+    /// instead of one per column chunk.
     pub fn chunk_ranges(&self, docs: &[u32]) -> Result<Vec<Range<u64>>> {
         let mut ranges = Vec::new();
         for column in &self.columns {

@@ -40,6 +40,13 @@ pub struct DecodedChunk {
     pub values: ChunkValues,
 }
 
+/// Where the chunk `meta` describes is in its block, its column's data starting at
+/// `data_offset`.
+fn block_range(data_offset: u64, meta: &ChunkMeta) -> std::ops::Range<u64> {
+    let at = data_offset.saturating_add(meta.offset);
+    at..at.saturating_add(u64::from(meta.len))
+}
+
 impl<'a> ColumnReader<'a> {
     /// `directory` must hold whole entries; the block reader checked that and the crc.
     pub fn new(
@@ -84,10 +91,7 @@ impl<'a> ColumnReader<'a> {
         Ok(self
             .source
             .filter(|_| meta.len > 0)
-            .map(|(_, data_offset)| {
-                let at = data_offset.saturating_add(meta.offset);
-                at..at.saturating_add(u64::from(meta.len))
-            }))
+            .map(|(_, data_offset)| block_range(data_offset, &meta)))
     }
 
     pub fn column_type(&self) -> ColumnType {
@@ -171,11 +175,8 @@ impl<'a> ColumnReader<'a> {
         }
         let start = usize::try_from(meta.offset).map_err(|_| DecodeError::new("chunk offset"))?;
         if let Some((source, data_offset)) = self.source {
-            let at = data_offset.saturating_add(meta.offset);
             source
-                .fetch(std::slice::from_ref(
-                    &(at..at.saturating_add(u64::from(meta.len))),
-                ))
+                .fetch(std::slice::from_ref(&block_range(data_offset, &meta)))
                 .map_err(|_| DecodeError::UNREADABLE)?;
         }
         let compressed = self

@@ -7,7 +7,8 @@ For each query and configuration it prints the latency (median of the warm runs;
 run alone), and for object storage the GET requests and bytes each run fetched (from
 /metrics). Cold = the first run after a start with an empty cache directory (the start itself
 opened every block: one ranged read of its end each, reported as "open"); warm = the same
-query again. Run through bench/run-object-storage.sh, which builds what it needs.
+query again; restarted = the first run after the server is restarted on the same cache
+directory (what the disk cache keeps across restarts). Run through bench/run-object-storage.sh, which builds what it needs.
 """
 
 import http.client
@@ -203,8 +204,20 @@ def main():
                     warm.append(seconds)
                     warm_gets += g
                 server.stop()
+                ready = server.ready_seconds
+                # Restarted on the same cache directory: what the disk cache saves.
+                server = Server(remote, extra, env)
+                reopened = server.object_counters()
+                first, first_gets, _, answer = server.query(params)
+                if answer != answers[name]:
+                    raise SystemExit(f"{name}: {label} restarted answered {answer}")
+                server.stop()
                 row = rows[name]
-                row[f"{label} open s"] = server.ready_seconds
+                row[f"{label} restart open s"] = server.ready_seconds
+                row[f"{label} restart open GETs"] = reopened["gets"]
+                row[f"{label} restart first ms"] = first * 1e3
+                row[f"{label} restart first GETs"] = first_gets
+                row[f"{label} open s"] = ready
                 row[f"{label} open GETs"] = opened["gets"]
                 row[f"{label} cold ms"] = cold * 1e3
                 row[f"{label} cold GETs"] = gets
@@ -223,14 +236,19 @@ def main():
                     f"({row[label + ' cold ms'] / local_ms:.1f}x, {row[label + ' cold GETs']} GETs, "
                     f"{row[label + ' cold MB']:.2f} MB), warm {row[label + ' warm ms']:.2f} ms "
                     f"({row[label + ' warm ms'] / local_ms:.2f}x, "
-                    f"{row[label + ' warm GETs']:.1f} GETs)")
+                    f"{row[label + ' warm GETs']:.1f} GETs), restarted on its disk cache "
+                    f"{row[label + ' restart first ms']:.2f} ms "
+                    f"({row[label + ' restart first GETs']} GETs)")
             print(f"{name}: " + "; ".join(parts))
         for latency in LATENCIES:
             label = f"S3 +{latency} ms" if latency else "S3 loopback"
             opens = [rows[name][label + " open s"] for name, _ in QUERIES]
             gets = rows[QUERIES[0][0]][label + " open GETs"]
+            restarts = [rows[name][label + " restart open s"] for name, _ in QUERIES]
+            restart_gets = rows[QUERIES[0][0]][label + " restart open GETs"]
             print(f"{label}: start (opening {remote_blocks} blocks) {statistics.median(opens):.2f} s, "
-                  f"{gets} GETs")
+                  f"{gets} GETs; restarted on its disk cache {statistics.median(restarts):.2f} s, "
+                  f"{restart_gets} GETs")
         if RESULTS:
             with open(RESULTS, "w") as f:
                 json.dump({"events": EVENTS, "blocks": blocks, "stored_bytes": stored,

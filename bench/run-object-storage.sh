@@ -3,8 +3,8 @@
 # local disk and from SeaweedFS's S3 gateway on loopback, with and without added latency that
 # models a cloud store (--object-latency: a first-byte wait per batch of GETs and 100 MB/s),
 # asked a tail, a phrase count, a histogram, a terms aggregation and a BM25 top 10. Prints the
-# latencies (local warm; object storage cold and warm) with their ratios, and the GETs and
-# bytes each run fetched. See bench/object-storage.py.
+# latencies (local warm; object storage cold, warm, and restarted on its disk cache) with their
+# ratios, and the GETs and bytes each run fetched. See bench/object-storage.py.
 #
 #   bench/run-object-storage.sh                 # 1M events
 #   EVENTS=10000000 bench/run-object-storage.sh

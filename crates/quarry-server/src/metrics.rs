@@ -150,6 +150,29 @@ const OBJECT_COUNTS: &[ObjectReading] = &[
         "Reads of remote blocks the local cache answered without a request",
         |s| &s.cache_hits,
     ),
+    (
+        "quarry_object_store_cache_evicted_bytes",
+        "Bytes the disk cache of object storage let go to keep its budget",
+        |s| &s.evicted_bytes,
+    ),
+    (
+        "quarry_object_store_cache_corrupt_granules",
+        "Cached granules kept from an earlier run that failed their crc and were fetched again",
+        |s| &s.corrupt_granules,
+    ),
+];
+
+const OBJECT_GAUGES: &[ObjectReading] = &[
+    (
+        "quarry_object_cache_bytes",
+        "Bytes the disk cache of object storage holds",
+        |s| &s.cache_bytes,
+    ),
+    (
+        "quarry_object_cache_budget_bytes",
+        "Bytes the disk cache of object storage may hold (--disk-cache-size)",
+        |s| &s.cache_budget,
+    ),
 ];
 
 /// A counter of seconds.
@@ -170,6 +193,7 @@ pub(crate) struct Metrics {
     counts: Vec<Family<TenantLabel, Counter>>,
     seconds: Vec<Family<TenantLabel, Seconds>>,
     object_counts: Vec<Counter>,
+    object_gauges: Vec<Gauge>,
 }
 
 impl Metrics {
@@ -254,8 +278,17 @@ impl Metrics {
                 counter
             })
             .collect();
+        let object_gauges = OBJECT_GAUGES
+            .iter()
+            .map(|(name, help, _)| {
+                let gauge = Gauge::default();
+                registry.register(*name, *help, gauge.clone());
+                gauge
+            })
+            .collect();
         Metrics {
             object_counts,
+            object_gauges,
             registry,
             ingested_events,
             ingested_bytes,
@@ -319,6 +352,9 @@ impl Metrics {
             for ((_, _, read), counter) in OBJECT_COUNTS.iter().zip(&self.object_counts) {
                 let total = read(storage.stats()).load(Ordering::Relaxed);
                 counter.inc_by(total.saturating_sub(counter.get()));
+            }
+            for ((_, _, read), gauge) in OBJECT_GAUGES.iter().zip(&self.object_gauges) {
+                gauge.set(read(storage.stats()).load(Ordering::Relaxed) as i64);
             }
         }
         for tenant in state.all_tenants() {

@@ -7,7 +7,9 @@
 //! - a block uploaded but never named by the catalog (a crash in between) is removed when the
 //!   tenant opens next;
 //! - reads that fail, or come back short, leave the block out of the answer by name (partial),
-//!   and the same block reads whole once the store answers again.
+//!   and the same block reads whole once the store answers again;
+//! - the disk cache answers a restarted node without a request, a byte garbled in it costs a
+//!   fetch of its granule, never a different answer, and a budget is kept at restart.
 
 #[path = "../../quarry-store/tests/support/seaweedfs.rs"]
 mod seaweedfs;
@@ -358,5 +360,102 @@ fn failed_or_short_reads_leave_the_block_out_by_name() {
         flag.store(false, Ordering::Relaxed);
         assert_eq!(count(&live, "fault"), (50_000, Vec::new()), "{fault}");
         live.close();
+    }
+}
+
+/// Which `.qblk` copies the cache directory holds.
+fn cached_copies(cache: &Path) -> Vec<std::path::PathBuf> {
+    let mut copies: Vec<_> = std::fs::read_dir(cache.join("default"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|e| e == "qblk"))
+        .collect();
+    copies.sort();
+    copies
+}
+
+#[test]
+fn the_disk_cache_survives_a_restart_checks_what_it_kept_and_keeps_its_budget() {
+    let Some(weed) = seaweedfs::SeaweedFs::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    {
+        let (storage, _) = faulty_storage(&weed, "cache", &dir.path().join("upload-cache"));
+        let live = open_live(&data, &storage);
+        ingest(&live, 0, 50_000);
+        live.flush().unwrap();
+        live.close();
+    }
+    let cache = dir.path().join("cache");
+    let queries = ["fault", "n:4711", "number AND 49999"];
+    let answers = |storage: &ObjectStorage| {
+        let live = open_live(&data, storage);
+        let answers: Vec<(u64, Vec<String>)> = queries.iter().map(|q| count(&live, q)).collect();
+        live.close();
+        answers
+    };
+    let gets = |storage: &ObjectStorage| storage.stats().gets.load(Ordering::Relaxed);
+
+    // A node with an empty cache fetches what its queries read.
+    let expected = {
+        let (storage, _) = faulty_storage(&weed, "cache", &cache);
+        let answers = answers(&storage);
+        assert!(gets(&storage) > 0);
+        answers
+    };
+    assert_eq!(expected[0], (50_000, Vec::new()));
+    assert_eq!(expected[1], (1, Vec::new()));
+    assert!(!cached_copies(&cache).is_empty());
+
+    // Restarted: the same answers without a single request.
+    {
+        let (storage, faults) = faulty_storage(&weed, "cache", &cache);
+        faults.fail_gets.store(true, Ordering::Relaxed);
+        assert_eq!(answers(&storage), expected);
+        assert_eq!(gets(&storage), 0);
+        assert_eq!(faults.injected.load(Ordering::Relaxed), 0);
+        assert!(storage.cache().used() > 0);
+    }
+
+    // A byte garbled in every copy, in a granule the queries read: fetched again, same answers.
+    for copy in cached_copies(&cache) {
+        use std::os::unix::fs::FileExt;
+        let file = std::fs::File::options()
+            .read(true)
+            .write(true)
+            .open(&copy)
+            .unwrap();
+        let len = file.metadata().unwrap().len();
+        let offset = len - 100;
+        let mut byte = [0u8];
+        file.read_exact_at(&mut byte, offset).unwrap();
+        file.write_all_at(&[byte[0] ^ 0x5a], offset).unwrap();
+    }
+    {
+        let (storage, _) = faulty_storage(&weed, "cache", &cache);
+        assert_eq!(answers(&storage), expected);
+        let stats = storage.stats();
+        assert!(stats.corrupt_granules.load(Ordering::Relaxed) > 0);
+        let refetched = stats.bytes_fetched.load(Ordering::Relaxed);
+        assert!(
+            refetched > 0 && refetched <= cached_copies(&cache).len() as u64 * (64 << 10),
+            "only the garbled granules are fetched again: {refetched} bytes"
+        );
+    }
+
+    // A budget smaller than what the cache holds: the closed copies go at start, and the
+    // answers stay the same.
+    {
+        let (storage, _) = faulty_storage(&weed, "cache", &cache);
+        let before = storage.cache().used();
+        let storage = storage.with_cache_budget(1);
+        assert!(cached_copies(&cache).is_empty());
+        assert_eq!(storage.cache().used(), 0);
+        assert!(storage.stats().evicted_bytes.load(Ordering::Relaxed) >= before);
+        assert_eq!(answers(&storage), expected);
     }
 }

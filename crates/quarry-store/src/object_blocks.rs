@@ -4,17 +4,19 @@
 //!
 //! **Writes.** A block is encoded in memory, uploaded (multipart when large), checked by its
 //! size on the store, and only then named in the catalog (the caller commits after `put`
-//! returns). The bytes just uploaded are also written to the cache as a whole copy, so the node
-//! that sealed a block reads it locally.
+//! returns). The bytes just uploaded are also written to the disk cache as a whole copy, so the
+//! node that sealed a block reads it locally.
 //!
-//! **Reads.** A block with a whole copy in the cache opens as a local file. Otherwise it opens
-//! as a [`RemoteBlock`]: a sparse cache file of the block's length, mapped, into which ranges
-//! are fetched as the reader asks for them (`BlockSource::fetch`). Opening fetches one stretch,
-//! from the entry's `open_from` to the end (the resident sections, the manifest and the
-//! footer); a query then fetches the postings, positions and chunks it reads, each batch as
-//! parallel ranged GETs (`ObjectStore::get_ranges` coalesces nearby ranges). Every byte read
-//! is checked against its crc by the reader, so a cache file that lost or garbled bytes gives
-//! an error naming the block, never a different answer.
+//! **Reads.** A block opens as a [`RemoteBlock`] over its copy in the disk cache
+//! ([`DiskCache`]: a sparse file of the block's length, mapped, kept across restarts, within a
+//! byte budget), into which ranges are fetched as the reader asks for them
+//! (`BlockSource::fetch`). Opening fetches one stretch, from the entry's `open_from` to the
+//! end (the resident sections, the manifest and the footer), unless the copy has it; a query
+//! then fetches the postings, positions and chunks it reads that the copy lacks, each batch as
+//! parallel ranged GETs (`ObjectStore::get_ranges` coalesces nearby ranges). The cache checks
+//! each granule it kept from an earlier run against its crc before using it, and the reader
+//! checks every byte it reads against the format's crcs, so a cache file that lost or garbled
+//! bytes costs a fetch or an error naming the block, never a different answer.
 //!
 //! **I/O.** `object_store` is async; the block store is called from blocking threads (query
 //! workers, the sealer, merges). Requests run on one small runtime of this module's own
@@ -24,14 +26,13 @@
 
 use crate::block_store::{BlockId, BlockStore};
 use crate::catalog::BlockEntry;
+use crate::disk_cache::{CachedFile, DiskCache, GRANULE};
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use quarry_format::block::{encode_block, BlockInput};
 use quarry_format::{BlockReader, BlockSource, FormatError};
-use std::fs::File;
 use std::future::Future;
 use std::ops::Range;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -44,9 +45,6 @@ const PART_LEN: usize = 8 << 20;
 /// What opening a block fetches from its end when its entry does not say where the resident
 /// sections start (blocks recorded before `open_from`): usually all of them.
 const DEFAULT_OPEN_TAIL: u64 = 256 << 10;
-/// The granule of a remote block's local copy: ranges are fetched in whole granules, and which
-/// granules are present is one bit each.
-const GRANULE: u64 = 64 << 10;
 const BLOCK_EXTENSION: &str = "qblk";
 
 /// Runs `future` on this module's runtime and waits for it on the calling thread.
@@ -82,6 +80,13 @@ pub struct ObjectStats {
     pub bytes_uploaded: AtomicU64,
     /// Fetches a cache copy answered without a request.
     pub cache_hits: AtomicU64,
+    /// Bytes the disk cache holds, and may hold.
+    pub cache_bytes: AtomicU64,
+    pub cache_budget: AtomicU64,
+    /// Bytes the disk cache let go to keep its budget.
+    pub evicted_bytes: AtomicU64,
+    /// Granules kept from an earlier run that failed their crc (and were fetched again).
+    pub corrupt_granules: AtomicU64,
 }
 
 /// Where a server's blocks live in object storage: the store, the key prefix, the local cache.
@@ -91,7 +96,7 @@ pub struct ObjectStorage {
     /// `s3://bucket/prefix`, as given (messages name blocks by it).
     url: String,
     prefix: ObjectPath,
-    cache_dir: PathBuf,
+    cache: Arc<DiskCache>,
     stats: Arc<ObjectStats>,
 }
 
@@ -99,7 +104,8 @@ impl ObjectStorage {
     /// The S3-compatible store at `url` (`s3://BUCKET/PREFIX`), configured by the usual
     /// variables (`AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
     /// `AWS_REGION`, ...); an `http://` endpoint is allowed. Copies of what is read are kept
-    /// under `cache_dir`.
+    /// under `cache_dir`, within [`crate::disk_cache::DEFAULT_BUDGET`] bytes
+    /// ([`ObjectStorage::with_cache_budget`]).
     pub fn s3(url: &str, cache_dir: &Path) -> Result<ObjectStorage, String> {
         Self::s3_with(url, cache_dir, &[])
     }
@@ -153,7 +159,7 @@ impl ObjectStorage {
         let store = builder
             .build()
             .map_err(|e| format!("storage {url:?}: {e}"))?;
-        Ok(Self::with_store(Arc::new(store), url, prefix, cache_dir))
+        Self::with_store(Arc::new(store), url, prefix, cache_dir)
     }
 
     /// Blocks in `store` under `prefix`; `url` names it in messages.
@@ -162,14 +168,30 @@ impl ObjectStorage {
         url: &str,
         prefix: &str,
         cache_dir: &Path,
-    ) -> ObjectStorage {
-        ObjectStorage {
+    ) -> Result<ObjectStorage, String> {
+        let stats = Arc::<ObjectStats>::default();
+        let cache = DiskCache::open(cache_dir, crate::disk_cache::DEFAULT_BUDGET, stats.clone())
+            .map_err(|e| format!("cache directory {}: {e}", cache_dir.display()))?;
+        stats.cache_budget.store(cache.budget(), Ordering::Relaxed);
+        Ok(ObjectStorage {
             store,
             url: url.trim_end_matches('/').to_owned(),
             prefix: ObjectPath::from(prefix.trim_matches('/')),
-            cache_dir: cache_dir.to_path_buf(),
-            stats: Arc::default(),
-        }
+            cache,
+            stats,
+        })
+    }
+
+    /// The same storage with a disk cache of at most `bytes` (evicting at once if it holds
+    /// more).
+    pub fn with_cache_budget(self, bytes: u64) -> ObjectStorage {
+        self.stats.cache_budget.store(bytes, Ordering::Relaxed);
+        self.cache.set_budget(bytes);
+        self
+    }
+
+    pub fn cache(&self) -> &Arc<DiskCache> {
+        &self.cache
     }
 
     /// The same storage through `wrap(store)`: a wrapper that delays requests (the
@@ -234,7 +256,8 @@ impl ObjectStorage {
             store: self.store.clone(),
             location: format!("{}/{relative}", self.url),
             prefix,
-            cache: self.cache_dir.join(tenant),
+            cache: self.cache.clone(),
+            tenant: tenant.to_owned(),
             stats: self.stats.clone(),
         }
     }
@@ -247,8 +270,8 @@ pub struct ObjectBlocks {
     prefix: ObjectPath,
     /// `s3://bucket/prefix/tenants/NAME/blocks`, for messages.
     location: String,
-    /// The tenant's cache directory.
-    cache: PathBuf,
+    cache: Arc<DiskCache>,
+    tenant: String,
     stats: Arc<ObjectStats>,
 }
 
@@ -259,16 +282,6 @@ impl ObjectBlocks {
             .join(format!("{id:08}.{BLOCK_EXTENSION}"))
     }
 
-    /// The whole cached copy of block `id` (written when this node uploaded it).
-    fn cached_copy(&self, id: BlockId) -> PathBuf {
-        self.cache.join(format!("{id:08}.{BLOCK_EXTENSION}"))
-    }
-
-    /// The partial copy a remote block fetches into.
-    fn partial_copy(&self, id: BlockId) -> PathBuf {
-        self.cache.join(format!("{id:08}.partial"))
-    }
-
     fn error(&self, id: BlockId, error: impl std::fmt::Display) -> FormatError {
         FormatError::Io {
             path: self.location(id),
@@ -277,8 +290,8 @@ impl ObjectBlocks {
     }
 
     /// Uploads `bytes` as block `id`, checks the stored size, and keeps a whole copy in the
-    /// cache.
-    fn upload(&self, id: BlockId, bytes: Vec<u8>) -> Result<(), FormatError> {
+    /// cache (`open_from` as in its catalog entry).
+    fn upload(&self, id: BlockId, bytes: Vec<u8>, open_from: u64) -> Result<(), FormatError> {
         let store = self.store.clone();
         let key = self.key(id);
         let len = bytes.len() as u64;
@@ -306,40 +319,24 @@ impl ObjectBlocks {
         self.stats.puts.fetch_add(1, Ordering::Relaxed);
         self.stats.bytes_uploaded.fetch_add(len, Ordering::Relaxed);
         // The cache copy is a convenience: a failure to write it costs reads, not the block.
-        if let Err(error) = self.write_cached_copy(id, &bytes) {
-            tracing::warn!(block = id, %error, "could not keep a cache copy of an uploaded block");
+        // A process with private copies (another owns the cache) keeps none: they would go
+        // at once.
+        if self.cache.is_persistent() {
+            let (_, pinned_from) = open_ranges(open_from, len);
+            let kept = self
+                .cache
+                .open_file(&self.tenant, id, len, pinned_from)
+                .and_then(|copy| copy.store(&(0..len), &bytes));
+            if let Err(error) = kept {
+                tracing::warn!(block = id, %error, "could not keep a cache copy of an uploaded block");
+            }
         }
         Ok(())
-    }
-
-    fn write_cached_copy(&self, id: BlockId, bytes: &[u8]) -> std::io::Result<()> {
-        std::fs::create_dir_all(&self.cache)?;
-        crate::block_file::write_block_bytes(&self.cached_copy(id), bytes)
     }
 
     fn open_remote(&self, block: &BlockEntry) -> Result<BlockReader, FormatError> {
         let id = block.id;
         let location = self.location(id);
-        let io = |source| FormatError::Io {
-            path: location.clone(),
-            source,
-        };
-        std::fs::create_dir_all(&self.cache).map_err(io)?;
-        // What opening reads: the magic, and the stretch from the resident sections to the
-        // end (aligned down to a granule, so every granule it touches is whole).
-        let open_ranges = |len: u64| {
-            let tail = if block.open_from > 0 && block.open_from < len {
-                block.open_from
-            } else {
-                len.saturating_sub(DEFAULT_OPEN_TAIL)
-            };
-            let tail = tail / GRANULE * GRANULE;
-            if tail <= GRANULE {
-                std::iter::once(0..len).collect()
-            } else {
-                vec![0..GRANULE, tail..len]
-            }
-        };
         let len = if block.bytes > 0 {
             block.bytes
         } else {
@@ -349,36 +346,24 @@ impl ObjectBlocks {
                 .map_err(|e| self.error(id, e))?
                 .size
         };
-        // One round trip: the ranges are fetched in parallel.
-        let ranges = open_ranges(len);
-        let fetched = self.get_ranges(id, ranges.clone())?;
-        let path = self.partial_copy(id);
-        let file = File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .map_err(io)?;
-        file.set_len(len).map_err(io)?;
-        // Unlinked at once: the copy lives while readers map it, and a restart starts over.
-        let _ = std::fs::remove_file(&path);
-        // SAFETY: the file is this reader's own (created, truncated and unlinked above);
-        // bytes are only ever written into it once each range is fetched, with the same
-        // bytes a second fetch would write, and every read is checked by its crc.
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+        let (ranges, pinned_from) = open_ranges(block.open_from, len);
+        let copy = self
+            .cache
+            .open_file(&self.tenant, id, len, pinned_from)
+            .map_err(|source| FormatError::Io {
+                path: location.clone(),
+                source,
+            })?;
         let remote = RemoteBlock {
             blocks: self.clone(),
             id,
-            file,
-            map,
-            present: (0..len.div_ceil(GRANULE).div_ceil(64))
-                .map(|_| AtomicU64::new(0))
-                .collect(),
+            copy,
         };
-        for (range, bytes) in ranges.iter().zip(&fetched) {
-            remote.store_fetched(range, bytes)?;
-        }
+        // One round trip (the ranges are fetched in parallel), none if the copy has them.
+        remote.fetch(&ranges).map_err(|source| FormatError::Io {
+            path: location.clone(),
+            source,
+        })?;
         BlockReader::from_bytes(&location, Arc::new(remote))
     }
 
@@ -409,30 +394,16 @@ impl BlockStore for ObjectBlocks {
         let location = self.location(id);
         let mut bytes = Vec::new();
         let manifest = encode_block(&location, input, &mut bytes)?;
-        let len = bytes.len() as u64;
-        self.upload(id, bytes)?;
-        Ok(BlockEntry::of(id, &manifest, len))
+        let entry = BlockEntry::of(id, &manifest, bytes.len() as u64);
+        self.upload(id, bytes, entry.open_from)?;
+        Ok(entry)
     }
 
     fn put_bytes(&self, id: BlockId, bytes: &[u8]) -> Result<(), FormatError> {
-        self.upload(id, bytes.to_vec())
+        self.upload(id, bytes.to_vec(), 0)
     }
 
     fn open(&self, block: &BlockEntry) -> Result<BlockReader, FormatError> {
-        let cached = self.cached_copy(block.id);
-        if cached.exists() {
-            match BlockReader::open(&cached) {
-                Ok(reader) => {
-                    self.stats.cache_hits.fetch_add(1, Ordering::Relaxed);
-                    return Ok(reader);
-                }
-                // A copy that does not open (a crash while it was written) is only a cache.
-                Err(error) => {
-                    tracing::warn!(block = block.id, %error, "dropping a damaged cache copy");
-                    let _ = std::fs::remove_file(&cached);
-                }
-            }
-        }
         self.open_remote(block)
     }
 
@@ -448,7 +419,7 @@ impl BlockStore for ObjectBlocks {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
             Err(e) => return Err(self.error(id, format!("delete failed: {e}"))),
         }
-        let _ = std::fs::remove_file(self.cached_copy(id));
+        self.cache.remove(&self.tenant, id);
         Ok(())
     }
 
@@ -485,73 +456,34 @@ impl BlockStore for ObjectBlocks {
     }
 }
 
-/// A block read from object storage into a sparse local copy, granule by granule.
+/// What opening a block of `len` bytes whose resident sections start at `open_from` (0:
+/// not known) reads: the first granule (the magic) and the stretch from the resident
+/// sections to the end, aligned down to a granule so every granule it touches is whole; and
+/// the first granule of that stretch (what a copy keeps while the block is open).
+fn open_ranges(open_from: u64, len: u64) -> (Vec<Range<u64>>, u64) {
+    let tail = if open_from > 0 && open_from < len {
+        open_from
+    } else {
+        len.saturating_sub(DEFAULT_OPEN_TAIL)
+    };
+    let tail = tail / GRANULE * GRANULE;
+    if tail <= GRANULE {
+        (std::iter::once(0..len).collect(), 1)
+    } else {
+        (vec![0..GRANULE, tail..len], tail / GRANULE)
+    }
+}
+
+/// A block in object storage, read through its copy in the disk cache.
 struct RemoteBlock {
     blocks: ObjectBlocks,
     id: BlockId,
-    file: File,
-    map: memmap2::Mmap,
-    /// One bit per granule: whether the copy holds it.
-    present: Box<[AtomicU64]>,
-}
-
-impl RemoteBlock {
-    fn len(&self) -> u64 {
-        self.map.len() as u64
-    }
-
-    /// The granules bytes `range` touches.
-    fn granules(&self, range: &Range<u64>) -> Range<u64> {
-        range.start / GRANULE..range.end.min(self.len()).div_ceil(GRANULE)
-    }
-
-    fn is_present(&self, granule: u64) -> bool {
-        let (word, bit) = ((granule / 64) as usize, 1u64 << (granule % 64));
-        self.present[word].load(Ordering::Acquire) & bit != 0
-    }
-
-    fn mark_present(&self, granule: u64) {
-        let (word, bit) = ((granule / 64) as usize, 1u64 << (granule % 64));
-        self.present[word].fetch_or(bit, Ordering::Release);
-    }
-
-    /// Writes `bytes`, fetched for `range`, into the copy and marks the granules it fills
-    /// whole (and the last one, when it ends the block).
-    fn store_fetched(&self, range: &Range<u64>, bytes: &[u8]) -> Result<(), FormatError> {
-        let location = || self.blocks.location(self.id);
-        if bytes.len() as u64 != range.end - range.start {
-            return Err(FormatError::Io {
-                path: location(),
-                source: std::io::Error::other(format!(
-                    "the store returned {} bytes for {range:?}",
-                    bytes.len()
-                )),
-            });
-        }
-        let start = range.start;
-        self.file
-            .write_all_at(bytes, start)
-            .map_err(|source| FormatError::Io {
-                path: location(),
-                source,
-            })?;
-        let end = range.end;
-        let first = start.div_ceil(GRANULE);
-        let last = if end == self.len() {
-            end.div_ceil(GRANULE)
-        } else {
-            end / GRANULE
-        };
-        for granule in first..last {
-            self.mark_present(granule);
-        }
-        Ok(())
-    }
+    copy: Arc<CachedFile>,
 }
 
 impl BlockSource for RemoteBlock {
     fn bytes(&self) -> &[u8] {
-        &self.map
+        self.copy.bytes()
     }
 
     fn is_remote(&self) -> bool {
@@ -559,55 +491,29 @@ impl BlockSource for RemoteBlock {
     }
 
     fn is_missing(&self, ranges: &[Range<u64>]) -> bool {
-        ranges
-            .iter()
-            .filter(|r| r.start < r.end)
-            .any(|r| self.granules(r).any(|granule| !self.is_present(granule)))
+        self.copy.is_missing(ranges)
     }
 
     fn fetch(&self, ranges: &[Range<u64>]) -> std::io::Result<()> {
-        // The missing granules, as runs.
-        let mut runs: Vec<Range<u64>> = Vec::new();
-        let mut wanted: Vec<Range<u64>> = ranges
-            .iter()
-            .filter(|r| r.start < r.end)
-            .map(|r| self.granules(r))
-            .collect();
-        wanted.sort_by_key(|r| r.start);
-        for range in wanted {
-            for granule in range {
-                if self.is_present(granule) {
-                    continue;
-                }
-                match runs.last_mut() {
-                    Some(run) if run.end == granule => run.end += 1,
-                    Some(run) if run.end > granule => {}
-                    _ => runs.push(granule..granule + 1),
-                }
-            }
-        }
+        let runs = self.copy.missing(ranges);
         if runs.is_empty() {
             self.blocks.stats.cache_hits.fetch_add(1, Ordering::Relaxed);
             return Ok(());
         }
-        let byte_runs: Vec<Range<u64>> = runs
-            .iter()
-            .map(|run| run.start * GRANULE..(run.end * GRANULE).min(self.len()))
-            .collect();
         tracing::debug!(
             block = self.id,
-            runs = byte_runs.len(),
-            bytes = byte_runs.iter().map(|r| r.end - r.start).sum::<u64>(),
+            runs = runs.len(),
+            bytes = runs.iter().map(|r| r.end - r.start).sum::<u64>(),
             "fetching from object storage"
         );
-
         let fetched = self
             .blocks
-            .get_ranges(self.id, byte_runs.clone())
+            .get_ranges(self.id, runs.clone())
             .map_err(|e| std::io::Error::other(e.to_string()))?;
-        for (range, bytes) in byte_runs.iter().zip(&fetched) {
-            self.store_fetched(range, bytes)
-                .map_err(|e| std::io::Error::other(e.to_string()))?;
+        for (range, bytes) in runs.iter().zip(&fetched) {
+            self.copy.store(range, bytes).map_err(|e| {
+                std::io::Error::other(format!("{}: {e}", self.blocks.location(self.id).display()))
+            })?;
         }
         Ok(())
     }

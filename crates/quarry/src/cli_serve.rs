@@ -115,6 +115,7 @@ struct ConfigFile {
     data: Option<PathBuf>,
     storage: Option<String>,
     cache_dir: Option<PathBuf>,
+    disk_cache_size: Option<String>,
     listen: Option<SocketAddr>,
     max_body_size: Option<String>,
     flush_size: Option<String>,
@@ -170,6 +171,9 @@ fn settings(args: ServeArgs) -> Result<ServerConfig> {
         args.storage.storage.or(file.storage).as_deref(),
         &data,
         args.storage.cache_dir.or(file.cache_dir).as_deref(),
+        args.storage
+            .disk_cache_size
+            .or(file_size("disk_cache_size", &file.disk_cache_size)?),
         args.storage.object_latency,
     )?;
     let mut config = ServerConfig::new(data, listen);

@@ -144,9 +144,14 @@ pub struct StorageArgs {
     /// --data either way [default: local]
     #[arg(long, env = "QUARRY_STORAGE", value_name = "URL")]
     pub storage: Option<String>,
-    /// Local copies of what is read from object storage [default: DATA/cache]
+    /// Local copies of what is read from object storage, kept across restarts
+    /// [default: DATA/cache]
     #[arg(long, env = "QUARRY_CACHE_DIR", value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
+    /// The most the copies in --cache-dir may hold (least recently used go first; an open
+    /// block keeps the sections it holds in memory), e.g. 50GiB [default: 10GiB]
+    #[arg(long, env = "QUARRY_DISK_CACHE_SIZE", value_name = "BYTES", value_parser = size::parse_size)]
+    pub disk_cache_size: Option<usize>,
     /// For benchmarks: each object-storage read waits this many milliseconds before its
     /// first byte and 10 ns per byte after (100 MB/s), as from a cloud store
     #[arg(long, value_name = "MS")]
@@ -163,6 +168,7 @@ impl StorageArgs {
             self.storage.as_deref(),
             data,
             self.cache_dir.as_deref(),
+            self.disk_cache_size,
             self.object_latency,
         )?;
         Ok(storage.tenant_store(data, "default"))
@@ -170,11 +176,12 @@ impl StorageArgs {
 }
 
 /// The storage `url` names (`local` or `s3://BUCKET/PREFIX`; none: local), with its cache in
-/// `cache_dir` (default `DATA/cache`).
+/// `cache_dir` (default `DATA/cache`) of at most `cache_bytes` (default 10 GiB).
 pub fn storage(
     url: Option<&str>,
     data: &std::path::Path,
     cache_dir: Option<&std::path::Path>,
+    cache_bytes: Option<usize>,
     latency_ms: Option<u64>,
 ) -> anyhow::Result<quarry_store::Storage> {
     match url {
@@ -183,6 +190,9 @@ pub fn storage(
             let cache = cache_dir.map_or_else(|| data.join("cache"), |dir| dir.to_path_buf());
             let mut storage =
                 quarry_store::ObjectStorage::s3(url, &cache).map_err(anyhow::Error::msg)?;
+            if let Some(bytes) = cache_bytes {
+                storage = storage.with_cache_budget(bytes as u64);
+            }
             if let Some(ms) = latency_ms {
                 storage = storage.with_latency(std::time::Duration::from_millis(ms));
             }

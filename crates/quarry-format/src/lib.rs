@@ -25,7 +25,7 @@ pub mod postings;
 pub mod termdict;
 pub mod value;
 
-pub use block::{BlockBytes, BlockSource};
+pub use block::{BlockBytes, BlockSource, FetchCounts};
 pub use block::{BlockReader, TIME_FIELD};
 pub use error::{DecodeError, FormatError, Result};
 pub use postings::{PostingsCursor, TermInfo, TERMINATED};

@@ -996,11 +996,19 @@ fn parallel<T: Sync>(items: &[T], work: impl Fn(&T) -> Result<()> + Sync) -> Res
         [] => Ok(()),
         [one] => work(one),
         _ => {
+            // The threads fetch for the search in scope on this one.
+            let counts = quarry_format::FetchCounts::in_scope();
             for group in items.chunks(PARALLEL) {
                 let results: Vec<Result<()>> = std::thread::scope(|scope| {
                     let handles: Vec<_> = group
                         .iter()
-                        .map(|item| scope.spawn(|| work(item)))
+                        .map(|item| {
+                            let counts = counts.as_ref();
+                            let work = &work;
+                            scope.spawn(move || {
+                                quarry_format::FetchCounts::within(counts, || work(item))
+                            })
+                        })
                         .collect();
                     handles
                         .into_iter()

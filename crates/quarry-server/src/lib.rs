@@ -787,14 +787,30 @@ async fn run_search(
     request: SearchRequest,
 ) -> Result<Json<JsonValue>, ApiError> {
     let started = Instant::now();
+    let fetched = Arc::new(quarry_format::FetchCounts::default());
+    let counts = fetched.clone();
     let response = state
         .search(move || {
-            let searcher = live.published_snapshot();
-            searcher.execute(&request).map_err(ApiError::from_query)
+            counts.scope(|| {
+                let searcher = live.published_snapshot();
+                searcher.execute(&request).map_err(ApiError::from_query)
+            })
         })
         .await?;
     let mut body = response_json(&response);
     body["took_ms"] = (started.elapsed().as_secs_f64() * 1000.0).into();
+    // What the search cost the object store, when it read blocks kept there.
+    if !fetched.is_empty() {
+        let read = |counter: &std::sync::atomic::AtomicU64| {
+            counter.load(std::sync::atomic::Ordering::Relaxed)
+        };
+        body["object_store"] = json!({
+            "round_trips": read(&fetched.round_trips),
+            "ranges": read(&fetched.ranges),
+            "bytes": read(&fetched.bytes),
+            "cache_hits": read(&fetched.cache_hits),
+        });
+    }
     Ok(Json(body))
 }
 

@@ -392,19 +392,35 @@ fn the_disk_cache_survives_a_restart_checks_what_it_kept_and_keeps_its_budget() 
     }
     let cache = dir.path().join("cache");
     let queries = ["fault", "n:4711", "number AND 49999"];
-    let answers = |storage: &ObjectStorage| {
+    // The answers, and what the searches' fetches cost (round trips, bytes, cache hits).
+    let answers_costing = |storage: &ObjectStorage| {
         let live = open_live(&data, storage);
-        let answers: Vec<(u64, Vec<String>)> = queries.iter().map(|q| count(&live, q)).collect();
+        let fetched = Arc::new(quarry_format::FetchCounts::default());
+        let answers: Vec<(u64, Vec<String>)> =
+            fetched.scope(|| queries.iter().map(|q| count(&live, q)).collect());
         live.close();
-        answers
+        let read = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        let cost = (
+            read(&fetched.round_trips),
+            read(&fetched.bytes),
+            read(&fetched.cache_hits),
+        );
+        (answers, cost)
     };
+    let answers = |storage: &ObjectStorage| answers_costing(storage).0;
     let gets = |storage: &ObjectStorage| storage.stats().gets.load(Ordering::Relaxed);
 
     // A node with an empty cache fetches what its queries read.
     let expected = {
         let (storage, _) = faulty_storage(&weed, "cache", &cache);
-        let answers = answers(&storage);
-        assert!(gets(&storage) > 0);
+        let before = gets(&storage);
+        let (answers, (round_trips, bytes, _)) = answers_costing(&storage);
+        // The searches' own fetches are counted for them (opening the blocks is not).
+        assert!(
+            round_trips > 0 && bytes > 0,
+            "{round_trips} round trips, {bytes} bytes"
+        );
+        assert!(gets(&storage) >= before + round_trips);
         answers
     };
     assert_eq!(expected[0], (50_000, Vec::new()));
@@ -415,7 +431,10 @@ fn the_disk_cache_survives_a_restart_checks_what_it_kept_and_keeps_its_budget() 
     {
         let (storage, faults) = faulty_storage(&weed, "cache", &cache);
         faults.fail_gets.store(true, Ordering::Relaxed);
-        assert_eq!(answers(&storage), expected);
+        let (answers, (round_trips, bytes, cache_hits)) = answers_costing(&storage);
+        assert_eq!(answers, expected);
+        assert_eq!((round_trips, bytes), (0, 0));
+        assert!(cache_hits > 0);
         assert_eq!(gets(&storage), 0);
         assert_eq!(faults.injected.load(Ordering::Relaxed), 0);
         assert!(storage.cache().used() > 0);

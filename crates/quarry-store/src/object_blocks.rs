@@ -30,7 +30,7 @@ use crate::disk_cache::{CachedFile, DiskCache, GRANULE};
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use quarry_format::block::{encode_block, BlockInput};
-use quarry_format::{BlockReader, BlockSource, FormatError};
+use quarry_format::{BlockReader, BlockSource, FetchCounts, FormatError};
 use std::future::Future;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -498,8 +498,13 @@ impl BlockSource for RemoteBlock {
         let runs = self.copy.missing(ranges);
         if runs.is_empty() {
             self.blocks.stats.cache_hits.fetch_add(1, Ordering::Relaxed);
+            FetchCounts::record_cache_hit();
             return Ok(());
         }
+        FetchCounts::record_fetch(
+            runs.len() as u64,
+            runs.iter().map(|r| r.end - r.start).sum(),
+        );
         tracing::debug!(
             block = self.id,
             runs = runs.len(),

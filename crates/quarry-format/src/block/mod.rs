@@ -19,11 +19,13 @@
 //! Invariants: doc ids are positions in `_time` order (stable for equal times); every doc has a
 //! `_time`; chunks of a column partition `[0, doc_count)`; term keys are unique and sorted.
 
+pub mod fetch_counts;
 mod manifest;
 pub mod pages;
 mod reader;
 mod writer;
 
+pub use fetch_counts::FetchCounts;
 pub use manifest::{ColumnMeta, FieldMeta, Manifest, SectionRef, TextMeta};
 pub use reader::{BlockBytes, BlockReader, BlockSource, DocumentFetcher, TermInfos};
 pub use writer::{encode_block, BlockInput, FieldInput, InvertedIndexWriter, TextInput};

@@ -210,9 +210,15 @@ fn spawn_background(
     std::thread::Builder::new()
         .name("quarry-background".into())
         .spawn(move || {
-            // Retention is checked once a minute (and at start).
+            // Retention is checked once a minute (and at start); blocks that could not be
+            // read at start are tried again every 30 s.
             let mut next_retention = Instant::now();
+            let mut next_reopen = Instant::now() + REOPEN_PERIOD;
             while !stop.load(Ordering::Relaxed) {
+                if Instant::now() >= next_reopen {
+                    next_reopen = Instant::now() + REOPEN_PERIOD;
+                    live.reopen_unreadable();
+                }
                 let retention_seconds = spec
                     .read()
                     .unwrap_or_else(PoisonError::into_inner)
@@ -251,6 +257,7 @@ fn spawn_background(
 }
 
 const RETENTION_PERIOD: Duration = Duration::from_secs(60);
+const REOPEN_PERIOD: Duration = Duration::from_secs(30);
 
 /// The sealer thread: seal rounds for ingests waiting to be visible (`LiveIndex::run_sealer`).
 fn spawn_sealer(live: Arc<LiveIndex>, stop: Arc<AtomicBool>) -> JoinHandle<()> {

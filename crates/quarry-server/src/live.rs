@@ -944,6 +944,53 @@ impl LiveIndex {
         Ok(expired.len())
     }
 
+    /// Opens again the blocks that could not be read when the tenant opened (an object store
+    /// that did not answer, `DamagedBlock::unreadable`): those that open now join the
+    /// searchable ones. Returns how many did. Damage proper (a checksum) stays until
+    /// `quarry check --repair`.
+    pub fn reopen_unreadable(&self) -> usize {
+        let waiting: Vec<u64> = self
+            .state()
+            .damaged
+            .iter()
+            .filter(|(_, damage)| damage.unreadable)
+            .map(|(id, _)| *id)
+            .collect();
+        if waiting.is_empty() {
+            return 0;
+        }
+        let entries: Vec<BlockEntry> = self
+            .catalog()
+            .blocks()
+            .iter()
+            .filter(|entry| waiting.contains(&entry.id))
+            .cloned()
+            .collect();
+        // Opened without a lock held: over object storage an open is a round trip.
+        let opened = quarry_store::block_store::open_all(&*self.store, &entries);
+        let mut state = self.state();
+        let mut reopened = 0;
+        for (entry, opened) in entries.iter().zip(opened) {
+            let Ok(reader) = opened else {
+                continue;
+            };
+            // Still waiting (retention or a repair may have taken it meanwhile).
+            let Some(at) = state.damaged.iter().position(|(id, _)| *id == entry.id) else {
+                continue;
+            };
+            state.damaged.remove(at);
+            state.disk.push((entry.id, Arc::new(reader)));
+            state.snapshot = None;
+            reopened += 1;
+            tracing::info!(
+                tenant = %self.tenant,
+                block = %self.store.location(entry.id).display(),
+                "a block that could not be read at start is searchable"
+            );
+        }
+        reopened
+    }
+
     /// Events in memory (not yet in block files), and their approximate bytes.
     pub fn memory_usage(&self) -> (u64, usize) {
         let actives = self.lock_actives();

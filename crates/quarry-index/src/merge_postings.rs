@@ -131,7 +131,7 @@ pub(crate) fn build_output(
             }
             columns
         };
-        let text = copy_norms(readers, &ordinals, order).map(|norms| TextInput {
+        let text = copy_norms(readers, &ordinals, order)?.map(|norms| TextInput {
             docs_with_field: norms.iter().filter(|&&n| n != 0).count() as u32,
             norms,
             // Summed from the token terms below.
@@ -262,22 +262,24 @@ fn copy_norms(
     readers: &[&BlockReader],
     ordinals: &[Option<u16>],
     order: &[(u32, u32)],
-) -> Option<Vec<u8>> {
-    let norms: Vec<Option<&[u8]>> = readers
-        .iter()
-        .zip(ordinals)
-        .map(|(reader, ordinal)| reader.norms((*ordinal)?))
-        .collect();
-    if norms.iter().all(Option::is_none) {
-        return None;
+) -> Result<Option<Vec<u8>>> {
+    let mut norms: Vec<Option<&[u8]>> = Vec::with_capacity(readers.len());
+    for (reader, ordinal) in readers.iter().zip(ordinals) {
+        norms.push(match ordinal {
+            Some(ordinal) => reader.norms(*ordinal)?,
+            None => None,
+        });
     }
-    // In bounds: the reader checked at open that norms hold one byte per doc.
-    Some(
+    if norms.iter().all(Option::is_none) {
+        return Ok(None);
+    }
+    // In bounds: the reader checked that norms hold one byte per doc.
+    Ok(Some(
         order
             .iter()
             .map(|&(input, doc)| norms[input as usize].map_or(0, |n| n[doc as usize]))
             .collect(),
-    )
+    ))
 }
 
 /// A term key read from an input's dictionary with its field ordinal rewritten to the

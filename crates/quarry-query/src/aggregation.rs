@@ -1161,7 +1161,8 @@ impl Searcher {
         specs: &[AggSpec],
         interval: Option<i64>,
     ) -> Result<BTreeMap<i64, Group<'_>>> {
-        let weight = self.filter_weight_prefetched(query)?;
+        let fields = specs.iter().filter_map(|spec| spec.field.as_deref());
+        let weight = self.filter_weight_prefetched_with_values(query, fields)?;
         let ((start, end), _) = query.time_bounds();
         // Each block's groups are collected on their own, a partial result, then merged into
         // the total: the shape a search scattered over nodes will have.

@@ -1261,7 +1261,7 @@ pub fn exists_scorer<'a>(block: &'a BlockReader, field: &str) -> Result<Option<B
 /// longer than `EXACT_TERM_LEN` with no token in it) cannot be found.
 fn indexed_exists_scorer(block: &BlockReader, ordinal: u16) -> Result<Option<BoxScorer<'_>>> {
     let mut words = empty_bits(block);
-    let norms = block.norms(ordinal);
+    let norms = block.norms(ordinal)?;
     if let Some(norms) = norms {
         for (doc, _) in norms.iter().enumerate().filter(|(_, &id)| id != 0) {
             bit_set(&mut words, doc as u32);

@@ -494,7 +494,18 @@ impl Searcher {
 
     /// The weight of a scored search: statistics (idf, norms) over every block.
     pub fn weight(&self, query: &Query) -> Result<Weight> {
-        self.prefetch(query)?;
+        // Scorers read the norms of the fields they score.
+        let mut scored = std::collections::BTreeSet::new();
+        query.for_each_term(&mut |field, _| {
+            scored.insert(field.to_owned());
+        });
+        query.for_each_scored_exact(&mut |field, _, _| {
+            scored.insert(field.to_owned());
+        });
+        self.prefetch_with(query, &|block| {
+            let fields = scored.iter().filter_map(|name| block.field_ordinal(name));
+            block.on_demand_ranges(fields, false, true)
+        })?;
         let stats = CollectionStats::gather(query, &self.blocks)?;
         Ok(self.live_only(Weight::new(query, &stats, self.params, self.optimizations)))
     }
@@ -508,6 +519,16 @@ impl Searcher {
     /// histograms, aggregations); a tail, which usually stops in its newest block, fetches as
     /// it goes. Nothing to do for blocks in files or memory.
     pub fn prefetch(&self, query: &Query) -> Result<()> {
+        self.prefetch_with(query, &|_| Vec::new())
+    }
+
+    /// `prefetch`, with the ranges `extra` names in each remote block in the same batch: the
+    /// doc values or norms (read on demand by a remote block) the search will read.
+    pub(crate) fn prefetch_with(
+        &self,
+        query: &Query,
+        extra: &(dyn Fn(&BlockReader) -> Vec<std::ops::Range<u64>> + Sync),
+    ) -> Result<()> {
         let remote: Vec<&Arc<BlockReader>> = self
             .blocks
             .iter()
@@ -522,8 +543,9 @@ impl Searcher {
         for block in remote {
             let mut terms = Vec::new();
             query.terms_in(block, &mut terms)?;
-            let ranges =
+            let mut ranges =
                 block.terms_ranges(terms.iter().map(|(info, positions)| (info, *positions)));
+            ranges.extend(extra(block));
             if block.is_missing(&ranges) {
                 wanted.push((block, ranges));
             }
@@ -535,6 +557,20 @@ impl Searcher {
     /// `filter_weight` after `prefetch`: for searches that read every block.
     pub(crate) fn filter_weight_prefetched(&self, query: &Query) -> Result<Weight> {
         self.prefetch(query)?;
+        Ok(self.filter_weight(query))
+    }
+
+    /// `filter_weight` after `prefetch`, with the doc values of `fields` in the same batch:
+    /// for aggregations, which read them for every match.
+    pub(crate) fn filter_weight_prefetched_with_values<'f>(
+        &self,
+        query: &Query,
+        fields: impl Iterator<Item = &'f str> + Clone + Sync,
+    ) -> Result<Weight> {
+        self.prefetch_with(query, &|block| {
+            let ordinals = fields.clone().filter_map(|name| block.field_ordinal(name));
+            block.on_demand_ranges(ordinals, true, false)
+        })?;
         Ok(self.filter_weight(query))
     }
 

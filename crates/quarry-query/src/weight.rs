@@ -549,7 +549,7 @@ impl Weight {
         let Some((ordinal, info)) = infos.get(index, block, field, term)? else {
             return Ok(None);
         };
-        let norms = block.norms(ordinal).unwrap_or(&[]);
+        let norms = block.norms(ordinal)?.unwrap_or(&[]);
         let cursor = block.postings(&info)?;
         Ok(Some(TermScorer::new(
             cursor,
@@ -645,7 +645,10 @@ impl Weight {
                         cursor: block.postings_with_positions(&info)?,
                     });
                 }
-                let norms = field_ordinal.and_then(|o| block.norms(o)).unwrap_or(&[]);
+                let norms = match field_ordinal {
+                    Some(ordinal) => block.norms(ordinal)?.unwrap_or(&[]),
+                    None => &[],
+                };
                 // A sloppy match counts at most once per position of any of its terms.
                 let max_freq = if *slop == 0 { max_tf } else { sum_tf };
                 Some(Box::new(PhraseScorer::new(

@@ -96,7 +96,7 @@ pub struct BlockEntry {
     pub time_max: i64,
     pub bytes: u64,
     /// Where the stretch that opening the block reads starts (its resident sections, the
-    /// manifest and the footer: `Manifest::resident_start`), so that a remote block opens
+    /// manifest and the footer: `Manifest::planning_start`), so that a remote block opens
     /// with one ranged read. 0 for blocks recorded before it was kept.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub open_from: u64,
@@ -115,7 +115,7 @@ impl BlockEntry {
             time_min: manifest.time_min,
             time_max: manifest.time_max,
             bytes,
-            open_from: manifest.resident_start(),
+            open_from: manifest.planning_start(),
         }
     }
 }

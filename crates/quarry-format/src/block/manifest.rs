@@ -258,29 +258,45 @@ impl Manifest {
         all
     }
 
-    /// The sections a reader keeps resident and so reads when the block opens (everything but
-    /// column data, postings and positions, which queries read piecemeal). Writers put them
-    /// together just before the manifest, so that opening a remote block reads one stretch
-    /// at its end ([`Manifest::resident_start`]).
+    /// The sections a reader keeps resident (everything but column data, postings and
+    /// positions, which queries read piecemeal): the planning sections
+    /// ([`Manifest::planning_sections`]), then the doc values and norms
+    /// ([`Manifest::on_demand_sections`]).
     pub fn resident_sections(&self) -> impl Iterator<Item = SectionRef> + '_ {
-        let per_field = self.fields.iter().flat_map(|field| {
-            let columns = field
-                .columns
-                .iter()
-                .flat_map(|column| std::iter::once(column.directory).chain(column.doc_values));
-            columns.chain(field.text.as_ref().map(|text| text.norms))
-        });
+        self.planning_sections().chain(self.on_demand_sections())
+    }
+
+    /// What planning a query needs, read whenever the block opens: time index and offsets,
+    /// term dictionary and infos, page checksums, column directories. Writers put them
+    /// together just before the manifest, so that opening a remote block reads one stretch
+    /// at its end ([`Manifest::planning_start`]).
+    pub fn planning_sections(&self) -> impl Iterator<Item = SectionRef> + '_ {
+        let directories = self
+            .fields
+            .iter()
+            .flat_map(|field| field.columns.iter().map(|column| column.directory));
         [self.time_index, self.term_fst, self.term_infos]
             .into_iter()
             .chain(self.time_offsets)
             .chain(self.page_checksums)
-            .chain(per_field)
+            .chain(directories)
     }
 
-    /// Where the stretch that opening the block reads starts: the first byte of its resident
-    /// sections (the manifest and the footer follow them).
-    pub fn resident_start(&self) -> u64 {
-        self.resident_sections()
+    /// Doc values and norms: resident, read when a local block opens; a remote block reads
+    /// each when a query first needs it (they are tens of MB in a large block). Writers put
+    /// them just before the planning sections.
+    pub fn on_demand_sections(&self) -> impl Iterator<Item = SectionRef> + '_ {
+        self.fields.iter().flat_map(|field| {
+            let doc_values = field.columns.iter().filter_map(|column| column.doc_values);
+            doc_values.chain(field.text.as_ref().map(|text| text.norms))
+        })
+    }
+
+    /// Where the stretch that opening a remote block reads starts: the first byte of the
+    /// planning sections (the manifest and the footer follow them). In blocks written before
+    /// the on-demand sections were put first, it is the start of every resident section.
+    pub fn planning_start(&self) -> u64 {
+        self.planning_sections()
             .filter(|section| section.len > 0)
             .map(|section| section.offset)
             .min()

@@ -1,4 +1,4 @@
-use super::manifest::{Manifest, SectionRef};
+use super::manifest::{ColumnMeta, FieldMeta, Manifest, SectionRef};
 use super::pages::{PageChecksums, PagedSection};
 use super::TIME_FIELD;
 use crate::column::{ChunkCache, ColumnReader, DecodedChunk};
@@ -99,7 +99,14 @@ pub struct BlockReader {
     uid: u64,
     /// Each field's norms, unpacked on first use (format version 6 on).
     unpacked_norms: Box<[OnceLock<Box<[u8]>>]>,
+    /// A remote block's doc values and norms (`Manifest::on_demand_sections`), by (offset,
+    /// length): fetched, copied and checked when a query first needs one. Empty for a
+    /// local block, which holds them resident from the start.
+    on_demand: Box<[(SectionKey, OnDemand)]>,
 }
+
+/// A section a remote block reads on first use: its checked copy once read.
+type OnDemand = OnceLock<Box<[u8]>>;
 
 /// Source of `BlockReader::uid`.
 static NEXT_READER_UID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -211,12 +218,30 @@ impl BlockReader {
             }
         }
         // Everything opening reads, as one batch (a remote block's second round trip at most;
-        // the writer puts these sections together before the manifest).
-        let resident_ranges: Vec<Range<u64>> = manifest
-            .resident_sections()
+        // the writer puts these sections together before the manifest). A remote block leaves
+        // its doc values and norms for the queries that need them.
+        let remote = block_bytes.is_remote();
+        let opened: Vec<SectionRef> = if remote {
+            manifest.planning_sections().collect()
+        } else {
+            manifest.resident_sections().collect()
+        };
+        let resident_ranges: Vec<Range<u64>> = opened
+            .iter()
             .map(|section| section.offset..section.offset + section.len)
             .collect();
         fetch(&resident_ranges)?;
+        let mut on_demand: Vec<(SectionKey, OnDemand)> = if remote {
+            manifest
+                .on_demand_sections()
+                .filter(|section| section.len > 0)
+                .map(|section| ((section.offset, section.len), OnceLock::new()))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        on_demand.sort_by_key(|(key, _)| *key);
+        on_demand.dedup_by_key(|(key, _)| *key);
         // Sections read at random are copied and checked now (doc values and norms in the loop
         // below, where their shapes are checked too; the others after it); the FST in
         // particular must not be walked if corrupt.
@@ -236,32 +261,17 @@ impl BlockReader {
         for field in &manifest.fields {
             for column in &field.columns {
                 eager.push((format!("column {} directory", field.name), column.directory));
-                if let Some(section) = column.doc_values {
-                    let name = format!("column {}:{} doc values", field.name, column.ty.name());
+                if let (Some(section), false) = (column.doc_values, remote) {
+                    let name = doc_values_name(field, column);
                     let values = resident.copy_checked(path, bytes, &name, section)?;
-                    match DocValues::new(values) {
-                        Ok(v) if v.doc_count() == manifest.doc_count => {}
-                        Ok(_) => return Err(corrupt(&name, "doc count differs from the block's")),
-                        Err(e) => return Err(corrupt(&name, e.reason)),
-                    }
+                    check_doc_values(path, &name, values, manifest.doc_count)?;
                 }
             }
-            if let Some(text) = &field.text {
+            if let (Some(text), false) = (&field.text, remote) {
                 // In bounds: every section was checked against the file length above.
-                let norms = resident.copy_checked(
-                    path,
-                    bytes,
-                    &format!("norms of {}", field.name),
-                    text.norms,
-                )?;
-                let fits = if version >= PACKED_NORMS_VERSION {
-                    fieldnorm::packed_fits(norms, manifest.doc_count)
-                } else {
-                    text.norms.len == u64::from(manifest.doc_count)
-                };
-                if !fits {
-                    return Err(corrupt(&field.name, "norms length is not the doc count"));
-                }
+                let name = norms_name(field);
+                let norms = resident.copy_checked(path, bytes, &name, text.norms)?;
+                check_norms(path, &name, norms, text.norms, version, manifest.doc_count)?;
             }
         }
         for (name, section) in eager {
@@ -329,6 +339,7 @@ impl BlockReader {
             version,
             uid: NEXT_READER_UID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             unpacked_norms: (0..field_count).map(|_| OnceLock::new()).collect(),
+            on_demand: on_demand.into_boxed_slice(),
         };
         if reader.time_column().is_none() {
             return Err(corrupt("manifest", "no _time column"));
@@ -449,6 +460,42 @@ impl BlockReader {
         }
     }
 
+    /// A doc values or norms section (`Manifest::on_demand_sections`): its private copy,
+    /// checked at open, or for a remote block fetched, copied and checked (`check`: its
+    /// shape) the first time it is asked for. A failed fetch or check is this call's error;
+    /// the next call tries again.
+    fn on_demand_section(
+        &self,
+        section: SectionRef,
+        name: impl FnOnce() -> String,
+        check: impl FnOnce(&Path, &str, &[u8]) -> Result<()>,
+    ) -> Result<&[u8]> {
+        let key = (section.offset, section.len);
+        let Ok(at) = self.on_demand.binary_search_by_key(&key, |(key, _)| *key) else {
+            return Ok(self.section(section));
+        };
+        let slot = &self.on_demand[at].1;
+        if let Some(bytes) = slot.get() {
+            return Ok(bytes);
+        }
+        let name = name();
+        self.fetch(std::slice::from_ref(
+            &(section.offset..section.offset + section.len),
+        ))?;
+        // In bounds: every section was checked against the file length at open.
+        let copy: Box<[u8]> =
+            self.file()[section.offset as usize..(section.offset + section.len) as usize].into();
+        let whole = SectionRef {
+            offset: 0,
+            ..section
+        };
+        check_crc(&self.path, &copy, &name, whole)?;
+        check(&self.path, &name, &copy)?;
+        // Another thread may have set it meanwhile, with the same bytes.
+        let _ = slot.set(copy);
+        Ok(slot.get().expect("set above"))
+    }
+
     /// A section read at random: its private copy, checked at open.
     fn section(&self, section: SectionRef) -> &[u8] {
         match self.resident.get(section) {
@@ -473,6 +520,12 @@ impl BlockReader {
     /// memory beyond its mapped file).
     pub fn resident_bytes(&self) -> usize {
         self.resident.bytes
+            + self
+                .on_demand
+                .iter()
+                .filter_map(|(_, slot)| slot.get())
+                .map(|bytes| bytes.len())
+                .sum::<usize>()
             + self.terms.as_fst().as_bytes().len()
             + self.time_index.len()
             + self.time_offsets.as_ref().map_or(0, |t| t.len())
@@ -622,28 +675,100 @@ impl BlockReader {
         .map_err(|e| self.corrupt("postings", e))
     }
 
-    /// Field-length ids of a tokenized field, one per doc. Packed norms (format version 6)
-    /// are unpacked on first use and kept while the reader lives: only ranked queries and
-    /// merges ask for them.
-    pub fn norms(&self, field: u16) -> Option<&[u8]> {
-        let text = self.manifest.fields.get(field as usize)?.text.as_ref()?;
-        let bytes = self.section(text.norms);
+    /// Field-length ids of a tokenized field, one per doc (`None`: not a tokenized field).
+    /// Packed norms (format version 6) are unpacked on first use and kept while the reader
+    /// lives: only ranked queries and merges ask for them. A remote block fetches them then,
+    /// which can fail.
+    pub fn norms(&self, field: u16) -> Result<Option<&[u8]>> {
+        let Some(meta) = self.manifest.fields.get(field as usize) else {
+            return Ok(None);
+        };
+        let Some(text) = &meta.text else {
+            return Ok(None);
+        };
+        let (version, doc_count) = (self.version, self.manifest.doc_count);
+        let bytes = self.on_demand_section(
+            text.norms,
+            || norms_name(meta),
+            |path, name, bytes| check_norms(path, name, bytes, text.norms, version, doc_count),
+        )?;
         if self.version < PACKED_NORMS_VERSION {
-            return Some(bytes);
+            return Ok(Some(bytes));
         }
         let ids = self.unpacked_norms[field as usize]
             .get_or_init(|| fieldnorm::decode_packed(bytes, self.manifest.doc_count).into());
-        Some(ids)
+        Ok(Some(ids))
+    }
+
+    /// The byte ranges of the doc values (`doc_values`) and norms (`norms`) of `fields` that
+    /// this block reads on demand and has not read yet: for a search to fetch with its
+    /// postings, as one batch (`BlockSource::fetch`), instead of one round trip each when
+    /// first used. Empty for a local block.
+    pub fn on_demand_ranges(
+        &self,
+        fields: impl IntoIterator<Item = u16>,
+        doc_values: bool,
+        norms: bool,
+    ) -> Vec<Range<u64>> {
+        let mut ranges = Vec::new();
+        if self.on_demand.is_empty() {
+            return ranges;
+        }
+        for field in fields {
+            let Some(meta) = self.manifest.fields.get(field as usize) else {
+                continue;
+            };
+            let values = meta
+                .columns
+                .iter()
+                .filter_map(|column| column.doc_values)
+                .filter(|_| doc_values);
+            let field_norms = meta.text.as_ref().map(|text| text.norms).filter(|_| norms);
+            for section in values.chain(field_norms) {
+                let key = (section.offset, section.len);
+                let loaded = self
+                    .on_demand
+                    .binary_search_by_key(&key, |(key, _)| *key)
+                    .is_ok_and(|at| self.on_demand[at].1.get().is_some());
+                if !loaded && section.len > 0 {
+                    ranges.push(section.offset..section.offset + section.len);
+                }
+            }
+        }
+        ranges
+    }
+
+    /// The doc values section of `column` of `field` (`None`: it has none), checked; a remote
+    /// block fetches it the first time, which can fail.
+    fn doc_values_bytes(&self, field: &FieldMeta, column: &ColumnMeta) -> Result<Option<&[u8]>> {
+        let Some(section) = column.doc_values else {
+            return Ok(None);
+        };
+        let doc_count = self.manifest.doc_count;
+        self.on_demand_section(
+            section,
+            || doc_values_name(field, column),
+            |path, name, bytes| check_doc_values(path, name, bytes, doc_count),
+        )
+        .map(Some)
     }
 
     pub fn column(&self, field: u16, ty: ColumnType) -> Option<ColumnReader<'_>> {
         let meta = self.manifest.fields.get(field as usize)?;
         let column = meta.columns.iter().find(|c| c.ty == ty)?;
+        // Doc values a remote block could not fetch, or that failed their checksum, fail the
+        // chunks they hold (the only copy of their values) when decoded, as what they are:
+        // unreadable, or damaged.
+        let (doc_values, doc_values_error) = match self.doc_values_bytes(meta, column) {
+            Ok(bytes) => (bytes.and_then(|bytes| DocValues::trusted(bytes).ok()), None),
+            Err(FormatError::Io { .. }) => (None, Some(DecodeError::UNREADABLE)),
+            Err(_) => (
+                None,
+                Some(DecodeError::new("doc values failed their check")),
+            ),
+        };
         // new() only fails on a ragged directory, which open() rules out by crc; treat a
         // failure as absent rather than panic.
-        let doc_values = column
-            .doc_values
-            .and_then(|section| DocValues::trusted(self.section(section)).ok());
         ColumnReader::new(
             ty,
             self.manifest.doc_count,
@@ -652,9 +777,13 @@ impl BlockReader {
         )
         .ok()
         .map(|reader| {
-            reader
+            let reader = reader
                 .with_doc_values(doc_values)
-                .with_source(&*self.bytes, column.data.offset)
+                .with_source(&*self.bytes, column.data.offset);
+            match doc_values_error {
+                Some(error) => reader.with_doc_values_error(error),
+                None => reader,
+            }
         })
     }
 
@@ -697,15 +826,11 @@ impl BlockReader {
 
     /// The doc values of column (`field`, `ty`), when it has them (format version 3).
     pub fn doc_values(&self, field: u16, ty: ColumnType) -> Option<DocValues<'_>> {
-        let column = self
-            .manifest
-            .fields
-            .get(field as usize)?
-            .columns
-            .iter()
-            .find(|c| c.ty == ty)?;
-        // Checked at open.
-        DocValues::trusted(self.section(column.doc_values?)).ok()
+        let meta = self.manifest.fields.get(field as usize)?;
+        let column = meta.columns.iter().find(|c| c.ty == ty)?;
+        // Checked at open, or when fetched. Doc values that could not be read are left to
+        // the column's chunks, which then fail as unreadable or damaged (`column`).
+        DocValues::trusted(self.doc_values_bytes(meta, column).ok()??).ok()
     }
 
     /// The `_time` of `doc` from the bit-packed time offsets, reading one packed value (a
@@ -1063,6 +1188,54 @@ type SectionKey = (u64, u64);
 /// Private copies of the sections read at random, each checked against its crc after it was
 /// copied: what a query reads of them cannot change under it, whatever happens to the file.
 /// Sorted by (offset, length), so a lookup is a binary search over a few dozen entries.
+/// What errors call a column's doc values section.
+fn doc_values_name(field: &FieldMeta, column: &ColumnMeta) -> String {
+    format!("column {}:{} doc values", field.name, column.ty.name())
+}
+
+fn norms_name(field: &FieldMeta) -> String {
+    format!("norms of {}", field.name)
+}
+
+/// Doc values must decode, one value per doc of the block.
+fn check_doc_values(path: &Path, name: &str, bytes: &[u8], doc_count: u32) -> Result<()> {
+    let corrupt = |reason: &'static str| FormatError::Corrupt {
+        path: path.to_path_buf(),
+        part: name.to_owned(),
+        reason,
+    };
+    match DocValues::new(bytes) {
+        Ok(values) if values.doc_count() == doc_count => Ok(()),
+        Ok(_) => Err(corrupt("doc count differs from the block's")),
+        Err(e) => Err(corrupt(e.reason)),
+    }
+}
+
+/// Norms must hold one length id per doc of the block.
+fn check_norms(
+    path: &Path,
+    name: &str,
+    bytes: &[u8],
+    section: SectionRef,
+    version: u32,
+    doc_count: u32,
+) -> Result<()> {
+    let fits = if version >= PACKED_NORMS_VERSION {
+        fieldnorm::packed_fits(bytes, doc_count)
+    } else {
+        section.len == u64::from(doc_count)
+    };
+    if fits {
+        Ok(())
+    } else {
+        Err(FormatError::Corrupt {
+            path: path.to_path_buf(),
+            part: name.to_owned(),
+            reason: "norms length is not the doc count",
+        })
+    }
+}
+
 #[derive(Default)]
 struct Resident {
     /// ((offset, length), copy).

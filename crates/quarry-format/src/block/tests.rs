@@ -9,7 +9,7 @@ use crate::limits::{FOOTER_LEN, POSTINGS_BLOCK_LEN, TIME_INDEX_INTERVAL};
 use crate::postings::TERMINATED;
 use crate::termdict::TermKind;
 use crate::value::{ColumnType, Value};
-use crate::FormatError;
+use crate::{DecodeError, FormatError};
 use fst::Streamer;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -383,9 +383,12 @@ fn block_round_trip() {
     }
 
     // Norms and columns by ordinal.
-    assert_eq!(reader.norms(MESSAGE), Some(&corpus.message_norms[..]));
-    assert_eq!(reader.norms(HOST), None);
-    assert_eq!(reader.norms(u16::MAX), None);
+    assert_eq!(
+        reader.norms(MESSAGE).unwrap(),
+        Some(&corpus.message_norms[..])
+    );
+    assert_eq!(reader.norms(HOST).unwrap(), None);
+    assert_eq!(reader.norms(u16::MAX).unwrap(), None);
     assert!(reader.column(HOST, ColumnType::Str).is_some());
     assert!(reader.column(HOST, ColumnType::I64).is_none());
     assert!(reader.column(u16::MAX, ColumnType::Str).is_none());
@@ -919,7 +922,8 @@ fn a_term_dictionary_the_fst_builder_did_not_write_is_rejected() {
     }
 }
 
-/// A block's bytes that remember the ranges a reader asked for (`BlockSource::fetch`).
+/// A block's bytes that remember the ranges a reader asked for (`BlockSource::fetch`), as a
+/// remote block's would (doc values and norms are asked for when first used).
 struct RecordingSource {
     bytes: Vec<u8>,
     fetched: std::sync::Mutex<Vec<Range<u64>>>,
@@ -930,13 +934,18 @@ impl BlockSource for RecordingSource {
         &self.bytes
     }
 
+    fn is_remote(&self) -> bool {
+        true
+    }
+
     fn fetch(&self, ranges: &[Range<u64>]) -> std::io::Result<()> {
         self.fetched.lock().unwrap().extend(ranges.iter().cloned());
         Ok(())
     }
 }
 
-/// Everything a query reads of a block: every document, and every term's docs and positions.
+/// Everything a query reads of a block: every document, every term's docs and positions,
+/// every doc value and norm.
 fn read_documents_and_postings(reader: &BlockReader) -> Result<Vec<String>, FormatError> {
     let mut out = Vec::new();
     let mut fetcher = DocumentFetcher::new(reader);
@@ -968,13 +977,22 @@ fn read_documents_and_postings(reader: &BlockReader) -> Result<Vec<String>, Form
         }
         out.push(line);
     }
+    for (ordinal, field) in reader.manifest().fields.iter().enumerate() {
+        out.push(format!("norms {:?}", reader.norms(ordinal as u16)?));
+        for column in &field.columns {
+            if let Some(values) = reader.doc_values(ordinal as u16, column.ty) {
+                out.push(format!("doc values {}", values.doc_count()));
+            }
+        }
+    }
     Ok(out)
 }
 
 /// A reader asks its source for every byte before reading it: a copy of the block holding
 /// only the ranges the reader fetched (zeros elsewhere, as a remote block's local copy) gives
-/// the same documents and postings, without an error. Opening asks for the magic and one
-/// stretch at the end: the resident sections, the manifest and the footer.
+/// the same documents and postings, without an error. Opening a remote block asks for the
+/// magic and one stretch at the end: the planning sections, the manifest and the footer;
+/// doc values and norms (just before them) when first used.
 #[test]
 fn a_reader_fetches_every_range_it_reads() {
     let (bytes, manifest) = large_block();
@@ -985,7 +1003,7 @@ fn a_reader_fetches_every_range_it_reads() {
     });
     let reader = BlockReader::from_bytes(path, recording.clone()).unwrap();
     let len = bytes.len() as u64;
-    let resident_start = manifest.resident_start();
+    let planning_start = manifest.planning_start();
     let cold_end = manifest
         .fields
         .iter()
@@ -994,14 +1012,23 @@ fn a_reader_fetches_every_range_it_reads() {
         .map(|section| section.offset + section.len)
         .max()
         .unwrap();
+    let on_demand: Vec<SectionRef> = manifest.on_demand_sections().collect();
+    assert!(on_demand.len() > 2);
+    for section in &on_demand {
+        assert!(
+            section.offset >= cold_end && section.offset + section.len <= planning_start,
+            "doc values and norms lie between the sections read piecemeal and the planning ones"
+        );
+    }
     assert_eq!(
-        resident_start, cold_end,
+        on_demand.iter().map(|s| s.offset).min(),
+        Some(cold_end),
         "the resident sections follow the sections read piecemeal"
     );
     for range in recording.fetched.lock().unwrap().iter() {
         assert!(
-            range.end <= crate::limits::BLOCK_MAGIC.len() as u64 || range.start >= resident_start,
-            "opening read {range:?}, outside the magic and {resident_start}..{len}"
+            range.end <= crate::limits::BLOCK_MAGIC.len() as u64 || range.start >= planning_start,
+            "opening read {range:?}, outside the magic and {planning_start}..{len}"
         );
     }
     let expected = read_documents_and_postings(&reader).unwrap();
@@ -1039,11 +1066,135 @@ fn a_reader_fetches_every_range_it_reads() {
             .all(|&b| b == 0),
         "fetching documents fetched no postings"
     );
-    let reader = BlockReader::from_bytes(path, Arc::new(sparse)).unwrap();
+    let sparse = Arc::new(RecordingSource {
+        bytes: sparse,
+        fetched: Default::default(),
+    });
+    let reader = BlockReader::from_bytes(path, sparse).unwrap();
     let mut fetcher = DocumentFetcher::new(&reader);
     let again: Vec<String> = (0..reader.doc_count())
         .map(|doc| format!("{:?}", fetcher.fetch(doc).unwrap()))
         .collect();
     assert_eq!(again, documents);
     assert_eq!(documents[..], expected[..documents.len()]);
+}
+
+/// A remote block whose doc values and norms cannot be read, or come back changed: the
+/// norms are an error for the query that asks for them (a ranked query must not score without
+/// them); doc values, the only copy of some chunks' values, make those chunks fail as
+/// unreadable (not damaged); the next ask tries again.
+#[test]
+fn doc_values_and_norms_of_a_remote_block_are_read_when_first_needed() {
+    struct Flaky {
+        bytes: Vec<u8>,
+        /// The on-demand stretch: fetching it fails while `failing` is set.
+        on_demand: Range<u64>,
+        failing: std::sync::atomic::AtomicBool,
+    }
+    impl BlockSource for Flaky {
+        fn bytes(&self) -> &[u8] {
+            &self.bytes
+        }
+        fn is_remote(&self) -> bool {
+            true
+        }
+        fn fetch(&self, ranges: &[Range<u64>]) -> std::io::Result<()> {
+            let failing = self.failing.load(std::sync::atomic::Ordering::Relaxed);
+            let touches = ranges
+                .iter()
+                .any(|r| r.start < self.on_demand.end && self.on_demand.start < r.end);
+            if failing && touches {
+                return Err(std::io::Error::other("the store did not answer"));
+            }
+            Ok(())
+        }
+    }
+    let (bytes, manifest) = large_block();
+    let local = BlockReader::from_bytes(Path::new("local"), Arc::new(bytes.clone())).unwrap();
+    let expected = read_documents_and_postings(&local).unwrap();
+    let message = local.field_ordinal("message").unwrap();
+    let host = local.field_ordinal("host").unwrap();
+    let start = manifest
+        .on_demand_sections()
+        .map(|s| s.offset)
+        .min()
+        .unwrap();
+    let end = manifest.planning_start();
+    let flaky = Arc::new(Flaky {
+        bytes: bytes.clone(),
+        on_demand: start..end,
+        failing: true.into(),
+    });
+    let reader = BlockReader::from_bytes(Path::new("flaky"), flaky.clone()).unwrap();
+    assert!(reader.resident_bytes() < local.resident_bytes());
+    let error = reader.norms(message).unwrap_err();
+    assert!(matches!(error, FormatError::Io { .. }), "{error}");
+    assert!(reader.doc_values(host, ColumnType::Str).is_none());
+    let mut fetcher = DocumentFetcher::new(&reader);
+    let mut unreadable = 0;
+    for doc in 0..reader.doc_count() {
+        match fetcher.fetch(doc) {
+            Ok(event) => assert_eq!(format!("{event:?}"), expected[doc as usize]),
+            Err(FormatError::Io { .. }) => unreadable += 1,
+            Err(other) => panic!("doc {doc}: {other}"),
+        }
+    }
+    assert!(unreadable > 0, "some chunks are held only as doc values");
+    // The store answers again: the same norms and doc values as the local block's.
+    flaky
+        .failing
+        .store(false, std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(
+        reader.norms(message).unwrap(),
+        local.norms(message).unwrap()
+    );
+    assert!(reader.doc_values(host, ColumnType::Str).is_some());
+    assert_eq!(read_documents_and_postings(&reader).unwrap(), expected);
+    assert!(reader.resident_bytes() > 0);
+
+    // Norms changed in the store: a checksum error naming them, never other scores.
+    let mut garbled = bytes.clone();
+    let norms = manifest.fields[message as usize]
+        .text
+        .as_ref()
+        .unwrap()
+        .norms;
+    garbled[norms.offset as usize] ^= 0x40;
+    let reader = BlockReader::from_bytes(
+        Path::new("garbled"),
+        Arc::new(RecordingSource {
+            bytes: garbled,
+            fetched: Default::default(),
+        }),
+    )
+    .unwrap();
+    let error = reader.norms(message).unwrap_err();
+    assert!(
+        matches!(&error, FormatError::ChecksumMismatch { part, .. } if part.contains("norms of message")),
+        "{error}"
+    );
+    // Doc values changed: the chunks they hold fail as damaged.
+    let mut garbled = bytes.clone();
+    let host_values = manifest.fields[host as usize].columns[0]
+        .doc_values
+        .unwrap();
+    garbled[host_values.offset as usize + 3] ^= 0x40;
+    let reader = BlockReader::from_bytes(
+        Path::new("garbled"),
+        Arc::new(RecordingSource {
+            bytes: garbled,
+            fetched: Default::default(),
+        }),
+    )
+    .unwrap();
+    assert!(reader.doc_values(host, ColumnType::Str).is_none());
+    let column = reader.column(host, ColumnType::Str).unwrap();
+    let failures: Vec<DecodeError> = (0..column.chunk_count())
+        .filter_map(|chunk| column.decode_chunk(chunk).err())
+        .collect();
+    assert!(!failures.is_empty());
+    assert!(
+        failures.iter().all(|e| *e != DecodeError::UNREADABLE),
+        "{failures:?}"
+    );
 }

@@ -140,9 +140,10 @@ pub fn encode_block(name: &Path, input: BlockInput, out: impl Write) -> Result<M
     sink.section(BLOCK_MAGIC).map_err(io)?;
 
     // Section order: first what queries read piecemeal (column data, postings, positions),
-    // then everything a reader keeps resident (`Manifest::resident_sections`), then the
-    // manifest: opening the block reads one stretch at its end, which over object storage is
-    // one ranged request (issue 28).
+    // then the doc values and norms (`Manifest::on_demand_sections`: resident, but a remote
+    // block reads each on first use), then what planning needs (`planning_sections`), then the
+    // manifest: opening a remote block reads one stretch at its end, which over object
+    // storage is one ranged request (issue 28).
     let InvertedIndexWriter {
         postings,
         dictionary,
@@ -164,6 +165,28 @@ pub fn encode_block(name: &Path, input: BlockInput, out: impl Write) -> Result<M
     let postings_ref = sink.section(&postings.postings).map_err(io)?;
     let positions_ref = sink.section(&postings.positions).map_err(io)?;
 
+    // Per field: each column's doc values, then the norms.
+    let mut on_demand = Vec::with_capacity(input.fields.len());
+    let mut norms = Vec::new();
+    for field in &input.fields {
+        let mut doc_values = Vec::with_capacity(field.columns.len());
+        for column in &field.columns {
+            doc_values.push(match &column.doc_values {
+                Some(bytes) => Some(sink.section(bytes).map_err(io)?),
+                None => None,
+            });
+        }
+        let norms_ref = match &field.text {
+            Some(text) => {
+                norms.clear();
+                crate::fieldnorm::encode_packed(&text.norms, &mut norms);
+                Some(sink.section(&norms).map_err(io)?)
+            }
+            None => None,
+        };
+        on_demand.push((doc_values, norms_ref));
+    }
+
     let mut time_index = Vec::new();
     for time in input.times.iter().step_by(TIME_INDEX_INTERVAL as usize) {
         time_index.extend_from_slice(&time.to_le_bytes());
@@ -172,14 +195,12 @@ pub fn encode_block(name: &Path, input: BlockInput, out: impl Write) -> Result<M
     let time_offsets = Some(sink.section(&time_offsets(&input.times)).map_err(io)?);
 
     let mut fields = Vec::with_capacity(input.fields.len());
-    let mut norms = Vec::new();
-    for (field, data_refs) in input.fields.into_iter().zip(data_refs) {
+    for ((field, data_refs), (doc_values, norms)) in
+        input.fields.into_iter().zip(data_refs).zip(on_demand)
+    {
         let mut columns = Vec::with_capacity(field.columns.len());
-        for (column, data) in field.columns.into_iter().zip(data_refs) {
-            let doc_values = match &column.doc_values {
-                Some(bytes) => Some(sink.section(bytes).map_err(io)?),
-                None => None,
-            };
+        for ((column, data), doc_values) in field.columns.into_iter().zip(data_refs).zip(doc_values)
+        {
             columns.push(ColumnMeta {
                 ty: column.ty,
                 present_count: column.present_count,
@@ -189,18 +210,11 @@ pub fn encode_block(name: &Path, input: BlockInput, out: impl Write) -> Result<M
                 doc_values,
             });
         }
-        let text = match field.text {
-            Some(text) => {
-                norms.clear();
-                crate::fieldnorm::encode_packed(&text.norms, &mut norms);
-                Some(TextMeta {
-                    docs_with_field: text.docs_with_field,
-                    total_tokens: text.total_tokens,
-                    norms: sink.section(&norms).map_err(io)?,
-                })
-            }
-            None => None,
-        };
+        let text = field.text.zip(norms).map(|(text, norms)| TextMeta {
+            docs_with_field: text.docs_with_field,
+            total_tokens: text.total_tokens,
+            norms,
+        });
         fields.push(FieldMeta {
             name: field.name,
             columns,

@@ -15,6 +15,8 @@ pub struct ColumnReader<'a> {
     data: &'a [u8],
     /// The column's doc values, from which chunks without data are rebuilt (format v6).
     doc_values: Option<DocValues<'a>>,
+    /// Why doc values the column has are not in `doc_values`, if they could not be read.
+    doc_values_error: Option<DecodeError>,
     /// The block's source and where `data` starts in it: a chunk's bytes are fetched from it
     /// before they are read (a remote block's; `BlockSource`).
     source: Option<(&'a dyn BlockSource, u64)>,
@@ -66,6 +68,7 @@ impl<'a> ColumnReader<'a> {
             directory,
             data,
             doc_values: None,
+            doc_values_error: None,
             source: None,
         })
     }
@@ -74,6 +77,14 @@ impl<'a> ColumnReader<'a> {
     /// chunk stored without data (offset, length and crc 0) is rebuilt from them.
     pub fn with_doc_values(mut self, doc_values: Option<DocValues<'a>>) -> Self {
         self.doc_values = doc_values;
+        self
+    }
+
+    /// The column's doc values exist but could not be read (a remote block's store did not
+    /// answer: `DecodeError::UNREADABLE`; or they failed their checksum): chunks stored
+    /// only as doc values fail with `error`.
+    pub fn with_doc_values_error(mut self, error: DecodeError) -> Self {
+        self.doc_values_error = Some(error);
         self
     }
 
@@ -220,9 +231,10 @@ impl<'a> ColumnReader<'a> {
     /// A chunk stored without data: its docs and values from the doc values, which must hold
     /// exactly its `present_count` values in its doc range.
     fn chunk_from_doc_values(&self, meta: &ChunkMeta, end_doc: u32) -> DecodeResult<DecodedChunk> {
-        let values = self
-            .doc_values
-            .ok_or(DecodeError::new("chunk has neither data nor doc values"))?;
+        let values = self.doc_values.ok_or(
+            self.doc_values_error
+                .unwrap_or(DecodeError::new("chunk has neither data nor doc values")),
+        )?;
         if values.doc_count() != self.doc_count {
             return Err(DecodeError::new("doc values of another doc count"));
         }

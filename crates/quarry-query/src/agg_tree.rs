@@ -405,7 +405,9 @@ impl Searcher {
     ) -> Result<(Vec<AggResult>, u64)> {
         check_fields(self, nodes)?;
         let mut matches = 0u64;
-        let weight = self.filter_weight_prefetched(query)?;
+        let mut fields = Vec::new();
+        tree_fields(nodes, &mut fields);
+        let weight = self.filter_weight_prefetched_with_values(query, fields.iter().copied())?;
         let plans: Vec<NodePlan> = nodes
             .iter()
             .map(|node| NodePlan::new(self, node))
@@ -460,29 +462,41 @@ impl Searcher {
 /// Refuses a tree reading a field under a `nested` object (`query::not_nested`).
 fn check_fields(searcher: &Searcher, nodes: &[AggNode]) -> Result<()> {
     for node in nodes {
-        let fields: Vec<&str> = match &node.kind {
-            NodeKind::Metric {
-                field,
-                metric: Metric::WeightedAvg { weight, .. },
-                ..
-            } => vec![field, weight],
-            NodeKind::Metric { field, .. }
-            | NodeKind::Terms { field, .. }
-            | NodeKind::Histogram { field, .. }
-            | NodeKind::DateHistogram { field, .. }
-            | NodeKind::Range { field, .. }
-            | NodeKind::DateRange { field, .. }
-            | NodeKind::Missing { field } => vec![field],
-            NodeKind::MultiTerms { fields } => fields.iter().map(|(f, _)| f.as_str()).collect(),
-            NodeKind::Composite { sources } => sources.iter().map(|s| s.field.as_str()).collect(),
-            NodeKind::Filters { .. } => Vec::new(),
-        };
-        for field in fields {
+        for field in node_fields(node) {
             crate::query::not_nested(searcher.schema(), field)?;
         }
         check_fields(searcher, &node.children)?;
     }
     Ok(())
+}
+
+/// Every field the nodes and their children read values of.
+fn tree_fields<'n>(nodes: &'n [AggNode], out: &mut Vec<&'n str>) {
+    for node in nodes {
+        out.extend(node_fields(node));
+        tree_fields(&node.children, out);
+    }
+}
+
+/// The fields node `node` reads values of (not its children's).
+fn node_fields(node: &AggNode) -> Vec<&str> {
+    match &node.kind {
+        NodeKind::Metric {
+            field,
+            metric: Metric::WeightedAvg { weight, .. },
+            ..
+        } => vec![field, weight],
+        NodeKind::Metric { field, .. }
+        | NodeKind::Terms { field, .. }
+        | NodeKind::Histogram { field, .. }
+        | NodeKind::DateHistogram { field, .. }
+        | NodeKind::Range { field, .. }
+        | NodeKind::DateRange { field, .. }
+        | NodeKind::Missing { field } => vec![field],
+        NodeKind::MultiTerms { fields } => fields.iter().map(|(f, _)| f.as_str()).collect(),
+        NodeKind::Composite { sources } => sources.iter().map(|s| s.field.as_str()).collect(),
+        NodeKind::Filters { .. } => Vec::new(),
+    }
 }
 
 /// A node's filters, planned once for every block.

@@ -57,6 +57,9 @@ pub struct Hits {
 /// partial, and front ends must say so (the CLI on stderr and in its exit status).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DamagedBlock {
+    /// The block's id in its catalog (`None` for a block opened without one).
+    pub block: Option<u64>,
+    /// Where it is: what messages name it by.
     pub path: PathBuf,
     pub error: String,
     /// Not damage: the block could not be read (an i/o error, such as its object store not
@@ -66,9 +69,14 @@ pub struct DamagedBlock {
 }
 
 impl DamagedBlock {
-    /// The block at `path`, left out because of `error`.
-    pub fn of(path: PathBuf, error: &quarry_format::FormatError) -> DamagedBlock {
+    /// Block `block` at `path`, left out because of `error`.
+    pub fn of(
+        block: Option<u64>,
+        path: PathBuf,
+        error: &quarry_format::FormatError,
+    ) -> DamagedBlock {
         DamagedBlock {
+            block,
             path,
             error: error.to_string(),
             unreadable: matches!(error, quarry_format::FormatError::Io { .. }),
@@ -90,7 +98,7 @@ pub type DamageReport = Arc<dyn Fn(&DamagedBlock) + Send + Sync>;
 /// request that finds a damaged block answers from its own copy without it.
 #[derive(Clone)]
 pub struct Searcher {
-    /// Sorted by (time_min, path).
+    /// Sorted by (time_min, id, path).
     pub(crate) blocks: Vec<Arc<BlockReader>>,
     /// A stable id per block (the number in its file name), which orders events of equal
     /// `_time` across blocks: time order is (`_time`, block id, doc id), and cursors hold it.
@@ -129,7 +137,11 @@ impl Searcher {
         for (entry, opened) in entries.iter().zip(opened) {
             match opened {
                 Ok(block) => blocks.push(block),
-                Err(error) => damaged.push(DamagedBlock::of(store.location(entry.id), &error)),
+                Err(error) => damaged.push(DamagedBlock::of(
+                    Some(entry.id),
+                    store.location(entry.id),
+                    &error,
+                )),
             }
         }
         let blocks = blocks.into_iter().map(Arc::new).collect();
@@ -169,10 +181,10 @@ impl Searcher {
         let Some(index) = self.blocks.iter().position(|b| b.path() == path) else {
             return false;
         };
-        self.blocks.remove(index);
+        let block = self.blocks.remove(index);
         self.block_ids.remove(index);
         self.text_fields = text_fields(&self.blocks, &self.schema);
-        let damaged = DamagedBlock::of(path.to_path_buf(), format_error);
+        let damaged = DamagedBlock::of(block.id(), path.to_path_buf(), format_error);
         if let Some(report) = &self.damage_report {
             report(&damaged);
         }
@@ -208,19 +220,18 @@ impl Searcher {
     /// `from_shared`, queries planned as `schema` says fields are indexed.
     pub fn from_shared_with(mut blocks: Vec<Arc<BlockReader>>, schema: Arc<Schema>) -> Searcher {
         blocks.sort_by(|a, b| {
-            (a.manifest().time_min, a.path()).cmp(&(b.manifest().time_min, b.path()))
+            (a.manifest().time_min, a.id(), a.path()).cmp(&(
+                b.manifest().time_min,
+                b.id(),
+                b.path(),
+            ))
         });
+        // A block opened without a catalog id (a file named on the command line, a block
+        // in a test) is numbered by its place.
         let block_ids = blocks
             .iter()
             .enumerate()
-            .map(|(position, block)| {
-                block
-                    .path()
-                    .file_stem()
-                    .and_then(|stem| stem.to_str())
-                    .and_then(|stem| stem.parse().ok())
-                    .unwrap_or(position as u64)
-            })
+            .map(|(position, block)| block.id().unwrap_or(position as u64))
             .collect();
         Searcher {
             text_fields: text_fields(&blocks, &schema),

@@ -301,8 +301,8 @@ fn open_block(segment: SegmentBuilder, path: &std::path::Path, in_memory: bool) 
     }
 }
 
-/// Writes each `(id, events)` as block file `{id:08}.qblk` (the catalog's naming, from which
-/// the searcher takes block ids) and opens them all.
+/// Writes each `(id, events)` as block file `{id:08}.qblk` (the catalog's naming) and opens
+/// them all as those catalog ids (the searcher orders equal times by them).
 fn build_blocks(blocks: Vec<(u64, Vec<TestEvent>)>) -> Corpus {
     let dir = tempfile::tempdir().unwrap();
     let analyzer = Arc::new(Analyzer::default());
@@ -314,7 +314,7 @@ fn build_blocks(blocks: Vec<(u64, Vec<TestEvent>)>) -> Corpus {
             segment.add_event(event.time, event.fields.iter().map(|(k, v)| (*k, v)));
         }
         let path = dir.path().join(format!("{id:08}.qblk"));
-        readers.push(open_block(segment, &path, id % 2 == 0));
+        readers.push(open_block(segment, &path, id % 2 == 0).with_id(id));
         let mut block_events: Vec<&TestEvent> = events.iter().collect();
         block_events.sort_by_key(|e| e.time); // stable, as write_block sorts
         for (doc, event) in block_events.into_iter().enumerate() {
@@ -341,17 +341,7 @@ fn build_blocks(blocks: Vec<(u64, Vec<TestEvent>)>) -> Corpus {
     }
     model.sort_by_key(ModelEvent::key);
     let searcher = Searcher::new(readers, (*analyzer).clone());
-    let block_ids = searcher
-        .blocks()
-        .iter()
-        .map(|b| {
-            b.path()
-                .file_stem()
-                .and_then(|s| s.to_str())
-                .and_then(|s| s.parse().ok())
-                .unwrap()
-        })
-        .collect();
+    let block_ids = searcher.blocks().iter().map(|b| b.id().unwrap()).collect();
     Corpus {
         _dir: dir,
         searcher,

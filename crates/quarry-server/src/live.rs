@@ -533,7 +533,7 @@ impl LiveIndex {
                 Err(error) => {
                     let path = store.location(entry.id);
                     tracing::warn!(block = %path.display(), %error, "damaged block left out");
-                    damaged.push((entry.id, DamagedBlock::of(path, &error)))
+                    damaged.push((entry.id, DamagedBlock::of(Some(entry.id), path, &error)))
                 }
             }
         }
@@ -724,7 +724,7 @@ impl LiveIndex {
             let Some(at) = state
                 .disk
                 .iter()
-                .position(|(_, reader)| reader.path() == damaged.path)
+                .position(|(id, _)| Some(*id) == damaged.block)
             else {
                 // Already moved (two searches found it), or a memory block, whose bytes are
                 // the server's own and cannot change under it.
@@ -1346,9 +1346,10 @@ impl LiveIndex {
                 tracing::warn!(%error, block = id, "damaged block left out of merging");
                 let mut state = self.state();
                 state.disk.retain(|(disk_id, _)| *disk_id != id);
-                state
-                    .damaged
-                    .push((id, DamagedBlock::of(self.store.location(id), &error)));
+                state.damaged.push((
+                    id,
+                    DamagedBlock::of(Some(id), self.store.location(id), &error),
+                ));
                 state.snapshot = None;
                 return Ok(true);
             }
@@ -1464,7 +1465,7 @@ fn encode_memory_block(
     let mut bytes = Vec::new();
     quarry_format::block::encode_block(&name, input, &mut bytes)?;
     let bytes = Arc::new(bytes);
-    let reader = BlockReader::from_bytes(&name, bytes.clone())?;
+    let reader = BlockReader::from_bytes(&name, bytes.clone())?.with_id(id);
     Ok(MemoryBlock {
         reader: Arc::new(reader),
         bytes,

@@ -125,7 +125,7 @@ impl BlockStore for LocalDir {
     }
 
     fn open(&self, block: &BlockEntry) -> Result<BlockReader, FormatError> {
-        BlockReader::open(&self.path(block.id))
+        Ok(BlockReader::open(&self.path(block.id))?.with_id(block.id))
     }
 
     fn read_range(&self, id: BlockId, range: Range<u64>) -> Result<Vec<u8>, FormatError> {

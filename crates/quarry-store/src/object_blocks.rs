@@ -364,7 +364,7 @@ impl ObjectBlocks {
             path: location.clone(),
             source,
         })?;
-        BlockReader::from_bytes(&location, Arc::new(remote))
+        Ok(BlockReader::from_bytes(&location, Arc::new(remote))?.with_id(id))
     }
 
     /// Fetches `ranges` of block `id`, as parallel requests (nearby ranges coalesced).

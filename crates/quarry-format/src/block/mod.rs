@@ -27,6 +27,7 @@ mod writer;
 
 pub use fetch_counts::FetchCounts;
 pub use manifest::{ColumnMeta, FieldMeta, Manifest, SectionRef, TextMeta};
+pub(crate) use reader::LazyDocValues;
 pub use reader::{BlockBytes, BlockReader, BlockSource, DocumentFetcher, TermInfos};
 pub use writer::{encode_block, BlockInput, FieldInput, InvertedIndexWriter, TextInput};
 

@@ -94,6 +94,9 @@ pub struct BlockReader {
     pages: PageChecksums,
     /// The format version the block was written in (footer).
     version: u32,
+    /// The block's id in its catalog, when the reader was opened for one (`with_id`): the
+    /// block's identity for searches (which orders equal times by it) and for damage reports.
+    id: Option<u64>,
     /// Unique among the readers this process opened: names the block in a `ChunkCache`, so
     /// a cached chunk is never served for another block (or a later block with the same path).
     uid: u64,
@@ -337,6 +340,7 @@ impl BlockReader {
             term_infos,
             pages,
             version,
+            id: None,
             uid: NEXT_READER_UID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             unpacked_norms: (0..field_count).map(|_| OnceLock::new()).collect(),
             on_demand: on_demand.into_boxed_slice(),
@@ -345,6 +349,18 @@ impl BlockReader {
             return Err(corrupt("manifest", "no _time column"));
         }
         Ok(reader)
+    }
+
+    /// The same reader, as block `id` of its catalog (block stores and a server's memory
+    /// blocks set it).
+    pub fn with_id(mut self, id: u64) -> BlockReader {
+        self.id = Some(id);
+        self
+    }
+
+    /// The block's id in its catalog, if it was opened as one.
+    pub fn id(&self) -> Option<u64> {
+        self.id
     }
 
     pub fn path(&self) -> &Path {
@@ -700,6 +716,17 @@ impl BlockReader {
         Ok(Some(ids))
     }
 
+    /// Whether `section` is one this block reads on demand and has not read yet.
+    fn on_demand_pending(&self, section: Option<SectionRef>) -> bool {
+        let Some(section) = section else {
+            return false;
+        };
+        let key = (section.offset, section.len);
+        self.on_demand
+            .binary_search_by_key(&key, |(key, _)| *key)
+            .is_ok_and(|at| self.on_demand[at].1.get().is_none())
+    }
+
     /// The byte ranges of the doc values (`doc_values`) and norms (`norms`) of `fields` that
     /// this block reads on demand and has not read yet: for a search to fetch with its
     /// postings, as one batch (`BlockSource::fetch`), instead of one round trip each when
@@ -725,12 +752,7 @@ impl BlockReader {
                 .filter(|_| doc_values);
             let field_norms = meta.text.as_ref().map(|text| text.norms).filter(|_| norms);
             for section in values.chain(field_norms) {
-                let key = (section.offset, section.len);
-                let loaded = self
-                    .on_demand
-                    .binary_search_by_key(&key, |(key, _)| *key)
-                    .is_ok_and(|at| self.on_demand[at].1.get().is_some());
-                if !loaded && section.len > 0 {
+                if self.on_demand_pending(Some(section)) {
                     ranges.push(section.offset..section.offset + section.len);
                 }
             }
@@ -756,16 +778,17 @@ impl BlockReader {
     pub fn column(&self, field: u16, ty: ColumnType) -> Option<ColumnReader<'_>> {
         let meta = self.manifest.fields.get(field as usize)?;
         let column = meta.columns.iter().find(|c| c.ty == ty)?;
-        // Doc values a remote block could not fetch, or that failed their checksum, fail the
-        // chunks they hold (the only copy of their values) when decoded, as what they are:
-        // unreadable, or damaged.
-        let (doc_values, doc_values_error) = match self.doc_values_bytes(meta, column) {
-            Ok(bytes) => (bytes.and_then(|bytes| DocValues::trusted(bytes).ok()), None),
-            Err(FormatError::Io { .. }) => (None, Some(DecodeError::UNREADABLE)),
-            Err(_) => (
-                None,
-                Some(DecodeError::new("doc values failed their check")),
-            ),
+        // A remote block's doc values not read yet are read when a chunk needs them (one
+        // stored only as doc values): a column reader does not fetch them for chunks with
+        // their own data. Their errors are the decoding's (`LazyDocValues::load`).
+        let lazy = self.on_demand_pending(column.doc_values);
+        let doc_values = if lazy {
+            None
+        } else {
+            self.doc_values_bytes(meta, column)
+                .ok()
+                .flatten()
+                .and_then(|bytes| DocValues::trusted(bytes).ok())
         };
         // new() only fails on a ragged directory, which open() rules out by crc; treat a
         // failure as absent rather than panic.
@@ -780,9 +803,14 @@ impl BlockReader {
             let reader = reader
                 .with_doc_values(doc_values)
                 .with_source(&*self.bytes, column.data.offset);
-            match doc_values_error {
-                Some(error) => reader.with_doc_values_error(error),
-                None => reader,
+            if lazy {
+                reader.with_lazy_doc_values(LazyDocValues {
+                    block: self,
+                    field: meta,
+                    column,
+                })
+            } else {
+                reader
             }
         })
     }
@@ -1090,8 +1118,12 @@ impl<'a> DocumentFetcher<'a> {
                     continue;
                 }
                 last = Some(index);
-                if let Some(range) = column.reader.chunk_block_range(index).map_err(corrupt)? {
-                    ranges.push(range);
+                match column.reader.chunk_block_range(index).map_err(corrupt)? {
+                    Some(range) => ranges.push(range),
+                    // Stored only as doc values: those, if a remote block has not read them.
+                    None => {
+                        ranges.extend(self.block.on_demand_ranges([column.ordinal], true, false))
+                    }
                 }
             }
         }
@@ -1188,6 +1220,28 @@ type SectionKey = (u64, u64);
 /// Private copies of the sections read at random, each checked against its crc after it was
 /// copied: what a query reads of them cannot change under it, whatever happens to the file.
 /// Sorted by (offset, length), so a lookup is a binary search over a few dozen entries.
+/// A column's doc values that a remote block has not read yet: read, copied and checked when
+/// a chunk stored only as doc values is decoded (`ColumnReader`).
+#[derive(Clone, Copy)]
+pub(crate) struct LazyDocValues<'a> {
+    block: &'a BlockReader,
+    field: &'a FieldMeta,
+    column: &'a ColumnMeta,
+}
+
+impl<'a> LazyDocValues<'a> {
+    /// The doc values: `DecodeError::UNREADABLE` if the store did not answer, a damage
+    /// error if they failed their checks.
+    pub(crate) fn load(&self) -> crate::error::DecodeResult<DocValues<'a>> {
+        match self.block.doc_values_bytes(self.field, self.column) {
+            Ok(Some(bytes)) => DocValues::trusted(bytes),
+            Ok(None) => Err(DecodeError::new("chunk has neither data nor doc values")),
+            Err(FormatError::Io { .. }) => Err(DecodeError::UNREADABLE),
+            Err(_) => Err(DecodeError::new("doc values failed their check")),
+        }
+    }
+}
+
 /// What errors call a column's doc values section.
 fn doc_values_name(field: &FieldMeta, column: &ColumnMeta) -> String {
     format!("column {}:{} doc values", field.name, column.ty.name())

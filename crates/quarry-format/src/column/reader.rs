@@ -15,8 +15,8 @@ pub struct ColumnReader<'a> {
     data: &'a [u8],
     /// The column's doc values, from which chunks without data are rebuilt (format v6).
     doc_values: Option<DocValues<'a>>,
-    /// Why doc values the column has are not in `doc_values`, if they could not be read.
-    doc_values_error: Option<DecodeError>,
+    /// Doc values a remote block reads on first use: read when a chunk needs them.
+    lazy_doc_values: Option<crate::block::LazyDocValues<'a>>,
     /// The block's source and where `data` starts in it: a chunk's bytes are fetched from it
     /// before they are read (a remote block's; `BlockSource`).
     source: Option<(&'a dyn BlockSource, u64)>,
@@ -68,7 +68,7 @@ impl<'a> ColumnReader<'a> {
             directory,
             data,
             doc_values: None,
-            doc_values_error: None,
+            lazy_doc_values: None,
             source: None,
         })
     }
@@ -80,11 +80,10 @@ impl<'a> ColumnReader<'a> {
         self
     }
 
-    /// The column's doc values exist but could not be read (a remote block's store did not
-    /// answer: `DecodeError::UNREADABLE`; or they failed their checksum): chunks stored
-    /// only as doc values fail with `error`.
-    pub fn with_doc_values_error(mut self, error: DecodeError) -> Self {
-        self.doc_values_error = Some(error);
+    /// Doc values that are read when a chunk stored only as doc values is decoded (a remote
+    /// block's, fetched on first use; `DecodeError::UNREADABLE` if the store does not answer).
+    pub(crate) fn with_lazy_doc_values(mut self, lazy: crate::block::LazyDocValues<'a>) -> Self {
+        self.lazy_doc_values = Some(lazy);
         self
     }
 
@@ -231,10 +230,11 @@ impl<'a> ColumnReader<'a> {
     /// A chunk stored without data: its docs and values from the doc values, which must hold
     /// exactly its `present_count` values in its doc range.
     fn chunk_from_doc_values(&self, meta: &ChunkMeta, end_doc: u32) -> DecodeResult<DecodedChunk> {
-        let values = self.doc_values.ok_or(
-            self.doc_values_error
-                .unwrap_or(DecodeError::new("chunk has neither data nor doc values")),
-        )?;
+        let values = match (self.doc_values, &self.lazy_doc_values) {
+            (Some(values), _) => values,
+            (None, Some(lazy)) => lazy.load()?,
+            (None, None) => return Err(DecodeError::new("chunk has neither data nor doc values")),
+        };
         if values.doc_count() != self.doc_count {
             return Err(DecodeError::new("doc values of another doc count"));
         }

@@ -549,7 +549,13 @@ impl Weight {
         let Some((ordinal, info)) = infos.get(index, block, field, term)? else {
             return Ok(None);
         };
-        let norms = block.norms(ordinal)?.unwrap_or(&[]);
+        // An unscored term (weight 0: counts, tails, histograms) reads no norms: a remote
+        // block would fetch them for nothing.
+        let norms = if *weight == 0.0 {
+            &[]
+        } else {
+            block.norms(ordinal)?.unwrap_or(&[])
+        };
         let cursor = block.postings(&info)?;
         Ok(Some(TermScorer::new(
             cursor,
@@ -646,8 +652,8 @@ impl Weight {
                     });
                 }
                 let norms = match field_ordinal {
-                    Some(ordinal) => block.norms(ordinal)?.unwrap_or(&[]),
-                    None => &[],
+                    Some(ordinal) if *weight != 0.0 => block.norms(ordinal)?.unwrap_or(&[]),
+                    _ => &[],
                 };
                 // A sloppy match counts at most once per position of any of its terms.
                 let max_freq = if *slop == 0 { max_tf } else { sum_tf };

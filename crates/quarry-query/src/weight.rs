@@ -17,6 +17,9 @@ pub enum Weight {
         field: String,
         term: String,
         weight: f32,
+        /// Whether its scores count: an unscored search reads no norms (a remote block would
+        /// fetch them for nothing).
+        scored: bool,
         cache: Arc<[f32; 256]>,
         /// The term in each block (by block position), looked up once while gathering stats.
         infos: BlockTermInfos,
@@ -27,6 +30,8 @@ pub enum Weight {
         terms: Vec<(u32, String, BlockTermInfos)>,
         slop: u32,
         weight: f32,
+        /// As for `Term`.
+        scored: bool,
         cache: Arc<[f32; 256]>,
     },
     Exact {
@@ -173,11 +178,16 @@ pub struct CollectionStats {
     /// value of each such field: its idf.
     pub exact_freqs: HashMap<(String, String), u64>,
     pub exact_docs: HashMap<String, u64>,
+    /// Gathered for a scored search (`gather`), not an unscored one (`unscored`).
+    pub scored: bool,
 }
 
 impl CollectionStats {
     pub fn gather(query: &Query, blocks: &[Arc<BlockReader>]) -> Result<CollectionStats> {
-        let mut stats = CollectionStats::default();
+        let mut stats = CollectionStats {
+            scored: true,
+            ..CollectionStats::default()
+        };
         let mut terms = Vec::new();
         query.for_each_term(&mut |field, term| terms.push((field.to_owned(), term.to_owned())));
         for (field, term) in terms {
@@ -422,6 +432,7 @@ impl Weight {
                 field: field.clone(),
                 term: term.clone(),
                 weight: idf(field, term),
+                scored: stats.scored,
                 cache: cache_of(field),
                 infos: infos_of(field, term),
             },
@@ -433,6 +444,7 @@ impl Weight {
                     .collect(),
                 slop: *slop,
                 weight: terms.iter().map(|(_, t)| idf(field, t)).sum(),
+                scored: stats.scored,
                 cache: cache_of(field),
             },
             Query::Exact {
@@ -540,6 +552,7 @@ impl Weight {
             field,
             term,
             weight,
+            scored,
             cache,
             infos,
         } = self
@@ -549,12 +562,12 @@ impl Weight {
         let Some((ordinal, info)) = infos.get(index, block, field, term)? else {
             return Ok(None);
         };
-        // An unscored term (weight 0: counts, tails, histograms) reads no norms: a remote
-        // block would fetch them for nothing.
-        let norms = if *weight == 0.0 {
-            &[]
-        } else {
+        // An unscored term (counts, tails, histograms) reads no norms: a remote block would
+        // fetch them for nothing.
+        let norms = if *scored {
             block.norms(ordinal)?.unwrap_or(&[])
+        } else {
+            &[]
         };
         let cursor = block.postings(&info)?;
         Ok(Some(TermScorer::new(
@@ -630,6 +643,7 @@ impl Weight {
                 terms,
                 slop,
                 weight,
+                scored,
                 cache,
             } => {
                 let mut phrase_terms = Vec::with_capacity(terms.len());
@@ -652,7 +666,7 @@ impl Weight {
                     });
                 }
                 let norms = match field_ordinal {
-                    Some(ordinal) if *weight != 0.0 => block.norms(ordinal)?.unwrap_or(&[]),
+                    Some(ordinal) if *scored => block.norms(ordinal)?.unwrap_or(&[]),
                     _ => &[],
                 };
                 // A sloppy match counts at most once per position of any of its terms.

@@ -592,6 +592,17 @@ impl Searcher {
     }
 
     pub fn search(&self, query: &Query, request: &HitsRequest) -> Result<Hits> {
+        // No hits asked for: nothing to score (a relevance search would gather statistics
+        // and read every scored field's norms for nothing).
+        if request.limit == 0 {
+            return Ok(Hits {
+                hits: Vec::new(),
+                count: match request.count {
+                    true => Some(self.count(query)?),
+                    false => None,
+                },
+            });
+        }
         let weight = match request.sort {
             SortOrder::Relevance => self.weight(query)?,
             SortOrder::TimeDesc | SortOrder::TimeAsc => {

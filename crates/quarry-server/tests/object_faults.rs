@@ -226,6 +226,24 @@ fn ingest(live: &LiveIndex, first: usize, count: usize) {
     live.ingest(batch, true).unwrap();
 }
 
+/// A data directory (in a new temporary directory, with the caches beside it) whose `count`
+/// events were ingested, flushed into blocks and uploaded under `prefix` by a node that has
+/// closed since.
+fn uploaded(
+    weed: &seaweedfs::SeaweedFs,
+    prefix: &str,
+    count: usize,
+) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let (storage, _) = faulty_storage(weed, prefix, &dir.path().join("upload-cache"));
+    let live = open_live(&data, &storage);
+    ingest(&live, 0, count);
+    live.flush().unwrap();
+    live.close();
+    (dir, data)
+}
+
 /// Counts `query` over the live index's snapshot, leaving out blocks that fail to read:
 /// the count and the blocks left out, by name. The newest 20 hits' events are fetched too
 /// (reading column chunks; a count alone may need no more than a block's resident parts).
@@ -322,14 +340,7 @@ fn failed_or_short_reads_leave_the_block_out_by_name() {
     let Some(weed) = seaweedfs::SeaweedFs::start() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let (storage, _) = faulty_storage(&weed, "reads", &dir.path().join("upload-cache"));
-    let live = open_live(&data, &storage);
-    ingest(&live, 0, 50_000);
-    live.flush().unwrap();
-    live.close();
-    drop(live);
+    let (dir, data) = uploaded(&weed, "reads", 50_000);
 
     for fault in ["fail", "truncate"] {
         // A node with an empty cache opens the blocks (their ends), then the store fails.
@@ -382,15 +393,7 @@ fn the_disk_cache_survives_a_restart_checks_what_it_kept_and_keeps_its_budget() 
     let Some(weed) = seaweedfs::SeaweedFs::start() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    {
-        let (storage, _) = faulty_storage(&weed, "cache", &dir.path().join("upload-cache"));
-        let live = open_live(&data, &storage);
-        ingest(&live, 0, 50_000);
-        live.flush().unwrap();
-        live.close();
-    }
+    let (dir, data) = uploaded(&weed, "cache", 50_000);
     let cache = dir.path().join("cache");
     let queries = ["fault", "n:4711", "number AND 49999"];
     // The answers, and what the searches' fetches cost (round trips, bytes, cache hits).
@@ -538,15 +541,7 @@ fn blocks_that_could_not_open_at_start_are_opened_again() {
     let Some(weed) = seaweedfs::SeaweedFs::start() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    {
-        let (storage, _) = faulty_storage(&weed, "reopen", &dir.path().join("upload-cache"));
-        let live = open_live(&data, &storage);
-        ingest(&live, 0, 2_000);
-        live.flush().unwrap();
-        live.close();
-    }
+    let (dir, data) = uploaded(&weed, "reopen", 2_000);
     // The store does not answer while a node with an empty cache starts.
     let (storage, faults) = faulty_storage(&weed, "reopen", &dir.path().join("cache"));
     faults.fail_gets.store(true, Ordering::Relaxed);

@@ -162,16 +162,23 @@ const OBJECT_COUNTS: &[ObjectReading] = &[
     ),
 ];
 
-const OBJECT_GAUGES: &[ObjectReading] = &[
+/// The disk cache of object storage, read at scrape time: (name, help, read).
+type CacheReading = (
+    &'static str,
+    &'static str,
+    fn(&quarry_store::DiskCache) -> u64,
+);
+
+const OBJECT_GAUGES: &[CacheReading] = &[
     (
         "quarry_object_cache_bytes",
         "Bytes the disk cache of object storage holds",
-        |s| &s.cache_bytes,
+        quarry_store::DiskCache::used,
     ),
     (
         "quarry_object_cache_budget_bytes",
         "Bytes the disk cache of object storage may hold (--disk-cache-size)",
-        |s| &s.cache_budget,
+        quarry_store::DiskCache::budget,
     ),
 ];
 
@@ -354,7 +361,7 @@ impl Metrics {
                 counter.inc_by(total.saturating_sub(counter.get()));
             }
             for ((_, _, read), gauge) in OBJECT_GAUGES.iter().zip(&self.object_gauges) {
-                gauge.set(read(storage.stats()).load(Ordering::Relaxed) as i64);
+                gauge.set(read(storage.cache()) as i64);
             }
         }
         for tenant in state.all_tenants() {

@@ -242,7 +242,6 @@ impl DiskCache {
                 }
             }
         }
-        self.stats.cache_bytes.store(self.used(), Ordering::Relaxed);
         Ok(())
     }
 
@@ -370,7 +369,6 @@ impl DiskCache {
     pub fn remove(&self, tenant: &str, id: u64) {
         let data = self.data_path(tenant, id);
         self.forget(&mut self.entries.lock().expect("cache entries"), &data);
-        self.stats.cache_bytes.store(self.used(), Ordering::Relaxed);
         if self.is_persistent() {
             let _ = std::fs::remove_file(&data);
             let _ = std::fs::remove_file(data.with_extension(SIDECAR_EXTENSION));
@@ -385,7 +383,6 @@ impl DiskCache {
         entry.bytes.fetch_sub(freed, Ordering::Relaxed);
         self.used.fetch_add(added, Ordering::Relaxed);
         self.used.fetch_sub(freed, Ordering::Relaxed);
-        self.stats.cache_bytes.store(self.used(), Ordering::Relaxed);
     }
 
     /// Evicts, least recently used first, until the cache is within its budget or nothing
@@ -443,7 +440,6 @@ impl DiskCache {
                 }
             }
         }
-        self.stats.cache_bytes.store(self.used(), Ordering::Relaxed);
         let used = self.used();
         let budget = self.budget();
         if used > budget {
@@ -736,10 +732,6 @@ impl Drop for CachedFile {
             let bytes = self.entry.bytes.swap(0, Ordering::Relaxed);
             if !self.entry.removed.swap(true, Ordering::Relaxed) {
                 self.cache.used.fetch_sub(bytes, Ordering::Relaxed);
-                self.cache
-                    .stats
-                    .cache_bytes
-                    .store(self.cache.used(), Ordering::Relaxed);
             }
         }
     }

@@ -80,9 +80,6 @@ pub struct ObjectStats {
     pub bytes_uploaded: AtomicU64,
     /// Fetches a cache copy answered without a request.
     pub cache_hits: AtomicU64,
-    /// Bytes the disk cache holds, and may hold.
-    pub cache_bytes: AtomicU64,
-    pub cache_budget: AtomicU64,
     /// Bytes the disk cache let go to keep its budget.
     pub evicted_bytes: AtomicU64,
     /// Granules kept from an earlier run that failed their crc (and were fetched again).
@@ -172,7 +169,6 @@ impl ObjectStorage {
         let stats = Arc::<ObjectStats>::default();
         let cache = DiskCache::open(cache_dir, crate::disk_cache::DEFAULT_BUDGET, stats.clone())
             .map_err(|e| format!("cache directory {}: {e}", cache_dir.display()))?;
-        stats.cache_budget.store(cache.budget(), Ordering::Relaxed);
         Ok(ObjectStorage {
             store,
             url: url.trim_end_matches('/').to_owned(),
@@ -185,7 +181,6 @@ impl ObjectStorage {
     /// The same storage with a disk cache of at most `bytes` (evicting at once if it holds
     /// more).
     pub fn with_cache_budget(self, bytes: u64) -> ObjectStorage {
-        self.stats.cache_budget.store(bytes, Ordering::Relaxed);
         self.cache.set_budget(bytes);
         self
     }

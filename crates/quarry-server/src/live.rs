@@ -384,6 +384,9 @@ struct State {
     next_memory_id: u64,
     /// The snapshot of the current state, made by the first search after a change.
     snapshot: Option<Arc<Searcher>>,
+    /// Remote blocks whose local copy was dropped after a checksum failed in it: a second
+    /// failure is the block's own damage.
+    copies_dropped: std::collections::HashSet<u64>,
 }
 
 impl State {
@@ -557,6 +560,7 @@ impl LiveIndex {
             unflushed_since: None,
             next_memory_id: MEMORY_BLOCK_IDS,
             snapshot: None,
+            copies_dropped: Default::default(),
         };
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
         let actives = (0..cores)
@@ -730,6 +734,20 @@ impl LiveIndex {
                 // the server's own and cannot change under it.
                 continue;
             };
+            // A remote block's bytes were read from its local copy, which may be what is
+            // damaged: the copy is dropped once, and later answers fetch from the store.
+            let (id, reader) = &state.disk[at];
+            if !state.copies_dropped.contains(id) && reader.discard_local_copy() {
+                tracing::warn!(
+                    tenant = %self.tenant,
+                    block = %damaged.path.display(),
+                    error = %damaged.error,
+                    "a checksum failed in the local copy of a remote block: copy dropped, \
+                     fetched again from the store"
+                );
+                state.copies_dropped.insert(*id);
+                continue;
+            }
             let (id, _) = state.disk.remove(at);
             tracing::error!(
                 tenant = %self.tenant,

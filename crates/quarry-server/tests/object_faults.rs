@@ -558,3 +558,43 @@ fn blocks_that_could_not_open_at_start_are_opened_again() {
     assert_eq!(live.reopen_unreadable(), 0);
     live.close();
 }
+
+#[test]
+fn a_checksum_failure_in_the_cache_of_an_open_block_is_fetched_again_from_the_store() {
+    let Some(weed) = seaweedfs::SeaweedFs::start() else {
+        return;
+    };
+    let (dir, data) = uploaded(&weed, "garbled-open", 50_000);
+    let cache = dir.path().join("cache");
+    let (storage, _) = faulty_storage(&weed, "garbled-open", &cache);
+    let live = open_live(&data, &storage);
+    assert_eq!(count(&live, "fault"), (50_000, Vec::new()));
+    // Bytes change in the copies of blocks the server has open and has read from.
+    for copy in cached_copies(&cache) {
+        use std::os::unix::fs::FileExt;
+        let file = std::fs::File::options()
+            .read(true)
+            .write(true)
+            .open(&copy)
+            .unwrap();
+        let len = file.metadata().unwrap().len();
+        for offset in (0..len).step_by(4096) {
+            let mut byte = [0u8];
+            file.read_exact_at(&mut byte, offset).unwrap();
+            file.write_all_at(&[byte[0] ^ 0x5a], offset).unwrap();
+        }
+    }
+    // The answer that meets the damage leaves the block out, by name...
+    let (_, left_out) = count(&live, "fault");
+    assert!(!left_out.is_empty(), "the garbled copy was read");
+    assert!(
+        left_out.iter().all(|b| b.contains("checksum")),
+        "{left_out:?}"
+    );
+    // ...and the next ones read it whole from the store: the copy, not the block, was damaged.
+    let gets = storage.stats().gets.load(Ordering::Relaxed);
+    assert_eq!(count(&live, "fault"), (50_000, Vec::new()));
+    assert!(storage.stats().gets.load(Ordering::Relaxed) > gets);
+    assert_eq!(count(&live, "fault"), (50_000, Vec::new()));
+    live.close();
+}

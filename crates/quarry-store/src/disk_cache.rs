@@ -686,10 +686,27 @@ impl CachedFile {
     /// Drops the granules queries fetched (all but the first and those from `pinned_from`
     /// on): punched out of the file, so the disk gets them back. Returns the bytes freed.
     fn evict_fetched(&self) -> u64 {
+        let freed = self.drop_granules(1..self.pinned_from);
+        self.cache
+            .stats
+            .evicted_bytes
+            .fetch_add(freed, Ordering::Relaxed);
+        freed
+    }
+
+    /// Drops every granule (a checksum failed in bytes read from the copy: the copy, not the
+    /// block, may be damaged), so that each range is fetched again when next read. The open
+    /// block's readers hold what they read at open in memory of their own.
+    pub fn discard(&self) {
+        self.drop_granules(0..granule_count(self.len));
+    }
+
+    /// Marks granules `granules` absent and punches them out of the file; the bytes freed.
+    fn drop_granules(&self, granules: Range<u64>) -> u64 {
         let _writing = self.writing.lock().expect("cache writes");
         let mut runs: Vec<Range<u64>> = Vec::new();
         let mut freed = 0;
-        for granule in 1..self.pinned_from {
+        for granule in granules {
             if !self.present.clear(granule) {
                 continue;
             }
@@ -709,10 +726,6 @@ impl CachedFile {
             self.write_entries(run.clone());
         }
         self.cache.account(&self.entry, 0, freed);
-        self.cache
-            .stats
-            .evicted_bytes
-            .fetch_add(freed, Ordering::Relaxed);
         freed
     }
 }

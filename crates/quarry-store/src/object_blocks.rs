@@ -489,6 +489,11 @@ impl BlockSource for RemoteBlock {
         self.copy.is_missing(ranges)
     }
 
+    fn discard_copy(&self) -> bool {
+        self.copy.discard();
+        true
+    }
+
     fn fetch(&self, ranges: &[Range<u64>]) -> std::io::Result<()> {
         let runs = self.copy.missing(ranges);
         if runs.is_empty() {

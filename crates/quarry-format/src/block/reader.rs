@@ -53,6 +53,13 @@ pub trait BlockSource: Send + Sync {
         let _ = ranges;
         false
     }
+
+    /// Drops a remote block's local copy, so that every range is fetched again: a checksum
+    /// failed in bytes read from it, and the copy, not the block, may be what is damaged.
+    /// False when there is no such copy (the bytes are the block's own).
+    fn discard_copy(&self) -> bool {
+        false
+    }
 }
 
 impl<T: AsRef<[u8]> + Send + Sync> BlockSource for T {
@@ -418,6 +425,12 @@ impl BlockReader {
             self.term_ranges(info, positions, &mut ranges);
         }
         ranges
+    }
+
+    /// Drops a remote block's local copy (`BlockSource::discard_copy`); false for a local
+    /// block.
+    pub fn discard_local_copy(&self) -> bool {
+        self.bytes.discard_copy()
     }
 
     /// Whether some of `ranges` must still be fetched from the block's store.

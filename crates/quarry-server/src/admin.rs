@@ -458,7 +458,7 @@ pub(crate) async fn add_tenant(
 /// `add_tenant` on the calling thread (it opens files: not on an async worker).
 pub(crate) fn add_tenant_now(state: &AppState, spec: TenantSpec) -> Result<Arc<Tenant>, ApiError> {
     let name = spec.name.clone();
-    let _registry = state
+    let registry = state
         .registry
         .lock()
         .unwrap_or_else(PoisonError::into_inner);
@@ -468,14 +468,12 @@ pub(crate) fn add_tenant_now(state: &AppState, spec: TenantSpec) -> Result<Arc<T
             format!("tenant {:?} exists", spec.name),
         ));
     }
-    let mut specs = tenants::load(&state.data).map_err(ApiError::internal)?;
     // Open first: a tenant the registry lists always opens.
     let tenant = Arc::new(
         Tenant::open(&state.data, spec.clone(), &state.ingest_config)
             .map_err(ApiError::internal)?,
     );
-    specs.push(spec.clone());
-    if let Err(error) = tenants::store(&state.data, &specs) {
+    if let Err(error) = registry.commit(std::slice::from_ref(&spec), &[]) {
         let _ = tenant.close(false);
         return Err(ApiError::internal(error));
     }
@@ -494,13 +492,13 @@ pub(crate) fn update_specs_now(
     state: &AppState,
     change: impl FnOnce(&mut [TenantSpec]) -> Result<(), ApiError>,
 ) -> Result<(), ApiError> {
-    let _registry = state
+    let registry = state
         .registry
         .lock()
         .unwrap_or_else(PoisonError::into_inner);
-    let mut specs = tenants::load(&state.data).map_err(ApiError::internal)?;
+    let mut specs = registry.tenants().map_err(ApiError::internal)?;
     change(&mut specs)?;
-    tenants::store(&state.data, &specs).map_err(ApiError::internal)?;
+    registry.commit(&specs, &[]).map_err(ApiError::internal)?;
     for spec in specs {
         if let Some(tenant) = state.open_tenant(&spec.name) {
             tenant.set_index_state(&spec);
@@ -566,15 +564,16 @@ pub(crate) async fn update(
     let work = state.clone();
     let (tenant_name, new_quotas) = (name.clone(), quotas.clone());
     blocking(move || {
-        let _registry = work.registry.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut specs = tenants::load(&work.data).map_err(ApiError::internal)?;
-        let spec = specs
-            .iter_mut()
+        let registry = work.registry.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut spec = registry
+            .tenants()
+            .map_err(ApiError::internal)?
+            .into_iter()
             .find(|spec| spec.name == tenant_name)
             .ok_or_else(|| not_found(&tenant_name))?;
         spec.retention_seconds = retention_seconds;
         spec.quotas = new_quotas;
-        tenants::store(&work.data, &specs).map_err(ApiError::internal)
+        registry.commit(&[spec], &[]).map_err(ApiError::internal)
     })
     .await?;
     tenant.reconfigure(retention_seconds, quotas);
@@ -640,7 +639,7 @@ pub(crate) async fn remove_tenant(state: &Arc<AppState>, name: &str) -> Result<(
     let work = state.clone();
     let deleted = name.to_owned();
     blocking(move || {
-        let _registry = work.registry.lock().unwrap_or_else(PoisonError::into_inner);
+        let registry = work.registry.lock().unwrap_or_else(PoisonError::into_inner);
         let tenant = work
             .tenants
             .write()
@@ -648,12 +647,9 @@ pub(crate) async fn remove_tenant(state: &Arc<AppState>, name: &str) -> Result<(
             .remove(&deleted)
             .ok_or_else(|| not_found(&deleted))?;
         let _ = tenant.close(false);
-        let specs: Vec<TenantSpec> = tenants::load(&work.data)
-            .map_err(ApiError::internal)?
-            .into_iter()
-            .filter(|spec| spec.name != deleted)
-            .collect();
-        tenants::store(&work.data, &specs).map_err(ApiError::internal)?;
+        registry
+            .commit(&[], &[deleted.as_str()])
+            .map_err(ApiError::internal)?;
         for dir in [
             tenants::catalog_dir(&work.data, &deleted),
             tenants::wal_dir(&work.data, &deleted),

@@ -66,7 +66,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
-use tenants::TenantSpec;
+use tenants::{LocalTenants, TenantRegistry, TenantSpec};
 
 pub use es_aggs::{AGG_OPTIONS, PIPELINE_OPTIONS};
 pub use es_api::{API_PARAMS, NO_OP_PARAMS};
@@ -204,7 +204,8 @@ pub async fn serve(
     admin::remove_leftovers(&config.data).map_err(ServerError::Registry)?;
     let mut open = BTreeMap::new();
     open.insert(DEFAULT_TENANT.to_owned(), Arc::new(default));
-    for spec in tenants::load(&config.data).map_err(ServerError::Registry)? {
+    let registry: Box<dyn TenantRegistry> = Box::new(LocalTenants::new(&config.data));
+    for spec in registry.tenants().map_err(ServerError::Registry)? {
         let name = spec.name.clone();
         let tenant = Tenant::open(&config.data, spec, &config.ingest)?;
         open.insert(name, Arc::new(tenant));
@@ -218,7 +219,7 @@ pub async fn serve(
         max_body_bytes: config.max_body_bytes,
         admin,
         tenants: RwLock::new(open),
-        registry: Mutex::new(()),
+        registry: Mutex::new(registry),
         metrics: metrics::Metrics::new(),
         inflight: tokio::sync::Semaphore::new(inflight_kib as usize),
         inflight_kib,
@@ -481,8 +482,9 @@ pub(crate) struct AppState {
     /// SHA-256 of the admin token; `None`: keyless (one tenant, loopback only).
     admin: Option<[u8; 32]>,
     tenants: RwLock<BTreeMap<String, Arc<Tenant>>>,
-    /// Held while the registry and the open tenants change (create, delete).
-    registry: Mutex<()>,
+    /// The tenant registry; its lock is held while the registry and the open tenants change
+    /// (create, delete, reconfigure).
+    registry: Mutex<Box<dyn TenantRegistry>>,
     metrics: metrics::Metrics,
     /// Ingest request bodies being read, parsed or waiting for their acknowledgement, in KiB.
     inflight: tokio::sync::Semaphore,

@@ -1,7 +1,7 @@
 //! Quarry's storage side: the block store (where blocks' bytes live: a local directory or
 //! S3-compatible object storage with a disk cache), the local data directory's catalog (which
-//! blocks exist, what was ingested from which file) and the write-ahead log. Later: the
-//! PostgreSQL metastore.
+//! blocks exist, what was ingested from which file), the tenant registry and the write-ahead
+//! log. Later: the PostgreSQL metastore.
 
 pub mod block_file;
 pub mod block_store;
@@ -11,6 +11,7 @@ pub mod disk_cache;
 pub mod mapping;
 pub mod metastore;
 pub mod object_blocks;
+pub mod tenants;
 pub mod wal;
 
 pub use block_file::{write_block_bytes, write_block_file};
@@ -20,4 +21,5 @@ pub use disk_cache::DiskCache;
 pub use mapping::{FieldMapping, FieldType, Mapping, MappingError, NumberType};
 pub use metastore::Metastore;
 pub use object_blocks::{ObjectBlocks, ObjectStorage};
+pub use tenants::{LocalTenants, TenantRegistry, TenantSpec};
 pub use wal::{Replay, Wal, WalError, WalRecord};

@@ -165,7 +165,7 @@ pub fn merge_blocks(
     let outputs = merge_into(
         &inputs,
         store,
-        &mut || catalog.allocate_block_id(),
+        &mut || Ok(catalog.allocate_block_id()?),
         schema,
         policy,
         progress,
@@ -200,7 +200,7 @@ pub fn entries_of(
 pub fn merge_into(
     inputs: &[BlockEntry],
     store: &dyn BlockStore,
-    allocate: &mut dyn FnMut() -> BlockId,
+    allocate: &mut dyn FnMut() -> Result<BlockId>,
     schema: Arc<Schema>,
     policy: &MergePolicy,
     progress: &Progress,
@@ -213,7 +213,7 @@ pub fn merge_into(
         .map(|b| store.open(b))
         .collect::<Result<Vec<_>, _>>()?;
     let outputs = merge_readers(&readers, &sizes, schema, policy, progress, |segment| {
-        write_block(store, allocate(), segment)
+        write_block(store, allocate()?, segment)
     })?;
     progress
         .blocks

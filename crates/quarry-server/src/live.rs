@@ -1137,7 +1137,7 @@ impl LiveIndex {
         // (with a remote store, that would be network I/O under the lock).
         let mut entries = Vec::with_capacity(as_is.len() + 1);
         for block in as_is {
-            let id = self.catalog().allocate_block_id();
+            let id = self.catalog().allocate_block_id()?;
             self.store.put_bytes(id, &block.bytes)?;
             entries.push(BlockEntry::of(
                 id,
@@ -1154,7 +1154,7 @@ impl LiveIndex {
                 &self.config.merge,
                 &Progress::default(),
                 |input| {
-                    let id = self.catalog().allocate_block_id();
+                    let id = self.catalog().allocate_block_id()?;
                     write_block(&*self.store, id, input)
                 },
             )?;
@@ -1343,7 +1343,7 @@ impl LiveIndex {
         let merged = merge_into(
             &inputs,
             &*self.store,
-            &mut || self.catalog().allocate_block_id(),
+            &mut || Ok(self.catalog().allocate_block_id()?),
             self.schema(),
             &self.config.merge,
             &Progress::default(),

@@ -63,6 +63,12 @@ pub enum CatalogError {
     },
     #[error(transparent)]
     Mapping(#[from] crate::mapping::MappingError),
+    /// The PostgreSQL metastore could not be reached or refused a statement.
+    #[error("metastore {url}: {message}")]
+    Postgres { url: String, message: String },
+    /// Another node opened this catalog for writing after this one did (`postgres.rs`).
+    #[error("metastore {url}: catalog {catalog:?} was opened for writing by another node since this one opened it; this node no longer writes it")]
+    Fenced { url: String, catalog: String },
 }
 
 pub type Result<T, E = CatalogError> = std::result::Result<T, E>;

@@ -1,7 +1,7 @@
 //! Quarry's storage side: the block store (where blocks' bytes live: a local directory or
 //! S3-compatible object storage with a disk cache), the local data directory's catalog (which
 //! blocks exist, what was ingested from which file), the tenant registry and the write-ahead
-//! log. Later: the PostgreSQL metastore.
+//! log; the metastore (catalogs and tenant registry) on PostgreSQL (`postgres.rs`).
 
 pub mod block_file;
 pub mod block_store;
@@ -11,6 +11,7 @@ pub mod disk_cache;
 pub mod mapping;
 pub mod metastore;
 pub mod object_blocks;
+pub mod postgres;
 pub mod tenants;
 pub mod wal;
 

@@ -1,8 +1,8 @@
 //! What a server needs of the catalog, as a trait: the blocks that exist (by id) and the
 //! commits that change them (with the WAL position). Where a block's bytes live is the block
 //! store's (`block_store.rs`): the metastore speaks of ids only. The local data directory's
-//! [`Catalog`] implements it and is the embedded default; an implementation over PostgreSQL
-//! fills it in when Quarry scales out. File ingest progress (`Catalog::source`, per-file
+//! [`Catalog`] implements it and is the embedded default; [`crate::postgres::PgMetastore`]
+//! keeps it in PostgreSQL, shared by several nodes. File ingest progress (`Catalog::source`, per-file
 //! ranges) stays with the local catalog: `quarry index` reads local files.
 
 use crate::catalog::{BlockEntry, Catalog, Result, Settings};
@@ -17,8 +17,9 @@ pub trait Metastore: Send {
     fn set_mapping(&mut self, update: &Mapping) -> Result<Mapping>;
     /// Every committed block.
     fn blocks(&self) -> &[BlockEntry];
-    /// Reserves a block id for a block about to be written.
-    fn allocate_block_id(&mut self) -> u64;
+    /// Reserves a block id for a block about to be written (never one a committed block
+    /// has; PostgreSQL's are never handed out twice at all).
+    fn allocate_block_id(&mut self) -> Result<u64>;
     /// Adds written blocks with the last WAL sequence number of `tenant` they hold, in one
     /// commit.
     fn commit_flush(&mut self, entries: Vec<BlockEntry>, tenant: &str, wal_seq: u64) -> Result<()>;
@@ -42,8 +43,8 @@ impl Metastore for Catalog {
         Catalog::blocks(self)
     }
 
-    fn allocate_block_id(&mut self) -> u64 {
-        Catalog::allocate_block_id(self)
+    fn allocate_block_id(&mut self) -> Result<u64> {
+        Ok(Catalog::allocate_block_id(self))
     }
 
     fn commit_flush(&mut self, entries: Vec<BlockEntry>, tenant: &str, wal_seq: u64) -> Result<()> {

@@ -1,0 +1,567 @@
+//! The metastore on PostgreSQL: the catalogs ([`PgMetastore`], one per tenant) and the tenant
+//! registry ([`PgTenants`]) in a database that several Quarry nodes share, in place of the
+//! data directory's `catalog.json` and `tenants.json`. Same traits, same answers: the
+//! conformance suite (`tests/metastore_conformance.rs`) runs against both.
+//!
+//! - **Transactions.** Every commit is one transaction: a flush's blocks and its WAL
+//!   checkpoint, a merge's outputs and the retirement of its inputs, a registry change.
+//! - **One writer per catalog, fenced.** Opening a catalog for writing increments its `epoch`;
+//!   every commit and every id taken checks it under a row lock. A node that another node has
+//!   taken over (after a failover, say) gets [`CatalogError::Fenced`] and commits nothing, so
+//!   two writers never interleave; the local catalog gets the same guarantee from its lock file.
+//! - **Block ids are taken in the database** (`next_block_id`, one statement per block), so an
+//!   id is never handed out twice, not even to a writer fenced off after taking it: a block
+//!   object written under an id can only ever be that block.
+//! - **Schema** in `migrations/`, applied in order at connect ([`migrate`]) in one transaction
+//!   under an advisory lock; a database migrated by a newer build is refused, not guessed at.
+//!
+//! The `postgres` crate's client is synchronous and runs its own small runtime, which must not
+//! be entered from an async task: each [`Postgres`] keeps its connection on a thread of its
+//! own and hands it work over a channel, so callers anywhere (async handlers, blocking threads,
+//! the CLI) block only on the answer, as they do on the local catalog's fsync. A broken
+//! connection is reopened for the next request. TLS is not supported yet (`sslmode=disable`
+//! is what a loopback or private-network database needs).
+
+use crate::catalog::{BlockEntry, CatalogError, Result, Settings};
+use crate::mapping::Mapping;
+use crate::metastore::Metastore;
+use crate::tenants::{validate_name, TenantRegistry, TenantSpec};
+use ::postgres::{Client, NoTls, Transaction};
+use std::collections::BTreeMap;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+/// The schema, in order; the version of a migration is its position (from 1).
+const MIGRATIONS: &[&str] = &[include_str!("../migrations/0001_metastore.sql")];
+
+/// Key of the advisory lock held while migrating (any constant; "QRRY").
+const MIGRATION_LOCK: i64 = 0x5152_5259;
+
+type Job = Box<dyn FnOnce(std::result::Result<&mut Client, ::postgres::Error>) + Send>;
+
+/// A connection to the metastore's database, on its own thread.
+pub struct Postgres {
+    /// The URL without its password, for messages.
+    shown: String,
+    jobs: Mutex<mpsc::Sender<Job>>,
+}
+
+impl std::fmt::Debug for Postgres {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Postgres")
+            .field("url", &self.shown)
+            .finish()
+    }
+}
+
+impl Postgres {
+    /// Connects to `url` (`postgres://user@host:port/db`, or the key=value form) and brings
+    /// the schema up to date.
+    pub fn connect(url: &str) -> Result<Arc<Postgres>> {
+        let mut config: ::postgres::Config = url.parse().map_err(|e| CatalogError::Postgres {
+            url: shown_url(url),
+            message: format!("not a PostgreSQL connection URL: {e}"),
+        })?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(Duration::from_secs(10));
+        }
+        let (sender, jobs) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("quarry-postgres".into())
+            .spawn(move || {
+                let mut client: Option<Client> = None;
+                for job in jobs {
+                    if client.as_ref().is_none_or(Client::is_closed) {
+                        client = None;
+                        match config.connect(NoTls) {
+                            Ok(connected) => client = Some(connected),
+                            Err(error) => {
+                                job(Err(error));
+                                continue;
+                            }
+                        }
+                    }
+                    // unwrap: connected just above.
+                    job(Ok(client.as_mut().unwrap()));
+                }
+            })
+            .map_err(|source| CatalogError::Io {
+                path: "quarry-postgres thread".into(),
+                source,
+            })?;
+        let postgres = Arc::new(Postgres {
+            shown: shown_url(url),
+            jobs: Mutex::new(sender),
+        });
+        postgres.run(migrate)?;
+        Ok(postgres)
+    }
+
+    /// Runs `work` on the connection's thread and waits for its answer.
+    pub fn run<R: Send + 'static>(
+        &self,
+        work: impl FnOnce(&mut Client) -> Result<R, PgFailure> + Send + 'static,
+    ) -> Result<R> {
+        let (reply, answer) = mpsc::channel();
+        let job: Job = Box::new(move |client| {
+            let result = match client {
+                Ok(client) => work(client),
+                Err(error) => Err(PgFailure::Db(error)),
+            };
+            let _ = reply.send(result);
+        });
+        let sent = self
+            .jobs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .send(job);
+        let result = match sent {
+            Ok(()) => answer.recv().unwrap_or_else(|_| {
+                Err(PgFailure::Other("the connection's thread stopped".into()))
+            }),
+            Err(_) => Err(PgFailure::Other("the connection's thread stopped".into())),
+        };
+        result.map_err(|failure| failure.into_error(&self.shown))
+    }
+}
+
+/// What went wrong on the connection's thread (turned into a [`CatalogError`] naming the
+/// database by [`Postgres::run`]).
+#[derive(Debug)]
+pub enum PgFailure {
+    Db(::postgres::Error),
+    /// Another node opened the catalog for writing after this one did.
+    Fenced {
+        catalog: String,
+    },
+    Catalog(CatalogError),
+    Other(String),
+}
+
+impl From<::postgres::Error> for PgFailure {
+    fn from(error: ::postgres::Error) -> PgFailure {
+        PgFailure::Db(error)
+    }
+}
+
+impl From<CatalogError> for PgFailure {
+    fn from(error: CatalogError) -> PgFailure {
+        PgFailure::Catalog(error)
+    }
+}
+
+impl PgFailure {
+    fn into_error(self, url: &str) -> CatalogError {
+        let url = url.to_owned();
+        match self {
+            PgFailure::Db(error) => {
+                // The server's own message says most ("relation ... does not exist", "password
+                // authentication failed"); the client's Display alone is often just "db error".
+                let message = match error.as_db_error() {
+                    Some(db) => format!("{} ({})", db.message(), db.code().code()),
+                    None => error.to_string(),
+                };
+                CatalogError::Postgres { url, message }
+            }
+            PgFailure::Fenced { catalog } => CatalogError::Fenced { url, catalog },
+            PgFailure::Catalog(error) => error,
+            PgFailure::Other(message) => CatalogError::Postgres { url, message },
+        }
+    }
+}
+
+/// `url` without its password.
+fn shown_url(url: &str) -> String {
+    // postgres://user:password@host/db → postgres://user@host/db
+    if let Some((scheme, rest)) = url.split_once("://") {
+        if let Some((credentials, host)) = rest.split_once('@') {
+            let user = credentials.split(':').next().unwrap_or("");
+            return format!("{scheme}://{user}@{host}");
+        }
+    }
+    if url.contains("password") {
+        return "(a connection string with a password)".into();
+    }
+    url.to_owned()
+}
+
+/// Applies the migrations the database lacks, in one transaction under an advisory lock.
+fn migrate(client: &mut Client) -> Result<(), PgFailure> {
+    let mut tx = client.transaction()?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS quarry_migrations (
+             version INTEGER PRIMARY KEY,
+             applied TIMESTAMPTZ NOT NULL DEFAULT now()
+         )",
+    )?;
+    let current: i32 = tx
+        .query_one(
+            "SELECT COALESCE(max(version), 0) FROM quarry_migrations",
+            &[],
+        )?
+        .get(0);
+    let known = MIGRATIONS.len() as i32;
+    if current > known {
+        return Err(PgFailure::Other(format!(
+            "the metastore's schema is at version {current}, newer than this build knows \
+             ({known}): upgrade Quarry"
+        )));
+    }
+    for (version, sql) in (1..).zip(MIGRATIONS).skip(current as usize) {
+        tx.batch_execute(sql)?;
+        tx.execute(
+            "INSERT INTO quarry_migrations (version) VALUES ($1)",
+            &[&version],
+        )?;
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+fn to_db(value: u64, what: &str) -> Result<i64, PgFailure> {
+    i64::try_from(value).map_err(|_| PgFailure::Other(format!("{what} {value} exceeds 2^63")))
+}
+
+fn from_db(value: i64, what: &str) -> Result<u64, PgFailure> {
+    u64::try_from(value)
+        .map_err(|_| PgFailure::Other(format!("{what} {value} in the metastore is negative")))
+}
+
+/// Locks the catalog's row and checks that `epoch` still owns it.
+fn fence(tx: &mut Transaction<'_>, catalog: &str, epoch: i64) -> Result<(), PgFailure> {
+    let row = tx.query_opt(
+        "SELECT epoch FROM quarry_catalogs WHERE name = $1 FOR UPDATE",
+        &[&catalog],
+    )?;
+    match row.map(|row| row.get::<_, i64>(0)) {
+        Some(current) if current == epoch => Ok(()),
+        _ => Err(PgFailure::Fenced {
+            catalog: catalog.to_owned(),
+        }),
+    }
+}
+
+fn insert_blocks(
+    tx: &mut Transaction<'_>,
+    catalog: &str,
+    entries: &[BlockEntry],
+) -> Result<(), PgFailure> {
+    let insert = tx.prepare(
+        "INSERT INTO quarry_blocks (catalog, id, docs, time_min, time_max, bytes, open_from)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+    )?;
+    for entry in entries {
+        tx.execute(
+            &insert,
+            &[
+                &catalog,
+                &to_db(entry.id, "block id")?,
+                &to_db(entry.docs, "docs")?,
+                &entry.time_min,
+                &entry.time_max,
+                &to_db(entry.bytes, "bytes")?,
+                &to_db(entry.open_from, "open_from")?,
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+/// A catalog state as the database holds it.
+struct Loaded {
+    epoch: i64,
+    settings: Settings,
+    blocks: Vec<BlockEntry>,
+    wal: BTreeMap<String, u64>,
+}
+
+/// One tenant's catalog in PostgreSQL, opened for writing (fencing off any earlier writer).
+/// Holds the committed state in memory, as the local catalog does, and changes it only after
+/// the database committed.
+#[derive(Debug)]
+pub struct PgMetastore {
+    postgres: Arc<Postgres>,
+    name: String,
+    epoch: i64,
+    settings: Settings,
+    blocks: Vec<BlockEntry>,
+    wal: BTreeMap<String, u64>,
+}
+
+impl PgMetastore {
+    /// Opens catalog `name`, creating it with `settings` if the database has none yet (an
+    /// existing one keeps its own), and becomes its writer.
+    pub fn open_or_create(
+        postgres: Arc<Postgres>,
+        name: &str,
+        settings: Settings,
+    ) -> Result<PgMetastore> {
+        let catalog = name.to_owned();
+        let initial = serde_json::to_string(&settings).map_err(|e| CatalogError::Postgres {
+            url: postgres.shown.clone(),
+            message: e.to_string(),
+        })?;
+        let loaded = postgres.run(move |client| {
+            let mut tx = client.transaction()?;
+            tx.execute(
+                "INSERT INTO quarry_catalogs (name, settings, next_block_id)
+                 VALUES ($1, $2, 1) ON CONFLICT (name) DO NOTHING",
+                &[&catalog, &initial],
+            )?;
+            let row = tx.query_one(
+                "UPDATE quarry_catalogs SET epoch = epoch + 1 WHERE name = $1
+                 RETURNING epoch, settings",
+                &[&catalog],
+            )?;
+            let epoch: i64 = row.get(0);
+            let settings: String = row.get(1);
+            let settings: Settings = serde_json::from_str(&settings)
+                .map_err(|e| PgFailure::Other(format!("catalog {catalog:?}: settings: {e}")))?;
+            let mut blocks = Vec::new();
+            for row in tx.query(
+                "SELECT id, docs, time_min, time_max, bytes, open_from FROM quarry_blocks
+                 WHERE catalog = $1 ORDER BY seq",
+                &[&catalog],
+            )? {
+                blocks.push(BlockEntry {
+                    id: from_db(row.get(0), "block id")?,
+                    docs: from_db(row.get(1), "docs")?,
+                    time_min: row.get(2),
+                    time_max: row.get(3),
+                    bytes: from_db(row.get(4), "bytes")?,
+                    open_from: from_db(row.get(5), "open_from")?,
+                });
+            }
+            let mut wal = BTreeMap::new();
+            for row in tx.query(
+                "SELECT wal, seq FROM quarry_wal_checkpoints WHERE catalog = $1",
+                &[&catalog],
+            )? {
+                wal.insert(row.get::<_, String>(0), from_db(row.get(1), "WAL seq")?);
+            }
+            tx.commit()?;
+            Ok(Loaded {
+                epoch,
+                settings,
+                blocks,
+                wal,
+            })
+        })?;
+        Ok(PgMetastore {
+            postgres,
+            name: name.to_owned(),
+            epoch: loaded.epoch,
+            settings: loaded.settings,
+            blocks: loaded.blocks,
+            wal: loaded.wal,
+        })
+    }
+
+    /// The catalog's name (its tenant).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Removes catalog `name` and everything it lists (its blocks' bytes are the caller's to
+    /// delete from the block store). Whoever writes it is fenced off.
+    pub fn drop_catalog(postgres: &Postgres, name: &str) -> Result<()> {
+        let catalog = name.to_owned();
+        postgres.run(move |client| {
+            client.execute("DELETE FROM quarry_catalogs WHERE name = $1", &[&catalog])?;
+            Ok(())
+        })
+    }
+}
+
+impl Metastore for PgMetastore {
+    fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    fn set_mapping(&mut self, update: &Mapping) -> Result<Mapping> {
+        let merged = self.settings.mapping.merged(update)?;
+        if merged == self.settings.mapping {
+            return Ok(merged);
+        }
+        let settings = Settings {
+            mapping: merged,
+            ..self.settings.clone()
+        };
+        let text = serde_json::to_string(&settings).map_err(|e| CatalogError::Postgres {
+            url: self.postgres.shown.clone(),
+            message: e.to_string(),
+        })?;
+        let (catalog, epoch) = (self.name.clone(), self.epoch);
+        self.postgres.run(move |client| {
+            let mut tx = client.transaction()?;
+            fence(&mut tx, &catalog, epoch)?;
+            tx.execute(
+                "UPDATE quarry_catalogs SET settings = $2 WHERE name = $1",
+                &[&catalog, &text],
+            )?;
+            tx.commit()?;
+            Ok(())
+        })?;
+        self.settings = settings;
+        Ok(self.settings.mapping.clone())
+    }
+
+    fn blocks(&self) -> &[BlockEntry] {
+        &self.blocks
+    }
+
+    fn allocate_block_id(&mut self) -> Result<u64> {
+        let (catalog, epoch) = (self.name.clone(), self.epoch);
+        self.postgres.run(move |client| {
+            let row = client.query_opt(
+                "UPDATE quarry_catalogs SET next_block_id = next_block_id + 1
+                 WHERE name = $1 AND epoch = $2 RETURNING next_block_id - 1",
+                &[&catalog, &epoch],
+            )?;
+            match row {
+                Some(row) => from_db(row.get(0), "block id"),
+                None => Err(PgFailure::Fenced { catalog }),
+            }
+        })
+    }
+
+    fn commit_flush(&mut self, entries: Vec<BlockEntry>, tenant: &str, wal_seq: u64) -> Result<()> {
+        let committed = self.wal_committed(tenant).max(wal_seq);
+        let (catalog, epoch) = (self.name.clone(), self.epoch);
+        let (added, wal) = (entries.clone(), tenant.to_owned());
+        self.postgres.run(move |client| {
+            let mut tx = client.transaction()?;
+            fence(&mut tx, &catalog, epoch)?;
+            insert_blocks(&mut tx, &catalog, &added)?;
+            tx.execute(
+                "INSERT INTO quarry_wal_checkpoints (catalog, wal, seq) VALUES ($1, $2, $3)
+                 ON CONFLICT (catalog, wal) DO UPDATE SET seq = EXCLUDED.seq",
+                &[&catalog, &wal, &to_db(committed, "WAL seq")?],
+            )?;
+            tx.commit()?;
+            Ok(())
+        })?;
+        self.blocks.extend(entries);
+        self.wal.insert(tenant.to_owned(), committed);
+        Ok(())
+    }
+
+    fn replace_blocks(&mut self, removed: &[u64], added: Vec<BlockEntry>) -> Result<()> {
+        let (catalog, epoch) = (self.name.clone(), self.epoch);
+        let gone = removed
+            .iter()
+            .map(|&id| i64::try_from(id).unwrap_or(i64::MAX))
+            .collect::<Vec<i64>>();
+        let new = added.clone();
+        self.postgres.run(move |client| {
+            let mut tx = client.transaction()?;
+            fence(&mut tx, &catalog, epoch)?;
+            tx.execute(
+                "DELETE FROM quarry_blocks WHERE catalog = $1 AND id = ANY($2)",
+                &[&catalog, &gone],
+            )?;
+            insert_blocks(&mut tx, &catalog, &new)?;
+            tx.commit()?;
+            Ok(())
+        })?;
+        self.blocks.retain(|b| !removed.contains(&b.id));
+        self.blocks.extend(added);
+        Ok(())
+    }
+
+    fn wal_committed(&self, tenant: &str) -> u64 {
+        self.wal.get(tenant).copied().unwrap_or(0)
+    }
+}
+
+/// The tenant registry in PostgreSQL (`quarry_tenants`).
+#[derive(Debug, Clone)]
+pub struct PgTenants {
+    postgres: Arc<Postgres>,
+}
+
+impl PgTenants {
+    pub fn new(postgres: Arc<Postgres>) -> PgTenants {
+        PgTenants { postgres }
+    }
+}
+
+fn io_error(error: CatalogError) -> std::io::Error {
+    std::io::Error::other(error)
+}
+
+impl TenantRegistry for PgTenants {
+    fn tenants(&self) -> std::io::Result<Vec<TenantSpec>> {
+        self.postgres
+            .run(|client| {
+                let mut specs = Vec::new();
+                for row in client.query("SELECT spec FROM quarry_tenants ORDER BY position", &[])? {
+                    let text: String = row.get(0);
+                    let spec: TenantSpec = serde_json::from_str(&text)
+                        .map_err(|e| PgFailure::Other(format!("quarry_tenants: {e}")))?;
+                    validate_name(&spec.name)
+                        .map_err(|reason| PgFailure::Other(format!("quarry_tenants: {reason}")))?;
+                    specs.push(spec);
+                }
+                Ok(specs)
+            })
+            .map_err(io_error)
+    }
+
+    fn commit(&self, put: &[TenantSpec], removed: &[&str]) -> std::io::Result<()> {
+        let removed: Vec<String> = removed.iter().map(|&name| name.to_owned()).collect();
+        let mut rows = Vec::with_capacity(put.len());
+        for spec in put {
+            let text = serde_json::to_string(spec).map_err(std::io::Error::other)?;
+            rows.push((spec.name.clone(), spec.key_sha256.clone(), text));
+        }
+        self.postgres
+            .run(move |client| {
+                let mut tx = client.transaction()?;
+                tx.execute(
+                    "DELETE FROM quarry_tenants WHERE name = ANY($1)",
+                    &[&removed],
+                )?;
+                for (name, key, spec) in &rows {
+                    tx.execute(
+                        "INSERT INTO quarry_tenants (name, key_sha256, spec) VALUES ($1, $2, $3)
+                         ON CONFLICT (name) DO UPDATE
+                         SET key_sha256 = EXCLUDED.key_sha256, spec = EXCLUDED.spec",
+                        &[name, key, spec],
+                    )?;
+                }
+                tx.commit()?;
+                Ok(())
+            })
+            .map_err(io_error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_not_shown() {
+        assert_eq!(
+            shown_url("postgres://quarry:secret@db:5432/quarry"),
+            "postgres://quarry@db:5432/quarry"
+        );
+        assert_eq!(
+            shown_url("postgres://quarry@127.0.0.1/q"),
+            "postgres://quarry@127.0.0.1/q"
+        );
+        assert!(!shown_url("host=db password=secret").contains("secret"));
+    }
+
+    #[test]
+    fn a_bad_url_is_an_error_naming_it() {
+        let error = Postgres::connect("postgres://a:b@[bad")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("not a PostgreSQL connection URL"), "{error}");
+        assert!(!error.contains(":b@"), "{error}");
+    }
+}

@@ -1,0 +1,411 @@
+//! One conformance suite for every metastore: the data directory's catalog and tenant registry
+//! (`Catalog`, `LocalTenants`) and PostgreSQL's (`PgMetastore`, `PgTenants`, on a throwaway
+//! cluster). Each check runs against a brute-force model (a list of blocks, a map of WAL
+//! checkpoints, a list of tenant specs) and across reopening, so both implementations must give
+//! the same answers, not merely plausible ones.
+
+#[path = "support/postgresql.rs"]
+mod postgresql;
+
+use quarry_store::catalog::CatalogError;
+use quarry_store::postgres::{PgMetastore, PgTenants, Postgres};
+use quarry_store::tenants::{AliasSpec, Quotas, SearchLimits};
+use quarry_store::{
+    BlockEntry, Catalog, LocalTenants, Mapping, Metastore, Settings, TenantRegistry, TenantSpec,
+};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+type Opened = Result<Box<dyn Metastore>, CatalogError>;
+type Open = Box<dyn Fn(&str, Settings) -> Opened>;
+
+/// A place to keep catalogs and a registry, with a way to open each.
+struct Backend {
+    name: &'static str,
+    /// Opens catalog `name` for writing with these settings if new.
+    open: Open,
+    registry: Box<dyn Fn() -> Box<dyn TenantRegistry>>,
+    _keep: Box<dyn std::any::Any>,
+}
+
+fn local() -> Backend {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    let data = root.clone();
+    Backend {
+        name: "local",
+        open: Box::new(move |name, settings| {
+            // A lock just released can still be held for a moment by a child process another
+            // test thread forked (the PostgreSQL harness spawns initdb and pg_ctl): between
+            // fork and exec the child shares the lock's file description. So a reopen waits a
+            // little; a lock held by a catalog still open stays held and is still refused.
+            let started = std::time::Instant::now();
+            loop {
+                match Catalog::open_or_create(&root.join(name), settings.clone()) {
+                    Err(CatalogError::Locked { .. })
+                        if started.elapsed() < std::time::Duration::from_millis(500) =>
+                    {
+                        std::thread::sleep(std::time::Duration::from_millis(20))
+                    }
+                    opened => return Ok(Box::new(opened?)),
+                }
+            }
+        }),
+        registry: Box::new(move || Box::new(LocalTenants::new(&data))),
+        _keep: Box::new(dir),
+    }
+}
+
+fn postgres(cluster: &postgresql::PostgreSql, database: &str) -> Backend {
+    let url = cluster.database(database);
+    let pg = Postgres::connect(&url).unwrap();
+    let registry_pg = pg.clone();
+    Backend {
+        name: "postgres",
+        open: Box::new(move |name, settings| {
+            Ok(Box::new(PgMetastore::open_or_create(
+                pg.clone(),
+                name,
+                settings,
+            )?))
+        }),
+        registry: Box::new(move || Box::new(PgTenants::new(registry_pg.clone()))),
+        _keep: Box::new(()),
+    }
+}
+
+/// Runs `check` against every backend this machine has.
+fn conforms(check: fn(&Backend)) {
+    check(&local());
+    let Some(cluster) = postgresql::PostgreSql::start() else {
+        return;
+    };
+    // One database per check: a fresh metastore each time, as the local one gets.
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    check(&postgres(
+        &cluster,
+        &format!("conformance_{}_{n}", std::process::id()),
+    ));
+}
+
+fn settings() -> Settings {
+    Settings {
+        stop_words: vec!["the".into(), "a".into()],
+        mapping: Mapping::from_json(r#"{"properties": {"host": {"type": "keyword"}}}"#).unwrap(),
+    }
+}
+
+fn entry(id: u64, seed: u64) -> BlockEntry {
+    BlockEntry {
+        id,
+        docs: 1 + seed % 1000,
+        time_min: seed as i64 * 1_000,
+        time_max: seed as i64 * 1_000 + 999,
+        bytes: 4096 + seed * 7,
+        open_from: seed * 3,
+    }
+}
+
+/// splitmix64: a seeded sequence for the random walks.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+#[test]
+fn a_new_catalog_has_its_settings_and_nothing_else() {
+    conforms(|backend| {
+        let catalog = (backend.open)("team-a", settings()).unwrap();
+        assert_eq!(catalog.settings(), &settings(), "{}", backend.name);
+        assert!(catalog.blocks().is_empty());
+        assert_eq!(catalog.wal_committed("team-a"), 0);
+        drop(catalog);
+        // An existing catalog keeps its own settings.
+        let again = (backend.open)("team-a", Settings::default()).unwrap();
+        assert_eq!(again.settings(), &settings(), "{}", backend.name);
+    });
+}
+
+/// A random walk of flushes, merges and mapping changes, checked against a model after every
+/// step and after reopening every few steps.
+#[test]
+fn commits_match_a_model_across_reopening() {
+    conforms(|backend| {
+        for seed in 1..=3u64 {
+            let name = format!("walk-{seed}");
+            let mut rng = Rng(seed);
+            let mut model_blocks: Vec<BlockEntry> = Vec::new();
+            let mut model_wal: BTreeMap<String, u64> = BTreeMap::new();
+            let mut model_mapping = settings().mapping;
+            // Every id a committed block ever had: never handed out again (the local catalog
+            // may hand out again an id whose block was never committed; PostgreSQL never does).
+            let mut committed_ids: Vec<u64> = Vec::new();
+            let mut catalog = (backend.open)(&name, settings()).unwrap();
+            for step in 0..60 {
+                match rng.below(10) {
+                    0..=4 => {
+                        let mut entries = Vec::new();
+                        for _ in 0..=rng.below(3) {
+                            let id = catalog.allocate_block_id().unwrap();
+                            entries.push(entry(id, rng.below(1 << 20)));
+                        }
+                        let wal = ["team-a", "team-b"][rng.below(2) as usize];
+                        let seq = rng.below(1000);
+                        catalog.commit_flush(entries.clone(), wal, seq).unwrap();
+                        let committed = model_wal.entry(wal.to_owned()).or_default();
+                        *committed = (*committed).max(seq);
+                        for entry in &entries {
+                            assert!(
+                                !committed_ids.contains(&entry.id),
+                                "{}: id {} handed out again",
+                                backend.name,
+                                entry.id
+                            );
+                            committed_ids.push(entry.id);
+                        }
+                        model_blocks.extend(entries);
+                    }
+                    5..=7 if !model_blocks.is_empty() => {
+                        let removed: Vec<u64> = model_blocks
+                            .iter()
+                            .filter(|_| rng.below(3) == 0)
+                            .map(|b| b.id)
+                            .collect();
+                        let mut added = Vec::new();
+                        for _ in 0..rng.below(3) {
+                            let id = catalog.allocate_block_id().unwrap();
+                            assert!(!committed_ids.contains(&id), "{}: id {id}", backend.name);
+                            committed_ids.push(id);
+                            added.push(entry(id, rng.below(1 << 20)));
+                        }
+                        catalog.replace_blocks(&removed, added.clone()).unwrap();
+                        model_blocks.retain(|b| !removed.contains(&b.id));
+                        model_blocks.extend(added);
+                    }
+                    8 => {
+                        let field = format!("f{}", rng.below(5));
+                        let ty = ["keyword", "long", "text"][rng.below(3) as usize];
+                        let update = Mapping::from_json(&format!(
+                            r#"{{"properties": {{"{field}": {{"type": "{ty}"}}}}}}"#
+                        ))
+                        .unwrap();
+                        match model_mapping.merged(&update) {
+                            Ok(merged) => {
+                                assert_eq!(catalog.set_mapping(&update).unwrap(), merged);
+                                model_mapping = merged;
+                            }
+                            Err(_) => {
+                                // A conflicting change is refused and changes nothing.
+                                let error = catalog.set_mapping(&update).unwrap_err();
+                                assert!(
+                                    matches!(error, CatalogError::Mapping(_)),
+                                    "{}: {error}",
+                                    backend.name
+                                );
+                            }
+                        }
+                    }
+                    _ => {
+                        drop(catalog);
+                        catalog = (backend.open)(&name, Settings::default()).unwrap();
+                    }
+                }
+                let context = format!("{} seed {seed} step {step}", backend.name);
+                assert_eq!(catalog.blocks(), &model_blocks[..], "{context}");
+                assert_eq!(catalog.settings().mapping, model_mapping, "{context}");
+                assert_eq!(catalog.settings().stop_words, settings().stop_words);
+                for wal in ["team-a", "team-b", "team-c"] {
+                    let expected = model_wal.get(wal).copied().unwrap_or(0);
+                    assert_eq!(catalog.wal_committed(wal), expected, "{context} {wal}");
+                }
+                // New ids are above every committed one.
+                if let Some(&max) = committed_ids.iter().max() {
+                    let id = catalog.allocate_block_id().unwrap();
+                    assert!(id > max, "{context}: id {id} after {max}");
+                }
+            }
+        }
+    });
+}
+
+/// Catalogs of different names never see each other's blocks.
+#[test]
+fn catalogs_are_apart() {
+    conforms(|backend| {
+        let mut a = (backend.open)("team-a", settings()).unwrap();
+        let mut b = (backend.open)("team-b", Settings::default()).unwrap();
+        let id = a.allocate_block_id().unwrap();
+        a.commit_flush(vec![entry(id, 1)], "team-a", 5).unwrap();
+        assert!(b.blocks().is_empty());
+        assert_eq!(b.wal_committed("team-a"), 0);
+        let id = b.allocate_block_id().unwrap();
+        b.commit_flush(vec![entry(id, 2)], "team-b", 7).unwrap();
+        drop((a, b));
+        let a = (backend.open)("team-a", settings()).unwrap();
+        assert_eq!(a.blocks().len(), 1, "{}", backend.name);
+        assert_eq!(a.blocks()[0].time_min, entry(0, 1).time_min);
+        assert_eq!(a.settings(), &settings());
+        let b = (backend.open)("team-b", settings()).unwrap();
+        assert_eq!(b.settings(), &Settings::default(), "{}", backend.name);
+        assert_eq!(b.wal_committed("team-b"), 7);
+    });
+}
+
+/// Two writers of one catalog never both commit: either the second cannot open it (the local
+/// lock) or the first is fenced off from then on (PostgreSQL), and a refused commit changes
+/// nothing.
+#[test]
+fn two_writers_never_both_commit() {
+    conforms(|backend| {
+        let mut first = (backend.open)("team-a", settings()).unwrap();
+        let id = first.allocate_block_id().unwrap();
+        first.commit_flush(vec![entry(id, 1)], "team-a", 1).unwrap();
+        let second = match (backend.open)("team-a", settings()) {
+            Err(CatalogError::Locked { .. }) => return,
+            Err(other) => panic!("{}: {other}", backend.name),
+            Ok(second) => second,
+        };
+        let refused = first.commit_flush(vec![entry(999_999, 2)], "team-a", 2);
+        assert!(
+            matches!(refused, Err(CatalogError::Fenced { .. })),
+            "{}: {refused:?}",
+            backend.name
+        );
+        let message = refused.unwrap_err().to_string();
+        assert!(message.contains("team-a"), "{message}");
+        assert!(first.replace_blocks(&[id], Vec::new()).is_err());
+        assert!(first.allocate_block_id().is_err());
+        let update = Mapping::from_json(r#"{"properties": {"x": {"type": "long"}}}"#).unwrap();
+        assert!(first.set_mapping(&update).is_err());
+        drop((first, second));
+        let reopened = (backend.open)("team-a", settings()).unwrap();
+        assert_eq!(reopened.blocks(), &[entry(id, 1)]);
+        assert_eq!(reopened.wal_committed("team-a"), 1);
+        assert_eq!(reopened.settings(), &settings());
+    });
+}
+
+fn spec(name: &str, seed: u64) -> TenantSpec {
+    TenantSpec {
+        name: name.into(),
+        key_sha256: (!seed.is_multiple_of(3)).then(|| format!("{seed:064x}")),
+        retention_seconds: seed.is_multiple_of(2).then_some(seed * 3600),
+        quotas: Quotas {
+            ingest_bytes_per_second: Some(seed + 1),
+            stored_bytes: seed.is_multiple_of(4).then_some(1 << 30),
+            ..Quotas::default()
+        },
+        created: format!("2026-11-{:02}T00:00:00Z", 1 + seed % 28),
+        search_limits: SearchLimits {
+            max_result_window: seed.is_multiple_of(5).then_some(500),
+            ..SearchLimits::default()
+        },
+        aliases: if !seed.is_multiple_of(2) {
+            [(
+                format!("alias-{seed}"),
+                AliasSpec {
+                    filter: Some(r#"{"term": {"host": "a"}}"#.into()),
+                    ..AliasSpec::default()
+                },
+            )]
+            .into()
+        } else {
+            BTreeMap::new()
+        },
+        closed: seed.is_multiple_of(7),
+    }
+}
+
+/// Registry commits (put, replace, remove, several at once) against a list kept in memory.
+#[test]
+fn tenant_registry_matches_a_model() {
+    conforms(|backend| {
+        let mut rng = Rng(42);
+        let mut model: Vec<TenantSpec> = Vec::new();
+        let names = ["team-a", "team-b", "logs-中文", "x1", "payments_eu"];
+        for step in 0..40 {
+            let registry = (backend.registry)();
+            let mut put = Vec::new();
+            for _ in 0..rng.below(3) {
+                let name = names[rng.below(names.len() as u64) as usize];
+                if put.iter().any(|s: &TenantSpec| s.name == name) {
+                    continue;
+                }
+                put.push(spec(name, rng.below(1000)));
+            }
+            let removed: Vec<&str> = names
+                .iter()
+                .copied()
+                .filter(|name| rng.below(6) == 0 && !put.iter().any(|s| s.name == *name))
+                .collect();
+            registry.commit(&put, &removed).unwrap();
+            model.retain(|s| !removed.contains(&s.name.as_str()));
+            for spec in put {
+                match model.iter_mut().find(|s| s.name == spec.name) {
+                    Some(old) => *old = spec,
+                    None => model.push(spec),
+                }
+            }
+            assert_eq!(
+                (backend.registry)().tenants().unwrap(),
+                model,
+                "{} step {step}",
+                backend.name
+            );
+        }
+    });
+}
+
+/// A PostgreSQL metastore reached at a port where nothing listens is an error naming the
+/// database, promptly; and a second connection to a migrated database migrates nothing again.
+#[test]
+fn postgres_errors_name_the_database_and_migrations_run_once() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("postgres://quarry:hidden@127.0.0.1:{port}/quarry");
+    let error = Postgres::connect(&url).unwrap_err().to_string();
+    assert!(error.contains(&format!("127.0.0.1:{port}")), "{error}");
+    assert!(!error.contains("hidden"), "{error}");
+    let Some(cluster) = postgresql::PostgreSql::start() else {
+        return;
+    };
+    let url = cluster.database("migrations");
+    let first = Postgres::connect(&url).unwrap();
+    let second = Postgres::connect(&url).unwrap();
+    let versions = second
+        .run(|client| {
+            Ok(client
+                .query(
+                    "SELECT version FROM quarry_migrations ORDER BY version",
+                    &[],
+                )?
+                .iter()
+                .map(|row| row.get::<_, i32>(0))
+                .collect::<Vec<i32>>())
+        })
+        .unwrap();
+    assert_eq!(versions, [1]);
+    // Both connections see one catalog.
+    let mut writer = PgMetastore::open_or_create(first, "team-a", settings()).unwrap();
+    let id = writer.allocate_block_id().unwrap();
+    writer
+        .commit_flush(vec![entry(id, 3)], "team-a", 9)
+        .unwrap();
+    let reader = PgMetastore::open_or_create(Arc::clone(&second), "team-a", settings()).unwrap();
+    assert_eq!(reader.blocks(), &[entry(id, 3)]);
+}

@@ -8,6 +8,7 @@ mod cli_gen;
 mod cli_index;
 mod cli_search;
 mod cli_serve;
+mod cli_simulate;
 mod cli_sizes;
 mod size;
 
@@ -76,6 +77,9 @@ enum Command {
     /// Write generated JSON-lines log events (Loghub templates) for benchmarks and tests;
     /// deterministic for a seed.
     GenLogs(cli_gen::GenLogsArgs),
+    /// Simulate tenant traffic control: hashing against max-flow routing of Zipf-skewed tenants
+    /// over indexers (LogStore §4.1, §6.2); prints load balance and route rules per skew.
+    SimulateRouting(cli_simulate::SimulateRoutingArgs),
 }
 
 fn main() -> ExitCode {
@@ -90,6 +94,7 @@ fn main() -> ExitCode {
         Command::Check(args) => cli_search::check(args),
         Command::BenchServe(args) => cli_search::bench_serve(args),
         Command::GenLogs(args) => cli_gen::gen_logs(args),
+        Command::SimulateRouting(args) => cli_simulate::simulate_routing(args),
     };
     match result {
         Ok(code) => code,

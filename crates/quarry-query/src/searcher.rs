@@ -131,9 +131,19 @@ impl Searcher {
     /// As [`Searcher::open`], reading the blocks from `store` (the catalog stays in `dir`).
     pub fn open_with(dir: &Path, store: &dyn BlockStore) -> Result<Searcher> {
         let (settings, entries) = Catalog::read_only(dir)?;
+        Ok(Self::open_entries(&settings, &entries, store))
+    }
+
+    /// Opens the blocks `entries` of `store`, of a catalog with `settings` (from any
+    /// metastore). A block that fails to open is left out and listed in `damaged()`.
+    pub fn open_entries(
+        settings: &quarry_store::Settings,
+        entries: &[quarry_store::BlockEntry],
+        store: &dyn BlockStore,
+    ) -> Searcher {
         let mut blocks = Vec::with_capacity(entries.len());
         let mut damaged = Vec::new();
-        let opened = quarry_store::block_store::open_all(store, &entries);
+        let opened = quarry_store::block_store::open_all(store, entries);
         for (entry, opened) in entries.iter().zip(opened) {
             match opened {
                 Ok(block) => blocks.push(block),
@@ -145,10 +155,10 @@ impl Searcher {
             }
         }
         let blocks = blocks.into_iter().map(Arc::new).collect();
-        let schema = Arc::new(Schema::from_settings(&settings));
+        let schema = Arc::new(Schema::from_settings(settings));
         let mut searcher = Searcher::from_shared_with(blocks, schema);
         searcher.damaged = damaged;
-        Ok(searcher)
+        searcher
     }
 
     /// Blocks left out of the answers (failed to open, or to read during a search run

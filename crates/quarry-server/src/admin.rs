@@ -11,7 +11,6 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::Json;
 use quarry_query::time::parse_interval;
-use quarry_store::Catalog;
 use serde_json::{json, Value as JsonValue};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -43,10 +42,10 @@ impl Tenant {
         config: &IngestConfig,
     ) -> Result<Tenant, ServerError> {
         let dir = tenants::catalog_dir(data, &spec.name);
-        let catalog = Catalog::open_or_create(&dir, quarry_store::Settings::default())?;
+        let catalog = config.metastore.open_catalog(&dir, &spec.name)?;
         let store = config.storage.tenant_store(&dir, &spec.name);
         let (live, recovery) = LiveIndex::open(
-            Box::new(catalog),
+            catalog,
             store,
             &spec.name,
             &tenants::wal_dir(data, &spec.name),
@@ -647,6 +646,12 @@ pub(crate) async fn remove_tenant(state: &Arc<AppState>, name: &str) -> Result<(
             .remove(&deleted)
             .ok_or_else(|| not_found(&deleted))?;
         let _ = tenant.close(false);
+        // The catalog first: a crash after it leaves a registered tenant that opens empty,
+        // never a catalog that a new tenant of the same name would inherit.
+        work.ingest_config
+            .metastore
+            .drop_catalog(&deleted)
+            .map_err(ApiError::internal)?;
         registry
             .commit(&[], &[deleted.as_str()])
             .map_err(ApiError::internal)?;

@@ -66,7 +66,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
-use tenants::{LocalTenants, TenantRegistry, TenantSpec};
+use tenants::{TenantRegistry, TenantSpec};
 
 pub use es_aggs::{AGG_OPTIONS, PIPELINE_OPTIONS};
 pub use es_api::{API_PARAMS, NO_OP_PARAMS};
@@ -200,11 +200,17 @@ pub async fn serve(
         aliases: Default::default(),
         closed: false,
     };
+    tracing::info!(
+        data = %config.data.display(),
+        blocks = %config.ingest.storage.describe(),
+        metastore = %config.ingest.metastore.describe(),
+        "opening"
+    );
     let default = Tenant::open(&config.data, default_spec, &config.ingest)?;
     admin::remove_leftovers(&config.data).map_err(ServerError::Registry)?;
     let mut open = BTreeMap::new();
     open.insert(DEFAULT_TENANT.to_owned(), Arc::new(default));
-    let registry: Box<dyn TenantRegistry> = Box::new(LocalTenants::new(&config.data));
+    let registry = config.ingest.metastore.registry(&config.data);
     for spec in registry.tenants().map_err(ServerError::Registry)? {
         let name = spec.name.clone();
         let tenant = Tenant::open(&config.data, spec, &config.ingest)?;

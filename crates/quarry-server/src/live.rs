@@ -87,6 +87,9 @@ pub struct IngestConfig {
     pub chunk_cache_bytes: u64,
     /// Where block files go: the data directory, or object storage (issue 28).
     pub storage: quarry_store::Storage,
+    /// Where the tenants' catalogs and the tenant registry are: the data directory, or
+    /// PostgreSQL (issue 29).
+    pub metastore: quarry_store::MetastoreConfig,
 }
 
 impl Default for IngestConfig {
@@ -101,6 +104,7 @@ impl Default for IngestConfig {
             merge: MergePolicy::default(),
             chunk_cache_bytes: 128 << 20,
             storage: quarry_store::Storage::Local,
+            metastore: quarry_store::MetastoreConfig::Local,
         }
     }
 }

@@ -411,6 +411,27 @@ impl CatalogStateV1 {
     }
 }
 
+/// Takes `dir`'s lock (`DIR/.lock`, held while the file is open): one process writes a data
+/// directory (its catalog, WAL and block files) at a time.
+pub fn lock_dir(dir: &Path) -> Result<File> {
+    let lock_path = dir.join(".lock");
+    let lock = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|source| CatalogError::Io {
+            path: lock_path.clone(),
+            source,
+        })?;
+    if lock.try_lock().is_err() {
+        return Err(CatalogError::Locked {
+            path: dir.to_path_buf(),
+        });
+    }
+    Ok(lock)
+}
+
 /// The open catalog of a data directory; holds the directory's lock while alive.
 pub struct Catalog {
     dir: PathBuf,
@@ -427,18 +448,7 @@ impl Catalog {
             move |source| CatalogError::Io { path, source }
         };
         std::fs::create_dir_all(dir.join(BLOCKS_DIR)).map_err(io(dir))?;
-        let lock_path = dir.join(".lock");
-        let lock = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(io(&lock_path))?;
-        if lock.try_lock().is_err() {
-            return Err(CatalogError::Locked {
-                path: dir.to_path_buf(),
-            });
-        }
+        let lock = lock_dir(dir)?;
         let path = dir.join(CATALOG_FILE);
         let (state, on_disk) = match std::fs::read(&path) {
             Ok(bytes) => (CatalogState::parse(&path, &bytes)?, Some(bytes)),

@@ -20,7 +20,7 @@ pub use block_store::{BlockId, BlockStore, LocalDir, Storage};
 pub use catalog::{BlockEntry, Catalog, CatalogError, Settings, SourceKey, SourceState};
 pub use disk_cache::DiskCache;
 pub use mapping::{FieldMapping, FieldType, Mapping, MappingError, NumberType};
-pub use metastore::Metastore;
+pub use metastore::{Metastore, MetastoreConfig};
 pub use object_blocks::{ObjectBlocks, ObjectStorage};
 pub use tenants::{LocalTenants, TenantRegistry, TenantSpec};
 pub use wal::{Replay, Wal, WalError, WalRecord};

@@ -7,6 +7,10 @@
 
 use crate::catalog::{BlockEntry, Catalog, Result, Settings};
 use crate::mapping::Mapping;
+use crate::postgres::{PgMetastore, PgTenants, Postgres};
+use crate::tenants::{LocalTenants, TenantRegistry};
+use std::path::Path;
+use std::sync::Arc;
 
 pub trait Metastore: Send {
     /// Settings fixed when the data was created (they shape what blocks contain), and the
@@ -57,5 +61,97 @@ impl Metastore for Catalog {
 
     fn wal_committed(&self, tenant: &str) -> u64 {
         Catalog::wal_committed(self, tenant)
+    }
+}
+
+/// Where the catalogs and the tenant registry are kept: the data directory (`catalog.json`
+/// per tenant and `tenants.json`, the embedded default) or a PostgreSQL database that several
+/// nodes share (`--metastore postgres://...`).
+#[derive(Debug, Clone, Default)]
+pub enum MetastoreConfig {
+    #[default]
+    Local,
+    Postgres(Arc<Postgres>),
+}
+
+impl MetastoreConfig {
+    /// The metastore `url` names: `local` (or none) or `postgres://...` /
+    /// `postgresql://...`, connected to and migrated.
+    pub fn connect(url: Option<&str>) -> Result<MetastoreConfig> {
+        match url {
+            None | Some("local") => Ok(MetastoreConfig::Local),
+            Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+                Ok(MetastoreConfig::Postgres(Postgres::connect(url)?))
+            }
+            Some(other) => Err(crate::catalog::CatalogError::Postgres {
+                url: other.split('@').next_back().unwrap_or(other).to_owned(),
+                message: "a metastore is `local` or a postgres://USER@HOST:PORT/DATABASE URL"
+                    .into(),
+            }),
+        }
+    }
+
+    pub fn is_local(&self) -> bool {
+        matches!(self, MetastoreConfig::Local)
+    }
+
+    /// Opens catalog `name` for writing, creating it if new: the local catalog of `dir`, or
+    /// the database's (then `dir`, which keeps the WAL and local files, is locked all the
+    /// same, so one process writes it).
+    pub fn open_catalog(&self, dir: &Path, name: &str) -> Result<Box<dyn Metastore>> {
+        match self {
+            MetastoreConfig::Local => {
+                Ok(Box::new(Catalog::open_or_create(dir, Settings::default())?))
+            }
+            MetastoreConfig::Postgres(postgres) => {
+                // The directory as a local catalog leaves it: blocks kept locally go in
+                // `blocks/` (`LocalDir`).
+                let blocks = dir.join(crate::block_store::BLOCKS_DIR);
+                std::fs::create_dir_all(&blocks).map_err(|source| {
+                    crate::catalog::CatalogError::Io {
+                        path: blocks.clone(),
+                        source,
+                    }
+                })?;
+                let lock = crate::catalog::lock_dir(dir)?;
+                let catalog =
+                    PgMetastore::open_or_create(postgres.clone(), name, Settings::default())?;
+                Ok(Box::new(catalog.holding(lock)))
+            }
+        }
+    }
+
+    /// The committed settings and blocks of catalog `name` (in `dir` when local), for a
+    /// reader: no lock, no writer fenced off.
+    pub fn read_catalog(&self, dir: &Path, name: &str) -> Result<(Settings, Vec<BlockEntry>)> {
+        match self {
+            MetastoreConfig::Local => Catalog::read_only(dir),
+            MetastoreConfig::Postgres(postgres) => PgMetastore::read(postgres, name),
+        }
+    }
+
+    /// The tenant registry (`DATA/tenants.json` when local).
+    pub fn registry(&self, data: &Path) -> Box<dyn TenantRegistry> {
+        match self {
+            MetastoreConfig::Local => Box::new(LocalTenants::new(data)),
+            MetastoreConfig::Postgres(postgres) => Box::new(PgTenants::new(postgres.clone())),
+        }
+    }
+
+    /// Removes catalog `name` with a deleted tenant (a local catalog goes with its
+    /// directory, which is the caller's).
+    pub fn drop_catalog(&self, name: &str) -> Result<()> {
+        match self {
+            MetastoreConfig::Local => Ok(()),
+            MetastoreConfig::Postgres(postgres) => PgMetastore::drop_catalog(postgres, name),
+        }
+    }
+
+    /// `local` or the database's URL without its password, for messages.
+    pub fn describe(&self) -> String {
+        match self {
+            MetastoreConfig::Local => "local".to_owned(),
+            MetastoreConfig::Postgres(postgres) => postgres.url().to_owned(),
+        }
     }
 }

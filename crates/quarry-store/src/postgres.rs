@@ -98,6 +98,11 @@ impl Postgres {
         Ok(postgres)
     }
 
+    /// The URL without its password.
+    pub fn url(&self) -> &str {
+        &self.shown
+    }
+
     /// Runs `work` on the connection's thread and waits for its answer.
     pub fn run<R: Send + 'static>(
         &self,
@@ -269,9 +274,41 @@ fn insert_blocks(
     Ok(())
 }
 
+/// The settings (as stored, `settings`), blocks and WAL checkpoints of catalog `catalog`.
+fn load(tx: &mut Transaction<'_>, catalog: &str, settings: &str) -> Result<Loaded, PgFailure> {
+    let settings: Settings = serde_json::from_str(settings)
+        .map_err(|e| PgFailure::Other(format!("catalog {catalog:?}: settings: {e}")))?;
+    let mut blocks = Vec::new();
+    for row in tx.query(
+        "SELECT id, docs, time_min, time_max, bytes, open_from FROM quarry_blocks
+         WHERE catalog = $1 ORDER BY seq",
+        &[&catalog],
+    )? {
+        blocks.push(BlockEntry {
+            id: from_db(row.get(0), "block id")?,
+            docs: from_db(row.get(1), "docs")?,
+            time_min: row.get(2),
+            time_max: row.get(3),
+            bytes: from_db(row.get(4), "bytes")?,
+            open_from: from_db(row.get(5), "open_from")?,
+        });
+    }
+    let mut wal = BTreeMap::new();
+    for row in tx.query(
+        "SELECT wal, seq FROM quarry_wal_checkpoints WHERE catalog = $1",
+        &[&catalog],
+    )? {
+        wal.insert(row.get::<_, String>(0), from_db(row.get(1), "WAL seq")?);
+    }
+    Ok(Loaded {
+        settings,
+        blocks,
+        wal,
+    })
+}
+
 /// A catalog state as the database holds it.
 struct Loaded {
-    epoch: i64,
     settings: Settings,
     blocks: Vec<BlockEntry>,
     wal: BTreeMap<String, u64>,
@@ -288,6 +325,9 @@ pub struct PgMetastore {
     settings: Settings,
     blocks: Vec<BlockEntry>,
     wal: BTreeMap<String, u64>,
+    /// The local directory's lock (`catalog::lock_dir`), when a server's WAL and files for
+    /// this catalog are there.
+    _lock: Option<std::fs::File>,
 }
 
 impl PgMetastore {
@@ -303,7 +343,7 @@ impl PgMetastore {
             url: postgres.shown.clone(),
             message: e.to_string(),
         })?;
-        let loaded = postgres.run(move |client| {
+        let (epoch, loaded) = postgres.run(move |client| {
             let mut tx = client.transaction()?;
             tx.execute(
                 "INSERT INTO quarry_catalogs (name, settings, next_block_id)
@@ -317,45 +357,51 @@ impl PgMetastore {
             )?;
             let epoch: i64 = row.get(0);
             let settings: String = row.get(1);
-            let settings: Settings = serde_json::from_str(&settings)
-                .map_err(|e| PgFailure::Other(format!("catalog {catalog:?}: settings: {e}")))?;
-            let mut blocks = Vec::new();
-            for row in tx.query(
-                "SELECT id, docs, time_min, time_max, bytes, open_from FROM quarry_blocks
-                 WHERE catalog = $1 ORDER BY seq",
-                &[&catalog],
-            )? {
-                blocks.push(BlockEntry {
-                    id: from_db(row.get(0), "block id")?,
-                    docs: from_db(row.get(1), "docs")?,
-                    time_min: row.get(2),
-                    time_max: row.get(3),
-                    bytes: from_db(row.get(4), "bytes")?,
-                    open_from: from_db(row.get(5), "open_from")?,
-                });
-            }
-            let mut wal = BTreeMap::new();
-            for row in tx.query(
-                "SELECT wal, seq FROM quarry_wal_checkpoints WHERE catalog = $1",
-                &[&catalog],
-            )? {
-                wal.insert(row.get::<_, String>(0), from_db(row.get(1), "WAL seq")?);
-            }
+            let loaded = load(&mut tx, &catalog, &settings)?;
             tx.commit()?;
-            Ok(Loaded {
-                epoch,
-                settings,
-                blocks,
-                wal,
-            })
+            Ok((epoch, loaded))
         })?;
         Ok(PgMetastore {
             postgres,
             name: name.to_owned(),
-            epoch: loaded.epoch,
+            epoch,
             settings: loaded.settings,
             blocks: loaded.blocks,
             wal: loaded.wal,
+            _lock: None,
+        })
+    }
+
+    /// Keeps `lock` (a local directory's) for as long as this catalog is open.
+    pub fn holding(mut self, lock: std::fs::File) -> PgMetastore {
+        self._lock = Some(lock);
+        self
+    }
+
+    /// The committed settings and blocks of catalog `name`, for a reader (no writer is
+    /// fenced off). A catalog the database does not have is an error naming it.
+    pub fn read(postgres: &Postgres, name: &str) -> Result<(Settings, Vec<BlockEntry>)> {
+        let catalog = name.to_owned();
+        postgres.run(move |client| {
+            // One snapshot for the settings and the blocks.
+            let mut tx = client
+                .build_transaction()
+                .isolation_level(::postgres::IsolationLevel::RepeatableRead)
+                .read_only(true)
+                .start()?;
+            let Some(row) = tx.query_opt(
+                "SELECT settings FROM quarry_catalogs WHERE name = $1",
+                &[&catalog],
+            )?
+            else {
+                return Err(PgFailure::Other(format!(
+                    "the metastore has no catalog {catalog:?} (nothing was ever written to it)"
+                )));
+            };
+            let settings: String = row.get(0);
+            let loaded = load(&mut tx, &catalog, &settings)?;
+            tx.commit()?;
+            Ok((loaded.settings, loaded.blocks))
         })
     }
 

@@ -91,6 +91,7 @@ pub(crate) fn rate(amount: f64, seconds: f64) -> f64 {
 }
 
 pub fn index(args: IndexArgs) -> Result<ExitCode> {
+    args.storage.require_local_metastore("quarry index")?;
     // Read before the data directory is touched: a bad mapping changes nothing.
     let mapping = match &args.mapping {
         Some(path) => {
@@ -350,6 +351,7 @@ fn update_bar(bar: &ProgressBar, progress: &Progress, started: Instant) {
 }
 
 pub fn merge(args: MergeArgs) -> Result<ExitCode> {
+    args.storage.require_local_metastore("quarry merge")?;
     let store = args.storage.store(&args.data.data)?;
     let mut catalog = Catalog::open_or_create(&args.data.data, Settings::default())
         .with_context(|| format!("opening data directory {}", args.data.data.display()))?;

@@ -117,7 +117,11 @@ pub struct BenchServeArgs {
 
 fn open(data: &DataArgs, storage: &StorageArgs) -> Result<Searcher> {
     let store = storage.store(&data.data)?;
-    Searcher::open_with(&data.data, &*store).with_context(|| data_dir_context(&data.data))
+    let (settings, entries) = storage
+        .metastore()?
+        .read_catalog(&data.data, quarry_server::DEFAULT_TENANT)
+        .with_context(|| data_dir_context(&data.data))?;
+    Ok(Searcher::open_entries(&settings, &entries, &*store))
 }
 
 /// Prints a query error with a caret under its position (a byte offset in `text`); exit
@@ -330,7 +334,11 @@ fn print_answer(body: &serde_json::Value) -> Result<ExitCode> {
 
 pub fn check(args: CheckArgs) -> Result<ExitCode> {
     let dir = &args.data.data;
-    let (_, entries) = Catalog::read_only(dir).with_context(|| data_dir_context(dir))?;
+    let (_, entries) = args
+        .storage
+        .metastore()?
+        .read_catalog(dir, quarry_server::DEFAULT_TENANT)
+        .with_context(|| data_dir_context(dir))?;
     let mut damaged: Vec<(&BlockEntry, String)> = Vec::new();
     let mut readers = Vec::new();
     let store = args.storage.store(dir)?;
@@ -365,6 +373,7 @@ pub fn check(args: CheckArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     drop(readers);
+    args.storage.require_local_metastore("check --repair")?;
     anyhow::ensure!(
         args.storage
             .storage

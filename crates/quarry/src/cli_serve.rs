@@ -114,6 +114,7 @@ pub struct ServeArgs {
 struct ConfigFile {
     data: Option<PathBuf>,
     storage: Option<String>,
+    metastore: Option<String>,
     cache_dir: Option<PathBuf>,
     disk_cache_size: Option<String>,
     listen: Option<SocketAddr>,
@@ -176,8 +177,12 @@ fn settings(args: ServeArgs) -> Result<ServerConfig> {
             .or(file_size("disk_cache_size", &file.disk_cache_size)?),
         args.storage.object_latency,
     )?;
+    let metastore = quarry_store::MetastoreConfig::connect(
+        args.storage.metastore.or(file.metastore).as_deref(),
+    )?;
     let mut config = ServerConfig::new(data, listen);
     config.ingest.storage = storage;
+    config.ingest.metastore = metastore;
     if let Some(bytes) = args
         .max_body_size
         .or(file_size("max_body_size", &file.max_body_size)?)
@@ -305,6 +310,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode> {
         .context("starting the async runtime")?;
     let config = settings(args)?;
     let data = config.data.clone();
+
     let scheme = if config.tls.is_some() {
         "https"
     } else {

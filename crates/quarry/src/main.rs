@@ -161,9 +161,36 @@ pub struct StorageArgs {
     /// first byte and 10 ns per byte after (100 MB/s), as from a cloud store
     #[arg(long, value_name = "MS")]
     pub object_latency: Option<u64>,
+    /// Where the catalogs (which blocks each tenant has) and the tenant registry are:
+    /// `local` (catalog.json and tenants.json in --data) or a PostgreSQL database several
+    /// nodes share, `postgres://USER[:PASSWORD]@HOST:PORT/DATABASE` (its schema is created
+    /// on first use) [default: local]
+    #[arg(
+        long,
+        env = "QUARRY_METASTORE",
+        value_name = "URL",
+        hide_env_values = true
+    )]
+    pub metastore: Option<String>,
 }
 
 impl StorageArgs {
+    /// The metastore --metastore names, connected to.
+    pub fn metastore(&self) -> anyhow::Result<quarry_store::MetastoreConfig> {
+        quarry_store::MetastoreConfig::connect(self.metastore.as_deref()).map_err(Into::into)
+    }
+
+    /// Refuses a metastore other than the data directory's, for commands that write a local
+    /// catalog (`what` names the command).
+    pub fn require_local_metastore(&self, what: &str) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.metastore.as_deref().is_none_or(|url| url == "local"),
+            "{what} writes the data directory's own catalog; with a PostgreSQL metastore, send \
+             events to `quarry serve --metastore ...` over HTTP instead"
+        );
+        Ok(())
+    }
+
     /// The default tenant's block store for the data directory `data`.
     pub fn store(
         &self,

@@ -1,0 +1,307 @@
+//! `quarry serve --metastore postgres://...`: the tenants' catalogs and the tenant registry in
+//! a real (throwaway) PostgreSQL, the WAL still on local disk. Checked as a user would: over
+//! HTTP and with the CLI, across a kill -9, a tenant's deletion and, with blocks in object
+//! storage (a throwaway SeaweedFS), a restart on an empty data directory.
+
+mod common;
+#[path = "../../quarry-store/tests/support/postgresql.rs"]
+mod postgresql;
+#[path = "../../quarry-store/tests/support/seaweedfs.rs"]
+mod seaweedfs;
+
+use common::{quarry, Server};
+use quarry_store::postgres::Postgres;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const ADMIN: &str = "pg-admin-token";
+
+fn start(data: &Path, extra: &[&str], env: &[(&str, String)]) -> Server {
+    let mut args = vec![
+        "--data",
+        data.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+        "--flush-interval",
+        "0.05",
+    ];
+    args.extend_from_slice(extra);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mut server = Server::spawn(&args, &env, Path::new("."));
+    server.token = Some(ADMIN.to_owned());
+    server
+}
+
+fn call(server: &Server, method: &str, target: &str, key: &str, body: &str) -> (u16, Value) {
+    let authorization = format!("Bearer {key}");
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Authorization", authorization.as_str()),
+    ];
+    let answer = server.send(method, target, &headers, body.as_bytes());
+    let json = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
+    (answer.status, json)
+}
+
+fn events(word: &str, n: usize) -> String {
+    (0..n)
+        .map(|i| {
+            format!(
+                "{}\n",
+                json!({"message": format!("{word} event {i}"), "n": i})
+            )
+        })
+        .collect()
+}
+
+fn count(server: &Server, tenant: &str, key: &str, query: &str) -> u64 {
+    let (status, answer) = call(
+        server,
+        "GET",
+        &format!("/api/v1/{tenant}/search?count=true&limit=0&query={query}"),
+        key,
+        "",
+    );
+    assert_eq!(status, 200, "{answer}");
+    answer["count"].as_u64().unwrap()
+}
+
+/// Events per catalog that PostgreSQL lists in committed blocks.
+fn committed_docs(pg: &Postgres) -> BTreeMap<String, i64> {
+    pg.run(|client| {
+        let mut docs = BTreeMap::new();
+        for row in client.query(
+            "SELECT catalog, sum(docs)::BIGINT FROM quarry_blocks GROUP BY catalog",
+            &[],
+        )? {
+            docs.insert(row.get::<_, String>(0), row.get::<_, i64>(1));
+        }
+        Ok(docs)
+    })
+    .unwrap()
+}
+
+/// Waits until PostgreSQL's blocks hold `expected` events per catalog.
+fn wait_for_blocks(pg: &Postgres, expected: &BTreeMap<String, i64>) {
+    let started = Instant::now();
+    loop {
+        let docs = committed_docs(pg);
+        if &docs == expected {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "blocks in PostgreSQL {docs:?}, expected {expected:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn catalogs_and_tenants_live_in_postgres_across_kill_and_delete() {
+    let Some(cluster) = postgresql::PostgreSql::start() else {
+        return;
+    };
+    let url = cluster.database("serve");
+    let pg = Postgres::connect(&url).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let flags = ["--metastore", url.as_str(), "--admin-token", ADMIN];
+    let server = start(&data, &flags, &[]);
+
+    let (status, created) = server.request(
+        "POST",
+        "/api/v1/tenants",
+        Some(&json!({"name": "team-a", "retention": "30d"}).to_string()),
+    );
+    assert_eq!(status, 201, "{created}");
+    let key_a = created["api_key"].as_str().unwrap().to_owned();
+    let (status, answer) = call(
+        &server,
+        "POST",
+        "/api/v1/team-a/ingest",
+        &key_a,
+        &events("alphaword", 20),
+    );
+    assert_eq!(status, 200, "{answer}");
+    let (status, answer) = call(
+        &server,
+        "POST",
+        "/api/v1/default/ingest",
+        ADMIN,
+        &events("defaultword", 30),
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(count(&server, "team-a", &key_a, "alphaword"), 20);
+    assert_eq!(count(&server, "default", ADMIN, "defaultword"), 30);
+    // Flushed blocks are committed in PostgreSQL, and nothing is in local catalog files.
+    let expected: BTreeMap<String, i64> = [("default".to_owned(), 30), ("team-a".to_owned(), 20)]
+        .into_iter()
+        .collect();
+    wait_for_blocks(&pg, &expected);
+    assert!(!data.join("tenants.json").exists());
+    assert!(!data.join("catalog.json").exists());
+    assert!(!data.join("tenants/team-a/catalog.json").exists());
+    let registered: Vec<String> = pg
+        .run(|client| {
+            Ok(client
+                .query("SELECT name FROM quarry_tenants", &[])?
+                .iter()
+                .map(|row| row.get(0))
+                .collect())
+        })
+        .unwrap();
+    assert_eq!(registered, ["team-a"]);
+
+    // kill -9, then a restart: the tenant, its key, its retention and its events are back.
+    drop(server);
+    let server = start(&data, &flags, &[]);
+    assert_eq!(count(&server, "team-a", &key_a, "alphaword"), 20);
+    assert_eq!(count(&server, "default", ADMIN, "defaultword"), 30);
+    let (status, shown) = server.get("/api/v1/tenants/team-a");
+    assert_eq!(status, 200, "{shown}");
+    assert_eq!(shown["retention_seconds"], 30 * 86_400, "{shown}");
+    assert_eq!(
+        call(
+            &server,
+            "GET",
+            "/api/v1/team-a/search?query=*",
+            "wrong-key",
+            ""
+        )
+        .0,
+        401
+    );
+
+    // The CLI reads the same catalog, beside the running server.
+    let output = quarry(&[
+        "search",
+        "--data",
+        data.to_str().unwrap(),
+        "--metastore",
+        &url,
+        "--count",
+        "--limit",
+        "0",
+        "defaultword",
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let answer: Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(answer["count"], 30, "{stdout}");
+    // ... and refuses to write a local catalog the server does not read.
+    let input = dir.path().join("more.json");
+    std::fs::write(&input, events("cliword", 3)).unwrap();
+    let output = quarry(&[
+        "index",
+        "--data",
+        data.to_str().unwrap(),
+        "--metastore",
+        &url,
+        input.to_str().unwrap(),
+    ]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("PostgreSQL metastore"), "{stderr}");
+
+    // Deleting a tenant deletes its catalog: a new tenant of the same name starts empty.
+    let (status, answer) = server.request("DELETE", "/api/v1/tenants/team-a", None);
+    assert_eq!(status, 200, "{answer}");
+    let catalogs: Vec<String> = pg
+        .run(|client| {
+            Ok(client
+                .query("SELECT name FROM quarry_catalogs ORDER BY name", &[])?
+                .iter()
+                .map(|row| row.get(0))
+                .collect())
+        })
+        .unwrap();
+    assert_eq!(catalogs, ["default"]);
+    let (status, created) = server.request(
+        "POST",
+        "/api/v1/tenants",
+        Some(&json!({"name": "team-a"}).to_string()),
+    );
+    assert_eq!(status, 201, "{created}");
+    let key_new = created["api_key"].as_str().unwrap().to_owned();
+    assert_eq!(count(&server, "team-a", &key_new, "*"), 0);
+    assert_eq!(
+        call(&server, "GET", "/api/v1/team-a/search?query=*", &key_a, "").0,
+        401
+    );
+    assert!(server.terminate());
+}
+
+/// A server that names a database it cannot reach does not start, and says which.
+#[test]
+fn an_unreachable_metastore_stops_the_start_with_its_name() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("postgres://quarry:not-shown@127.0.0.1:{port}/quarry");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_quarry"))
+        .args(["serve", "--data", dir.path().to_str().unwrap()])
+        .args(["--listen", "127.0.0.1:0", "--metastore", &url])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(&format!("127.0.0.1:{port}")), "{stderr}");
+    assert!(!stderr.contains("not-shown"), "{stderr}");
+}
+
+/// Blocks in object storage and the catalog in PostgreSQL: a node's data directory holds only
+/// its WAL and caches, so after a clean stop a node started on an empty directory answers
+/// every event.
+#[test]
+fn with_object_storage_a_node_starts_on_an_empty_data_directory() {
+    let Some(cluster) = postgresql::PostgreSql::start() else {
+        return;
+    };
+    let Some(weed) = seaweedfs::SeaweedFs::start() else {
+        return;
+    };
+    let url = cluster.database("stateless");
+    let pg = Postgres::connect(&url).unwrap();
+    let storage = weed.url("stateless");
+    let flags = [
+        "--metastore",
+        url.as_str(),
+        "--storage",
+        storage.as_str(),
+        "--admin-token",
+        ADMIN,
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let first = start(&dir.path().join("node-1"), &flags, &weed.env());
+    let (status, answer) = call(
+        &first,
+        "POST",
+        "/api/v1/default/ingest",
+        ADMIN,
+        &events("cloudword", 500),
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(count(&first, "default", ADMIN, "cloudword"), 500);
+    // A clean stop flushes memory to blocks (uploaded, then committed in PostgreSQL).
+    assert!(first.terminate());
+    let expected: BTreeMap<String, i64> = [("default".to_owned(), 500)].into_iter().collect();
+    assert_eq!(committed_docs(&pg), expected);
+
+    let second = start(&dir.path().join("node-2"), &flags, &weed.env());
+    assert_eq!(count(&second, "default", ADMIN, "cloudword"), 500);
+    assert_eq!(
+        count(&second, "default", ADMIN, "%22cloudword%20event%20499%22"),
+        1
+    );
+    assert!(second.terminate());
+}

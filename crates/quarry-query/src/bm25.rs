@@ -24,7 +24,7 @@ impl Default for Bm25Params {
 }
 
 /// Collection statistics of one field, summed over blocks.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct FieldStats {
     pub docs_with_field: u64,
     pub total_tokens: u64,

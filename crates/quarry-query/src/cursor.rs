@@ -3,7 +3,9 @@
 //! (`timeline.rs`) both use it without depending on each other.
 
 /// A position in time order: hits strictly after it (in the sort direction) come next.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct Cursor {
     pub time: i64,
     pub block_id: u64,

@@ -16,6 +16,7 @@ mod field_names;
 pub mod field_sort;
 pub mod filter;
 pub mod intervals;
+pub mod leaf;
 mod ngram;
 pub mod parser;
 pub mod pattern;

@@ -8,7 +8,7 @@ use crate::filter::Optimizations;
 use crate::parser;
 use crate::query::{plan, Query};
 use crate::scorer::{BoxScorer, Scorer, TermConjunctionScorer};
-use crate::weight::{CollectionStats, Weight};
+use crate::weight::{CollectionStats, GlobalStats, Weight};
 use quarry_format::block::DocumentFetcher;
 use quarry_format::column::ChunkCache;
 use quarry_format::{BlockReader, DecodeError, Value, TIME_FIELD};
@@ -18,7 +18,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum SortOrder {
     /// BM25 score, best first.
     #[default]
@@ -515,6 +515,12 @@ impl Searcher {
 
     /// The weight of a scored search: statistics (idf, norms) over every block.
     pub fn weight(&self, query: &Query) -> Result<Weight> {
+        self.weight_with(query, None)
+    }
+
+    /// `weight`, with the collection-wide statistics `global` (summed over every leaf of a
+    /// distributed search, leaf.rs) instead of this searcher's own.
+    pub fn weight_with(&self, query: &Query, global: Option<&GlobalStats>) -> Result<Weight> {
         // Scorers read the norms of the fields they score.
         let mut scored = std::collections::BTreeSet::new();
         query.for_each_term(&mut |field, _| {
@@ -527,7 +533,7 @@ impl Searcher {
             let fields = scored.iter().filter_map(|name| block.field_ordinal(name));
             block.on_demand_ranges(fields, false, true)
         })?;
-        let stats = CollectionStats::gather(query, &self.blocks)?;
+        let stats = CollectionStats::gather_with(query, &self.blocks, global)?;
         Ok(self.live_only(Weight::new(query, &stats, self.params, self.optimizations)))
     }
 
@@ -602,6 +608,16 @@ impl Searcher {
     }
 
     pub fn search(&self, query: &Query, request: &HitsRequest) -> Result<Hits> {
+        self.search_with(query, request, None)
+    }
+
+    /// `search`, a ranked one scored with the collection-wide statistics `global` (leaf.rs).
+    pub fn search_with(
+        &self,
+        query: &Query,
+        request: &HitsRequest,
+        global: Option<&GlobalStats>,
+    ) -> Result<Hits> {
         // No hits asked for: nothing to score (a relevance search would gather statistics
         // and read every scored field's norms for nothing).
         if request.limit == 0 {
@@ -614,7 +630,7 @@ impl Searcher {
             });
         }
         let weight = match request.sort {
-            SortOrder::Relevance => self.weight(query)?,
+            SortOrder::Relevance => self.weight_with(query, global)?,
             SortOrder::TimeDesc | SortOrder::TimeAsc => {
                 self.filter_weight(query).with_checked_ranges()
             }

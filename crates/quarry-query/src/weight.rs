@@ -8,7 +8,7 @@ use crate::range::NumericRange;
 use crate::scorer::*;
 use quarry_format::limits::EXACT_TERM_LEN;
 use quarry_format::{BlockReader, Result, TermInfo, TermKind};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, OnceLock};
 
 #[derive(Debug, Clone)]
@@ -182,7 +182,110 @@ pub struct CollectionStats {
     pub scored: bool,
 }
 
+/// The collection-wide part of [`CollectionStats`]: what BM25 needs beyond one block for one
+/// query's terms. Leaves of a distributed search gather it over their blocks, the root sums it
+/// ([`GlobalStats::merge`]) and every leaf scores with the sum (leaf.rs), so a hit scores the
+/// same whichever leaf holds it.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct GlobalStats {
+    /// Per field: docs with the field and tokens in it.
+    pub fields: BTreeMap<String, FieldStats>,
+    /// Per field, per term: the docs holding it.
+    pub doc_freqs: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Per field, per scored whole value (`Query::Exact`): the docs holding it.
+    pub exact_freqs: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Per such field: the docs holding a value.
+    pub exact_docs: BTreeMap<String, u64>,
+}
+
+impl GlobalStats {
+    /// Over `blocks`, for `query`'s scored terms and values.
+    pub fn gather(query: &Query, blocks: &[Arc<BlockReader>]) -> Result<GlobalStats> {
+        let stats = CollectionStats::gather(query, blocks)?;
+        let mut global = GlobalStats {
+            fields: stats.fields.into_iter().collect(),
+            exact_docs: stats.exact_docs.into_iter().collect(),
+            ..GlobalStats::default()
+        };
+        for ((field, term), docs) in stats.doc_freqs {
+            global
+                .doc_freqs
+                .entry(field)
+                .or_default()
+                .insert(term, docs);
+        }
+        for ((field, value), docs) in stats.exact_freqs {
+            global
+                .exact_freqs
+                .entry(field)
+                .or_default()
+                .insert(value, docs);
+        }
+        Ok(global)
+    }
+
+    /// Adds another leaf's statistics (over other blocks) to these.
+    pub fn merge(&mut self, other: &GlobalStats) {
+        for (field, stats) in &other.fields {
+            let mine = self.fields.entry(field.clone()).or_default();
+            mine.docs_with_field += stats.docs_with_field;
+            mine.total_tokens += stats.total_tokens;
+        }
+        let add = |mine: &mut BTreeMap<String, BTreeMap<String, u64>>,
+                   theirs: &BTreeMap<String, BTreeMap<String, u64>>| {
+            for (field, terms) in theirs {
+                let mine = mine.entry(field.clone()).or_default();
+                for (term, docs) in terms {
+                    *mine.entry(term.clone()).or_default() += docs;
+                }
+            }
+        };
+        add(&mut self.doc_freqs, &other.doc_freqs);
+        add(&mut self.exact_freqs, &other.exact_freqs);
+        for (field, docs) in &other.exact_docs {
+            *self.exact_docs.entry(field.clone()).or_default() += docs;
+        }
+    }
+}
+
 impl CollectionStats {
+    /// `gather`, the collection-wide figures taken from `global` when given (each that it
+    /// holds; a term it lacks keeps this searcher's own).
+    pub fn gather_with(
+        query: &Query,
+        blocks: &[Arc<BlockReader>],
+        global: Option<&GlobalStats>,
+    ) -> Result<CollectionStats> {
+        let mut stats = CollectionStats::gather(query, blocks)?;
+        let Some(global) = global else {
+            return Ok(stats);
+        };
+        for (field, field_stats) in stats.fields.iter_mut() {
+            if let Some(theirs) = global.fields.get(field) {
+                *field_stats = *theirs;
+            }
+        }
+        let of = |map: &BTreeMap<String, BTreeMap<String, u64>>, field: &str, term: &str| {
+            map.get(field).and_then(|terms| terms.get(term)).copied()
+        };
+        for ((field, term), docs) in stats.doc_freqs.iter_mut() {
+            if let Some(theirs) = of(&global.doc_freqs, field, term) {
+                *docs = theirs;
+            }
+        }
+        for ((field, value), docs) in stats.exact_freqs.iter_mut() {
+            if let Some(theirs) = of(&global.exact_freqs, field, value) {
+                *docs = theirs;
+            }
+        }
+        for (field, docs) in stats.exact_docs.iter_mut() {
+            if let Some(&theirs) = global.exact_docs.get(field) {
+                *docs = theirs;
+            }
+        }
+        Ok(stats)
+    }
+
     pub fn gather(query: &Query, blocks: &[Arc<BlockReader>]) -> Result<CollectionStats> {
         let mut stats = CollectionStats {
             scored: true,

@@ -1,0 +1,265 @@
+//! A search in two halves, so that it can run over several nodes: *leaves* search their own
+//! blocks and answer with partial results that say where each hit is, not what it holds; the
+//! *root* merges the partial answers and then fetches the events of the hits it kept (as
+//! Quickwit's leaf and root searches, and tantivy's `Collector::merge_fruits`, do). One node
+//! is one leaf and the root; a cluster is N leaves and the same root.
+//!
+//! Three phases, each explicit and each carried by a serializable type:
+//!
+//! 1. **Statistics** (ranked searches only): each leaf gathers [`GlobalStats`] for the query's
+//!    terms over its blocks; the root sums them ([`GlobalStats::merge`]) and sends the sum
+//!    back, so every leaf scores with the idf and average lengths of the whole collection and
+//!    a hit scores the same whichever leaf holds it.
+//! 2. **Search**: each leaf answers a [`LeafRequest`] with a [`LeafAnswer`]: its best `limit`
+//!    hits as [`PartialHit`]s (block id, doc, time, score), its count, its histogram, and the
+//!    blocks it had to leave out. [`merge_answers`] keeps the best `limit` over all leaves in
+//!    the request's order (time, block id, doc for time sorts; score, then block start, block
+//!    id and doc, for relevance), sums counts and buckets, and lists every failed block: an
+//!    answer that lacks blocks says so and names them.
+//! 3. **Fetch**: the root asks the leaf holding each kept hit for its event
+//!    ([`Searcher::fetch_partial`]).
+//!
+//! Covered so far: hits by time and by relevance, counts and histograms. Aggregations and
+//! field sorts still run on one node (`Searcher::execute`).
+
+use crate::cursor::Cursor;
+use crate::error::Result;
+use crate::query::Query;
+use crate::searcher::{Hit, HitsRequest, Searcher, SortOrder};
+use crate::weight::GlobalStats;
+use quarry_format::Value;
+use serde::{Deserialize, Serialize};
+use std::cmp::Ordering;
+
+/// What a leaf is asked, besides the query.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LeafRequest {
+    /// Hits wanted (the root keeps this many of all leaves' hits).
+    pub limit: usize,
+    pub sort: SortOrder,
+    /// For time sorts: continue after this hit.
+    pub after: Option<Cursor>,
+    /// Also count every match.
+    pub count: bool,
+    /// A histogram with buckets this wide (ns). The root resolves `auto` first: the width
+    /// depends on the time range of every leaf's matches.
+    pub histogram: Option<i64>,
+}
+
+/// Where a hit is, and what orders it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PartialHit {
+    pub time: i64,
+    /// The block's id in its catalog.
+    pub block: u64,
+    pub doc: u32,
+    /// BM25 score, for relevance sorts.
+    pub score: Option<f32>,
+    /// The first time in the hit's block: relevance ties are broken by (block start, block
+    /// id, doc), the order in which one searcher holds its blocks.
+    pub block_start: i64,
+}
+
+/// A block a leaf left out of its answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailedBlock {
+    /// Its catalog id, when it has one.
+    pub block: Option<u64>,
+    /// Where it is, as messages name it.
+    pub location: String,
+    pub error: String,
+}
+
+/// A leaf's partial answer, or the root's merge of several.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LeafAnswer {
+    /// Best first, in the request's order.
+    pub hits: Vec<PartialHit>,
+    pub count: Option<u64>,
+    /// `(bucket start, count)` ascending, empty buckets between the first and the last
+    /// included.
+    pub histogram: Option<Vec<(i64, u64)>>,
+    /// Blocks left out: when not empty, the answer is partial.
+    pub failed: Vec<FailedBlock>,
+}
+
+impl Searcher {
+    /// Phase 1: the statistics a ranked search of `query` needs, over this leaf's blocks.
+    pub fn leaf_stats(&self, query: &Query) -> Result<GlobalStats> {
+        let mut snapshot = self.clone();
+        snapshot.skip_damaged(|searcher| Ok(GlobalStats::gather(query, searcher.blocks())?))
+    }
+
+    /// Phase 2: this leaf's best hits, count and histogram for `query`, scored with `stats`
+    /// (the sum over every leaf; this leaf's own when `None`). A block that fails to read is
+    /// left out, the answer computed again without it, and named in `failed`.
+    pub fn leaf_search(
+        &self,
+        query: &Query,
+        request: &LeafRequest,
+        stats: Option<&GlobalStats>,
+    ) -> Result<LeafAnswer> {
+        let mut snapshot = self.clone();
+        let mut answer =
+            snapshot.skip_damaged(|searcher| searcher.leaf_answer(query, request, stats))?;
+        answer.failed = snapshot
+            .damaged()
+            .iter()
+            .map(|damaged| FailedBlock {
+                block: damaged.block,
+                location: damaged.path.display().to_string(),
+                error: damaged.error.clone(),
+            })
+            .collect();
+        Ok(answer)
+    }
+
+    fn leaf_answer(
+        &self,
+        query: &Query,
+        request: &LeafRequest,
+        stats: Option<&GlobalStats>,
+    ) -> Result<LeafAnswer> {
+        let hits = self.search_with(
+            query,
+            &HitsRequest {
+                limit: request.limit,
+                count: request.count,
+                sort: request.sort,
+                after: request.after,
+            },
+            stats,
+        )?;
+        let histogram = match request.histogram {
+            Some(interval) => Some(self.histogram(query, interval)?),
+            None => None,
+        };
+        Ok(LeafAnswer {
+            hits: hits
+                .hits
+                .iter()
+                .map(|hit| PartialHit {
+                    time: hit.time,
+                    block: self.block_ids[hit.block as usize],
+                    doc: hit.doc,
+                    score: hit.score,
+                    block_start: self.blocks()[hit.block as usize].manifest().time_min,
+                })
+                .collect(),
+            count: hits.count,
+            histogram,
+            failed: Vec::new(),
+        })
+    }
+
+    /// Phase 3: the events of `hits` (each in one of this leaf's blocks), in their order. A
+    /// hit in a block this leaf does not have is an error naming it.
+    pub fn fetch_partial(&self, hits: &[PartialHit]) -> Result<Vec<Vec<(String, Value)>>> {
+        let local = hits
+            .iter()
+            .map(|hit| {
+                let index = self
+                    .block_ids
+                    .iter()
+                    .position(|&id| id == hit.block)
+                    .ok_or_else(|| {
+                        crate::error::QueryError::Invalid(format!(
+                            "block {} is not in this searcher",
+                            hit.block
+                        ))
+                    })?;
+                Ok(Hit {
+                    block: index as u32,
+                    doc: hit.doc,
+                    score: hit.score,
+                    time: hit.time,
+                })
+            })
+            .collect::<Result<Vec<Hit>>>()?;
+        self.events(&local)
+    }
+}
+
+/// Whether `a` comes before `b` in `sort`'s order, as one searcher over all the blocks orders
+/// them: time sorts by (time, block id, doc) (timeline.rs); relevance by score, ties by the
+/// place of the hit in the searcher's blocks, (block start, block id, doc).
+fn order(sort: SortOrder, a: &PartialHit, b: &PartialHit) -> Ordering {
+    let place = |hit: &PartialHit| (hit.block_start, hit.block, hit.doc);
+    match sort {
+        SortOrder::TimeDesc => (b.time, b.block, b.doc).cmp(&(a.time, a.block, a.doc)),
+        SortOrder::TimeAsc => (a.time, a.block, a.doc).cmp(&(b.time, b.block, b.doc)),
+        SortOrder::Relevance => {
+            let score = |hit: &PartialHit| hit.score.unwrap_or(f32::NEG_INFINITY);
+            score(b)
+                .total_cmp(&score(a))
+                .then_with(|| place(a).cmp(&place(b)))
+        }
+    }
+}
+
+/// The root's merge of the answers to `request`: the best `request.limit` hits of all
+/// `answers` in its order, counts and histogram buckets summed (a count or a histogram is there
+/// if every answer has one), and every failed block listed.
+pub fn merge_answers(
+    request: &LeafRequest,
+    answers: impl IntoIterator<Item = LeafAnswer>,
+) -> LeafAnswer {
+    let mut merged = LeafAnswer::default();
+    let mut count = Some(0u64);
+    let mut histogram: Option<Vec<(i64, u64)>> = Some(Vec::new());
+    let mut any = false;
+    for answer in answers {
+        any = true;
+        merged.hits.extend(answer.hits);
+        count = count.zip(answer.count).map(|(a, b)| a + b);
+        histogram = histogram.zip(answer.histogram).map(|(mut all, buckets)| {
+            all.extend(buckets);
+            all
+        });
+        merged.failed.extend(answer.failed);
+    }
+    if !any {
+        return merged;
+    }
+    merged.hits.sort_by(|a, b| order(request.sort, a, b));
+    merged.hits.truncate(request.limit);
+    merged.count = count;
+    merged.histogram = histogram
+        .zip(request.histogram)
+        .map(|(buckets, width)| sum_buckets(buckets, width));
+    merged
+}
+
+/// Buckets of several leaves (each `width` wide, aligned alike) as one histogram: equal
+/// starts summed, and the empty buckets between the first and the last filled in (leaves'
+/// ranges may not overlap).
+fn sum_buckets(mut buckets: Vec<(i64, u64)>, width: i64) -> Vec<(i64, u64)> {
+    buckets.sort_unstable_by_key(|&(start, _)| start);
+    let mut summed: Vec<(i64, u64)> = Vec::with_capacity(buckets.len());
+    for (start, count) in buckets {
+        match summed.last_mut() {
+            Some(last) if last.0 == start => last.1 += count,
+            _ => summed.push((start, count)),
+        }
+    }
+    let (Some(first), Some(last)) = (summed.first(), summed.last()) else {
+        return summed;
+    };
+    if width <= 0 {
+        return summed;
+    }
+    let mut filled = Vec::with_capacity(((last.0 - first.0) / width + 1) as usize);
+    let mut next = summed.iter().peekable();
+    let mut start = first.0;
+    while start <= last.0 {
+        match next.peek() {
+            Some(&&(at, count)) if at == start => {
+                filled.push((start, count));
+                next.next();
+            }
+            _ => filled.push((start, 0)),
+        }
+        start += width;
+    }
+    filled
+}

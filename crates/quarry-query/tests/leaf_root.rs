@@ -1,0 +1,304 @@
+//! Leaf and root (leaf.rs) against one searcher: random events split into blocks, the blocks
+//! dealt to one to four leaves, and every answer of the leaves merged by the root (statistics
+//! phase, partial hits, merge, fetch) must equal the single searcher's over all the blocks:
+//! the same hits in the same order with the same scores, the same count, the same histogram,
+//! the same events.
+
+use proptest::prelude::*;
+use quarry_format::BlockReader;
+use quarry_index::{Analyzer, SegmentBuilder};
+use quarry_query::leaf::{merge_answers, LeafAnswer, LeafRequest, PartialHit};
+use quarry_query::weight::GlobalStats;
+use quarry_query::{parser, HitsRequest, Searcher, SortOrder};
+use std::sync::Arc;
+
+const WORDS: &[&str] = &["alpha", "beta", "gamma", "delta", "error", "timeout"];
+const QUERIES: &[&str] = &[
+    "alpha",
+    "alpha beta",
+    "alpha OR error",
+    "\"alpha beta\"",
+    "*",
+    "NOT gamma",
+    "alpha AND NOT beta",
+    "level:warn timeout",
+    "missingword",
+];
+const SECOND: i64 = 1_000_000_000;
+
+#[derive(Debug, Clone)]
+struct Event {
+    time: i64,
+    message: String,
+    level: &'static str,
+}
+
+fn event_strategy() -> impl Strategy<Value = Event> {
+    (
+        0..40i64,
+        prop::collection::vec(prop::sample::select(WORDS), 1..6),
+        prop::sample::select(&["info", "warn", "error"][..]),
+    )
+        .prop_map(|(second, words, level)| Event {
+            // Many ties in time: the order's tie-breaks (block id, doc) are exercised.
+            time: 1_700_000_000 * SECOND + second * SECOND,
+            message: words.join(" "),
+            level,
+        })
+}
+
+/// Block `id` of `events`, encoded in memory.
+fn block(id: u64, events: &[Event], analyzer: &Arc<Analyzer>) -> Arc<BlockReader> {
+    let mut segment = SegmentBuilder::new(analyzer.clone());
+    for event in events {
+        let message = quarry_format::Value::Str(event.message.clone());
+        let level = quarry_format::Value::Str(event.level.to_owned());
+        segment.add_event(event.time, [("message", &message), ("level", &level)]);
+    }
+    let path = std::path::PathBuf::from(format!("{id:08}.qblk"));
+    let (_, bytes) = segment.encode_block(&path).unwrap();
+    Arc::new(
+        BlockReader::from_bytes(&path, Arc::new(bytes))
+            .unwrap()
+            .with_id(id),
+    )
+}
+
+fn searcher(blocks: Vec<Arc<BlockReader>>, analyzer: &Arc<Analyzer>) -> Searcher {
+    Searcher::from_shared(blocks, (**analyzer).clone())
+}
+
+/// Scores equal to float rounding: a disjunction adds its clauses' scores in an order that
+/// depends on how far dynamic pruning got (MaxScore's essential clauses), which differs
+/// between one searcher and a leaf by the last bit, as it does between two runs of Lucene on
+/// differently segmented indices.
+fn close(a: Option<f32>, b: Option<f32>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => (a - b).abs() <= 1e-5 * a.abs().max(b.abs()).max(1.0),
+        (a, b) => a == b,
+    }
+}
+
+/// The same ranking: position by position the same hit with a close score, or two hits whose
+/// scores are close to each other (a near tie that rounding may order either way).
+fn same_ranking(got: &[PartialHit], want: &[PartialHit], context: &str) {
+    assert_eq!(got.len(), want.len(), "{context}");
+    for (g, w) in got.iter().zip(want) {
+        assert!(close(g.score, w.score), "{context}: {g:?} against {w:?}");
+        if (g.block, g.doc) == (w.block, w.doc) {
+            assert_eq!(g.time, w.time, "{context}");
+        }
+    }
+    // Every hit clearly above the last kept score is in both.
+    let Some(last) = want.last().and_then(|hit| hit.score) else {
+        return;
+    };
+    let clearly = |hit: &&PartialHit| !close(hit.score, Some(last));
+    let mut got_above: Vec<(u64, u32)> = got
+        .iter()
+        .filter(clearly)
+        .map(|h| (h.block, h.doc))
+        .collect();
+    let mut want_above: Vec<(u64, u32)> = want
+        .iter()
+        .filter(clearly)
+        .map(|h| (h.block, h.doc))
+        .collect();
+    got_above.sort_unstable();
+    want_above.sort_unstable();
+    assert_eq!(got_above, want_above, "{context}");
+}
+
+/// The root over `leaves`: statistics phase (for relevance), search, merge.
+fn root_search(leaves: &[Searcher], text: &str, request: &LeafRequest) -> LeafAnswer {
+    let ast = parser::parse(text).unwrap();
+    let queries: Vec<_> = leaves.iter().map(|leaf| leaf.plan(&ast).unwrap()).collect();
+    let stats = (request.sort == SortOrder::Relevance).then(|| {
+        let mut total = GlobalStats::default();
+        for (leaf, query) in leaves.iter().zip(&queries) {
+            // Through JSON, as between nodes.
+            let stats = leaf.leaf_stats(query).unwrap();
+            let sent: GlobalStats =
+                serde_json::from_str(&serde_json::to_string(&stats).unwrap()).unwrap();
+            total.merge(&sent);
+        }
+        total
+    });
+    let answers = leaves.iter().zip(&queries).map(|(leaf, query)| {
+        let answer = leaf.leaf_search(query, request, stats.as_ref()).unwrap();
+        let sent: LeafAnswer =
+            serde_json::from_str(&serde_json::to_string(&answer).unwrap()).unwrap();
+        assert_eq!(sent, answer, "a leaf answer survives JSON");
+        sent
+    });
+    merge_answers(request, answers.collect::<Vec<_>>())
+}
+
+fn check(events: Vec<Event>, cuts: Vec<usize>, dealt: Vec<usize>, leaves_n: usize) {
+    let analyzer = Arc::new(Analyzer::default());
+    let mut bounds: Vec<usize> = cuts.iter().map(|c| c % (events.len() + 1)).collect();
+    bounds.extend([0, events.len()]);
+    bounds.sort_unstable();
+    bounds.dedup();
+    let blocks: Vec<Arc<BlockReader>> = bounds
+        .windows(2)
+        .enumerate()
+        .map(|(i, w)| block(i as u64 + 1, &events[w[0]..w[1]], &analyzer))
+        .collect();
+    let single = searcher(blocks.clone(), &analyzer);
+    let mut parts: Vec<Vec<Arc<BlockReader>>> = vec![Vec::new(); leaves_n];
+    for (i, block) in blocks.iter().enumerate() {
+        parts[dealt.get(i).copied().unwrap_or(i) % leaves_n].push(block.clone());
+    }
+    let leaves: Vec<Searcher> = parts
+        .into_iter()
+        .map(|blocks| searcher(blocks, &analyzer))
+        .collect();
+    for text in QUERIES {
+        let query = single.parse(text).unwrap();
+        for sort in [
+            SortOrder::Relevance,
+            SortOrder::TimeDesc,
+            SortOrder::TimeAsc,
+        ] {
+            for limit in [1, 7, 1000] {
+                let request = LeafRequest {
+                    limit,
+                    sort,
+                    after: None,
+                    count: true,
+                    histogram: Some(7 * SECOND),
+                };
+                let context = format!("{text:?} {sort:?} limit {limit}");
+                let expected = single
+                    .search(
+                        &query,
+                        &HitsRequest {
+                            limit,
+                            count: true,
+                            sort,
+                            after: None,
+                        },
+                    )
+                    .unwrap();
+                let merged = root_search(&leaves, text, &request);
+                let expected_hits: Vec<PartialHit> = expected
+                    .hits
+                    .iter()
+                    .map(|hit| PartialHit {
+                        time: hit.time,
+                        block: single.cursor_of(hit).block_id,
+                        doc: hit.doc,
+                        score: hit.score,
+                        block_start: single.blocks()[hit.block as usize].manifest().time_min,
+                    })
+                    .collect();
+                if sort == SortOrder::Relevance {
+                    same_ranking(&merged.hits, &expected_hits, &context);
+                } else {
+                    assert_eq!(merged.hits, expected_hits, "{context}");
+                }
+                assert_eq!(merged.count, expected.count, "{context}");
+                assert!(merged.failed.is_empty());
+                let histogram = single.histogram(&query, 7 * SECOND).unwrap();
+                assert_eq!(merged.histogram.as_ref(), Some(&histogram), "{context}");
+                // Fetch: each hit's event from the leaf that holds its block.
+                let fetched: Vec<_> = expected_hits
+                    .iter()
+                    .map(|hit| {
+                        let leaf = leaves
+                            .iter()
+                            .find(|leaf| leaf.blocks().iter().any(|b| b.id() == Some(hit.block)))
+                            .unwrap();
+                        leaf.fetch_partial(std::slice::from_ref(hit))
+                            .unwrap()
+                            .remove(0)
+                    })
+                    .collect();
+                assert_eq!(fetched, single.events(&expected.hits).unwrap(), "{context}");
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+
+    #[test]
+    fn leaves_merged_by_the_root_answer_as_one_searcher(
+        events in prop::collection::vec(event_strategy(), 1..120),
+        cuts in prop::collection::vec(0..200usize, 0..6),
+        dealt in prop::collection::vec(0..4usize, 7),
+        leaves in 1..5usize,
+    ) {
+        check(events, cuts, dealt, leaves);
+    }
+}
+
+/// Paging a tail through the root: each page continues after the last hit of the one before
+/// (`after`), and the pages together are the single searcher's whole tail.
+#[test]
+fn a_tail_pages_through_the_root_like_one_searcher() {
+    let analyzer = Arc::new(Analyzer::default());
+    let events: Vec<Event> = (0..300)
+        .map(|i| Event {
+            time: (i / 3) * SECOND,
+            message: WORDS[i as usize % WORDS.len()].to_owned(),
+            level: "info",
+        })
+        .collect();
+    let blocks: Vec<Arc<BlockReader>> = events
+        .chunks(70)
+        .enumerate()
+        .map(|(i, chunk)| block(i as u64 + 1, chunk, &analyzer))
+        .collect();
+    let single = searcher(blocks.clone(), &analyzer);
+    let leaves = [
+        searcher(vec![blocks[0].clone(), blocks[2].clone()], &analyzer),
+        searcher(
+            vec![blocks[1].clone(), blocks[3].clone(), blocks[4].clone()],
+            &analyzer,
+        ),
+    ];
+    let query = single.parse("alpha OR beta").unwrap();
+    let all = single
+        .search(
+            &query,
+            &HitsRequest {
+                limit: 1000,
+                count: false,
+                sort: SortOrder::TimeDesc,
+                after: None,
+            },
+        )
+        .unwrap();
+    let mut paged = Vec::new();
+    let mut after = None;
+    loop {
+        let request = LeafRequest {
+            limit: 9,
+            sort: SortOrder::TimeDesc,
+            after,
+            count: false,
+            histogram: None,
+        };
+        let page = root_search(&leaves, "alpha OR beta", &request);
+        let Some(last) = page.hits.last() else {
+            break;
+        };
+        after = Some(quarry_query::cursor::Cursor {
+            time: last.time,
+            block_id: last.block,
+            doc: last.doc,
+        });
+        paged.extend(page.hits);
+    }
+    let expected: Vec<(i64, u64, u32)> = all
+        .hits
+        .iter()
+        .map(|hit| (hit.time, single.cursor_of(hit).block_id, hit.doc))
+        .collect();
+    let got: Vec<(i64, u64, u32)> = paged.iter().map(|h| (h.time, h.block, h.doc)).collect();
+    assert_eq!(got, expected);
+    assert_eq!(got.len(), 100);
+}

@@ -114,7 +114,9 @@ impl Searcher {
         Ok(answer)
     }
 
-    fn leaf_answer(
+    /// `leaf_search` without leaving out damaged blocks: an error names the block (the
+    /// caller, `Searcher::execute`, leaves it out itself).
+    pub(crate) fn leaf_answer(
         &self,
         query: &Query,
         request: &LeafRequest,
@@ -155,19 +157,21 @@ impl Searcher {
     /// Phase 3: the events of `hits` (each in one of this leaf's blocks), in their order. A
     /// hit in a block this leaf does not have is an error naming it.
     pub fn fetch_partial(&self, hits: &[PartialHit]) -> Result<Vec<Vec<(String, Value)>>> {
+        let index_of: std::collections::HashMap<u64, usize> = self
+            .block_ids
+            .iter()
+            .enumerate()
+            .map(|(index, &id)| (id, index))
+            .collect();
         let local = hits
             .iter()
             .map(|hit| {
-                let index = self
-                    .block_ids
-                    .iter()
-                    .position(|&id| id == hit.block)
-                    .ok_or_else(|| {
-                        crate::error::QueryError::Invalid(format!(
-                            "block {} is not in this searcher",
-                            hit.block
-                        ))
-                    })?;
+                let index = index_of.get(&hit.block).copied().ok_or_else(|| {
+                    crate::error::QueryError::Invalid(format!(
+                        "block {} is not in this searcher",
+                        hit.block
+                    ))
+                })?;
                 Ok(Hit {
                     block: index as u32,
                     doc: hit.doc,

@@ -9,8 +9,9 @@ use crate::aggregation::AggSpec;
 use crate::cursor::Cursor;
 use crate::error::Result;
 use crate::field_sort::{FieldSort, SortCursor};
+use crate::leaf::{merge_answers, LeafRequest};
 use crate::parser::Ast;
-use crate::searcher::{HitsRequest, Searcher, SortOrder};
+use crate::searcher::{Searcher, SortOrder};
 use quarry_format::Value;
 use std::path::PathBuf;
 
@@ -222,30 +223,38 @@ impl Searcher {
                 })
                 .collect();
         } else {
-            let hits = self.search(
-                &query,
-                &HitsRequest {
-                    limit: request.limit,
-                    // The aggregations' walk counts the matches.
-                    count: request.count && request.tree.is_empty(),
-                    sort: request.sort,
-                    after: request.after,
-                },
-            )?;
+            // One leaf and the root (leaf.rs): this searcher's partial hits, merged (here
+            // alone), then fetched; a cluster runs the same steps over several leaves.
+            let leaf = LeafRequest {
+                limit: request.limit,
+                sort: request.sort,
+                after: request.after,
+                // The aggregations' walk counts the matches.
+                count: request.count && request.tree.is_empty(),
+                histogram: None,
+            };
+            let hits = merge_answers(&leaf, [self.leaf_answer(&query, &leaf, None)?]);
             response.count = hits.count;
-            let events = self.events(&hits.hits)?;
+            let events = self.fetch_partial(&hits.hits)?;
             response.hits = hits
                 .hits
                 .iter()
                 .zip(events)
-                .map(|(hit, event)| HitEvent {
-                    time: hit.time,
-                    score: hit.score,
-                    cursor: (request.sort != SortOrder::Relevance).then(|| self.cursor_of(hit)),
-                    sort_cursor: None,
-                    location: self.cursor_of(hit),
-                    event,
-                    matched: Vec::new(),
+                .map(|(hit, event)| {
+                    let location = Cursor {
+                        time: hit.time,
+                        block_id: hit.block,
+                        doc: hit.doc,
+                    };
+                    HitEvent {
+                        time: hit.time,
+                        score: hit.score,
+                        cursor: (request.sort != SortOrder::Relevance).then_some(location),
+                        sort_cursor: None,
+                        location,
+                        event,
+                        matched: Vec::new(),
+                    }
                 })
                 .collect();
         }

@@ -31,6 +31,27 @@ use quarry_format::Value;
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
 
+/// A query as it travels to leaves: its source, which each leaf compiles against its own
+/// blocks and mapping ([`Searcher::leaf_plan`]), not a compiled plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QuerySource {
+    /// The query language (parser.rs).
+    Text(String),
+    /// Elasticsearch's query DSL, with what `now` means in its date math (the root's clock,
+    /// so that every leaf reads it alike).
+    Dsl { query: serde_json::Value, now: i64 },
+}
+
+/// The query of a distributed search: its source and its time range.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LeafQuery {
+    pub source: QuerySource,
+    /// Only events with `start <= _time < end` (ns).
+    pub start: i64,
+    pub end: i64,
+}
+
 /// What a leaf is asked, besides the query.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LeafRequest {
@@ -84,6 +105,19 @@ pub struct LeafAnswer {
 }
 
 impl Searcher {
+    /// `query` compiled for this leaf's blocks.
+    pub fn leaf_plan(&self, query: &LeafQuery) -> Result<Query> {
+        let planned = match &query.source {
+            QuerySource::Text(text) => self.parse(text)?,
+            QuerySource::Dsl { query, now } => {
+                let ast = crate::dsl::compile(query, "query", *now)
+                    .map_err(|e| crate::error::QueryError::Invalid(e.to_string()))?;
+                self.plan(&ast)?
+            }
+        };
+        Ok(planned.within(query.start, query.end))
+    }
+
     /// Phase 1: the statistics a ranked search of `query` needs, over this leaf's blocks.
     pub fn leaf_stats(&self, query: &Query) -> Result<GlobalStats> {
         let mut snapshot = self.clone();

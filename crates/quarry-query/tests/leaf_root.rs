@@ -7,9 +7,11 @@
 use proptest::prelude::*;
 use quarry_format::BlockReader;
 use quarry_index::{Analyzer, SegmentBuilder};
-use quarry_query::leaf::{merge_answers, LeafAnswer, LeafRequest, PartialHit};
+use quarry_query::leaf::{
+    merge_answers, LeafAnswer, LeafQuery, LeafRequest, PartialHit, QuerySource,
+};
 use quarry_query::weight::GlobalStats;
-use quarry_query::{parser, HitsRequest, Searcher, SortOrder};
+use quarry_query::{HitsRequest, Searcher, SortOrder};
 use std::sync::Arc;
 
 const WORDS: &[&str] = &["alpha", "beta", "gamma", "delta", "error", "timeout"];
@@ -109,10 +111,19 @@ fn same_ranking(got: &[PartialHit], want: &[PartialHit], context: &str) {
     assert_eq!(got_above, want_above, "{context}");
 }
 
-/// The root over `leaves`: statistics phase (for relevance), search, merge.
-fn root_search(leaves: &[Searcher], text: &str, request: &LeafRequest) -> LeafAnswer {
-    let ast = parser::parse(text).unwrap();
-    let queries: Vec<_> = leaves.iter().map(|leaf| leaf.plan(&ast).unwrap()).collect();
+/// The root over `leaves`: statistics phase (for relevance), search, merge. The query goes
+/// to the leaves as its source (through JSON), each leaf compiles it.
+fn root_search(leaves: &[Searcher], source: QuerySource, request: &LeafRequest) -> LeafAnswer {
+    let query = LeafQuery {
+        source,
+        start: i64::MIN,
+        end: i64::MAX,
+    };
+    let sent: LeafQuery = serde_json::from_str(&serde_json::to_string(&query).unwrap()).unwrap();
+    let queries: Vec<_> = leaves
+        .iter()
+        .map(|leaf| leaf.leaf_plan(&sent).unwrap())
+        .collect();
     let stats = (request.sort == SortOrder::Relevance).then(|| {
         let mut total = GlobalStats::default();
         for (leaf, query) in leaves.iter().zip(&queries) {
@@ -181,7 +192,7 @@ fn check(events: Vec<Event>, cuts: Vec<usize>, dealt: Vec<usize>, leaves_n: usiz
                         },
                     )
                     .unwrap();
-                let merged = root_search(&leaves, text, &request);
+                let merged = root_search(&leaves, QuerySource::Text(text.to_string()), &request);
                 let expected_hits: Vec<PartialHit> = expected
                     .hits
                     .iter()
@@ -282,7 +293,11 @@ fn a_tail_pages_through_the_root_like_one_searcher() {
             count: false,
             histogram: None,
         };
-        let page = root_search(&leaves, "alpha OR beta", &request);
+        let source = QuerySource::Dsl {
+            query: serde_json::json!({"query_string": {"query": "alpha OR beta"}}),
+            now: 0,
+        };
+        let page = root_search(&leaves, source, &request);
         let Some(last) = page.hits.last() else {
             break;
         };

@@ -108,6 +108,30 @@ impl Postgres {
         &self,
         work: impl FnOnce(&mut Client) -> Result<R, PgFailure> + Send + 'static,
     ) -> Result<R> {
+        self.run_raw(work)
+            .map_err(|failure| failure.into_error(&self.shown))
+    }
+
+    /// `run` for work that may safely run twice (reads, taking an id): once more on a new
+    /// connection when the one at hand turns out broken (the database restarted since the
+    /// last request).
+    pub fn run_idempotent<R: Send + 'static>(
+        &self,
+        work: impl Fn(&mut Client) -> Result<R, PgFailure> + Send + Sync + 'static,
+    ) -> Result<R> {
+        let work = Arc::new(work);
+        let first = work.clone();
+        match self.run_raw(move |client| first(client)) {
+            Err(failure) if failure.in_doubt() => self.run(move |client| work(client)),
+            other => other.map_err(|failure| failure.into_error(&self.shown)),
+        }
+    }
+
+    /// `run`, the failure as it happened.
+    fn run_raw<R: Send + 'static>(
+        &self,
+        work: impl FnOnce(&mut Client) -> Result<R, PgFailure> + Send + 'static,
+    ) -> Result<R, PgFailure> {
         let (reply, answer) = mpsc::channel();
         let job: Job = Box::new(move |client| {
             let result = match client {
@@ -121,13 +145,12 @@ impl Postgres {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .send(job);
-        let result = match sent {
+        match sent {
             Ok(()) => answer.recv().unwrap_or_else(|_| {
                 Err(PgFailure::Other("the connection's thread stopped".into()))
             }),
             Err(_) => Err(PgFailure::Other("the connection's thread stopped".into())),
-        };
-        result.map_err(|failure| failure.into_error(&self.shown))
+        }
     }
 }
 
@@ -157,6 +180,12 @@ impl From<CatalogError> for PgFailure {
 }
 
 impl PgFailure {
+    /// Whether a commit that failed so may have been committed all the same: the connection
+    /// failed (possibly after COMMIT was sent) rather than the server refusing a statement.
+    fn in_doubt(&self) -> bool {
+        matches!(self, PgFailure::Db(error) if error.as_db_error().is_none())
+    }
+
     fn into_error(self, url: &str) -> CatalogError {
         let url = url.to_owned();
         match self {
@@ -325,10 +354,20 @@ pub struct PgMetastore {
     settings: Settings,
     blocks: Vec<BlockEntry>,
     wal: BTreeMap<String, u64>,
+    /// Set when a commit's outcome could not be learned: this catalog then commits nothing
+    /// more until it is opened again (which reads what the database holds).
+    poisoned: Option<String>,
     /// The local directory's lock (`catalog::lock_dir`), when a server's WAL and files for
     /// this catalog are there.
     _lock: Option<std::fs::File>,
 }
+
+/// How often, and how long apart, a commit whose outcome is in doubt asks whether it landed.
+const DOUBT_CHECKS: u32 = 10;
+const DOUBT_PAUSE: Duration = Duration::from_millis(500);
+
+/// Whether a commit landed, asked of the database after the connection failed during it.
+type Landed = Box<dyn Fn(&mut Client) -> Result<bool, PgFailure> + Send + Sync>;
 
 impl PgMetastore {
     /// Opens catalog `name`, creating it with `settings` if the database has none yet (an
@@ -368,8 +407,54 @@ impl PgMetastore {
             settings: loaded.settings,
             blocks: loaded.blocks,
             wal: loaded.wal,
+            poisoned: None,
             _lock: None,
         })
+    }
+
+    /// Runs the commit `work`. When the connection fails during it, the commit may or may not
+    /// have landed (COMMIT may have been sent): a retry of a flush that did land would store
+    /// its events twice. So the outcome is asked of the database (`landed`) until it answers;
+    /// if it never does, the catalog is poisoned: it commits nothing more until reopened,
+    /// which reads the truth (a restart; the WAL keeps every event meanwhile).
+    fn commit(
+        &mut self,
+        work: impl FnOnce(&mut Client) -> Result<(), PgFailure> + Send + 'static,
+        landed: Landed,
+    ) -> Result<()> {
+        if let Some(reason) = &self.poisoned {
+            return Err(CatalogError::Postgres {
+                url: self.postgres.shown.clone(),
+                message: reason.clone(),
+            });
+        }
+        let failure = match self.postgres.run_raw(work) {
+            Ok(()) => return Ok(()),
+            Err(failure) if !failure.in_doubt() => {
+                return Err(failure.into_error(&self.postgres.shown))
+            }
+            Err(failure) => failure,
+        };
+        let landed = Arc::new(landed);
+        for attempt in 0..DOUBT_CHECKS {
+            if attempt > 0 {
+                std::thread::sleep(DOUBT_PAUSE);
+            }
+            let check = landed.clone();
+            match self.postgres.run_raw(move |client| check(client)) {
+                Ok(true) => return Ok(()),
+                Ok(false) => return Err(failure.into_error(&self.postgres.shown)),
+                Err(_) => continue,
+            }
+        }
+        let reason = format!(
+            "a commit to catalog {:?} failed with the connection and the database did not say \
+             whether it landed; this node commits nothing more to it until it restarts",
+            self.name
+        );
+        tracing::error!(catalog = %self.name, "{reason}");
+        self.poisoned = Some(reason);
+        Err(failure.into_error(&self.postgres.shown))
     }
 
     /// Keeps `lock` (a local directory's) for as long as this catalog is open.
@@ -382,7 +467,7 @@ impl PgMetastore {
     /// fenced off). A catalog the database does not have is an error naming it.
     pub fn read(postgres: &Postgres, name: &str) -> Result<(Settings, Vec<BlockEntry>)> {
         let catalog = name.to_owned();
-        postgres.run(move |client| {
+        postgres.run_idempotent(move |client| {
             // One snapshot for the settings and the blocks.
             let mut tx = client
                 .build_transaction()
@@ -440,16 +525,26 @@ impl Metastore for PgMetastore {
             message: e.to_string(),
         })?;
         let (catalog, epoch) = (self.name.clone(), self.epoch);
-        self.postgres.run(move |client| {
-            let mut tx = client.transaction()?;
-            fence(&mut tx, &catalog, epoch)?;
-            tx.execute(
-                "UPDATE quarry_catalogs SET settings = $2 WHERE name = $1",
-                &[&catalog, &text],
-            )?;
-            tx.commit()?;
-            Ok(())
-        })?;
+        let (check_catalog, check_text) = (catalog.clone(), text.clone());
+        self.commit(
+            move |client| {
+                let mut tx = client.transaction()?;
+                fence(&mut tx, &catalog, epoch)?;
+                tx.execute(
+                    "UPDATE quarry_catalogs SET settings = $2 WHERE name = $1",
+                    &[&catalog, &text],
+                )?;
+                tx.commit()?;
+                Ok(())
+            },
+            Box::new(move |client| {
+                let row = client.query_opt(
+                    "SELECT settings FROM quarry_catalogs WHERE name = $1",
+                    &[&check_catalog],
+                )?;
+                Ok(row.is_some_and(|row| row.get::<_, String>(0) == check_text))
+            }),
+        )?;
         self.settings = settings;
         Ok(self.settings.mapping.clone())
     }
@@ -459,8 +554,9 @@ impl Metastore for PgMetastore {
     }
 
     fn allocate_block_id(&mut self) -> Result<u64> {
+        // An id taken and lost (its answer lost with a broken connection) is only skipped.
         let (catalog, epoch) = (self.name.clone(), self.epoch);
-        self.postgres.run(move |client| {
+        self.postgres.run_idempotent(move |client| {
             let row = client.query_opt(
                 "UPDATE quarry_catalogs SET next_block_id = next_block_id + 1
                  WHERE name = $1 AND epoch = $2 RETURNING next_block_id - 1",
@@ -468,7 +564,9 @@ impl Metastore for PgMetastore {
             )?;
             match row {
                 Some(row) => from_db(row.get(0), "block id"),
-                None => Err(PgFailure::Fenced { catalog }),
+                None => Err(PgFailure::Fenced {
+                    catalog: catalog.clone(),
+                }),
             }
         })
     }
@@ -477,18 +575,22 @@ impl Metastore for PgMetastore {
         let committed = self.wal_committed(tenant).max(wal_seq);
         let (catalog, epoch) = (self.name.clone(), self.epoch);
         let (added, wal) = (entries.clone(), tenant.to_owned());
-        self.postgres.run(move |client| {
-            let mut tx = client.transaction()?;
-            fence(&mut tx, &catalog, epoch)?;
-            insert_blocks(&mut tx, &catalog, &added)?;
-            tx.execute(
-                "INSERT INTO quarry_wal_checkpoints (catalog, wal, seq) VALUES ($1, $2, $3)
-                 ON CONFLICT (catalog, wal) DO UPDATE SET seq = EXCLUDED.seq",
-                &[&catalog, &wal, &to_db(committed, "WAL seq")?],
-            )?;
-            tx.commit()?;
-            Ok(())
-        })?;
+        let landed = landed_check(&catalog, &entries, &[], Some((tenant, committed)));
+        self.commit(
+            move |client| {
+                let mut tx = client.transaction()?;
+                fence(&mut tx, &catalog, epoch)?;
+                insert_blocks(&mut tx, &catalog, &added)?;
+                tx.execute(
+                    "INSERT INTO quarry_wal_checkpoints (catalog, wal, seq) VALUES ($1, $2, $3)
+                     ON CONFLICT (catalog, wal) DO UPDATE SET seq = EXCLUDED.seq",
+                    &[&catalog, &wal, &to_db(committed, "WAL seq")?],
+                )?;
+                tx.commit()?;
+                Ok(())
+            },
+            landed,
+        )?;
         self.blocks.extend(entries);
         self.wal.insert(tenant.to_owned(), committed);
         Ok(())
@@ -501,17 +603,21 @@ impl Metastore for PgMetastore {
             .map(|&id| i64::try_from(id).unwrap_or(i64::MAX))
             .collect::<Vec<i64>>();
         let new = added.clone();
-        self.postgres.run(move |client| {
-            let mut tx = client.transaction()?;
-            fence(&mut tx, &catalog, epoch)?;
-            tx.execute(
-                "DELETE FROM quarry_blocks WHERE catalog = $1 AND id = ANY($2)",
-                &[&catalog, &gone],
-            )?;
-            insert_blocks(&mut tx, &catalog, &new)?;
-            tx.commit()?;
-            Ok(())
-        })?;
+        let landed = landed_check(&catalog, &added, removed, None);
+        self.commit(
+            move |client| {
+                let mut tx = client.transaction()?;
+                fence(&mut tx, &catalog, epoch)?;
+                tx.execute(
+                    "DELETE FROM quarry_blocks WHERE catalog = $1 AND id = ANY($2)",
+                    &[&catalog, &gone],
+                )?;
+                insert_blocks(&mut tx, &catalog, &new)?;
+                tx.commit()?;
+                Ok(())
+            },
+            landed,
+        )?;
         self.blocks.retain(|b| !removed.contains(&b.id));
         self.blocks.extend(added);
         Ok(())
@@ -520,6 +626,52 @@ impl Metastore for PgMetastore {
     fn wal_committed(&self, tenant: &str) -> u64 {
         self.wal.get(tenant).copied().unwrap_or(0)
     }
+}
+
+/// Whether a commit of blocks landed: the blocks it added are listed (one transaction: all
+/// or none), or, adding none, the blocks it removed are gone, or, with neither, the WAL
+/// checkpoint it set is there.
+fn landed_check(
+    catalog: &str,
+    added: &[BlockEntry],
+    removed: &[u64],
+    wal: Option<(&str, u64)>,
+) -> Landed {
+    let catalog = catalog.to_owned();
+    let ids = |ids: Vec<u64>| -> Vec<i64> {
+        ids.into_iter()
+            .map(|id| i64::try_from(id).unwrap_or(i64::MAX))
+            .collect()
+    };
+    let added = ids(added.iter().map(|b| b.id).collect());
+    let removed = ids(removed.to_vec());
+    let wal = wal.map(|(name, seq)| (name.to_owned(), i64::try_from(seq).unwrap_or(i64::MAX)));
+    Box::new(move |client| {
+        let listed = |client: &mut Client, ids: &Vec<i64>| -> Result<i64, PgFailure> {
+            Ok(client
+                .query_one(
+                    "SELECT count(*) FROM quarry_blocks WHERE catalog = $1 AND id = ANY($2)",
+                    &[&catalog, ids],
+                )?
+                .get(0))
+        };
+        if !added.is_empty() {
+            return Ok(listed(client, &added)? == added.len() as i64);
+        }
+        if !removed.is_empty() {
+            return Ok(listed(client, &removed)? == 0);
+        }
+        match &wal {
+            Some((name, seq)) => {
+                let row = client.query_opt(
+                    "SELECT seq FROM quarry_wal_checkpoints WHERE catalog = $1 AND wal = $2",
+                    &[&catalog, name],
+                )?;
+                Ok(row.is_some_and(|row| row.get::<_, i64>(0) >= *seq))
+            }
+            None => Ok(true),
+        }
+    })
 }
 
 /// The tenant registry in PostgreSQL (`quarry_tenants`).
@@ -541,7 +693,7 @@ fn io_error(error: CatalogError) -> std::io::Error {
 impl TenantRegistry for PgTenants {
     fn tenants(&self) -> std::io::Result<Vec<TenantSpec>> {
         self.postgres
-            .run(|client| {
+            .run_idempotent(|client| {
                 let mut specs = Vec::new();
                 for row in client.query("SELECT spec FROM quarry_tenants ORDER BY position", &[])? {
                     let text: String = row.get(0);

@@ -409,3 +409,135 @@ fn postgres_errors_name_the_database_and_migrations_run_once() {
     let reader = PgMetastore::open_or_create(Arc::clone(&second), "team-a", settings()).unwrap();
     assert_eq!(reader.blocks(), &[entry(id, 3)]);
 }
+
+/// A TCP proxy between the metastore and PostgreSQL that, when armed, cuts both connections
+/// the moment the client sends `COMMIT`: either after passing it on (the commit lands, the
+/// client never hears so) or before (it does not land).
+mod cutting_proxy {
+    use std::io::{Read, Write};
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    use std::sync::atomic::{AtomicU8, Ordering};
+    use std::sync::Arc;
+
+    pub const PASS: u8 = 0;
+    pub const CUT_AFTER_COMMIT: u8 = 1;
+    pub const CUT_BEFORE_COMMIT: u8 = 2;
+
+    pub struct Proxy {
+        pub port: u16,
+        pub mode: Arc<AtomicU8>,
+    }
+
+    pub fn start(target: u16) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let mode = Arc::new(AtomicU8::new(PASS));
+        let shared = mode.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let Ok(server) = TcpStream::connect(("127.0.0.1", target)) else {
+                    continue;
+                };
+                let mode = shared.clone();
+                let (client_in, server_out) =
+                    (client.try_clone().unwrap(), server.try_clone().unwrap());
+                // Once set, nothing more reaches the client.
+                let cut = Arc::new(std::sync::atomic::AtomicBool::new(false));
+                let cut_reply = cut.clone();
+                // Server to client: as it comes, until cut.
+                std::thread::spawn(move || {
+                    let (mut from, mut to) = (server, client);
+                    let mut buffer = [0u8; 8192];
+                    while let Ok(n) = from.read(&mut buffer) {
+                        if n == 0
+                            || cut_reply.load(Ordering::SeqCst)
+                            || to.write_all(&buffer[..n]).is_err()
+                        {
+                            break;
+                        }
+                    }
+                    let _ = to.shutdown(Shutdown::Both);
+                });
+                // Client to server: watching for COMMIT.
+                std::thread::spawn(move || {
+                    let (mut from, mut to) = (client_in, server_out);
+                    let mut buffer = [0u8; 8192];
+                    while let Ok(n) = from.read(&mut buffer) {
+                        if n == 0 {
+                            break;
+                        }
+                        let chunk = &buffer[..n];
+                        let commit = chunk.windows(7).any(|w| w == b"COMMIT\0");
+                        let armed = mode.load(Ordering::SeqCst);
+                        if commit && armed != PASS {
+                            mode.store(PASS, Ordering::SeqCst);
+                            cut.store(true, Ordering::SeqCst);
+                            if armed == CUT_AFTER_COMMIT {
+                                let _ = to.write_all(chunk);
+                                // Let the server commit before the client is cut off.
+                                std::thread::sleep(std::time::Duration::from_millis(300));
+                            }
+                            let _ = from.shutdown(Shutdown::Both);
+                            let _ = to.shutdown(Shutdown::Both);
+                            break;
+                        }
+                        if to.write_all(chunk).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        Proxy { port, mode }
+    }
+}
+
+/// A commit whose connection breaks is never reported wrongly: when COMMIT reached the
+/// database the flush is reported done (a retry would store its events twice), when it did
+/// not the flush fails and nothing of it is listed.
+#[test]
+fn a_commit_cut_off_in_flight_is_reported_as_it_landed() {
+    use std::sync::atomic::Ordering;
+    let Some(cluster) = postgresql::PostgreSql::start() else {
+        return;
+    };
+    let direct = cluster.database("in_doubt");
+    let port: u16 = direct
+        .rsplit(':')
+        .next()
+        .and_then(|rest| rest.split('/').next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    let proxy = cutting_proxy::start(port);
+    let through_proxy = direct.replace(&format!(":{port}/"), &format!(":{}/", proxy.port));
+    let pg = Postgres::connect(&through_proxy).unwrap();
+    let mut catalog = PgMetastore::open_or_create(pg.clone(), "team-a", settings()).unwrap();
+
+    let landed_id = catalog.allocate_block_id().unwrap();
+    proxy
+        .mode
+        .store(cutting_proxy::CUT_AFTER_COMMIT, Ordering::SeqCst);
+    catalog
+        .commit_flush(vec![entry(landed_id, 1)], "team-a", 10)
+        .unwrap();
+    assert_eq!(catalog.blocks(), &[entry(landed_id, 1)]);
+
+    let lost_id = catalog.allocate_block_id().unwrap();
+    proxy
+        .mode
+        .store(cutting_proxy::CUT_BEFORE_COMMIT, Ordering::SeqCst);
+    assert!(catalog
+        .commit_flush(vec![entry(lost_id, 2)], "team-a", 20)
+        .is_err());
+    assert_eq!(catalog.blocks(), &[entry(landed_id, 1)]);
+    assert_eq!(catalog.wal_committed("team-a"), 10);
+
+    // What the database holds agrees.
+    drop(catalog);
+    let reopened =
+        PgMetastore::open_or_create(Postgres::connect(&direct).unwrap(), "team-a", settings())
+            .unwrap();
+    assert_eq!(reopened.blocks(), &[entry(landed_id, 1)]);
+    assert_eq!(reopened.wal_committed("team-a"), 10);
+}

@@ -1,6 +1,8 @@
 //! A throwaway PostgreSQL cluster for the tests that need the metastore's database: `initdb`
-//! into a temporary directory, `pg_ctl start` on a free loopback port (fsync off: the tests
-//! check transactions, not the disk), stopped and deleted on drop. Never a system service.
+//! into a temporary directory, `pg_ctl start` on a free loopback port, stopped and deleted on
+//! drop. Never a system service. `fsync` is off (the tests stop PostgreSQL, never the
+//! machine, so the page cache keeps every write), but commits are synchronous: a stop with
+//! `-m immediate` must not lose a commit the metastore was told of.
 //! The binaries come from `QUARRY_PG_BIN`, else `PATH`, else Debian's
 //! `/usr/lib/postgresql/*/bin`. PostgreSQL refuses to run as root, so as root the cluster runs
 //! as `nobody` (through `runuser`). Without PostgreSQL the tests that need it say so and pass,
@@ -20,6 +22,8 @@ pub struct PostgreSql {
     /// `postgres://quarry@127.0.0.1:PORT/postgres`
     pub url: String,
     port: u16,
+    /// `pg_ctl start`'s server options.
+    options: String,
     _dir: tempfile::TempDir,
 }
 
@@ -86,11 +90,16 @@ impl PostgreSql {
             assert!(status.success(), "chown nobody {}", dir.path().display());
         }
         let port = free_port();
+        let options = format!(
+            "-p {port} -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c fsync=off \
+             -c max_connections=50"
+        );
         let server = PostgreSql {
             bin,
             data,
             url: format!("postgres://quarry@127.0.0.1:{port}/postgres"),
             port,
+            options,
             _dir: dir,
         };
         server.run(
@@ -107,18 +116,20 @@ impl PostgreSql {
                 "--no-sync".as_ref(),
             ],
         );
-        let options = format!(
-            "-p {port} -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c fsync=off \
-             -c synchronous_commit=off -c full_page_writes=off -c max_connections=50"
-        );
-        let log = server.data.with_file_name("postgres.log");
-        server.run(
+        server.start_again();
+        Some(server)
+    }
+
+    /// Starts the cluster (again, after `stop`), on the same port and data.
+    pub fn start_again(&self) {
+        let log = self.data.with_file_name("postgres.log");
+        self.run(
             "pg_ctl",
             &[
                 "-D".as_ref(),
-                server.data.as_os_str(),
+                self.data.as_os_str(),
                 "-o".as_ref(),
-                options.as_ref(),
+                self.options.as_ref(),
                 "-l".as_ref(),
                 log.as_os_str(),
                 "-w".as_ref(),
@@ -127,7 +138,22 @@ impl PostgreSql {
                 "start".as_ref(),
             ],
         );
-        Some(server)
+    }
+
+    /// Stops the cluster at once (`-m immediate`: as if its machine went away), keeping its
+    /// data for `start_again`.
+    pub fn stop(&self) {
+        self.run(
+            "pg_ctl",
+            &[
+                "-D".as_ref(),
+                self.data.as_os_str(),
+                "-m".as_ref(),
+                "immediate".as_ref(),
+                "-w".as_ref(),
+                "stop".as_ref(),
+            ],
+        );
     }
 
     /// Runs one of the cluster's programs (as `nobody` when the tests run as root).

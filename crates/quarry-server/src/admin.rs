@@ -655,6 +655,12 @@ pub(crate) async fn remove_tenant(state: &Arc<AppState>, name: &str) -> Result<(
         registry
             .commit(&[], &[deleted.as_str()])
             .map_err(ApiError::internal)?;
+        // Its blocks last: a crash before leaves blocks no catalog names (removed if a tenant
+        // of the name is created again), never a catalog naming blocks that are gone.
+        if !work.ingest_config.storage.is_local() {
+            let blocks = tenant.live.delete_all_blocks();
+            tracing::info!(tenant = %deleted, blocks, "deleted the tenant's blocks from object storage");
+        }
         for dir in [
             tenants::catalog_dir(&work.data, &deleted),
             tenants::wal_dir(&work.data, &deleted),

@@ -1506,6 +1506,31 @@ fn sizes(readers: &[&BlockReader]) -> Vec<(u64, u64)> {
 /// whose delete then failed. Safe only while nothing writes blocks for the tenant (at open:
 /// one writer per tenant holds its catalog). A failure to list or delete costs storage, not
 /// data: it is logged and the next open tries again.
+impl LiveIndex {
+    /// Deletes every block in this tenant's store, for a deleted tenant (closed, its catalog
+    /// gone): with object storage its objects would otherwise stay, billed and unnamed.
+    /// Returns how many; a block that cannot be deleted is logged and left.
+    pub fn delete_all_blocks(&self) -> usize {
+        let stored = match self.store.list() {
+            Ok(ids) => ids,
+            Err(error) => {
+                tracing::warn!(tenant = %self.tenant, %error, "could not list a deleted tenant's blocks");
+                return 0;
+            }
+        };
+        let mut deleted = 0;
+        for id in stored {
+            match self.store.delete(id) {
+                Ok(()) => deleted += 1,
+                Err(error) => {
+                    tracing::warn!(tenant = %self.tenant, %error, "could not delete a deleted tenant's block")
+                }
+            }
+        }
+        deleted
+    }
+}
+
 fn remove_unnamed_blocks(catalog: &dyn Metastore, store: &dyn BlockStore) {
     let named: std::collections::HashSet<u64> = catalog.blocks().iter().map(|b| b.id).collect();
     let stored = match store.list() {

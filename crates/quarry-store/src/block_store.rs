@@ -194,6 +194,10 @@ impl Storage {
         }
     }
 
+    pub fn is_local(&self) -> bool {
+        matches!(self, Storage::Local)
+    }
+
     /// `local` or the object store's URL, for messages.
     pub fn describe(&self) -> String {
         match self {

@@ -299,6 +299,42 @@ fn with_object_storage_a_node_starts_on_an_empty_data_directory() {
 
     let second = start(&dir.path().join("node-2"), &flags, &weed.env());
     assert_eq!(count(&second, "default", ADMIN, "cloudword"), 500);
+
+    // Deleting a tenant deletes its objects too.
+    let (status, created) = second.request(
+        "POST",
+        "/api/v1/tenants",
+        Some(&json!({"name": "team-s3"}).to_string()),
+    );
+    assert_eq!(status, 201, "{created}");
+    let key = created["api_key"].as_str().unwrap().to_owned();
+    let (status, answer) = call(
+        &second,
+        "POST",
+        "/api/v1/team-s3/ingest",
+        &key,
+        &events("s3word", 50),
+    );
+    assert_eq!(status, 200, "{answer}");
+    let expected: BTreeMap<String, i64> = [("default".to_owned(), 500), ("team-s3".to_owned(), 50)]
+        .into_iter()
+        .collect();
+    wait_for_blocks(&pg, &expected);
+    let bucket = quarry_store::ObjectStorage::s3_with(
+        &storage,
+        &dir.path().join("check-cache"),
+        &weed.settings(),
+    )
+    .unwrap();
+    let objects = || {
+        use quarry_store::BlockStore;
+        bucket.tenant_blocks("team-s3").list().unwrap()
+    };
+    assert!(!objects().is_empty());
+    let (status, answer) = second.request("DELETE", "/api/v1/tenants/team-s3", None);
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(objects(), Vec::<u64>::new());
+    assert_eq!(count(&second, "default", ADMIN, "cloudword"), 500);
     assert_eq!(
         count(&second, "default", ADMIN, "%22cloudword%20event%20499%22"),
         1

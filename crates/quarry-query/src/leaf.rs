@@ -221,7 +221,7 @@ impl Searcher {
 /// Whether `a` comes before `b` in `sort`'s order, as one searcher over all the blocks orders
 /// them: time sorts by (time, block id, doc) (timeline.rs); relevance by score, ties by the
 /// place of the hit in the searcher's blocks, (block start, block id, doc).
-fn order(sort: SortOrder, a: &PartialHit, b: &PartialHit) -> Ordering {
+pub fn compare_hits(sort: SortOrder, a: &PartialHit, b: &PartialHit) -> Ordering {
     let place = |hit: &PartialHit| (hit.block_start, hit.block, hit.doc);
     match sort {
         SortOrder::TimeDesc => (b.time, b.block, b.doc).cmp(&(a.time, a.block, a.doc)),
@@ -259,7 +259,7 @@ pub fn merge_answers(
     if !any {
         return merged;
     }
-    merged.hits.sort_by(|a, b| order(request.sort, a, b));
+    merged.hits.sort_by(|a, b| compare_hits(request.sort, a, b));
     merged.hits.truncate(request.limit);
     merged.count = count;
     merged.histogram = histogram

@@ -113,6 +113,9 @@ pub struct ServerConfig {
     /// Searches run at once (each holds at most `MAX_SEARCH_LIMIT` events and its aggregation
     /// states); more wait up to `SEARCH_QUEUE_WAIT`, then answer 429. `None`: 4 per core.
     pub max_searches: Option<usize>,
+    /// Serve the leaf API of distributed searches (quarry-cluster, gRPC) on this address,
+    /// to callers presenting this cluster token.
+    pub leaf: Option<(SocketAddr, String)>,
 }
 
 impl ServerConfig {
@@ -135,6 +138,7 @@ impl ServerConfig {
             max_connections: None,
             allowed_hosts: Vec::new(),
             max_searches: None,
+            leaf: None,
         }
     }
 }
@@ -264,6 +268,33 @@ pub async fn serve(
     if state.admin.is_some() && !config.allowed_hosts.is_empty() {
         tracing::warn!("--allowed-host has no effect with an admin token: every Host is served, requests need keys");
     }
+    // The leaf API (quarry-cluster), stopped with the HTTP server.
+    let (stop_leaf, leaf_stopped) = tokio::sync::oneshot::channel::<()>();
+    let leaf_server = match &config.leaf {
+        None => None,
+        Some((leaf_addr, token)) => {
+            let leaf_socket = tokio::net::TcpListener::bind(leaf_addr)
+                .await
+                .map_err(|source| ServerError::Listen {
+                    addr: *leaf_addr,
+                    source,
+                })?;
+            let bound = leaf_socket.local_addr().unwrap_or(*leaf_addr);
+            tracing::info!(addr = %bound, "serving the leaf API (gRPC)");
+            let leaves = Arc::new(LeafTenants(state.clone()));
+            let token = token.clone();
+            Some(tokio::spawn(async move {
+                let stopped = async move {
+                    let _ = leaf_stopped.await;
+                };
+                if let Err(error) =
+                    quarry_cluster::serve_leaf(leaf_socket, leaves, &token, stopped).await
+                {
+                    tracing::error!(%error, "the leaf API stopped");
+                }
+            }))
+        }
+    };
     on_listening(addr);
     tracing::info!(%addr, data = %config.data.display(), tenants = state.all_tenants().len(), keys = state.admin.is_some(), tls = config.tls.is_some(), max_connections = limits.max_connections, "listening");
     let guard = guard::Guard::new(state.admin.is_none(), &config.allowed_hosts);
@@ -271,6 +302,10 @@ pub async fn serve(
     let served = listener::run(socket, app, tls, limits, shutdown)
         .await
         .map_err(ServerError::Serve);
+    let _ = stop_leaf.send(());
+    if let Some(leaf_server) = leaf_server {
+        let _ = leaf_server.await;
+    }
     let mut flushed = Ok(());
     for tenant in state.all_tenants() {
         if let Err(error) = tenant.close(true) {
@@ -280,6 +315,18 @@ pub async fn serve(
     }
     served?;
     flushed
+}
+
+/// The node's open tenants as leaves of distributed searches: each search reads a snapshot.
+struct LeafTenants(Arc<AppState>);
+
+impl quarry_cluster::Tenants for LeafTenants {
+    fn searcher(&self, tenant: &str) -> Result<Option<Arc<quarry_query::Searcher>>, String> {
+        match self.0.open_tenant(tenant) {
+            Some(open) => open.live.snapshot().map(Some).map_err(|e| e.to_string()),
+            None => Ok(None),
+        }
+    }
 }
 
 /// The API's routes.

@@ -54,6 +54,20 @@ pub struct ServeArgs {
         hide_env_values = true
     )]
     admin_token: Option<String>,
+    /// Serve the leaf API of distributed searches (gRPC) on this address: a root
+    /// (quarry-cluster's `Root`) searches this node's tenants as one leaf of many. Needs
+    /// --cluster-token
+    #[arg(long, env = "QUARRY_LEAF_LISTEN", value_name = "ADDR")]
+    leaf_listen: Option<SocketAddr>,
+    /// The secret every call of the leaf API must carry (it reads every tenant). Prefer the
+    /// environment variable or the config file to a flag
+    #[arg(
+        long,
+        env = "QUARRY_CLUSTER_TOKEN",
+        value_name = "TOKEN",
+        hide_env_values = true
+    )]
+    cluster_token: Option<String>,
     /// Memory for ingest requests under way, from reading to acknowledgement (about 8× their
     /// bodies); beyond it ingest answers 429 [default: 256MB]
     #[arg(long, env = "QUARRY_MAX_INFLIGHT", value_name = "SIZE", value_parser = parse_size)]
@@ -133,6 +147,24 @@ struct ConfigFile {
     max_connections: Option<usize>,
     allowed_hosts: Option<Vec<String>>,
     max_searches: Option<usize>,
+    leaf_listen: Option<SocketAddr>,
+    cluster_token: Option<String>,
+}
+
+/// The leaf API's address and token, if it is served (a token is required).
+fn leaf_api(
+    listen: Option<SocketAddr>,
+    token: Option<String>,
+) -> Result<Option<(SocketAddr, String)>> {
+    match (listen, token) {
+        (None, _) => Ok(None),
+        (Some(_), None) => anyhow::bail!(
+            "--leaf-listen serves every tenant's data: it needs --cluster-token (or \
+             QUARRY_CLUSTER_TOKEN), the secret a root presents"
+        ),
+        (Some(_), Some(token)) if token.is_empty() => anyhow::bail!("the cluster token is empty"),
+        (Some(addr), Some(token)) => Ok(Some((addr, token))),
+    }
 }
 
 /// A positive number of seconds, `what` naming it in the error.
@@ -177,12 +209,17 @@ fn settings(args: ServeArgs) -> Result<ServerConfig> {
             .or(file_size("disk_cache_size", &file.disk_cache_size)?),
         args.storage.object_latency,
     )?;
+    let leaf = leaf_api(
+        args.leaf_listen.or(file.leaf_listen),
+        args.cluster_token.or(file.cluster_token),
+    )?;
     let metastore = quarry_store::MetastoreConfig::connect(
         args.storage.metastore.or(file.metastore).as_deref(),
     )?;
     let mut config = ServerConfig::new(data, listen);
     config.ingest.storage = storage;
     config.ingest.metastore = metastore;
+    config.leaf = leaf;
     if let Some(bytes) = args
         .max_body_size
         .or(file_size("max_body_size", &file.max_body_size)?)

@@ -1,0 +1,273 @@
+//! Between the leaf API's messages and quarry-query's leaf types: the same fields, typed as
+//! protobuf has them.
+
+use crate::proto;
+use quarry_format::Value;
+use quarry_query::bm25::FieldStats;
+use quarry_query::cursor::Cursor;
+use quarry_query::leaf::{
+    FailedBlock, LeafAnswer, LeafQuery, LeafRequest, PartialHit, QuerySource,
+};
+use quarry_query::weight::GlobalStats;
+use quarry_query::SortOrder;
+use tonic::Status;
+
+pub fn query_to_proto(tenant: &str, query: &LeafQuery) -> proto::Query {
+    let (source, now) = match &query.source {
+        QuerySource::Text(text) => (proto::query::Source::Text(text.clone()), 0),
+        QuerySource::Dsl { query, now } => (proto::query::Source::DslJson(query.to_string()), *now),
+    };
+    proto::Query {
+        tenant: tenant.to_owned(),
+        source: Some(source),
+        now,
+        start: query.start,
+        end: query.end,
+    }
+}
+
+/// The tenant and the query of a request.
+pub fn query_from_proto(query: Option<proto::Query>) -> Result<(String, LeafQuery), Status> {
+    let query = query.ok_or_else(|| Status::invalid_argument("no query"))?;
+    let source = match query.source {
+        Some(proto::query::Source::Text(text)) => QuerySource::Text(text),
+        Some(proto::query::Source::DslJson(json)) => QuerySource::Dsl {
+            query: serde_json::from_str(&json)
+                .map_err(|e| Status::invalid_argument(format!("query DSL: {e}")))?,
+            now: query.now,
+        },
+        None => return Err(Status::invalid_argument("a query has no source")),
+    };
+    Ok((
+        query.tenant,
+        LeafQuery {
+            source,
+            start: query.start,
+            end: query.end,
+        },
+    ))
+}
+
+pub fn stats_to_proto(stats: &GlobalStats) -> proto::Stats {
+    let term_docs =
+        |map: &std::collections::BTreeMap<String, std::collections::BTreeMap<String, u64>>| {
+            map.iter()
+                .flat_map(|(field, terms)| {
+                    terms.iter().map(move |(term, &docs)| proto::TermDocs {
+                        field: field.clone(),
+                        term: term.clone(),
+                        docs,
+                    })
+                })
+                .collect()
+        };
+    proto::Stats {
+        fields: stats
+            .fields
+            .iter()
+            .map(|(field, s)| proto::FieldStats {
+                field: field.clone(),
+                docs_with_field: s.docs_with_field,
+                total_tokens: s.total_tokens,
+            })
+            .collect(),
+        doc_freqs: term_docs(&stats.doc_freqs),
+        exact_freqs: term_docs(&stats.exact_freqs),
+        exact_docs: stats
+            .exact_docs
+            .iter()
+            .map(|(field, &docs)| proto::FieldDocs {
+                field: field.clone(),
+                docs,
+            })
+            .collect(),
+    }
+}
+
+pub fn stats_from_proto(stats: proto::Stats) -> GlobalStats {
+    let mut global = GlobalStats::default();
+    for f in stats.fields {
+        global.fields.insert(
+            f.field,
+            FieldStats {
+                docs_with_field: f.docs_with_field,
+                total_tokens: f.total_tokens,
+            },
+        );
+    }
+    for t in stats.doc_freqs {
+        global
+            .doc_freqs
+            .entry(t.field)
+            .or_default()
+            .insert(t.term, t.docs);
+    }
+    for t in stats.exact_freqs {
+        global
+            .exact_freqs
+            .entry(t.field)
+            .or_default()
+            .insert(t.term, t.docs);
+    }
+    for f in stats.exact_docs {
+        global.exact_docs.insert(f.field, f.docs);
+    }
+    global
+}
+
+pub fn sort_to_proto(sort: SortOrder) -> proto::Sort {
+    match sort {
+        SortOrder::Relevance => proto::Sort::Relevance,
+        SortOrder::TimeDesc => proto::Sort::TimeDesc,
+        SortOrder::TimeAsc => proto::Sort::TimeAsc,
+    }
+}
+
+pub fn sort_from_proto(sort: i32) -> Result<SortOrder, Status> {
+    match proto::Sort::try_from(sort) {
+        Ok(proto::Sort::Relevance) => Ok(SortOrder::Relevance),
+        Ok(proto::Sort::TimeDesc) => Ok(SortOrder::TimeDesc),
+        Ok(proto::Sort::TimeAsc) => Ok(SortOrder::TimeAsc),
+        Err(_) => Err(Status::invalid_argument(format!("unknown sort {sort}"))),
+    }
+}
+
+pub fn request_to_proto(
+    tenant: &str,
+    query: &LeafQuery,
+    request: &LeafRequest,
+    stats: Option<&GlobalStats>,
+) -> proto::SearchRequest {
+    proto::SearchRequest {
+        query: Some(query_to_proto(tenant, query)),
+        limit: u32::try_from(request.limit).unwrap_or(u32::MAX),
+        sort: sort_to_proto(request.sort) as i32,
+        after: request.after.map(|c| proto::Cursor {
+            time: c.time,
+            block: c.block_id,
+            doc: c.doc,
+        }),
+        count: request.count,
+        histogram: request.histogram,
+        stats: stats.map(stats_to_proto),
+    }
+}
+
+pub fn request_from_proto(request: &proto::SearchRequest) -> Result<LeafRequest, Status> {
+    Ok(LeafRequest {
+        limit: request.limit as usize,
+        sort: sort_from_proto(request.sort)?,
+        after: request.after.map(|c| Cursor {
+            time: c.time,
+            block_id: c.block,
+            doc: c.doc,
+        }),
+        count: request.count,
+        histogram: request.histogram,
+    })
+}
+
+pub fn hit_to_proto(hit: &PartialHit) -> proto::Hit {
+    proto::Hit {
+        time: hit.time,
+        block: hit.block,
+        doc: hit.doc,
+        score: hit.score,
+        block_start: hit.block_start,
+    }
+}
+
+pub fn hit_from_proto(hit: &proto::Hit) -> PartialHit {
+    PartialHit {
+        time: hit.time,
+        block: hit.block,
+        doc: hit.doc,
+        score: hit.score,
+        block_start: hit.block_start,
+    }
+}
+
+pub fn answer_to_proto(answer: &LeafAnswer, snapshot: u64) -> proto::SearchReply {
+    proto::SearchReply {
+        hits: answer.hits.iter().map(hit_to_proto).collect(),
+        count: answer.count,
+        has_histogram: answer.histogram.is_some(),
+        histogram: answer
+            .histogram
+            .iter()
+            .flatten()
+            .map(|&(start, count)| proto::Bucket { start, count })
+            .collect(),
+        failed: answer
+            .failed
+            .iter()
+            .map(|f| proto::FailedBlock {
+                block: f.block,
+                location: f.location.clone(),
+                error: f.error.clone(),
+            })
+            .collect(),
+        snapshot,
+    }
+}
+
+pub fn answer_from_proto(reply: &proto::SearchReply) -> LeafAnswer {
+    LeafAnswer {
+        hits: reply.hits.iter().map(hit_from_proto).collect(),
+        count: reply.count,
+        histogram: reply
+            .has_histogram
+            .then(|| reply.histogram.iter().map(|b| (b.start, b.count)).collect()),
+        failed: reply
+            .failed
+            .iter()
+            .map(|f| FailedBlock {
+                block: f.block,
+                location: f.location.clone(),
+                error: f.error.clone(),
+            })
+            .collect(),
+    }
+}
+
+pub fn event_to_proto(event: &[(String, Value)]) -> proto::Event {
+    use proto::field::Value as V;
+    proto::Event {
+        fields: event
+            .iter()
+            .map(|(name, value)| proto::Field {
+                name: name.clone(),
+                value: Some(match value {
+                    Value::Str(s) => V::Str(s.clone()),
+                    Value::I64(v) => V::I64(*v),
+                    Value::U64(v) => V::U64(*v),
+                    Value::F64(v) => V::F64(*v),
+                    Value::Bool(v) => V::Bool(*v),
+                    Value::Timestamp(v) => V::Timestamp(*v),
+                    Value::Json(s) => V::Json(s.clone()),
+                }),
+            })
+            .collect(),
+    }
+}
+
+pub fn event_from_proto(event: proto::Event) -> Result<Vec<(String, Value)>, String> {
+    use proto::field::Value as V;
+    event
+        .fields
+        .into_iter()
+        .map(|field| {
+            let value = match field.value {
+                Some(V::Str(s)) => Value::Str(s),
+                Some(V::I64(v)) => Value::I64(v),
+                Some(V::U64(v)) => Value::U64(v),
+                Some(V::F64(v)) => Value::F64(v),
+                Some(V::Bool(v)) => Value::Bool(v),
+                Some(V::Timestamp(v)) => Value::Timestamp(v),
+                Some(V::Json(s)) => Value::Json(s),
+                None => return Err(format!("field {:?} has no value", field.name)),
+            };
+            Ok((field.name, value))
+        })
+        .collect()
+}

@@ -1,0 +1,216 @@
+//! The leaf API's server: a node's tenants searched as leaves of a distributed search.
+
+use crate::convert;
+use crate::proto;
+use crate::proto::leaf_server::{Leaf, LeafServer};
+use quarry_query::Searcher;
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+use subtle::ConstantTimeEq;
+use tonic::{Request, Response, Status};
+
+/// Where a leaf's data comes from: a snapshot of a tenant's searcher.
+pub trait Tenants: Send + Sync + 'static {
+    /// A snapshot of `tenant`'s blocks (None: the node has no such tenant).
+    fn searcher(&self, tenant: &str) -> Result<Option<Arc<Searcher>>, String>;
+}
+
+/// How long a searched snapshot is kept for the fetch that follows, and how many are.
+const SNAPSHOT_TTL: Duration = Duration::from_secs(60);
+const SNAPSHOTS_KEPT: usize = 256;
+
+/// Snapshots searched recently, by number: a fetch reads the events from the blocks its
+/// search saw, even if a merge or retention has replaced them since.
+#[derive(Default)]
+struct Snapshots {
+    next: u64,
+    kept: VecDeque<(u64, Instant, String, Arc<Searcher>)>,
+}
+
+impl Snapshots {
+    fn keep(&mut self, tenant: &str, searcher: Arc<Searcher>) -> u64 {
+        let now = Instant::now();
+        while self
+            .kept
+            .front()
+            .is_some_and(|(_, at, _, _)| now.duration_since(*at) > SNAPSHOT_TTL)
+            || self.kept.len() >= SNAPSHOTS_KEPT
+        {
+            self.kept.pop_front();
+        }
+        self.next += 1;
+        self.kept
+            .push_back((self.next, now, tenant.to_owned(), searcher));
+        self.next
+    }
+
+    fn get(&self, tenant: &str, id: u64) -> Option<Arc<Searcher>> {
+        self.kept
+            .iter()
+            .find(|(number, _, owner, _)| *number == id && owner == tenant)
+            .map(|(_, _, _, searcher)| searcher.clone())
+    }
+}
+
+/// The leaf API over a node's tenants.
+pub struct LeafService<T: Tenants> {
+    tenants: Arc<T>,
+    snapshots: Arc<Mutex<Snapshots>>,
+}
+
+impl<T: Tenants> LeafService<T> {
+    pub fn new(tenants: Arc<T>) -> LeafService<T> {
+        LeafService {
+            tenants,
+            snapshots: Arc::default(),
+        }
+    }
+
+    fn searcher(&self, tenant: &str) -> Result<Arc<Searcher>, Status> {
+        match self.tenants.searcher(tenant) {
+            Ok(Some(searcher)) => Ok(searcher),
+            Ok(None) => Err(Status::not_found(format!("no tenant {tenant:?} here"))),
+            Err(message) => Err(Status::unavailable(message)),
+        }
+    }
+}
+
+/// Searching reads blocks (files, object storage): off the async workers.
+async fn blocking<R: Send + 'static>(
+    work: impl FnOnce() -> Result<R, Status> + Send + 'static,
+) -> Result<R, Status> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| Status::internal(format!("a leaf's search failed: {e}")))?
+}
+
+fn query_error(error: quarry_query::QueryError) -> Status {
+    match error {
+        quarry_query::QueryError::Parse(_) | quarry_query::QueryError::Invalid(_) => {
+            Status::invalid_argument(error.to_string())
+        }
+        other => Status::internal(other.to_string()),
+    }
+}
+
+#[tonic::async_trait]
+impl<T: Tenants> Leaf for LeafService<T> {
+    async fn stats(
+        &self,
+        request: Request<proto::StatsRequest>,
+    ) -> Result<Response<proto::Stats>, Status> {
+        let (tenant, query) = convert::query_from_proto(request.into_inner().query)?;
+        let searcher = self.searcher(&tenant)?;
+        let stats = blocking(move || {
+            let planned = searcher.leaf_plan(&query).map_err(query_error)?;
+            searcher.leaf_stats(&planned).map_err(query_error)
+        })
+        .await?;
+        Ok(Response::new(convert::stats_to_proto(&stats)))
+    }
+
+    async fn search(
+        &self,
+        request: Request<proto::SearchRequest>,
+    ) -> Result<Response<proto::SearchReply>, Status> {
+        let request = request.into_inner();
+        let leaf_request = convert::request_from_proto(&request)?;
+        let (tenant, query) = convert::query_from_proto(request.query)?;
+        let stats = request.stats.map(convert::stats_from_proto);
+        let searcher = self.searcher(&tenant)?;
+        let searched = searcher.clone();
+        let answer = blocking(move || {
+            let planned = searched.leaf_plan(&query).map_err(query_error)?;
+            searched
+                .leaf_search(&planned, &leaf_request, stats.as_ref())
+                .map_err(query_error)
+        })
+        .await?;
+        let snapshot = self
+            .snapshots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keep(&tenant, searcher);
+        Ok(Response::new(convert::answer_to_proto(&answer, snapshot)))
+    }
+
+    async fn fetch(
+        &self,
+        request: Request<proto::FetchRequest>,
+    ) -> Result<Response<proto::FetchReply>, Status> {
+        let request = request.into_inner();
+        let searcher = self
+            .snapshots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&request.tenant, request.snapshot)
+            .ok_or_else(|| {
+                Status::failed_precondition(format!(
+                    "snapshot {} of tenant {:?} is no longer kept (kept {} s): search again",
+                    request.snapshot,
+                    request.tenant,
+                    SNAPSHOT_TTL.as_secs()
+                ))
+            })?;
+        let hits: Vec<_> = request.hits.iter().map(convert::hit_from_proto).collect();
+        let events = blocking(move || searcher.fetch_partial(&hits).map_err(query_error)).await?;
+        Ok(Response::new(proto::FetchReply {
+            events: events.iter().map(|e| convert::event_to_proto(e)).collect(),
+        }))
+    }
+}
+
+/// Checks the cluster token of every call.
+#[derive(Clone)]
+struct TokenCheck {
+    expected: Arc<[u8]>,
+}
+
+impl tonic::service::Interceptor for TokenCheck {
+    fn call(&mut self, request: Request<()>) -> Result<Request<()>, Status> {
+        let presented = request
+            .metadata()
+            .get("authorization")
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.strip_prefix("Bearer "))
+            .unwrap_or("");
+        if bool::from(presented.as_bytes().ct_eq(&self.expected)) {
+            Ok(request)
+        } else {
+            Err(Status::unauthenticated(
+                "the leaf API needs the cluster token (authorization: Bearer)",
+            ))
+        }
+    }
+}
+
+/// Serves the leaf API over `tenants` on `listener` until `shutdown` completes; every call
+/// must carry `token`.
+pub async fn serve_leaf<T: Tenants>(
+    listener: tokio::net::TcpListener,
+    tenants: Arc<T>,
+    token: &str,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), crate::ClusterError> {
+    if token.is_empty() {
+        return Err(crate::ClusterError::EmptyToken);
+    }
+    let addr: Option<SocketAddr> = listener.local_addr().ok();
+    let check = TokenCheck {
+        expected: token.as_bytes().into(),
+    };
+    let service = LeafServer::with_interceptor(LeafService::new(tenants), check);
+    tonic::transport::Server::builder()
+        .add_service(service)
+        .serve_with_incoming_shutdown(
+            tokio_stream::wrappers::TcpListenerStream::new(listener),
+            shutdown,
+        )
+        .await
+        .map_err(|e| crate::ClusterError::Leaf {
+            endpoint: addr.map_or_else(|| "?".to_owned(), |a| a.to_string()),
+            message: e.to_string(),
+        })
+}

@@ -1,0 +1,231 @@
+//! Scatter-gather over real nodes (quarry-cluster): three `quarry serve` processes, each
+//! holding a third of the events and serving the leaf API, searched by a root over gRPC; the
+//! same search of one node holding every event must answer alike: counts, histograms, the
+//! events in order (time sorts), the ranking to float rounding (relevance). A node that does
+//! not answer makes the answer partial and is named; a wrong token is refused.
+
+mod common;
+
+use common::Server;
+use quarry_cluster::{Root, RootAnswer};
+use quarry_query::leaf::{LeafQuery, LeafRequest, QuerySource};
+use quarry_query::SortOrder;
+use serde_json::json;
+use std::path::Path;
+
+const TOKEN: &str = "cluster-test-token";
+const WORDS: &[&str] = &["alpha", "beta", "gamma", "delta", "error", "timeout"];
+const SECOND: i64 = 1_000_000_000;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A node serving the leaf API; returns it and its leaf endpoint.
+fn node(data: &Path) -> (Server, String) {
+    let port = free_port();
+    let leaf = format!("127.0.0.1:{port}");
+    let server = Server::spawn(
+        &[
+            "--data",
+            data.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+            "--flush-interval",
+            "0.05",
+            "--leaf-listen",
+            &leaf,
+        ],
+        &[("QUARRY_CLUSTER_TOKEN", TOKEN)],
+        Path::new("."),
+    );
+    (server, format!("http://{leaf}"))
+}
+
+/// Event `i`: a distinct second each (so time order has no ties across nodes), a few words.
+fn event(i: usize) -> serde_json::Value {
+    let words: Vec<&str> = (0..1 + i % 4)
+        .map(|k| WORDS[(i * 7 + k * 3) % WORDS.len()])
+        .collect();
+    json!({
+        "_time": format!("2026-11-20T{:02}:{:02}:{:02}Z", i / 3600, (i / 60) % 60, i % 60),
+        "message": words.join(" "),
+        "n": i,
+    })
+}
+
+fn ingest(server: &Server, events: &[serde_json::Value]) {
+    let body: String = events.iter().map(|e| format!("{e}\n")).collect();
+    let answer = server.send(
+        "POST",
+        "/api/v1/default/ingest",
+        &[("Content-Type", "application/x-ndjson")],
+        body.as_bytes(),
+    );
+    assert_eq!(
+        answer.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&answer.body)
+    );
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn close(a: Option<f32>, b: Option<f32>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => (a - b).abs() <= 1e-5 * a.abs().max(b.abs()).max(1.0),
+        (a, b) => a == b,
+    }
+}
+
+/// The events' `n` in answer order.
+fn ns(answer: &RootAnswer) -> Vec<u64> {
+    answer
+        .hits
+        .iter()
+        .map(|hit| {
+            let n = hit.event.iter().find(|(name, _)| name == "n").unwrap();
+            match &n.1 {
+                quarry_format::Value::I64(v) => *v as u64,
+                quarry_format::Value::U64(v) => *v,
+                other => panic!("n is {other:?}"),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn three_nodes_searched_by_a_root_answer_as_one_node() {
+    let dir = tempfile::tempdir().unwrap();
+    let events: Vec<serde_json::Value> = (0..900).map(event).collect();
+    let mut nodes = Vec::new();
+    for part in 0..3 {
+        let (server, leaf) = node(&dir.path().join(format!("node-{part}")));
+        let mine: Vec<_> = events.iter().skip(part).step_by(3).cloned().collect();
+        // Two requests: the node has a flushed block and events in memory, or two blocks.
+        ingest(&server, &mine[..150]);
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        ingest(&server, &mine[150..]);
+        nodes.push((server, leaf));
+    }
+    let (whole, whole_leaf) = node(&dir.path().join("whole"));
+    ingest(&whole, &events);
+
+    let runtime = runtime();
+    let _inside = runtime.enter();
+    let endpoints: Vec<String> = nodes.iter().map(|(_, leaf)| leaf.clone()).collect();
+    let root = Root::new(&endpoints, TOKEN).unwrap();
+    let one = Root::new(&[whole_leaf], TOKEN).unwrap();
+    for text in [
+        "alpha",
+        "alpha beta",
+        "error OR timeout",
+        "\"gamma delta\"",
+        "*",
+        "NOT beta",
+    ] {
+        for sort in [
+            SortOrder::TimeDesc,
+            SortOrder::TimeAsc,
+            SortOrder::Relevance,
+        ] {
+            for limit in [1, 25, 1000] {
+                let query = LeafQuery {
+                    source: QuerySource::Text(text.to_owned()),
+                    start: i64::MIN,
+                    end: i64::MAX,
+                };
+                let request = LeafRequest {
+                    limit,
+                    sort,
+                    after: None,
+                    count: true,
+                    histogram: Some(60 * SECOND),
+                };
+                let context = format!("{text:?} {sort:?} limit {limit}");
+                let got = runtime
+                    .block_on(root.search("default", &query, &request))
+                    .unwrap();
+                let want = runtime
+                    .block_on(one.search("default", &query, &request))
+                    .unwrap();
+                assert!(!got.is_partial(), "{context}: {got:?}");
+                assert_eq!(got.count, want.count, "{context}");
+                assert_eq!(got.histogram, want.histogram, "{context}");
+                assert_eq!(got.hits.len(), want.hits.len(), "{context}");
+                if sort == SortOrder::Relevance {
+                    for (g, w) in got.hits.iter().zip(&want.hits) {
+                        assert!(close(g.hit.score, w.hit.score), "{context}");
+                    }
+                } else {
+                    assert_eq!(ns(&got), ns(&want), "{context}");
+                    // Whole events, each as the node that holds it stores it.
+                    for (g, w) in got.hits.iter().zip(&want.hits) {
+                        assert_eq!(g.event, w.event, "{context}");
+                    }
+                }
+            }
+        }
+    }
+
+    // A node that is gone: the answer is partial and names it.
+    let (gone, gone_leaf) = nodes.remove(1);
+    drop(gone);
+    let query = LeafQuery {
+        source: QuerySource::Text("*".into()),
+        start: i64::MIN,
+        end: i64::MAX,
+    };
+    let request = LeafRequest {
+        limit: 5,
+        sort: SortOrder::TimeDesc,
+        after: None,
+        count: true,
+        histogram: None,
+    };
+    let partial = runtime
+        .block_on(root.search("default", &query, &request))
+        .unwrap();
+    assert!(partial.is_partial());
+    assert_eq!(partial.failed_leaves.len(), 1, "{partial:?}");
+    assert_eq!(partial.failed_leaves[0].0, gone_leaf);
+    assert_eq!(partial.count, Some(600));
+
+    // A root with the wrong token reads nothing.
+    let intruder = Root::new(&endpoints[..1], "not-the-token").unwrap();
+    let refused = runtime
+        .block_on(intruder.search("default", &query, &request))
+        .unwrap();
+    assert_eq!(refused.failed_leaves.len(), 1);
+    assert!(
+        refused.failed_leaves[0].1.contains("cluster token"),
+        "{refused:?}"
+    );
+    assert!(refused.hits.is_empty());
+}
+
+/// `--leaf-listen` without a token does not start: the leaf API reads every tenant.
+#[test]
+fn the_leaf_api_needs_a_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_quarry"))
+        .args(["serve", "--data", dir.path().to_str().unwrap()])
+        .args(["--listen", "127.0.0.1:0", "--leaf-listen", "127.0.0.1:0"])
+        .env_remove("QUARRY_CLUSTER_TOKEN")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--cluster-token"), "{stderr}");
+}

@@ -110,6 +110,8 @@ pub enum Warning {
     UnknownFields { names: Vec<String> },
     /// A block left out because it could not be opened or read: the answer is partial.
     DamagedBlock { path: PathBuf, error: String },
+    /// A node of a distributed search that did not answer: the answer lacks its data.
+    LeafUnavailable { leaf: String, error: String },
 }
 
 impl std::fmt::Display for Warning {
@@ -125,6 +127,9 @@ impl std::fmt::Display for Warning {
                 )
             }
             Warning::DamagedBlock { error, .. } => write!(f, "skipped damaged block: {error}"),
+            Warning::LeafUnavailable { leaf, error } => {
+                write!(f, "node {leaf} did not answer: {error}")
+            }
         }
     }
 }
@@ -146,9 +151,12 @@ pub struct SearchResponse {
 impl SearchResponse {
     /// Whether blocks were left out of the answer.
     pub fn is_partial(&self) -> bool {
-        self.warnings
-            .iter()
-            .any(|w| matches!(w, Warning::DamagedBlock { .. }))
+        self.warnings.iter().any(|w| {
+            matches!(
+                w,
+                Warning::DamagedBlock { .. } | Warning::LeafUnavailable { .. }
+            )
+        })
     }
 }
 

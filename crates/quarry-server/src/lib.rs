@@ -116,6 +116,9 @@ pub struct ServerConfig {
     /// Serve the leaf API of distributed searches (quarry-cluster, gRPC) on this address,
     /// to callers presenting this cluster token.
     pub leaf: Option<(SocketAddr, String)>,
+    /// Answer native searches over these nodes' leaf APIs (`http://host:port`, this node's
+    /// own among them), with this cluster token: scatter, gather, merge (quarry-cluster).
+    pub peers: Option<(Vec<String>, String)>,
 }
 
 impl ServerConfig {
@@ -139,6 +142,7 @@ impl ServerConfig {
             allowed_hosts: Vec::new(),
             max_searches: None,
             leaf: None,
+            peers: None,
         }
     }
 }
@@ -146,6 +150,8 @@ impl ServerConfig {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ServerError {
+    #[error("--peers: {0}")]
+    Cluster(quarry_cluster::ClusterError),
     #[error("listening on {addr}: {source}")]
     Listen {
         addr: SocketAddr,
@@ -223,7 +229,14 @@ pub async fn serve(
     // In KiB, so that a u32 (what a semaphore acquires at once) counts up to 4 TiB.
     let inflight_kib =
         u32::try_from(config.max_inflight_bytes.div_ceil(1024).max(1)).unwrap_or(u32::MAX);
+    let root = match &config.peers {
+        None => None,
+        Some((peers, token)) => Some(Arc::new(
+            quarry_cluster::Root::new(peers, token).map_err(ServerError::Cluster)?,
+        )),
+    };
     let state = Arc::new(AppState {
+        root,
         data: config.data.clone(),
         ingest_config: config.ingest.clone(),
         max_body_bytes: config.max_body_bytes,
@@ -529,6 +542,8 @@ async fn tenant_bulk(
 }
 
 pub(crate) struct AppState {
+    /// The root of distributed native searches, with `--peers`.
+    root: Option<Arc<quarry_cluster::Root>>,
     data: PathBuf,
     ingest_config: IngestConfig,
     max_body_bytes: usize,
@@ -795,7 +810,7 @@ async fn search_get(
             .into_owned()
             .collect();
     let request = search_request(&params)?;
-    run_search(&state, live, request).await
+    run_search(&state, &tenant, live, request).await
 }
 
 /// `POST`: the same parameters as a JSON object (`aggs` a list) or as a form body.
@@ -833,15 +848,22 @@ async fn search_post(
         params
     };
     let request = search_request(&params)?;
-    run_search(&state, live, request).await
+    run_search(&state, &tenant, live, request).await
 }
 
 async fn run_search(
     state: &AppState,
+    tenant: &str,
     live: Arc<LiveIndex>,
     request: SearchRequest,
 ) -> Result<Json<JsonValue>, ApiError> {
     let started = Instant::now();
+    if let Some(root) = &state.root {
+        let response = cluster_search(root, tenant, &request).await?;
+        let mut body = response_json(&response);
+        body["took_ms"] = (started.elapsed().as_secs_f64() * 1000.0).into();
+        return Ok(Json(body));
+    }
     let fetched = Arc::new(quarry_format::FetchCounts::default());
     let counts = fetched.clone();
     let response = state
@@ -867,6 +889,97 @@ async fn run_search(
         });
     }
     Ok(Json(body))
+}
+
+/// A native search answered over the cluster's nodes (`--peers`): every node a leaf, this
+/// one the root. What the leaf API does not carry yet is refused by name, never answered from
+/// this node's data alone.
+async fn cluster_search(
+    root: &quarry_cluster::Root,
+    tenant: &str,
+    request: &SearchRequest,
+) -> Result<SearchResponse, ApiError> {
+    let refuse = |what: &str| {
+        Err(ApiError::bad_request(format!(
+            "{what} is not answered across a cluster yet (this node searches with --peers): \
+             ask without it"
+        )))
+    };
+    if !request.aggregations.is_empty() || !request.tree.is_empty() {
+        return refuse("aggs");
+    }
+    if request.sort_field.is_some() {
+        return refuse("a sort by field");
+    }
+    let histogram = match request.histogram {
+        None => None,
+        Some(quarry_query::HistogramInterval::Fixed(interval)) => Some(interval),
+        Some(quarry_query::HistogramInterval::Auto) => {
+            return refuse("histogram=auto (give an interval, such as 1m)")
+        }
+    };
+    let query = quarry_query::leaf::LeafQuery {
+        source: quarry_query::leaf::QuerySource::Text(request.query.clone()),
+        start: request.start,
+        end: request.end,
+    };
+    let leaf_request = quarry_query::leaf::LeafRequest {
+        limit: request.limit,
+        sort: request.sort,
+        after: request.after,
+        count: request.count,
+        histogram,
+    };
+    let answer = root
+        .search(tenant, &query, &leaf_request)
+        .await
+        .map_err(|error| ApiError::bad_request(error.to_string()))?;
+    let mut response = SearchResponse {
+        count: answer.count,
+        histogram: answer.histogram.map(|buckets| {
+            buckets
+                .into_iter()
+                .map(|(start, count)| quarry_query::Bucket {
+                    start,
+                    count,
+                    aggregations: None,
+                })
+                .collect()
+        }),
+        ..SearchResponse::default()
+    };
+    response.hits = answer
+        .hits
+        .into_iter()
+        .map(|found| {
+            let location = quarry_query::Cursor {
+                time: found.hit.time,
+                block_id: found.hit.block,
+                doc: found.hit.doc,
+            };
+            quarry_query::HitEvent {
+                time: found.hit.time,
+                score: found.hit.score,
+                cursor: (request.sort != SortOrder::Relevance).then_some(location),
+                sort_cursor: None,
+                location,
+                event: found.event,
+                matched: Vec::new(),
+            }
+        })
+        .collect();
+    for (leaf, failed) in answer.failed_blocks {
+        response.warnings.push(Warning::DamagedBlock {
+            path: format!("{leaf}: {}", failed.location).into(),
+            error: failed.error,
+        });
+    }
+    for (leaf, error) in answer.failed_leaves {
+        response
+            .warnings
+            .push(Warning::LeafUnavailable { leaf, error });
+    }
+    Ok(response)
 }
 
 /// The most hits one search answers with (Elasticsearch's `index.max_result_window`): more
@@ -1021,6 +1134,11 @@ pub fn response_json(response: &SearchResponse) -> JsonValue {
             Warning::DamagedBlock { path, .. } => json!({
                 "kind": "damaged_block",
                 "block": path.display().to_string(),
+                "message": warning.to_string(),
+            }),
+            Warning::LeafUnavailable { leaf, .. } => json!({
+                "kind": "node_unavailable",
+                "node": leaf,
                 "message": warning.to_string(),
             }),
             other => json!({"message": other.to_string()}),

@@ -59,6 +59,17 @@ pub struct ServeArgs {
     /// --cluster-token
     #[arg(long, env = "QUARRY_LEAF_LISTEN", value_name = "ADDR")]
     leaf_listen: Option<SocketAddr>,
+    /// Answer native searches (`/api/v1/{tenant}/search`) over these nodes' leaf APIs, this
+    /// node's own among them: `http://HOST:PORT` of each --leaf-listen, comma-separated. Every
+    /// node searched as a leaf and the answers merged; aggregations are refused by name
+    /// until the leaf API carries them. Needs --cluster-token
+    #[arg(
+        long = "peers",
+        env = "QUARRY_PEERS",
+        value_name = "URL",
+        value_delimiter = ','
+    )]
+    peers: Vec<String>,
     /// The secret every call of the leaf API must carry (it reads every tenant). Prefer the
     /// environment variable or the config file to a flag
     #[arg(
@@ -149,6 +160,7 @@ struct ConfigFile {
     max_searches: Option<usize>,
     leaf_listen: Option<SocketAddr>,
     cluster_token: Option<String>,
+    peers: Option<Vec<String>>,
 }
 
 /// The leaf API's address and token, if it is served (a token is required).
@@ -209,10 +221,21 @@ fn settings(args: ServeArgs) -> Result<ServerConfig> {
             .or(file_size("disk_cache_size", &file.disk_cache_size)?),
         args.storage.object_latency,
     )?;
-    let leaf = leaf_api(
-        args.leaf_listen.or(file.leaf_listen),
-        args.cluster_token.or(file.cluster_token),
-    )?;
+    let cluster_token = args.cluster_token.or(file.cluster_token);
+    let leaf = leaf_api(args.leaf_listen.or(file.leaf_listen), cluster_token.clone())?;
+    let peers = match (args.peers, file.peers) {
+        (flags, _) if !flags.is_empty() => flags,
+        (_, Some(listed)) => listed,
+        _ => Vec::new(),
+    };
+    let peers = match (peers.is_empty(), cluster_token) {
+        (true, _) => None,
+        (false, None) => anyhow::bail!(
+            "--peers calls other nodes' leaf APIs: it needs --cluster-token (or \
+             QUARRY_CLUSTER_TOKEN)"
+        ),
+        (false, Some(token)) => Some((peers, token)),
+    };
     let metastore = quarry_store::MetastoreConfig::connect(
         args.storage.metastore.or(file.metastore).as_deref(),
     )?;
@@ -220,6 +243,7 @@ fn settings(args: ServeArgs) -> Result<ServerConfig> {
     config.ingest.storage = storage;
     config.ingest.metastore = metastore;
     config.leaf = leaf;
+    config.peers = peers;
     if let Some(bytes) = args
         .max_body_size
         .or(file_size("max_body_size", &file.max_body_size)?)

@@ -156,17 +156,23 @@ impl PostgreSql {
         );
     }
 
-    /// Runs one of the cluster's programs (as `nobody` when the tests run as root).
-    fn run(&self, program: &str, args: &[&std::ffi::OsStr]) {
+    /// One of the cluster's programs, to run as `nobody` when the tests run as root.
+    fn command(&self, program: &str) -> Command {
         let path = self.bin.join(program);
-        let mut command = if is_root() {
+        if is_root() {
             let mut command = Command::new("runuser");
             command.args(["-u", "nobody", "--"]).arg(&path);
             command
         } else {
             Command::new(&path)
-        };
-        let output = command
+        }
+    }
+
+    /// Runs one of the cluster's programs; it must succeed.
+    fn run(&self, program: &str, args: &[&std::ffi::OsStr]) {
+        let path = self.bin.join(program);
+        let output = self
+            .command(program)
             .args(args)
             .stdin(Stdio::null())
             .output()
@@ -209,15 +215,8 @@ impl PostgreSql {
 
 impl Drop for PostgreSql {
     fn drop(&mut self) {
-        let path = self.bin.join("pg_ctl");
-        let mut command = if is_root() {
-            let mut command = Command::new("runuser");
-            command.args(["-u", "nobody", "--"]).arg(&path);
-            command
-        } else {
-            Command::new(&path)
-        };
-        let _ = command
+        let _ = self
+            .command("pg_ctl")
             .arg("-D")
             .arg(&self.data)
             .args(["-m", "immediate", "-w", "stop"])

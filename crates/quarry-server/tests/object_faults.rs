@@ -376,6 +376,21 @@ fn failed_or_short_reads_leave_the_block_out_by_name() {
 }
 
 /// Which `.qblk` copies the cache directory holds.
+/// Flips bits of the bytes at `offsets(file length)` of `path`, in place.
+fn garble(path: &Path, offsets: impl Fn(u64) -> Vec<u64>) {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::File::options()
+        .read(true)
+        .write(true)
+        .open(path)
+        .unwrap();
+    for offset in offsets(file.metadata().unwrap().len()) {
+        let mut byte = [0u8];
+        file.read_exact_at(&mut byte, offset).unwrap();
+        file.write_all_at(&[byte[0] ^ 0x5a], offset).unwrap();
+    }
+}
+
 fn cached_copies(cache: &Path) -> Vec<std::path::PathBuf> {
     let mut copies: Vec<_> = std::fs::read_dir(cache.join("default"))
         .into_iter()
@@ -446,17 +461,7 @@ fn the_disk_cache_survives_a_restart_checks_what_it_kept_and_keeps_its_budget() 
 
     // A byte garbled in every copy, in a granule the queries read: fetched again, same answers.
     for copy in cached_copies(&cache) {
-        use std::os::unix::fs::FileExt;
-        let file = std::fs::File::options()
-            .read(true)
-            .write(true)
-            .open(&copy)
-            .unwrap();
-        let len = file.metadata().unwrap().len();
-        let offset = len - 100;
-        let mut byte = [0u8];
-        file.read_exact_at(&mut byte, offset).unwrap();
-        file.write_all_at(&[byte[0] ^ 0x5a], offset).unwrap();
+        garble(&copy, |len| vec![len - 100]);
     }
     {
         let (storage, _) = faulty_storage(&weed, "cache", &cache);
@@ -571,18 +576,7 @@ fn a_checksum_failure_in_the_cache_of_an_open_block_is_fetched_again_from_the_st
     assert_eq!(count(&live, "fault"), (50_000, Vec::new()));
     // Bytes change in the copies of blocks the server has open and has read from.
     for copy in cached_copies(&cache) {
-        use std::os::unix::fs::FileExt;
-        let file = std::fs::File::options()
-            .read(true)
-            .write(true)
-            .open(&copy)
-            .unwrap();
-        let len = file.metadata().unwrap().len();
-        for offset in (0..len).step_by(4096) {
-            let mut byte = [0u8];
-            file.read_exact_at(&mut byte, offset).unwrap();
-            file.write_all_at(&[byte[0] ^ 0x5a], offset).unwrap();
-        }
+        garble(&copy, |len| (0..len).step_by(4096).collect());
     }
     // The answer that meets the damage leaves the block out, by name...
     let (_, left_out) = count(&live, "fault");

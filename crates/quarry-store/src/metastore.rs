@@ -84,7 +84,7 @@ impl MetastoreConfig {
                 Ok(MetastoreConfig::Postgres(Postgres::connect(url)?))
             }
             Some(other) => Err(crate::catalog::CatalogError::Postgres {
-                url: other.split('@').next_back().unwrap_or(other).to_owned(),
+                url: crate::postgres::shown_url(other),
                 message: "a metastore is `local` or a postgres://USER@HOST:PORT/DATABASE URL"
                     .into(),
             }),

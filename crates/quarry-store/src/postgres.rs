@@ -206,7 +206,7 @@ impl PgFailure {
 }
 
 /// `url` without its password.
-fn shown_url(url: &str) -> String {
+pub(crate) fn shown_url(url: &str) -> String {
     // postgres://user:password@host/db → postgres://user@host/db
     if let Some((scheme, rest)) = url.split_once("://") {
         if let Some((credentials, host)) = rest.split_once('@') {
@@ -256,6 +256,13 @@ fn migrate(client: &mut Client) -> Result<(), PgFailure> {
 
 fn to_db(value: u64, what: &str) -> Result<i64, PgFailure> {
     i64::try_from(value).map_err(|_| PgFailure::Other(format!("{what} {value} exceeds 2^63")))
+}
+
+/// Block ids as the database's BIGINT (ids above 2^63 are never handed out).
+fn db_ids(ids: impl IntoIterator<Item = u64>) -> Vec<i64> {
+    ids.into_iter()
+        .map(|id| i64::try_from(id).unwrap_or(i64::MAX))
+        .collect()
 }
 
 fn from_db(value: i64, what: &str) -> Result<u64, PgFailure> {
@@ -598,10 +605,7 @@ impl Metastore for PgMetastore {
 
     fn replace_blocks(&mut self, removed: &[u64], added: Vec<BlockEntry>) -> Result<()> {
         let (catalog, epoch) = (self.name.clone(), self.epoch);
-        let gone = removed
-            .iter()
-            .map(|&id| i64::try_from(id).unwrap_or(i64::MAX))
-            .collect::<Vec<i64>>();
+        let gone = db_ids(removed.iter().copied());
         let new = added.clone();
         let landed = landed_check(&catalog, &added, removed, None);
         self.commit(
@@ -638,13 +642,8 @@ fn landed_check(
     wal: Option<(&str, u64)>,
 ) -> Landed {
     let catalog = catalog.to_owned();
-    let ids = |ids: Vec<u64>| -> Vec<i64> {
-        ids.into_iter()
-            .map(|id| i64::try_from(id).unwrap_or(i64::MAX))
-            .collect()
-    };
-    let added = ids(added.iter().map(|b| b.id).collect());
-    let removed = ids(removed.to_vec());
+    let added = db_ids(added.iter().map(|b| b.id));
+    let removed = db_ids(removed.iter().copied());
     let wal = wal.map(|(name, seq)| (name.to_owned(), i64::try_from(seq).unwrap_or(i64::MAX)));
     Box::new(move |client| {
         let listed = |client: &mut Client, ids: &Vec<i64>| -> Result<i64, PgFailure> {

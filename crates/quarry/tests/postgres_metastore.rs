@@ -9,7 +9,7 @@ mod postgresql;
 #[path = "../../quarry-store/tests/support/seaweedfs.rs"]
 mod seaweedfs;
 
-use common::{quarry, Server};
+use common::{call, quarry, tenant_count as count, word_events as events, Server};
 use quarry_store::postgres::Postgres;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -32,40 +32,6 @@ fn start(data: &Path, extra: &[&str], env: &[(&str, String)]) -> Server {
     let mut server = Server::spawn(&args, &env, Path::new("."));
     server.token = Some(ADMIN.to_owned());
     server
-}
-
-fn call(server: &Server, method: &str, target: &str, key: &str, body: &str) -> (u16, Value) {
-    let authorization = format!("Bearer {key}");
-    let headers = [
-        ("Content-Type", "application/json"),
-        ("Authorization", authorization.as_str()),
-    ];
-    let answer = server.send(method, target, &headers, body.as_bytes());
-    let json = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
-    (answer.status, json)
-}
-
-fn events(word: &str, n: usize) -> String {
-    (0..n)
-        .map(|i| {
-            format!(
-                "{}\n",
-                json!({"message": format!("{word} event {i}"), "n": i})
-            )
-        })
-        .collect()
-}
-
-fn count(server: &Server, tenant: &str, key: &str, query: &str) -> u64 {
-    let (status, answer) = call(
-        server,
-        "GET",
-        &format!("/api/v1/{tenant}/search?count=true&limit=0&query={query}"),
-        key,
-        "",
-    );
-    assert_eq!(status, 200, "{answer}");
-    answer["count"].as_u64().unwrap()
 }
 
 /// Events per catalog that PostgreSQL lists in committed blocks.
@@ -122,7 +88,7 @@ fn catalogs_and_tenants_live_in_postgres_across_kill_and_delete() {
         &server,
         "POST",
         "/api/v1/team-a/ingest",
-        &key_a,
+        Some(&key_a),
         &events("alphaword", 20),
     );
     assert_eq!(status, 200, "{answer}");
@@ -130,7 +96,7 @@ fn catalogs_and_tenants_live_in_postgres_across_kill_and_delete() {
         &server,
         "POST",
         "/api/v1/default/ingest",
-        ADMIN,
+        Some(ADMIN),
         &events("defaultword", 30),
     );
     assert_eq!(status, 200, "{answer}");
@@ -168,7 +134,7 @@ fn catalogs_and_tenants_live_in_postgres_across_kill_and_delete() {
             &server,
             "GET",
             "/api/v1/team-a/search?query=*",
-            "wrong-key",
+            Some("wrong-key"),
             ""
         )
         .0,
@@ -232,7 +198,14 @@ fn catalogs_and_tenants_live_in_postgres_across_kill_and_delete() {
     let key_new = created["api_key"].as_str().unwrap().to_owned();
     assert_eq!(count(&server, "team-a", &key_new, "*"), 0);
     assert_eq!(
-        call(&server, "GET", "/api/v1/team-a/search?query=*", &key_a, "").0,
+        call(
+            &server,
+            "GET",
+            "/api/v1/team-a/search?query=*",
+            Some(&key_a),
+            ""
+        )
+        .0,
         401
     );
     assert!(server.terminate());
@@ -287,7 +260,7 @@ fn with_object_storage_a_node_starts_on_an_empty_data_directory() {
         &first,
         "POST",
         "/api/v1/default/ingest",
-        ADMIN,
+        Some(ADMIN),
         &events("cloudword", 500),
     );
     assert_eq!(status, 200, "{answer}");
@@ -312,7 +285,7 @@ fn with_object_storage_a_node_starts_on_an_empty_data_directory() {
         &second,
         "POST",
         "/api/v1/team-s3/ingest",
-        &key,
+        Some(&key),
         &events("s3word", 50),
     );
     assert_eq!(status, 200, "{answer}");
@@ -361,7 +334,7 @@ fn an_outage_of_postgres_delays_commits_and_loses_nothing() {
             server,
             "POST",
             "/api/v1/default/ingest",
-            ADMIN,
+            Some(ADMIN),
             &events(word, 100),
         );
         assert_eq!(status, 200, "{answer}");

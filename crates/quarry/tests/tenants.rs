@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{quarry, Server};
+use common::{call, quarry, tenant_count as count, word_events as events, Server};
 use serde_json::{json, Value};
 use std::path::Path;
 
@@ -20,24 +20,6 @@ fn start(data: &Path) -> Server {
     server
 }
 
-/// A request with `key` (None: no Authorization header).
-fn call(
-    server: &Server,
-    method: &str,
-    target: &str,
-    key: Option<&str>,
-    body: &str,
-) -> (u16, Value) {
-    let authorization = key.map(|k| format!("Bearer {k}"));
-    let mut headers = vec![("Content-Type", "application/json")];
-    if let Some(value) = &authorization {
-        headers.push(("Authorization", value));
-    }
-    let answer = server.send(method, target, &headers, body.as_bytes());
-    let json = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
-    (answer.status, json)
-}
-
 /// The status of a GET with `key`.
 fn get_status(server: &Server, target: &str, key: Option<&str>) -> u16 {
     call(server, "GET", target, key, "").0
@@ -47,30 +29,6 @@ fn create(server: &Server, body: Value) -> String {
     let (status, answer) = server.request("POST", "/api/v1/tenants", Some(&body.to_string()));
     assert_eq!(status, 201, "{answer}");
     answer["api_key"].as_str().unwrap().to_owned()
-}
-
-fn events(word: &str, n: usize) -> String {
-    (0..n)
-        .map(|i| {
-            format!(
-                "{}\n",
-                json!({"message": format!("{word} event {i}"), "n": i})
-            )
-        })
-        .collect()
-}
-
-/// Events matching `query` in `tenant`, as `key` sees them.
-fn count(server: &Server, tenant: &str, key: &str, query: &str) -> u64 {
-    let (status, answer) = call(
-        server,
-        "GET",
-        &format!("/api/v1/{tenant}/search?count=true&limit=0&query={query}"),
-        Some(key),
-        "",
-    );
-    assert_eq!(status, 200, "{answer}");
-    answer["count"].as_u64().unwrap()
 }
 
 #[test]

@@ -272,3 +272,47 @@ fn dechunk(mut body: &[u8]) -> Vec<u8> {
         body = &body[end + 2 + size + 2..];
     }
 }
+
+/// A request to a tenant endpoint with `key` (None: no Authorization header); the answer's
+/// status and JSON (`null` when the body is not JSON).
+pub fn call(
+    server: &Server,
+    method: &str,
+    target: &str,
+    key: Option<&str>,
+    body: &str,
+) -> (u16, serde_json::Value) {
+    let authorization = key.map(|k| format!("Bearer {k}"));
+    let mut headers = vec![("Content-Type", "application/json")];
+    if let Some(value) = &authorization {
+        headers.push(("Authorization", value));
+    }
+    let answer = server.send(method, target, &headers, body.as_bytes());
+    let json = serde_json::from_slice(&answer.body).unwrap_or(serde_json::Value::Null);
+    (answer.status, json)
+}
+
+/// `n` NDJSON events `{"message": "WORD event I", "n": I}`.
+pub fn word_events(word: &str, n: usize) -> String {
+    (0..n)
+        .map(|i| {
+            format!(
+                "{}\n",
+                serde_json::json!({"message": format!("{word} event {i}"), "n": i})
+            )
+        })
+        .collect()
+}
+
+/// Events matching `query` in `tenant`, as `key` sees them.
+pub fn tenant_count(server: &Server, tenant: &str, key: &str, query: &str) -> u64 {
+    let (status, answer) = call(
+        server,
+        "GET",
+        &format!("/api/v1/{tenant}/search?count=true&limit=0&query={query}"),
+        Some(key),
+        "",
+    );
+    assert_eq!(status, 200, "{answer}");
+    answer["count"].as_u64().unwrap()
+}

@@ -3,10 +3,12 @@
 
 use crate::proto;
 use quarry_format::Value;
+use quarry_query::aggregation::{AggPartial, AggSpec};
 use quarry_query::bm25::FieldStats;
 use quarry_query::cursor::Cursor;
+use quarry_query::field_sort::{FieldSort, SortCursor, SortKey, SortValue};
 use quarry_query::leaf::{
-    FailedBlock, LeafAnswer, LeafQuery, LeafRequest, PartialHit, QuerySource,
+    FailedBlock, LeafAnswer, LeafQuery, LeafRequest, PartialHit, QuerySource, TimeSpan,
 };
 use quarry_query::weight::GlobalStats;
 use quarry_query::SortOrder;
@@ -150,6 +152,67 @@ pub fn request_to_proto(
         count: request.count,
         histogram: request.histogram,
         stats: stats.map(stats_to_proto),
+        aggregations: request
+            .aggregations
+            .iter()
+            .map(|a| a.name.clone())
+            .collect(),
+        sort_fields: request
+            .sort_field
+            .iter()
+            .flat_map(|sort| &sort.keys)
+            .map(|key| proto::SortKey {
+                field: key.field.clone(),
+                descending: key.descending,
+            })
+            .collect(),
+        sort_after: request.sort_after.as_ref().map(|c| proto::SortCursor {
+            values: c.values.iter().map(sort_value_to_proto).collect(),
+            time: c.time,
+            block: c.block_id,
+            doc: c.doc,
+        }),
+    }
+}
+
+fn sort_value_to_proto(value: &SortValue) -> proto::SortValue {
+    use proto::sort_value::Value as V;
+    proto::SortValue {
+        value: Some(match value {
+            SortValue::Number(v) => V::Number(*v),
+            SortValue::Str(s) => V::Str(s.clone()),
+            SortValue::Missing => V::Missing(true),
+        }),
+    }
+}
+
+fn sort_value_from_proto(value: &proto::SortValue) -> SortValue {
+    use proto::sort_value::Value as V;
+    match &value.value {
+        Some(V::Number(v)) => SortValue::Number(*v),
+        Some(V::Str(s)) => SortValue::Str(s.clone()),
+        Some(V::Missing(_)) | None => SortValue::Missing,
+    }
+}
+
+pub fn span_to_proto(span: TimeSpan) -> proto::SpanReply {
+    match span {
+        TimeSpan::Bounded(width) => proto::SpanReply {
+            bounded: Some(width),
+            ..Default::default()
+        },
+        TimeSpan::Matches(edges) => proto::SpanReply {
+            bounded: None,
+            oldest: edges.map(|e| e.0),
+            newest: edges.map(|e| e.1),
+        },
+    }
+}
+
+pub fn span_from_proto(reply: &proto::SpanReply) -> TimeSpan {
+    match reply.bounded {
+        Some(width) => TimeSpan::Bounded(width),
+        None => TimeSpan::Matches(reply.oldest.zip(reply.newest)),
     }
 }
 
@@ -164,6 +227,27 @@ pub fn request_from_proto(request: &proto::SearchRequest) -> Result<LeafRequest,
         }),
         count: request.count,
         histogram: request.histogram,
+        aggregations: request
+            .aggregations
+            .iter()
+            .map(|text| AggSpec::parse(text).map_err(Status::invalid_argument))
+            .collect::<Result<_, _>>()?,
+        sort_field: (!request.sort_fields.is_empty()).then(|| FieldSort {
+            keys: request
+                .sort_fields
+                .iter()
+                .map(|key| SortKey {
+                    field: key.field.clone(),
+                    descending: key.descending,
+                })
+                .collect(),
+        }),
+        sort_after: request.sort_after.as_ref().map(|c| SortCursor {
+            values: c.values.iter().map(sort_value_from_proto).collect(),
+            time: c.time,
+            block_id: c.block,
+            doc: c.doc,
+        }),
     })
 }
 
@@ -174,16 +258,26 @@ pub fn hit_to_proto(hit: &PartialHit) -> proto::Hit {
         doc: hit.doc,
         score: hit.score,
         block_start: hit.block_start,
+        sort_values: hit
+            .sort_values
+            .iter()
+            .flatten()
+            .map(sort_value_to_proto)
+            .collect(),
     }
 }
 
-pub fn hit_from_proto(hit: &proto::Hit) -> PartialHit {
+/// A hit as a leaf sent it; `field_sort`: whether the request sorted by fields (its hits then
+/// carry sort values, maybe none for a sort of no keys).
+pub fn hit_from_proto(hit: &proto::Hit, field_sort: bool) -> PartialHit {
     PartialHit {
         time: hit.time,
         block: hit.block,
         doc: hit.doc,
         score: hit.score,
         block_start: hit.block_start,
+        sort_values: field_sort
+            .then(|| hit.sort_values.iter().map(sort_value_from_proto).collect()),
     }
 }
 
@@ -208,12 +302,22 @@ pub fn answer_to_proto(answer: &LeafAnswer, snapshot: u64) -> proto::SearchReply
             })
             .collect(),
         snapshot,
+        aggregations: answer.aggregations.as_ref().map(AggPartial::to_bytes),
     }
 }
 
-pub fn answer_from_proto(reply: &proto::SearchReply) -> LeafAnswer {
-    LeafAnswer {
-        hits: reply.hits.iter().map(hit_from_proto).collect(),
+/// A leaf's answer to `request` (its aggregation states checked against the request's).
+pub fn answer_from_proto(
+    reply: &proto::SearchReply,
+    request: &LeafRequest,
+) -> Result<LeafAnswer, String> {
+    let field_sort = request.sort_field.is_some();
+    Ok(LeafAnswer {
+        hits: reply
+            .hits
+            .iter()
+            .map(|hit| hit_from_proto(hit, field_sort))
+            .collect(),
         count: reply.count,
         histogram: reply
             .has_histogram
@@ -227,7 +331,13 @@ pub fn answer_from_proto(reply: &proto::SearchReply) -> LeafAnswer {
                 error: f.error.clone(),
             })
             .collect(),
-    }
+        aggregations: match &reply.aggregations {
+            Some(bytes) => Some(
+                AggPartial::from_bytes(bytes, &request.aggregations).map_err(|e| e.to_string())?,
+            ),
+            None => None,
+        },
+    })
 }
 
 pub fn event_to_proto(event: &[(String, Value)]) -> proto::Event {

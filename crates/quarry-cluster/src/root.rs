@@ -5,8 +5,10 @@ use crate::proto;
 use crate::proto::leaf_client::LeafClient;
 use crate::ClusterError;
 use quarry_format::Value;
+use quarry_query::aggregation::AggPartial;
 use quarry_query::leaf::{
     compare_hits, merge_answers, FailedBlock, LeafAnswer, LeafQuery, LeafRequest, PartialHit,
+    TimeSpan,
 };
 use quarry_query::weight::GlobalStats;
 use quarry_query::SortOrder;
@@ -44,11 +46,15 @@ pub struct RootHit {
 }
 
 /// What a distributed search answers.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Default)]
 pub struct RootAnswer {
     pub hits: Vec<RootHit>,
     pub count: Option<u64>,
+    /// Without aggregations (with them, the buckets are the states' groups).
     pub histogram: Option<Vec<(i64, u64)>>,
+    /// The aggregations' states merged over every leaf (`AggPartial::overall`/`buckets`
+    /// make the results).
+    pub aggregations: Option<AggPartial>,
     /// Blocks leaves left out.
     pub failed_blocks: Vec<(String, FailedBlock)>,
     /// Leaves that did not answer, with why: the answer lacks their data.
@@ -142,49 +148,43 @@ impl Root {
                 async move { client.search(asked).await }
             })
             .await;
-        let mut answers: Vec<(usize, proto::SearchReply)> = Vec::new();
+        // Each leaf's answer, with the snapshot it searched (for the fetch).
+        let mut answers: Vec<(usize, u64, LeafAnswer)> = Vec::new();
         for (index, reply) in replies {
-            match reply {
-                Ok(reply) => answers.push((index, reply)),
+            match reply.map(|r| (r.snapshot, convert::answer_from_proto(&r, request))) {
+                Ok((snapshot, Ok(leaf_answer))) => answers.push((index, snapshot, leaf_answer)),
+                Ok((_, Err(message))) => answer
+                    .failed_leaves
+                    .push((self.leaves[index].0.clone(), message)),
                 Err(status) => answer.fail(&self.leaves[index].0, status)?,
             }
         }
 
         // The best hits of all leaves, each with the leaf it came from (block ids are a
         // leaf's own: two leaves may both have a block 1).
-        let mut tagged: Vec<(usize, u64, PartialHit)> = answers
-            .iter()
-            .flat_map(|(index, reply)| {
-                reply
-                    .hits
-                    .iter()
-                    .map(move |hit| (*index, reply.snapshot, convert::hit_from_proto(hit)))
-            })
-            .collect();
-        tagged.sort_by(|a, b| compare_hits(request.sort, &a.2, &b.2));
-        tagged.truncate(request.limit);
-        let totals: Vec<LeafAnswer> = answers
-            .iter()
-            .map(|(_, reply)| LeafAnswer {
-                hits: Vec::new(),
-                ..convert::answer_from_proto(reply)
-            })
-            .collect();
-        let merged = merge_answers(request, totals);
-        answer.count = merged.count;
-        answer.histogram = merged.histogram;
-        for (index, reply) in &answers {
-            for failed in convert::answer_from_proto(reply).failed {
+        let mut tagged: Vec<(usize, u64, PartialHit)> = Vec::new();
+        for (index, snapshot, leaf_answer) in &mut answers {
+            for hit in std::mem::take(&mut leaf_answer.hits) {
+                tagged.push((*index, *snapshot, hit));
+            }
+            for failed in &leaf_answer.failed {
                 answer
                     .failed_blocks
-                    .push((self.leaves[*index].0.clone(), failed));
+                    .push((self.leaves[*index].0.clone(), failed.clone()));
             }
         }
+        tagged.sort_by(|a, b| compare_hits(request, &a.2, &b.2));
+        tagged.truncate(request.limit);
+        let snapshots: Vec<(usize, u64)> = answers.iter().map(|(i, s, _)| (*i, *s)).collect();
+        let merged = merge_answers(request, answers.into_iter().map(|(_, _, a)| a));
+        answer.count = merged.count;
+        answer.histogram = merged.histogram;
+        answer.aggregations = merged.aggregations;
 
         // Fetch: each leaf's kept hits from the snapshot it searched, all leaves at once.
         let mut events: Vec<Option<Vec<(String, Value)>>> = vec![None; tagged.len()];
         let mut fetching = tokio::task::JoinSet::new();
-        for (index, snapshot) in answers.iter().map(|(i, r)| (*i, r.snapshot)) {
+        for (index, snapshot) in snapshots {
             let positions: Vec<usize> = (0..tagged.len())
                 .filter(|&p| tagged[p].0 == index)
                 .collect();
@@ -239,6 +239,30 @@ impl Root {
             })
             .collect();
         Ok(answer)
+    }
+
+    /// Before a histogram of width `auto`: the time span of the search over every leaf that
+    /// answers, and the leaves that did not (the caller's search will find them down too).
+    pub async fn span(&self, tenant: &str, query: &LeafQuery) -> Result<TimeSpan, ClusterError> {
+        let asked = proto::StatsRequest {
+            query: Some(convert::query_to_proto(tenant, query)),
+        };
+        let all: Vec<usize> = (0..self.leaves.len()).collect();
+        let replies = self
+            .each(&all, |mut client| {
+                let asked = asked.clone();
+                async move { client.span(asked).await }
+            })
+            .await;
+        let mut span = TimeSpan::Matches(None);
+        let mut ignored = RootAnswer::default();
+        for (index, reply) in replies {
+            match reply {
+                Ok(reply) => span = span.merge(convert::span_from_proto(&reply)),
+                Err(status) => ignored.fail(&self.leaves[index].0, status)?,
+            }
+        }
+        Ok(span)
     }
 
     /// Calls `call` on the leaves `which`, all at once; answers by leaf index.

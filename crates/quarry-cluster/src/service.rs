@@ -111,6 +111,20 @@ impl<T: Tenants> Leaf for LeafService<T> {
         Ok(Response::new(convert::stats_to_proto(&stats)))
     }
 
+    async fn span(
+        &self,
+        request: Request<proto::StatsRequest>,
+    ) -> Result<Response<proto::SpanReply>, Status> {
+        let (tenant, query) = convert::query_from_proto(request.into_inner().query)?;
+        let searcher = self.searcher(&tenant)?;
+        let span = blocking(move || {
+            let planned = searcher.leaf_plan(&query).map_err(query_error)?;
+            searcher.leaf_span(&planned).map_err(query_error)
+        })
+        .await?;
+        Ok(Response::new(convert::span_to_proto(span)))
+    }
+
     async fn search(
         &self,
         request: Request<proto::SearchRequest>,
@@ -154,7 +168,11 @@ impl<T: Tenants> Leaf for LeafService<T> {
                     SNAPSHOT_TTL.as_secs()
                 ))
             })?;
-        let hits: Vec<_> = request.hits.iter().map(convert::hit_from_proto).collect();
+        let hits: Vec<_> = request
+            .hits
+            .iter()
+            .map(|hit| convert::hit_from_proto(hit, false))
+            .collect();
         let events = blocking(move || searcher.fetch_partial(&hits).map_err(query_error)).await?;
         Ok(Response::new(proto::FetchReply {
             events: events.iter().map(|e| convert::event_to_proto(e)).collect(),

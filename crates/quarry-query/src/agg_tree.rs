@@ -32,7 +32,6 @@ use hashbrown::HashMap;
 use hyperloglogplus::{HyperLogLog, HyperLogLogPlus};
 use quarry_format::docvalues::DocValues;
 use quarry_format::{BlockReader, ColumnType, TERMINATED, TIME_FIELD};
-use std::hash::BuildHasherDefault;
 
 /// The most buckets one request may make over all its bucket nodes (Elasticsearch's
 /// `search.max_buckets`).
@@ -1427,7 +1426,7 @@ impl MetricState {
                 // The precision is a valid constant.
                 HyperLogLogPlus::new(
                     crate::aggregation::CARDINALITY_PRECISION,
-                    BuildHasherDefault::default(),
+                    crate::aggregation::FixedSipHash,
                 )
                 .expect("valid precision"),
             )),

@@ -22,10 +22,11 @@ use hyperloglogplus::{HyperLogLog, HyperLogLogPlus};
 use quarry_format::column::{ChunkValues, ColumnReader, DecodedChunk};
 use quarry_format::docvalues::{DocValues, DocValuesCursor};
 use quarry_format::{BlockReader, ColumnType, DecodeError};
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value as Json};
 use sketches_ddsketch::{Config as SketchConfig, DDSketch};
 use std::collections::BTreeMap;
-use std::hash::BuildHasherDefault;
+use std::hash::BuildHasher;
 
 /// Relative accuracy of percentile estimates.
 pub const PERCENTILE_RELATIVE_ERROR: f64 = 0.01;
@@ -33,7 +34,7 @@ pub const PERCENTILE_RELATIVE_ERROR: f64 = 0.01;
 pub(crate) const CARDINALITY_PRECISION: u8 = 14;
 const DEFAULT_PERCENTS: [f64; 3] = [50.0, 95.0, 99.0];
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum AggKind {
     Count,
     Terms { size: usize },
@@ -47,7 +48,7 @@ pub enum AggKind {
 }
 
 /// One requested aggregation, as parsed from `name(field, args)`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AggSpec {
     /// The text it was written as, normalized (`terms(client_ip, 10)`): its key in results.
     pub name: String,
@@ -126,8 +127,23 @@ impl AggSpec {
     }
 }
 
-pub(crate) type Hll =
-    HyperLogLogPlus<[u8], BuildHasherDefault<std::collections::hash_map::DefaultHasher>>;
+/// A cardinality sketch. Values are inserted as byte slices (the key type is `Vec<u8>` only
+/// because the sketch's deserializer needs a sized one; a `[u8]` hashes the same).
+pub(crate) type Hll = HyperLogLogPlus<Vec<u8>, FixedSipHash>;
+
+/// The hash of cardinality sketches: std's SipHash-1-3 with fixed keys, so that sketches
+/// built apart (per block, per node of one build) count a value alike and merge. A type of
+/// our own because a sketch travels with its hasher's builder.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+pub(crate) struct FixedSipHash;
+
+impl BuildHasher for FixedSipHash {
+    type Hasher = std::collections::hash_map::DefaultHasher;
+
+    fn build_hasher(&self) -> Self::Hasher {
+        std::collections::hash_map::DefaultHasher::new()
+    }
+}
 
 /// Counts by dictionary ordinal of one block's doc values, folded into the string counts when
 /// values come from another block (or at the end).
@@ -161,8 +177,7 @@ impl<'a> AggState<'a> {
             }
             AggKind::Cardinality => AggState::Distinct(Box::new(
                 // The precision is a valid constant.
-                HyperLogLogPlus::new(CARDINALITY_PRECISION, BuildHasherDefault::default())
-                    .expect("valid precision"),
+                HyperLogLogPlus::new(CARDINALITY_PRECISION, FixedSipHash).expect("valid precision"),
             )),
             _ => AggState::Numbers {
                 count: 0,
@@ -519,6 +534,26 @@ impl Percentiles {
                 .merge(more)
                 .expect("percentile sketches of one configuration");
         }
+    }
+
+    /// The state `Percentiles::counted` and the sketch describe (one or the other).
+    fn from_wire(counted: Vec<(f64, u64)>, sketch: Option<DDSketch>) -> Percentiles {
+        let mut state = Percentiles::new(false);
+        if let Some(sketch) = sketch {
+            state.exact = None;
+            state.sketch = Some(sketch);
+            return state;
+        }
+        let exact = state.exact.get_or_insert_with(HashMap::new);
+        for (v, n) in counted {
+            let value = v as i64;
+            if value as f64 == v && value.unsigned_abs() < 9_000_000_000_000_000 {
+                *exact.entry(value).or_default() += n;
+            } else {
+                *state.floats.entry((v + 0.0).to_bits()).or_default() += n;
+            }
+        }
+        state
     }
 
     /// The dense counts as (value, count), leaving them empty.
@@ -1108,31 +1143,58 @@ impl<'a> Group<'a> {
 /// Aggregation results per time bucket: `(bucket start ns, match count, results)`.
 pub type BucketAggregations = Vec<(i64, u64, serde_json::Map<String, Json>)>;
 
-impl Searcher {
-    /// Every spec over every match of `query`, as `{name: result}`.
-    pub fn aggregate(
-        &self,
-        query: &Query,
-        specs: &[AggSpec],
-    ) -> Result<serde_json::Map<String, Json>> {
-        let mut groups = self.aggregate_groups(query, specs, None)?;
-        Ok(groups
+/// The aggregations' states over some of the matches, not yet results: what a leaf of a
+/// distributed search answers (leaf.rs). Partials of the same specs over other matches merge
+/// ([`AggPartial::merge`]) into the state one searcher over all of them would reach, and only
+/// then become results. They travel as bytes ([`AggPartial::to_bytes`]): terms as every
+/// (value, count) seen, numbers as count/min/max/sum, percentiles as their exact counts or
+/// their DDSketch, cardinality as its HyperLogLog++ sketch.
+pub struct AggPartial {
+    /// The bucket width (ns) when the states are per bucket.
+    interval: Option<i64>,
+    /// Per bucket index (`start / interval`); one group, at 0, without buckets.
+    groups: BTreeMap<i64, Group<'static>>,
+}
+
+impl std::fmt::Debug for AggPartial {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AggPartial")
+            .field("interval", &self.interval)
+            .field("groups", &self.groups.len())
+            .finish()
+    }
+}
+
+impl AggPartial {
+    /// No matches yet.
+    pub fn empty(interval: Option<i64>) -> AggPartial {
+        AggPartial {
+            interval,
+            groups: BTreeMap::new(),
+        }
+    }
+
+    /// Adds `other`, the same specs' states over other matches.
+    pub fn merge(&mut self, other: AggPartial) {
+        merge_groups(&mut self.groups, other.groups);
+    }
+
+    /// The results over every match, as `{name: result}` (`Searcher::aggregate`).
+    pub fn overall(mut self, specs: &[AggSpec]) -> serde_json::Map<String, Json> {
+        self.groups
             .pop_first()
             .map(|(_, group)| group)
             .unwrap_or_else(|| Group::new(specs, true))
-            .results(specs))
+            .results(specs)
     }
 
-    /// Every spec per `interval` bucket of `_time` (empty buckets between the first and last
-    /// non-empty one included).
-    pub fn aggregate_histogram(
-        &self,
-        query: &Query,
-        interval: i64,
-        specs: &[AggSpec],
-    ) -> Result<BucketAggregations> {
-        let mut groups = self.aggregate_groups(query, specs, Some(interval))?;
-        let (Some(&first), Some(&last)) = (groups.keys().next(), groups.keys().next_back()) else {
+    /// The results per bucket, empty buckets between the first and the last non-empty one
+    /// included (`Searcher::aggregate_histogram`).
+    pub fn buckets(mut self, specs: &[AggSpec]) -> Result<BucketAggregations> {
+        let interval = self.interval.unwrap_or(1);
+        let (Some(&first), Some(&last)) =
+            (self.groups.keys().next(), self.groups.keys().next_back())
+        else {
             return Ok(Vec::new());
         };
         if last - first >= MAX_BUCKETS {
@@ -1143,7 +1205,8 @@ impl Searcher {
         }
         Ok((first..=last)
             .map(|bucket| {
-                let group = groups
+                let group = self
+                    .groups
                     .remove(&bucket)
                     .unwrap_or_else(|| Group::new(specs, false));
                 (
@@ -1153,6 +1216,270 @@ impl Searcher {
                 )
             })
             .collect())
+    }
+
+    /// The states as bytes, to send to the root.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let wire = WirePartial {
+            interval: self.interval,
+            groups: self
+                .groups
+                .iter()
+                .map(|(&bucket, group)| WireGroup {
+                    bucket,
+                    count: group.count,
+                    states: group.states.iter().map(AggState::to_wire).collect(),
+                })
+                .collect(),
+        };
+        // Serializing owned plain data into a vector cannot fail.
+        postcard::to_allocvec(&wire).expect("aggregation states serialize")
+    }
+
+    /// States sent by `to_bytes`, checked against `specs` (one state per spec, of its kind).
+    pub fn from_bytes(bytes: &[u8], specs: &[AggSpec]) -> Result<AggPartial> {
+        let partial = AggPartial::decode(bytes)?;
+        partial.check(specs)?;
+        Ok(partial)
+    }
+
+    fn decode(bytes: &[u8]) -> Result<AggPartial> {
+        let wire: WirePartial = postcard::from_bytes(bytes)
+            .map_err(|e| QueryError::Invalid(format!("bad aggregation states: {e}")))?;
+        Ok(AggPartial {
+            interval: wire.interval,
+            groups: wire
+                .groups
+                .into_iter()
+                .map(|group| {
+                    let states = group.states.into_iter().map(AggState::from_wire).collect();
+                    (
+                        group.bucket,
+                        Group {
+                            count: group.count,
+                            states,
+                        },
+                    )
+                })
+                .collect(),
+        })
+    }
+
+    /// Whether every group holds one state per spec, of its kind: states that came from
+    /// elsewhere are checked before they merge.
+    pub fn check(&self, specs: &[AggSpec]) -> Result<()> {
+        for group in self.groups.values() {
+            let fits = group.states.len() == specs.len()
+                && group
+                    .states
+                    .iter()
+                    .zip(specs)
+                    .all(|(s, spec)| s.is_of(&spec.kind));
+            if !fits {
+                return Err(QueryError::Invalid(format!(
+                    "bad aggregation states: they do not fit the {} aggregations asked",
+                    specs.len()
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// As bytes (`to_bytes`); deserialized states are not checked against their specs
+/// (`AggPartial::check`).
+impl Serialize for AggPartial {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        serializer.serialize_bytes(&self.to_bytes())
+    }
+}
+
+impl<'de> Deserialize<'de> for AggPartial {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        let bytes: Vec<u8> = Deserialize::deserialize(deserializer)?;
+        AggPartial::decode(&bytes).map_err(serde::de::Error::custom)
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct WirePartial {
+    interval: Option<i64>,
+    groups: Vec<WireGroup>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct WireGroup {
+    bucket: i64,
+    count: u64,
+    states: Vec<WireState>,
+}
+
+/// One aggregation's state as it travels (postcard keeps every `f64` bit for bit, infinities
+/// of an empty min/max included).
+#[derive(Serialize, Deserialize)]
+enum WireState {
+    Count(u64),
+    Terms(Vec<(String, u64)>),
+    Numbers {
+        count: u64,
+        min: f64,
+        max: f64,
+        sum: f64,
+    },
+    Percentiles {
+        counted: Vec<(f64, u64)>,
+        sketch: Option<DDSketch>,
+    },
+    Distinct(Box<Hll>),
+}
+
+impl AggState<'_> {
+    fn to_wire(&self) -> WireState {
+        match self {
+            AggState::Count(n) => WireState::Count(*n),
+            AggState::Terms(counts, _) => {
+                WireState::Terms(counts.iter().map(|(k, &n)| (k.clone(), n)).collect())
+            }
+            &AggState::Numbers {
+                count,
+                min,
+                max,
+                sum,
+            } => WireState::Numbers {
+                count,
+                min,
+                max,
+                sum,
+            },
+            AggState::Percentiles(p) => match &p.sketch {
+                Some(sketch) => WireState::Percentiles {
+                    counted: Vec::new(),
+                    sketch: Some(sketch.clone()),
+                },
+                None => WireState::Percentiles {
+                    counted: p.counted(),
+                    sketch: None,
+                },
+            },
+            AggState::Distinct(hll) => WireState::Distinct(hll.clone()),
+        }
+    }
+
+    fn from_wire(wire: WireState) -> AggState<'static> {
+        match wire {
+            WireState::Count(n) => AggState::Count(n),
+            WireState::Terms(counts) => AggState::Terms(counts.into_iter().collect(), None),
+            WireState::Numbers {
+                count,
+                min,
+                max,
+                sum,
+            } => AggState::Numbers {
+                count,
+                min,
+                max,
+                sum,
+            },
+            WireState::Percentiles { counted, sketch } => {
+                AggState::Percentiles(Box::new(Percentiles::from_wire(counted, sketch)))
+            }
+            WireState::Distinct(hll) => AggState::Distinct(hll),
+        }
+    }
+
+    /// Whether this is a state of `kind` (states from elsewhere are checked before they
+    /// merge).
+    fn is_of(&self, kind: &AggKind) -> bool {
+        matches!(
+            (self, kind),
+            (AggState::Count(_), AggKind::Count)
+                | (AggState::Terms(..), AggKind::Terms { .. })
+                | (
+                    AggState::Numbers { .. },
+                    AggKind::Min | AggKind::Max | AggKind::Sum | AggKind::Avg | AggKind::Stats
+                )
+                | (AggState::Percentiles(_), AggKind::Percentiles(_))
+                | (AggState::Distinct(_), AggKind::Cardinality)
+        )
+    }
+
+    /// The state without borrowing its block: a terms count's ordinals become strings.
+    fn detach(self) -> AggState<'static> {
+        match self {
+            AggState::Count(n) => AggState::Count(n),
+            AggState::Terms(mut counts, ordinals) => {
+                fold_ordinals(&mut counts, ordinals);
+                AggState::Terms(counts, None)
+            }
+            AggState::Numbers {
+                count,
+                min,
+                max,
+                sum,
+            } => AggState::Numbers {
+                count,
+                min,
+                max,
+                sum,
+            },
+            AggState::Percentiles(p) => AggState::Percentiles(p),
+            AggState::Distinct(hll) => AggState::Distinct(hll),
+        }
+    }
+}
+
+impl Searcher {
+    /// Every spec over every match of `query`, as `{name: result}`.
+    pub fn aggregate(
+        &self,
+        query: &Query,
+        specs: &[AggSpec],
+    ) -> Result<serde_json::Map<String, Json>> {
+        Ok(self.aggregate_partial(query, specs, None)?.overall(specs))
+    }
+
+    /// Every spec per `interval` bucket of `_time` (empty buckets between the first and last
+    /// non-empty one included).
+    pub fn aggregate_histogram(
+        &self,
+        query: &Query,
+        interval: i64,
+        specs: &[AggSpec],
+    ) -> Result<BucketAggregations> {
+        self.aggregate_partial(query, specs, Some(interval))?
+            .buckets(specs)
+    }
+
+    /// The states of every spec over this searcher's matches of `query`, overall or per
+    /// `interval` bucket: a leaf's part of the answer.
+    pub fn aggregate_partial(
+        &self,
+        query: &Query,
+        specs: &[AggSpec],
+        interval: Option<i64>,
+    ) -> Result<AggPartial> {
+        let groups = self.aggregate_groups(query, specs, interval)?;
+        Ok(AggPartial {
+            interval,
+            groups: groups
+                .into_iter()
+                .map(|(bucket, group)| {
+                    let states = group.states.into_iter().map(AggState::detach).collect();
+                    (
+                        bucket,
+                        Group {
+                            count: group.count,
+                            states,
+                        },
+                    )
+                })
+                .collect(),
+        })
     }
 
     fn aggregate_groups(

@@ -18,11 +18,12 @@ use crate::searcher::{Hit, Searcher};
 use crate::weight::Weight;
 use quarry_format::column::ChunkCursor;
 use quarry_format::{DecodeError, TERMINATED};
+use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 /// One key of a sort: a field (`_time` for the time) and its direction.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SortKey {
     pub field: String,
     pub descending: bool,
@@ -31,7 +32,7 @@ pub struct SortKey {
 /// Sort hits by one or more keys, each ordering the hits the keys before it tie on
 /// (Elasticsearch's `"sort": [{"age": "desc"}, {"id": "asc"}]`); hits equal on every key
 /// come in time order, reversed when the first key is descending.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FieldSort {
     pub keys: Vec<SortKey>,
 }
@@ -54,7 +55,7 @@ impl FieldSort {
 }
 
 /// A hit's value for one sort key.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum SortValue {
     Number(f64),
     Str(String),
@@ -85,7 +86,7 @@ impl SortValue {
 /// Where a page sorted by fields ends: its last hit's values (one per key) and place in time
 /// order. Printed as `time:block:doc:VALUE[,VALUE...]`, each VALUE being `n` and a number's
 /// bits in hex, `s` and a JSON string, or `m` for a missing value.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SortCursor {
     pub values: Vec<SortValue>,
     pub time: i64,
@@ -175,7 +176,7 @@ impl ValueRef<'_> {
 }
 
 /// A hit's place in time order: (`_time`, block id, doc).
-type Place = (i64, u64, u32);
+pub(crate) type Place = (i64, u64, u32);
 
 /// One key's order of two values, `Less` when `a` comes first: missing values last in both
 /// directions, numbers before strings.
@@ -200,7 +201,7 @@ fn value_order(a: ValueRef<'_>, b: ValueRef<'_>, descending: bool) -> Ordering {
 }
 
 /// The order of two hits (`Less` when `a` comes first): key by key, then time order.
-fn order(
+pub(crate) fn order(
     a: &[SortValue],
     a_place: Place,
     b: &[SortValue],

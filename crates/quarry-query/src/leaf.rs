@@ -11,19 +11,25 @@
 //!    back, so every leaf scores with the idf and average lengths of the whole collection and
 //!    a hit scores the same whichever leaf holds it.
 //! 2. **Search**: each leaf answers a [`LeafRequest`] with a [`LeafAnswer`]: its best `limit`
-//!    hits as [`PartialHit`]s (block id, doc, time, score), its count, its histogram, and the
-//!    blocks it had to leave out. [`merge_answers`] keeps the best `limit` over all leaves in
-//!    the request's order (time, block id, doc for time sorts; score, then block start, block
-//!    id and doc, for relevance), sums counts and buckets, and lists every failed block: an
-//!    answer that lacks blocks says so and names them.
+//!    hits as [`PartialHit`]s (block id, doc, time, score or sort values), its count, its
+//!    histogram, its aggregations' states ([`AggPartial`]), and the blocks it had to leave
+//!    out. [`merge_answers`] keeps the best `limit` over all leaves in the request's order
+//!    (time, block id, doc for time sorts; score, then block start, block id and doc, for
+//!    relevance; the sort values, then time order, for field sorts), sums counts and buckets,
+//!    merges the aggregation states, and lists every failed block: an answer that lacks
+//!    blocks says so and names them. A histogram of width `auto` needs the span of the
+//!    matches first ([`Searcher::leaf_span`], summed by [`TimeSpan::merge`]).
 //! 3. **Fetch**: the root asks the leaf holding each kept hit for its event
 //!    ([`Searcher::fetch_partial`]).
 //!
-//! Covered so far: hits by time and by relevance, counts and histograms. Aggregations and
-//! field sorts still run on one node (`Searcher::execute`).
+//! Covered: hits by time, by relevance and by fields (with `search_after`), counts,
+//! histograms, and the flat aggregations (overall and per bucket). The nested aggregations
+//! of Elasticsearch's DSL (agg_tree.rs) still run on one node (`Searcher::execute`).
 
+use crate::aggregation::{AggPartial, AggSpec};
 use crate::cursor::Cursor;
 use crate::error::Result;
+use crate::field_sort::{FieldSort, SortCursor, SortValue};
 use crate::query::Query;
 use crate::searcher::{Hit, HitsRequest, Searcher, SortOrder};
 use crate::weight::GlobalStats;
@@ -53,22 +59,29 @@ pub struct LeafQuery {
 }
 
 /// What a leaf is asked, besides the query.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct LeafRequest {
     /// Hits wanted (the root keeps this many of all leaves' hits).
     pub limit: usize,
     pub sort: SortOrder,
     /// For time sorts: continue after this hit.
     pub after: Option<Cursor>,
+    /// Sort by these fields instead (`sort` is then not used).
+    pub sort_field: Option<FieldSort>,
+    /// With `sort_field`: continue after this hit.
+    pub sort_after: Option<SortCursor>,
     /// Also count every match.
     pub count: bool,
     /// A histogram with buckets this wide (ns). The root resolves `auto` first: the width
-    /// depends on the time range of every leaf's matches.
+    /// depends on the time span of every leaf's matches (`Searcher::leaf_span`).
     pub histogram: Option<i64>,
+    /// Aggregations over every match, or per bucket with a histogram (whose counts then
+    /// come with the states).
+    pub aggregations: Vec<AggSpec>,
 }
 
 /// Where a hit is, and what orders it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PartialHit {
     pub time: i64,
     /// The block's id in its catalog.
@@ -79,6 +92,20 @@ pub struct PartialHit {
     /// The first time in the hit's block: relevance ties are broken by (block start, block
     /// id, doc), the order in which one searcher holds its blocks.
     pub block_start: i64,
+    /// For field sorts: the hit's value for each key.
+    pub sort_values: Option<Vec<SortValue>>,
+}
+
+impl PartialHit {
+    /// Where the next page of a field sort starts, when this hit ends one.
+    pub fn sort_cursor(&self) -> Option<SortCursor> {
+        self.sort_values.as_ref().map(|values| SortCursor {
+            values: values.clone(),
+            time: self.time,
+            block_id: self.block,
+            doc: self.doc,
+        })
+    }
 }
 
 /// A block a leaf left out of its answer.
@@ -92,7 +119,7 @@ pub struct FailedBlock {
 }
 
 /// A leaf's partial answer, or the root's merge of several.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct LeafAnswer {
     /// Best first, in the request's order.
     pub hits: Vec<PartialHit>,
@@ -100,8 +127,41 @@ pub struct LeafAnswer {
     /// `(bucket start, count)` ascending, empty buckets between the first and the last
     /// included.
     pub histogram: Option<Vec<(i64, u64)>>,
+    /// With aggregations: their states (per bucket with a histogram, which is then not in
+    /// `histogram`: the states' counts are its counts).
+    pub aggregations: Option<AggPartial>,
     /// Blocks left out: when not empty, the answer is partial.
     pub failed: Vec<FailedBlock>,
+}
+
+/// How wide a search's time range is, for a histogram of width `auto`: the query's own range
+/// when it bounds both ends, else the span of the matches (oldest, newest).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TimeSpan {
+    Bounded(i64),
+    Matches(Option<(i64, i64)>),
+}
+
+impl TimeSpan {
+    /// The span over this leaf's and `other`'s matches.
+    pub fn merge(self, other: TimeSpan) -> TimeSpan {
+        match (self, other) {
+            (TimeSpan::Bounded(span), _) | (_, TimeSpan::Bounded(span)) => TimeSpan::Bounded(span),
+            (TimeSpan::Matches(a), TimeSpan::Matches(b)) => TimeSpan::Matches(match (a, b) {
+                (Some(a), Some(b)) => Some((a.0.min(b.0), a.1.max(b.1))),
+                (a, b) => a.or(b),
+            }),
+        }
+    }
+
+    /// Nanoseconds.
+    pub fn width(self) -> i64 {
+        match self {
+            TimeSpan::Bounded(span) => span,
+            TimeSpan::Matches(Some((oldest, newest))) => newest.saturating_sub(oldest),
+            TimeSpan::Matches(None) => 0,
+        }
+    }
 }
 
 impl Searcher {
@@ -156,36 +216,96 @@ impl Searcher {
         request: &LeafRequest,
         stats: Option<&GlobalStats>,
     ) -> Result<LeafAnswer> {
-        let hits = self.search_with(
-            query,
-            &HitsRequest {
-                limit: request.limit,
-                count: request.count,
-                sort: request.sort,
-                after: request.after,
-            },
-            stats,
-        )?;
-        let histogram = match request.histogram {
-            Some(interval) => Some(self.histogram(query, interval)?),
-            None => None,
+        let (hits, count) = match &request.sort_field {
+            Some(sort) => self.leaf_field_sort(query, request, sort)?,
+            None => {
+                let found = self.search_with(
+                    query,
+                    &HitsRequest {
+                        limit: request.limit,
+                        count: request.count,
+                        sort: request.sort,
+                        after: request.after,
+                    },
+                    stats,
+                )?;
+                let hits = found
+                    .hits
+                    .iter()
+                    .map(|hit| PartialHit {
+                        time: hit.time,
+                        block: self.block_ids[hit.block as usize],
+                        doc: hit.doc,
+                        score: hit.score,
+                        block_start: self.blocks()[hit.block as usize].manifest().time_min,
+                        sort_values: None,
+                    })
+                    .collect();
+                (hits, found.count)
+            }
+        };
+        let (histogram, aggregations) = match (request.histogram, request.aggregations.is_empty()) {
+            (Some(interval), true) => (Some(self.histogram(query, interval)?), None),
+            (interval, false) => (
+                None,
+                Some(self.aggregate_partial(query, &request.aggregations, interval)?),
+            ),
+            (None, true) => (None, None),
         };
         Ok(LeafAnswer {
-            hits: hits
-                .hits
-                .iter()
-                .map(|hit| PartialHit {
-                    time: hit.time,
-                    block: self.block_ids[hit.block as usize],
-                    doc: hit.doc,
-                    score: hit.score,
-                    block_start: self.blocks()[hit.block as usize].manifest().time_min,
-                })
-                .collect(),
-            count: hits.count,
+            hits,
+            count,
             histogram,
+            aggregations,
             failed: Vec::new(),
         })
+    }
+
+    /// The hits of a field sort, and the count if asked.
+    fn leaf_field_sort(
+        &self,
+        query: &Query,
+        request: &LeafRequest,
+        sort: &FieldSort,
+    ) -> Result<(Vec<PartialHit>, Option<u64>)> {
+        // A text multi-field sorts by its parent's values; a keyword view (`X.keyword`, a
+        // keyword multi-field) is read as one by `by_field`.
+        let mut sort = sort.clone();
+        let mapping = self.schema().mapping();
+        for key in &mut sort.keys {
+            if mapping.whole_values(&key.field).is_none() {
+                key.field = mapping.values_field(&key.field).to_owned();
+            }
+        }
+        let weight = self.filter_weight(query).with_checked_ranges();
+        let hits = self
+            .by_field(&weight, &sort, request.limit, request.sort_after.as_ref())?
+            .into_iter()
+            .map(|(hit, cursor)| PartialHit {
+                time: hit.time,
+                block: cursor.block_id,
+                doc: hit.doc,
+                score: None,
+                block_start: self.blocks()[hit.block as usize].manifest().time_min,
+                sort_values: Some(cursor.values),
+            })
+            .collect();
+        let count = if request.count {
+            Some(self.count(query)?)
+        } else {
+            None
+        };
+        Ok((hits, count))
+    }
+
+    /// Before a histogram of width `auto`: how wide the search's time range is here.
+    pub fn leaf_span(&self, query: &Query) -> Result<TimeSpan> {
+        let ((start, end), _) = query.time_bounds();
+        if start != i64::MIN && end != i64::MAX {
+            return Ok(TimeSpan::Bounded(end.saturating_sub(start)));
+        }
+        let mut snapshot = self.clone();
+        snapshot.skip_damaged(|searcher| Ok(TimeSpan::Matches(searcher.match_edges(query)?)))
     }
 
     /// Phase 3: the events of `hits` (each in one of this leaf's blocks), in their order. A
@@ -218,12 +338,23 @@ impl Searcher {
     }
 }
 
-/// Whether `a` comes before `b` in `sort`'s order, as one searcher over all the blocks orders
-/// them: time sorts by (time, block id, doc) (timeline.rs); relevance by score, ties by the
-/// place of the hit in the searcher's blocks, (block start, block id, doc).
-pub fn compare_hits(sort: SortOrder, a: &PartialHit, b: &PartialHit) -> Ordering {
+/// Whether `a` comes before `b` in the request's order, as one searcher over all the blocks
+/// orders them: time sorts by (time, block id, doc) (timeline.rs); relevance by score, ties by
+/// the place of the hit in the searcher's blocks, (block start, block id, doc); field sorts
+/// by the sort values, then time order (field_sort.rs).
+pub fn compare_hits(request: &LeafRequest, a: &PartialHit, b: &PartialHit) -> Ordering {
+    if let Some(sort) = &request.sort_field {
+        let values = |hit: &PartialHit| hit.sort_values.clone().unwrap_or_default();
+        return crate::field_sort::order(
+            &values(a),
+            (a.time, a.block, a.doc),
+            &values(b),
+            (b.time, b.block, b.doc),
+            sort,
+        );
+    }
     let place = |hit: &PartialHit| (hit.block_start, hit.block, hit.doc);
-    match sort {
+    match request.sort {
         SortOrder::TimeDesc => (b.time, b.block, b.doc).cmp(&(a.time, a.block, a.doc)),
         SortOrder::TimeAsc => (a.time, a.block, a.doc).cmp(&(b.time, b.block, b.doc)),
         SortOrder::Relevance => {
@@ -237,7 +368,7 @@ pub fn compare_hits(sort: SortOrder, a: &PartialHit, b: &PartialHit) -> Ordering
 
 /// The root's merge of the answers to `request`: the best `request.limit` hits of all
 /// `answers` in its order, counts and histogram buckets summed (a count or a histogram is there
-/// if every answer has one), and every failed block listed.
+/// if every answer has one), aggregation states merged, and every failed block listed.
 pub fn merge_answers(
     request: &LeafRequest,
     answers: impl IntoIterator<Item = LeafAnswer>,
@@ -245,6 +376,7 @@ pub fn merge_answers(
     let mut merged = LeafAnswer::default();
     let mut count = Some(0u64);
     let mut histogram: Option<Vec<(i64, u64)>> = Some(Vec::new());
+    let mut aggregations: Option<AggPartial> = None;
     let mut any = false;
     for answer in answers {
         any = true;
@@ -254,14 +386,21 @@ pub fn merge_answers(
             all.extend(buckets);
             all
         });
+        if let Some(partial) = answer.aggregations {
+            match &mut aggregations {
+                Some(total) => total.merge(partial),
+                None => aggregations = Some(partial),
+            }
+        }
         merged.failed.extend(answer.failed);
     }
     if !any {
         return merged;
     }
-    merged.hits.sort_by(|a, b| compare_hits(request.sort, a, b));
+    merged.hits.sort_by(|a, b| compare_hits(request, a, b));
     merged.hits.truncate(request.limit);
     merged.count = count;
+    merged.aggregations = aggregations;
     merged.histogram = histogram
         .zip(request.histogram)
         .map(|(buckets, width)| sum_buckets(buckets, width));

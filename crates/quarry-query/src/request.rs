@@ -5,11 +5,12 @@
 //! nothing themselves (STYLE.md, "Requests and snapshots").
 
 use crate::agg_tree::{AggNode, AggResult};
+use crate::aggregation::AggPartial;
 use crate::aggregation::AggSpec;
 use crate::cursor::Cursor;
 use crate::error::Result;
 use crate::field_sort::{FieldSort, SortCursor};
-use crate::leaf::{merge_answers, LeafRequest};
+use crate::leaf::{merge_answers, LeafRequest, PartialHit};
 use crate::parser::Ast;
 use crate::searcher::{Searcher, SortOrder};
 use quarry_format::Value;
@@ -25,7 +26,7 @@ pub enum HistogramInterval {
 }
 
 /// Buckets `auto` aims at.
-const AUTO_BUCKETS: i64 = 100;
+pub const AUTO_BUCKETS: i64 = 100;
 
 #[derive(Debug, Clone)]
 pub struct SearchRequest {
@@ -199,73 +200,38 @@ impl Searcher {
                 .warnings
                 .push(Warning::UnknownFields { names: unknown });
         }
-        if let Some(sort) = &request.sort_field {
-            // A text multi-field sorts by its parent's values; a keyword view (`X.keyword`, a
-            // keyword multi-field) is read as one by `by_field`.
-            let mut sort = sort.clone();
-            let mapping = self.schema().mapping();
-            for key in &mut sort.keys {
-                if mapping.whole_values(&key.field).is_none() {
-                    key.field = mapping.values_field(&key.field).to_owned();
-                }
-            }
-            let weight = self.filter_weight(&query).with_checked_ranges();
-            let hits = self.by_field(&weight, &sort, request.limit, request.sort_after.as_ref())?;
-            if request.count {
-                response.count = Some(self.count(&query)?);
-            }
-            let (hits, cursors): (Vec<_>, Vec<_>) = hits.into_iter().unzip();
-            let events = self.events(&hits)?;
-            response.hits = hits
-                .iter()
-                .zip(cursors)
-                .zip(events)
-                .map(|((hit, cursor), event)| HitEvent {
-                    time: hit.time,
-                    score: None,
-                    cursor: None,
-                    sort_cursor: Some(cursor),
-                    location: self.cursor_of(hit),
-                    event,
-                    matched: Vec::new(),
-                })
-                .collect();
-        } else {
-            // One leaf and the root (leaf.rs): this searcher's partial hits, merged (here
-            // alone), then fetched; a cluster runs the same steps over several leaves.
-            let leaf = LeafRequest {
-                limit: request.limit,
-                sort: request.sort,
-                after: request.after,
-                // The aggregations' walk counts the matches.
-                count: request.count && request.tree.is_empty(),
-                histogram: None,
-            };
-            let hits = merge_answers(&leaf, [self.leaf_answer(&query, &leaf, None)?]);
-            response.count = hits.count;
-            let events = self.fetch_partial(&hits.hits)?;
-            response.hits = hits
-                .hits
-                .iter()
-                .zip(events)
-                .map(|(hit, event)| {
-                    let location = Cursor {
-                        time: hit.time,
-                        block_id: hit.block,
-                        doc: hit.doc,
-                    };
-                    HitEvent {
-                        time: hit.time,
-                        score: hit.score,
-                        cursor: (request.sort != SortOrder::Relevance).then_some(location),
-                        sort_cursor: None,
-                        location,
-                        event,
-                        matched: Vec::new(),
-                    }
-                })
-                .collect();
-        }
+        let interval = match request.histogram {
+            None => None,
+            Some(HistogramInterval::Fixed(interval)) => Some(interval),
+            Some(HistogramInterval::Auto) => Some(self.auto_interval(&query, AUTO_BUCKETS)?),
+        };
+        // One leaf and the root (leaf.rs): this searcher's partial answer, merged (here
+        // alone), then fetched; a cluster runs the same steps over several leaves.
+        let leaf = LeafRequest {
+            limit: request.limit,
+            sort: request.sort,
+            after: request.after,
+            sort_field: request.sort_field.clone(),
+            sort_after: request.sort_after.clone(),
+            // The nested aggregations' walk counts the matches (not for field sorts, whose
+            // count has always been the leaf's).
+            count: request.count && (request.tree.is_empty() || request.sort_field.is_some()),
+            histogram: interval,
+            aggregations: request.aggregations.clone(),
+        };
+        let merged = merge_answers(&leaf, [self.leaf_answer(&query, &leaf, None)?]);
+        let events = self.fetch_partial(&merged.hits)?;
+        let (count, histogram, aggregations) =
+            finish(&leaf, merged.count, merged.histogram, merged.aggregations)?;
+        response.count = count;
+        response.histogram = histogram;
+        response.aggregations = aggregations;
+        response.hits = merged
+            .hits
+            .into_iter()
+            .zip(events)
+            .map(|(hit, event)| hit_event(request.sort, hit, event))
+            .collect();
         if let Some(ast) = &request.ast {
             let mut named = Vec::new();
             named_clauses(ast, &mut named);
@@ -279,43 +245,6 @@ impl Searcher {
                 }
             }
         }
-        let interval = match request.histogram {
-            None => None,
-            Some(HistogramInterval::Fixed(interval)) => Some(interval),
-            Some(HistogramInterval::Auto) => Some(self.auto_interval(&query, AUTO_BUCKETS)?),
-        };
-        match (interval, request.aggregations.is_empty()) {
-            (Some(interval), true) => {
-                let buckets = self.histogram(&query, interval)?;
-                response.histogram = Some(
-                    buckets
-                        .into_iter()
-                        .map(|(start, count)| Bucket {
-                            start,
-                            count,
-                            aggregations: None,
-                        })
-                        .collect(),
-                );
-            }
-            (Some(interval), false) => {
-                let buckets = self.aggregate_histogram(&query, interval, &request.aggregations)?;
-                response.histogram = Some(
-                    buckets
-                        .into_iter()
-                        .map(|(start, count, aggregations)| Bucket {
-                            start,
-                            count,
-                            aggregations: Some(aggregations),
-                        })
-                        .collect(),
-                );
-            }
-            (None, false) => {
-                response.aggregations = Some(self.aggregate(&query, &request.aggregations)?);
-            }
-            (None, true) => {}
-        }
         if !request.tree.is_empty() {
             let (results, matches) = self.aggregate_tree_counted(&query, &request.tree)?;
             response.tree = Some(results);
@@ -325,6 +254,76 @@ impl Searcher {
         }
         Ok(response)
     }
+}
+
+/// A merged partial hit and its event as a response has them.
+pub fn hit_event(sort: SortOrder, hit: PartialHit, event: Vec<(String, Value)>) -> HitEvent {
+    let location = Cursor {
+        time: hit.time,
+        block_id: hit.block,
+        doc: hit.doc,
+    };
+    let sort_cursor = hit.sort_cursor();
+    HitEvent {
+        time: hit.time,
+        score: hit.score,
+        cursor: (sort != SortOrder::Relevance && sort_cursor.is_none()).then_some(location),
+        sort_cursor,
+        location,
+        event,
+        matched: Vec::new(),
+    }
+}
+
+/// The parts of a response a root makes from merged leaf answers to `leaf`: the count, the
+/// histogram (from the aggregation states' groups when there are aggregations), and the
+/// aggregations overall.
+#[allow(clippy::type_complexity)]
+pub fn finish(
+    leaf: &LeafRequest,
+    count: Option<u64>,
+    histogram: Option<Vec<(i64, u64)>>,
+    aggregations: Option<AggPartial>,
+) -> Result<(
+    Option<u64>,
+    Option<Vec<Bucket>>,
+    Option<serde_json::Map<String, serde_json::Value>>,
+)> {
+    let specs = &leaf.aggregations;
+    let partial = || aggregations.unwrap_or_else(|| AggPartial::empty(leaf.histogram));
+    let (histogram, aggregations) = match (leaf.histogram, specs.is_empty()) {
+        (Some(_), true) => (
+            Some(
+                histogram
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(start, count)| Bucket {
+                        start,
+                        count,
+                        aggregations: None,
+                    })
+                    .collect(),
+            ),
+            None,
+        ),
+        (Some(_), false) => (
+            Some(
+                partial()
+                    .buckets(specs)?
+                    .into_iter()
+                    .map(|(start, count, aggregations)| Bucket {
+                        start,
+                        count,
+                        aggregations: Some(aggregations),
+                    })
+                    .collect(),
+            ),
+            None,
+        ),
+        (None, false) => (None, Some(partial().overall(specs))),
+        (None, true) => (None, None),
+    };
+    Ok((count, histogram, aggregations))
 }
 
 /// The query's named clauses (`Ast::Named`), outermost first, in the order written.

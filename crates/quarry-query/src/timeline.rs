@@ -394,37 +394,46 @@ impl Searcher {
     /// newest, a head and a tail of one hit each), so an outlier event that does not match
     /// cannot stretch the buckets.
     pub fn auto_interval(&self, query: &Query, target: i64) -> Result<i64> {
-        const STEPS: [i64; 16] = [
-            1, 5, 10, 30, 60, 300, 600, 1800, 3600, 10_800, 21_600, 43_200, 86_400, 604_800,
-            2_592_000, 31_536_000,
-        ];
         let ((start, end), _) = query.time_bounds();
         let span = if start != i64::MIN && end != i64::MAX {
             end.saturating_sub(start)
         } else {
-            let edge = |sort| -> Result<Option<i64>> {
-                let request = HitsRequest {
-                    limit: 1,
-                    sort,
-                    ..Default::default()
-                };
-                Ok(self
-                    .search(query, &request)?
-                    .hits
-                    .first()
-                    .map(|hit| hit.time))
-            };
-            match (edge(SortOrder::TimeAsc)?, edge(SortOrder::TimeDesc)?) {
-                (Some(oldest), Some(newest)) => newest.saturating_sub(oldest),
-                _ => 0,
-            }
+            self.match_edges(query)?
+                .map_or(0, |(oldest, newest)| newest.saturating_sub(oldest))
         };
-        Ok(STEPS
-            .iter()
-            .map(|s| s * 1_000_000_000)
-            .find(|step| span / step < target)
-            .unwrap_or(31_536_000 * 1_000_000_000))
+        Ok(interval_for_span(span, target))
     }
+
+    /// The times of the oldest and the newest match of `query`, if any.
+    pub(crate) fn match_edges(&self, query: &Query) -> Result<Option<(i64, i64)>> {
+        let edge = |sort| -> Result<Option<i64>> {
+            let request = HitsRequest {
+                limit: 1,
+                sort,
+                ..Default::default()
+            };
+            Ok(self
+                .search(query, &request)?
+                .hits
+                .first()
+                .map(|hit| hit.time))
+        };
+        Ok(edge(SortOrder::TimeAsc)?.zip(edge(SortOrder::TimeDesc)?))
+    }
+}
+
+/// The first round width (a second, 5 s, ... a year) that cuts `span` ns into fewer than
+/// `target` buckets.
+pub fn interval_for_span(span: i64, target: i64) -> i64 {
+    const STEPS: [i64; 16] = [
+        1, 5, 10, 30, 60, 300, 600, 1800, 3600, 10_800, 21_600, 43_200, 86_400, 604_800, 2_592_000,
+        31_536_000,
+    ];
+    STEPS
+        .iter()
+        .map(|s| s * 1_000_000_000)
+        .find(|step| span / step < target)
+        .unwrap_or(31_536_000 * 1_000_000_000)
 }
 
 /// The buckets of the docs `[lo, hi)` and their endpoints as doc ids: bucket `buckets[k]` (an

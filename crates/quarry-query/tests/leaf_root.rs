@@ -2,16 +2,20 @@
 //! dealt to one to four leaves, and every answer of the leaves merged by the root (statistics
 //! phase, partial hits, merge, fetch) must equal the single searcher's over all the blocks:
 //! the same hits in the same order with the same scores, the same count, the same histogram,
-//! the same events.
+//! the same events; hits sorted by fields and paged the same; aggregations (overall and per
+//! bucket: terms, stats, percentiles, cardinality) with the same results.
 
 use proptest::prelude::*;
 use quarry_format::BlockReader;
 use quarry_index::{Analyzer, SegmentBuilder};
+use quarry_query::aggregation::AggSpec;
+use quarry_query::field_sort::FieldSort;
 use quarry_query::leaf::{
     merge_answers, LeafAnswer, LeafQuery, LeafRequest, PartialHit, QuerySource,
 };
+use quarry_query::request::finish;
 use quarry_query::weight::GlobalStats;
-use quarry_query::{HitsRequest, Searcher, SortOrder};
+use quarry_query::{HistogramInterval, HitsRequest, SearchRequest, Searcher, SortOrder};
 use std::sync::Arc;
 
 const WORDS: &[&str] = &["alpha", "beta", "gamma", "delta", "error", "timeout"];
@@ -33,6 +37,8 @@ struct Event {
     time: i64,
     message: String,
     level: &'static str,
+    /// Not every event has one.
+    latency: Option<u32>,
 }
 
 fn event_strategy() -> impl Strategy<Value = Event> {
@@ -40,12 +46,14 @@ fn event_strategy() -> impl Strategy<Value = Event> {
         0..40i64,
         prop::collection::vec(prop::sample::select(WORDS), 1..6),
         prop::sample::select(&["info", "warn", "error"][..]),
+        prop::option::of(0..50u32),
     )
-        .prop_map(|(second, words, level)| Event {
+        .prop_map(|(second, words, level, latency)| Event {
             // Many ties in time: the order's tie-breaks (block id, doc) are exercised.
             time: 1_700_000_000 * SECOND + second * SECOND,
             message: words.join(" "),
             level,
+            latency,
         })
 }
 
@@ -55,7 +63,20 @@ fn block(id: u64, events: &[Event], analyzer: &Arc<Analyzer>) -> Arc<BlockReader
     for event in events {
         let message = quarry_format::Value::Str(event.message.clone());
         let level = quarry_format::Value::Str(event.level.to_owned());
-        segment.add_event(event.time, [("message", &message), ("level", &level)]);
+        match event.latency {
+            Some(ms) => {
+                let latency = quarry_format::Value::I64(i64::from(ms));
+                segment.add_event(
+                    event.time,
+                    [
+                        ("message", &message),
+                        ("level", &level),
+                        ("latency", &latency),
+                    ],
+                );
+            }
+            None => segment.add_event(event.time, [("message", &message), ("level", &level)]),
+        }
     }
     let path = std::path::PathBuf::from(format!("{id:08}.qblk"));
     let (_, bytes) = segment.encode_block(&path).unwrap();
@@ -139,7 +160,19 @@ fn root_search(leaves: &[Searcher], source: QuerySource, request: &LeafRequest) 
         let answer = leaf.leaf_search(query, request, stats.as_ref()).unwrap();
         let sent: LeafAnswer =
             serde_json::from_str(&serde_json::to_string(&answer).unwrap()).unwrap();
-        assert_eq!(sent, answer, "a leaf answer survives JSON");
+        assert_eq!(
+            (&sent.hits, sent.count, &sent.histogram, &sent.failed),
+            (
+                &answer.hits,
+                answer.count,
+                &answer.histogram,
+                &answer.failed
+            ),
+            "a leaf answer survives JSON"
+        );
+        if let Some(states) = &sent.aggregations {
+            states.check(&request.aggregations).unwrap();
+        }
         sent
     });
     merge_answers(request, answers.collect::<Vec<_>>())
@@ -176,9 +209,9 @@ fn check(events: Vec<Event>, cuts: Vec<usize>, dealt: Vec<usize>, leaves_n: usiz
                 let request = LeafRequest {
                     limit,
                     sort,
-                    after: None,
                     count: true,
                     histogram: Some(7 * SECOND),
+                    ..LeafRequest::default()
                 };
                 let context = format!("{text:?} {sort:?} limit {limit}");
                 let expected = single
@@ -202,6 +235,7 @@ fn check(events: Vec<Event>, cuts: Vec<usize>, dealt: Vec<usize>, leaves_n: usiz
                         doc: hit.doc,
                         score: hit.score,
                         block_start: single.blocks()[hit.block as usize].manifest().time_min,
+                        sort_values: None,
                     })
                     .collect();
                 if sort == SortOrder::Relevance {
@@ -229,6 +263,91 @@ fn check(events: Vec<Event>, cuts: Vec<usize>, dealt: Vec<usize>, leaves_n: usiz
                 assert_eq!(fetched, single.events(&expected.hits).unwrap(), "{context}");
             }
         }
+        field_sorts_and_aggregations(&single, &leaves, text);
+    }
+}
+
+/// Field sorts (paged) and aggregations through the root, against `single.execute`.
+fn field_sorts_and_aggregations(single: &Searcher, leaves: &[Searcher], text: &str) {
+    let specs: Vec<AggSpec> = [
+        "count",
+        "terms(level, 2)",
+        "stats(latency)",
+        "percentiles(latency, 10, 50, 99)",
+        "cardinality(latency)",
+        "avg(latency)",
+    ]
+    .iter()
+    .map(|s| AggSpec::parse(s).unwrap())
+    .collect();
+    for histogram in [None, Some(7 * SECOND)] {
+        let request = LeafRequest {
+            limit: 0,
+            count: true,
+            histogram,
+            aggregations: specs.clone(),
+            ..LeafRequest::default()
+        };
+        let merged = root_search(leaves, QuerySource::Text(text.to_string()), &request);
+        let got = finish(
+            &request,
+            merged.count,
+            merged.histogram,
+            merged.aggregations,
+        )
+        .unwrap();
+        let want = single
+            .execute(&SearchRequest {
+                query: text.to_string(),
+                limit: 0,
+                count: true,
+                histogram: histogram.map(HistogramInterval::Fixed),
+                aggregations: specs.clone(),
+                ..SearchRequest::default()
+            })
+            .unwrap();
+        let context = format!("{text:?} aggregations, histogram {histogram:?}");
+        assert_eq!(got.0, want.count, "{context}");
+        assert_eq!(got.1, want.histogram, "{context}");
+        assert_eq!(got.2, want.aggregations, "{context}");
+    }
+    for sort in [
+        FieldSort::by("latency", true),
+        FieldSort {
+            keys: vec![
+                FieldSort::by("level", false).keys.remove(0),
+                FieldSort::by("latency", false).keys.remove(0),
+            ],
+        },
+    ] {
+        let context = format!("{text:?} sorted by {sort:?}");
+        let want = single
+            .execute(&SearchRequest {
+                query: text.to_string(),
+                limit: 1000,
+                sort_field: Some(sort.clone()),
+                ..SearchRequest::default()
+            })
+            .unwrap();
+        let want: Vec<_> = want.hits.iter().map(|h| h.sort_cursor.clone()).collect();
+        // Pages of 4, each after the last hit of the one before.
+        let mut got = Vec::new();
+        let mut after = None;
+        loop {
+            let request = LeafRequest {
+                limit: 4,
+                sort_field: Some(sort.clone()),
+                sort_after: after,
+                ..LeafRequest::default()
+            };
+            let page = root_search(leaves, QuerySource::Text(text.to_string()), &request);
+            let Some(last) = page.hits.last() else {
+                break;
+            };
+            after = last.sort_cursor();
+            got.extend(page.hits.iter().map(|h| h.sort_cursor()));
+        }
+        assert_eq!(got, want, "{context}");
     }
 }
 
@@ -256,6 +375,7 @@ fn a_tail_pages_through_the_root_like_one_searcher() {
             time: (i / 3) * SECOND,
             message: WORDS[i as usize % WORDS.len()].to_owned(),
             level: "info",
+            latency: None,
         })
         .collect();
     let blocks: Vec<Arc<BlockReader>> = events
@@ -290,8 +410,7 @@ fn a_tail_pages_through_the_root_like_one_searcher() {
             limit: 9,
             sort: SortOrder::TimeDesc,
             after,
-            count: false,
-            histogram: None,
+            ..LeafRequest::default()
         };
         let source = QuerySource::Dsl {
             query: serde_json::json!({"query_string": {"query": "alpha OR beta"}}),

@@ -507,6 +507,10 @@ fn router(state: Arc<AppState>, guard: guard::Guard, request_timeout: Duration) 
             state.clone(),
             metrics::observe,
         ))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            local_reads_refused_in_a_cluster,
+        ))
         // `filter_path` on every Elasticsearch answer (es_filter_path.rs).
         .layer(axum::middleware::from_fn(es_filter_path::layer))
         .layer(DefaultBodyLimit::max(body_limit))
@@ -523,6 +527,63 @@ fn router(state: Arc<AppState>, guard: guard::Guard, request_timeout: Duration) 
         // (RUST_LOG=tower_http=debug).
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)
+}
+
+/// With `--peers`, the reads that are not answered through the cluster's root yet are a 400
+/// naming them: answered from this node's data alone they would be silently partial. The
+/// native search is answered over the cluster; writes, administration and health are each
+/// node's own.
+async fn local_reads_refused_in_a_cluster(
+    State(state): State<Arc<AppState>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if state.root.is_none() {
+        return next.run(request).await;
+    }
+    let path = request.uri().path();
+    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let reading = |name: &str| segments.contains(&name);
+    let native = segments.first() == Some(&"api");
+    let refused = if native {
+        ["export", "fields", "tail"]
+            .into_iter()
+            .find(|name| segments.get(3) == Some(name) && segments.len() == 4)
+    } else {
+        [
+            "_search",
+            "_msearch",
+            "_count",
+            "_pit",
+            "_mget",
+            "_source",
+            "_update",
+            "_create",
+            "_field_caps",
+            "_cat",
+        ]
+        .into_iter()
+        .find(|name| reading(name))
+        .or_else(|| {
+            // GET of one document by id.
+            (request.method() == axum::http::Method::GET
+                && segments.len() == 3
+                && segments[1] == "_doc")
+                .then_some("_doc")
+        })
+    };
+    let Some(name) = refused else {
+        return next.run(request).await;
+    };
+    let error = ApiError::bad_request(format!(
+        "{name} is not answered across a cluster yet (this node searches with --peers, and \
+         its own data alone would be a partial answer): use /api/v1/{{tenant}}/search"
+    ));
+    if native {
+        error.into_response()
+    } else {
+        es_api::es_error(error).into_response()
+    }
 }
 
 /// `/api/v1/{tenant}/_bulk` is `/{index}/_bulk` with the tenant as the default index, for a
@@ -892,81 +953,69 @@ async fn run_search(
 }
 
 /// A native search answered over the cluster's nodes (`--peers`): every node a leaf, this
-/// one the root. What the leaf API does not carry yet is refused by name, never answered from
-/// this node's data alone.
+/// one the root. What the leaf API does not carry yet (the nested aggregations of
+/// Elasticsearch's DSL) is refused by name, never answered from this node's data alone.
 async fn cluster_search(
     root: &quarry_cluster::Root,
     tenant: &str,
     request: &SearchRequest,
 ) -> Result<SearchResponse, ApiError> {
-    let refuse = |what: &str| {
-        Err(ApiError::bad_request(format!(
-            "{what} is not answered across a cluster yet (this node searches with --peers): \
-             ask without it"
-        )))
-    };
-    if !request.aggregations.is_empty() || !request.tree.is_empty() {
-        return refuse("aggs");
+    use quarry_query::leaf::{LeafQuery, LeafRequest, QuerySource};
+    if !request.tree.is_empty() {
+        return Err(ApiError::bad_request(
+            "nested aggregations are not answered across a cluster yet (this node searches \
+             with --peers): ask without them",
+        ));
     }
-    if request.sort_field.is_some() {
-        return refuse("a sort by field");
-    }
-    let histogram = match request.histogram {
-        None => None,
-        Some(quarry_query::HistogramInterval::Fixed(interval)) => Some(interval),
-        Some(quarry_query::HistogramInterval::Auto) => {
-            return refuse("histogram=auto (give an interval, such as 1m)")
-        }
-    };
-    let query = quarry_query::leaf::LeafQuery {
-        source: quarry_query::leaf::QuerySource::Text(request.query.clone()),
+    let query = LeafQuery {
+        source: QuerySource::Text(request.query.clone()),
         start: request.start,
         end: request.end,
     };
-    let leaf_request = quarry_query::leaf::LeafRequest {
+    let leaf_error = |error: quarry_cluster::ClusterError| ApiError::bad_request(error.to_string());
+    let histogram = match request.histogram {
+        None => None,
+        Some(quarry_query::HistogramInterval::Fixed(interval)) => Some(interval),
+        // The root asks every leaf how wide its matches are first (leaf.rs, `TimeSpan`).
+        Some(quarry_query::HistogramInterval::Auto) => {
+            let span = root.span(tenant, &query).await.map_err(leaf_error)?;
+            Some(quarry_query::timeline::interval_for_span(
+                span.width(),
+                quarry_query::request::AUTO_BUCKETS,
+            ))
+        }
+    };
+    let leaf_request = LeafRequest {
         limit: request.limit,
         sort: request.sort,
         after: request.after,
+        sort_field: request.sort_field.clone(),
+        sort_after: request.sort_after.clone(),
         count: request.count,
         histogram,
+        aggregations: request.aggregations.clone(),
     };
     let answer = root
         .search(tenant, &query, &leaf_request)
         .await
-        .map_err(|error| ApiError::bad_request(error.to_string()))?;
+        .map_err(leaf_error)?;
+    let (count, histogram, aggregations) = quarry_query::request::finish(
+        &leaf_request,
+        answer.count,
+        answer.histogram,
+        answer.aggregations,
+    )
+    .map_err(ApiError::from_query)?;
     let mut response = SearchResponse {
-        count: answer.count,
-        histogram: answer.histogram.map(|buckets| {
-            buckets
-                .into_iter()
-                .map(|(start, count)| quarry_query::Bucket {
-                    start,
-                    count,
-                    aggregations: None,
-                })
-                .collect()
-        }),
+        count,
+        histogram,
+        aggregations,
         ..SearchResponse::default()
     };
     response.hits = answer
         .hits
         .into_iter()
-        .map(|found| {
-            let location = quarry_query::Cursor {
-                time: found.hit.time,
-                block_id: found.hit.block,
-                doc: found.hit.doc,
-            };
-            quarry_query::HitEvent {
-                time: found.hit.time,
-                score: found.hit.score,
-                cursor: (request.sort != SortOrder::Relevance).then_some(location),
-                sort_cursor: None,
-                location,
-                event: found.event,
-                matched: Vec::new(),
-            }
-        })
+        .map(|found| quarry_query::request::hit_event(request.sort, found.hit, found.event))
         .collect();
     for (leaf, failed) in answer.failed_blocks {
         response.warnings.push(Warning::DamagedBlock {

@@ -74,6 +74,18 @@ fn ingest(server: &Server, events: &[serde_json::Value]) {
     );
 }
 
+/// `text` as a query-string value.
+fn url_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -149,9 +161,9 @@ fn three_nodes_searched_by_a_root_answer_as_one_node() {
                 let request = LeafRequest {
                     limit,
                     sort,
-                    after: None,
                     count: true,
                     histogram: Some(60 * SECOND),
+                    ..LeafRequest::default()
                 };
                 let context = format!("{text:?} {sort:?} limit {limit}");
                 let got = runtime
@@ -190,9 +202,8 @@ fn three_nodes_searched_by_a_root_answer_as_one_node() {
     let request = LeafRequest {
         limit: 5,
         sort: SortOrder::TimeDesc,
-        after: None,
         count: true,
-        histogram: None,
+        ..LeafRequest::default()
     };
     let partial = runtime
         .block_on(root.search("default", &query, &request))
@@ -280,18 +291,60 @@ fn a_search_on_any_node_with_peers_answers_for_the_cluster() {
         "/api/v1/default/search?query=alpha&sort=time-desc&limit=20&count=true&histogram=1m",
         "/api/v1/default/search?query=error%20OR%20timeout&sort=time-asc&limit=50&count=true",
         "/api/v1/default/search?query=*&limit=0&count=true&histogram=5m",
+        // The width of `auto` from every node's matches.
+        "/api/v1/default/search?query=beta&limit=0&count=true&histogram=auto",
+        // Aggregations: states merged by the root.
+        "/api/v1/default/search?query=alpha&limit=0&count=true&aggs=terms(message,5)\
+         &aggs=stats(n)&aggs=percentiles(n,10,50,99)&aggs=cardinality(n)&aggs=count",
+        "/api/v1/default/search?query=*&limit=0&histogram=1m&aggs=avg(n)&aggs=terms(message,3)",
+        "/api/v1/default/search?query=gamma&limit=0&histogram=auto&aggs=max(n)",
+        // Field sorts.
+        "/api/v1/default/search?query=delta&sort=n:desc&limit=15&count=true",
+        "/api/v1/default/search?query=*&sort=message:asc&limit=40",
     ] {
         let (status, want) = whole.get(target);
         assert_eq!(status, 200, "{want}");
+        if target.contains("aggs=") {
+            let results = match &want["histogram"] {
+                serde_json::Value::Null => &want["aggregations"],
+                buckets => &buckets[0]["aggregations"],
+            };
+            assert!(results.is_object(), "{target}: {want}");
+        }
         for node in &nodes {
             let (status, got) = node.get(target);
             assert_eq!(status, 200, "{target}: {got}");
             assert_eq!(got["partial"], false, "{got}");
             assert_eq!(got["count"], want["count"], "{target}");
             assert_eq!(got["histogram"], want["histogram"], "{target}");
+            assert_eq!(got["aggregations"], want["aggregations"], "{target}");
             assert_eq!(ns_of(&got), ns_of(&want), "{target}");
         }
     }
+    // A field sort paged with search_after through the cluster: the pages are the whole
+    // sort of one node.
+    let (_, whole_sort) = whole.get("/api/v1/default/search?query=*&sort=message:desc&limit=600");
+    let mut paged = Vec::new();
+    let mut target = "/api/v1/default/search?query=*&sort=message:desc&limit=90".to_owned();
+    loop {
+        let (status, page) = nodes[1].get(&target);
+        assert_eq!(status, 200, "{page}");
+        let hits = ns_of(&page);
+        if hits.is_empty() {
+            break;
+        }
+        paged.extend(hits);
+        let cursor = page["hits"].as_array().unwrap().last().unwrap()["_cursor"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let cursor: String = url_encode(&cursor);
+        target = format!(
+            "/api/v1/default/search?query=*&sort=message:desc&limit=90&search_after={cursor}"
+        );
+    }
+    assert_eq!(paged, ns_of(&whole_sort));
+    assert_eq!(paged.len(), 600);
     // Ranked: the same events, scores to rounding.
     let target = "/api/v1/default/search?query=alpha%20beta&limit=10";
     let (_, want) = whole.get(target);
@@ -309,15 +362,18 @@ fn a_search_on_any_node_with_peers_answers_for_the_cluster() {
     }
     assert_eq!(scores(&got).len(), scores(&want).len());
 
-    // Not carried by the leaf API yet: refused by name.
-    let (status, refused) = nodes[0].get("/api/v1/default/search?query=*&aggs=terms(message,5)");
+    // Not carried by the leaf API yet: refused by name, never answered from one node's data.
+    let body = json!({"size": 0, "aggs": {"by": {"terms": {"field": "message"}}}});
+    let (status, refused) = nodes[0].request("POST", "/default/_search", Some(&body.to_string()));
     assert_eq!(status, 400, "{refused}");
     assert!(
         refused
             .to_string()
-            .contains("aggs is not answered across a cluster"),
+            .contains("_search is not answered across a cluster"),
         "{refused}"
     );
+    let (status, refused) = nodes[0].get("/api/v1/default/fields");
+    assert_eq!(status, 400, "{refused}");
 
     // A node gone: partial, named.
     let gone = nodes.remove(1);

@@ -42,7 +42,19 @@ impl Tenant {
         config: &IngestConfig,
     ) -> Result<Tenant, ServerError> {
         let dir = tenants::catalog_dir(data, &spec.name);
-        let catalog = config.metastore.open_catalog(&dir, &spec.name)?;
+        let searcher = config.role == crate::live::Role::Searcher;
+        let catalog = if searcher {
+            // The directory keeps only local files (an empty WAL, the block cache's).
+            std::fs::create_dir_all(&dir).map_err(|source| {
+                ServerError::Recover(crate::live::LiveError::Io {
+                    path: dir.clone(),
+                    source,
+                })
+            })?;
+            config.metastore.open_replica(&spec.name)?
+        } else {
+            config.metastore.open_catalog(&dir, &spec.name)?
+        };
         let store = config.storage.tenant_store(&dir, &spec.name);
         let (live, recovery) = LiveIndex::open(
             catalog,
@@ -73,10 +85,14 @@ impl Tenant {
         let stop = Arc::new(AtomicBool::new(false));
         let bucket = bucket_of(&spec.quotas);
         let spec = Arc::new(RwLock::new(spec));
-        let threads = vec![
-            spawn_background(live.clone(), stop.clone(), spec.clone()),
-            spawn_sealer(live.clone(), stop.clone()),
-        ];
+        let threads = if searcher {
+            vec![spawn_refresher(live.clone(), stop.clone())]
+        } else {
+            vec![
+                spawn_background(live.clone(), stop.clone(), spec.clone()),
+                spawn_sealer(live.clone(), stop.clone()),
+            ]
+        };
         Ok(Tenant {
             spec,
             live,
@@ -259,6 +275,32 @@ const RETENTION_PERIOD: Duration = Duration::from_secs(60);
 const REOPEN_PERIOD: Duration = Duration::from_secs(30);
 
 /// The sealer thread: seal rounds for ingests waiting to be visible (`LiveIndex::run_sealer`).
+/// A searcher's tenant: reads its catalog again every `REFRESH_PERIOD` (blocks published,
+/// merged, expired by the indexers); nothing to merge or seal.
+fn spawn_refresher(live: Arc<LiveIndex>, stop: Arc<AtomicBool>) -> JoinHandle<()> {
+    std::thread::Builder::new()
+        .name("quarry-refresher".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                match live.refresh() {
+                    Ok((0, 0)) => {}
+                    Ok((added, retired)) => {
+                        tracing::debug!(tenant = live.tenant(), added, retired, "blocks refreshed")
+                    }
+                    Err(error) => {
+                        tracing::warn!(tenant = live.tenant(), %error, "refreshing the catalog failed; retrying")
+                    }
+                }
+                // In short steps, so that a stop is quick.
+                let until = Instant::now() + crate::live::REFRESH_PERIOD;
+                while Instant::now() < until && !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+        })
+        .expect("spawning the refresher thread")
+}
+
 fn spawn_sealer(live: Arc<LiveIndex>, stop: Arc<AtomicBool>) -> JoinHandle<()> {
     std::thread::Builder::new()
         .name("quarry-sealer".into())
@@ -630,6 +672,54 @@ pub(crate) async fn delete(
     }
     remove_tenant(&state, &name).await?;
     Ok(Json(json!({ "deleted": name })))
+}
+
+/// A searcher follows the registry the indexers write: tenants created since are opened
+/// (their catalogs as replicas), deleted ones closed, and every open tenant takes its spec
+/// (key, aliases, limits) as registered. Returns how many were opened and closed.
+pub(crate) fn follow_registry(state: &AppState) -> Result<(usize, usize), String> {
+    let registry = state
+        .registry
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    let specs = registry.tenants().map_err(|e| e.to_string())?;
+    let listed: std::collections::HashSet<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+    let mut closed = 0;
+    let gone: Vec<Arc<Tenant>> = {
+        let mut open = state
+            .tenants
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let names: Vec<String> = open
+            .keys()
+            .filter(|name| {
+                name.as_str() != crate::DEFAULT_TENANT && !listed.contains(name.as_str())
+            })
+            .cloned()
+            .collect();
+        names.iter().filter_map(|name| open.remove(name)).collect()
+    };
+    for tenant in gone {
+        let _ = tenant.close(false);
+        closed += 1;
+    }
+    let mut opened = 0;
+    for spec in specs {
+        if let Some(tenant) = state.open_tenant(&spec.name) {
+            *tenant.spec.write().unwrap_or_else(PoisonError::into_inner) = spec;
+            continue;
+        }
+        let name = spec.name.clone();
+        let tenant =
+            Tenant::open(&state.data, spec, &state.ingest_config).map_err(|e| e.to_string())?;
+        state
+            .tenants
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(name, Arc::new(tenant));
+        opened += 1;
+    }
+    Ok((opened, closed))
 }
 
 /// Closes a tenant, drops what it holds in memory and deletes its files and registry entry

@@ -174,6 +174,8 @@ pub enum ServerError {
     EmptyAdminToken,
     #[error("{0}")]
     Tls(String),
+    #[error("--role searcher: {0}")]
+    Role(&'static str),
 }
 
 /// Serves until `shutdown` completes, then stops accepting, finishes the requests under way,
@@ -198,6 +200,17 @@ pub async fn serve(
         Some((cert, key)) => Some(listener::tls_acceptor(cert, key).map_err(ServerError::Tls)?),
         None => None,
     };
+    let searcher = config.ingest.role == live::Role::Searcher;
+    if searcher && config.ingest.metastore.is_local() {
+        return Err(ServerError::Role(
+            "a searcher follows the catalogs indexers write in a shared metastore: give --metastore postgres://...",
+        ));
+    }
+    if searcher && config.ingest.storage.is_local() {
+        return Err(ServerError::Role(
+            "a searcher reads the blocks indexers publish in object storage: give --storage s3://...",
+        ));
+    }
     // The default tenant's catalog is the data directory's own: opening it creates the
     // directory and takes its lock before anything else is read.
     let default_spec = TenantSpec {
@@ -281,6 +294,26 @@ pub async fn serve(
     if state.admin.is_some() && !config.allowed_hosts.is_empty() {
         tracing::warn!("--allowed-host has no effect with an admin token: every Host is served, requests need keys");
     }
+    // A searcher follows the registry: tenants created and deleted on the indexers.
+    let follower = searcher.then(|| {
+        let state = state.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(live::REFRESH_PERIOD).await;
+                let work = state.clone();
+                match tokio::task::spawn_blocking(move || admin::follow_registry(&work)).await {
+                    Ok(Ok((0, 0))) => {}
+                    Ok(Ok((opened, closed))) => {
+                        tracing::info!(opened, closed, "followed the tenant registry")
+                    }
+                    Ok(Err(error)) => {
+                        tracing::warn!(%error, "reading the tenant registry failed; retrying")
+                    }
+                    Err(_) => {}
+                }
+            }
+        })
+    });
     // The leaf API (quarry-cluster), stopped with the HTTP server.
     let (stop_leaf, leaf_stopped) = tokio::sync::oneshot::channel::<()>();
     let leaf_server = match &config.leaf {
@@ -316,6 +349,9 @@ pub async fn serve(
         .await
         .map_err(ServerError::Serve);
     let _ = stop_leaf.send(());
+    if let Some(follower) = follower {
+        follower.abort();
+    }
     if let Some(leaf_server) = leaf_server {
         let _ = leaf_server.await;
     }
@@ -511,6 +547,10 @@ fn router(state: Arc<AppState>, guard: guard::Guard, request_timeout: Duration) 
             state.clone(),
             local_reads_refused_in_a_cluster,
         ))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            writes_refused_on_a_searcher,
+        ))
         // `filter_path` on every Elasticsearch answer (es_filter_path.rs).
         .layer(axum::middleware::from_fn(es_filter_path::layer))
         .layer(DefaultBodyLimit::max(body_limit))
@@ -527,6 +567,54 @@ fn router(state: Arc<AppState>, guard: guard::Guard, request_timeout: Duration) 
         // (RUST_LOG=tower_http=debug).
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)
+}
+
+/// A searcher writes nothing: every request that would (ingest, documents, tenants, mappings,
+/// aliases, settings) is a 400 saying where to send it. Searches sent with POST are reads.
+async fn writes_refused_on_a_searcher(
+    State(state): State<Arc<AppState>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    use axum::http::Method;
+    if state.ingest_config.role != live::Role::Searcher
+        || matches!(
+            *request.method(),
+            Method::GET | Method::HEAD | Method::OPTIONS
+        )
+    {
+        return next.run(request).await;
+    }
+    let path = request.uri().path();
+    let last = path.trim_end_matches('/').rsplit('/').next().unwrap_or("");
+    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let reads = [
+        "search",
+        "_search",
+        "_msearch",
+        "_count",
+        "_mget",
+        "_field_caps",
+        "_refresh",
+        "_pit",
+        "scroll",
+    ];
+    let reading = reads.contains(&last)
+        || segments.iter().any(|s| *s == "scroll" || *s == "_pit")
+        // A scroll's id follows its path.
+        || segments.windows(2).any(|w| w == ["_search", "scroll"]);
+    if reading {
+        return next.run(request).await;
+    }
+    let error = ApiError::bad_request(format!(
+        "{} {path}: this node is a searcher (--role searcher) and writes nothing; send writes to an indexer",
+        request.method()
+    ));
+    if segments.first() == Some(&"api") {
+        error.into_response()
+    } else {
+        es_api::es_error(error).into_response()
+    }
 }
 
 /// With `--peers`, the reads that are not answered through the cluster's root yet are a 400

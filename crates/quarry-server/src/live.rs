@@ -90,7 +90,39 @@ pub struct IngestConfig {
     /// Where the tenants' catalogs and the tenant registry are: the data directory, or
     /// PostgreSQL (issue 29).
     pub metastore: quarry_store::MetastoreConfig,
+    /// What this node does: a searcher follows the catalogs the indexers write (replicas,
+    /// refreshed every `REFRESH_PERIOD`) and ingests nothing.
+    pub role: Role,
 }
+
+/// A node's part in a cluster (`quarry serve --role`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Role {
+    /// Ingests (WAL, seal, flush, publish, merge) and searches: one machine's node.
+    #[default]
+    All,
+    /// Ingests and searches; in a cluster, the nodes that own WALs. The same work as `All`.
+    Indexer,
+    /// Searches the blocks the indexers published (a shared metastore and object storage),
+    /// owning nothing but caches.
+    Searcher,
+}
+
+impl std::str::FromStr for Role {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Role, String> {
+        match text {
+            "all" => Ok(Role::All),
+            "indexer" => Ok(Role::Indexer),
+            "searcher" => Ok(Role::Searcher),
+            other => Err(format!("unknown role {other:?}: all, indexer or searcher")),
+        }
+    }
+}
+
+/// How often a searcher reads the catalogs and the tenant registry again.
+pub const REFRESH_PERIOD: Duration = Duration::from_secs(1);
 
 impl Default for IngestConfig {
     fn default() -> Self {
@@ -105,6 +137,7 @@ impl Default for IngestConfig {
             chunk_cache_bytes: 128 << 20,
             storage: quarry_store::Storage::Local,
             metastore: quarry_store::MetastoreConfig::Local,
+            role: Role::All,
         }
     }
 }
@@ -544,7 +577,10 @@ impl LiveIndex {
                 }
             }
         }
-        remove_unnamed_blocks(&*catalog, &*store);
+        // A replica's store is the indexers': a block not listed yet is one being published.
+        if !catalog.is_replica() {
+            remove_unnamed_blocks(&*catalog, &*store);
+        }
         let committed = catalog.wal_committed(tenant);
         let (wal, replay) = quarry_store::Wal::open(wal_dir, committed + 1)
             .map_err(|e| LiveError::Wal(e.to_string()))?;
@@ -662,6 +698,12 @@ impl LiveIndex {
         }
         if let Some(error) = self.wal.failure() {
             return Err(LiveError::Wal(error));
+        }
+        if self.catalog().is_replica() {
+            return Err(quarry_store::CatalogError::ReadOnly {
+                catalog: self.tenant.clone(),
+            }
+            .into());
         }
         // What `max_memory_bytes` bounds: events in memory and WAL records not yet written
         // (under `durability=async` a slow disk would otherwise let that queue grow).
@@ -970,6 +1012,62 @@ impl LiveIndex {
     /// that did not answer, `DamagedBlock::unreadable`): those that open now join the
     /// searchable ones. Returns how many did. Damage proper (a checksum) stays until
     /// `quarry check --repair`.
+    /// A replica (a searcher's catalog) reads the committed blocks again: blocks the indexers
+    /// published since are opened and searchable, retired ones (merged, expired) leave, and
+    /// a grown mapping is taken. Returns how many blocks came and went. New blocks are sent to
+    /// live tails as a seal's are.
+    pub fn refresh(&self) -> Result<(usize, usize)> {
+        let (entries, settings) = {
+            let mut catalog = self.catalog();
+            if !catalog.refresh()? {
+                return Ok((0, 0));
+            }
+            (catalog.blocks().to_vec(), catalog.settings().clone())
+        };
+        let known: std::collections::HashSet<u64> = {
+            let state = self.state();
+            state
+                .disk
+                .iter()
+                .map(|(id, _)| *id)
+                .chain(state.damaged.iter().map(|(id, _)| *id))
+                .collect()
+        };
+        let new: Vec<BlockEntry> = entries
+            .iter()
+            .filter(|entry| !known.contains(&entry.id))
+            .cloned()
+            .collect();
+        // Opened without a lock held: over object storage an open is a round trip.
+        let opened = quarry_store::block_store::open_all(&*self.store, &new);
+        let listed: std::collections::HashSet<u64> = entries.iter().map(|e| e.id).collect();
+        *lock(&self.schema) = Arc::new(Schema::from_settings(&settings));
+        let mut state = self.state();
+        let before = state.disk.len() + state.damaged.len();
+        state.disk.retain(|(id, _)| listed.contains(id));
+        state.damaged.retain(|(id, _)| listed.contains(id));
+        let gone = before - state.disk.len() - state.damaged.len();
+        for (entry, opened) in new.iter().zip(opened) {
+            match opened {
+                Ok(reader) => {
+                    let reader = Arc::new(reader);
+                    // No tail listening is no error.
+                    let _ = self.sealed.send(reader.clone());
+                    state.disk.push((entry.id, reader));
+                }
+                Err(error) => {
+                    let path = self.store.location(entry.id);
+                    tracing::warn!(block = %path.display(), %error, "damaged block left out");
+                    state
+                        .damaged
+                        .push((entry.id, DamagedBlock::of(Some(entry.id), path, &error)));
+                }
+            }
+        }
+        state.snapshot = None;
+        Ok((new.len(), gone))
+    }
+
     pub fn reopen_unreadable(&self) -> usize {
         let waiting: Vec<u64> = self
             .state()
@@ -1112,6 +1210,9 @@ impl LiveIndex {
 
     /// Writes every event in memory to block files and commits them with their WAL position.
     pub fn flush(&self) -> Result<()> {
+        if self.catalog().is_replica() {
+            return Ok(());
+        }
         let started = Instant::now();
         let (blocks, through) = {
             // All active segments held: every event with a sequence number up to `through`

@@ -67,6 +67,8 @@ pub enum CatalogError {
     #[error("metastore {url}: {message}")]
     Postgres { url: String, message: String },
     /// Another node opened this catalog for writing after this one did (`postgres.rs`).
+    #[error("catalog {catalog:?} is read-only on this node (a searcher): writes go to an indexer")]
+    ReadOnly { catalog: String },
     #[error("metastore {url}: catalog {catalog:?} was opened for writing by another node since this one opened it; this node no longer writes it")]
     Fenced { url: String, catalog: String },
 }

@@ -32,6 +32,16 @@ pub trait Metastore: Send {
     fn replace_blocks(&mut self, removed: &[u64], added: Vec<BlockEntry>) -> Result<()>;
     /// The last WAL sequence number of `tenant` whose events are in committed blocks.
     fn wal_committed(&self, tenant: &str) -> u64;
+    /// Whether this is a replica: a searcher's view of a catalog other nodes write, which
+    /// refuses every write (`CatalogError::ReadOnly`).
+    fn is_replica(&self) -> bool {
+        false
+    }
+    /// A replica reads the committed settings and blocks again; returns whether they
+    /// changed. A writer's catalog is its own: nothing to read.
+    fn refresh(&mut self) -> Result<bool> {
+        Ok(false)
+    }
 }
 
 impl Metastore for Catalog {
@@ -127,6 +137,23 @@ impl MetastoreConfig {
         match self {
             MetastoreConfig::Local => Catalog::read_only(dir),
             MetastoreConfig::Postgres(postgres) => PgMetastore::read(postgres, name),
+        }
+    }
+
+    /// A searcher's read-only view of catalog `name`, following what the indexers commit
+    /// (`Metastore::refresh`). Only a shared metastore has one: a local catalog is its one
+    /// process's.
+    pub fn open_replica(&self, name: &str) -> Result<Box<dyn Metastore>> {
+        match self {
+            MetastoreConfig::Local => Err(crate::catalog::CatalogError::Postgres {
+                url: "local".into(),
+                message: "a searcher follows a shared metastore: give --metastore postgres://..."
+                    .into(),
+            }),
+            MetastoreConfig::Postgres(postgres) => Ok(Box::new(crate::postgres::PgReplica::open(
+                postgres.clone(),
+                name,
+            )?)),
         }
     }
 

@@ -473,6 +473,19 @@ impl PgMetastore {
     /// The committed settings and blocks of catalog `name`, for a reader (no writer is
     /// fenced off). A catalog the database does not have is an error naming it.
     pub fn read(postgres: &Postgres, name: &str) -> Result<(Settings, Vec<BlockEntry>)> {
+        PgMetastore::read_if_any(postgres, name)?.ok_or_else(|| CatalogError::Postgres {
+            url: postgres.url().to_owned(),
+            message: format!(
+                "the metastore has no catalog {name:?} (nothing was ever written to it)"
+            ),
+        })
+    }
+
+    /// `read`, with `None` for a catalog the database does not have (yet).
+    pub fn read_if_any(
+        postgres: &Postgres,
+        name: &str,
+    ) -> Result<Option<(Settings, Vec<BlockEntry>)>> {
         let catalog = name.to_owned();
         postgres.run_idempotent(move |client| {
             // One snapshot for the settings and the blocks.
@@ -486,14 +499,12 @@ impl PgMetastore {
                 &[&catalog],
             )?
             else {
-                return Err(PgFailure::Other(format!(
-                    "the metastore has no catalog {catalog:?} (nothing was ever written to it)"
-                )));
+                return Ok(None);
             };
             let settings: String = row.get(0);
             let loaded = load(&mut tx, &catalog, &settings)?;
             tx.commit()?;
-            Ok((loaded.settings, loaded.blocks))
+            Ok(Some((loaded.settings, loaded.blocks)))
         })
     }
 
@@ -671,6 +682,78 @@ fn landed_check(
             None => Ok(true),
         }
     })
+}
+
+/// A searcher's view of a catalog in PostgreSQL: the committed settings and blocks as of the
+/// last `refresh` (one read-only snapshot each), every write refused. A catalog no indexer
+/// has created yet reads as empty.
+pub struct PgReplica {
+    postgres: Arc<Postgres>,
+    name: String,
+    settings: Settings,
+    blocks: Vec<BlockEntry>,
+}
+
+impl PgReplica {
+    pub fn open(postgres: Arc<Postgres>, name: &str) -> Result<PgReplica> {
+        let mut replica = PgReplica {
+            postgres,
+            name: name.to_owned(),
+            settings: Settings::default(),
+            blocks: Vec::new(),
+        };
+        replica.refresh()?;
+        Ok(replica)
+    }
+
+    fn read_only(&self) -> CatalogError {
+        CatalogError::ReadOnly {
+            catalog: self.name.clone(),
+        }
+    }
+}
+
+impl Metastore for PgReplica {
+    fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    fn set_mapping(&mut self, _: &Mapping) -> Result<Mapping> {
+        Err(self.read_only())
+    }
+
+    fn blocks(&self) -> &[BlockEntry] {
+        &self.blocks
+    }
+
+    fn allocate_block_id(&mut self) -> Result<u64> {
+        Err(self.read_only())
+    }
+
+    fn commit_flush(&mut self, _: Vec<BlockEntry>, _: &str, _: u64) -> Result<()> {
+        Err(self.read_only())
+    }
+
+    fn replace_blocks(&mut self, _: &[u64], _: Vec<BlockEntry>) -> Result<()> {
+        Err(self.read_only())
+    }
+
+    fn wal_committed(&self, _: &str) -> u64 {
+        0
+    }
+
+    fn is_replica(&self) -> bool {
+        true
+    }
+
+    fn refresh(&mut self) -> Result<bool> {
+        let (settings, blocks) =
+            PgMetastore::read_if_any(&self.postgres, &self.name)?.unwrap_or_default();
+        let changed = settings != self.settings || blocks != self.blocks;
+        self.settings = settings;
+        self.blocks = blocks;
+        Ok(changed)
+    }
 }
 
 /// The tenant registry in PostgreSQL (`quarry_tenants`).

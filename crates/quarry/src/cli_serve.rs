@@ -54,6 +54,12 @@ pub struct ServeArgs {
         hide_env_values = true
     )]
     admin_token: Option<String>,
+    /// What this node does: `all` (ingest and search, one machine's node), `indexer` (the same,
+    /// in a cluster: owns a WAL, publishes blocks), or `searcher` (searches what indexers
+    /// published, refreshing every second; writes are refused; needs a postgres:// metastore
+    /// and s3:// storage)
+    #[arg(long, env = "QUARRY_ROLE", value_name = "ROLE", default_value = "all")]
+    role: quarry_server::live::Role,
     /// Serve the leaf API of distributed searches (gRPC) on this address: a root
     /// (quarry-cluster's `Root`) searches this node's tenants as one leaf of many. Needs
     /// --cluster-token
@@ -61,8 +67,9 @@ pub struct ServeArgs {
     leaf_listen: Option<SocketAddr>,
     /// Answer native searches (`/api/v1/{tenant}/search`) over these nodes' leaf APIs, this
     /// node's own among them: `http://HOST:PORT` of each --leaf-listen, comma-separated. Every
-    /// node searched as a leaf and the answers merged; aggregations are refused by name
-    /// until the leaf API carries them. Needs --cluster-token
+    /// node searched as a leaf and the answers merged (hits, counts, histograms, field sorts,
+    /// aggregations); the reads the leaf API does not carry yet (Elasticsearch's `_search`,
+    /// export, tail) are refused by name. Needs --cluster-token
     #[arg(
         long = "peers",
         env = "QUARRY_PEERS",
@@ -161,6 +168,7 @@ struct ConfigFile {
     leaf_listen: Option<SocketAddr>,
     cluster_token: Option<String>,
     peers: Option<Vec<String>>,
+    role: Option<String>,
 }
 
 /// The leaf API's address and token, if it is served (a token is required).
@@ -244,6 +252,12 @@ fn settings(args: ServeArgs) -> Result<ServerConfig> {
     config.ingest.metastore = metastore;
     config.leaf = leaf;
     config.peers = peers;
+    config.ingest.role = match (args.role, file.role) {
+        (quarry_server::live::Role::All, Some(role)) => role
+            .parse()
+            .map_err(|e: String| anyhow::anyhow!("role: {e}"))?,
+        (role, _) => role,
+    };
     if let Some(bytes) = args
         .max_body_size
         .or(file_size("max_body_size", &file.max_body_size)?)

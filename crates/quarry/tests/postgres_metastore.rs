@@ -357,3 +357,172 @@ fn an_outage_of_postgres_delays_commits_and_loses_nothing() {
     assert_eq!(count(&server, "default", ADMIN, "duringword"), 100);
     assert!(server.terminate());
 }
+
+/// Waits until `check` holds, for at most 30 s (a searcher refreshes every second).
+fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !check() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "never happened: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `--role searcher`: a node that follows the catalogs and the registry an indexer writes
+/// in PostgreSQL and reads the blocks it publishes in object storage. It answers as the
+/// indexer does once the blocks are published, follows tenants created and deleted there
+/// (their keys too), and refuses every write, naming where to send it.
+#[test]
+fn a_searcher_answers_what_an_indexer_published() {
+    let Some(cluster) = postgresql::PostgreSql::start() else {
+        return;
+    };
+    let Some(weed) = seaweedfs::SeaweedFs::start() else {
+        return;
+    };
+    let url = cluster.database("roles");
+    let pg = Postgres::connect(&url).unwrap();
+    let storage = weed.url("roles");
+    let mut flags = vec![
+        "--metastore",
+        url.as_str(),
+        "--storage",
+        storage.as_str(),
+        "--admin-token",
+        ADMIN,
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let indexer = start(&dir.path().join("indexer"), &flags, &weed.env());
+    flags.extend(["--role", "searcher"]);
+    let searcher = start(&dir.path().join("searcher"), &flags, &weed.env());
+
+    let (status, answer) = call(
+        &indexer,
+        "POST",
+        "/api/v1/default/ingest",
+        Some(ADMIN),
+        &events("rolesword", 400),
+    );
+    assert_eq!(status, 200, "{answer}");
+    wait_for_blocks(&pg, &[("default".to_owned(), 400)].into_iter().collect());
+    eventually("the searcher sees the published blocks", || {
+        count(&searcher, "default", ADMIN, "rolesword") == 400
+    });
+    for target in [
+        "/api/v1/default/search?query=rolesword&limit=7&count=true&sort=time_desc",
+        "/api/v1/default/search?query=%22event%2042%22&limit=3&count=true",
+        "/api/v1/default/search?query=*&limit=0&aggs=stats(n)&aggs=terms(message,3)&histogram=auto",
+        "/api/v1/default/search?query=*&sort=n:desc&limit=5",
+    ] {
+        let (status, want) = call(&indexer, "GET", target, Some(ADMIN), "");
+        assert_eq!(status, 200, "{want}");
+        let (status, got) = call(&searcher, "GET", target, Some(ADMIN), "");
+        assert_eq!(status, 200, "{got}");
+        for part in ["hits", "count", "aggregations", "histogram"] {
+            assert_eq!(got[part], want[part], "{target}: {part}");
+        }
+    }
+    let body = json!({"query": {"match": {"message": "rolesword"}}, "size": 2}).to_string();
+    let (status, want) = call(&indexer, "POST", "/default/_search", Some(ADMIN), &body);
+    assert_eq!(status, 200, "{want}");
+    let (status, got) = call(&searcher, "POST", "/default/_search", Some(ADMIN), &body);
+    assert_eq!(status, 200, "{got}");
+    assert_eq!(got["hits"]["total"], want["hits"]["total"]);
+
+    // Writes are refused, with where to send them; nothing is written.
+    let (status, refused) = call(
+        &searcher,
+        "POST",
+        "/api/v1/default/ingest",
+        Some(ADMIN),
+        &events("lostword", 3),
+    );
+    assert_eq!(status, 400, "{refused}");
+    assert!(refused.to_string().contains("searcher"), "{refused}");
+    let (status, refused) = call(
+        &searcher,
+        "POST",
+        "/api/v1/tenants",
+        Some(ADMIN),
+        &json!({"name": "nope"}).to_string(),
+    );
+    assert_eq!(status, 400, "{refused}");
+
+    // A tenant created on the indexer: followed, with its key.
+    let (status, created) = call(
+        &indexer,
+        "POST",
+        "/api/v1/tenants",
+        Some(ADMIN),
+        &json!({"name": "team-r"}).to_string(),
+    );
+    assert_eq!(status, 201, "{created}");
+    let key = created["api_key"].as_str().unwrap().to_owned();
+    let (status, answer) = call(
+        &indexer,
+        "POST",
+        "/api/v1/team-r/ingest",
+        Some(&key),
+        &events("teamword", 30),
+    );
+    assert_eq!(status, 200, "{answer}");
+    eventually("the searcher follows the new tenant", || {
+        let (status, answer) = call(
+            &searcher,
+            "GET",
+            "/api/v1/team-r/search?count=true&limit=0&query=teamword",
+            Some(&key),
+            "",
+        );
+        status == 200 && answer["count"] == 30
+    });
+    // Its key reads only its own data there too.
+    let (status, _) = call(
+        &searcher,
+        "GET",
+        "/api/v1/default/search?query=*",
+        Some(&key),
+        "",
+    );
+    assert_eq!(status, 401);
+    // Deleted on the indexer: gone on the searcher.
+    let (status, answer) = call(
+        &indexer,
+        "DELETE",
+        "/api/v1/tenants/team-r",
+        Some(ADMIN),
+        "",
+    );
+    assert_eq!(status, 200, "{answer}");
+    eventually("the searcher drops the deleted tenant", || {
+        let (status, _) = call(
+            &searcher,
+            "GET",
+            "/api/v1/team-r/search?query=*",
+            Some(ADMIN),
+            "",
+        );
+        status == 404
+    });
+    assert_eq!(count(&searcher, "default", ADMIN, "lostword"), 0);
+    assert!(searcher.terminate());
+    assert!(indexer.terminate());
+
+    // A searcher needs both shared parts.
+    let alone = quarry(&[
+        "serve",
+        "--data",
+        dir.path().join("alone").to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+        "--role",
+        "searcher",
+        "--metastore",
+        url.as_str(),
+    ]);
+    assert!(!alone.status.success());
+    let said = String::from_utf8_lossy(&alone.stderr);
+    assert!(said.contains("--storage s3://"), "{said}");
+}

@@ -172,6 +172,7 @@ pub fn request_to_proto(
             block: c.block_id,
             doc: c.doc,
         }),
+        scope: None,
     }
 }
 

@@ -12,7 +12,8 @@ use quarry_query::leaf::{
 };
 use quarry_query::weight::GlobalStats;
 use quarry_query::SortOrder;
-use std::time::Duration;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 use tonic::metadata::MetadataValue;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
@@ -71,6 +72,8 @@ impl RootAnswer {
 /// A root over a fixed set of leaves.
 pub struct Root {
     leaves: Vec<(String, Client)>,
+    /// The leaves' roles as last asked (`roles`).
+    roles: Mutex<Option<(Instant, Vec<Option<String>>)>>,
 }
 
 impl Root {
@@ -101,11 +104,17 @@ impl Root {
                 .max_decoding_message_size(256 << 20);
             leaves.push((endpoint.clone(), client));
         }
-        Ok(Root { leaves })
+        Ok(Root {
+            leaves,
+            roles: Mutex::default(),
+        })
     }
 
     /// Answers `request` for `tenant` over every leaf: statistics first for a relevance sort,
-    /// then every leaf's partial answer, merged, then the kept hits' events.
+    /// then every leaf's partial answer, merged, then the kept hits' events. When some leaves
+    /// are searchers, the search is planned first (`plan`): each indexer answers for its
+    /// unpublished events, and the published blocks are dealt to the searchers; a searcher
+    /// that fails has its blocks searched again by the others.
     pub async fn search(
         &self,
         tenant: &str,
@@ -113,55 +122,72 @@ impl Root {
         request: &LeafRequest,
     ) -> Result<RootAnswer, ClusterError> {
         let mut answer = RootAnswer::default();
-        let mut live: Vec<usize> = (0..self.leaves.len()).collect();
+        let (mut parts, mut dealer) = self.plan(tenant, &mut answer).await?;
 
         let stats = if request.sort == SortOrder::Relevance && request.limit > 0 {
-            let asked = proto::StatsRequest {
-                query: Some(convert::query_to_proto(tenant, query)),
-            };
-            let replies = self
-                .each(&live, |mut client| {
-                    let asked = asked.clone();
-                    async move { client.stats(asked).await }
-                })
-                .await;
             let mut total = GlobalStats::default();
-            live.clear();
-            for (index, reply) in replies {
-                match reply {
-                    Ok(stats) => {
-                        total.merge(&convert::stats_from_proto(stats));
-                        live.push(index);
+            let mut pending = parts.clone();
+            parts.clear();
+            while !pending.is_empty() {
+                let replies = self
+                    .each(&pending, |mut client, scope| {
+                        let asked = proto::StatsRequest {
+                            query: Some(convert::query_to_proto(tenant, query)),
+                            scope,
+                        };
+                        async move { client.stats(asked).await }
+                    })
+                    .await;
+                let mut retried = Vec::new();
+                for (part, reply) in pending.into_iter().zip(replies) {
+                    match reply {
+                        Ok(stats) => {
+                            total.merge(&convert::stats_from_proto(stats));
+                            parts.push(part);
+                        }
+                        Err(status) => {
+                            retried.extend(self.failed(&mut answer, &mut dealer, part, status)?)
+                        }
                     }
-                    Err(status) => answer.fail(&self.leaves[index].0, status)?,
                 }
+                pending = retried;
             }
             Some(total)
         } else {
             None
         };
 
-        let asked = convert::request_to_proto(tenant, query, request, stats.as_ref());
-        let replies = self
-            .each(&live, |mut client| {
-                let asked = asked.clone();
-                async move { client.search(asked).await }
-            })
-            .await;
-        // Each leaf's answer, with the snapshot it searched (for the fetch).
+        // Each part's answer, with the snapshot it searched (for the fetch).
         let mut answers: Vec<(usize, u64, LeafAnswer)> = Vec::new();
-        for (index, reply) in replies {
-            match reply.map(|r| (r.snapshot, convert::answer_from_proto(&r, request))) {
-                Ok((snapshot, Ok(leaf_answer))) => answers.push((index, snapshot, leaf_answer)),
-                Ok((_, Err(message))) => answer
-                    .failed_leaves
-                    .push((self.leaves[index].0.clone(), message)),
-                Err(status) => answer.fail(&self.leaves[index].0, status)?,
+        let mut pending = parts;
+        while !pending.is_empty() {
+            let replies = self
+                .each(&pending, |mut client, scope| {
+                    let mut asked =
+                        convert::request_to_proto(tenant, query, request, stats.as_ref());
+                    asked.scope = scope;
+                    async move { client.search(asked).await }
+                })
+                .await;
+            let mut retried = Vec::new();
+            for (part, reply) in pending.into_iter().zip(replies) {
+                match reply.map(|r| (r.snapshot, convert::answer_from_proto(&r, request))) {
+                    Ok((snapshot, Ok(leaf_answer))) => {
+                        answers.push((part.leaf, snapshot, leaf_answer))
+                    }
+                    Ok((_, Err(message))) => answer
+                        .failed_leaves
+                        .push((self.leaves[part.leaf].0.clone(), message)),
+                    Err(status) => {
+                        retried.extend(self.failed(&mut answer, &mut dealer, part, status)?)
+                    }
+                }
             }
+            pending = retried;
         }
 
-        // The best hits of all leaves, each with the leaf it came from (block ids are a
-        // leaf's own: two leaves may both have a block 1).
+        // The best hits of all leaves, each with the leaf and snapshot it came from (block
+        // ids of independent nodes may collide).
         let mut tagged: Vec<(usize, u64, PartialHit)> = Vec::new();
         for (index, snapshot, leaf_answer) in &mut answers {
             for hit in std::mem::take(&mut leaf_answer.hits) {
@@ -186,7 +212,7 @@ impl Root {
         let mut fetching = tokio::task::JoinSet::new();
         for (index, snapshot) in snapshots {
             let positions: Vec<usize> = (0..tagged.len())
-                .filter(|&p| tagged[p].0 == index)
+                .filter(|&p| (tagged[p].0, tagged[p].1) == (index, snapshot))
                 .collect();
             if positions.is_empty() {
                 continue;
@@ -244,47 +270,236 @@ impl Root {
     /// Before a histogram of width `auto`: the time span of the search over every leaf that
     /// answers, and the leaves that did not (the caller's search will find them down too).
     pub async fn span(&self, tenant: &str, query: &LeafQuery) -> Result<TimeSpan, ClusterError> {
-        let asked = proto::StatsRequest {
-            query: Some(convert::query_to_proto(tenant, query)),
-        };
-        let all: Vec<usize> = (0..self.leaves.len()).collect();
+        // Every leaf over all it holds: a block two leaves hold counts once in a span.
+        let all: Vec<Part> = (0..self.leaves.len()).map(Part::whole).collect();
         let replies = self
-            .each(&all, |mut client| {
-                let asked = asked.clone();
+            .each(&all, |mut client, _| {
+                let asked = proto::StatsRequest {
+                    query: Some(convert::query_to_proto(tenant, query)),
+                    scope: None,
+                };
                 async move { client.span(asked).await }
             })
             .await;
         let mut span = TimeSpan::Matches(None);
         let mut ignored = RootAnswer::default();
-        for (index, reply) in replies {
+        for (part, reply) in all.iter().zip(replies) {
             match reply {
                 Ok(reply) => span = span.merge(convert::span_from_proto(&reply)),
-                Err(status) => ignored.fail(&self.leaves[index].0, status)?,
+                Err(status) => ignored.fail(&self.leaves[part.leaf].0, status)?,
             }
         }
         Ok(span)
     }
 
-    /// Calls `call` on the leaves `which`, all at once; answers by leaf index.
-    async fn each<R, F, Fut>(&self, which: &[usize], call: F) -> Vec<(usize, Result<R, Status>)>
+    /// Which leaf searches what. Without searchers among the leaves, every leaf searches all
+    /// it holds (nodes with data of their own). With searchers, each indexer (`all` or
+    /// `indexer`) plans: it keeps a snapshot and lists the published blocks in it; the
+    /// indexer answers for the rest of that snapshot (events in its memory), and the
+    /// published blocks are dealt to the searchers by rendezvous hashing (a block goes to the
+    /// same searcher every time, whose cache holds it). Every acknowledged event is in exactly
+    /// one share: a flush between the plan and the search moves events into a block the plan
+    /// did not list, and the indexer's planned snapshot still has them in memory.
+    async fn plan(
+        &self,
+        tenant: &str,
+        answer: &mut RootAnswer,
+    ) -> Result<(Vec<Part>, Dealer), ClusterError> {
+        let roles = self.roles().await;
+        let searchers: Vec<usize> = (0..self.leaves.len())
+            .filter(|&i| roles[i].as_deref() == Some("searcher"))
+            .collect();
+        let dealer = Dealer {
+            searchers: searchers.clone(),
+            endpoints: self.leaves.iter().map(|(e, _)| e.clone()).collect(),
+        };
+        if searchers.is_empty() {
+            return Ok(((0..self.leaves.len()).map(Part::whole).collect(), dealer));
+        }
+        let indexers: Vec<Part> = (0..self.leaves.len())
+            .filter(|&i| roles[i].as_deref() != Some("searcher"))
+            .map(Part::whole)
+            .collect();
+        let replies = self
+            .each(&indexers, |mut client, _| {
+                let asked = proto::PlanRequest {
+                    tenant: tenant.to_owned(),
+                };
+                async move { client.plan(asked).await }
+            })
+            .await;
+        let mut parts = Vec::new();
+        let mut published = std::collections::BTreeSet::new();
+        let mut planned = false;
+        for (indexer, reply) in indexers.into_iter().zip(replies) {
+            match reply {
+                Ok(plan) => {
+                    planned = true;
+                    published.extend(plan.published);
+                    parts.push(Part {
+                        leaf: indexer.leaf,
+                        scope: Some(proto::Scope {
+                            kind: Some(proto::scope::Kind::UnpublishedOf(plan.snapshot)),
+                        }),
+                        blocks: Vec::new(),
+                    });
+                }
+                // The indexer does not have the tenant: nothing of it there.
+                Err(status) if status.code() == tonic::Code::NotFound => {}
+                Err(status) => answer.fail(&self.leaves[indexer.leaf].0, status)?,
+            }
+        }
+        if !planned {
+            // No indexer to ask which blocks are published: one searcher searches every
+            // block it holds (the indexers' events in memory are missing, and said so).
+            if let Some(&first) = dealer.searchers.first() {
+                parts.push(Part::whole(first));
+            }
+            return Ok((parts, dealer));
+        }
+        parts.extend(dealer.deal(&published.into_iter().collect::<Vec<_>>()));
+        Ok((parts, dealer))
+    }
+
+    /// A part that failed: a searcher's share goes to the other searchers (returned, to be
+    /// asked again), anything else is a leaf missing from the answer.
+    fn failed(
+        &self,
+        answer: &mut RootAnswer,
+        dealer: &mut Dealer,
+        part: Part,
+        status: Status,
+    ) -> Result<Vec<Part>, ClusterError> {
+        let endpoint = &self.leaves[part.leaf].0;
+        let is_share = !part.blocks.is_empty() && dealer.searchers.contains(&part.leaf);
+        if !is_share || status.code() == tonic::Code::InvalidArgument {
+            answer.fail(endpoint, status)?;
+            return Ok(Vec::new());
+        }
+        tracing::warn!(leaf = %endpoint, error = %status.message(), "a searcher failed; its blocks go to the others");
+        dealer.searchers.retain(|&s| s != part.leaf);
+        if dealer.searchers.is_empty() {
+            answer.fail(endpoint, status)?;
+            return Ok(Vec::new());
+        }
+        Ok(dealer.deal(&part.blocks))
+    }
+
+    /// Every leaf's role, asked at most every `ROLES_TTL` (a leaf that has not answered yet
+    /// has none: it is asked as a node of its own data).
+    async fn roles(&self) -> Vec<Option<String>> {
+        {
+            let cached = self.roles.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some((at, roles)) = &*cached {
+                if at.elapsed() < ROLES_TTL {
+                    return roles.clone();
+                }
+            }
+        }
+        let all: Vec<Part> = (0..self.leaves.len()).map(Part::whole).collect();
+        let replies = self
+            .each(&all, |mut client, _| async move {
+                client.info(proto::InfoRequest {}).await
+            })
+            .await;
+        let mut cached = self.roles.lock().unwrap_or_else(PoisonError::into_inner);
+        let before = cached.take().map(|(_, roles)| roles);
+        let roles: Vec<Option<String>> = replies
+            .into_iter()
+            .enumerate()
+            .map(|(i, reply)| match reply {
+                Ok(info) => Some(info.role),
+                // Down now: its role as last known.
+                Err(_) => before.as_ref().and_then(|b| b[i].clone()),
+            })
+            .collect();
+        *cached = Some((Instant::now(), roles.clone()));
+        roles
+    }
+
+    /// Calls `call` on each part's leaf with its scope, all at once; the replies in the
+    /// parts' order.
+    async fn each<R, F, Fut>(&self, parts: &[Part], call: F) -> Vec<Result<R, Status>>
     where
         R: Send + 'static,
-        F: Fn(Client) -> Fut,
+        F: Fn(Client, Option<proto::Scope>) -> Fut,
         Fut: std::future::Future<Output = Result<tonic::Response<R>, Status>> + Send + 'static,
     {
         let mut running = tokio::task::JoinSet::new();
-        for &index in which {
-            let future = call(self.leaves[index].1.clone());
-            running.spawn(async move { (index, future.await.map(tonic::Response::into_inner)) });
+        for (position, part) in parts.iter().enumerate() {
+            let future = call(self.leaves[part.leaf].1.clone(), part.scope.clone());
+            running.spawn(async move { (position, future.await.map(tonic::Response::into_inner)) });
         }
-        let mut replies = Vec::with_capacity(which.len());
+        let mut replies: Vec<Option<Result<R, Status>>> = (0..parts.len()).map(|_| None).collect();
         while let Some(joined) = running.join_next().await {
-            if let Ok(reply) = joined {
-                replies.push(reply);
+            if let Ok((position, reply)) = joined {
+                replies[position] = Some(reply);
             }
         }
-        replies.sort_by_key(|(index, _)| *index);
         replies
+            .into_iter()
+            .map(|reply| reply.unwrap_or_else(|| Err(Status::internal("the call's task failed"))))
+            .collect()
+    }
+}
+
+/// How long the leaves' roles are trusted before they are asked again.
+const ROLES_TTL: Duration = Duration::from_secs(5);
+
+/// One leaf's share of a search.
+#[derive(Debug, Clone)]
+struct Part {
+    leaf: usize,
+    /// Which of its blocks (None: all of them).
+    scope: Option<proto::Scope>,
+    /// A searcher's share: the published blocks dealt to it (given to others if it fails).
+    blocks: Vec<u64>,
+}
+
+impl Part {
+    fn whole(leaf: usize) -> Part {
+        Part {
+            leaf,
+            scope: None,
+            blocks: Vec::new(),
+        }
+    }
+}
+
+/// Deals published blocks to the searchers still answering, by rendezvous hashing: a block
+/// goes to the searcher whose hash of (block, endpoint) is highest, so each searcher keeps
+/// the same blocks (and its cache of them) while the others come and go, and a failed
+/// searcher's blocks spread over the rest.
+struct Dealer {
+    searchers: Vec<usize>,
+    endpoints: Vec<String>,
+}
+
+impl Dealer {
+    fn deal(&self, blocks: &[u64]) -> Vec<Part> {
+        let mut shares: std::collections::BTreeMap<usize, Vec<u64>> = Default::default();
+        for &block in blocks {
+            let best = self.searchers.iter().copied().max_by_key(|&leaf| {
+                let mut hasher = std::collections::hash_map::DefaultHasher::new();
+                std::hash::Hash::hash(&(block, &self.endpoints[leaf]), &mut hasher);
+                std::hash::Hasher::finish(&hasher)
+            });
+            if let Some(leaf) = best {
+                shares.entry(leaf).or_default().push(block);
+            }
+        }
+        shares
+            .into_iter()
+            .map(|(leaf, blocks)| Part {
+                leaf,
+                scope: Some(proto::Scope {
+                    kind: Some(proto::scope::Kind::Blocks(proto::BlockIds {
+                        ids: blocks.clone(),
+                    })),
+                }),
+                blocks,
+            })
+            .collect()
     }
 }
 

@@ -15,6 +15,21 @@ use tonic::{Request, Response, Status};
 pub trait Tenants: Send + Sync + 'static {
     /// A snapshot of `tenant`'s blocks (None: the node has no such tenant).
     fn searcher(&self, tenant: &str) -> Result<Option<Arc<Searcher>>, String>;
+    /// `all`, `indexer` or `searcher`.
+    fn role(&self) -> &'static str {
+        "all"
+    }
+    /// Whether block `id` of a snapshot is published (in the shared catalog), not an
+    /// indexer's events in memory.
+    fn is_published(&self, id: u64) -> bool {
+        let _ = id;
+        true
+    }
+    /// Reads `tenant`'s catalog again now (a searcher asked for blocks it has not seen yet).
+    fn refresh(&self, tenant: &str) -> Result<(), String> {
+        let _ = tenant;
+        Ok(())
+    }
 }
 
 /// How long a searched snapshot is kept for the fetch that follows, and how many are.
@@ -75,6 +90,72 @@ impl<T: Tenants> LeafService<T> {
             Err(message) => Err(Status::unavailable(message)),
         }
     }
+
+    /// The blocks of `tenant` that `scope` names (all of the current snapshot without one).
+    /// Blocks asked for and not here, even after reading the catalog again, are left out and
+    /// listed as damaged, so the answer says it lacks them.
+    fn scoped(&self, tenant: &str, scope: Option<proto::Scope>) -> Result<Arc<Searcher>, Status> {
+        use proto::scope::Kind;
+        match scope.and_then(|s| s.kind) {
+            None => self.searcher(tenant),
+            Some(Kind::UnpublishedOf(snapshot)) => {
+                let planned = self
+                    .snapshots
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get(tenant, snapshot)
+                    .ok_or_else(|| gone(tenant, snapshot))?;
+                Ok(Arc::new(
+                    planned.only_blocks(|id| !self.tenants.is_published(id)),
+                ))
+            }
+            Some(Kind::Blocks(asked)) => {
+                let wanted: std::collections::HashSet<u64> = asked.ids.iter().copied().collect();
+                let has_all = |searcher: &Searcher| {
+                    let held: std::collections::HashSet<u64> =
+                        searcher.block_ids().iter().copied().collect();
+                    let damaged = searcher.damaged().iter().filter_map(|d| d.block);
+                    let known: std::collections::HashSet<u64> =
+                        held.into_iter().chain(damaged).collect();
+                    wanted.iter().all(|id| known.contains(id))
+                };
+                let mut searcher = self.searcher(tenant)?;
+                if !has_all(&searcher) {
+                    self.tenants.refresh(tenant).map_err(Status::unavailable)?;
+                    searcher = self.searcher(tenant)?;
+                }
+                let mut share = searcher.only_blocks(|id| wanted.contains(&id));
+                let held: std::collections::HashSet<u64> = share
+                    .block_ids()
+                    .iter()
+                    .copied()
+                    .chain(share.damaged().iter().filter_map(|d| d.block))
+                    .collect();
+                let mut damaged = share.damaged().to_vec();
+                for &id in &asked.ids {
+                    if !held.contains(&id) {
+                        damaged.push(quarry_query::DamagedBlock {
+                            block: Some(id),
+                            path: format!("block {id}").into(),
+                            error: "not in this searcher's catalog (published after it last \
+                                    read it, or retired since)"
+                                .into(),
+                            unreadable: true,
+                        });
+                    }
+                }
+                share = share.with_damaged(damaged);
+                Ok(Arc::new(share))
+            }
+        }
+    }
+}
+
+fn gone(tenant: &str, snapshot: u64) -> Status {
+    Status::failed_precondition(format!(
+        "snapshot {snapshot} of tenant {tenant:?} is no longer kept (kept {} s): search again",
+        SNAPSHOT_TTL.as_secs()
+    ))
 }
 
 /// Searching reads blocks (files, object storage): off the async workers.
@@ -97,12 +178,46 @@ fn query_error(error: quarry_query::QueryError) -> Status {
 
 #[tonic::async_trait]
 impl<T: Tenants> Leaf for LeafService<T> {
+    async fn info(
+        &self,
+        _: Request<proto::InfoRequest>,
+    ) -> Result<Response<proto::InfoReply>, Status> {
+        Ok(Response::new(proto::InfoReply {
+            role: self.tenants.role().to_owned(),
+        }))
+    }
+
+    async fn plan(
+        &self,
+        request: Request<proto::PlanRequest>,
+    ) -> Result<Response<proto::PlanReply>, Status> {
+        let tenant = request.into_inner().tenant;
+        let searcher = self.searcher(&tenant)?;
+        let published = searcher
+            .block_ids()
+            .iter()
+            .copied()
+            .chain(searcher.damaged().iter().filter_map(|d| d.block))
+            .filter(|&id| self.tenants.is_published(id))
+            .collect();
+        let snapshot = self
+            .snapshots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keep(&tenant, searcher);
+        Ok(Response::new(proto::PlanReply {
+            snapshot,
+            published,
+        }))
+    }
+
     async fn stats(
         &self,
         request: Request<proto::StatsRequest>,
     ) -> Result<Response<proto::Stats>, Status> {
-        let (tenant, query) = convert::query_from_proto(request.into_inner().query)?;
-        let searcher = self.searcher(&tenant)?;
+        let request = request.into_inner();
+        let (tenant, query) = convert::query_from_proto(request.query)?;
+        let searcher = self.scoped(&tenant, request.scope)?;
         let stats = blocking(move || {
             let planned = searcher.leaf_plan(&query).map_err(query_error)?;
             searcher.leaf_stats(&planned).map_err(query_error)
@@ -133,7 +248,7 @@ impl<T: Tenants> Leaf for LeafService<T> {
         let leaf_request = convert::request_from_proto(&request)?;
         let (tenant, query) = convert::query_from_proto(request.query)?;
         let stats = request.stats.map(convert::stats_from_proto);
-        let searcher = self.searcher(&tenant)?;
+        let searcher = self.scoped(&tenant, request.scope)?;
         let searched = searcher.clone();
         let answer = blocking(move || {
             let planned = searched.leaf_plan(&query).map_err(query_error)?;
@@ -160,14 +275,7 @@ impl<T: Tenants> Leaf for LeafService<T> {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(&request.tenant, request.snapshot)
-            .ok_or_else(|| {
-                Status::failed_precondition(format!(
-                    "snapshot {} of tenant {:?} is no longer kept (kept {} s): search again",
-                    request.snapshot,
-                    request.tenant,
-                    SNAPSHOT_TTL.as_secs()
-                ))
-            })?;
+            .ok_or_else(|| gone(&request.tenant, request.snapshot))?;
         let hits: Vec<_> = request
             .hits
             .iter()

@@ -409,6 +409,32 @@ impl Searcher {
         self
     }
 
+    /// The same snapshot over only the blocks whose catalog id `keep` accepts (a leaf's share
+    /// of a distributed search: the blocks assigned to it, or its unpublished ones).
+    pub fn only_blocks(&self, keep: impl Fn(u64) -> bool) -> Searcher {
+        let mut searcher = self.clone();
+        let (blocks, block_ids): (Vec<_>, Vec<_>) = self
+            .blocks
+            .iter()
+            .zip(&self.block_ids)
+            .filter(|(_, &id)| keep(id))
+            .map(|(block, &id)| (block.clone(), id))
+            .unzip();
+        searcher.text_fields = text_fields(&blocks, &searcher.schema);
+        searcher.blocks = blocks;
+        searcher.block_ids = block_ids;
+        // Damaged blocks of others' shares are theirs to report.
+        searcher
+            .damaged
+            .retain(|damaged| damaged.block.is_none_or(&keep));
+        searcher
+    }
+
+    /// The catalog ids of the blocks, in the searcher's order.
+    pub fn block_ids(&self) -> &[u64] {
+        &self.block_ids
+    }
+
     /// The same searcher seeing only the docs whose `_time` `keep` accepts; the others are
     /// left out as deleted docs are (a slice of a sliced scroll: quarry-server's es_scroll.rs).
     pub fn only_times(&self, keep: impl Fn(i64) -> bool) -> Result<Searcher> {

@@ -376,6 +376,25 @@ impl quarry_cluster::Tenants for LeafTenants {
             None => Ok(None),
         }
     }
+
+    fn role(&self) -> &'static str {
+        match self.0.ingest_config.role {
+            live::Role::All => "all",
+            live::Role::Indexer => "indexer",
+            live::Role::Searcher => "searcher",
+        }
+    }
+
+    fn is_published(&self, id: u64) -> bool {
+        live::is_published_block(id)
+    }
+
+    fn refresh(&self, tenant: &str) -> Result<(), String> {
+        match self.0.open_tenant(tenant) {
+            Some(open) => open.live.refresh().map(|_| ()).map_err(|e| e.to_string()),
+            None => Ok(()),
+        }
+    }
 }
 
 /// The API's routes.

@@ -146,6 +146,12 @@ impl Default for IngestConfig {
 /// collide with a block file's and cursors tell them apart.
 const MEMORY_BLOCK_IDS: u64 = 1 << 48;
 
+/// Whether a snapshot's block `id` is a published block file (in the catalog), not a memory
+/// block of events not yet flushed.
+pub fn is_published_block(id: u64) -> bool {
+    id < MEMORY_BLOCK_IDS
+}
+
 /// Version byte of a WAL record's payload: `[1][now: i64 LE][JSON lines joined by '\n']`. The
 /// lines are the events as sent (or, for plain text, as turned into JSON), and `now` is the
 /// ingest time the request gave events without a time: replay parses them again and gets the

@@ -18,15 +18,12 @@ use std::time::{Duration, Instant};
 
 const ADMIN: &str = "pg-admin-token";
 
+/// A server over `data` with `extra` flags (flushing every 50 ms unless they say otherwise).
 fn start(data: &Path, extra: &[&str], env: &[(&str, String)]) -> Server {
-    let mut args = vec![
-        "--data",
-        data.to_str().unwrap(),
-        "--listen",
-        "127.0.0.1:0",
-        "--flush-interval",
-        "0.05",
-    ];
+    let mut args = vec!["--data", data.to_str().unwrap(), "--listen", "127.0.0.1:0"];
+    if !extra.contains(&"--flush-interval") {
+        args.extend(["--flush-interval", "0.05"]);
+    }
     args.extend_from_slice(extra);
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let mut server = Server::spawn(&args, &env, Path::new("."));
@@ -525,4 +522,137 @@ fn a_searcher_answers_what_an_indexer_published() {
     assert!(!alone.status.success());
     let said = String::from_utf8_lossy(&alone.stderr);
     assert!(said.contains("--storage s3://"), "{said}");
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// An indexer and two searchers, each the root of searches over all three (`--peers`): the
+/// indexer answers for the events it holds in memory, the searchers for the published blocks
+/// dealt to them. Every acknowledged event is counted exactly once on every node, while
+/// flushes publish blocks under the searches; a searcher killed has its blocks searched by the
+/// other, and the answer stays whole.
+#[test]
+fn indexer_and_searchers_answer_every_acknowledged_event_once() {
+    let Some(cluster) = postgresql::PostgreSql::start() else {
+        return;
+    };
+    let Some(weed) = seaweedfs::SeaweedFs::start() else {
+        return;
+    };
+    let url = cluster.database("scatter");
+    let storage = weed.url("scatter");
+    let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+    let peers: Vec<String> = ports
+        .iter()
+        .map(|p| format!("http://127.0.0.1:{p}"))
+        .collect();
+    let peers = peers.join(",");
+    let mut env = weed.env();
+    env.push(("QUARRY_CLUSTER_TOKEN", "scatter-token".to_owned()));
+    let dir = tempfile::tempdir().unwrap();
+    let mut nodes = Vec::new();
+    for (i, port) in ports.iter().enumerate() {
+        let leaf = format!("127.0.0.1:{port}");
+        let mut flags = vec![
+            "--metastore",
+            url.as_str(),
+            "--storage",
+            storage.as_str(),
+            "--admin-token",
+            ADMIN,
+            "--leaf-listen",
+            leaf.as_str(),
+            "--peers",
+            peers.as_str(),
+        ];
+        // The indexer flushes every second: searches meet events in memory and blocks
+        // being published.
+        if i == 0 {
+            flags.extend(["--flush-interval", "1"]);
+        } else {
+            flags.extend(["--role", "searcher"]);
+        }
+        nodes.push(start(&dir.path().join(format!("node-{i}")), &flags, &env));
+    }
+    let total_of = |node: &Server| -> (u64, f64, Value) {
+        let (status, answer) = call(
+            node,
+            "GET",
+            "/api/v1/default/search?query=*&limit=0&count=true&aggs=sum(n)",
+            Some(ADMIN),
+            "",
+        );
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(answer["partial"], false, "{answer}");
+        let sum = answer["aggregations"]["sum(n)"].as_f64().unwrap();
+        (answer["count"].as_u64().unwrap(), sum, answer)
+    };
+    let mut sent = 0u64;
+    let started = Instant::now();
+    let mut round = 0;
+    while started.elapsed() < Duration::from_secs(6) || round < 8 {
+        let batch: String = (sent..sent + 37)
+            .map(|n| {
+                format!(
+                    "{}\n",
+                    json!({"message": format!("clusterword event {n}"), "n": n})
+                )
+            })
+            .collect();
+        let (status, answer) = call(
+            &nodes[0],
+            "POST",
+            "/api/v1/default/ingest",
+            Some(ADMIN),
+            &batch,
+        );
+        assert_eq!(status, 200, "{answer}");
+        sent += 37;
+        let expected_sum = (sent * (sent - 1) / 2) as f64;
+        for node in &nodes {
+            let (count, sum, answer) = total_of(node);
+            assert_eq!(
+                (count, sum),
+                (sent, expected_sum),
+                "round {round}: {answer}"
+            );
+        }
+        round += 1;
+    }
+    // Hits: the newest by n, fetched from whichever node holds them.
+    let (status, top) = call(
+        &nodes[2],
+        "GET",
+        "/api/v1/default/search?query=clusterword&sort=n:desc&limit=25",
+        Some(ADMIN),
+        "",
+    );
+    assert_eq!(status, 200, "{top}");
+    let got: Vec<u64> = top["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["event"]["n"].as_u64().unwrap())
+        .collect();
+    let want: Vec<u64> = (sent - 25..sent).rev().collect();
+    assert_eq!(got, want);
+
+    // Everything published, then a searcher gone: the other searches its blocks too.
+    let pg = Postgres::connect(&url).unwrap();
+    wait_for_blocks(
+        &pg,
+        &[("default".to_owned(), sent as i64)].into_iter().collect(),
+    );
+    let gone = nodes.remove(1);
+    drop(gone);
+    for node in &nodes {
+        let (count, _, answer) = total_of(node);
+        assert_eq!(count, sent, "{answer}");
+    }
 }

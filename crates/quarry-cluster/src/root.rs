@@ -12,7 +12,7 @@ use quarry_query::leaf::{
 };
 use quarry_query::weight::GlobalStats;
 use quarry_query::SortOrder;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 use tonic::metadata::MetadataValue;
 use tonic::service::interceptor::InterceptedService;
@@ -69,11 +69,13 @@ impl RootAnswer {
     }
 }
 
-/// A root over a fixed set of leaves.
+/// The root of distributed searches over a set of leaves, which may change (`set_endpoints`:
+/// the cluster's members as the metastore lists them): each search runs over the set as it
+/// was when the search began.
 pub struct Root {
-    leaves: Vec<(String, Client)>,
-    /// The leaves' roles as last asked (`roles`).
-    roles: Mutex<Option<(Instant, Vec<Option<String>>)>>,
+    /// `Bearer <token>`, for every call.
+    token: MetadataValue<tonic::metadata::Ascii>,
+    current: RwLock<Arc<Leaves>>,
 }
 
 impl Root {
@@ -84,13 +86,76 @@ impl Root {
         if token.is_empty() {
             return Err(ClusterError::EmptyToken);
         }
-        let value: MetadataValue<tonic::metadata::Ascii> = format!("Bearer {token}")
+        let token: MetadataValue<tonic::metadata::Ascii> = format!("Bearer {token}")
             .parse()
             .map_err(|_| ClusterError::Endpoint {
                 endpoint: String::new(),
                 message: "the cluster token must be printable ASCII".into(),
             })?;
-        let mut leaves = Vec::with_capacity(endpoints.len());
+        let leaves = Leaves::connect(endpoints, &token)?;
+        Ok(Root {
+            token,
+            current: RwLock::new(Arc::new(leaves)),
+        })
+    }
+
+    /// The leaves' endpoints now.
+    pub fn endpoints(&self) -> Vec<String> {
+        self.leaves().list.iter().map(|(e, _)| e.clone()).collect()
+    }
+
+    /// Searches from now on go to `endpoints` (searches under way finish over the set they
+    /// began with). Returns whether the set changed.
+    pub fn set_endpoints(&self, endpoints: &[String]) -> Result<bool, ClusterError> {
+        if self.endpoints() == endpoints {
+            return Ok(false);
+        }
+        let leaves = Leaves::connect(endpoints, &self.token)?;
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(leaves);
+        Ok(true)
+    }
+
+    fn leaves(&self) -> Arc<Leaves> {
+        self.current
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Answers `request` for `tenant` over every leaf: statistics first for a relevance sort,
+    /// then every leaf's partial answer, merged, then the kept hits' events. When some leaves
+    /// are searchers, the search is planned first: each indexer answers for its unpublished
+    /// events, and the published blocks are dealt to the searchers; a searcher that fails has
+    /// its blocks searched again by the others.
+    pub async fn search(
+        &self,
+        tenant: &str,
+        query: &LeafQuery,
+        request: &LeafRequest,
+    ) -> Result<RootAnswer, ClusterError> {
+        self.leaves().search(tenant, query, request).await
+    }
+
+    /// Before a histogram of width `auto`: the time span of the search over every leaf that
+    /// answers.
+    pub async fn span(&self, tenant: &str, query: &LeafQuery) -> Result<TimeSpan, ClusterError> {
+        self.leaves().span(tenant, query).await
+    }
+}
+
+/// One set of leaves and what the root knows of them.
+struct Leaves {
+    list: Vec<(String, Client)>,
+    /// The leaves' roles as last asked (`roles`).
+    roles: Mutex<Option<(Instant, Vec<Option<String>>)>>,
+}
+
+impl Leaves {
+    fn connect(
+        endpoints: &[String],
+        token: &MetadataValue<tonic::metadata::Ascii>,
+    ) -> Result<Leaves, ClusterError> {
+        let mut list = Vec::with_capacity(endpoints.len());
         for endpoint in endpoints {
             let channel = Endpoint::from_shared(endpoint.clone())
                 .map_err(|e| ClusterError::Endpoint {
@@ -100,22 +165,17 @@ impl Root {
                 .connect_timeout(Duration::from_secs(5))
                 .timeout(LEAF_TIMEOUT)
                 .connect_lazy();
-            let client = LeafClient::with_interceptor(channel, Token(value.clone()))
+            let client = LeafClient::with_interceptor(channel, Token(token.clone()))
                 .max_decoding_message_size(256 << 20);
-            leaves.push((endpoint.clone(), client));
+            list.push((endpoint.clone(), client));
         }
-        Ok(Root {
-            leaves,
+        Ok(Leaves {
+            list,
             roles: Mutex::default(),
         })
     }
 
-    /// Answers `request` for `tenant` over every leaf: statistics first for a relevance sort,
-    /// then every leaf's partial answer, merged, then the kept hits' events. When some leaves
-    /// are searchers, the search is planned first (`plan`): each indexer answers for its
-    /// unpublished events, and the published blocks are dealt to the searchers; a searcher
-    /// that fails has its blocks searched again by the others.
-    pub async fn search(
+    async fn search(
         &self,
         tenant: &str,
         query: &LeafQuery,
@@ -177,7 +237,7 @@ impl Root {
                     }
                     Ok((_, Err(message))) => answer
                         .failed_leaves
-                        .push((self.leaves[part.leaf].0.clone(), message)),
+                        .push((self.list[part.leaf].0.clone(), message)),
                     Err(status) => {
                         retried.extend(self.failed(&mut answer, &mut dealer, part, status)?)
                     }
@@ -196,7 +256,7 @@ impl Root {
             for failed in &leaf_answer.failed {
                 answer
                     .failed_blocks
-                    .push((self.leaves[*index].0.clone(), failed.clone()));
+                    .push((self.list[*index].0.clone(), failed.clone()));
             }
         }
         tagged.sort_by(|a, b| compare_hits(request, &a.2, &b.2));
@@ -217,7 +277,7 @@ impl Root {
             if positions.is_empty() {
                 continue;
             }
-            let mut client = self.leaves[index].1.clone();
+            let mut client = self.list[index].1.clone();
             let asked = proto::FetchRequest {
                 tenant: tenant.to_owned(),
                 snapshot,
@@ -233,7 +293,7 @@ impl Root {
                 endpoint: String::new(),
                 message: e.to_string(),
             })?;
-            let endpoint = &self.leaves[index].0;
+            let endpoint = &self.list[index].0;
             let leaf_error = |message: String| ClusterError::Leaf {
                 endpoint: endpoint.clone(),
                 message,
@@ -259,7 +319,7 @@ impl Root {
             .into_iter()
             .zip(events)
             .map(|((index, _, hit), event)| RootHit {
-                leaf: self.leaves[index].0.clone(),
+                leaf: self.list[index].0.clone(),
                 hit,
                 event: event.unwrap_or_default(),
             })
@@ -267,11 +327,11 @@ impl Root {
         Ok(answer)
     }
 
-    /// Before a histogram of width `auto`: the time span of the search over every leaf that
-    /// answers, and the leaves that did not (the caller's search will find them down too).
-    pub async fn span(&self, tenant: &str, query: &LeafQuery) -> Result<TimeSpan, ClusterError> {
+    /// The span over every leaf that answers (one that does not will fail the search that
+    /// follows too).
+    async fn span(&self, tenant: &str, query: &LeafQuery) -> Result<TimeSpan, ClusterError> {
         // Every leaf over all it holds: a block two leaves hold counts once in a span.
-        let all: Vec<Part> = (0..self.leaves.len()).map(Part::whole).collect();
+        let all: Vec<Part> = (0..self.list.len()).map(Part::whole).collect();
         let replies = self
             .each(&all, |mut client, _| {
                 let asked = proto::StatsRequest {
@@ -286,7 +346,7 @@ impl Root {
         for (part, reply) in all.iter().zip(replies) {
             match reply {
                 Ok(reply) => span = span.merge(convert::span_from_proto(&reply)),
-                Err(status) => ignored.fail(&self.leaves[part.leaf].0, status)?,
+                Err(status) => ignored.fail(&self.list[part.leaf].0, status)?,
             }
         }
         Ok(span)
@@ -306,17 +366,17 @@ impl Root {
         answer: &mut RootAnswer,
     ) -> Result<(Vec<Part>, Dealer), ClusterError> {
         let roles = self.roles().await;
-        let searchers: Vec<usize> = (0..self.leaves.len())
+        let searchers: Vec<usize> = (0..self.list.len())
             .filter(|&i| roles[i].as_deref() == Some("searcher"))
             .collect();
         let dealer = Dealer {
             searchers: searchers.clone(),
-            endpoints: self.leaves.iter().map(|(e, _)| e.clone()).collect(),
+            endpoints: self.list.iter().map(|(e, _)| e.clone()).collect(),
         };
         if searchers.is_empty() {
-            return Ok(((0..self.leaves.len()).map(Part::whole).collect(), dealer));
+            return Ok(((0..self.list.len()).map(Part::whole).collect(), dealer));
         }
-        let indexers: Vec<Part> = (0..self.leaves.len())
+        let indexers: Vec<Part> = (0..self.list.len())
             .filter(|&i| roles[i].as_deref() != Some("searcher"))
             .map(Part::whole)
             .collect();
@@ -346,7 +406,7 @@ impl Root {
                 }
                 // The indexer does not have the tenant: nothing of it there.
                 Err(status) if status.code() == tonic::Code::NotFound => {}
-                Err(status) => answer.fail(&self.leaves[indexer.leaf].0, status)?,
+                Err(status) => answer.fail(&self.list[indexer.leaf].0, status)?,
             }
         }
         if !planned {
@@ -370,7 +430,7 @@ impl Root {
         part: Part,
         status: Status,
     ) -> Result<Vec<Part>, ClusterError> {
-        let endpoint = &self.leaves[part.leaf].0;
+        let endpoint = &self.list[part.leaf].0;
         let is_share = !part.blocks.is_empty() && dealer.searchers.contains(&part.leaf);
         if !is_share || status.code() == tonic::Code::InvalidArgument {
             answer.fail(endpoint, status)?;
@@ -396,7 +456,7 @@ impl Root {
                 }
             }
         }
-        let all: Vec<Part> = (0..self.leaves.len()).map(Part::whole).collect();
+        let all: Vec<Part> = (0..self.list.len()).map(Part::whole).collect();
         let replies = self
             .each(&all, |mut client, _| async move {
                 client.info(proto::InfoRequest {}).await
@@ -427,7 +487,7 @@ impl Root {
     {
         let mut running = tokio::task::JoinSet::new();
         for (position, part) in parts.iter().enumerate() {
-            let future = call(self.leaves[part.leaf].1.clone(), part.scope.clone());
+            let future = call(self.list[part.leaf].1.clone(), part.scope.clone());
             running.spawn(async move { (position, future.await.map(tonic::Response::into_inner)) });
         }
         let mut replies: Vec<Option<Result<R, Status>>> = (0..parts.len()).map(|_| None).collect();

@@ -81,6 +81,20 @@ pub use es_suggest::SUGGEST_OPTIONS;
 pub use ingest::BULK_ACTION_KEYS;
 pub use tenants::DEFAULT_TENANT;
 
+/// The nodes a root searches over.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Peers {
+    /// These leaf APIs (`http://host:port`, this node's own among them).
+    Listed(Vec<String>),
+    /// The members the PostgreSQL metastore lists as alive (`--peers metastore`).
+    Metastore,
+}
+
+/// How often a node beats in the membership table, and how old a beat may be for a root to
+/// count the node in.
+const MEMBER_BEAT: Duration = Duration::from_secs(1);
+const MEMBER_ALIVE: Duration = Duration::from_secs(5);
+
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     /// The data directory (created if missing).
@@ -116,9 +130,12 @@ pub struct ServerConfig {
     /// Serve the leaf API of distributed searches (quarry-cluster, gRPC) on this address,
     /// to callers presenting this cluster token.
     pub leaf: Option<(SocketAddr, String)>,
-    /// Answer native searches over these nodes' leaf APIs (`http://host:port`, this node's
-    /// own among them), with this cluster token: scatter, gather, merge (quarry-cluster).
-    pub peers: Option<(Vec<String>, String)>,
+    /// Answer native searches over these nodes' leaf APIs, with this cluster token: scatter,
+    /// gather, merge (quarry-cluster).
+    pub peers: Option<(Peers, String)>,
+    /// The leaf API's URL as other nodes reach it, registered in the metastore's membership
+    /// table (default: `http://` and the --leaf-listen address).
+    pub leaf_advertise: Option<String>,
 }
 
 impl ServerConfig {
@@ -143,6 +160,7 @@ impl ServerConfig {
             max_searches: None,
             leaf: None,
             peers: None,
+            leaf_advertise: None,
         }
     }
 }
@@ -174,7 +192,7 @@ pub enum ServerError {
     EmptyAdminToken,
     #[error("{0}")]
     Tls(String),
-    #[error("--role searcher: {0}")]
+    #[error("{0}")]
     Role(&'static str),
 }
 
@@ -203,12 +221,12 @@ pub async fn serve(
     let searcher = config.ingest.role == live::Role::Searcher;
     if searcher && config.ingest.metastore.is_local() {
         return Err(ServerError::Role(
-            "a searcher follows the catalogs indexers write in a shared metastore: give --metastore postgres://...",
+            "--role searcher: a searcher follows the catalogs indexers write in a shared metastore: give --metastore postgres://...",
         ));
     }
     if searcher && config.ingest.storage.is_local() {
         return Err(ServerError::Role(
-            "a searcher reads the blocks indexers publish in object storage: give --storage s3://...",
+            "--role searcher: a searcher reads the blocks indexers publish in object storage: give --storage s3://...",
         ));
     }
     // The default tenant's catalog is the data directory's own: opening it creates the
@@ -242,11 +260,47 @@ pub async fn serve(
     // In KiB, so that a u32 (what a semaphore acquires at once) counts up to 4 TiB.
     let inflight_kib =
         u32::try_from(config.max_inflight_bytes.div_ceil(1024).max(1)).unwrap_or(u32::MAX);
+    let members = config.ingest.metastore.members();
+    // With a leaf API and a shared metastore, the node is a member: it beats, and roots
+    // started with `--peers metastore` find it.
+    let advertised = match (&config.leaf, &members) {
+        (Some((addr, _)), Some(_)) => Some(match &config.leaf_advertise {
+            Some(url) => url.clone(),
+            None if addr.ip().is_unspecified() => {
+                return Err(ServerError::Role(
+                    "--leaf-listen on an unspecified address: give --leaf-advertise http://HOST:PORT, the address other nodes reach it at",
+                ))
+            }
+            None => format!("http://{addr}"),
+        }),
+        _ => None,
+    };
+    if let (Some(url), Some(members)) = (&advertised, &members) {
+        members
+            .beat(url, role_name(config.ingest.role))
+            .map_err(ServerError::Catalog)?;
+    }
     let root = match &config.peers {
         None => None,
-        Some((peers, token)) => Some(Arc::new(
+        Some((Peers::Listed(peers), token)) => Some(Arc::new(
             quarry_cluster::Root::new(peers, token).map_err(ServerError::Cluster)?,
         )),
+        Some((Peers::Metastore, token)) => {
+            let Some(members) = &members else {
+                return Err(ServerError::Role(
+                    "--peers metastore finds the nodes in a shared metastore: give --metastore postgres://...",
+                ));
+            };
+            let live: Vec<String> = members
+                .live(MEMBER_ALIVE)
+                .map_err(ServerError::Catalog)?
+                .into_iter()
+                .map(|m| m.endpoint)
+                .collect();
+            Some(Arc::new(
+                quarry_cluster::Root::new(&live, token).map_err(ServerError::Cluster)?,
+            ))
+        }
     };
     let state = Arc::new(AppState {
         root,
@@ -294,6 +348,41 @@ pub async fn serve(
     if state.admin.is_some() && !config.allowed_hosts.is_empty() {
         tracing::warn!("--allowed-host has no effect with an admin token: every Host is served, requests need keys");
     }
+    // Membership: this node's beat, and a root over the members follows who is alive.
+    let membership = members.clone().map(|members| {
+        let follow = matches!(config.peers, Some((Peers::Metastore, _)));
+        let root = state.root.clone().filter(|_| follow);
+        let advertised = advertised.clone();
+        let role = role_name(config.ingest.role);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(MEMBER_BEAT).await;
+                let (members, advertised, root) =
+                    (members.clone(), advertised.clone(), root.clone());
+                let work = tokio::task::spawn_blocking(move || {
+                    if let Some(url) = &advertised {
+                        members.beat(url, role)?;
+                    }
+                    if let Some(root) = root {
+                        let live: Vec<String> = members
+                            .live(MEMBER_ALIVE)?
+                            .into_iter()
+                            .map(|m| m.endpoint)
+                            .collect();
+                        match root.set_endpoints(&live) {
+                            Ok(true) => tracing::info!(nodes = ?live, "cluster members changed"),
+                            Ok(false) => {}
+                            Err(error) => tracing::warn!(%error, "a member's endpoint is unusable"),
+                        }
+                    }
+                    Ok::<(), quarry_store::CatalogError>(())
+                });
+                if let Ok(Err(error)) = work.await {
+                    tracing::warn!(%error, "membership in the metastore failed; retrying");
+                }
+            }
+        })
+    });
     // A searcher follows the registry: tenants created and deleted on the indexers.
     let follower = searcher.then(|| {
         let state = state.clone();
@@ -352,6 +441,14 @@ pub async fn serve(
     if let Some(follower) = follower {
         follower.abort();
     }
+    if let Some(membership) = membership {
+        membership.abort();
+    }
+    // Leaving at once, so that roots stop asking this node.
+    if let (Some(url), Some(members)) = (&advertised, &members) {
+        let (url, members) = (url.clone(), members.clone());
+        let _ = tokio::task::spawn_blocking(move || members.leave(&url)).await;
+    }
     if let Some(leaf_server) = leaf_server {
         let _ = leaf_server.await;
     }
@@ -366,6 +463,14 @@ pub async fn serve(
     flushed
 }
 
+fn role_name(role: live::Role) -> &'static str {
+    match role {
+        live::Role::All => "all",
+        live::Role::Indexer => "indexer",
+        live::Role::Searcher => "searcher",
+    }
+}
+
 /// The node's open tenants as leaves of distributed searches: each search reads a snapshot.
 struct LeafTenants(Arc<AppState>);
 
@@ -378,11 +483,7 @@ impl quarry_cluster::Tenants for LeafTenants {
     }
 
     fn role(&self) -> &'static str {
-        match self.0.ingest_config.role {
-            live::Role::All => "all",
-            live::Role::Indexer => "indexer",
-            live::Role::Searcher => "searcher",
-        }
+        role_name(self.0.ingest_config.role)
     }
 
     fn is_published(&self, id: u64) -> bool {

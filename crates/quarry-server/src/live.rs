@@ -48,8 +48,7 @@ use quarry_format::column::ChunkCache;
 use quarry_format::{BlockReader, Value};
 use quarry_index::event::{format_time, parse_event, parse_event_as_sent, Event, TimeAsSent};
 use quarry_index::merge::{
-    commit_merge, entries_of, merge_into, merge_readers, pick_merge_skipping, write_block,
-    MergePolicy,
+    entries_of, merge_into, merge_readers, pick_merge_skipping, write_block, MergePolicy,
 };
 use quarry_index::pipeline::Progress;
 use quarry_index::segment::SegmentBuilder;
@@ -93,6 +92,10 @@ pub struct IngestConfig {
     /// What this node does: a searcher follows the catalogs the indexers write (replicas,
     /// refreshed every `REFRESH_PERIOD`) and ingests nothing.
     pub role: Role,
+    /// How long a block retired from a shared object store (merged, expired) stays readable
+    /// before its bytes are deleted: searchers that have not read the catalog since, or are
+    /// searching it, still read it. Local blocks go at once.
+    pub retired_grace: Duration,
 }
 
 /// A node's part in a cluster (`quarry serve --role`).
@@ -124,6 +127,10 @@ impl std::str::FromStr for Role {
 /// How often a searcher reads the catalogs and the tenant registry again.
 pub const REFRESH_PERIOD: Duration = Duration::from_secs(1);
 
+/// How long a block retired from a shared object store stays readable by default: longer than
+/// a searcher's refresh and than a distributed search's fetch (its leaf keeps a snapshot 60 s).
+pub const RETIRED_GRACE: Duration = Duration::from_secs(90);
+
 impl Default for IngestConfig {
     fn default() -> Self {
         IngestConfig {
@@ -138,6 +145,7 @@ impl Default for IngestConfig {
             storage: quarry_store::Storage::Local,
             metastore: quarry_store::MetastoreConfig::Local,
             role: Role::All,
+            retired_grace: RETIRED_GRACE,
         }
     }
 }
@@ -487,6 +495,9 @@ pub struct LiveIndex {
     /// (`BlockReader::uid`), with the generation they were found for: a block never changes,
     /// so it is searched again only for the ids listed since.
     occurrences: Mutex<HashMap<u64, (u64, crate::documents::Occurrences)>>,
+    /// Blocks retired from a shared object store, deleted once their grace has passed
+    /// (`retire`).
+    retired: Mutex<Vec<(u64, Instant)>>,
 }
 
 /// The ids snapshots resolve (documents.rs).
@@ -631,6 +642,7 @@ impl LiveIndex {
             reported_damage: Arc::default(),
             documents: Mutex::default(),
             occurrences: Mutex::default(),
+            retired: Mutex::default(),
             tenant: tenant.to_owned(),
             schema: Mutex::new(schema),
             config,
@@ -1008,9 +1020,7 @@ impl LiveIndex {
         }
         catalog.replace_blocks(&expired, Vec::new())?;
         drop(catalog);
-        for &id in &expired {
-            self.store.delete(id)?;
-        }
+        self.retire(&expired)?;
         Ok(expired.len())
     }
 
@@ -1018,6 +1028,41 @@ impl LiveIndex {
     /// that did not answer, `DamagedBlock::unreadable`): those that open now join the
     /// searchable ones. Returns how many did. Damage proper (a checksum) stays until
     /// `quarry check --repair`.
+    /// Deletes the bytes of blocks a commit just retired (merged, expired). In a shared object
+    /// store they stay `retired_grace` first: searchers that have not read the catalog since,
+    /// or are searching them now, still read them (as Quickwit keeps deleted splits for a
+    /// grace period). A crash before then leaves blocks no catalog names, which the next
+    /// open removes.
+    fn retire(&self, ids: &[u64]) -> Result<()> {
+        if self.config.storage.is_local() || self.config.retired_grace.is_zero() {
+            for &id in ids {
+                self.store.delete(id)?;
+            }
+            return Ok(());
+        }
+        let mut retired = lock(&self.retired);
+        retired.extend(ids.iter().map(|&id| (id, Instant::now())));
+        Ok(())
+    }
+
+    /// Deletes the retired blocks whose grace has passed (a failure is logged and retried).
+    fn delete_retired(&self) {
+        let due: Vec<u64> = {
+            let mut retired = lock(&self.retired);
+            let (due, kept): (Vec<_>, Vec<_>) = retired
+                .drain(..)
+                .partition(|(_, at)| at.elapsed() >= self.config.retired_grace);
+            *retired = kept;
+            due.into_iter().map(|(id, _)| id).collect()
+        };
+        for id in due {
+            if let Err(error) = self.store.delete(id) {
+                tracing::warn!(tenant = %self.tenant, %error, "could not delete a retired block; retrying");
+                lock(&self.retired).push((id, Instant::now()));
+            }
+        }
+    }
+
     /// A replica (a searcher's catalog) reads the committed blocks again: blocks the indexers
     /// published since are opened and searchable, retired ones (merged, expired) leave, and
     /// a grown mapping is taken. Returns how many blocks came and went. New blocks are sent to
@@ -1133,6 +1178,7 @@ impl LiveIndex {
     /// blocks if there are too many, else one merge step of block files if one is due.
     /// Returns whether it did anything.
     pub fn background_step(&self) -> Result<bool> {
+        self.delete_retired();
         if self.wal.failure().is_some() {
             // Nothing is flushed from a memory that may hold events of failed requests.
             return self.recover_wal();
@@ -1484,7 +1530,8 @@ impl LiveIndex {
             }
             Err(other) => return Err(other.into()),
         };
-        commit_merge(&mut **self.catalog(), &*self.store, &ids, merged.clone())?;
+        self.catalog().replace_blocks(&ids, merged.clone())?;
+        self.retire(&ids)?;
         let opened = open_entries(&*self.store, &merged)?;
         let mut state = self.state();
         state.disk.retain(|(id, _)| !ids.contains(id));

@@ -187,13 +187,14 @@ fn faulty_storage(
 }
 
 fn open_live(data: &Path, storage: &ObjectStorage) -> LiveIndex {
+    open_live_with(data, storage, IngestConfig::default())
+}
+
+fn open_live_with(data: &Path, storage: &ObjectStorage, config: IngestConfig) -> LiveIndex {
     let catalog = Catalog::open_or_create(data, Settings::default()).unwrap();
     let storage = Storage::Object(storage.clone());
     let store = storage.tenant_store(data, "default");
-    let config = IngestConfig {
-        storage,
-        ..IngestConfig::default()
-    };
+    let config = IngestConfig { storage, ..config };
     let (live, _) = LiveIndex::open(
         Box::new(catalog),
         store,
@@ -497,7 +498,13 @@ fn retention_deletes_the_objects_and_their_cached_copies() {
     let data = dir.path().join("data");
     let cache = dir.path().join("cache");
     let (storage, _) = faulty_storage(&weed, "retention", &cache);
-    let live = open_live(&data, &storage);
+    // Retired objects stay a second (searchers of the store may still read them).
+    let grace = std::time::Duration::from_secs(1);
+    let config = IngestConfig {
+        retired_grace: grace,
+        ..IngestConfig::default()
+    };
+    let live = open_live_with(&data, &storage, config);
     // Two blocks: the first's events a day older than the second's.
     let day = 86_400_000_000_000i64;
     let now = std::time::SystemTime::now()
@@ -524,6 +531,10 @@ fn retention_deletes_the_objects_and_their_cached_copies() {
     assert_eq!(count(&live, "kept"), (2_000, Vec::new()));
 
     assert_eq!(live.drop_blocks_before(now - day / 2).unwrap(), 1);
+    assert_eq!(count(&live, "kept"), (1_000, Vec::new()));
+    assert_eq!(blocks.list().unwrap(), before, "kept through its grace");
+    std::thread::sleep(grace + std::time::Duration::from_millis(200));
+    live.background_step().unwrap();
     let after = blocks.list().unwrap();
     assert_eq!(
         after,

@@ -9,6 +9,7 @@ pub mod catalog;
 pub mod date;
 pub mod disk_cache;
 pub mod mapping;
+pub mod members;
 pub mod metastore;
 pub mod object_blocks;
 pub mod postgres;

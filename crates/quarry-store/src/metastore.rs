@@ -157,6 +157,16 @@ impl MetastoreConfig {
         }
     }
 
+    /// The cluster's membership table, with a shared metastore.
+    pub fn members(&self) -> Option<crate::members::Members> {
+        match self {
+            MetastoreConfig::Local => None,
+            MetastoreConfig::Postgres(postgres) => {
+                Some(crate::members::Members::new(postgres.clone()))
+            }
+        }
+    }
+
     /// The tenant registry (`DATA/tenants.json` when local).
     pub fn registry(&self, data: &Path) -> Box<dyn TenantRegistry> {
         match self {

@@ -33,7 +33,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 /// The schema, in order; the version of a migration is its position (from 1).
-const MIGRATIONS: &[&str] = &[include_str!("../migrations/0001_metastore.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../migrations/0001_metastore.sql"),
+    include_str!("../migrations/0002_nodes.sql"),
+];
 
 /// Key of the advisory lock held while migrating (any constant; "QRRY").
 const MIGRATION_LOCK: i64 = 0x5152_5259;

@@ -399,7 +399,7 @@ fn postgres_errors_name_the_database_and_migrations_run_once() {
                 .collect::<Vec<i32>>())
         })
         .unwrap();
-    assert_eq!(versions, [1]);
+    assert_eq!(versions, [1, 2]);
     // Both connections see one catalog.
     let mut writer = PgMetastore::open_or_create(first, "team-a", settings()).unwrap();
     let id = writer.allocate_block_id().unwrap();
@@ -540,4 +540,49 @@ fn a_commit_cut_off_in_flight_is_reported_as_it_landed() {
             .unwrap();
     assert_eq!(reopened.blocks(), &[entry(landed_id, 1)]);
     assert_eq!(reopened.wal_committed("team-a"), 10);
+}
+
+/// The membership table: nodes beat, roots list those whose beat is recent (by the database's
+/// clock), a node that leaves is gone at once, and one that stops beating drops out.
+#[test]
+fn members_beat_and_drop_out() {
+    let Some(cluster) = postgresql::PostgreSql::start() else {
+        return;
+    };
+    let postgres = Postgres::connect(&cluster.database("members")).unwrap();
+    let members = quarry_store::members::Members::new(Arc::clone(&postgres));
+    let alive = || -> Vec<(String, String)> {
+        members
+            .live(std::time::Duration::from_secs(5))
+            .unwrap()
+            .into_iter()
+            .map(|m| (m.endpoint, m.role))
+            .collect()
+    };
+    assert!(alive().is_empty());
+    members.beat("http://127.0.0.1:1", "indexer").unwrap();
+    members.beat("http://127.0.0.1:2", "searcher").unwrap();
+    members.beat("http://127.0.0.1:2", "searcher").unwrap();
+    assert_eq!(
+        alive(),
+        [
+            ("http://127.0.0.1:1".to_owned(), "indexer".to_owned()),
+            ("http://127.0.0.1:2".to_owned(), "searcher".to_owned()),
+        ]
+    );
+    members.leave("http://127.0.0.1:1").unwrap();
+    assert_eq!(alive().len(), 1);
+    // A beat 10 s old: dropped out.
+    postgres
+        .run(|client| {
+            client.execute(
+                "UPDATE quarry_nodes SET heartbeat = now() - interval '10 seconds'",
+                &[],
+            )?;
+            Ok(())
+        })
+        .unwrap();
+    assert!(alive().is_empty());
+    members.beat("http://127.0.0.1:2", "searcher").unwrap();
+    assert_eq!(alive().len(), 1);
 }

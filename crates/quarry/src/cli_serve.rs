@@ -54,6 +54,10 @@ pub struct ServeArgs {
         hide_env_values = true
     )]
     admin_token: Option<String>,
+    /// The leaf API's URL as other nodes reach it, registered in the metastore's membership
+    /// table [default: http:// and the --leaf-listen address]
+    #[arg(long, env = "QUARRY_LEAF_ADVERTISE", value_name = "URL")]
+    leaf_advertise: Option<String>,
     /// What this node does: `all` (ingest and search, one machine's node), `indexer` (the same,
     /// in a cluster: owns a WAL, publishes blocks), or `searcher` (searches what indexers
     /// published, refreshing every second; writes are refused; needs a postgres:// metastore
@@ -69,7 +73,9 @@ pub struct ServeArgs {
     /// node's own among them: `http://HOST:PORT` of each --leaf-listen, comma-separated. Every
     /// node searched as a leaf and the answers merged (hits, counts, histograms, field sorts,
     /// aggregations); the reads the leaf API does not carry yet (Elasticsearch's `_search`,
-    /// export, tail) are refused by name. Needs --cluster-token
+    /// export, tail) are refused by name. `metastore` instead: the nodes the PostgreSQL
+    /// metastore lists as alive (every node with --leaf-listen and a postgres:// metastore
+    /// registers there and beats every second). Needs --cluster-token
     #[arg(
         long = "peers",
         env = "QUARRY_PEERS",
@@ -169,6 +175,7 @@ struct ConfigFile {
     cluster_token: Option<String>,
     peers: Option<Vec<String>>,
     role: Option<String>,
+    leaf_advertise: Option<String>,
 }
 
 /// The leaf API's address and token, if it is served (a token is required).
@@ -242,7 +249,10 @@ fn settings(args: ServeArgs) -> Result<ServerConfig> {
             "--peers calls other nodes' leaf APIs: it needs --cluster-token (or \
              QUARRY_CLUSTER_TOKEN)"
         ),
-        (false, Some(token)) => Some((peers, token)),
+        (false, Some(token)) if peers == ["metastore"] => {
+            Some((quarry_server::Peers::Metastore, token))
+        }
+        (false, Some(token)) => Some((quarry_server::Peers::Listed(peers), token)),
     };
     let metastore = quarry_store::MetastoreConfig::connect(
         args.storage.metastore.or(file.metastore).as_deref(),
@@ -252,6 +262,7 @@ fn settings(args: ServeArgs) -> Result<ServerConfig> {
     config.ingest.metastore = metastore;
     config.leaf = leaf;
     config.peers = peers;
+    config.leaf_advertise = args.leaf_advertise.or(file.leaf_advertise);
     config.ingest.role = match (args.role, file.role) {
         (quarry_server::live::Role::All, Some(role)) => role
             .parse()

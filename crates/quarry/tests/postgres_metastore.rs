@@ -532,11 +532,12 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// An indexer and two searchers, each the root of searches over all three (`--peers`): the
-/// indexer answers for the events it holds in memory, the searchers for the published blocks
-/// dealt to them. Every acknowledged event is counted exactly once on every node, while
-/// flushes publish blocks under the searches; a searcher killed has its blocks searched by the
-/// other, and the answer stays whole.
+/// An indexer and two searchers, each the root of searches over the cluster (the indexer's
+/// `--peers` lists the three; the searchers find the members in the metastore): the indexer
+/// answers for the events it holds in memory, the searchers for the published blocks dealt to
+/// them. Every acknowledged event is counted exactly once on every node, while flushes
+/// publish blocks under the searches; a searcher that joins later is dealt blocks; a searcher
+/// killed has its blocks searched by the others, and the answer stays whole.
 #[test]
 fn indexer_and_searchers_answer_every_acknowledged_event_once() {
     let Some(cluster) = postgresql::PostgreSql::start() else {
@@ -577,6 +578,8 @@ fn indexer_and_searchers_answer_every_acknowledged_event_once() {
             flags.extend(["--flush-interval", "1"]);
         } else {
             flags.extend(["--role", "searcher"]);
+            let at = flags.iter().position(|f| *f == peers.as_str()).unwrap();
+            flags[at] = "metastore";
         }
         nodes.push(start(&dir.path().join(format!("node-{i}")), &flags, &env));
     }

@@ -81,12 +81,18 @@ def note(message):
     print(message, file=sys.stderr, flush=True)
 
 
+GIVEN_PORTS = set()
+
+
 def free_port():
+    """A loopback port free now and not handed out before in this run (the kernel may offer
+    a port just released again: a node's HTTP and leaf ports once came out equal)."""
     while True:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        if port < 55535:
+        if port < 55535 and port not in GIVEN_PORTS:
+            GIVEN_PORTS.add(port)
             return port
 
 

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::Server;
+use common::{free_port, Server};
 use quarry_cluster::{Root, RootAnswer};
 use quarry_query::leaf::{LeafQuery, LeafRequest, QuerySource};
 use quarry_query::SortOrder;
@@ -16,14 +16,6 @@ use std::path::Path;
 const TOKEN: &str = "cluster-test-token";
 const WORDS: &[&str] = &["alpha", "beta", "gamma", "delta", "error", "timeout"];
 const SECOND: i64 = 1_000_000_000;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// A node serving the leaf API; returns it and its leaf endpoint.
 fn node(data: &Path) -> (Server, String) {

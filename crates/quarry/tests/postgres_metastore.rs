@@ -9,7 +9,7 @@ mod postgresql;
 #[path = "../../quarry-store/tests/support/seaweedfs.rs"]
 mod seaweedfs;
 
-use common::{call, quarry, tenant_count as count, word_events as events, Server};
+use common::{call, free_port, quarry, tenant_count as count, word_events as events, Server};
 use quarry_store::postgres::Postgres;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -522,14 +522,6 @@ fn a_searcher_answers_what_an_indexer_published() {
     assert!(!alone.status.success());
     let said = String::from_utf8_lossy(&alone.stderr);
     assert!(said.contains("--storage s3://"), "{said}");
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// An indexer and two searchers, each the root of searches over the cluster (the indexer's

@@ -21,7 +21,7 @@ pub mod proto {
 }
 
 pub use root::{Root, RootAnswer, RootHit};
-pub use service::{serve_leaf, LeafService, Tenants};
+pub use service::{serve_leaf, LeafService, Planned, Tenants};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {

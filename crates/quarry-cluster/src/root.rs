@@ -76,6 +76,8 @@ pub struct Root {
     /// `Bearer <token>`, for every call.
     token: MetadataValue<tonic::metadata::Ascii>,
     current: RwLock<Arc<Leaves>>,
+    /// Members known to be down (`set_absent`).
+    absent: RwLock<Vec<String>>,
 }
 
 impl Root {
@@ -96,6 +98,7 @@ impl Root {
         Ok(Root {
             token,
             current: RwLock::new(Arc::new(leaves)),
+            absent: RwLock::default(),
         })
     }
 
@@ -133,7 +136,29 @@ impl Root {
         query: &LeafQuery,
         request: &LeafRequest,
     ) -> Result<RootAnswer, ClusterError> {
-        self.leaves().search(tenant, query, request).await
+        let mut answer = self.leaves().search(tenant, query, request).await?;
+        for endpoint in self.absent() {
+            answer.failed_leaves.push((
+                endpoint,
+                "an indexer that stopped beating without leaving the cluster: events it \
+                 acknowledged and had not published yet are missing until it is back"
+                    .to_owned(),
+            ));
+        }
+        Ok(answer)
+    }
+
+    /// Indexers down (they stopped beating without leaving): every answer says it may lack
+    /// their unpublished events, until they are back or `set_absent` forgets them.
+    pub fn set_absent(&self, endpoints: Vec<String>) {
+        *self.absent.write().unwrap_or_else(PoisonError::into_inner) = endpoints;
+    }
+
+    fn absent(&self) -> Vec<String> {
+        self.absent
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Before a histogram of width `auto`: the time span of the search over every leaf that
@@ -147,7 +172,7 @@ impl Root {
 struct Leaves {
     list: Vec<(String, Client)>,
     /// The leaves' roles as last asked (`roles`).
-    roles: Mutex<Option<(Instant, Vec<Option<String>>)>>,
+    roles: Mutex<Option<(Instant, Vec<Option<LeafRole>>)>>,
 }
 
 impl Leaves {
@@ -352,12 +377,14 @@ impl Leaves {
         Ok(span)
     }
 
-    /// Which leaf searches what. Without searchers among the leaves, every leaf searches all
-    /// it holds (nodes with data of their own). With searchers, each indexer (`all` or
-    /// `indexer`) plans: it keeps a snapshot and lists the published blocks in it; the
-    /// indexer answers for the rest of that snapshot (events in its memory), and the
-    /// published blocks are dealt to the searchers by rendezvous hashing (a block goes to the
-    /// same searcher every time, whose cache holds it). Every acknowledged event is in exactly
+    /// Which leaf searches what. When no leaf can search blocks it did not write (nodes
+    /// with data of their own), every leaf searches all it holds. Otherwise (searchers, or
+    /// writers over a shared metastore and object storage) each indexer (`all` or `indexer`)
+    /// plans: it keeps a snapshot and lists its published blocks in it; the indexer answers
+    /// for its events in memory in that snapshot, and the published blocks (with those of
+    /// writers that did not answer, listed from the catalog) are dealt by rendezvous hashing
+    /// to the searchers, or without searchers to the answering indexers, so a block goes to
+    /// the same node every time, whose cache holds it. Every acknowledged event is in exactly
     /// one share: a flush between the plan and the search moves events into a block the plan
     /// did not list, and the indexer's planned snapshot still has them in memory.
     async fn plan(
@@ -366,35 +393,48 @@ impl Leaves {
         answer: &mut RootAnswer,
     ) -> Result<(Vec<Part>, Dealer), ClusterError> {
         let roles = self.roles().await;
-        let searchers: Vec<usize> = (0..self.list.len())
-            .filter(|&i| roles[i].as_deref() == Some("searcher"))
-            .collect();
-        let dealer = Dealer {
+        let is_searcher = |i: usize| roles[i].as_ref().is_some_and(|r| r.name == "searcher");
+        let searchers: Vec<usize> = (0..self.list.len()).filter(|&i| is_searcher(i)).collect();
+        let shared = roles.iter().flatten().any(|r| r.shared);
+        let mut dealer = Dealer {
             searchers: searchers.clone(),
             endpoints: self.list.iter().map(|(e, _)| e.clone()).collect(),
         };
-        if searchers.is_empty() {
+        if searchers.is_empty() && !shared {
             return Ok(((0..self.list.len()).map(Part::whole).collect(), dealer));
         }
         let indexers: Vec<Part> = (0..self.list.len())
-            .filter(|&i| roles[i].as_deref() != Some("searcher"))
+            .filter(|&i| !is_searcher(i))
             .map(Part::whole)
             .collect();
         let replies = self
             .each(&indexers, |mut client, _| {
                 let asked = proto::PlanRequest {
                     tenant: tenant.to_owned(),
+                    ..Default::default()
                 };
                 async move { client.plan(asked).await }
             })
             .await;
         let mut parts = Vec::new();
         let mut published = std::collections::BTreeSet::new();
-        let mut planned = false;
+        // The writers whose blocks an answering indexer listed, and the indexers that can
+        // search any block; None once one answered without a writer (a catalog of its own).
+        let mut answering = Some((Vec::new(), Vec::new()));
+        let mut failed = false;
         for (indexer, reply) in indexers.into_iter().zip(replies) {
             match reply {
                 Ok(plan) => {
-                    planned = true;
+                    let anywhere = roles[indexer.leaf].as_ref().is_some_and(|r| r.shared);
+                    match (&mut answering, plan.writer.is_empty()) {
+                        (Some((writers, servers)), false) => {
+                            writers.push(plan.writer);
+                            if anywhere {
+                                servers.push(indexer.leaf);
+                            }
+                        }
+                        _ => answering = None,
+                    }
                     published.extend(plan.published);
                     parts.push(Part {
                         leaf: indexer.leaf,
@@ -406,19 +446,69 @@ impl Leaves {
                 }
                 // The indexer does not have the tenant: nothing of it there.
                 Err(status) if status.code() == tonic::Code::NotFound => {}
-                Err(status) => answer.fail(&self.list[indexer.leaf].0, status)?,
+                Err(status) => {
+                    failed = true;
+                    answer.fail(&self.list[indexer.leaf].0, status)?
+                }
             }
         }
-        if !planned {
-            // No indexer to ask which blocks are published: one searcher searches every
-            // block it holds (the indexers' events in memory are missing, and said so).
-            if let Some(&first) = dealer.searchers.first() {
-                parts.push(Part::whole(first));
+        match answering {
+            // Indexers over a shared metastore list only their own blocks: the blocks of
+            // writers that did not answer (an indexer down, or gone for good) are listed by a
+            // searcher, from the catalog. Without searchers, the indexers that can search
+            // any block serve them all.
+            Some((writers, servers)) => {
+                if dealer.searchers.is_empty() {
+                    dealer.searchers = servers;
+                }
+                let blocks = self
+                    .unanswered(tenant, &dealer, writers, failed, answer)
+                    .await?;
+                published.extend(blocks);
             }
-            return Ok((parts, dealer));
+            None if searchers.is_empty() => {
+                // Nodes with catalogs of their own: each searches all it holds.
+                let whole = (0..self.list.len()).map(Part::whole).collect();
+                return Ok((whole, dealer));
+            }
+            None => {}
         }
         parts.extend(dealer.deal(&published.into_iter().collect::<Vec<_>>()));
         Ok((parts, dealer))
+    }
+
+    /// The published blocks of `tenant` whose writers are not among `answering`, as the first
+    /// searcher that answers lists them: from the catalog read afresh when an indexer just
+    /// `failed` (its last blocks may be newer than the searcher's last read; an indexer down
+    /// for longer than the members' beat window stopped publishing long before that read).
+    /// Every searcher failing is a partial answer.
+    async fn unanswered(
+        &self,
+        tenant: &str,
+        dealer: &Dealer,
+        answering: Vec<String>,
+        failed: bool,
+        answer: &mut RootAnswer,
+    ) -> Result<Vec<u64>, ClusterError> {
+        let mut last = None;
+        for &searcher in &dealer.searchers {
+            let asked = proto::PlanRequest {
+                tenant: tenant.to_owned(),
+                unanswered: true,
+                answering: answering.clone(),
+                fresh: failed,
+            };
+            let mut client = self.list[searcher].1.clone();
+            match client.plan(asked).await {
+                Ok(reply) => return Ok(reply.into_inner().published),
+                Err(status) if status.code() == tonic::Code::NotFound => return Ok(Vec::new()),
+                Err(status) => last = Some((searcher, status)),
+            }
+        }
+        if let Some((searcher, status)) = last {
+            answer.fail(&self.list[searcher].0, status)?;
+        }
+        Ok(Vec::new())
     }
 
     /// A part that failed: a searcher's share goes to the other searchers (returned, to be
@@ -447,7 +537,7 @@ impl Leaves {
 
     /// Every leaf's role, asked at most every `ROLES_TTL` (a leaf that has not answered yet
     /// has none: it is asked as a node of its own data).
-    async fn roles(&self) -> Vec<Option<String>> {
+    async fn roles(&self) -> Vec<Option<LeafRole>> {
         {
             let cached = self.roles.lock().unwrap_or_else(PoisonError::into_inner);
             if let Some((at, roles)) = &*cached {
@@ -464,11 +554,14 @@ impl Leaves {
             .await;
         let mut cached = self.roles.lock().unwrap_or_else(PoisonError::into_inner);
         let before = cached.take().map(|(_, roles)| roles);
-        let roles: Vec<Option<String>> = replies
+        let roles: Vec<Option<LeafRole>> = replies
             .into_iter()
             .enumerate()
             .map(|(i, reply)| match reply {
-                Ok(info) => Some(info.role),
+                Ok(info) => Some(LeafRole {
+                    name: info.role,
+                    shared: info.shared,
+                }),
                 // Down now: its role as last known.
                 Err(_) => before.as_ref().and_then(|b| b[i].clone()),
             })
@@ -501,6 +594,15 @@ impl Leaves {
             .map(|reply| reply.unwrap_or_else(|| Err(Status::internal("the call's task failed"))))
             .collect()
     }
+}
+
+/// What a leaf says it is (`Info`).
+#[derive(Debug, Clone)]
+struct LeafRole {
+    /// `all`, `indexer` or `searcher`.
+    name: String,
+    /// It can search any block of the cluster (a shared metastore and object storage).
+    shared: bool,
 }
 
 /// How long the leaves' roles are trusted before they are asked again.

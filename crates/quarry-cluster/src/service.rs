@@ -3,6 +3,7 @@
 use crate::convert;
 use crate::proto;
 use crate::proto::leaf_server::{Leaf, LeafServer};
+use quarry_format::BlockReader;
 use quarry_query::Searcher;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -19,6 +20,11 @@ pub trait Tenants: Send + Sync + 'static {
     fn role(&self) -> &'static str {
         "all"
     }
+    /// Whether this node can search any published block of the cluster: its catalogs are in
+    /// a shared metastore and its blocks in shared object storage.
+    fn shared(&self) -> bool {
+        false
+    }
     /// Whether block `id` of a snapshot is published (in the shared catalog), not an
     /// indexer's events in memory.
     fn is_published(&self, id: u64) -> bool {
@@ -30,6 +36,43 @@ pub trait Tenants: Send + Sync + 'static {
         let _ = tenant;
         Ok(())
     }
+    /// The blocks among `ids` that left `tenant`'s catalog lately (merged, expired) and are
+    /// still readable: a plan made before may deal them.
+    fn recently_gone(&self, tenant: &str, ids: &[u64]) -> Vec<Arc<BlockReader>> {
+        let _ = (tenant, ids);
+        Vec::new()
+    }
+    /// A snapshot of `tenant` for a plan, with the writer of each published block in it,
+    /// taken together so that no commit comes between (None: the node has no such tenant).
+    fn planned(&self, tenant: &str) -> Result<Option<Planned>, String> {
+        let Some(searcher) = self.searcher(tenant)? else {
+            return Ok(None);
+        };
+        let blocks = searcher
+            .block_ids()
+            .iter()
+            .copied()
+            .chain(searcher.damaged().iter().filter_map(|d| d.block))
+            .filter(|&id| self.is_published(id))
+            .map(|id| (id, None))
+            .collect();
+        Ok(Some(Planned {
+            searcher,
+            writer: None,
+            blocks,
+        }))
+    }
+}
+
+/// A snapshot planned (`Tenants::planned`).
+pub struct Planned {
+    pub searcher: Arc<Searcher>,
+    /// The writer this node commits the tenant's blocks as, over a metastore several
+    /// indexers share; None: a catalog of its own (or a searcher).
+    pub writer: Option<String>,
+    /// The published blocks of the snapshot, each with its writer (None: this node's own
+    /// catalog, or not known).
+    pub blocks: Vec<(u64, Option<String>)>,
 }
 
 /// How long a searched snapshot is kept for the fetch that follows, and how many are.
@@ -125,12 +168,30 @@ impl<T: Tenants> LeafService<T> {
                     searcher = self.searcher(tenant)?;
                 }
                 let mut share = searcher.only_blocks(|id| wanted.contains(&id));
-                let held: std::collections::HashSet<u64> = share
-                    .block_ids()
-                    .iter()
-                    .copied()
-                    .chain(share.damaged().iter().filter_map(|d| d.block))
-                    .collect();
+                let held = |share: &Searcher| -> std::collections::HashSet<u64> {
+                    share
+                        .block_ids()
+                        .iter()
+                        .copied()
+                        .chain(share.damaged().iter().filter_map(|d| d.block))
+                        .collect()
+                };
+                let missing: Vec<u64> = {
+                    let held = held(&share);
+                    asked
+                        .ids
+                        .iter()
+                        .copied()
+                        .filter(|id| !held.contains(id))
+                        .collect()
+                };
+                if !missing.is_empty() {
+                    let gone = self.tenants.recently_gone(tenant, &missing);
+                    if !gone.is_empty() {
+                        share = share.with_more_blocks(gone);
+                    }
+                }
+                let held = held(&share);
                 let mut damaged = share.damaged().to_vec();
                 for &id in &asked.ids {
                     if !held.contains(&id) {
@@ -138,7 +199,7 @@ impl<T: Tenants> LeafService<T> {
                             block: Some(id),
                             path: format!("block {id}").into(),
                             error: "not in this searcher's catalog (published after it last \
-                                    read it, or retired since)"
+                                    read it, or merged or expired more than a while ago)"
                                 .into(),
                             unreadable: true,
                         });
@@ -184,6 +245,7 @@ impl<T: Tenants> Leaf for LeafService<T> {
     ) -> Result<Response<proto::InfoReply>, Status> {
         Ok(Response::new(proto::InfoReply {
             role: self.tenants.role().to_owned(),
+            shared: self.tenants.shared(),
         }))
     }
 
@@ -191,14 +253,39 @@ impl<T: Tenants> Leaf for LeafService<T> {
         &self,
         request: Request<proto::PlanRequest>,
     ) -> Result<Response<proto::PlanReply>, Status> {
-        let tenant = request.into_inner().tenant;
-        let searcher = self.searcher(&tenant)?;
-        let published = searcher
-            .block_ids()
-            .iter()
-            .copied()
-            .chain(searcher.damaged().iter().filter_map(|d| d.block))
-            .filter(|&id| self.tenants.is_published(id))
+        let asked = request.into_inner();
+        let tenant = asked.tenant;
+        if asked.fresh {
+            self.tenants.refresh(&tenant).map_err(Status::unavailable)?;
+        }
+        let planned = match self.tenants.planned(&tenant) {
+            Ok(Some(planned)) => planned,
+            Ok(None) => return Err(Status::not_found(format!("no tenant {tenant:?} here"))),
+            Err(message) => return Err(Status::unavailable(message)),
+        };
+        let Planned {
+            searcher,
+            writer,
+            blocks,
+        } = planned;
+        if asked.unanswered {
+            let unanswered = blocks
+                .into_iter()
+                .filter(|(_, w)| w.as_ref().is_some_and(|w| !asked.answering.contains(w)))
+                .map(|(id, _)| id)
+                .collect();
+            return Ok(Response::new(proto::PlanReply {
+                snapshot: 0,
+                published: unanswered,
+                writer: String::new(),
+            }));
+        }
+        // An indexer of a shared catalog lists its own blocks only (it may search others'
+        // too: their writers list them, or a searcher does).
+        let published = blocks
+            .into_iter()
+            .filter(|(_, w)| writer.is_none() || w == &writer)
+            .map(|(id, _)| id)
             .collect();
         let snapshot = self
             .snapshots
@@ -208,6 +295,7 @@ impl<T: Tenants> Leaf for LeafService<T> {
         Ok(Response::new(proto::PlanReply {
             snapshot,
             published,
+            writer: writer.unwrap_or_default(),
         }))
     }
 

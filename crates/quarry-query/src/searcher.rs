@@ -430,6 +430,22 @@ impl Searcher {
         searcher
     }
 
+    /// The same snapshot with `more` blocks as well (blocks a plan dealt to this leaf that
+    /// left its catalog since: merged or expired, still readable for a while).
+    pub fn with_more_blocks(&self, more: Vec<Arc<BlockReader>>) -> Searcher {
+        let mut blocks = self.blocks.clone();
+        blocks.extend(more);
+        let mut searcher = Searcher::from_shared_with(blocks, self.schema.clone());
+        searcher.params = self.params;
+        searcher.optimizations = self.optimizations;
+        searcher.damaged = self.damaged.clone();
+        searcher.damage_report = self.damage_report.clone();
+        searcher.chunk_cache = self.chunk_cache.clone();
+        searcher.deleted = self.deleted.clone();
+        searcher.part_boosts = self.part_boosts.clone();
+        searcher
+    }
+
     /// The catalog ids of the blocks, in the searcher's order.
     pub fn block_ids(&self) -> &[u64] {
         &self.block_ids

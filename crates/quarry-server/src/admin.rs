@@ -87,6 +87,14 @@ impl Tenant {
         let spec = Arc::new(RwLock::new(spec));
         let threads = if searcher {
             vec![spawn_refresher(live.clone(), stop.clone())]
+        } else if live.writer().is_some() {
+            // One of several writers of a shared catalog: the others' blocks and mapping
+            // are followed too.
+            vec![
+                spawn_background(live.clone(), stop.clone(), spec.clone()),
+                spawn_sealer(live.clone(), stop.clone()),
+                spawn_refresher(live.clone(), stop.clone()),
+            ]
         } else {
             vec![
                 spawn_background(live.clone(), stop.clone(), spec.clone()),
@@ -275,8 +283,8 @@ const RETENTION_PERIOD: Duration = Duration::from_secs(60);
 const REOPEN_PERIOD: Duration = Duration::from_secs(30);
 
 /// The sealer thread: seal rounds for ingests waiting to be visible (`LiveIndex::run_sealer`).
-/// A searcher's tenant: reads its catalog again every `REFRESH_PERIOD` (blocks published,
-/// merged, expired by the indexers); nothing to merge or seal.
+/// A searcher's tenant, or a writer's of a shared catalog: reads the catalog again every
+/// `REFRESH_PERIOD` (blocks published, merged, expired by the other nodes).
 fn spawn_refresher(live: Arc<LiveIndex>, stop: Arc<AtomicBool>) -> JoinHandle<()> {
     std::thread::Builder::new()
         .name("quarry-refresher".into())

@@ -275,9 +275,10 @@ pub async fn serve(
         }),
         _ => None,
     };
+    let node = quarry_store::metastore::node_id(&config.data).map_err(ServerError::Catalog)?;
     if let (Some(url), Some(members)) = (&advertised, &members) {
         members
-            .beat(url, role_name(config.ingest.role))
+            .beat(url, role_name(config.ingest.role), &node)
             .map_err(ServerError::Catalog)?;
     }
     let root = match &config.peers {
@@ -357,13 +358,23 @@ pub async fn serve(
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(MEMBER_BEAT).await;
-                let (members, advertised, root) =
-                    (members.clone(), advertised.clone(), root.clone());
+                let (members, advertised, root, node) = (
+                    members.clone(),
+                    advertised.clone(),
+                    root.clone(),
+                    node.clone(),
+                );
                 let work = tokio::task::spawn_blocking(move || {
                     if let Some(url) = &advertised {
-                        members.beat(url, role)?;
+                        members.beat(url, role, &node)?;
                     }
                     if let Some(root) = root {
+                        let absent = members
+                            .absent_writers(MEMBER_ALIVE)?
+                            .into_iter()
+                            .map(|m| m.endpoint)
+                            .collect();
+                        root.set_absent(absent);
                         let live: Vec<String> = members
                             .live(MEMBER_ALIVE)?
                             .into_iter()
@@ -486,6 +497,11 @@ impl quarry_cluster::Tenants for LeafTenants {
         role_name(self.0.ingest_config.role)
     }
 
+    fn shared(&self) -> bool {
+        let config = &self.0.ingest_config;
+        !config.metastore.is_local() && !config.storage.is_local()
+    }
+
     fn is_published(&self, id: u64) -> bool {
         live::is_published_block(id)
     }
@@ -495,6 +511,25 @@ impl quarry_cluster::Tenants for LeafTenants {
             Some(open) => open.live.refresh().map(|_| ()).map_err(|e| e.to_string()),
             None => Ok(()),
         }
+    }
+
+    fn recently_gone(&self, tenant: &str, ids: &[u64]) -> Vec<Arc<quarry_format::BlockReader>> {
+        match self.0.open_tenant(tenant) {
+            Some(open) => open.live.recently_gone(ids),
+            None => Vec::new(),
+        }
+    }
+
+    fn planned(&self, tenant: &str) -> Result<Option<quarry_cluster::Planned>, String> {
+        let Some(open) = self.0.open_tenant(tenant) else {
+            return Ok(None);
+        };
+        let (searcher, blocks) = open.live.planned_snapshot().map_err(|e| e.to_string())?;
+        Ok(Some(quarry_cluster::Planned {
+            searcher,
+            writer: open.live.writer(),
+            blocks,
+        }))
     }
 }
 

@@ -428,6 +428,10 @@ struct State {
     disk: Vec<(u64, Arc<BlockReader>)>,
     /// Block files that failed to open or to merge: left out, reported with every answer.
     damaged: Vec<(u64, DamagedBlock)>,
+    /// The ids among `disk` and `damaged` that other nodes write (`foreign_listing`), with
+    /// their writers: only `refresh` adds and removes them; this node's flushes, merges and
+    /// retention never do.
+    foreign: std::collections::HashMap<u64, String>,
     /// Oldest first (ingest appends; only the background thread removes or replaces).
     memory: Vec<MemoryBlock>,
     /// When the oldest event not yet in a block file arrived.
@@ -462,6 +466,11 @@ struct Active {
 /// holds all of them at once, so the WAL position it reads covers exactly what it seals.
 pub struct LiveIndex {
     tenant: String,
+    /// Blocks that left the catalog lately, still searchable for plans made before
+    /// (`keep_gone`).
+    gone: Mutex<Vec<(u64, Arc<BlockReader>, Instant)>>,
+    /// The writer this node commits the tenant's blocks as, over a shared metastore.
+    writer: Option<String>,
     /// The tenant's analyzers and mapping; replaced when the mapping grows.
     schema: Mutex<Arc<Schema>>,
     config: IngestConfig,
@@ -581,10 +590,19 @@ impl LiveIndex {
             .target_block_bytes
             .min((config.max_memory_bytes as u64 / 4).max(1 << 20));
         let schema = Arc::new(Schema::from_settings(catalog.settings()));
-        let mut disk = Vec::with_capacity(catalog.blocks().len());
+        // A replica's blocks, and over a shared object store the other writers' (which a
+        // node of role `all` answers for too), are foreign: `refresh` follows them.
+        let foreign = foreign_listing(&*catalog, &config);
+        let mut entries = if catalog.is_replica() {
+            Vec::new()
+        } else {
+            catalog.blocks().to_vec()
+        };
+        entries.extend(foreign.iter().map(|(entry, _)| entry.clone()));
+        let mut disk = Vec::with_capacity(entries.len());
         let mut damaged = Vec::new();
-        let opened = quarry_store::block_store::open_all(&*store, catalog.blocks());
-        for (entry, opened) in catalog.blocks().iter().zip(opened) {
+        let opened = quarry_store::block_store::open_all(&*store, &entries);
+        for (entry, opened) in entries.iter().zip(opened) {
             match opened {
                 Ok(reader) => disk.push((entry.id, Arc::new(reader))),
                 Err(error) => {
@@ -595,7 +613,11 @@ impl LiveIndex {
             }
         }
         // A replica's store is the indexers': a block not listed yet is one being published.
-        if !catalog.is_replica() {
+        // So is a shared object store that several writers put blocks in: this writer lists
+        // only its own, and another's block not listed yet is one being published. (Objects
+        // a writer put and never committed, before a crash, stay there: nothing lists them.)
+        let shared_store = catalog.writer().is_some() && !config.storage.is_local();
+        if !catalog.is_replica() && !shared_store {
             remove_unnamed_blocks(&*catalog, &*store);
         }
         let committed = catalog.wal_committed(tenant);
@@ -613,6 +635,10 @@ impl LiveIndex {
         let state = State {
             disk,
             damaged,
+            foreign: foreign
+                .into_iter()
+                .map(|(entry, writer)| (entry.id, writer))
+                .collect(),
             memory: Vec::new(),
             unflushed_since: None,
             next_memory_id: MEMORY_BLOCK_IDS,
@@ -635,7 +661,9 @@ impl LiveIndex {
         let chunk_cache = (config.chunk_cache_bytes > 0)
             .then(|| Arc::new(ChunkCache::new(config.chunk_cache_bytes)));
         let live = LiveIndex {
+            gone: Mutex::default(),
             chunk_cache,
+            writer: catalog.writer().map(str::to_owned),
             wal_dir: wal_dir.to_path_buf(),
             stats: BackgroundStats::default(),
             sealed: tokio::sync::broadcast::channel(TAIL_BACKLOG_BLOCKS).0,
@@ -1015,8 +1043,10 @@ impl LiveIndex {
         // their mapped copies until they end.
         {
             let mut state = self.state();
-            state.disk.retain(|(id, _)| !expired.contains(id));
+            let gone = take_out(&mut state, &expired);
             state.snapshot = None;
+            drop(state);
+            self.keep_gone(gone);
         }
         catalog.replace_blocks(&expired, Vec::new())?;
         drop(catalog);
@@ -1063,17 +1093,54 @@ impl LiveIndex {
         }
     }
 
-    /// A replica (a searcher's catalog) reads the committed blocks again: blocks the indexers
-    /// published since are opened and searchable, retired ones (merged, expired) leave, and
-    /// a grown mapping is taken. Returns how many blocks came and went. New blocks are sent to
+    /// The writer this node commits the tenant's blocks as, where several indexers write it
+    /// (a shared metastore).
+    pub fn writer(&self) -> Option<String> {
+        self.writer.clone()
+    }
+
+    /// `snapshot`, with the writer of each published block in it, read under the same lock
+    /// the snapshot is made under (a commit or a refresh between the two could otherwise
+    /// name a block the snapshot does not have, or miss one it has). Own blocks have this
+    /// node's writer (None: a catalog of its own).
+    pub fn planned_snapshot(&self) -> Result<(Arc<Searcher>, Vec<BlockWriter>)> {
+        self.seal_round()?;
+        let mut state = self.state();
+        let searcher = self.snapshot_of(&mut state);
+        let blocks = searcher
+            .block_ids()
+            .iter()
+            .copied()
+            .chain(searcher.damaged().iter().filter_map(|d| d.block))
+            .filter(|&id| is_published_block(id))
+            .map(|id| {
+                let writer = state.foreign.get(&id).cloned();
+                (id, writer.or_else(|| self.writer.clone()))
+            })
+            .collect();
+        Ok((searcher, blocks))
+    }
+
+    /// A replica (a searcher's catalog), or a writer of a shared catalog for the other
+    /// writers' blocks, reads the committed blocks again: blocks published since are opened
+    /// and searchable, retired ones (merged, expired) leave, and a grown mapping is taken. Returns how many blocks came and went. New blocks are sent to
     /// live tails as a seal's are.
     pub fn refresh(&self) -> Result<(usize, usize)> {
-        let (entries, settings) = {
+        let listing = {
             let mut catalog = self.catalog();
+            let settings_before = catalog.settings().clone();
             if !catalog.refresh()? {
                 return Ok((0, 0));
             }
-            (catalog.blocks().to_vec(), catalog.settings().clone())
+            if catalog.settings() != &settings_before {
+                // A mapping grown by another writer: followed as this node's own growth is.
+                let schema = Arc::new(Schema::from_settings(catalog.settings()));
+                *lock(&self.schema) = schema.clone();
+                for active in &self.actives {
+                    lock(active).segment.set_schema(schema.clone());
+                }
+            }
+            foreign_listing(&**catalog, &self.config)
         };
         let known: std::collections::HashSet<u64> = {
             let state = self.state();
@@ -1084,20 +1151,28 @@ impl LiveIndex {
                 .chain(state.damaged.iter().map(|(id, _)| *id))
                 .collect()
         };
-        let new: Vec<BlockEntry> = entries
+        let new: Vec<BlockEntry> = listing
             .iter()
-            .filter(|entry| !known.contains(&entry.id))
-            .cloned()
+            .filter(|(entry, _)| !known.contains(&entry.id))
+            .map(|(entry, _)| entry.clone())
             .collect();
         // Opened without a lock held: over object storage an open is a round trip.
         let opened = quarry_store::block_store::open_all(&*self.store, &new);
-        let listed: std::collections::HashSet<u64> = entries.iter().map(|e| e.id).collect();
-        *lock(&self.schema) = Arc::new(Schema::from_settings(&settings));
+        let listed: std::collections::HashMap<u64, String> = listing
+            .into_iter()
+            .map(|(entry, writer)| (entry.id, writer))
+            .collect();
         let mut state = self.state();
-        let before = state.disk.len() + state.damaged.len();
-        state.disk.retain(|(id, _)| listed.contains(id));
-        state.damaged.retain(|(id, _)| listed.contains(id));
-        let gone = before - state.disk.len() - state.damaged.len();
+        let gone: std::collections::HashSet<u64> = state
+            .foreign
+            .keys()
+            .filter(|id| !listed.contains_key(id))
+            .copied()
+            .collect();
+        let gone_ids: Vec<u64> = gone.iter().copied().collect();
+        let retired = take_out(&mut state, &gone_ids);
+        state.damaged.retain(|(id, _)| !gone.contains(id));
+        state.foreign = listed;
         for (entry, opened) in new.iter().zip(opened) {
             match opened {
                 Ok(reader) => {
@@ -1116,7 +1191,30 @@ impl LiveIndex {
             }
         }
         state.snapshot = None;
-        Ok((new.len(), gone))
+        drop(state);
+        self.keep_gone(retired);
+        Ok((new.len(), gone.len()))
+    }
+
+    /// Keeps the readers of blocks that just left the catalog (merged, expired, retired by
+    /// their writer) for `GONE_KEPT`: a plan made before they left may still deal them to
+    /// this node, which then searches them as the plan saw them.
+    fn keep_gone(&self, readers: Vec<(u64, Arc<BlockReader>)>) {
+        let kept = GONE_KEPT.min(self.config.retired_grace);
+        let mut gone = lock(&self.gone);
+        gone.retain(|(_, _, at)| at.elapsed() < kept);
+        let now = Instant::now();
+        gone.extend(readers.into_iter().map(|(id, reader)| (id, reader, now)));
+    }
+
+    /// The blocks among `ids` that left the catalog within `GONE_KEPT` (`keep_gone`).
+    pub fn recently_gone(&self, ids: &[u64]) -> Vec<Arc<BlockReader>> {
+        let kept = GONE_KEPT.min(self.config.retired_grace);
+        lock(&self.gone)
+            .iter()
+            .filter(|(id, _, at)| ids.contains(id) && at.elapsed() < kept)
+            .map(|(_, reader, _)| reader.clone())
+            .collect()
     }
 
     pub fn reopen_unreadable(&self) -> usize {
@@ -1130,13 +1228,16 @@ impl LiveIndex {
         if waiting.is_empty() {
             return 0;
         }
-        let entries: Vec<BlockEntry> = self
-            .catalog()
-            .blocks()
-            .iter()
-            .filter(|entry| waiting.contains(&entry.id))
-            .cloned()
-            .collect();
+        let entries: Vec<BlockEntry> = {
+            let catalog = self.catalog();
+            catalog
+                .blocks()
+                .iter()
+                .chain(catalog.others())
+                .filter(|entry| waiting.contains(&entry.id))
+                .cloned()
+                .collect()
+        };
         // Opened without a lock held: over object storage an open is a round trip.
         let opened = quarry_store::block_store::open_all(&*self.store, &entries);
         let mut state = self.state();
@@ -1534,9 +1635,11 @@ impl LiveIndex {
         self.retire(&ids)?;
         let opened = open_entries(&*self.store, &merged)?;
         let mut state = self.state();
-        state.disk.retain(|(id, _)| !ids.contains(id));
+        let inputs = take_out(&mut state, &ids);
         state.disk.extend(opened);
         state.snapshot = None;
+        drop(state);
+        self.keep_gone(inputs);
         let docs: u64 = merged.iter().map(|entry| entry.docs).sum();
         tracing::debug!(inputs = ids.len(), outputs = merged.len(), docs, took = ?started.elapsed(), "merged");
         BackgroundStats::record(&self.stats.merges, &self.stats.merge_nanos, started);
@@ -1683,6 +1786,43 @@ impl LiveIndex {
         }
         deleted
     }
+}
+
+/// The blocks of `catalog` that other nodes write and this one searches, with their writers
+/// ('' where not known): a replica's, and a writer's of a shared catalog over shared object
+/// storage, the other writers' (their bytes are where this node reads them). Over local
+/// storage another writer's blocks are on its own disk: none.
+fn foreign_listing(catalog: &dyn Metastore, config: &IngestConfig) -> Vec<(BlockEntry, String)> {
+    let entries = if catalog.is_replica() {
+        catalog.blocks()
+    } else if !config.storage.is_local() {
+        catalog.others()
+    } else {
+        &[]
+    };
+    entries
+        .iter()
+        .map(|entry| {
+            let writer = catalog.writer_of(entry.id).unwrap_or_default();
+            (entry.clone(), writer.to_owned())
+        })
+        .collect()
+}
+
+/// A published block of a snapshot and its writer (`LiveIndex::planned_snapshot`).
+pub type BlockWriter = (u64, Option<String>);
+
+/// How long blocks that left the catalog stay searchable for plans made before (at most the
+/// retired grace, after which a shared store's objects go).
+const GONE_KEPT: Duration = Duration::from_secs(30);
+
+/// Takes the blocks `ids` out of the searchable ones, returning their readers.
+fn take_out(state: &mut State, ids: &[u64]) -> Vec<(u64, Arc<BlockReader>)> {
+    let (out, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut state.disk)
+        .into_iter()
+        .partition(|(id, _)| ids.contains(id));
+    state.disk = kept;
+    out
 }
 
 fn remove_unnamed_blocks(catalog: &dyn Metastore, store: &dyn BlockStore) {

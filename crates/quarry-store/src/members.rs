@@ -27,16 +27,45 @@ impl Members {
         Members { postgres }
     }
 
-    /// Registers `endpoint` with `role`, or renews its beat.
-    pub fn beat(&self, endpoint: &str, role: &str) -> Result<()> {
-        let (endpoint, role) = (endpoint.to_owned(), role.to_owned());
+    /// Registers `endpoint` with `role` for node `node` (its data directory's id, replacing
+    /// a row the node left at another address), or renews its beat.
+    pub fn beat(&self, endpoint: &str, role: &str, node: &str) -> Result<()> {
+        let (endpoint, role, node) = (endpoint.to_owned(), role.to_owned(), node.to_owned());
         self.postgres.run_idempotent(move |client| {
-            client.execute(
-                "INSERT INTO quarry_nodes (endpoint, role) VALUES ($1, $2)
-                 ON CONFLICT (endpoint) DO UPDATE SET role = $2, heartbeat = now()",
-                &[&endpoint, &role],
+            let mut tx = client.transaction()?;
+            tx.execute(
+                "DELETE FROM quarry_nodes WHERE node = $1 AND node <> '' AND endpoint <> $2",
+                &[&node, &endpoint],
             )?;
+            tx.execute(
+                "INSERT INTO quarry_nodes (endpoint, role, node) VALUES ($1, $2, $3)
+                 ON CONFLICT (endpoint) DO UPDATE SET role = $2, node = $3, heartbeat = now()",
+                &[&endpoint, &role, &node],
+            )?;
+            tx.commit()?;
             Ok(())
+        })
+    }
+
+    /// The members that write (`all`, `indexer`) and have not beaten within `within` without
+    /// having left: nodes down, whose acknowledged events not yet published are missing from
+    /// every answer until they are back.
+    pub fn absent_writers(&self, within: Duration) -> Result<Vec<Member>> {
+        let seconds = within.as_secs_f64();
+        self.postgres.run_idempotent(move |client| {
+            let rows = client.query(
+                "SELECT endpoint, role FROM quarry_nodes
+                 WHERE heartbeat <= now() - make_interval(secs => $1) AND role <> 'searcher'
+                 ORDER BY endpoint",
+                &[&seconds],
+            )?;
+            Ok(rows
+                .iter()
+                .map(|row| Member {
+                    endpoint: row.get(0),
+                    role: row.get(1),
+                })
+                .collect())
         })
     }
 

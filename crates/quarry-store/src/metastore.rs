@@ -37,10 +37,29 @@ pub trait Metastore: Send {
     fn is_replica(&self) -> bool {
         false
     }
-    /// A replica reads the committed settings and blocks again; returns whether they
-    /// changed. A writer's catalog is its own: nothing to read.
+    /// A replica reads the committed settings and blocks again, a writer of a shared catalog
+    /// the other writers' blocks and the settings; returns whether they changed. The local
+    /// catalog is its own: nothing to read.
     fn refresh(&mut self) -> Result<bool> {
         Ok(false)
+    }
+    /// The writer this catalog commits as, where several nodes write one catalog
+    /// (PostgreSQL): this indexer's, whose blocks are the ones listed. None for the local
+    /// catalog, which its directory's one writer owns whole.
+    fn writer(&self) -> Option<&str> {
+        None
+    }
+    /// Where several nodes write one catalog: the other writers' blocks, as last read
+    /// (`refresh`). A search sees them with `blocks`; flushes, merges and retention touch
+    /// only `blocks`.
+    fn others(&self) -> &[BlockEntry] {
+        &[]
+    }
+    /// Which writer committed block `id`, as a replica knows it (a searcher serves the blocks
+    /// of writers that do not answer for their own).
+    fn writer_of(&self, id: u64) -> Option<&str> {
+        let _ = id;
+        None
     }
 }
 
@@ -124,8 +143,13 @@ impl MetastoreConfig {
                     }
                 })?;
                 let lock = crate::catalog::lock_dir(dir)?;
-                let catalog =
-                    PgMetastore::open_or_create(postgres.clone(), name, Settings::default())?;
+                let writer = writer_id(dir)?;
+                let catalog = PgMetastore::open_or_create(
+                    postgres.clone(),
+                    name,
+                    &writer,
+                    Settings::default(),
+                )?;
                 Ok(Box::new(catalog.holding(lock)))
             }
         }
@@ -192,3 +216,57 @@ impl MetastoreConfig {
         }
     }
 }
+
+/// The name `dir` writes a shared catalog as: made up the first time (random, kept in
+/// `DIR/writer`), the same for as long as the directory (its WAL) lives, so a restarted node
+/// takes up its own blocks and WAL checkpoint and no other's.
+pub fn writer_id(dir: &Path) -> Result<String> {
+    made_up_id(dir, WRITER_FILE)
+}
+
+/// The id of the node whose data directory is `data` (kept in `DATA/node`, made up the first
+/// time): a member of a cluster is known by it across restarts at other addresses.
+pub fn node_id(data: &Path) -> Result<String> {
+    made_up_id(data, NODE_FILE)
+}
+
+/// A random id kept in `dir/file`, made up the first time.
+fn made_up_id(dir: &Path, file: &str) -> Result<String> {
+    use std::hash::{BuildHasher, Hasher};
+    let path = dir.join(file);
+    let io = |source| crate::catalog::CatalogError::Io {
+        path: path.clone(),
+        source,
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(text) if !text.trim().is_empty() => return Ok(text.trim().to_owned()),
+        Ok(_) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => return Err(io(error)),
+    }
+    // Randomly keyed hashers are the standard library's source of randomness.
+    let mut random = std::collections::hash_map::RandomState::new().build_hasher();
+    random.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos(),
+    );
+    random.write_u32(std::process::id());
+    let id = format!("{:016x}", random.finish());
+    let temporary = dir.join(format!("{file}.tmp"));
+    let write = || -> std::io::Result<()> {
+        let mut file = std::fs::File::create(&temporary)?;
+        std::io::Write::write_all(&mut file, format!("{id}\n").as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&temporary, &path)?;
+        std::fs::File::open(dir)?.sync_all()
+    };
+    write().map_err(io)?;
+    Ok(id)
+}
+
+/// The file in a catalog's directory that names its writer (`writer_id`).
+const WRITER_FILE: &str = "writer";
+/// The file in a data directory that names its node (`node_id`).
+const NODE_FILE: &str = "node";

@@ -5,10 +5,15 @@
 //!
 //! - **Transactions.** Every commit is one transaction: a flush's blocks and its WAL
 //!   checkpoint, a merge's outputs and the retirement of its inputs, a registry change.
-//! - **One writer per catalog, fenced.** Opening a catalog for writing increments its `epoch`;
-//!   every commit and every id taken checks it under a row lock. A node that another node has
-//!   taken over (after a failover, say) gets [`CatalogError::Fenced`] and commits nothing, so
-//!   two writers never interleave; the local catalog gets the same guarantee from its lock file.
+//! - **Several writers per catalog, each fenced.** Every indexer writing a tenant is a writer
+//!   (its data directory's WAL for the tenant, named by [`crate::metastore::writer_id`]).
+//!   Opening a catalog for writing increments that writer's `epoch` (`quarry_writers`); every
+//!   commit and every id taken checks it under a row lock. A second process on the same WAL
+//!   (a node restarted while its old self still runs) fences the first off: it gets
+//!   [`CatalogError::Fenced`] and commits nothing more. Other writers are not disturbed.
+//! - **A writer's blocks are its own.** Each block names its writer; a writer lists, merges
+//!   and expires only its own, so its view of them is exact without reading the others' and
+//!   two writers never retire the same block. Readers ([`PgReplica`]) see every writer's.
 //! - **Block ids are taken in the database** (`next_block_id`, one statement per block), so an
 //!   id is never handed out twice, not even to a writer fenced off after taking it: a block
 //!   object written under an id can only ever be that block.
@@ -36,6 +41,7 @@ use std::time::Duration;
 const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_metastore.sql"),
     include_str!("../migrations/0002_nodes.sql"),
+    include_str!("../migrations/0003_writers.sql"),
 ];
 
 /// Key of the advisory lock held while migrating (any constant; "QRRY").
@@ -273,11 +279,16 @@ fn from_db(value: i64, what: &str) -> Result<u64, PgFailure> {
         .map_err(|_| PgFailure::Other(format!("{what} {value} in the metastore is negative")))
 }
 
-/// Locks the catalog's row and checks that `epoch` still owns it.
-fn fence(tx: &mut Transaction<'_>, catalog: &str, epoch: i64) -> Result<(), PgFailure> {
+/// Locks the row of `writer` in the catalog and checks that `epoch` is still its token.
+fn fence(
+    tx: &mut Transaction<'_>,
+    catalog: &str,
+    writer: &str,
+    epoch: i64,
+) -> Result<(), PgFailure> {
     let row = tx.query_opt(
-        "SELECT epoch FROM quarry_catalogs WHERE name = $1 FOR UPDATE",
-        &[&catalog],
+        "SELECT epoch FROM quarry_writers WHERE catalog = $1 AND writer = $2 FOR UPDATE",
+        &[&catalog, &writer],
     )?;
     match row.map(|row| row.get::<_, i64>(0)) {
         Some(current) if current == epoch => Ok(()),
@@ -290,11 +301,12 @@ fn fence(tx: &mut Transaction<'_>, catalog: &str, epoch: i64) -> Result<(), PgFa
 fn insert_blocks(
     tx: &mut Transaction<'_>,
     catalog: &str,
+    writer: &str,
     entries: &[BlockEntry],
 ) -> Result<(), PgFailure> {
     let insert = tx.prepare(
-        "INSERT INTO quarry_blocks (catalog, id, docs, time_min, time_max, bytes, open_from)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        "INSERT INTO quarry_blocks (catalog, id, docs, time_min, time_max, bytes, open_from, writer)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     )?;
     for entry in entries {
         tx.execute(
@@ -307,6 +319,7 @@ fn insert_blocks(
                 &entry.time_max,
                 &to_db(entry.bytes, "bytes")?,
                 &to_db(entry.open_from, "open_from")?,
+                &writer,
             ],
         )?;
     }
@@ -315,14 +328,15 @@ fn insert_blocks(
 
 /// The settings (as stored, `settings`), blocks and WAL checkpoints of catalog `catalog`.
 fn load(tx: &mut Transaction<'_>, catalog: &str, settings: &str) -> Result<Loaded, PgFailure> {
-    let settings: Settings = serde_json::from_str(settings)
-        .map_err(|e| PgFailure::Other(format!("catalog {catalog:?}: settings: {e}")))?;
+    let settings = parse_settings(catalog, settings)?;
     let mut blocks = Vec::new();
+    let mut writers = Vec::new();
     for row in tx.query(
-        "SELECT id, docs, time_min, time_max, bytes, open_from FROM quarry_blocks
+        "SELECT id, docs, time_min, time_max, bytes, open_from, writer FROM quarry_blocks
          WHERE catalog = $1 ORDER BY seq",
         &[&catalog],
     )? {
+        writers.push(row.get::<_, String>(6));
         blocks.push(BlockEntry {
             id: from_db(row.get(0), "block id")?,
             docs: from_db(row.get(1), "docs")?,
@@ -342,27 +356,50 @@ fn load(tx: &mut Transaction<'_>, catalog: &str, settings: &str) -> Result<Loade
     Ok(Loaded {
         settings,
         blocks,
+        writers,
         wal,
     })
 }
 
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn parse_settings(catalog: &str, settings: &str) -> Result<Settings, PgFailure> {
+    serde_json::from_str(settings)
+        .map_err(|e| PgFailure::Other(format!("catalog {catalog:?}: settings: {e}")))
+}
+
 /// A catalog state as the database holds it.
+#[derive(Default)]
 struct Loaded {
     settings: Settings,
     blocks: Vec<BlockEntry>,
+    /// The writer of each block, in the same order.
+    writers: Vec<String>,
     wal: BTreeMap<String, u64>,
 }
 
-/// One tenant's catalog in PostgreSQL, opened for writing (fencing off any earlier writer).
-/// Holds the committed state in memory, as the local catalog does, and changes it only after
-/// the database committed.
+/// The key of a writer's WAL checkpoint: the writer and the WAL's name.
+fn wal_key(writer: &str, wal: &str) -> String {
+    format!("{writer}/{wal}")
+}
+
+/// One tenant's catalog in PostgreSQL, opened for writing by one writer (fencing off an
+/// earlier process of the same writer). Holds the writer's committed state in memory, as the
+/// local catalog does, and changes it only after the database committed.
 #[derive(Debug)]
 pub struct PgMetastore {
     postgres: Arc<Postgres>,
     name: String,
+    writer: String,
     epoch: i64,
     settings: Settings,
+    /// This writer's blocks.
     blocks: Vec<BlockEntry>,
+    /// The other writers' blocks as last read (`refresh`), and who wrote each.
+    others: Vec<BlockEntry>,
+    writers: std::collections::HashMap<u64, String>,
     wal: BTreeMap<String, u64>,
     /// Set when a commit's outcome could not be learned: this catalog then commits nothing
     /// more until it is opened again (which reads what the database holds).
@@ -380,14 +417,17 @@ const DOUBT_PAUSE: Duration = Duration::from_millis(500);
 type Landed = Box<dyn Fn(&mut Client) -> Result<bool, PgFailure> + Send + Sync>;
 
 impl PgMetastore {
-    /// Opens catalog `name`, creating it with `settings` if the database has none yet (an
-    /// existing one keeps its own), and becomes its writer.
+    /// Opens catalog `name` as `writer`, creating it with `settings` if the database has
+    /// none yet (an existing one keeps its own); an earlier process of the same writer is
+    /// fenced off.
     pub fn open_or_create(
         postgres: Arc<Postgres>,
         name: &str,
+        writer: &str,
         settings: Settings,
     ) -> Result<PgMetastore> {
         let catalog = name.to_owned();
+        let me = writer.to_owned();
         let initial = serde_json::to_string(&settings).map_err(|e| CatalogError::Postgres {
             url: postgres.shown.clone(),
             message: e.to_string(),
@@ -399,27 +439,40 @@ impl PgMetastore {
                  VALUES ($1, $2, 1) ON CONFLICT (name) DO NOTHING",
                 &[&catalog, &initial],
             )?;
-            let row = tx.query_one(
-                "UPDATE quarry_catalogs SET epoch = epoch + 1 WHERE name = $1
-                 RETURNING epoch, settings",
-                &[&catalog],
-            )?;
-            let epoch: i64 = row.get(0);
-            let settings: String = row.get(1);
+            let epoch: i64 = tx
+                .query_one(
+                    "INSERT INTO quarry_writers (catalog, writer, epoch) VALUES ($1, $2, 1)
+                     ON CONFLICT (catalog, writer)
+                     DO UPDATE SET epoch = quarry_writers.epoch + 1
+                     RETURNING epoch",
+                    &[&catalog, &me],
+                )?
+                .get(0);
+            let settings: String = tx
+                .query_one(
+                    "SELECT settings FROM quarry_catalogs WHERE name = $1",
+                    &[&catalog],
+                )?
+                .get(0);
             let loaded = load(&mut tx, &catalog, &settings)?;
             tx.commit()?;
             Ok((epoch, loaded))
         })?;
-        Ok(PgMetastore {
+        let mut opened = PgMetastore {
             postgres,
             name: name.to_owned(),
+            writer: writer.to_owned(),
             epoch,
-            settings: loaded.settings,
-            blocks: loaded.blocks,
-            wal: loaded.wal,
+            settings: loaded.settings.clone(),
+            blocks: Vec::new(),
+            others: Vec::new(),
+            writers: Default::default(),
+            wal: loaded.wal.clone(),
             poisoned: None,
             _lock: None,
-        })
+        };
+        opened.take_view(loaded);
+        Ok(opened)
     }
 
     /// Runs the commit `work`. When the connection fails during it, the commit may or may not
@@ -467,6 +520,25 @@ impl PgMetastore {
         Err(failure.into_error(&self.postgres.shown))
     }
 
+    /// Takes the blocks of a catalog state read: this writer's own (which only it changes:
+    /// its list is authoritative once open) and the others'.
+    fn take_view(&mut self, loaded: Loaded) {
+        let (mut own, mut others) = (Vec::new(), Vec::new());
+        self.writers.clear();
+        for (block, writer) in loaded.blocks.into_iter().zip(loaded.writers) {
+            if writer == self.writer {
+                own.push(block);
+            } else {
+                others.push(block);
+                self.writers
+                    .insert(others.last().map_or(0, |b| b.id), writer);
+            }
+        }
+        self.blocks = own;
+        self.others = others;
+        self.settings = loaded.settings;
+    }
+
     /// Keeps `lock` (a local directory's) for as long as this catalog is open.
     pub fn holding(mut self, lock: std::fs::File) -> PgMetastore {
         self._lock = Some(lock);
@@ -489,6 +561,11 @@ impl PgMetastore {
         postgres: &Postgres,
         name: &str,
     ) -> Result<Option<(Settings, Vec<BlockEntry>)>> {
+        Ok(PgMetastore::read_state(postgres, name)?.map(|state| (state.settings, state.blocks)))
+    }
+
+    /// Every writer's blocks and their writers, in one snapshot.
+    fn read_state(postgres: &Postgres, name: &str) -> Result<Option<Loaded>> {
         let catalog = name.to_owned();
         postgres.run_idempotent(move |client| {
             // One snapshot for the settings and the blocks.
@@ -507,7 +584,7 @@ impl PgMetastore {
             let settings: String = row.get(0);
             let loaded = load(&mut tx, &catalog, &settings)?;
             tx.commit()?;
-            Ok(Some((loaded.settings, loaded.blocks)))
+            Ok(Some(loaded))
         })
     }
 
@@ -532,30 +609,42 @@ impl Metastore for PgMetastore {
         &self.settings
     }
 
+    /// Other writers may have grown the mapping since this one read it: the update is merged
+    /// into the stored mapping, under its row's lock, and the result is what is in force.
     fn set_mapping(&mut self, update: &Mapping) -> Result<Mapping> {
-        let merged = self.settings.mapping.merged(update)?;
-        if merged == self.settings.mapping {
-            return Ok(merged);
-        }
-        let settings = Settings {
-            mapping: merged,
-            ..self.settings.clone()
-        };
-        let text = serde_json::to_string(&settings).map_err(|e| CatalogError::Postgres {
-            url: self.postgres.shown.clone(),
-            message: e.to_string(),
-        })?;
-        let (catalog, epoch) = (self.name.clone(), self.epoch);
-        let (check_catalog, check_text) = (catalog.clone(), text.clone());
+        // Checked against what this writer knows first: a conflict needs no round trip.
+        self.settings.mapping.merged(update)?;
+        let (catalog, writer, epoch) = (self.name.clone(), self.writer.clone(), self.epoch);
+        let update = update.clone();
+        let stored = Arc::new(Mutex::new(None::<(String, Settings)>));
+        let written = stored.clone();
+        let check_catalog = catalog.clone();
+        let check = stored.clone();
         self.commit(
             move |client| {
                 let mut tx = client.transaction()?;
-                fence(&mut tx, &catalog, epoch)?;
-                tx.execute(
-                    "UPDATE quarry_catalogs SET settings = $2 WHERE name = $1",
-                    &[&catalog, &text],
-                )?;
+                fence(&mut tx, &catalog, &writer, epoch)?;
+                let text: String = tx
+                    .query_one(
+                        "SELECT settings FROM quarry_catalogs WHERE name = $1 FOR UPDATE",
+                        &[&catalog],
+                    )?
+                    .get(0);
+                let mut settings = parse_settings(&catalog, &text)?;
+                settings.mapping = settings
+                    .mapping
+                    .merged(&update)
+                    .map_err(|e| PgFailure::Other(e.to_string()))?;
+                let merged = serde_json::to_string(&settings)
+                    .map_err(|e| PgFailure::Other(e.to_string()))?;
+                if merged != text {
+                    tx.execute(
+                        "UPDATE quarry_catalogs SET settings = $2 WHERE name = $1",
+                        &[&catalog, &merged],
+                    )?;
+                }
                 tx.commit()?;
+                *lock(&written) = Some((merged, settings));
                 Ok(())
             },
             Box::new(move |client| {
@@ -563,9 +652,16 @@ impl Metastore for PgMetastore {
                     "SELECT settings FROM quarry_catalogs WHERE name = $1",
                     &[&check_catalog],
                 )?;
-                Ok(row.is_some_and(|row| row.get::<_, String>(0) == check_text))
+                let expected = lock(&check).as_ref().map(|(text, _)| text.clone());
+                Ok(row.is_some_and(|row| Some(row.get::<_, String>(0)) == expected))
             }),
         )?;
+        let Some((_, settings)) = lock(&stored).take() else {
+            // Landed, though its answer was lost: read what is in force.
+            let (settings, _) = PgMetastore::read(&self.postgres, &self.name)?;
+            self.settings = settings;
+            return Ok(self.settings.mapping.clone());
+        };
         self.settings = settings;
         Ok(self.settings.mapping.clone())
     }
@@ -576,12 +672,15 @@ impl Metastore for PgMetastore {
 
     fn allocate_block_id(&mut self) -> Result<u64> {
         // An id taken and lost (its answer lost with a broken connection) is only skipped.
-        let (catalog, epoch) = (self.name.clone(), self.epoch);
+        let (catalog, writer, epoch) = (self.name.clone(), self.writer.clone(), self.epoch);
         self.postgres.run_idempotent(move |client| {
             let row = client.query_opt(
                 "UPDATE quarry_catalogs SET next_block_id = next_block_id + 1
-                 WHERE name = $1 AND epoch = $2 RETURNING next_block_id - 1",
-                &[&catalog, &epoch],
+                 WHERE name = $1 AND EXISTS (
+                     SELECT 1 FROM quarry_writers
+                     WHERE catalog = $1 AND writer = $2 AND epoch = $3)
+                 RETURNING next_block_id - 1",
+                &[&catalog, &writer, &epoch],
             )?;
             match row {
                 Some(row) => from_db(row.get(0), "block id"),
@@ -594,14 +693,14 @@ impl Metastore for PgMetastore {
 
     fn commit_flush(&mut self, entries: Vec<BlockEntry>, tenant: &str, wal_seq: u64) -> Result<()> {
         let committed = self.wal_committed(tenant).max(wal_seq);
-        let (catalog, epoch) = (self.name.clone(), self.epoch);
-        let (added, wal) = (entries.clone(), tenant.to_owned());
-        let landed = landed_check(&catalog, &entries, &[], Some((tenant, committed)));
+        let (catalog, writer, epoch) = (self.name.clone(), self.writer.clone(), self.epoch);
+        let (added, wal) = (entries.clone(), wal_key(&self.writer, tenant));
+        let landed = landed_check(&catalog, &entries, &[], Some((&wal, committed)));
         self.commit(
             move |client| {
                 let mut tx = client.transaction()?;
-                fence(&mut tx, &catalog, epoch)?;
-                insert_blocks(&mut tx, &catalog, &added)?;
+                fence(&mut tx, &catalog, &writer, epoch)?;
+                insert_blocks(&mut tx, &catalog, &writer, &added)?;
                 tx.execute(
                     "INSERT INTO quarry_wal_checkpoints (catalog, wal, seq) VALUES ($1, $2, $3)
                      ON CONFLICT (catalog, wal) DO UPDATE SET seq = EXCLUDED.seq",
@@ -613,24 +712,25 @@ impl Metastore for PgMetastore {
             landed,
         )?;
         self.blocks.extend(entries);
-        self.wal.insert(tenant.to_owned(), committed);
+        self.wal.insert(wal_key(&self.writer, tenant), committed);
         Ok(())
     }
 
     fn replace_blocks(&mut self, removed: &[u64], added: Vec<BlockEntry>) -> Result<()> {
-        let (catalog, epoch) = (self.name.clone(), self.epoch);
+        let (catalog, writer, epoch) = (self.name.clone(), self.writer.clone(), self.epoch);
         let gone = db_ids(removed.iter().copied());
         let new = added.clone();
         let landed = landed_check(&catalog, &added, removed, None);
         self.commit(
             move |client| {
                 let mut tx = client.transaction()?;
-                fence(&mut tx, &catalog, epoch)?;
+                fence(&mut tx, &catalog, &writer, epoch)?;
+                // Only this writer's own blocks: never one another writer lists.
                 tx.execute(
-                    "DELETE FROM quarry_blocks WHERE catalog = $1 AND id = ANY($2)",
-                    &[&catalog, &gone],
+                    "DELETE FROM quarry_blocks WHERE catalog = $1 AND writer = $3 AND id = ANY($2)",
+                    &[&catalog, &gone, &writer],
                 )?;
-                insert_blocks(&mut tx, &catalog, &new)?;
+                insert_blocks(&mut tx, &catalog, &writer, &new)?;
                 tx.commit()?;
                 Ok(())
             },
@@ -642,7 +742,43 @@ impl Metastore for PgMetastore {
     }
 
     fn wal_committed(&self, tenant: &str) -> u64 {
-        self.wal.get(tenant).copied().unwrap_or(0)
+        self.wal
+            .get(&wal_key(&self.writer, tenant))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    fn writer(&self) -> Option<&str> {
+        Some(&self.writer)
+    }
+
+    fn others(&self) -> &[BlockEntry] {
+        &self.others
+    }
+
+    fn writer_of(&self, id: u64) -> Option<&str> {
+        match self.writers.get(&id) {
+            Some(writer) => Some(writer),
+            None => self
+                .blocks
+                .iter()
+                .any(|b| b.id == id)
+                .then_some(self.writer.as_str()),
+        }
+    }
+
+    /// Reads the other writers' blocks and the settings again (this writer's own blocks are
+    /// what it committed; a read cannot know them better).
+    fn refresh(&mut self) -> Result<bool> {
+        let Some(state) = PgMetastore::read_state(&self.postgres, &self.name)? else {
+            return Ok(false);
+        };
+        let (own, wal) = (std::mem::take(&mut self.blocks), self.wal.clone());
+        let (others_before, settings_before) = (self.others.clone(), self.settings.clone());
+        self.take_view(state);
+        self.blocks = own;
+        self.wal = wal;
+        Ok(self.others != others_before || self.settings != settings_before)
     }
 }
 
@@ -695,6 +831,7 @@ pub struct PgReplica {
     name: String,
     settings: Settings,
     blocks: Vec<BlockEntry>,
+    writers: std::collections::HashMap<u64, String>,
 }
 
 impl PgReplica {
@@ -704,6 +841,7 @@ impl PgReplica {
             name: name.to_owned(),
             settings: Settings::default(),
             blocks: Vec::new(),
+            writers: Default::default(),
         };
         replica.refresh()?;
         Ok(replica)
@@ -750,12 +888,21 @@ impl Metastore for PgReplica {
     }
 
     fn refresh(&mut self) -> Result<bool> {
-        let (settings, blocks) =
-            PgMetastore::read_if_any(&self.postgres, &self.name)?.unwrap_or_default();
-        let changed = settings != self.settings || blocks != self.blocks;
-        self.settings = settings;
-        self.blocks = blocks;
+        let state = PgMetastore::read_state(&self.postgres, &self.name)?.unwrap_or_default();
+        let changed = state.settings != self.settings || state.blocks != self.blocks;
+        self.writers = state
+            .blocks
+            .iter()
+            .map(|b| b.id)
+            .zip(state.writers)
+            .collect();
+        self.settings = state.settings;
+        self.blocks = state.blocks;
         Ok(changed)
+    }
+
+    fn writer_of(&self, id: u64) -> Option<&str> {
+        self.writers.get(&id).map(String::as_str)
     }
 }
 

@@ -56,6 +56,10 @@ fn local() -> Backend {
     }
 }
 
+/// The writer the conformance checks open PostgreSQL catalogs as (one, like the local
+/// catalog's directory).
+const WRITER: &str = "node-a";
+
 fn postgres(cluster: &postgresql::PostgreSql, database: &str) -> Backend {
     let url = cluster.database(database);
     let pg = Postgres::connect(&url).unwrap();
@@ -66,6 +70,7 @@ fn postgres(cluster: &postgresql::PostgreSql, database: &str) -> Backend {
             Ok(Box::new(PgMetastore::open_or_create(
                 pg.clone(),
                 name,
+                WRITER,
                 settings,
             )?))
         }),
@@ -297,6 +302,107 @@ fn two_writers_never_both_commit() {
     });
 }
 
+/// Several indexers write one catalog in PostgreSQL, each as its own writer: a random walk of
+/// flushes and merges by two writers against a model. Each writer lists, replaces and
+/// checkpoints only its own blocks; a replica lists everyone's, with their writers; mappings
+/// both grow are merged, not overwritten; reopening a writer fences off only its old self.
+#[test]
+fn writers_of_one_catalog_work_side_by_side() {
+    use quarry_store::postgres::PgReplica;
+    let Some(cluster) = postgresql::PostgreSql::start() else {
+        return;
+    };
+    let pg = Postgres::connect(&cluster.database("side_by_side")).unwrap();
+    let names = ["node-a", "node-b"];
+    let mut writers: Vec<PgMetastore> = names
+        .iter()
+        .map(|w| PgMetastore::open_or_create(pg.clone(), "team-a", w, settings()).unwrap())
+        .collect();
+    let mut model: Vec<Vec<BlockEntry>> = vec![Vec::new(), Vec::new()];
+    let mut checkpoints = [0u64; 2];
+    let mut rng = Rng(7);
+    for step in 0..60u64 {
+        let w = rng.below(2) as usize;
+        if rng.below(3) > 0 || model[w].len() < 2 {
+            let id = writers[w].allocate_block_id().unwrap();
+            let seq = checkpoints[w] + 1 + rng.below(5);
+            writers[w]
+                .commit_flush(vec![entry(id, step)], "team-a", seq)
+                .unwrap();
+            model[w].push(entry(id, step));
+            checkpoints[w] = seq;
+        } else {
+            // A merge of this writer's two oldest blocks; asking to remove the other's
+            // newest too must leave it alone.
+            let gone: Vec<u64> = model[w].drain(..2).map(|b| b.id).collect();
+            let mut asked = gone.clone();
+            asked.extend(model[1 - w].last().map(|b| b.id));
+            let id = writers[w].allocate_block_id().unwrap();
+            writers[w]
+                .replace_blocks(&asked, vec![entry(id, step)])
+                .unwrap();
+            model[w].push(entry(id, step));
+        }
+        for (i, writer) in writers.iter().enumerate() {
+            assert_eq!(
+                writer.blocks(),
+                &model[i][..],
+                "writer {i} after step {step}"
+            );
+            assert_eq!(writer.wal_committed("team-a"), checkpoints[i]);
+        }
+    }
+    let replica = PgReplica::open(pg.clone(), "team-a").unwrap();
+    let mut listed: Vec<u64> = replica.blocks().iter().map(|b| b.id).collect();
+    listed.sort_unstable();
+    let mut expected: Vec<u64> = model.iter().flatten().map(|b| b.id).collect();
+    expected.sort_unstable();
+    assert_eq!(listed, expected);
+    for (i, blocks) in model.iter().enumerate() {
+        for block in blocks {
+            assert_eq!(replica.writer_of(block.id), Some(names[i]));
+        }
+    }
+
+    // Each writer reads the other's blocks, and who wrote them, on refresh.
+    for (i, writer) in writers.iter_mut().enumerate() {
+        writer.refresh().unwrap();
+        assert_eq!(writer.others(), &model[1 - i][..]);
+        assert_eq!(writer.blocks(), &model[i][..]);
+        for block in &model[1 - i] {
+            assert_eq!(writer.writer_of(block.id), Some(names[1 - i]));
+        }
+    }
+
+    // Both grow the mapping: the stored mapping has both fields, and each writer is told.
+    let x = Mapping::from_json(r#"{"properties": {"x": {"type": "long"}}}"#).unwrap();
+    let y = Mapping::from_json(r#"{"properties": {"y": {"type": "ip"}}}"#).unwrap();
+    writers[0].set_mapping(&x).unwrap();
+    let in_force = writers[1].set_mapping(&y).unwrap();
+    assert!(in_force.rules("x").is_some() && in_force.rules("y").is_some());
+    let (stored, _) = PgMetastore::read(&pg, "team-a").unwrap();
+    assert_eq!(stored.mapping, in_force);
+    // The first learns of the second's field when it reads again.
+    assert!(writers[0].settings().mapping.rules("y").is_none());
+    assert!(writers[0].refresh().unwrap());
+    assert_eq!(writers[0].settings().mapping, in_force);
+
+    // Writer b restarted: its old self is fenced off, writer a is not.
+    let restarted =
+        PgMetastore::open_or_create(pg.clone(), "team-a", "node-b", settings()).unwrap();
+    assert_eq!(restarted.blocks(), &model[1][..]);
+    assert_eq!(restarted.wal_committed("team-a"), checkpoints[1]);
+    let stale = writers[1].commit_flush(vec![entry(999_999, 1)], "team-a", 1_000);
+    assert!(
+        matches!(stale, Err(CatalogError::Fenced { .. })),
+        "{stale:?}"
+    );
+    let id = writers[0].allocate_block_id().unwrap();
+    writers[0]
+        .commit_flush(vec![entry(id, 99)], "team-a", checkpoints[0] + 1)
+        .unwrap();
+}
+
 fn spec(name: &str, seed: u64) -> TenantSpec {
     TenantSpec {
         name: name.into(),
@@ -399,14 +505,15 @@ fn postgres_errors_name_the_database_and_migrations_run_once() {
                 .collect::<Vec<i32>>())
         })
         .unwrap();
-    assert_eq!(versions, [1, 2]);
+    assert_eq!(versions, [1, 2, 3]);
     // Both connections see one catalog.
-    let mut writer = PgMetastore::open_or_create(first, "team-a", settings()).unwrap();
+    let mut writer = PgMetastore::open_or_create(first, "team-a", WRITER, settings()).unwrap();
     let id = writer.allocate_block_id().unwrap();
     writer
         .commit_flush(vec![entry(id, 3)], "team-a", 9)
         .unwrap();
-    let reader = PgMetastore::open_or_create(Arc::clone(&second), "team-a", settings()).unwrap();
+    let reader =
+        PgMetastore::open_or_create(Arc::clone(&second), "team-a", WRITER, settings()).unwrap();
     assert_eq!(reader.blocks(), &[entry(id, 3)]);
 }
 
@@ -512,7 +619,8 @@ fn a_commit_cut_off_in_flight_is_reported_as_it_landed() {
     let proxy = cutting_proxy::start(port);
     let through_proxy = direct.replace(&format!(":{port}/"), &format!(":{}/", proxy.port));
     let pg = Postgres::connect(&through_proxy).unwrap();
-    let mut catalog = PgMetastore::open_or_create(pg.clone(), "team-a", settings()).unwrap();
+    let mut catalog =
+        PgMetastore::open_or_create(pg.clone(), "team-a", WRITER, settings()).unwrap();
 
     let landed_id = catalog.allocate_block_id().unwrap();
     proxy
@@ -535,9 +643,13 @@ fn a_commit_cut_off_in_flight_is_reported_as_it_landed() {
 
     // What the database holds agrees.
     drop(catalog);
-    let reopened =
-        PgMetastore::open_or_create(Postgres::connect(&direct).unwrap(), "team-a", settings())
-            .unwrap();
+    let reopened = PgMetastore::open_or_create(
+        Postgres::connect(&direct).unwrap(),
+        "team-a",
+        WRITER,
+        settings(),
+    )
+    .unwrap();
     assert_eq!(reopened.blocks(), &[entry(landed_id, 1)]);
     assert_eq!(reopened.wal_committed("team-a"), 10);
 }
@@ -560,9 +672,13 @@ fn members_beat_and_drop_out() {
             .collect()
     };
     assert!(alive().is_empty());
-    members.beat("http://127.0.0.1:1", "indexer").unwrap();
-    members.beat("http://127.0.0.1:2", "searcher").unwrap();
-    members.beat("http://127.0.0.1:2", "searcher").unwrap();
+    members.beat("http://127.0.0.1:1", "indexer", "n1").unwrap();
+    members
+        .beat("http://127.0.0.1:2", "searcher", "n2")
+        .unwrap();
+    members
+        .beat("http://127.0.0.1:2", "searcher", "n2")
+        .unwrap();
     assert_eq!(
         alive(),
         [
@@ -583,6 +699,39 @@ fn members_beat_and_drop_out() {
         })
         .unwrap();
     assert!(alive().is_empty());
-    members.beat("http://127.0.0.1:2", "searcher").unwrap();
+    members
+        .beat("http://127.0.0.1:2", "searcher", "n2")
+        .unwrap();
     assert_eq!(alive().len(), 1);
+    // An indexer that stopped beating without leaving is absent; a searcher is never.
+    let absent = || -> Vec<String> {
+        members
+            .absent_writers(std::time::Duration::from_secs(5))
+            .unwrap()
+            .into_iter()
+            .map(|m| m.endpoint)
+            .collect()
+    };
+    members.beat("http://127.0.0.1:3", "indexer", "n3").unwrap();
+    members
+        .beat("http://127.0.0.1:4", "searcher", "n4")
+        .unwrap();
+    assert!(absent().is_empty());
+    postgres
+        .run(|client| {
+            client.execute(
+                "UPDATE quarry_nodes SET heartbeat = now() - interval '10 seconds'",
+                &[],
+            )?;
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(absent(), ["http://127.0.0.1:3"]);
+    // Back at another address: its old row goes.
+    members.beat("http://127.0.0.1:5", "indexer", "n3").unwrap();
+    assert!(absent().is_empty());
+    assert_eq!(
+        alive(),
+        [("http://127.0.0.1:5".to_owned(), "indexer".to_owned())]
+    );
 }

@@ -651,3 +651,173 @@ fn indexer_and_searchers_answer_every_acknowledged_event_once() {
         assert_eq!(count, sent, "{answer}");
     }
 }
+
+/// Two indexers write one tenant side by side (each its own writer of the catalog, its own
+/// WAL) and a searcher serves what they publish; every node is a root over the members the
+/// metastore lists. Every acknowledged event is counted once on every node whichever indexer
+/// took it. An indexer killed with -9: its published blocks are served by the searcher, and
+/// every answer says it may lack the events the indexer held in memory (never silently
+/// smaller); restarted on its data directory, it replays its WAL and answers are whole again.
+#[test]
+fn two_indexers_write_one_tenant_side_by_side() {
+    writers_side_by_side(&["indexer", "indexer", "searcher"]);
+}
+
+/// The same with two nodes of role `all` and no searcher: each answers for its events in
+/// memory, and the published blocks (its own, the other's, a dead one's) are dealt between
+/// the nodes that answer, each of which can read any block in the object store.
+#[test]
+fn two_nodes_of_role_all_write_one_tenant_side_by_side() {
+    writers_side_by_side(&["all", "all"]);
+}
+
+/// Nodes of `roles` (node 1 an indexer, killed and restarted) over one PostgreSQL and one
+/// object store.
+fn writers_side_by_side(roles: &[&str]) {
+    let Some(cluster) = postgresql::PostgreSql::start() else {
+        return;
+    };
+    let Some(weed) = seaweedfs::SeaweedFs::start() else {
+        return;
+    };
+    let database = format!("writers_{}", roles.join("_"));
+    let url = cluster.database(&database);
+    let storage = weed.url(&database.replace('_', "-"));
+    let mut env = weed.env();
+    env.push(("QUARRY_CLUSTER_TOKEN", "writers-token".to_owned()));
+    let dir = tempfile::tempdir().unwrap();
+    let ports: Vec<u16> = roles.iter().map(|_| free_port()).collect();
+    let node = |i: usize| -> Server {
+        let leaf = format!("127.0.0.1:{}", ports[i]);
+        let flags = [
+            "--metastore",
+            url.as_str(),
+            "--storage",
+            storage.as_str(),
+            "--admin-token",
+            ADMIN,
+            "--leaf-listen",
+            leaf.as_str(),
+            "--peers",
+            "metastore",
+            "--role",
+            roles[i],
+            "--flush-interval",
+            "1",
+        ];
+        start(&dir.path().join(format!("node-{i}")), &flags, &env)
+    };
+    let mut nodes: Vec<Option<Server>> = (0..roles.len()).map(|i| Some(node(i))).collect();
+    let members = roles.len() as i64;
+    let pg = Postgres::connect(&url).unwrap();
+    let live_members = || -> i64 {
+        pg.run_idempotent(|client| {
+            Ok(client
+                .query_one(
+                    "SELECT count(*) FROM quarry_nodes WHERE heartbeat > now() - interval '5 seconds'",
+                    &[],
+                )?
+                .get(0))
+        })
+        .unwrap()
+    };
+    eventually("every member", || live_members() == members);
+    // Every root lists the members again each second.
+    std::thread::sleep(Duration::from_millis(1500));
+
+    let search = |node: &Server| -> (u64, f64, Value) {
+        let (status, answer) = call(
+            node,
+            "GET",
+            "/api/v1/default/search?query=*&limit=0&count=true&aggs=sum(n)",
+            Some(ADMIN),
+            "",
+        );
+        assert_eq!(status, 200, "{answer}");
+        let sum = answer["aggregations"]["sum(n)"].as_f64().unwrap_or(0.0);
+        (answer["count"].as_u64().unwrap(), sum, answer)
+    };
+    let mut sent = 0u64;
+    let ingest = |to: &Server, sent: &mut u64| {
+        let batch: String = (*sent..*sent + 29)
+            .map(|n| {
+                format!(
+                    "{}\n",
+                    json!({"message": format!("writer event {n}"), "n": n})
+                )
+            })
+            .collect();
+        let (status, answer) = call(to, "POST", "/api/v1/default/ingest", Some(ADMIN), &batch);
+        assert_eq!(status, 200, "{answer}");
+        *sent += 29;
+    };
+    let sum_below = |sent: u64| (sent * (sent.max(1) - 1) / 2) as f64;
+    let whole_everywhere = |nodes: &[Option<Server>], sent: u64, round: &str| {
+        for node in nodes.iter().flatten() {
+            let (count, sum, answer) = search(node);
+            assert_eq!(answer["partial"], false, "{round}: {answer}");
+            assert_eq!((count, sum), (sent, sum_below(sent)), "{round}: {answer}");
+        }
+    };
+
+    let started = Instant::now();
+    let mut round = 0;
+    while started.elapsed() < Duration::from_secs(5) || round < 8 {
+        ingest(nodes[round % 2].as_ref().unwrap(), &mut sent);
+        whole_everywhere(&nodes, sent, &format!("round {round}"));
+        round += 1;
+    }
+    wait_for_blocks(
+        &pg,
+        &[("default".to_owned(), sent as i64)].into_iter().collect(),
+    );
+    let writers: i64 = pg
+        .run_idempotent(|client| {
+            Ok(client
+                .query_one("SELECT count(DISTINCT writer) FROM quarry_blocks", &[])?
+                .get(0))
+        })
+        .unwrap();
+    assert_eq!(writers, 2, "each indexer published blocks of its own");
+
+    // Indexer 1 killed with everything published: its blocks come from the searcher, and
+    // the answers say indexer 1 is missing (its memory could have held events).
+    drop(nodes[1].take());
+    let endpoint = format!("http://127.0.0.1:{}", ports[1]);
+    for node in nodes.iter().flatten() {
+        let (count, sum, answer) = search(node);
+        assert_eq!((count, sum), (sent, sum_below(sent)), "{answer}");
+        assert_eq!(answer["partial"], true, "{answer}");
+        assert!(answer.to_string().contains(&endpoint), "{answer}");
+    }
+    // Still so once it has dropped out of the members (it never said it left).
+    std::thread::sleep(Duration::from_secs(7));
+    ingest(nodes[0].as_ref().unwrap(), &mut sent);
+    for node in nodes.iter().flatten() {
+        let (count, _, answer) = search(node);
+        assert_eq!(count, sent, "{answer}");
+        assert_eq!(answer["partial"], true, "{answer}");
+        assert!(answer.to_string().contains("stopped beating"), "{answer}");
+    }
+
+    // Back on its data directory; then killed right after acknowledging (its events likely
+    // only in its WAL), and back again: it replays them.
+    nodes[1] = Some(node(1));
+    eventually("indexer 1 back", || live_members() == members);
+    std::thread::sleep(Duration::from_millis(1500));
+    whole_everywhere(&nodes, sent, "indexer 1 back");
+    ingest(nodes[1].as_ref().unwrap(), &mut sent);
+    drop(nodes[1].take());
+    for node in nodes.iter().flatten() {
+        let (count, _, answer) = search(node);
+        assert!(count <= sent, "{answer}");
+        assert_eq!(answer["partial"], true, "{answer}");
+    }
+    nodes[1] = Some(node(1));
+    eventually("indexer 1 back again", || live_members() == members);
+    std::thread::sleep(Duration::from_millis(1500));
+    whole_everywhere(&nodes, sent, "after the WAL replay");
+    ingest(nodes[1].as_ref().unwrap(), &mut sent);
+    ingest(nodes[0].as_ref().unwrap(), &mut sent);
+    whole_everywhere(&nodes, sent, "ingest after the restart");
+}

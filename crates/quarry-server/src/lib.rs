@@ -40,6 +40,7 @@ mod mapping;
 mod metrics;
 mod tail;
 pub mod tenants;
+pub mod traffic;
 mod ui;
 pub mod wal_writer;
 
@@ -94,6 +95,8 @@ pub enum Peers {
 /// count the node in.
 const MEMBER_BEAT: Duration = Duration::from_secs(1);
 const MEMBER_ALIVE: Duration = Duration::from_secs(5);
+/// Beats between two routing plans (traffic.rs).
+const PLAN_EVERY: u64 = traffic::PLAN_PERIOD.as_secs() / MEMBER_BEAT.as_secs();
 
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -136,6 +139,9 @@ pub struct ServerConfig {
     /// The leaf API's URL as other nodes reach it, registered in the metastore's membership
     /// table (default: `http://` and the --leaf-listen address).
     pub leaf_advertise: Option<String>,
+    /// Ingest bytes/s this node takes as an indexer, what tenant traffic control plans with
+    /// (traffic.rs).
+    pub ingest_capacity: u64,
 }
 
 impl ServerConfig {
@@ -161,6 +167,7 @@ impl ServerConfig {
             leaf: None,
             peers: None,
             leaf_advertise: None,
+            ingest_capacity: traffic::DEFAULT_CAPACITY,
         }
     }
 }
@@ -276,11 +283,21 @@ pub async fn serve(
         _ => None,
     };
     let node = quarry_store::metastore::node_id(&config.data).map_err(ServerError::Catalog)?;
+    let role = role_name(config.ingest.role);
+    let capacity = if searcher { 0 } else { config.ingest_capacity };
     if let (Some(url), Some(members)) = (&advertised, &members) {
-        members
-            .beat(url, role_name(config.ingest.role), &node)
-            .map_err(ServerError::Catalog)?;
+        let beat = quarry_store::members::Beat {
+            endpoint: url,
+            role,
+            node: &node,
+            http: "",
+            capacity,
+        };
+        members.beat(&beat).map_err(ServerError::Catalog)?;
     }
+    // A member routes each tenant's ingest to the indexers traffic control names for it.
+    let ingest_router = (advertised.is_some() && members.is_some())
+        .then(|| Arc::new(traffic::Router::new(!searcher)));
     let root = match &config.peers {
         None => None,
         Some((Peers::Listed(peers), token)) => Some(Arc::new(
@@ -305,6 +322,7 @@ pub async fn serve(
     };
     let state = Arc::new(AppState {
         root,
+        ingest_router: ingest_router.clone(),
         data: config.data.clone(),
         ingest_config: config.ingest.clone(),
         max_body_bytes: config.max_body_bytes,
@@ -332,6 +350,9 @@ pub async fn serve(
         addr: config.listen,
         source,
     })?;
+    if let Some(router) = &ingest_router {
+        router.set_me(http_url(&config, addr, advertised.as_deref()));
+    }
     let open_file_limit = listener::open_file_limit();
     let limits = listener::ConnectionLimits {
         first_byte_timeout: config.first_byte_timeout,
@@ -350,23 +371,43 @@ pub async fn serve(
         tracing::warn!("--allowed-host has no effect with an admin token: every Host is served, requests need keys");
     }
     // Membership: this node's beat, and a root over the members follows who is alive.
+    let traffic_store = config.ingest.metastore.traffic();
     let membership = members.clone().map(|members| {
         let follow = matches!(config.peers, Some((Peers::Metastore, _)));
         let root = state.root.clone().filter(|_| follow);
         let advertised = advertised.clone();
-        let role = role_name(config.ingest.role);
+        let router = ingest_router.clone();
+        let traffic_store = traffic_store.clone();
         tokio::spawn(async move {
+            let mut beats: u64 = 0;
             loop {
                 tokio::time::sleep(MEMBER_BEAT).await;
-                let (members, advertised, root, node) = (
+                beats += 1;
+                let plan_now = beats.is_multiple_of(PLAN_EVERY);
+                let (members, advertised, root, node, router, traffic_store) = (
                     members.clone(),
                     advertised.clone(),
                     root.clone(),
                     node.clone(),
+                    router.clone(),
+                    traffic_store.clone(),
                 );
                 let work = tokio::task::spawn_blocking(move || {
                     if let Some(url) = &advertised {
-                        members.beat(url, role, &node)?;
+                        let http = router.as_ref().and_then(|r| r.me()).unwrap_or_default();
+                        members.beat(&quarry_store::members::Beat {
+                            endpoint: url,
+                            role,
+                            node: &node,
+                            http: &http,
+                            capacity,
+                        })?;
+                    }
+                    if let (Some(router), Some(traffic_store)) = (&router, &traffic_store) {
+                        traffic::beat(router, &members, traffic_store, &node, MEMBER_ALIVE)?;
+                        if plan_now {
+                            traffic::plan_round(&members, traffic_store, &node, MEMBER_ALIVE)?;
+                        }
                     }
                     if let Some(root) = root {
                         let absent = members
@@ -474,6 +515,24 @@ pub async fn serve(
     flushed
 }
 
+/// This node's HTTP API's URL as other nodes reach it (where ingest is forwarded): the
+/// address it listens on, or on an unspecified address the host of `--leaf-advertise`.
+fn http_url(config: &ServerConfig, addr: SocketAddr, leaf_advertised: Option<&str>) -> String {
+    let scheme = if config.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    if !addr.ip().is_unspecified() {
+        return format!("{scheme}://{addr}");
+    }
+    let host = leaf_advertised
+        .and_then(|url| url.split("://").nth(1))
+        .and_then(|rest| rest.rsplit_once(':').map(|(host, _)| host.to_owned()))
+        .unwrap_or_else(|| addr.ip().to_string());
+    format!("{scheme}://{host}:{}", addr.port())
+}
+
 fn role_name(role: live::Role) -> &'static str {
     match role {
         live::Role::All => "all",
@@ -544,6 +603,12 @@ fn router(state: Arc<AppState>, guard: guard::Guard, request_timeout: Duration) 
         .route("/api/v1/{tenant}/_bulk", post(tenant_bulk).put(tenant_bulk))
         .route("/_bulk", post(ingest::bulk).put(ingest::bulk))
         .route("/{index}/_bulk", post(ingest::bulk).put(ingest::bulk))
+        // In a cluster, to the tenant's indexer (inside the reservation: a forwarded body
+        // is held while it travels).
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            traffic::route_ingest,
+        ))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             ingest::reserve_body,
@@ -754,6 +819,14 @@ async fn writes_refused_on_a_searcher(
         "_pit",
         "scroll",
     ];
+    // In a cluster, ingest sent to a searcher goes on to an indexer (traffic.rs).
+    if state.ingest_router.is_some()
+        && (last == "ingest" || last == "_bulk")
+        && segments.len() == 4
+        && segments[..2] == ["api", "v1"]
+    {
+        return next.run(request).await;
+    }
     let reading = reads.contains(&last)
         || segments.iter().any(|s| *s == "scroll" || *s == "_pit")
         // A scroll's id follows its path.
@@ -848,6 +921,8 @@ async fn tenant_bulk(
 pub(crate) struct AppState {
     /// The root of distributed native searches, with `--peers`.
     root: Option<Arc<quarry_cluster::Root>>,
+    /// Where ingest goes in a cluster (traffic.rs); None: taken here.
+    ingest_router: Option<Arc<traffic::Router>>,
     data: PathBuf,
     ingest_config: IngestConfig,
     max_body_bytes: usize,

@@ -1207,14 +1207,45 @@ impl LiveIndex {
         gone.extend(readers.into_iter().map(|(id, reader)| (id, reader, now)));
     }
 
-    /// The blocks among `ids` that left the catalog within `GONE_KEPT` (`keep_gone`).
+    /// The blocks among `ids` (which a plan listed, so they were committed) that this node
+    /// does not list: those that left within `GONE_KEPT` (`keep_gone`), and over a shared
+    /// object store those it never listed (published and merged between two of its reads),
+    /// opened by id, their objects staying `retired_grace` after they leave. One that cannot
+    /// be opened is left out (the caller reports it).
     pub fn recently_gone(&self, ids: &[u64]) -> Vec<Arc<BlockReader>> {
         let kept = GONE_KEPT.min(self.config.retired_grace);
-        lock(&self.gone)
+        let mut found: Vec<(u64, Arc<BlockReader>)> = lock(&self.gone)
             .iter()
             .filter(|(id, _, at)| ids.contains(id) && at.elapsed() < kept)
-            .map(|(_, reader, _)| reader.clone())
-            .collect()
+            .map(|(id, reader, _)| (*id, reader.clone()))
+            .collect();
+        if !self.config.storage.is_local() {
+            let unseen: Vec<BlockEntry> = ids
+                .iter()
+                .filter(|id| !found.iter().any(|(f, _)| f == *id))
+                .map(|&id| BlockEntry {
+                    id,
+                    docs: 0,
+                    time_min: 0,
+                    time_max: 0,
+                    bytes: 0,
+                    open_from: 0,
+                })
+                .collect();
+            let opened = quarry_store::block_store::open_all(&*self.store, &unseen);
+            let mut newly = Vec::new();
+            for (entry, opened) in unseen.iter().zip(opened) {
+                match opened {
+                    Ok(reader) => newly.push((entry.id, Arc::new(reader))),
+                    Err(error) => {
+                        tracing::warn!(tenant = %self.tenant, block = entry.id, %error, "a block a plan listed is not in the store")
+                    }
+                }
+            }
+            found.extend(newly.iter().cloned());
+            self.keep_gone(newly);
+        }
+        found.into_iter().map(|(_, reader)| reader).collect()
     }
 
     pub fn reopen_unreadable(&self) -> usize {

@@ -23,3 +23,35 @@ ALTER TABLE quarry_catalogs DROP COLUMN epoch;
 -- old row instead of leaving it behind as a member that stopped beating (which roots report
 -- as missing: an indexer's unpublished events are in its WAL only).
 ALTER TABLE quarry_nodes ADD COLUMN node TEXT NOT NULL DEFAULT '';
+
+-- Tenant traffic control (LogStore §4.1): where a tenant's ingest goes. Each member beats with
+-- its HTTP API's URL (where ingest is forwarded) and, for an indexer, the ingest rate it
+-- takes (bytes/s); each indexer reports the rate it took per tenant; one node at a time (the
+-- holder of the `router` lease) plans the routes by maximum flow and stores them; every node
+-- routes ingest by the stored routes.
+ALTER TABLE quarry_nodes ADD COLUMN http TEXT NOT NULL DEFAULT '';
+ALTER TABLE quarry_nodes ADD COLUMN capacity BIGINT NOT NULL DEFAULT 0;
+
+CREATE TABLE quarry_ingest_rates (
+    node   TEXT   NOT NULL,  -- quarry_nodes.node
+    tenant TEXT   NOT NULL,
+    rate   BIGINT NOT NULL,  -- bytes/s, smoothed
+    at     TIMESTAMPTZ NOT NULL DEFAULT now(),
+    PRIMARY KEY (node, tenant)
+);
+
+-- The routing table: one row, replaced whole by the planner.
+CREATE TABLE quarry_routing (
+    one     BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (one),
+    version BIGINT NOT NULL,
+    routes  TEXT   NOT NULL,  -- JSON: {"tenant": [{"indexer": URL, "rate": bytes/s}, ...]}
+    planned TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+
+-- Leases: a job one node at a time does (the router's planning), held by renewing it before
+-- `until`; a holder that stops renewing loses it to the next node that asks.
+CREATE TABLE quarry_leases (
+    name   TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    until  TIMESTAMPTZ NOT NULL
+);

@@ -182,6 +182,16 @@ impl MetastoreConfig {
     }
 
     /// The cluster's membership table, with a shared metastore.
+    /// Traffic control's shared state, with a shared (PostgreSQL) metastore.
+    pub fn traffic(&self) -> Option<crate::members::Traffic> {
+        match self {
+            MetastoreConfig::Local => None,
+            MetastoreConfig::Postgres(postgres) => {
+                Some(crate::members::Traffic::new(postgres.clone()))
+            }
+        }
+    }
+
     pub fn members(&self) -> Option<crate::members::Members> {
         match self {
             MetastoreConfig::Local => None,

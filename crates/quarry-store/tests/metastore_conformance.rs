@@ -654,6 +654,16 @@ fn a_commit_cut_off_in_flight_is_reported_as_it_landed() {
     assert_eq!(reopened.wal_committed("team-a"), 10);
 }
 
+fn beat<'a>(endpoint: &'a str, role: &'a str, node: &'a str) -> quarry_store::members::Beat<'a> {
+    quarry_store::members::Beat {
+        endpoint,
+        role,
+        node,
+        http: "",
+        capacity: 0,
+    }
+}
+
 /// The membership table: nodes beat, roots list those whose beat is recent (by the database's
 /// clock), a node that leaves is gone at once, and one that stops beating drops out.
 #[test]
@@ -672,12 +682,14 @@ fn members_beat_and_drop_out() {
             .collect()
     };
     assert!(alive().is_empty());
-    members.beat("http://127.0.0.1:1", "indexer", "n1").unwrap();
     members
-        .beat("http://127.0.0.1:2", "searcher", "n2")
+        .beat(&beat("http://127.0.0.1:1", "indexer", "n1"))
         .unwrap();
     members
-        .beat("http://127.0.0.1:2", "searcher", "n2")
+        .beat(&beat("http://127.0.0.1:2", "searcher", "n2"))
+        .unwrap();
+    members
+        .beat(&beat("http://127.0.0.1:2", "searcher", "n2"))
         .unwrap();
     assert_eq!(
         alive(),
@@ -700,7 +712,7 @@ fn members_beat_and_drop_out() {
         .unwrap();
     assert!(alive().is_empty());
     members
-        .beat("http://127.0.0.1:2", "searcher", "n2")
+        .beat(&beat("http://127.0.0.1:2", "searcher", "n2"))
         .unwrap();
     assert_eq!(alive().len(), 1);
     // An indexer that stopped beating without leaving is absent; a searcher is never.
@@ -712,9 +724,11 @@ fn members_beat_and_drop_out() {
             .map(|m| m.endpoint)
             .collect()
     };
-    members.beat("http://127.0.0.1:3", "indexer", "n3").unwrap();
     members
-        .beat("http://127.0.0.1:4", "searcher", "n4")
+        .beat(&beat("http://127.0.0.1:3", "indexer", "n3"))
+        .unwrap();
+    members
+        .beat(&beat("http://127.0.0.1:4", "searcher", "n4"))
         .unwrap();
     assert!(absent().is_empty());
     postgres
@@ -728,10 +742,72 @@ fn members_beat_and_drop_out() {
         .unwrap();
     assert_eq!(absent(), ["http://127.0.0.1:3"]);
     // Back at another address: its old row goes.
-    members.beat("http://127.0.0.1:5", "indexer", "n3").unwrap();
+    members
+        .beat(&beat("http://127.0.0.1:5", "indexer", "n3"))
+        .unwrap();
     assert!(absent().is_empty());
     assert_eq!(
         alive(),
         [("http://127.0.0.1:5".to_owned(), "indexer".to_owned())]
     );
+}
+
+/// Traffic control's shared state: rates reported per node are summed per tenant (a node's
+/// report replaces its previous one), a lease has one holder until it lapses, and each stored
+/// routing table is a new version.
+#[test]
+fn traffic_rates_routes_and_leases() {
+    use quarry_store::members::Traffic;
+    use std::time::Duration;
+    let Some(cluster) = postgresql::PostgreSql::start() else {
+        return;
+    };
+    let postgres = Postgres::connect(&cluster.database("traffic")).unwrap();
+    let traffic = Traffic::new(Arc::clone(&postgres));
+    let minute = Duration::from_secs(60);
+    assert!(traffic.rates(minute).unwrap().is_empty());
+    traffic
+        .report_rates("n1", &[("a".into(), 100), ("b".into(), 7)])
+        .unwrap();
+    traffic
+        .report_rates("n2", &[("a".into(), 50), ("c".into(), 1)])
+        .unwrap();
+    assert_eq!(
+        traffic.rates(minute).unwrap(),
+        [
+            ("a".to_owned(), 150),
+            ("b".to_owned(), 7),
+            ("c".to_owned(), 1)
+        ]
+    );
+    // n1 no longer takes b.
+    traffic.report_rates("n1", &[("a".into(), 10)]).unwrap();
+    assert_eq!(
+        traffic.rates(minute).unwrap(),
+        [("a".to_owned(), 60), ("c".to_owned(), 1)]
+    );
+
+    assert_eq!(traffic.routes().unwrap(), None);
+    assert_eq!(traffic.store_routes("{}").unwrap(), 1);
+    assert_eq!(traffic.store_routes(r#"{"a":[]}"#).unwrap(), 2);
+    assert_eq!(
+        traffic.routes().unwrap(),
+        Some((2, r#"{"a":[]}"#.to_owned()))
+    );
+
+    let ttl = Duration::from_secs(30);
+    assert!(traffic.lease("router", "n1", ttl).unwrap());
+    assert!(traffic.lease("router", "n1", ttl).unwrap());
+    assert!(!traffic.lease("router", "n2", ttl).unwrap());
+    postgres
+        .run(|client| {
+            client.execute(
+                "UPDATE quarry_leases SET until = now() - interval '1 second'",
+                &[],
+            )?;
+            Ok(())
+        })
+        .unwrap();
+    assert!(traffic.lease("router", "n2", ttl).unwrap());
+    assert!(!traffic.lease("router", "n1", ttl).unwrap());
 }

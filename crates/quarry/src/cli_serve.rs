@@ -58,6 +58,11 @@ pub struct ServeArgs {
     /// table [default: http:// and the --leaf-listen address]
     #[arg(long, env = "QUARRY_LEAF_ADVERTISE", value_name = "URL")]
     leaf_advertise: Option<String>,
+    /// Ingest this indexer takes per second, in a cluster over a postgres:// metastore: tenant
+    /// traffic control routes each tenant's ingest so that no indexer gets more than 85% of
+    /// it (any node forwards ingest to the indexers the routes name) [default: 16MB]
+    #[arg(long, env = "QUARRY_INGEST_CAPACITY", value_name = "SIZE", value_parser = parse_size)]
+    ingest_capacity: Option<usize>,
     /// What this node does: `all` (ingest and search, one machine's node), `indexer` (the same,
     /// in a cluster: owns a WAL, publishes blocks), or `searcher` (searches what indexers
     /// published, refreshing every second; writes are refused; needs a postgres:// metastore
@@ -263,6 +268,9 @@ fn settings(args: ServeArgs) -> Result<ServerConfig> {
     config.leaf = leaf;
     config.peers = peers;
     config.leaf_advertise = args.leaf_advertise.or(file.leaf_advertise);
+    if let Some(capacity) = args.ingest_capacity {
+        config.ingest_capacity = capacity as u64;
+    }
     config.ingest.role = match (args.role, file.role) {
         (quarry_server::live::Role::All, Some(role)) => role
             .parse()

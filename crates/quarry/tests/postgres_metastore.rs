@@ -652,6 +652,80 @@ fn indexer_and_searchers_answer_every_acknowledged_event_once() {
     }
 }
 
+/// Members of a cluster over one PostgreSQL database and one object-store prefix: node `i`
+/// has role `roles[i]`, a leaf API on a port of its own (a restarted node is the same member),
+/// `--peers metastore`, a flush every second and `extra` flags.
+struct Members {
+    url: String,
+    storage: String,
+    env: Vec<(&'static str, String)>,
+    dir: tempfile::TempDir,
+    ports: Vec<u16>,
+    roles: Vec<&'static str>,
+    extra: Vec<&'static str>,
+}
+
+impl Members {
+    fn new(
+        cluster: &postgresql::PostgreSql,
+        weed: &seaweedfs::SeaweedFs,
+        name: &str,
+        roles: &[&'static str],
+        extra: &[&'static str],
+    ) -> Members {
+        let mut env = weed.env();
+        env.push(("QUARRY_CLUSTER_TOKEN", format!("{name}-token")));
+        Members {
+            url: cluster.database(name),
+            storage: weed.url(&name.replace('_', "-")),
+            env,
+            dir: tempfile::tempdir().unwrap(),
+            ports: roles.iter().map(|_| free_port()).collect(),
+            roles: roles.to_vec(),
+            extra: extra.to_vec(),
+        }
+    }
+
+    fn start(&self, i: usize) -> Server {
+        let leaf = format!("127.0.0.1:{}", self.ports[i]);
+        let mut flags = vec![
+            "--metastore",
+            self.url.as_str(),
+            "--storage",
+            self.storage.as_str(),
+            "--admin-token",
+            ADMIN,
+            "--leaf-listen",
+            leaf.as_str(),
+            "--peers",
+            "metastore",
+            "--role",
+            self.roles[i],
+            "--flush-interval",
+            "1",
+        ];
+        flags.extend_from_slice(&self.extra);
+        start(
+            &self.dir.path().join(format!("node-{i}")),
+            &flags,
+            &self.env,
+        )
+    }
+
+    /// Members that beat within 5 s.
+    fn live(&self, pg: &Postgres) -> i64 {
+        pg.run_idempotent(|client| {
+            Ok(client
+                .query_one(
+                    "SELECT count(*) FROM quarry_nodes WHERE heartbeat > now() - interval '5 seconds'",
+                    &[],
+                )?
+                .get(0))
+        })
+        .unwrap()
+    }
+}
+
 /// Two indexers write one tenant side by side (each its own writer of the catalog, its own
 /// WAL) and a searcher serves what they publish; every node is a root over the members the
 /// metastore lists. Every acknowledged event is counted once on every node whichever indexer
@@ -673,7 +747,7 @@ fn two_nodes_of_role_all_write_one_tenant_side_by_side() {
 
 /// Nodes of `roles` (node 1 an indexer, killed and restarted) over one PostgreSQL and one
 /// object store.
-fn writers_side_by_side(roles: &[&str]) {
+fn writers_side_by_side(roles: &[&'static str]) {
     let Some(cluster) = postgresql::PostgreSql::start() else {
         return;
     };
@@ -681,47 +755,13 @@ fn writers_side_by_side(roles: &[&str]) {
         return;
     };
     let database = format!("writers_{}", roles.join("_"));
-    let url = cluster.database(&database);
-    let storage = weed.url(&database.replace('_', "-"));
-    let mut env = weed.env();
-    env.push(("QUARRY_CLUSTER_TOKEN", "writers-token".to_owned()));
-    let dir = tempfile::tempdir().unwrap();
-    let ports: Vec<u16> = roles.iter().map(|_| free_port()).collect();
-    let node = |i: usize| -> Server {
-        let leaf = format!("127.0.0.1:{}", ports[i]);
-        let flags = [
-            "--metastore",
-            url.as_str(),
-            "--storage",
-            storage.as_str(),
-            "--admin-token",
-            ADMIN,
-            "--leaf-listen",
-            leaf.as_str(),
-            "--peers",
-            "metastore",
-            "--role",
-            roles[i],
-            "--flush-interval",
-            "1",
-        ];
-        start(&dir.path().join(format!("node-{i}")), &flags, &env)
-    };
+    let members = Members::new(&cluster, &weed, &database, roles, &[]);
+    let node = |i: usize| members.start(i);
     let mut nodes: Vec<Option<Server>> = (0..roles.len()).map(|i| Some(node(i))).collect();
-    let members = roles.len() as i64;
-    let pg = Postgres::connect(&url).unwrap();
-    let live_members = || -> i64 {
-        pg.run_idempotent(|client| {
-            Ok(client
-                .query_one(
-                    "SELECT count(*) FROM quarry_nodes WHERE heartbeat > now() - interval '5 seconds'",
-                    &[],
-                )?
-                .get(0))
-        })
-        .unwrap()
-    };
-    eventually("every member", || live_members() == members);
+    let pg = Postgres::connect(&members.url).unwrap();
+    let everyone = roles.len() as i64;
+    let live_members = || members.live(&pg);
+    eventually("every member", || live_members() == everyone);
     // Every root lists the members again each second.
     std::thread::sleep(Duration::from_millis(1500));
 
@@ -747,8 +787,21 @@ fn writers_side_by_side(roles: &[&str]) {
                 )
             })
             .collect();
-        let (status, answer) = call(to, "POST", "/api/v1/default/ingest", Some(ADMIN), &batch);
-        assert_eq!(status, 200, "{answer}");
+        // Taken by the node it is sent to, as a request traffic control forwarded is: both
+        // indexers write (left to the routes, the tenant's home indexer would take it all).
+        let authorization = format!("Bearer {ADMIN}");
+        let headers = [
+            ("Content-Type", "application/x-ndjson"),
+            ("Authorization", authorization.as_str()),
+            ("x-quarry-forwarded", "1"),
+        ];
+        let answer = to.send("POST", "/api/v1/default/ingest", &headers, batch.as_bytes());
+        assert_eq!(
+            answer.status,
+            200,
+            "{}",
+            String::from_utf8_lossy(&answer.body)
+        );
         *sent += 29;
     };
     let sum_below = |sent: u64| (sent * (sent.max(1) - 1) / 2) as f64;
@@ -783,7 +836,7 @@ fn writers_side_by_side(roles: &[&str]) {
     // Indexer 1 killed with everything published: its blocks come from the searcher, and
     // the answers say indexer 1 is missing (its memory could have held events).
     drop(nodes[1].take());
-    let endpoint = format!("http://127.0.0.1:{}", ports[1]);
+    let endpoint = format!("http://127.0.0.1:{}", members.ports[1]);
     for node in nodes.iter().flatten() {
         let (count, sum, answer) = search(node);
         assert_eq!((count, sum), (sent, sum_below(sent)), "{answer}");
@@ -803,7 +856,7 @@ fn writers_side_by_side(roles: &[&str]) {
     // Back on its data directory; then killed right after acknowledging (its events likely
     // only in its WAL), and back again: it replays them.
     nodes[1] = Some(node(1));
-    eventually("indexer 1 back", || live_members() == members);
+    eventually("indexer 1 back", || live_members() == everyone);
     std::thread::sleep(Duration::from_millis(1500));
     whole_everywhere(&nodes, sent, "indexer 1 back");
     ingest(nodes[1].as_ref().unwrap(), &mut sent);
@@ -814,10 +867,126 @@ fn writers_side_by_side(roles: &[&str]) {
         assert_eq!(answer["partial"], true, "{answer}");
     }
     nodes[1] = Some(node(1));
-    eventually("indexer 1 back again", || live_members() == members);
+    eventually("indexer 1 back again", || live_members() == everyone);
     std::thread::sleep(Duration::from_millis(1500));
     whole_everywhere(&nodes, sent, "after the WAL replay");
     ingest(nodes[1].as_ref().unwrap(), &mut sent);
     ingest(nodes[0].as_ref().unwrap(), &mut sent);
     whole_everywhere(&nodes, sent, "ingest after the restart");
+}
+
+/// Tenant traffic control: any node takes ingest and sends it to the indexers the routes name
+/// (a searcher too). A tenant sending more than one indexer's planned share (85% of
+/// `--ingest-capacity`) is split over both by the planner; with one indexer killed, ingest sent
+/// anywhere goes on to the other; every acknowledged event is counted once.
+#[test]
+fn ingest_is_routed_to_the_indexers_from_any_node() {
+    let Some(cluster) = postgresql::PostgreSql::start() else {
+        return;
+    };
+    let Some(weed) = seaweedfs::SeaweedFs::start() else {
+        return;
+    };
+    let members = Members::new(
+        &cluster,
+        &weed,
+        "routing",
+        &["indexer", "indexer", "searcher"],
+        &["--ingest-capacity", "40KB"],
+    );
+    let node = |i: usize| members.start(i);
+    let mut nodes: Vec<Option<Server>> = (0..3).map(|i| Some(node(i))).collect();
+    let pg = Postgres::connect(&members.url).unwrap();
+    let query_i64 = |sql: &'static str| -> i64 {
+        pg.run_idempotent(move |client| Ok(client.query_one(sql, &[])?.get(0)))
+            .unwrap()
+    };
+    eventually("three members with their HTTP URLs", || {
+        query_i64("SELECT count(*) FROM quarry_nodes WHERE http <> '' AND heartbeat > now() - interval '5 seconds'") == 3
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+
+    // About 60 KB/s for 16 s, sent to the searcher: more than one indexer's 34 KB/s, less
+    // than two's.
+    let mut sent = 0u64;
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(16) {
+        let batch: String = (sent..sent + 110)
+            .map(|n| {
+                format!(
+                    "{}\n",
+                    json!({"message": format!("routed event {n} {}", "x".repeat(400)), "n": n})
+                )
+            })
+            .collect();
+        let to = nodes[2].as_ref().unwrap();
+        let (status, answer) = call(to, "POST", "/api/v1/default/ingest", Some(ADMIN), &batch);
+        assert_eq!(status, 200, "{answer}");
+        sent += 110;
+        std::thread::sleep(Duration::from_millis(800));
+    }
+    let routes: String = pg
+        .run_idempotent(|client| {
+            Ok(client
+                .query_opt("SELECT routes FROM quarry_routing", &[])?
+                .map(|row| row.get(0))
+                .unwrap_or_default())
+        })
+        .unwrap();
+    let table: Value = serde_json::from_str(&routes).unwrap_or(Value::Null);
+    assert_eq!(
+        table["default"].as_array().map(Vec::len),
+        Some(2),
+        "the planner splits the tenant over both indexers: {routes}"
+    );
+    wait_for_blocks(
+        &pg,
+        &[("default".to_owned(), sent as i64)].into_iter().collect(),
+    );
+    assert_eq!(
+        query_i64("SELECT count(DISTINCT writer) FROM quarry_blocks"),
+        2,
+        "both indexers took events"
+    );
+    let count_on = |node: &Server| -> (u64, Value) {
+        let (status, answer) = call(
+            node,
+            "GET",
+            "/api/v1/default/search?query=routed&limit=0&count=true",
+            Some(ADMIN),
+            "",
+        );
+        assert_eq!(status, 200, "{answer}");
+        (answer["count"].as_u64().unwrap(), answer)
+    };
+    for node in nodes.iter().flatten() {
+        assert_eq!(count_on(node).0, sent);
+    }
+
+    // Indexer 1 down: ingest sent to the searcher or to indexer 0 is taken.
+    drop(nodes[1].take());
+    for round in 0..6 {
+        let batch: String = (sent..sent + 10)
+            .map(|n| {
+                format!(
+                    "{}\n",
+                    json!({"message": format!("routed event {n}"), "n": n})
+                )
+            })
+            .collect();
+        let to = nodes[if round % 2 == 0 { 2 } else { 0 }].as_ref().unwrap();
+        let (status, answer) = call(to, "POST", "/api/v1/default/ingest", Some(ADMIN), &batch);
+        assert_eq!(status, 200, "round {round}: {answer}");
+        sent += 10;
+    }
+    nodes[1] = Some(node(1));
+    eventually("indexer 1 back", || {
+        query_i64("SELECT count(*) FROM quarry_nodes WHERE http <> '' AND heartbeat > now() - interval '5 seconds'") == 3
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    for node in nodes.iter().flatten() {
+        let (count, answer) = count_on(node);
+        assert_eq!(count, sent, "{answer}");
+        assert_eq!(answer["partial"], false, "{answer}");
+    }
 }

@@ -42,6 +42,8 @@ PG_BIN = os.environ.get("PG_BIN", "/usr/lib/postgresql/15/bin")
 EVENTS = int(os.environ.get("EVENTS", "1000000"))
 SEARCHERS = [int(x) for x in os.environ.get("SEARCHERS", "1 3").split()]
 LATENCY = int(os.environ.get("LATENCY", "30"))
+# Each searcher's link to the store, shared by its reads (--object-bandwidth); "" for none.
+BANDWIDTH = os.environ.get("BANDWIDTH", "")
 REPEAT = int(os.environ.get("REPEAT", "7"))
 CLIENTS = int(os.environ.get("CLIENTS", "4"))
 THROUGHPUT_SECONDS = float(os.environ.get("THROUGHPUT_SECONDS", "15"))
@@ -353,7 +355,8 @@ class Cluster:
             data = os.path.join(scratch, f"searcher-{count}-{generation}-{i}")
             self.searchers.append(Node(f"searcher-{count}-{generation}-{i}", data, [
                 "--role", "searcher", "--metastore", metastore,
-                "--object-latency", str(LATENCY)], env, logs))
+                "--object-latency", str(LATENCY)]
+                + (["--object-bandwidth", BANDWIDTH] if BANDWIDTH else []), env, logs))
         peers = ",".join([indexer.leaf_url] + [s.leaf_url for s in self.searchers])
         for searcher in self.searchers:
             searcher.args += ["--peers", peers]
@@ -554,7 +557,8 @@ def main():
             warn(f"the indexer changed during the run: {published} -> {indexer_state(indexer)}")
 
         print()
-        print(f"{EVENTS} events, {blocks} blocks; searchers at --object-latency {LATENCY}; "
+        print(f"{EVENTS} events, {blocks} blocks; searchers at --object-latency {LATENCY}"
+              f"{' --object-bandwidth ' + BANDWIDTH if BANDWIDTH else ''}; "
               f"cold: first run on empty caches; warm: median of {REPEAT}; "
               f"throughput: {CLIENTS} clients, {THROUGHPUT_SECONDS:.0f} s")
         labels = [str(c) for c in SEARCHERS]
@@ -608,7 +612,7 @@ def main():
         if RESULTS:
             with open(RESULTS, "w") as f:
                 json.dump({"events": EVENTS, "blocks": blocks, "stored_bytes": stored,
-                           "latency_ms": LATENCY, "rows": rows, "indexer_alone_warm_ms": alone,
+                           "latency_ms": LATENCY, "bandwidth": BANDWIDTH or None, "rows": rows, "indexer_alone_warm_ms": alone,
                            "throughput": loads, "warnings": WARNINGS}, f, indent=2)
     finally:
         for node in STARTED:

@@ -11,7 +11,8 @@
 #   EVENTS=100000 THROUGHPUT_SECONDS=5 bench/run-cluster-searchers.sh
 #
 # Environment: EVENTS (default 1000000), SEARCHERS (default "1 3"), LATENCY (the searchers'
-# --object-latency in ms, default 30), REPEAT (warm runs, default 7), CLIENTS (default 4),
+# --object-latency in ms, default 30), BANDWIDTH (each searcher's --object-bandwidth, a link
+# its reads share, e.g. 50MB; default none), REPEAT (warm runs, default 7), CLIENTS (default 4),
 # THROUGHPUT_SECONDS (each throughput window, default 15), INDEXER_ARGS (more flags for the
 # indexer), WORK_DIR (default /tmp/quarry-cluster-bench: generated events are kept there; the object
 # storage benchmark's /tmp/quarry-object-bench/logs-N.json is reused if present), PG_BIN

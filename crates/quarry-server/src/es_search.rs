@@ -87,6 +87,15 @@ pub(crate) async fn count(
         if let Some(query) = body.get("query") {
             ast = Some(dsl::compile(query, "query", now).map_err(dsl_error)?);
         }
+        if let Some(root) = state.root.clone() {
+            // Compiled above only to refuse a bad query here; the leaves compile it again.
+            let query = match body.get("query") {
+                Some(query) => query.clone(),
+                None => q_options(&params)?
+                    .map_or_else(|| json!({"match_all": {}}), |q| json!({"query_string": q})),
+            };
+            return cluster_count(&state, &root, &index, &headers, &params, query, now).await;
+        }
         let (indices, snapshots) = snapshots_of(&state, &index, &headers, &params).await?;
         let request = SearchRequest {
             ast,
@@ -1469,6 +1478,16 @@ fn point_in_time(value: &JsonValue) -> Result<(String, Option<std::time::Duratio
 /// The `q` URL parameter, read as Elasticsearch's `query_string` with the parameters that go
 /// with it (`df`, `default_operator`, `analyze_wildcard`, `lenient`).
 fn q_param(params: &EsParams, now: i64) -> Result<Option<Ast>, ApiError> {
+    let Some(options) = q_options(params)? else {
+        return Ok(None);
+    };
+    dsl::query_string(false, &options, "q", now)
+        .map(Some)
+        .map_err(dsl_error)
+}
+
+/// `q` and the URL parameters that shape it, as the options of a `query_string` query.
+fn q_options(params: &EsParams) -> Result<Option<Map<String, JsonValue>>, ApiError> {
     let Some(q) = params.get("q") else {
         return Ok(None);
     };
@@ -1487,9 +1506,54 @@ fn q_param(params: &EsParams, now: i64) -> Result<Option<Ast>, ApiError> {
             options.insert(flag.into(), params.flag(flag, false)?.into());
         }
     }
-    dsl::query_string(false, &options, "q", now)
-        .map(Some)
-        .map_err(dsl_error)
+    Ok(Some(options))
+}
+
+/// `_count` on a node with `--peers`: each index's tenant counted over the cluster (its query
+/// compiled by every leaf, with a filtered alias's filters), the counts summed; a node or
+/// block missing is a failed shard, as Elasticsearch reports one.
+async fn cluster_count(
+    state: &Arc<AppState>,
+    root: &quarry_cluster::Root,
+    index: &str,
+    headers: &HeaderMap,
+    params: &EsParams,
+    query: JsonValue,
+    now: i64,
+) -> Result<String, ApiError> {
+    let rules = es_indices::missing_rule(params)?.reading();
+    let found = es_indices::resolve(state, index, headers, rules)?;
+    let filters = crate::es_aliases::filters_of(state, index);
+    let mut total = 0;
+    let mut warnings = Vec::new();
+    let mut indices = Vec::new();
+    for (name, tenant) in &found {
+        let query = match filters.get(name) {
+            Some(filters) => {
+                let should = filters
+                    .iter()
+                    .map(|filter| serde_json::from_str(filter).map_err(ApiError::internal))
+                    .collect::<Result<Vec<JsonValue>, ApiError>>()?;
+                json!({"bool": {"must": [query.clone()], "filter": [{"bool": {"should": should}}]}})
+            }
+            None => query.clone(),
+        };
+        let request = SearchRequest {
+            limit: 0,
+            count: true,
+            ..SearchRequest::default()
+        };
+        let source = quarry_query::leaf::QuerySource::Dsl { query, now };
+        let response = crate::cluster_search_source(root, &tenant.name(), source, &request).await?;
+        total += response.count.unwrap_or(0);
+        warnings.extend(response.warnings);
+        indices.push(name.clone());
+    }
+    let response = SearchResponse {
+        warnings,
+        ..SearchResponse::default()
+    };
+    Ok(json!({"count": total, "_shards": shards(&response, &indices)}).to_string())
 }
 
 /// The group of a hit under `collapse` on `field`: its value as JSON text (`null` when it
@@ -1556,7 +1620,7 @@ pub(crate) fn shards(response: &SearchResponse, indices: &[String]) -> JsonValue
         [one] => JsonValue::from(one.as_str()),
         _ => JsonValue::Null,
     };
-    let failures: Vec<JsonValue> = damaged_blocks(response)
+    let mut failures: Vec<JsonValue> = damaged_blocks(response)
         .map(|(path, error)| {
             json!({
                 "shard": 0,
@@ -1569,6 +1633,24 @@ pub(crate) fn shards(response: &SearchResponse, indices: &[String]) -> JsonValue
             })
         })
         .collect();
+    // In a cluster, a node that did not answer is a failed shard too.
+    failures.extend(
+        response
+            .warnings
+            .iter()
+            .filter_map(|warning| match warning {
+                Warning::LeafUnavailable { leaf, error } => Some(json!({
+                    "shard": 0,
+                    "index": index,
+                    "node": leaf,
+                    "reason": {
+                        "type": "node_unavailable_exception",
+                        "reason": format!("node {leaf} did not answer: {error}"),
+                    },
+                })),
+                _ => None,
+            }),
+    );
     let mut shards = json!({
         "total": 1 + failures.len(),
         "successful": 1,

@@ -869,7 +869,6 @@ async fn local_reads_refused_in_a_cluster(
         [
             "_search",
             "_msearch",
-            "_count",
             "_pit",
             "_mget",
             "_source",
@@ -1278,7 +1277,18 @@ async fn cluster_search(
     tenant: &str,
     request: &SearchRequest,
 ) -> Result<SearchResponse, ApiError> {
-    use quarry_query::leaf::{LeafQuery, LeafRequest, QuerySource};
+    let source = quarry_query::leaf::QuerySource::Text(request.query.clone());
+    cluster_search_source(root, tenant, source, request).await
+}
+
+/// `cluster_search` of the query `source` (the request's own query text is not read).
+pub(crate) async fn cluster_search_source(
+    root: &quarry_cluster::Root,
+    tenant: &str,
+    source: quarry_query::leaf::QuerySource,
+    request: &SearchRequest,
+) -> Result<SearchResponse, ApiError> {
+    use quarry_query::leaf::{LeafQuery, LeafRequest};
     if !request.tree.is_empty() {
         return Err(ApiError::bad_request(
             "nested aggregations are not answered across a cluster yet (this node searches \
@@ -1286,7 +1296,7 @@ async fn cluster_search(
         ));
     }
     let query = LeafQuery {
-        source: QuerySource::Text(request.query.clone()),
+        source,
         start: request.start,
         end: request.end,
     };

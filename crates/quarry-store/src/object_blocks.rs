@@ -95,6 +95,41 @@ pub struct ObjectStorage {
     prefix: ObjectPath,
     cache: Arc<DiskCache>,
     stats: Arc<ObjectStats>,
+    /// For benchmarks: the node's link to the store, shared by every read (`with_bandwidth`).
+    link: Option<Arc<Link>>,
+}
+
+/// A node's link to the object store, for benchmarks: reads pass through it one after another
+/// at `bytes_per_second`, as through one network interface, so concurrent reads share it.
+#[derive(Debug)]
+pub struct Link {
+    bytes_per_second: f64,
+    /// When the link is free again.
+    free_at: std::sync::Mutex<std::time::Instant>,
+}
+
+impl Link {
+    pub fn new(bytes_per_second: u64) -> Link {
+        Link {
+            bytes_per_second: bytes_per_second.max(1) as f64,
+            free_at: std::sync::Mutex::new(std::time::Instant::now()),
+        }
+    }
+
+    /// Waits until `bytes` have passed, after everything queued before them.
+    fn pass(&self, bytes: u64) {
+        let done = {
+            let mut free_at = self
+                .free_at
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let start = (*free_at).max(std::time::Instant::now());
+            *free_at =
+                start + std::time::Duration::from_secs_f64(bytes as f64 / self.bytes_per_second);
+            *free_at
+        };
+        std::thread::sleep(done.saturating_duration_since(std::time::Instant::now()));
+    }
 }
 
 impl ObjectStorage {
@@ -175,6 +210,7 @@ impl ObjectStorage {
             prefix: ObjectPath::from(prefix.trim_matches('/')),
             cache,
             stats,
+            link: None,
         })
     }
 
@@ -213,6 +249,14 @@ impl ObjectStorage {
         })
     }
 
+    /// The same storage with every read of the node sharing one link of `bytes_per_second`
+    /// (`Link`): with `with_latency`, the benchmark's model of a node's bandwidth to a cloud
+    /// store, which more nodes multiply.
+    pub fn with_bandwidth(mut self, bytes_per_second: u64) -> ObjectStorage {
+        self.link = Some(Arc::new(Link::new(bytes_per_second)));
+        self
+    }
+
     /// Whether the store answers (a listing of the prefix): a server or command that cannot
     /// reach its blocks says so at once, with the store's answer, instead of starting with
     /// every block left out.
@@ -249,6 +293,7 @@ impl ObjectStorage {
         };
         ObjectBlocks {
             store: self.store.clone(),
+            link: self.link.clone(),
             location: format!("{}/{relative}", self.url),
             prefix,
             cache: self.cache.clone(),
@@ -262,6 +307,7 @@ impl ObjectStorage {
 #[derive(Debug, Clone)]
 pub struct ObjectBlocks {
     store: Arc<dyn ObjectStore>,
+    link: Option<Arc<Link>>,
     prefix: ObjectPath,
     /// `s3://bucket/prefix/tenants/NAME/blocks`, for messages.
     location: String,
@@ -376,6 +422,9 @@ impl ObjectBlocks {
             tracing::warn!(block = %self.location(id).display(), error = %e, "a read from object storage failed");
             self.error(id, format!("read failed: {e}"))
         })?;
+        if let Some(link) = &self.link {
+            link.pass(requested);
+        }
         self.stats.gets.fetch_add(count, Ordering::Relaxed);
         self.stats
             .bytes_fetched

@@ -240,6 +240,7 @@ fn settings(args: ServeArgs) -> Result<ServerConfig> {
             .disk_cache_size
             .or(file_size("disk_cache_size", &file.disk_cache_size)?),
         args.storage.object_latency,
+        args.storage.object_bandwidth,
     )?;
     let cluster_token = args.cluster_token.or(file.cluster_token);
     let leaf = leaf_api(args.leaf_listen.or(file.leaf_listen), cluster_token.clone())?;

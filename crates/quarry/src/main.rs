@@ -161,6 +161,10 @@ pub struct StorageArgs {
     /// first byte and 10 ns per byte after (100 MB/s), as from a cloud store
     #[arg(long, value_name = "MS")]
     pub object_latency: Option<u64>,
+    /// For benchmarks: every object-storage read of this node shares one link of this many
+    /// bytes per second, as through one network interface (e.g. 50MB)
+    #[arg(long, value_name = "SIZE", value_parser = size::parse_size)]
+    pub object_bandwidth: Option<usize>,
     /// Where the catalogs (which blocks each tenant has) and the tenant registry are:
     /// `local` (catalog.json and tenants.json in --data) or a PostgreSQL database several
     /// nodes share, `postgres://USER[:PASSWORD]@HOST:PORT/DATABASE` (its schema is created
@@ -202,6 +206,7 @@ impl StorageArgs {
             self.cache_dir.as_deref(),
             self.disk_cache_size,
             self.object_latency,
+            self.object_bandwidth,
         )?;
         Ok(storage.tenant_store(data, "default"))
     }
@@ -215,6 +220,7 @@ pub fn storage(
     cache_dir: Option<&std::path::Path>,
     cache_bytes: Option<usize>,
     latency_ms: Option<u64>,
+    bandwidth: Option<usize>,
 ) -> anyhow::Result<quarry_store::Storage> {
     match url {
         None | Some("local") => Ok(quarry_store::Storage::Local),
@@ -227,6 +233,9 @@ pub fn storage(
             }
             if let Some(ms) = latency_ms {
                 storage = storage.with_latency(std::time::Duration::from_millis(ms));
+            }
+            if let Some(bytes_per_second) = bandwidth {
+                storage = storage.with_bandwidth(bytes_per_second as u64);
             }
             storage.check().map_err(|e| {
                 anyhow::anyhow!(

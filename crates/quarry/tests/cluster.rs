@@ -354,6 +354,38 @@ fn a_search_on_any_node_with_peers_answers_for_the_cluster() {
     }
     assert_eq!(scores(&got).len(), scores(&want).len());
 
+    // Elasticsearch's _count over the cluster: the query DSL and `q`, compiled by every
+    // leaf, as one node counts them.
+    for (target, body) in [
+        (
+            "/default/_count",
+            json!({"query": {"match": {"message": "alpha"}}}),
+        ),
+        (
+            "/default/_count",
+            json!({"query": {"bool": {"must": [{"range": {"n": {"gte": 100}}}],
+                                      "must_not": [{"term": {"message": "beta"}}]}}}),
+        ),
+        ("/default/_count?q=message:gamma%20OR%20delta", json!({})),
+        ("/default/_count", json!({})),
+    ] {
+        let body = body.to_string();
+        let (status, want) = whole.request("POST", target, Some(&body));
+        assert_eq!(status, 200, "{want}");
+        for node in &nodes {
+            let (status, got) = node.request("POST", target, Some(&body));
+            assert_eq!(status, 200, "{target}: {got}");
+            assert_eq!(got["count"], want["count"], "{target} {body}: {got}");
+            assert_eq!(got["_shards"]["failed"], 0, "{got}");
+        }
+    }
+    let (status, bad) = nodes[0].request(
+        "POST",
+        "/default/_count",
+        Some(r#"{"query": {"nope": {}}}"#),
+    );
+    assert_eq!(status, 400, "{bad}");
+
     // Not carried by the leaf API yet: refused by name, never answered from one node's data.
     let body = json!({"size": 0, "aggs": {"by": {"terms": {"field": "message"}}}});
     let (status, refused) = nodes[0].request("POST", "/default/_search", Some(&body.to_string()));
@@ -378,5 +410,16 @@ fn a_search_on_any_node_with_peers_answers_for_the_cluster() {
     assert!(
         warnings.contains(&format!("127.0.0.1:{}", ports[1])),
         "{warnings}"
+    );
+    let (status, partial) = nodes[0].request("POST", "/default/_count", Some("{}"));
+    assert_eq!(status, 200, "{partial}");
+    assert_eq!(partial["count"], 400);
+    assert_eq!(partial["_shards"]["failed"], 1, "{partial}");
+    assert!(
+        partial["_shards"]["failures"][0]["node"]
+            .as_str()
+            .unwrap_or("")
+            .contains(&format!("127.0.0.1:{}", ports[1])),
+        "{partial}"
     );
 }

@@ -300,6 +300,7 @@ pub fn answer_to_proto(answer: &LeafAnswer, snapshot: u64) -> proto::SearchReply
                 block: f.block,
                 location: f.location.clone(),
                 error: f.error.clone(),
+                unreadable: f.unreadable,
             })
             .collect(),
         snapshot,
@@ -330,6 +331,7 @@ pub fn answer_from_proto(
                 block: f.block,
                 location: f.location.clone(),
                 error: f.error.clone(),
+                unreadable: f.unreadable,
             })
             .collect(),
         aggregations: match &reply.aggregations {

@@ -20,8 +20,8 @@ pub mod proto {
     tonic::include_proto!("quarry.leaf.v1");
 }
 
-pub use root::{Root, RootAnswer, RootHit};
-pub use service::{serve_leaf, LeafService, Planned, Tenants};
+pub use root::{Root, RootAnswer, RootHit, TailItem};
+pub use service::{serve_leaf, LeafService, Planned, TailMatch, TailReceiver, Tenants};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {

@@ -166,6 +166,110 @@ impl Root {
     pub async fn span(&self, tenant: &str, query: &LeafQuery) -> Result<TimeSpan, ClusterError> {
         self.leaves().span(tenant, query).await
     }
+
+    /// A live tail over the cluster: a stream from every leaf that takes ingest (`all`,
+    /// `indexer`: every event is made searchable by one of them, once; searchers only read
+    /// what they publish), merged as matches come. Every stream is open when this returns, so
+    /// an event made searchable afterwards is sent; a leaf that cannot be tailed, or whose
+    /// stream breaks, is sent as `TailItem::Failed`.
+    pub async fn tail(
+        &self,
+        tenant: &str,
+        query: &LeafQuery,
+    ) -> Result<tokio::sync::mpsc::Receiver<TailItem>, ClusterError> {
+        let leaves = self.leaves();
+        let roles = leaves.roles().await;
+        let (sender, receiver) = tokio::sync::mpsc::channel(TAIL_QUEUE);
+        for (i, (endpoint, client)) in leaves.list.iter().enumerate() {
+            if roles[i].as_ref().is_some_and(|r| r.name == "searcher") {
+                continue;
+            }
+            let mut client = client.clone();
+            let asked = convert::query_to_proto(tenant, query);
+            let mut stream = match client.tail(asked).await {
+                Ok(stream) => stream.into_inner(),
+                Err(status) if status.code() == tonic::Code::InvalidArgument => {
+                    return Err(ClusterError::Leaf {
+                        endpoint: endpoint.clone(),
+                        message: status.message().to_owned(),
+                    })
+                }
+                // The leaf does not have the tenant: nothing of it there.
+                Err(status) if status.code() == tonic::Code::NotFound => continue,
+                Err(status) => {
+                    let _ = sender.try_send(TailItem::Failed {
+                        leaf: endpoint.clone(),
+                        message: format!("{}: {}", status.code(), status.message()),
+                    });
+                    continue;
+                }
+            };
+            let (sender, endpoint) = (sender.clone(), endpoint.clone());
+            tokio::spawn(async move {
+                loop {
+                    let batch = match stream.message().await {
+                        Ok(Some(batch)) => batch,
+                        Ok(None) => return,
+                        Err(status) => {
+                            let message = format!("{}: {}", status.code(), status.message());
+                            let _ = sender
+                                .send(TailItem::Failed {
+                                    leaf: endpoint,
+                                    message,
+                                })
+                                .await;
+                            return;
+                        }
+                    };
+                    for hit in batch.hits {
+                        let event = match hit.event.map(convert::event_from_proto) {
+                            Some(Ok(event)) => event,
+                            Some(Err(message)) => {
+                                let _ = sender
+                                    .send(TailItem::Failed {
+                                        leaf: endpoint,
+                                        message,
+                                    })
+                                    .await;
+                                return;
+                            }
+                            None => Vec::new(),
+                        };
+                        let item = TailItem::Hit {
+                            leaf: endpoint.clone(),
+                            time: hit.time,
+                            block: hit.block,
+                            doc: hit.doc,
+                            event,
+                        };
+                        if sender.send(item).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+        Ok(receiver)
+    }
+}
+
+/// Matches of a cluster's live tail queued before the reader takes them (then the leaves'
+/// streams wait, and so, past their own queues, do the leaves).
+const TAIL_QUEUE: usize = 1024;
+
+/// What a cluster's live tail sends (`Root::tail`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum TailItem {
+    /// A match: its time, where it is on its leaf, the event.
+    Hit {
+        leaf: String,
+        time: i64,
+        block: u64,
+        doc: u32,
+        event: Vec<(String, Value)>,
+    },
+    /// A leaf that could not be tailed or whose stream broke: the tail lacks its events.
+    Failed { leaf: String, message: String },
 }
 
 /// One set of leaves and what the root knows of them.

@@ -4,6 +4,7 @@ use crate::convert;
 use crate::proto;
 use crate::proto::leaf_server::{Leaf, LeafServer};
 use quarry_format::BlockReader;
+use quarry_query::leaf::LeafQuery;
 use quarry_query::Searcher;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -42,6 +43,13 @@ pub trait Tenants: Send + Sync + 'static {
         let _ = (tenant, ids);
         Vec::new()
     }
+    /// A live tail of `tenant`: the matches of `query` among the events this node makes
+    /// searchable from now on by its own ingest, batch by batch (an error ends it). None: the
+    /// node has no such tenant.
+    fn tail(&self, tenant: &str, query: &LeafQuery) -> Result<Option<TailReceiver>, String> {
+        let _ = (tenant, query);
+        Ok(None)
+    }
     /// A snapshot of `tenant` for a plan, with the writer of each published block in it,
     /// taken together so that no commit comes between (None: the node has no such tenant).
     fn planned(&self, tenant: &str) -> Result<Option<Planned>, String> {
@@ -62,6 +70,18 @@ pub trait Tenants: Send + Sync + 'static {
             blocks,
         }))
     }
+}
+
+/// A live tail's matches as a leaf finds them (`Tenants::tail`), batch by batch.
+pub type TailReceiver = tokio::sync::mpsc::Receiver<Result<Vec<TailMatch>, String>>;
+
+/// One match of a live tail: its time, where it is on its node, and the event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TailMatch {
+    pub time: i64,
+    pub block: u64,
+    pub doc: u32,
+    pub event: Vec<(String, quarry_format::Value)>,
 }
 
 /// A snapshot planned (`Tenants::planned`).
@@ -373,6 +393,39 @@ impl<T: Tenants> Leaf for LeafService<T> {
         Ok(Response::new(proto::FetchReply {
             events: events.iter().map(|e| convert::event_to_proto(e)).collect(),
         }))
+    }
+
+    type TailStream = std::pin::Pin<
+        Box<dyn tokio_stream::Stream<Item = Result<proto::TailBatch, Status>> + Send + 'static>,
+    >;
+
+    async fn tail(
+        &self,
+        request: Request<proto::Query>,
+    ) -> Result<Response<Self::TailStream>, Status> {
+        let (tenant, query) = convert::query_from_proto(Some(request.into_inner()))?;
+        let matches = match self.tenants.tail(&tenant, &query) {
+            Ok(Some(matches)) => matches,
+            Ok(None) => return Err(Status::not_found(format!("no tenant {tenant:?} here"))),
+            Err(message) => return Err(Status::invalid_argument(message)),
+        };
+        use tokio_stream::StreamExt;
+        let stream =
+            tokio_stream::wrappers::ReceiverStream::new(matches).map(|batch| match batch {
+                Ok(found) => Ok(proto::TailBatch {
+                    hits: found
+                        .iter()
+                        .map(|m| proto::TailHit {
+                            time: m.time,
+                            block: m.block,
+                            doc: m.doc,
+                            event: Some(convert::event_to_proto(&m.event)),
+                        })
+                        .collect(),
+                }),
+                Err(message) => Err(Status::aborted(message)),
+            });
+        Ok(Response::new(Box::pin(stream)))
     }
 }
 

@@ -116,6 +116,9 @@ pub struct FailedBlock {
     /// Where it is, as messages name it.
     pub location: String,
     pub error: String,
+    /// Only unreadable now (`DamagedBlock::unreadable`), not damaged.
+    #[serde(default)]
+    pub unreadable: bool,
 }
 
 /// A leaf's partial answer, or the root's merge of several.
@@ -203,6 +206,7 @@ impl Searcher {
                 block: damaged.block,
                 location: damaged.path.display().to_string(),
                 error: damaged.error.clone(),
+                unreadable: damaged.unreadable,
             })
             .collect();
         Ok(answer)

@@ -109,10 +109,25 @@ pub struct Bucket {
 pub enum Warning {
     /// Field names the query uses that no block has: those clauses match nothing.
     UnknownFields { names: Vec<String> },
-    /// A block left out because it could not be opened or read: the answer is partial.
+    /// A block left out because it is damaged (a checksum, a decode): the answer is partial.
     DamagedBlock { path: PathBuf, error: String },
+    /// A block left out because it could not be read now (its store did not answer, or a
+    /// node did not find it): not damaged, and a later answer reads it again. Partial too.
+    BlockUnavailable { path: PathBuf, error: String },
     /// A node of a distributed search that did not answer: the answer lacks its data.
     LeafUnavailable { leaf: String, error: String },
+}
+
+impl Warning {
+    /// The warning for a block left out of an answer: damaged, or only unreadable now.
+    pub fn left_out(block: crate::searcher::DamagedBlock) -> Warning {
+        let (path, error) = (block.path, block.error);
+        if block.unreadable {
+            Warning::BlockUnavailable { path, error }
+        } else {
+            Warning::DamagedBlock { path, error }
+        }
+    }
 }
 
 impl std::fmt::Display for Warning {
@@ -128,6 +143,9 @@ impl std::fmt::Display for Warning {
                 )
             }
             Warning::DamagedBlock { error, .. } => write!(f, "skipped damaged block: {error}"),
+            Warning::BlockUnavailable { error, .. } => {
+                write!(f, "skipped a block that could not be read now: {error}")
+            }
             Warning::LeafUnavailable { leaf, error } => {
                 write!(f, "node {leaf} did not answer: {error}")
             }
@@ -155,7 +173,9 @@ impl SearchResponse {
         self.warnings.iter().any(|w| {
             matches!(
                 w,
-                Warning::DamagedBlock { .. } | Warning::LeafUnavailable { .. }
+                Warning::DamagedBlock { .. }
+                    | Warning::BlockUnavailable { .. }
+                    | Warning::LeafUnavailable { .. }
             )
         })
     }
@@ -180,10 +200,7 @@ impl Searcher {
         };
         response
             .warnings
-            .extend(damaged.into_iter().map(|block| Warning::DamagedBlock {
-                path: block.path,
-                error: block.error,
-            }));
+            .extend(damaged.into_iter().map(Warning::left_out));
         Ok(response)
     }
 
@@ -340,5 +357,59 @@ fn named_clauses<'a>(ast: &'a Ast, out: &mut Vec<(&'a String, &'a Ast)>) {
         }
         Ast::TypedRange { otherwise, .. } => named_clauses(otherwise, out),
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::searcher::DamagedBlock;
+
+    /// A block left out is named as damaged only when it is: one that could not be read now
+    /// (an i/o error, a block a node did not find) is `BlockUnavailable`; both make the
+    /// answer partial.
+    #[test]
+    fn blocks_left_out_are_damaged_or_unavailable() {
+        let io = quarry_format::FormatError::Io {
+            path: "b/00000007.qb".into(),
+            source: std::io::Error::other("connection refused"),
+        };
+        let unreadable = DamagedBlock::of(Some(7), "b/00000007.qb".into(), &io);
+        let warning = Warning::left_out(unreadable);
+        assert!(
+            matches!(warning, Warning::BlockUnavailable { .. }),
+            "{warning:?}"
+        );
+        assert!(
+            warning.to_string().contains("could not be read now"),
+            "{warning}"
+        );
+        let damaged = DamagedBlock {
+            block: Some(8),
+            path: "b/00000008.qb".into(),
+            error: "checksum mismatch".into(),
+            unreadable: false,
+        };
+        assert!(matches!(
+            Warning::left_out(damaged),
+            Warning::DamagedBlock { .. }
+        ));
+        for warning in [
+            Warning::BlockUnavailable {
+                path: "x".into(),
+                error: "e".into(),
+            },
+            Warning::DamagedBlock {
+                path: "x".into(),
+                error: "e".into(),
+            },
+        ] {
+            let response = SearchResponse {
+                warnings: vec![warning],
+                ..SearchResponse::default()
+            };
+            assert!(response.is_partial());
+        }
+        assert!(!SearchResponse::default().is_partial());
     }
 }

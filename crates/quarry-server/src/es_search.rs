@@ -1684,7 +1684,9 @@ fn damaged_blocks(
         .warnings
         .iter()
         .filter_map(|warning| match warning {
-            Warning::DamagedBlock { path, error } => Some((path.as_path(), error.as_str())),
+            Warning::DamagedBlock { path, error } | Warning::BlockUnavailable { path, error } => {
+                Some((path.as_path(), error.as_str()))
+            }
             _ => None,
         })
 }

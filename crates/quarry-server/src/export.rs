@@ -142,7 +142,9 @@ fn damaged_blocks(page: &SearchResponse) -> Vec<String> {
     page.warnings
         .iter()
         .filter_map(|warning| match warning {
-            Warning::DamagedBlock { path, .. } => Some(path.display().to_string()),
+            Warning::DamagedBlock { path, .. } | Warning::BlockUnavailable { path, .. } => {
+                Some(path.display().to_string())
+            }
             _ => None,
         })
         .collect()

@@ -579,6 +579,20 @@ impl quarry_cluster::Tenants for LeafTenants {
         }
     }
 
+    fn tail(
+        &self,
+        tenant: &str,
+        query: &quarry_query::leaf::LeafQuery,
+    ) -> Result<Option<quarry_cluster::TailReceiver>, String> {
+        let Some(open) = self.0.open_tenant(tenant) else {
+            return Ok(None);
+        };
+        let quarry_query::leaf::QuerySource::Text(text) = &query.source else {
+            return Err("a live tail takes the query language, not the query DSL".into());
+        };
+        tail::leaf_tail(open.live.clone(), text.clone()).map(Some)
+    }
+
     fn planned(&self, tenant: &str) -> Result<Option<quarry_cluster::Planned>, String> {
         let Some(open) = self.0.open_tenant(tenant) else {
             return Ok(None);
@@ -862,7 +876,7 @@ async fn local_reads_refused_in_a_cluster(
     let reading = |name: &str| segments.contains(&name);
     let native = segments.first() == Some(&"api");
     let refused = if native {
-        ["export", "fields", "tail"]
+        ["export", "fields"]
             .into_iter()
             .find(|name| segments.get(3) == Some(name) && segments.len() == 4)
     } else {
@@ -1346,9 +1360,12 @@ pub(crate) async fn cluster_search_source(
         .map(|found| quarry_query::request::hit_event(request.sort, found.hit, found.event))
         .collect();
     for (leaf, failed) in answer.failed_blocks {
-        response.warnings.push(Warning::DamagedBlock {
-            path: format!("{leaf}: {}", failed.location).into(),
-            error: failed.error,
+        let path = format!("{leaf}: {}", failed.location).into();
+        let error = failed.error;
+        response.warnings.push(if failed.unreadable {
+            Warning::BlockUnavailable { path, error }
+        } else {
+            Warning::DamagedBlock { path, error }
         });
     }
     for (leaf, error) in answer.failed_leaves {
@@ -1510,6 +1527,11 @@ pub fn response_json(response: &SearchResponse) -> JsonValue {
             }
             Warning::DamagedBlock { path, .. } => json!({
                 "kind": "damaged_block",
+                "block": path.display().to_string(),
+                "message": warning.to_string(),
+            }),
+            Warning::BlockUnavailable { path, .. } => json!({
+                "kind": "block_unavailable",
                 "block": path.display().to_string(),
                 "message": warning.to_string(),
             }),

@@ -80,48 +80,18 @@ pub(crate) async fn tail(
         ),
         None => None,
     };
+    if let Some(root) = state.root.clone() {
+        return cluster_tail(&state, &root, &tenant.name(), text, history, after).await;
+    }
     let live = tenant.live.clone();
     let (snapshot, mut sealed) = live.subscribe();
     // A bad query answers 400 now, not as an event.
-    let request = match after {
-        // The newest `history`, sent oldest first.
-        None => SearchRequest {
-            query: text.clone(),
-            sort: SortOrder::TimeDesc,
-            limit: history,
-            ..SearchRequest::default()
-        },
-        // The oldest `history` after the event seen last: its time on, past those of its
-        // time already sent.
-        Some(seen) => SearchRequest {
-            query: text.clone(),
-            start: seen.time,
-            sort: SortOrder::TimeAsc,
-            limit: history.saturating_add(seen.same_time_sent),
-            ..SearchRequest::default()
-        },
-    };
+    let request = history_request(&text, history, after);
     let first = state
         .search(move || snapshot.execute(&request).map_err(ApiError::from_query))
         .await?;
-    let mut history_hits: Vec<&HitEvent> = first.hits.iter().collect();
-    match after {
-        None => history_hits.reverse(),
-        Some(seen) => {
-            let already_sent = history_hits
-                .iter()
-                .take_while(|hit| hit.time == seen.time)
-                .count()
-                .min(seen.same_time_sent);
-            history_hits.drain(..already_sent);
-            history_hits.truncate(history);
-        }
-    }
     let mut ids = EventIds::default();
-    let history_events: Vec<Event> = history_hits
-        .into_iter()
-        .map(|hit| hit_event(&mut ids, hit))
-        .collect();
+    let history_events = history_events(&first.hits, history, after, &mut ids);
     let (sender, receiver) = mpsc::channel::<Event>(CLIENT_QUEUE);
     let schema = live.schema();
     tokio::spawn(async move {
@@ -163,15 +133,223 @@ pub(crate) async fn tail(
             }
         }
     });
+    Ok(sse(receiver))
+}
+
+/// The search for a tail's history: the newest `history` matches, or after `after`, the
+/// oldest `history` from its time on (past those of its time already sent, sorted out by
+/// `history_events`).
+fn history_request(text: &str, history: usize, after: Option<EventId>) -> SearchRequest {
+    match after {
+        None => SearchRequest {
+            query: text.to_owned(),
+            sort: SortOrder::TimeDesc,
+            limit: history,
+            ..SearchRequest::default()
+        },
+        Some(seen) => SearchRequest {
+            query: text.to_owned(),
+            start: seen.time,
+            sort: SortOrder::TimeAsc,
+            limit: history.saturating_add(seen.same_time_sent),
+            ..SearchRequest::default()
+        },
+    }
+}
+
+/// The history's hits to send, oldest first.
+fn history_hits(hits: &[HitEvent], history: usize, after: Option<EventId>) -> Vec<&HitEvent> {
+    let mut kept: Vec<&HitEvent> = hits.iter().collect();
+    match after {
+        None => kept.reverse(),
+        Some(seen) => {
+            let already_sent = kept
+                .iter()
+                .take_while(|hit| hit.time == seen.time)
+                .count()
+                .min(seen.same_time_sent);
+            kept.drain(..already_sent);
+            kept.truncate(history);
+        }
+    }
+    kept
+}
+
+/// The history's SSE events, numbered by `ids`.
+fn history_events(
+    hits: &[HitEvent],
+    history: usize,
+    after: Option<EventId>,
+    ids: &mut EventIds,
+) -> Vec<Event> {
+    history_hits(hits, history, after)
+        .into_iter()
+        .map(|hit| hit_event(ids, hit))
+        .collect()
+}
+
+/// The SSE response of the events `receiver` gets.
+fn sse(receiver: mpsc::Receiver<Event>) -> Response {
     let stream = futures_util::stream::unfold(receiver, |mut receiver| async move {
         receiver
             .recv()
             .await
             .map(|event| (Ok::<_, std::convert::Infallible>(event), receiver))
     });
-    Ok(Sse::new(stream)
+    Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
-        .into_response())
+        .into_response()
+}
+
+/// A tail on a node with `--peers`: every leaf that takes ingest streams its new matches
+/// (`Root::tail`, opened first), the history is a cluster search, and a match the history
+/// already sent is not sent again (the key: its time and event, counted: the same event
+/// sent twice is two). A leaf that
+/// cannot be tailed or whose stream breaks ends the stream with `event: dropped` naming it:
+/// reconnecting with `Last-Event-ID` resumes without a gap.
+async fn cluster_tail(
+    state: &Arc<AppState>,
+    root: &Arc<quarry_cluster::Root>,
+    tenant: &str,
+    text: String,
+    history: usize,
+    after: Option<EventId>,
+) -> Result<Response, ApiError> {
+    use quarry_cluster::TailItem;
+    use quarry_query::leaf::{LeafQuery, QuerySource};
+    let _ = state;
+    let query = LeafQuery {
+        source: QuerySource::Text(text.clone()),
+        start: i64::MIN,
+        end: i64::MAX,
+    };
+    let mut live = root
+        .tail(tenant, &query)
+        .await
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let request = history_request(&text, history, after);
+    let first = crate::cluster_search(root, tenant, &request).await?;
+    let mut sent: std::collections::HashMap<String, usize> = Default::default();
+    for hit in history_hits(&first.hits, history, after) {
+        *sent.entry(tail_key(hit.time, &hit.event)).or_default() += 1;
+    }
+    let mut ids = EventIds::default();
+    let history_events = history_events(&first.hits, history, after, &mut ids);
+    let (sender, receiver) = mpsc::channel::<Event>(CLIENT_QUEUE);
+    tokio::spawn(async move {
+        for event in history_events {
+            if sender.send(event).await.is_err() {
+                return;
+            }
+        }
+        loop {
+            let item = tokio::select! {
+                () = sender.closed() => return,
+                item = live.recv() => item,
+            };
+            match item {
+                None => return,
+                Some(TailItem::Failed { leaf, message }) => {
+                    let reason = format!("node {leaf} stopped sending its events: {message}");
+                    drop_client(&sender, reason).await;
+                    return;
+                }
+                Some(TailItem::Hit { time, event, .. }) => {
+                    if !sent.is_empty() {
+                        let key = tail_key(time, &event);
+                        if let Some(count) = sent.get_mut(&key) {
+                            *count -= 1;
+                            if *count == 0 {
+                                sent.remove(&key);
+                            }
+                            continue;
+                        }
+                    }
+                    let data =
+                        json!({"_time": format_time(time), "event": crate::event_json(&event)});
+                    let event = Event::default()
+                        .event("hit")
+                        .id(ids.next(time))
+                        .data(data.to_string());
+                    if sender.send(event).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    Ok(sse(receiver))
+}
+
+/// What tells a match of the live streams from the same match in the history: its time and
+/// event (not where it is: a flush may have moved it from a memory block to a file since).
+fn tail_key(time: i64, event: &[(String, quarry_format::Value)]) -> String {
+    format!(
+        "{time}:{}",
+        serde_json::Value::Object(crate::event_json(event))
+    )
+}
+
+/// A node's part of a cluster's live tail (the leaf API's `Tail`): the matches of `text` in
+/// the blocks this node seals from now on, its own ingest (blocks it opens from a shared
+/// catalog are another node's, tailed there). A bad query is an error now; a root that reads
+/// slower than events come gets an error, and the stream ends.
+pub(crate) fn leaf_tail(
+    live: Arc<crate::live::LiveIndex>,
+    text: String,
+) -> Result<quarry_cluster::TailReceiver, String> {
+    let schema = live.schema();
+    let check = SearchRequest {
+        query: text.clone(),
+        limit: 0,
+        ..SearchRequest::default()
+    };
+    Searcher::from_shared_with(Vec::new(), schema.clone())
+        .execute(&check)
+        .map_err(|e| e.to_string())?;
+    let (_, mut sealed) = live.subscribe();
+    let (sender, receiver) = mpsc::channel(CLIENT_QUEUE);
+    tokio::spawn(async move {
+        loop {
+            let received = tokio::select! {
+                () = sender.closed() => return,
+                received = sealed.recv() => received,
+            };
+            let block = match received {
+                Ok(block) => block,
+                Err(RecvError::Lagged(missed)) => {
+                    let reason = format!(
+                        "the root read slower than events came: {missed} sealed blocks were missed"
+                    );
+                    let _ = sender.send(Err(reason)).await;
+                    return;
+                }
+                Err(RecvError::Closed) => return,
+            };
+            if block.id().is_none_or(crate::live::is_published_block) {
+                continue;
+            }
+            let found = match matches_in(block, &schema, &text).await {
+                Ok(hits) => hits
+                    .into_iter()
+                    .map(|hit| quarry_cluster::TailMatch {
+                        time: hit.time,
+                        block: hit.location.block_id,
+                        doc: hit.location.doc,
+                        event: hit.event,
+                    })
+                    .collect(),
+                Err(message) => {
+                    let _ = sender.send(Err(message)).await;
+                    return;
+                }
+            };
+            if sender.send(Ok(found)).await.is_err() {
+                return;
+            }
+        }
+    });
+    Ok(receiver)
 }
 
 /// How long the final event waits for a dropped client to read what was queued before it.

@@ -322,13 +322,18 @@ fn print_answer(body: &serde_json::Value) -> Result<ExitCode> {
     if body["partial"] != true {
         return Ok(ExitCode::SUCCESS);
     }
-    let left_out = warnings
-        .iter()
-        .filter(|warning| warning["kind"] == "damaged_block")
-        .count();
-    eprintln!(
-        "warning: the answer is partial: {left_out} damaged block(s) left out (`quarry check` lists them, `quarry check --repair` moves them aside)"
-    );
+    let count = |kind: &str| warnings.iter().filter(|w| w["kind"] == kind).count();
+    let (damaged, unavailable) = (count("damaged_block"), count("block_unavailable"));
+    if damaged > 0 {
+        eprintln!(
+            "warning: the answer is partial: {damaged} damaged block(s) left out (`quarry check` lists them, `quarry check --repair` moves them aside)"
+        );
+    }
+    if unavailable > 0 {
+        eprintln!(
+            "warning: the answer is partial: {unavailable} block(s) could not be read now (not damaged: try again)"
+        );
+    }
     Ok(ExitCode::from(3))
 }
 

@@ -272,3 +272,76 @@ fn a_reader_too_slow_is_dropped_with_a_final_event() {
     let (status, _) = server.get("/health/ready");
     assert_eq!(status, 200);
 }
+
+/// With `--peers`, a tail on any node follows the whole cluster: the history from every node,
+/// then every new match made searchable on any node, each once, while ingest goes to all
+/// three nodes concurrently.
+#[test]
+fn a_tail_on_a_node_with_peers_follows_every_node() {
+    let dir = tempfile::tempdir().unwrap();
+    let ports: Vec<u16> = (0..3).map(|_| common::free_port()).collect();
+    let peers: Vec<String> = ports
+        .iter()
+        .map(|port| format!("http://127.0.0.1:{port}"))
+        .collect();
+    let peers = peers.join(",");
+    let nodes: Vec<Server> = ports
+        .iter()
+        .enumerate()
+        .map(|(i, port)| {
+            let data = dir.path().join(format!("node-{i}"));
+            let leaf = format!("127.0.0.1:{port}");
+            Server::spawn(
+                &[
+                    "--data",
+                    data.to_str().unwrap(),
+                    "--listen",
+                    "127.0.0.1:0",
+                    "--leaf-listen",
+                    &leaf,
+                    "--peers",
+                    &peers,
+                ],
+                &[("QUARRY_CLUSTER_TOKEN", "tail-token")],
+                std::path::Path::new("."),
+            )
+        })
+        .collect();
+    for (i, node) in nodes.iter().enumerate() {
+        ingest(&node.addr, &batch(i * 100, i * 100 + 100, "tailword", 0));
+    }
+    let addrs: Vec<String> = nodes.iter().map(|n| n.addr.clone()).collect();
+    let writer = std::thread::spawn(move || {
+        for b in 0..30 {
+            let from = 300 + b * 20;
+            ingest(&addrs[b % 3], &batch(from, from + 20, "tailword", 0));
+            ingest(
+                &addrs[(b + 1) % 3],
+                &batch(100_000 + b, 100_001 + b, "otherword", 0),
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    });
+    // Opened while the writer runs: some events in each tail's history, the rest streamed.
+    let mut tails = Vec::new();
+    for node in &nodes {
+        tails.push(Tail::open(&node.addr, "query=tailword&history=10000", None));
+        std::thread::sleep(Duration::from_millis(60));
+    }
+    writer.join().unwrap();
+    // And after the writer: only streamed.
+    ingest(&nodes[2].addr, &batch(900, 930, "tailword", 0));
+    for mut tail in tails {
+        let seen = tail.collect(930);
+        let missing: Vec<u64> = (0..930).filter(|n| !seen.contains_key(n)).collect();
+        let repeated: Vec<(&u64, &usize)> = seen.iter().filter(|(_, c)| **c > 1).collect();
+        assert!(
+            missing.is_empty(),
+            "missing {}: {:?}",
+            missing.len(),
+            &missing[..missing.len().min(10)]
+        );
+        assert!(repeated.is_empty(), "repeated: {repeated:?}");
+        assert_eq!(seen.len(), 930);
+    }
+}

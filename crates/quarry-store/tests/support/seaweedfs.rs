@@ -37,15 +37,21 @@ pub fn weed_binary() -> Option<PathBuf> {
 }
 
 /// A free loopback port below 55535 (SeaweedFS puts nothing at port + 10000 when each gRPC
-/// port is given, but stays clear of the top of the range anyway).
+/// port is given, but stays clear of the top of the range anyway), never one this process
+/// handed out before (the instances of tests running side by side must not share one).
 fn free_port() -> u16 {
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
     loop {
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
-        if port < 55535 {
+        let mut given = GIVEN
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if port < 55535 && !given.contains(&port) {
+            given.push(port);
             return port;
         }
     }
@@ -62,6 +68,27 @@ impl SeaweedFs {
             eprintln!("skipped: no SeaweedFS binary (build one with .ci/seaweedfs.sh)");
             return None;
         };
+        // A port another process took between our check and SeaweedFS's bind makes it exit
+        // at once: started again on other ports.
+        for attempt in 1.. {
+            let mut server = SeaweedFs::spawn(&weed);
+            match server.wait_ready() {
+                Ok(()) => {
+                    server.warm_up();
+                    return Some(server);
+                }
+                Err(log) if attempt < 3 => {
+                    eprintln!(
+                        "SeaweedFS exited at start (attempt {attempt}), starting it again:\n{log}"
+                    );
+                }
+                Err(log) => panic!("SeaweedFS exited at start, three times; its log:\n{log}"),
+            }
+        }
+        unreachable!()
+    }
+
+    fn spawn(weed: &std::path::Path) -> SeaweedFs {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("s3.json");
         std::fs::write(
@@ -76,7 +103,7 @@ impl SeaweedFs {
         let s3 = free_port();
         let port = |name: &str, port: u16| format!("-{name}={port}");
         let log = std::fs::File::create(dir.path().join("weed.log")).unwrap();
-        let child = Command::new(&weed)
+        let child = Command::new(weed)
             .args([
                 "server",
                 &format!("-dir={}", data.display()),
@@ -101,21 +128,22 @@ impl SeaweedFs {
             .stderr(Stdio::from(log))
             .spawn()
             .unwrap_or_else(|e| panic!("{}: {e}", weed.display()));
-        let server = SeaweedFs {
+        SeaweedFs {
             child,
             endpoint: format!("http://127.0.0.1:{s3}"),
             _dir: dir,
-        };
-        server.wait_ready();
-        server.warm_up();
-        Some(server)
+        }
     }
 
-    /// Waits until the S3 gateway answers (an anonymous request gets 403 once it is up).
-    fn wait_ready(&self) {
+    /// Waits until the S3 gateway answers (an anonymous request gets 403 once it is up);
+    /// `Err` with the end of its log when the server exited first.
+    fn wait_ready(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(120);
         let address = self.endpoint.trim_start_matches("http://").to_owned();
         while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return Err(self.log_tail());
+            }
             if let Ok(mut stream) = std::net::TcpStream::connect(&address) {
                 use std::io::{Read, Write};
                 let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
@@ -126,14 +154,21 @@ impl SeaweedFs {
                     && stream.read_to_string(&mut answer).is_ok()
                     && answer.starts_with("HTTP/1.1 403")
                 {
-                    return;
+                    return Ok(());
                 }
             }
             std::thread::sleep(Duration::from_millis(200));
         }
+        panic!(
+            "SeaweedFS did not come up in 120 s; its log, last lines first:\n{}",
+            self.log_tail()
+        );
+    }
+
+    /// The last lines of its log, last first.
+    fn log_tail(&self) -> String {
         let log = std::fs::read_to_string(self._dir.path().join("weed.log")).unwrap_or_default();
-        let tail: String = log.lines().rev().take(30).collect::<Vec<_>>().join("\n");
-        panic!("SeaweedFS did not come up in 120 s; its log, last lines first:\n{tail}");
+        log.lines().rev().take(30).collect::<Vec<_>>().join("\n")
     }
 
     /// Creates the bucket and its first volumes with one upload: SeaweedFS grows volumes on

@@ -206,51 +206,44 @@ impl Root {
             };
             let (sender, endpoint) = (sender.clone(), endpoint.clone());
             tokio::spawn(async move {
-                loop {
-                    let batch = match stream.message().await {
-                        Ok(Some(batch)) => batch,
-                        Ok(None) => return,
-                        Err(status) => {
-                            let message = format!("{}: {}", status.code(), status.message());
-                            let _ = sender
-                                .send(TailItem::Failed {
-                                    leaf: endpoint,
-                                    message,
-                                })
-                                .await;
-                            return;
-                        }
-                    };
-                    for hit in batch.hits {
-                        let event = match hit.event.map(convert::event_from_proto) {
-                            Some(Ok(event)) => event,
-                            Some(Err(message)) => {
-                                let _ = sender
-                                    .send(TailItem::Failed {
-                                        leaf: endpoint,
-                                        message,
-                                    })
-                                    .await;
-                                return;
-                            }
-                            None => Vec::new(),
-                        };
-                        let item = TailItem::Hit {
-                            leaf: endpoint.clone(),
-                            time: hit.time,
-                            block: hit.block,
-                            doc: hit.doc,
-                            event,
-                        };
-                        if sender.send(item).await.is_err() {
-                            return;
-                        }
-                    }
+                if let Err(message) = forward_tail(&mut stream, &endpoint, &sender).await {
+                    let leaf = endpoint;
+                    let _ = sender.send(TailItem::Failed { leaf, message }).await;
                 }
             });
         }
         Ok(receiver)
     }
+}
+
+/// Sends the matches a leaf's tail `stream` brings as `TailItem::Hit`s until it ends or the
+/// reader goes; `Err` when the stream breaks or brings an event that cannot be read.
+async fn forward_tail(
+    stream: &mut tonic::Streaming<proto::TailBatch>,
+    endpoint: &str,
+    sender: &tokio::sync::mpsc::Sender<TailItem>,
+) -> Result<(), String> {
+    let broken = |status: Status| format!("{}: {}", status.code(), status.message());
+    while let Some(batch) = stream.message().await.map_err(broken)? {
+        for hit in batch.hits {
+            let event = hit
+                .event
+                .map(convert::event_from_proto)
+                .transpose()?
+                .unwrap_or_default();
+            let item = TailItem::Hit {
+                leaf: endpoint.to_owned(),
+                time: hit.time,
+                block: hit.block,
+                doc: hit.doc,
+                event,
+            };
+            if sender.send(item).await.is_err() {
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Matches of a cluster's live tail queued before the reader takes them (then the leaves'

@@ -101,13 +101,9 @@ pub(crate) async fn tail(
             }
         }
         loop {
-            let received = tokio::select! {
-                () = sender.closed() => return,
-                received = sealed.recv() => received,
-            };
-            let block = match received {
-                Ok(block) => block,
-                Err(RecvError::Lagged(missed)) => {
+            let block = match next_sealed(&sender, &mut sealed).await {
+                Sealed::Block(block) => block,
+                Sealed::Missed(missed) => {
                     // Nothing more is kept for this client: only what is queued, then the
                     // final event.
                     drop(sealed);
@@ -117,7 +113,7 @@ pub(crate) async fn tail(
                     drop_client(&sender, reason).await;
                     return;
                 }
-                Err(RecvError::Closed) => return,
+                Sealed::End => return,
             };
             let hits = match matches_in(block, &schema, &text).await {
                 Ok(hits) => hits,
@@ -311,20 +307,16 @@ pub(crate) fn leaf_tail(
     let (sender, receiver) = mpsc::channel(CLIENT_QUEUE);
     tokio::spawn(async move {
         loop {
-            let received = tokio::select! {
-                () = sender.closed() => return,
-                received = sealed.recv() => received,
-            };
-            let block = match received {
-                Ok(block) => block,
-                Err(RecvError::Lagged(missed)) => {
+            let block = match next_sealed(&sender, &mut sealed).await {
+                Sealed::Block(block) => block,
+                Sealed::Missed(missed) => {
                     let reason = format!(
                         "the root read slower than events came: {missed} sealed blocks were missed"
                     );
                     let _ = sender.send(Err(reason)).await;
                     return;
                 }
-                Err(RecvError::Closed) => return,
+                Sealed::End => return,
             };
             if block.id().is_none_or(crate::live::is_published_block) {
                 continue;
@@ -350,6 +342,30 @@ pub(crate) fn leaf_tail(
         }
     });
     Ok(receiver)
+}
+
+/// What a tail's stream of sealed blocks gives next (`next_sealed`).
+enum Sealed {
+    Block(Arc<BlockReader>),
+    /// The reader fell behind: this many blocks are gone.
+    Missed(u64),
+    /// The index closed, or the reader `sender` sends to went away.
+    End,
+}
+
+/// The next block sealed, unless the reader of `sender` goes away first.
+async fn next_sealed<T>(
+    sender: &mpsc::Sender<T>,
+    sealed: &mut tokio::sync::broadcast::Receiver<Arc<BlockReader>>,
+) -> Sealed {
+    tokio::select! {
+        () = sender.closed() => Sealed::End,
+        received = sealed.recv() => match received {
+            Ok(block) => Sealed::Block(block),
+            Err(RecvError::Lagged(missed)) => Sealed::Missed(missed),
+            Err(RecvError::Closed) => Sealed::End,
+        },
+    }
 }
 
 /// How long the final event waits for a dropped client to read what was queued before it.

@@ -2,7 +2,9 @@
 //! protobuf has them.
 
 use crate::proto;
+use crate::ClusterError;
 use quarry_format::Value;
+use quarry_query::agg_tree::TreePartial;
 use quarry_query::aggregation::{AggPartial, AggSpec};
 use quarry_query::bm25::FieldStats;
 use quarry_query::cursor::Cursor;
@@ -134,13 +136,20 @@ pub fn sort_from_proto(sort: i32) -> Result<SortOrder, Status> {
     }
 }
 
+/// The request as a leaf is asked it; an error for a tree that cannot travel (its top hits,
+/// or a filter not written in the DSL).
 pub fn request_to_proto(
     tenant: &str,
     query: &LeafQuery,
     request: &LeafRequest,
     stats: Option<&GlobalStats>,
-) -> proto::SearchRequest {
-    proto::SearchRequest {
+) -> Result<proto::SearchRequest, ClusterError> {
+    let tree = match request.tree.is_empty() {
+        true => String::new(),
+        false => serde_json::to_string(&request.tree)
+            .map_err(|e| ClusterError::Request(format!("aggregations: {e}")))?,
+    };
+    Ok(proto::SearchRequest {
         query: Some(query_to_proto(tenant, query)),
         limit: u32::try_from(request.limit).unwrap_or(u32::MAX),
         sort: sort_to_proto(request.sort) as i32,
@@ -173,7 +182,8 @@ pub fn request_to_proto(
             doc: c.doc,
         }),
         scope: None,
-    }
+        tree,
+    })
 }
 
 fn sort_value_to_proto(value: &SortValue) -> proto::SortValue {
@@ -233,6 +243,11 @@ pub fn request_from_proto(request: &proto::SearchRequest) -> Result<LeafRequest,
             .iter()
             .map(|text| AggSpec::parse(text).map_err(Status::invalid_argument))
             .collect::<Result<_, _>>()?,
+        tree: match request.tree.is_empty() {
+            true => Vec::new(),
+            false => serde_json::from_str(&request.tree)
+                .map_err(|e| Status::invalid_argument(format!("aggregations: {e}")))?,
+        },
         sort_field: (!request.sort_fields.is_empty()).then(|| FieldSort {
             keys: request
                 .sort_fields
@@ -282,8 +297,8 @@ pub fn hit_from_proto(hit: &proto::Hit, field_sort: bool) -> PartialHit {
     }
 }
 
-pub fn answer_to_proto(answer: &LeafAnswer, snapshot: u64) -> proto::SearchReply {
-    proto::SearchReply {
+pub fn answer_to_proto(answer: &LeafAnswer, snapshot: u64) -> Result<proto::SearchReply, Status> {
+    Ok(proto::SearchReply {
         hits: answer.hits.iter().map(hit_to_proto).collect(),
         count: answer.count,
         has_histogram: answer.histogram.is_some(),
@@ -305,7 +320,13 @@ pub fn answer_to_proto(answer: &LeafAnswer, snapshot: u64) -> proto::SearchReply
             .collect(),
         snapshot,
         aggregations: answer.aggregations.as_ref().map(AggPartial::to_bytes),
-    }
+        tree: answer
+            .tree
+            .as_ref()
+            .map(TreePartial::to_bytes)
+            .transpose()
+            .map_err(|e| Status::invalid_argument(e.to_string()))?,
+    })
 }
 
 /// A leaf's answer to `request` (its aggregation states checked against the request's).
@@ -338,6 +359,12 @@ pub fn answer_from_proto(
             Some(bytes) => Some(
                 AggPartial::from_bytes(bytes, &request.aggregations).map_err(|e| e.to_string())?,
             ),
+            None => None,
+        },
+        tree: match &reply.tree {
+            Some(bytes) => {
+                Some(TreePartial::from_bytes(bytes, &request.tree).map_err(|e| e.to_string())?)
+            }
             None => None,
         },
     })

@@ -31,4 +31,7 @@ pub enum ClusterError {
     Endpoint { endpoint: String, message: String },
     #[error("the cluster token is empty")]
     EmptyToken,
+    /// A request that cannot be sent to the leaves.
+    #[error("{0}")]
+    Request(String),
 }

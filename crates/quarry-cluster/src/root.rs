@@ -5,6 +5,7 @@ use crate::proto;
 use crate::proto::leaf_client::LeafClient;
 use crate::ClusterError;
 use quarry_format::Value;
+use quarry_query::agg_tree::TreePartial;
 use quarry_query::aggregation::AggPartial;
 use quarry_query::leaf::{
     compare_hits, merge_answers, FailedBlock, LeafAnswer, LeafQuery, LeafRequest, PartialHit,
@@ -56,6 +57,8 @@ pub struct RootAnswer {
     /// The aggregations' states merged over every leaf (`AggPartial::overall`/`buckets`
     /// make the results).
     pub aggregations: Option<AggPartial>,
+    /// The nested aggregations' states merged over every leaf (`TreePartial::results`).
+    pub tree: Option<TreePartial>,
     /// Blocks leaves left out.
     pub failed_blocks: Vec<(String, FailedBlock)>,
     /// Leaves that did not answer, with why: the answer lacks their data.
@@ -342,11 +345,11 @@ impl Leaves {
         // Each part's answer, with the snapshot it searched (for the fetch).
         let mut answers: Vec<(usize, u64, LeafAnswer)> = Vec::new();
         let mut pending = parts;
+        let asked = convert::request_to_proto(tenant, query, request, stats.as_ref())?;
         while !pending.is_empty() {
             let replies = self
                 .each(&pending, |mut client, scope| {
-                    let mut asked =
-                        convert::request_to_proto(tenant, query, request, stats.as_ref());
+                    let mut asked = asked.clone();
                     asked.scope = scope;
                     async move { client.search(asked).await }
                 })
@@ -388,6 +391,7 @@ impl Leaves {
         answer.count = merged.count;
         answer.histogram = merged.histogram;
         answer.aggregations = merged.aggregations;
+        answer.tree = merged.tree;
 
         // Fetch: each leaf's kept hits from the snapshot it searched, all leaves at once.
         let mut events: Vec<Option<Vec<(String, Value)>>> = vec![None; tagged.len()];

@@ -370,7 +370,7 @@ impl<T: Tenants> Leaf for LeafService<T> {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .keep(&tenant, searcher);
-        Ok(Response::new(convert::answer_to_proto(&answer, snapshot)))
+        Ok(Response::new(convert::answer_to_proto(&answer, snapshot)?))
     }
 
     async fn fetch(

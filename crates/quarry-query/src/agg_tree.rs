@@ -32,6 +32,8 @@ use hashbrown::HashMap;
 use hyperloglogplus::{HyperLogLog, HyperLogLogPlus};
 use quarry_format::docvalues::DocValues;
 use quarry_format::{BlockReader, ColumnType, TERMINATED, TIME_FIELD};
+use serde::{Deserialize, Serialize};
+use sketches_ddsketch::DDSketch;
 
 /// The most buckets one request may make over all its bucket nodes (Elasticsearch's
 /// `search.max_buckets`).
@@ -39,15 +41,17 @@ pub const MAX_TREE_BUCKETS: usize = 65_536;
 
 const NANOS_PER_SECOND: i64 = 1_000_000_000;
 
-/// One aggregation of the tree.
-#[derive(Debug, Clone, PartialEq)]
+/// One aggregation of the tree. A tree travels to other nodes as JSON (serde): every part
+/// as it is, filters as the DSL they were compiled from (`FilterQuery`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AggNode {
     pub kind: NodeKind,
     /// Evaluated in each bucket of this node (bucket kinds only).
     pub children: Vec<AggNode>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum NodeKind {
     /// Statistics of a field's values; a doc without one counts as holding `missing` when
     /// it is given.
@@ -94,20 +98,76 @@ pub enum NodeKind {
     },
     /// A bucket per filter (keys `BucketKey::Slot(i)`), and with `other` one more for docs
     /// matching none (`Slot(filters.len())`).
-    Filters { filters: Vec<Ast>, other: bool },
+    Filters {
+        filters: Vec<FilterQuery>,
+        other: bool,
+    },
     /// One bucket (`Slot(0)`) of the docs without a value of `field`.
     Missing { field: String },
 }
 
-/// One source of a `Composite` node: a field and how its values become key parts.
+/// A filter of a `Filters` node: its query, and the Elasticsearch DSL it was compiled from
+/// with what `now` meant there, which is what travels to other nodes (each compiles it
+/// again, as leaves compile a search's query).
 #[derive(Debug, Clone, PartialEq)]
+pub struct FilterQuery {
+    pub ast: Ast,
+    dsl: Option<(serde_json::Value, i64)>,
+}
+
+impl FilterQuery {
+    /// The filter `query` (Elasticsearch's DSL, at `path` of the request) compiles to.
+    pub fn from_dsl(
+        query: &serde_json::Value,
+        path: &str,
+        now: i64,
+    ) -> std::result::Result<FilterQuery, crate::dsl::DslError> {
+        Ok(FilterQuery {
+            ast: crate::dsl::compile(query, path, now)?,
+            dsl: Some((query.clone(), now)),
+        })
+    }
+
+    /// A filter made from a query tree alone: it cannot be sent to another node.
+    pub fn local(ast: Ast) -> FilterQuery {
+        FilterQuery { ast, dsl: None }
+    }
+}
+
+impl Serialize for FilterQuery {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        match &self.dsl {
+            Some(dsl) => dsl.serialize(serializer),
+            None => Err(serde::ser::Error::custom(format!(
+                "the filter {} was not written in the query DSL: it cannot be sent to another node",
+                self.ast
+            ))),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for FilterQuery {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        let (query, now): (serde_json::Value, i64) = Deserialize::deserialize(deserializer)?;
+        FilterQuery::from_dsl(&query, "filter", now).map_err(serde::de::Error::custom)
+    }
+}
+
+/// One source of a `Composite` node: a field and how its values become key parts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CompositeSource {
     pub field: String,
     pub kind: SourceKind,
     pub missing_bucket: bool,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum SourceKind {
     /// The value itself.
     Terms,
@@ -139,7 +199,8 @@ impl SourceKind {
 }
 
 /// What a metric node keeps.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Metric {
     /// Count, min, max, sum and sum of squares of the number values.
     Stats,
@@ -168,7 +229,7 @@ pub enum Metric {
 }
 
 /// A terms key: a value with its type.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum TermKey {
     Bool(bool),
     Int(i64),
@@ -239,7 +300,8 @@ fn ordinal_text(ordinal: u32, dictionary: DocValues<'_>) -> String {
 }
 
 /// How a time is put in its bucket.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum TimeBuckets {
     /// A fixed width (ns), counted from the epoch in `zone`'s wall-clock time, moved by
     /// `offset` (ns).
@@ -256,7 +318,8 @@ pub enum TimeBuckets {
     },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum CalendarUnit {
     Year,
     Quarter,
@@ -389,6 +452,221 @@ pub fn empty_results(nodes: &[AggNode]) -> Vec<AggResult> {
         .collect()
 }
 
+/// The states of a tree's nodes over some matches, before they become results: a leaf's
+/// part of a distributed answer (leaf.rs), merged by the root with the other leaves' parts
+/// bucket by bucket, as one searcher merges its blocks' parts. Terms keys are numbered per
+/// partial (`Terms`); a merge renumbers the other's. They travel as bytes
+/// ([`TreePartial::to_bytes`]): each bucket with its key as a value, metrics as their states
+/// (the percentile and cardinality sketches included); top hits, which name a leaf's blocks
+/// by position, do not travel.
+pub struct TreePartial {
+    states: Vec<NodeState>,
+    terms: Vec<Terms>,
+}
+
+impl std::fmt::Debug for TreePartial {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TreePartial")
+            .field("nodes", &self.states.len())
+            .finish()
+    }
+}
+
+impl TreePartial {
+    /// No matches yet.
+    pub fn empty(nodes: &[AggNode]) -> TreePartial {
+        TreePartial {
+            states: nodes.iter().map(NodeState::new).collect(),
+            terms: Terms::tree(nodes),
+        }
+    }
+
+    /// Adds `other`, the same nodes' states over other matches.
+    pub fn merge(&mut self, other: TreePartial) {
+        let TreePartial { states, terms } = self;
+        for (((total, terms), state), from) in states
+            .iter_mut()
+            .zip(terms.iter_mut())
+            .zip(other.states)
+            .zip(&other.terms)
+        {
+            total.merge(state.renumbered(from, terms));
+        }
+    }
+
+    /// The results of `nodes` (the nodes these are the states of).
+    pub fn results(self, nodes: &[AggNode]) -> Vec<AggResult> {
+        self.states
+            .into_iter()
+            .zip(nodes)
+            .zip(&self.terms)
+            .map(|((state, node), terms)| state.into_result(node, terms))
+            .collect()
+    }
+
+    /// The states as bytes, to send to the root; an error for top hits, which cannot travel.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        let wire = WireTree {
+            shape: self.terms.iter().map(Terms::shape).collect(),
+            nodes: self
+                .states
+                .iter()
+                .zip(&self.terms)
+                .map(|(state, terms)| state.to_wire(terms))
+                .collect::<Result<_>>()?,
+        };
+        postcard::to_allocvec(&wire)
+            .map_err(|e| QueryError::Invalid(format!("aggregation states: {e}")))
+    }
+
+    /// States sent by `to_bytes`, checked against `nodes` (a state per node, of its kind, in
+    /// every bucket).
+    pub fn from_bytes(bytes: &[u8], nodes: &[AggNode]) -> Result<TreePartial> {
+        let partial = TreePartial::decode(bytes)?;
+        partial.check(nodes)?;
+        Ok(partial)
+    }
+
+    fn decode(bytes: &[u8]) -> Result<TreePartial> {
+        let wire: WireTree = postcard::from_bytes(bytes)
+            .map_err(|e| QueryError::Invalid(format!("bad aggregation states: {e}")))?;
+        if wire.shape.len() != wire.nodes.len() {
+            return Err(bad_states());
+        }
+        let mut terms: Vec<Terms> = wire.shape.iter().map(Terms::of_shape).collect();
+        let states = wire
+            .nodes
+            .into_iter()
+            .zip(&mut terms)
+            .map(|(node, terms)| NodeState::from_wire(node, terms))
+            .collect::<Result<_>>()?;
+        Ok(TreePartial { states, terms })
+    }
+
+    /// Whether these are states of `nodes`: states that came from elsewhere are checked
+    /// before they merge.
+    pub fn check(&self, nodes: &[AggNode]) -> Result<()> {
+        fn fits(state: &NodeState, terms: &Terms, node: &AggNode) -> bool {
+            if terms.children.len() != node.children.len() {
+                return false;
+            }
+            match (state, &node.kind) {
+                (NodeState::Metric(metric), NodeKind::Metric { metric: kind, .. }) => {
+                    metric.is_of(kind)
+                }
+                (NodeState::Metric(_), _) | (NodeState::Buckets(_), NodeKind::Metric { .. }) => {
+                    false
+                }
+                (NodeState::Buckets(buckets), _) => buckets.list.iter().all(|(key, bucket)| {
+                    let known = match key {
+                        Key::Term(n) => (*n as usize) < terms.list.len(),
+                        Key::Slot(_) => true,
+                        Key::Ordinal(_) => false,
+                    };
+                    known
+                        && bucket.children.len() == node.children.len()
+                        && bucket
+                            .children
+                            .iter()
+                            .zip(&terms.children)
+                            .zip(&node.children)
+                            .all(|((state, terms), node)| fits(state, terms, node))
+                }),
+            }
+        }
+        let whole = self.states.len() == nodes.len()
+            && self.terms.len() == nodes.len()
+            && self
+                .states
+                .iter()
+                .zip(&self.terms)
+                .zip(nodes)
+                .all(|((state, terms), node)| fits(state, terms, node));
+        match whole {
+            true => Ok(()),
+            false => Err(bad_states()),
+        }
+    }
+}
+
+fn bad_states() -> QueryError {
+    QueryError::Invalid("bad aggregation states: they do not fit the aggregations asked".to_owned())
+}
+
+/// As bytes (`to_bytes`; top hits cannot be serialized); deserialized states are not checked
+/// against their nodes (`TreePartial::check`).
+impl Serialize for TreePartial {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        let bytes = self.to_bytes().map_err(serde::ser::Error::custom)?;
+        serializer.serialize_bytes(&bytes)
+    }
+}
+
+impl<'de> Deserialize<'de> for TreePartial {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        let bytes: Vec<u8> = Deserialize::deserialize(deserializer)?;
+        TreePartial::decode(&bytes).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A tree's states as they travel: the nodes' states and, for the terms numbering, how many
+/// children each node has, down the tree.
+#[derive(Serialize, Deserialize)]
+struct WireTree {
+    shape: Vec<Shape>,
+    nodes: Vec<WireNode>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Shape(Vec<Shape>);
+
+#[derive(Serialize, Deserialize)]
+enum WireNode {
+    Metric(WireMetric),
+    Buckets(Vec<WireBucket>),
+}
+
+#[derive(Serialize, Deserialize)]
+struct WireBucket {
+    key: WireKey,
+    count: u64,
+    children: Vec<WireNode>,
+}
+
+#[derive(Serialize, Deserialize)]
+enum WireKey {
+    Slot(i64),
+    Term(TermKey),
+}
+
+/// A metric's state as it travels (postcard keeps every `f64` bit for bit, the infinities of
+/// an empty min and max included).
+#[derive(Serialize, Deserialize)]
+enum WireMetric {
+    Stats {
+        count: u64,
+        min: f64,
+        max: f64,
+        sum: f64,
+        sum_of_squares: f64,
+    },
+    ValueCount(u64),
+    Percentiles {
+        counted: Vec<(f64, u64)>,
+        sketch: Option<DDSketch>,
+    },
+    Distinct(Box<Hll>),
+    Weighted {
+        sum: f64,
+        weights: f64,
+    },
+}
+
 impl Searcher {
     /// Every node of `nodes` over every match of `query`, in one pass over the matches.
     pub fn aggregate_tree(&self, query: &Query, nodes: &[AggNode]) -> Result<Vec<AggResult>> {
@@ -402,6 +680,12 @@ impl Searcher {
         query: &Query,
         nodes: &[AggNode],
     ) -> Result<(Vec<AggResult>, u64)> {
+        let (partial, matches) = self.tree_partial(query, nodes)?;
+        Ok((partial.results(nodes), matches))
+    }
+
+    /// The states of `nodes` over every match of `query`, and the number of matches.
+    pub fn tree_partial(&self, query: &Query, nodes: &[AggNode]) -> Result<(TreePartial, u64)> {
         check_fields(self, nodes)?;
         let mut matches = 0u64;
         let mut fields = Vec::new();
@@ -448,13 +732,13 @@ impl Searcher {
                 total.merge(state);
             }
         }
-        let results = total
-            .into_iter()
-            .zip(nodes)
-            .zip(&terms)
-            .map(|((state, node), terms)| state.into_result(node, terms))
-            .collect();
-        Ok((results, matches))
+        Ok((
+            TreePartial {
+                states: total,
+                terms,
+            },
+            matches,
+        ))
     }
 }
 
@@ -509,7 +793,7 @@ impl NodePlan {
         let filters = match &node.kind {
             NodeKind::Filters { filters, .. } => filters
                 .iter()
-                .map(|ast| Ok(searcher.filter_weight(&searcher.plan(ast)?)))
+                .map(|filter| Ok(searcher.filter_weight(&searcher.plan(&filter.ast)?)))
                 .collect::<Result<_>>()?,
             _ => Vec::new(),
         };
@@ -984,6 +1268,18 @@ impl Terms {
             .collect()
     }
 
+    /// How many children each node has, down the tree (what `of_shape` makes again).
+    fn shape(&self) -> Shape {
+        Shape(self.children.iter().map(Terms::shape).collect())
+    }
+
+    fn of_shape(shape: &Shape) -> Terms {
+        Terms {
+            children: shape.0.iter().map(Terms::of_shape).collect(),
+            ..Terms::default()
+        }
+    }
+
     /// The number of the string `text` (allocates only when it is new).
     fn string(&mut self, text: &str) -> u32 {
         if let Some(&number) = self.strings.get(text) {
@@ -1299,6 +1595,101 @@ impl NodeState {
         }
     }
 
+    /// The state with its terms keys, numbered in `from`, numbered in `to` instead (here and
+    /// below).
+    fn renumbered(self, from: &Terms, to: &mut Terms) -> NodeState {
+        let NodeState::Buckets(buckets) = self else {
+            return self;
+        };
+        let mut out = Buckets::default();
+        for (key, bucket) in buckets.list {
+            let key = match key {
+                Key::Term(n) => Key::Term(to.number(&from.list[n as usize])),
+                other => other,
+            };
+            let children = bucket
+                .children
+                .into_iter()
+                .zip(&from.children)
+                .zip(to.children.iter_mut())
+                .map(|((state, from), to)| state.renumbered(from, to))
+                .collect();
+            out.add(
+                key,
+                Bucket {
+                    count: bucket.count,
+                    children,
+                },
+            );
+        }
+        NodeState::Buckets(out)
+    }
+
+    fn to_wire(&self, terms: &Terms) -> Result<WireNode> {
+        match self {
+            NodeState::Metric(metric) => Ok(WireNode::Metric(metric.to_wire()?)),
+            NodeState::Buckets(buckets) => Ok(WireNode::Buckets(
+                buckets
+                    .list
+                    .iter()
+                    .map(|(key, bucket)| {
+                        Ok(WireBucket {
+                            key: match *key {
+                                Key::Slot(slot) => WireKey::Slot(slot),
+                                Key::Term(n) => WireKey::Term(terms.list[n as usize].clone()),
+                                // Resolved at the end of each block.
+                                Key::Ordinal(_) => {
+                                    return Err(QueryError::Invalid(
+                                        "an unresolved terms key".to_owned(),
+                                    ))
+                                }
+                            },
+                            count: bucket.count,
+                            children: bucket
+                                .children
+                                .iter()
+                                .zip(&terms.children)
+                                .map(|(state, terms)| state.to_wire(terms))
+                                .collect::<Result<_>>()?,
+                        })
+                    })
+                    .collect::<Result<_>>()?,
+            )),
+        }
+    }
+
+    fn from_wire(wire: WireNode, terms: &mut Terms) -> Result<NodeState> {
+        match wire {
+            WireNode::Metric(metric) => Ok(NodeState::Metric(MetricState::from_wire(metric))),
+            WireNode::Buckets(list) => {
+                let mut buckets = Buckets::default();
+                for bucket in list {
+                    if bucket.children.len() != terms.children.len() {
+                        return Err(bad_states());
+                    }
+                    let key = match bucket.key {
+                        WireKey::Slot(slot) => Key::Slot(slot),
+                        WireKey::Term(term) => Key::Term(terms.number(&term)),
+                    };
+                    let children = bucket
+                        .children
+                        .into_iter()
+                        .zip(terms.children.iter_mut())
+                        .map(|(state, terms)| NodeState::from_wire(state, terms))
+                        .collect::<Result<_>>()?;
+                    buckets.add(
+                        key,
+                        Bucket {
+                            count: bucket.count,
+                            children,
+                        },
+                    );
+                }
+                Ok(NodeState::Buckets(buckets))
+            }
+        }
+    }
+
     /// Adds `other`, the same node's state over other docs.
     fn merge(&mut self, other: NodeState) {
         match (self, other) {
@@ -1469,6 +1860,78 @@ impl MetricState {
                 }
             },
         }
+    }
+
+    fn to_wire(&self) -> Result<WireMetric> {
+        Ok(match self {
+            &MetricState::Stats {
+                count,
+                min,
+                max,
+                sum,
+                sum_of_squares,
+            } => WireMetric::Stats {
+                count,
+                min,
+                max,
+                sum,
+                sum_of_squares,
+            },
+            &MetricState::ValueCount(n) => WireMetric::ValueCount(n),
+            MetricState::Percentiles(state) => {
+                let (counted, sketch) = state.to_wire();
+                WireMetric::Percentiles { counted, sketch }
+            }
+            MetricState::Distinct(hll) => WireMetric::Distinct(hll.clone()),
+            &MetricState::Weighted { sum, weights } => WireMetric::Weighted { sum, weights },
+            MetricState::TopHits(..) => {
+                return Err(QueryError::Invalid(
+                    "top hits are not sent from node to node".to_owned(),
+                ))
+            }
+        })
+    }
+
+    fn from_wire(wire: WireMetric) -> MetricState {
+        match wire {
+            WireMetric::Stats {
+                count,
+                min,
+                max,
+                sum,
+                sum_of_squares,
+            } => MetricState::Stats {
+                count,
+                min,
+                max,
+                sum,
+                sum_of_squares,
+            },
+            WireMetric::ValueCount(n) => MetricState::ValueCount(n),
+            WireMetric::Percentiles { counted, sketch } => {
+                MetricState::Percentiles(Box::new(Percentiles::from_wire(counted, sketch)))
+            }
+            WireMetric::Distinct(hll) => MetricState::Distinct(hll),
+            WireMetric::Weighted { sum, weights } => MetricState::Weighted { sum, weights },
+        }
+    }
+
+    /// Whether this is a state of `metric` (`MetricState::new`'s kind).
+    fn is_of(&self, metric: &Metric) -> bool {
+        matches!(
+            (self, metric),
+            (MetricState::Stats { .. }, Metric::Stats)
+                | (MetricState::ValueCount(_), Metric::ValueCount)
+                | (
+                    MetricState::Percentiles(_),
+                    Metric::Percentiles(_)
+                        | Metric::HdrPercentiles { .. }
+                        | Metric::MedianAbsoluteDeviation
+                )
+                | (MetricState::Distinct(_), Metric::Cardinality)
+                | (MetricState::TopHits(..), Metric::TopHits { .. })
+                | (MetricState::Weighted { .. }, Metric::WeightedAvg { .. })
+        )
     }
 
     fn merge(&mut self, other: MetricState) {

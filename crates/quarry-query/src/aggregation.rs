@@ -536,8 +536,16 @@ impl Percentiles {
         }
     }
 
+    /// The state as it travels: its exact counts, or its sketch once it has one.
+    pub(crate) fn to_wire(&self) -> (Vec<(f64, u64)>, Option<DDSketch>) {
+        match &self.sketch {
+            Some(sketch) => (Vec::new(), Some(sketch.clone())),
+            None => (self.counted(), None),
+        }
+    }
+
     /// The state `Percentiles::counted` and the sketch describe (one or the other).
-    fn from_wire(counted: Vec<(f64, u64)>, sketch: Option<DDSketch>) -> Percentiles {
+    pub(crate) fn from_wire(counted: Vec<(f64, u64)>, sketch: Option<DDSketch>) -> Percentiles {
         let mut state = Percentiles::new(false);
         if let Some(sketch) = sketch {
             state.exact = None;
@@ -1356,16 +1364,10 @@ impl AggState<'_> {
                 max,
                 sum,
             },
-            AggState::Percentiles(p) => match &p.sketch {
-                Some(sketch) => WireState::Percentiles {
-                    counted: Vec::new(),
-                    sketch: Some(sketch.clone()),
-                },
-                None => WireState::Percentiles {
-                    counted: p.counted(),
-                    sketch: None,
-                },
-            },
+            AggState::Percentiles(p) => {
+                let (counted, sketch) = p.to_wire();
+                WireState::Percentiles { counted, sketch }
+            }
             AggState::Distinct(hll) => WireState::Distinct(hll.clone()),
         }
     }

@@ -23,9 +23,10 @@
 //!    ([`Searcher::fetch_partial`]).
 //!
 //! Covered: hits by time, by relevance and by fields (with `search_after`), counts,
-//! histograms, and the flat aggregations (overall and per bucket). The nested aggregations
-//! of Elasticsearch's DSL (agg_tree.rs) still run on one node (`Searcher::execute`).
+//! histograms, the flat aggregations (overall and per bucket), and the nested aggregations
+//! of Elasticsearch's DSL (agg_tree.rs, as [`TreePartial`]s) but their top hits.
 
+use crate::agg_tree::{AggNode, TreePartial};
 use crate::aggregation::{AggPartial, AggSpec};
 use crate::cursor::Cursor;
 use crate::error::Result;
@@ -78,6 +79,9 @@ pub struct LeafRequest {
     /// Aggregations over every match, or per bucket with a histogram (whose counts then
     /// come with the states).
     pub aggregations: Vec<AggSpec>,
+    /// Nested aggregations over every match (their walk counts the matches too).
+    #[serde(default)]
+    pub tree: Vec<AggNode>,
 }
 
 /// Where a hit is, and what orders it.
@@ -133,6 +137,9 @@ pub struct LeafAnswer {
     /// With aggregations: their states (per bucket with a histogram, which is then not in
     /// `histogram`: the states' counts are its counts).
     pub aggregations: Option<AggPartial>,
+    /// With a tree: its states.
+    #[serde(default)]
+    pub tree: Option<TreePartial>,
     /// Blocks left out: when not empty, the answer is partial.
     pub failed: Vec<FailedBlock>,
 }
@@ -220,14 +227,17 @@ impl Searcher {
         request: &LeafRequest,
         stats: Option<&GlobalStats>,
     ) -> Result<LeafAnswer> {
-        let (hits, count) = match &request.sort_field {
+        // The nested aggregations' walk counts the matches (not for field sorts, whose count
+        // has always been their own).
+        let walk_counts = !request.tree.is_empty() && request.sort_field.is_none();
+        let (hits, mut count) = match &request.sort_field {
             Some(sort) => self.leaf_field_sort(query, request, sort)?,
             None => {
                 let found = self.search_with(
                     query,
                     &HitsRequest {
                         limit: request.limit,
-                        count: request.count,
+                        count: request.count && !walk_counts,
                         sort: request.sort,
                         after: request.after,
                     },
@@ -256,11 +266,22 @@ impl Searcher {
             ),
             (None, true) => (None, None),
         };
+        let tree = match request.tree.is_empty() {
+            true => None,
+            false => {
+                let (partial, matches) = self.tree_partial(query, &request.tree)?;
+                if request.count && walk_counts {
+                    count = Some(matches);
+                }
+                Some(partial)
+            }
+        };
         Ok(LeafAnswer {
             hits,
             count,
             histogram,
             aggregations,
+            tree,
             failed: Vec::new(),
         })
     }
@@ -381,6 +402,7 @@ pub fn merge_answers(
     let mut count = Some(0u64);
     let mut histogram: Option<Vec<(i64, u64)>> = Some(Vec::new());
     let mut aggregations: Option<AggPartial> = None;
+    let mut tree: Option<TreePartial> = None;
     let mut any = false;
     for answer in answers {
         any = true;
@@ -396,6 +418,12 @@ pub fn merge_answers(
                 None => aggregations = Some(partial),
             }
         }
+        if let Some(partial) = answer.tree {
+            match &mut tree {
+                Some(total) => total.merge(partial),
+                None => tree = Some(partial),
+            }
+        }
         merged.failed.extend(answer.failed);
     }
     if !any {
@@ -405,6 +433,7 @@ pub fn merge_answers(
     merged.hits.truncate(request.limit);
     merged.count = count;
     merged.aggregations = aggregations;
+    merged.tree = tree;
     merged.histogram = histogram
         .zip(request.histogram)
         .map(|(buckets, width)| sum_buckets(buckets, width));

@@ -4,7 +4,7 @@
 //! Front ends translate into a `SearchRequest` and print a `SearchResponse`; they assemble
 //! nothing themselves (STYLE.md, "Requests and snapshots").
 
-use crate::agg_tree::{AggNode, AggResult};
+use crate::agg_tree::{AggNode, AggResult, TreePartial};
 use crate::aggregation::AggPartial;
 use crate::aggregation::AggSpec;
 use crate::cursor::Cursor;
@@ -230,11 +230,10 @@ impl Searcher {
             after: request.after,
             sort_field: request.sort_field.clone(),
             sort_after: request.sort_after.clone(),
-            // The nested aggregations' walk counts the matches (not for field sorts, whose
-            // count has always been the leaf's).
-            count: request.count && (request.tree.is_empty() || request.sort_field.is_some()),
+            count: request.count,
             histogram: interval,
             aggregations: request.aggregations.clone(),
+            tree: request.tree.clone(),
         };
         let merged = merge_answers(&leaf, [self.leaf_answer(&query, &leaf, None)?]);
         let events = self.fetch_partial(&merged.hits)?;
@@ -243,6 +242,12 @@ impl Searcher {
         response.count = count;
         response.histogram = histogram;
         response.aggregations = aggregations;
+        if !request.tree.is_empty() {
+            let tree = merged
+                .tree
+                .unwrap_or_else(|| TreePartial::empty(&request.tree));
+            response.tree = Some(tree.results(&request.tree));
+        }
         response.hits = merged
             .hits
             .into_iter()
@@ -260,13 +265,6 @@ impl Searcher {
                         hit.matched.push(name.clone());
                     }
                 }
-            }
-        }
-        if !request.tree.is_empty() {
-            let (results, matches) = self.aggregate_tree_counted(&query, &request.tree)?;
-            response.tree = Some(results);
-            if request.count && request.sort_field.is_none() {
-                response.count = Some(matches);
             }
         }
         Ok(response)
@@ -344,7 +342,7 @@ pub fn finish(
 }
 
 /// The query's named clauses (`Ast::Named`), outermost first, in the order written.
-fn named_clauses<'a>(ast: &'a Ast, out: &mut Vec<(&'a String, &'a Ast)>) {
+pub fn named_clauses<'a>(ast: &'a Ast, out: &mut Vec<(&'a String, &'a Ast)>) {
     match ast {
         Ast::Named { name, inner } => {
             out.push((name, inner));

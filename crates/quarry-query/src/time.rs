@@ -34,7 +34,9 @@ pub enum Rounding {
 
 /// A time zone for times written without one and for date-math roundings (`now/d` is
 /// midnight there): UTC, a fixed offset (`+01:00`) or a named zone (`Europe/Paris`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+/// It travels to other nodes as its name (`Zone::name`, read back by `Zone::parse`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(into = "String", try_from = "String")]
 pub enum Zone {
     #[default]
     Utc,
@@ -42,7 +44,30 @@ pub enum Zone {
     Named(chrono_tz::Tz),
 }
 
+impl From<Zone> for String {
+    fn from(zone: Zone) -> String {
+        zone.name()
+    }
+}
+
+impl TryFrom<String> for Zone {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Zone, String> {
+        Zone::parse(&text)
+    }
+}
+
 impl Zone {
+    /// The zone as `parse` reads it: `UTC`, `+01:00`, `Europe/Paris`.
+    pub fn name(&self) -> String {
+        match self {
+            Zone::Utc => "UTC".to_owned(),
+            Zone::Fixed(offset) => offset.to_string(),
+            Zone::Named(tz) => tz.name().to_owned(),
+        }
+    }
+
     /// `UTC`, `Z`, `+01:00`, `-0530`, `+01`, or an IANA name such as `Europe/Paris`.
     pub fn parse(text: &str) -> Result<Zone, String> {
         let text = text.trim();
@@ -339,6 +364,24 @@ mod tests {
 
     const NOW: i64 = 1_762_000_000 * NANOS_PER_SECOND;
     const DAY: i64 = 86_400 * NANOS_PER_SECOND;
+
+    #[test]
+    fn a_zone_travels_as_its_name() {
+        for text in [
+            "UTC",
+            "+01:00",
+            "-05:30",
+            "+00:00",
+            "Europe/Paris",
+            "America/St_Johns",
+        ] {
+            let zone = Zone::parse(text).unwrap();
+            let sent = serde_json::to_string(&zone).unwrap();
+            assert_eq!(serde_json::from_str::<Zone>(&sent).unwrap(), zone, "{sent}");
+        }
+        assert_eq!(Zone::parse("+05:45").unwrap().name(), "+05:45");
+        assert!(serde_json::from_str::<Zone>("\"Mars/Base\"").is_err());
+    }
 
     #[test]
     fn times() {

@@ -8,12 +8,16 @@
 use proptest::prelude::*;
 use quarry_format::BlockReader;
 use quarry_index::{Analyzer, SegmentBuilder};
+use quarry_query::agg_tree::{
+    AggNode, AggResult, FilterQuery, Metric, NodeKind, TimeBuckets, TreePartial,
+};
 use quarry_query::aggregation::AggSpec;
 use quarry_query::field_sort::FieldSort;
 use quarry_query::leaf::{
     merge_answers, LeafAnswer, LeafQuery, LeafRequest, PartialHit, QuerySource,
 };
 use quarry_query::request::finish;
+use quarry_query::time::Zone;
 use quarry_query::weight::GlobalStats;
 use quarry_query::{HistogramInterval, HitsRequest, SearchRequest, Searcher, SortOrder};
 use std::sync::Arc;
@@ -141,6 +145,10 @@ fn root_search(leaves: &[Searcher], source: QuerySource, request: &LeafRequest) 
         end: i64::MAX,
     };
     let sent: LeafQuery = serde_json::from_str(&serde_json::to_string(&query).unwrap()).unwrap();
+    // The request too (a tree's filters are compiled again from their DSL).
+    let request: LeafRequest =
+        serde_json::from_str(&serde_json::to_string(request).unwrap()).unwrap();
+    let request = &request;
     let queries: Vec<_> = leaves
         .iter()
         .map(|leaf| leaf.leaf_plan(&sent).unwrap())
@@ -172,6 +180,9 @@ fn root_search(leaves: &[Searcher], source: QuerySource, request: &LeafRequest) 
         );
         if let Some(states) = &sent.aggregations {
             states.check(&request.aggregations).unwrap();
+        }
+        if let Some(states) = &sent.tree {
+            states.check(&request.tree).unwrap();
         }
         sent
     });
@@ -267,8 +278,129 @@ fn check(events: Vec<Event>, cuts: Vec<usize>, dealt: Vec<usize>, leaves_n: usiz
     }
 }
 
+/// Nested aggregations: each node kind with metrics below, through the root.
+fn tree() -> Vec<AggNode> {
+    let metric = |field: &str, metric: Metric| AggNode {
+        kind: NodeKind::Metric {
+            field: field.into(),
+            metric,
+            missing: None,
+        },
+        children: Vec::new(),
+    };
+    let metrics = || {
+        vec![
+            metric("latency", Metric::Stats),
+            metric("latency", Metric::Percentiles(vec![10.0, 50.0, 99.0])),
+            metric("message", Metric::Cardinality),
+            metric("latency", Metric::ValueCount),
+            metric("latency", Metric::MedianAbsoluteDeviation),
+        ]
+    };
+    let filter = |query: serde_json::Value| FilterQuery::from_dsl(&query, "filter", 0).unwrap();
+    vec![
+        AggNode {
+            kind: NodeKind::Terms {
+                field: "level".into(),
+                missing: None,
+            },
+            children: vec![AggNode {
+                kind: NodeKind::DateHistogram {
+                    field: "_time".into(),
+                    buckets: TimeBuckets::Fixed {
+                        interval: 5 * SECOND,
+                        offset: 0,
+                        zone: Zone::Utc,
+                    },
+                },
+                children: metrics(),
+            }],
+        },
+        AggNode {
+            kind: NodeKind::Histogram {
+                field: "latency".into(),
+                interval: 10.0,
+                offset: 0.0,
+            },
+            children: metrics(),
+        },
+        AggNode {
+            kind: NodeKind::Range {
+                field: "latency".into(),
+                ranges: vec![(None, Some(20.0)), (Some(10.0), None)],
+            },
+            children: metrics(),
+        },
+        AggNode {
+            kind: NodeKind::Filters {
+                filters: vec![
+                    filter(serde_json::json!({"match": {"message": "alpha"}})),
+                    filter(serde_json::json!({"term": {"level": "warn"}})),
+                ],
+                other: true,
+            },
+            children: vec![AggNode {
+                kind: NodeKind::Terms {
+                    field: "message".into(),
+                    missing: None,
+                },
+                children: Vec::new(),
+            }],
+        },
+        AggNode {
+            kind: NodeKind::Missing {
+                field: "latency".into(),
+            },
+            children: Vec::new(),
+        },
+        metric("latency", Metric::Stats),
+    ]
+}
+
+/// `results` with every node's buckets in key order (terms come in no particular order).
+fn in_key_order(mut results: Vec<AggResult>) -> Vec<AggResult> {
+    for result in &mut results {
+        if let AggResult::Buckets(buckets) = result {
+            buckets.sort_by_key(|bucket| format!("{:?}", bucket.key));
+            for bucket in buckets.iter_mut() {
+                bucket.children = in_key_order(std::mem::take(&mut bucket.children));
+            }
+        }
+    }
+    results
+}
+
 /// Field sorts (paged) and aggregations through the root, against `single.execute`.
 fn field_sorts_and_aggregations(single: &Searcher, leaves: &[Searcher], text: &str) {
+    let nodes = tree();
+    let request = LeafRequest {
+        limit: 3,
+        count: true,
+        tree: nodes.clone(),
+        ..LeafRequest::default()
+    };
+    let merged = root_search(leaves, QuerySource::Text(text.to_string()), &request);
+    let want = single
+        .execute(&SearchRequest {
+            query: text.to_string(),
+            limit: 3,
+            count: true,
+            tree: nodes.clone(),
+            ..SearchRequest::default()
+        })
+        .unwrap();
+    let got = merged
+        .tree
+        .unwrap_or_else(|| TreePartial::empty(&nodes))
+        .results(&nodes);
+    let context = format!("{text:?} nested aggregations");
+    assert_eq!(merged.count, want.count, "{context}");
+    assert_eq!(
+        in_key_order(got),
+        in_key_order(want.tree.unwrap()),
+        "{context}"
+    );
+
     let specs: Vec<AggSpec> = [
         "count",
         "terms(level, 2)",

@@ -15,8 +15,8 @@ use quarry_format::{BlockReader, Value};
 use quarry_index::event::format_time;
 use quarry_index::{Analyzer, SegmentBuilder};
 use quarry_query::agg_tree::{
-    AggNode, AggResult, BucketKey, BucketResult, Metric, MetricResult, NodeKind, TermKey,
-    TimeBuckets,
+    AggNode, AggResult, BucketKey, BucketResult, FilterQuery, Metric, MetricResult, NodeKind,
+    TermKey, TimeBuckets,
 };
 use quarry_query::aggregation::{AggKind, AggSpec, PERCENTILE_RELATIVE_ERROR};
 use quarry_query::cursor::Cursor;
@@ -1233,7 +1233,7 @@ fn test_tree(interval: i64) -> Vec<AggNode> {
             NodeKind::Filters {
                 filters: tree_filters()
                     .iter()
-                    .map(|q| quarry_query::parser::parse(&q.render()).unwrap())
+                    .map(|q| FilterQuery::local(quarry_query::parser::parse(&q.render()).unwrap()))
                     .collect(),
                 other: true,
             },

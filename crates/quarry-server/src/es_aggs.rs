@@ -24,11 +24,10 @@
 use crate::es_number_format::DecimalFormat;
 use crate::ApiError;
 use quarry_query::agg_tree::{
-    AggNode, AggResult, BucketKey, BucketResult, CalendarUnit, Metric, MetricResult, NodeKind,
-    TermKey, TimeBuckets,
+    AggNode, AggResult, BucketKey, BucketResult, CalendarUnit, FilterQuery, Metric, MetricResult,
+    NodeKind, TermKey, TimeBuckets,
 };
 use quarry_query::dsl;
-use quarry_query::parser::{Ast, Occur};
 use quarry_query::time::{parse_interval, parse_time_in, Rounding, Zone};
 use quarry_query::Searcher;
 use serde_json::{json, Map, Value as JsonValue};
@@ -2406,14 +2405,14 @@ fn node_of(
             let filters = body
                 .get("filters")
                 .ok_or_else(|| bad(format!("{path}: [filters] cannot be empty.")))?;
-            let (names, asts): (Option<Vec<String>>, Vec<Ast>) = match filters {
+            let (names, asts): (Option<Vec<String>>, Vec<FilterQuery>) = match filters {
                 JsonValue::Object(named) => {
                     let mut names = Vec::new();
                     let mut asts = Vec::new();
                     for (name, query) in named {
                         names.push(name.clone());
                         asts.push(
-                            dsl::compile(query, &format!("{path}.filters.{name}"), now)
+                            FilterQuery::from_dsl(query, &format!("{path}.filters.{name}"), now)
                                 .map_err(crate::es_search::dsl_error)?,
                         );
                     }
@@ -2424,7 +2423,7 @@ fn node_of(
                     list.iter()
                         .enumerate()
                         .map(|(i, q)| {
-                            dsl::compile(q, &format!("{path}.filters.{i}"), now)
+                            FilterQuery::from_dsl(q, &format!("{path}.filters.{i}"), now)
                                 .map_err(crate::es_search::dsl_error)
                         })
                         .collect::<Result<_, _>>()?,
@@ -2485,28 +2484,30 @@ fn node_of(
                 }
             };
             // Elasticsearch pairs the filters in the order of their names.
-            let mut filters: Vec<(&String, Ast)> = named
-                .iter()
-                .map(|(name, query)| {
-                    dsl::compile(query, &format!("{path}.filters.{name}"), now)
-                        .map(|ast| (name, ast))
-                        .map_err(crate::es_search::dsl_error)
-                })
-                .collect::<Result<_, _>>()?;
+            let mut filters: Vec<(&String, &JsonValue)> = named.iter().collect();
             filters.sort_by(|a, b| a.0.cmp(b.0));
             let mut keys = Vec::new();
             let mut asts = Vec::new();
-            for (name, ast) in &filters {
+            for (name, query) in &filters {
                 keys.push((*name).clone());
-                asts.push(ast.clone());
+                asts.push(
+                    FilterQuery::from_dsl(query, &format!("{path}.filters.{name}"), now)
+                        .map_err(crate::es_search::dsl_error)?,
+                );
             }
             for (i, (a, first)) in filters.iter().enumerate() {
                 for (b, second) in &filters[i + 1..] {
                     keys.push(format!("{a}{separator}{b}"));
-                    asts.push(Ast::Bool(vec![
-                        (Occur::Must, first.clone()),
-                        (Occur::Must, second.clone()),
-                    ]));
+                    // Both, as a filter (a bool of two `filter` clauses scores nothing).
+                    let both = json!({"bool": {"filter": [first, second]}});
+                    asts.push(
+                        FilterQuery::from_dsl(
+                            &both,
+                            &format!("{path}.filters.{a}{separator}{b}"),
+                            now,
+                        )
+                        .map_err(crate::es_search::dsl_error)?,
+                    );
                 }
             }
             Ok((
@@ -2518,10 +2519,11 @@ fn node_of(
             ))
         }
         "filter" => {
-            let ast = dsl::compile(body, path, now).map_err(crate::es_search::dsl_error)?;
+            let filter =
+                FilterQuery::from_dsl(body, path, now).map_err(crate::es_search::dsl_error)?;
             Ok((
                 NodeKind::Filters {
-                    filters: vec![ast],
+                    filters: vec![filter],
                     other: false,
                 },
                 View::Single { kind: "filter" },
@@ -2535,7 +2537,8 @@ fn node_of(
             let kind = match missing_value(body, path)? {
                 None => NodeKind::Missing { field },
                 Some(_) => NodeKind::Filters {
-                    filters: vec![Ast::Bool(Vec::new())],
+                    filters: vec![FilterQuery::from_dsl(&json!({"match_none": {}}), path, now)
+                        .map_err(crate::es_search::dsl_error)?],
                     other: false,
                 },
             };

@@ -89,11 +89,7 @@ pub(crate) async fn count(
         }
         if let Some(root) = state.root.clone() {
             // Compiled above only to refuse a bad query here; the leaves compile it again.
-            let query = match body.get("query") {
-                Some(query) => query.clone(),
-                None => q_options(&params)?
-                    .map_or_else(|| json!({"match_all": {}}), |q| json!({"query_string": q})),
-            };
+            let query = query_source(&body, &params)?;
             return cluster_count(&state, &root, &index, &headers, &params, query, now).await;
         }
         let (indices, snapshots) = snapshots_of(&state, &index, &headers, &params).await?;
@@ -467,6 +463,42 @@ pub(crate) async fn search_one(
             .collect();
         SearchLimits::strictest(&specs)
     };
+    if let Some(root) = state.root.clone() {
+        refused_in_a_cluster(&plan, params)?;
+        let rules = es_indices::missing_rule(params)?.reading();
+        let found = es_indices::resolve(state, index, headers, rules)?;
+        match &found[..] {
+            // None: the empty answer, as one node gives it.
+            [] => {}
+            [(name, tenant)] => {
+                let indices = vec![name.clone()];
+                let limits = limits_of(&indices);
+                plan.check_limits(&limits, false)?;
+                prepare_view(state, &mut plan, &indices, &limits);
+                let filters = crate::es_aliases::filters_of(state, index);
+                let query = with_alias_filters(query_source(&object, params)?, filters.get(name))?;
+                let now = now_nanos();
+                let source = quarry_query::leaf::QuerySource::Dsl { query, now };
+                let response =
+                    crate::cluster_search_source(&root, &tenant.name(), source, &plan.request)
+                        .await?;
+                // This node's snapshot gives the mapping the answer is rendered with.
+                let snapshot = tenant.live.published_snapshot();
+                let (run, names) = (plan.clone(), indices.clone());
+                let (response, extras) = state
+                    .search(move || run.finish(&snapshot, &names, response))
+                    .await?;
+                return Ok(plan.answer(&indices, &response, extras, started));
+            }
+            many => {
+                return Err(ApiError::bad_request(format!(
+                    "[{index}] names {} indices: a search across a cluster reads one index \
+                     yet (this node searches with --peers); search them one at a time",
+                    many.len()
+                )))
+            }
+        }
+    }
     if let Some(keep_alive) = params.get("scroll") {
         let keep_alive = es_scroll::keep_alive(keep_alive, "scroll")?;
         plan.check_limits(&limits_of(&[index.to_owned()]), true)?;
@@ -484,29 +516,7 @@ pub(crate) async fn search_one(
     };
     let limits = limits_of(&indices);
     plan.check_limits(&limits, false)?;
-    // Highlights are bounded by the indices' `highlight.max_analyzed_offset`, except in
-    // fields mapped with offsets.
-    let mut offsets = std::collections::HashSet::new();
-    let mut multi_fields = Vec::new();
-    for tenant in indices.iter().filter_map(|name| state.open_tenant(name)) {
-        let schema = tenant.live.schema();
-        let mapping = schema.mapping();
-        let with_offsets = mapping.fields.iter().filter(|(_, rules)| rules.offsets);
-        offsets.extend(with_offsets.map(|(name, _)| name.clone()));
-        for (name, multi) in &mapping.multi_fields {
-            if matches!(multi, MultiField::Tokens { offsets: true }) {
-                offsets.insert(name.clone());
-            }
-            if let Some((parent, _)) = name.rsplit_once('.') {
-                multi_fields.push((name.clone(), parent.to_owned()));
-            }
-        }
-    }
-    multi_fields.sort();
-    multi_fields.dedup();
-    plan.view
-        .set_highlight_limit(limits.max_analyzed_offset, offsets);
-    plan.view.set_multi_fields(multi_fields);
+    prepare_view(state, &mut plan, &indices, &limits);
     let boosts = match plan.indices_boost.is_empty() {
         true => None,
         false => Some(index_boosts(
@@ -533,6 +543,87 @@ pub(crate) async fn search_one(
         answer["pit_id"] = id.clone().into();
     }
     Ok(answer)
+}
+
+/// Bounds highlights by the indices' `highlight.max_analyzed_offset`, except in fields mapped
+/// with offsets, and tells the hits' view the indices' multi-fields.
+fn prepare_view(
+    state: &AppState,
+    plan: &mut SearchPlan,
+    indices: &[String],
+    limits: &SearchLimits,
+) {
+    let mut offsets = std::collections::HashSet::new();
+    let mut multi_fields = Vec::new();
+    for tenant in indices.iter().filter_map(|name| state.open_tenant(name)) {
+        let schema = tenant.live.schema();
+        let mapping = schema.mapping();
+        let with_offsets = mapping.fields.iter().filter(|(_, rules)| rules.offsets);
+        offsets.extend(with_offsets.map(|(name, _)| name.clone()));
+        for (name, multi) in &mapping.multi_fields {
+            if matches!(multi, MultiField::Tokens { offsets: true }) {
+                offsets.insert(name.clone());
+            }
+            if let Some((parent, _)) = name.rsplit_once('.') {
+                multi_fields.push((name.clone(), parent.to_owned()));
+            }
+        }
+    }
+    multi_fields.sort();
+    multi_fields.dedup();
+    plan.view
+        .set_highlight_limit(limits.max_analyzed_offset, offsets);
+    plan.view.set_multi_fields(multi_fields);
+}
+
+/// On a node with `--peers`: what a search across the cluster does not answer yet is a 400
+/// naming it, never an answer from this node's data alone.
+fn refused_in_a_cluster(plan: &SearchPlan, params: &EsParams) -> Result<(), ApiError> {
+    let mut named = Vec::new();
+    if let Some(ast) = &plan.request.ast {
+        quarry_query::request::named_clauses(ast, &mut named);
+    }
+    let refused = [
+        (params.get("scroll").is_some(), "a scroll"),
+        (plan.pit.is_some(), "a point in time (pit)"),
+        (!plan.suggest.is_empty(), "suggest"),
+        (plan.collapse.is_some(), "collapse"),
+        (!plan.indices_boost.is_empty(), "indices_boost"),
+        (!named.is_empty(), "named queries (_name)"),
+    ];
+    match refused.into_iter().find(|(asked, _)| *asked) {
+        Some((_, what)) => Err(ApiError::bad_request(format!(
+            "unsupported: {what} is not answered across a cluster yet (this node searches \
+             with --peers)"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The query a search body or the `q` parameter asks, as the DSL the leaves compile (every
+/// document without one, as Elasticsearch's `match_all`).
+fn query_source(body: &Map<String, JsonValue>, params: &EsParams) -> Result<JsonValue, ApiError> {
+    Ok(match body.get("query") {
+        Some(query) => query.clone(),
+        None => q_options(params)?
+            .map_or_else(|| json!({"match_all": {}}), |q| json!({"query_string": q})),
+    })
+}
+
+/// `query` within a filtered alias's `filters` (its stored DSL queries; a document matching
+/// any of them is in the alias).
+fn with_alias_filters(
+    query: JsonValue,
+    filters: Option<&Vec<String>>,
+) -> Result<JsonValue, ApiError> {
+    let Some(filters) = filters else {
+        return Ok(query);
+    };
+    let should = filters
+        .iter()
+        .map(|filter| serde_json::from_str(filter).map_err(ApiError::internal))
+        .collect::<Result<Vec<JsonValue>, ApiError>>()?;
+    Ok(json!({"bool": {"must": [query], "filter": [{"bool": {"should": should}}]}}))
 }
 
 /// Replaces each terms lookup in a search body (`{"terms": {"user": {"index": "users", "id":
@@ -1111,9 +1202,21 @@ impl SearchPlan {
         searcher: &Searcher,
         indices: &[String],
     ) -> Result<(SearchResponse, Extras), ApiError> {
-        let mut response = searcher
+        let response = searcher
             .execute(&self.request)
             .map_err(ApiError::from_query)?;
+        self.finish(searcher, indices, response)
+    }
+
+    /// What follows the search's `response`: collapsing, the highlights' bounds, the
+    /// aggregations rendered and the suggestions, with `searcher` (over `indices`) for the
+    /// mapping.
+    pub(crate) fn finish(
+        &self,
+        searcher: &Searcher,
+        indices: &[String],
+        mut response: SearchResponse,
+    ) -> Result<(SearchResponse, Extras), ApiError> {
         if !self.allow_partial && response.is_partial() {
             return Err(partial_refused(&response));
         }
@@ -1528,16 +1631,7 @@ async fn cluster_count(
     let mut warnings = Vec::new();
     let mut indices = Vec::new();
     for (name, tenant) in &found {
-        let query = match filters.get(name) {
-            Some(filters) => {
-                let should = filters
-                    .iter()
-                    .map(|filter| serde_json::from_str(filter).map_err(ApiError::internal))
-                    .collect::<Result<Vec<JsonValue>, ApiError>>()?;
-                json!({"bool": {"must": [query.clone()], "filter": [{"bool": {"should": should}}]}})
-            }
-            None => query.clone(),
-        };
+        let query = with_alias_filters(query.clone(), filters.get(name))?;
         let request = SearchRequest {
             limit: 0,
             count: true,

@@ -861,8 +861,9 @@ async fn writes_refused_on_a_searcher(
 
 /// With `--peers`, the reads that are not answered through the cluster's root yet are a 400
 /// naming them: answered from this node's data alone they would be silently partial. The
-/// native search is answered over the cluster; writes, administration and health are each
-/// node's own.
+/// native search, `_search`, `_msearch` and `_count` are answered over the cluster (what
+/// they do not answer there yet is refused by `es_search`); writes, administration and
+/// health are each node's own.
 async fn local_reads_refused_in_a_cluster(
     State(state): State<Arc<AppState>>,
     request: axum::extract::Request,
@@ -881,8 +882,6 @@ async fn local_reads_refused_in_a_cluster(
             .find(|name| segments.get(3) == Some(name) && segments.len() == 4)
     } else {
         [
-            "_search",
-            "_msearch",
             "_pit",
             "_mget",
             "_source",
@@ -1303,11 +1302,11 @@ pub(crate) async fn cluster_search_source(
     request: &SearchRequest,
 ) -> Result<SearchResponse, ApiError> {
     use quarry_query::leaf::{LeafQuery, LeafRequest};
-    if !request.tree.is_empty() {
-        return Err(ApiError::bad_request(
-            "nested aggregations are not answered across a cluster yet (this node searches \
-             with --peers): ask without them",
-        ));
+    if let Some(kind) = top_hits_in(&request.tree) {
+        return Err(ApiError::bad_request(format!(
+            "{kind} is not answered across a cluster yet (this node searches with --peers): \
+             ask without it"
+        )));
     }
     let query = LeafQuery {
         source,
@@ -1336,6 +1335,7 @@ pub(crate) async fn cluster_search_source(
         count: request.count,
         histogram,
         aggregations: request.aggregations.clone(),
+        tree: request.tree.clone(),
     };
     let answer = root
         .search(tenant, &query, &leaf_request)
@@ -1354,6 +1354,12 @@ pub(crate) async fn cluster_search_source(
         aggregations,
         ..SearchResponse::default()
     };
+    if !request.tree.is_empty() {
+        let tree = answer
+            .tree
+            .unwrap_or_else(|| quarry_query::agg_tree::TreePartial::empty(&request.tree));
+        response.tree = Some(tree.results(&request.tree));
+    }
     response.hits = answer
         .hits
         .into_iter()
@@ -1374,6 +1380,19 @@ pub(crate) async fn cluster_search_source(
             .push(Warning::LeafUnavailable { leaf, error });
     }
     Ok(response)
+}
+
+/// The name of a node of `tree` that keeps hits (`top_hits`, `top_metrics`), which a cluster
+/// does not answer yet: its hits name blocks of one leaf by position.
+fn top_hits_in(tree: &[quarry_query::agg_tree::AggNode]) -> Option<&'static str> {
+    use quarry_query::agg_tree::{Metric, NodeKind};
+    tree.iter().find_map(|node| match &node.kind {
+        NodeKind::Metric {
+            metric: Metric::TopHits { .. },
+            ..
+        } => Some("a top_hits or top_metrics aggregation"),
+        _ => top_hits_in(&node.children),
+    })
 }
 
 /// The most hits one search answers with (Elasticsearch's `index.max_result_window`): more

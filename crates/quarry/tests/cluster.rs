@@ -386,16 +386,162 @@ fn a_search_on_any_node_with_peers_answers_for_the_cluster() {
     );
     assert_eq!(status, 400, "{bad}");
 
-    // Not carried by the leaf API yet: refused by name, never answered from one node's data.
-    let body = json!({"size": 0, "aggs": {"by": {"terms": {"field": "message"}}}});
-    let (status, refused) = nodes[0].request("POST", "/default/_search", Some(&body.to_string()));
-    assert_eq!(status, 400, "{refused}");
-    assert!(
-        refused
-            .to_string()
-            .contains("_search is not answered across a cluster"),
-        "{refused}"
+    // Elasticsearch's _search over the cluster: hits in every order, the total, nested
+    // aggregations (their states merged bucket by bucket by the root), `q`, `_msearch`;
+    // the same JSON as one node's.
+    let aggs = json!({
+        "words": {"terms": {"field": "message", "size": 3},
+                  "aggs": {"mean": {"avg": {"field": "n"}},
+                           "spread": {"percentiles": {"field": "n", "percents": [5, 50, 95]}}}},
+        "over_time": {"date_histogram": {"field": "@timestamp", "fixed_interval": "1m"},
+                      "aggs": {"top": {"max": {"field": "n"}},
+                               "kinds": {"cardinality": {"field": "message"}}}},
+        "ranges": {"range": {"field": "n", "ranges": [{"to": 100}, {"from": 100, "to": 450}, {"from": 450}]},
+                   "aggs": {"stats": {"stats": {"field": "n"}}}},
+        "slots": {"histogram": {"field": "n", "interval": 150},
+                  "aggs": {"values": {"value_count": {"field": "n"}}}},
+        "which": {"filters": {"filters": {"a": {"match": {"message": "alpha"}},
+                                          "b": {"term": {"message": "beta"}}},
+                              "other_bucket": true},
+                  "aggs": {"total": {"sum": {"field": "n"}}}},
+        "pairs": {"adjacency_matrix": {"filters": {"e": {"match": {"message": "error"}},
+                                                   "t": {"match": {"message": "timeout"}}}}},
+        "spread": {"median_absolute_deviation": {"field": "n"}},
+        "one": {"filter": {"range": {"n": {"gte": 300}}},
+                "aggs": {"words": {"terms": {"field": "message", "size": 2}}}},
+    });
+    let sources = |body: &serde_json::Value| -> Vec<serde_json::Value> {
+        body["hits"]["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|hit| hit["_source"]["n"].clone())
+            .collect()
+    };
+    for (target, body) in [
+        (
+            "/default/_search",
+            json!({"size": 0, "track_total_hits": true, "aggs": aggs}),
+        ),
+        (
+            "/default/_search",
+            json!({"query": {"match": {"message": "gamma"}}, "size": 0, "aggs": aggs}),
+        ),
+        (
+            "/default/_search",
+            json!({"query": {"match": {"message": "alpha"}}, "size": 7,
+                   "sort": [{"n": "desc"}], "track_total_hits": true}),
+        ),
+        (
+            "/default/_search",
+            json!({"query": {"bool": {"filter": [{"range": {"n": {"gte": 50, "lt": 400}}}]}},
+                   "size": 12, "from": 5, "sort": [{"@timestamp": "asc"}]}),
+        ),
+        (
+            "/default/_search?q=message:delta&size=4&sort=n:asc",
+            json!({}),
+        ),
+    ] {
+        let body = body.to_string();
+        let (status, want) = whole.request("POST", target, Some(&body));
+        assert_eq!(status, 200, "{want}");
+        if body.contains("\"aggs\"") {
+            let words = want["aggregations"]["words"]["buckets"].as_array();
+            assert!(words.is_some_and(|w| w.len() == 3), "{want}");
+        }
+        for node in &nodes {
+            let (status, got) = node.request("POST", target, Some(&body));
+            assert_eq!(status, 200, "{target} {body}: {got}");
+            assert_eq!(got["hits"]["total"], want["hits"]["total"], "{body}");
+            assert_eq!(got["aggregations"], want["aggregations"], "{body}");
+            assert_eq!(sources(&got), sources(&want), "{body}");
+            assert_eq!(got["_shards"]["failed"], 0, "{got}");
+        }
+    }
+    // Ranked: the same events, scores to rounding.
+    let body = json!({"query": {"match": {"message": "alpha beta"}}, "size": 10}).to_string();
+    let (_, want) = whole.request("POST", "/default/_search", Some(&body));
+    let (_, got) = nodes[1].request("POST", "/default/_search", Some(&body));
+    let es_scores = |body: &serde_json::Value| -> Vec<f64> {
+        body["hits"]["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|hit| hit["_score"].as_f64().unwrap())
+            .collect()
+    };
+    assert_eq!(es_scores(&got).len(), 10, "{got}");
+    for (g, w) in es_scores(&got).iter().zip(es_scores(&want)) {
+        assert!((g - w).abs() <= 1e-5 * w.abs().max(1.0), "{g} {w}");
+    }
+    // Paged with search_after through the cluster: the pages are one node's whole sort.
+    let mut paged = Vec::new();
+    let mut after: Option<serde_json::Value> = None;
+    loop {
+        let mut body = json!({"size": 70, "sort": [{"message": "asc"}, {"n": "desc"}]});
+        if let Some(after) = &after {
+            body["search_after"] = after.clone();
+        }
+        let (status, page) = nodes[2].request("POST", "/default/_search", Some(&body.to_string()));
+        assert_eq!(status, 200, "{page}");
+        let hits = page["hits"]["hits"].as_array().unwrap().clone();
+        let Some(last) = hits.last() else { break };
+        after = Some(last["sort"].clone());
+        paged.extend(sources(&page));
+    }
+    let body = json!({"size": 600, "sort": [{"message": "asc"}, {"n": "desc"}]}).to_string();
+    let (_, want) = whole.request("POST", "/default/_search", Some(&body));
+    assert_eq!(paged.len(), 600);
+    assert_eq!(paged, sources(&want));
+    // _msearch: each search over the cluster.
+    let lines = format!(
+        "{{}}\n{}\n{{\"index\": \"default\"}}\n{}\n",
+        json!({"size": 0, "aggs": {"w": {"terms": {"field": "message"}}}}),
+        json!({"query": {"match": {"message": "error"}}, "size": 3, "sort": [{"n": "asc"}]})
     );
+    let (status, want) = whole.request("POST", "/default/_msearch", Some(&lines));
+    assert_eq!(status, 200, "{want}");
+    let (status, got) = nodes[0].request("POST", "/default/_msearch", Some(&lines));
+    assert_eq!(status, 200, "{got}");
+    for (got, want) in got["responses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(want["responses"].as_array().unwrap())
+    {
+        assert_eq!(got["aggregations"], want["aggregations"]);
+        assert_eq!(sources(got), sources(want));
+        assert_eq!(got["hits"]["total"], want["hits"]["total"]);
+    }
+
+    // Not carried by the leaf API yet: refused by name, never answered from one node's data.
+    for (target, body, named) in [
+        (
+            "/default/_search",
+            json!({"size": 0, "aggs": {"t": {"terms": {"field": "message"},
+                                             "aggs": {"h": {"top_hits": {"size": 1, "sort": [{"@timestamp": "desc"}]}}}}}}),
+            "top_hits",
+        ),
+        (
+            "/default/_search",
+            json!({"collapse": {"field": "message"}}),
+            "collapse",
+        ),
+        ("/default/_search?scroll=1m", json!({"size": 10}), "scroll"),
+        (
+            "/default/_search",
+            json!({"query": {"match": {"message": {"query": "alpha", "_name": "a"}}}}),
+            "_name",
+        ),
+    ] {
+        let (status, refused) = nodes[0].request("POST", target, Some(&body.to_string()));
+        assert_eq!(status, 400, "{body}: {refused}");
+        let text = refused.to_string();
+        assert!(
+            text.contains(named) && text.contains("across a cluster"),
+            "{text}"
+        );
+    }
     let (status, refused) = nodes[0].get("/api/v1/default/fields");
     assert_eq!(status, 400, "{refused}");
 

@@ -237,10 +237,25 @@ fn spawn_background(
             // read at start are tried again every 30 s.
             let mut next_retention = Instant::now();
             let mut next_reopen = Instant::now() + REOPEN_PERIOD;
+            let mut next_adoption = Instant::now() + ADOPT_PERIOD;
             while !stop.load(Ordering::Relaxed) {
                 if Instant::now() >= next_reopen {
                     next_reopen = Instant::now() + REOPEN_PERIOD;
                     live.reopen_unreadable();
+                }
+                if Instant::now() >= next_adoption {
+                    next_adoption = Instant::now() + ADOPT_PERIOD;
+                    match live.adopt_silent_writers() {
+                        Ok(0) => {}
+                        Ok(taken) => tracing::info!(
+                            tenant = live.tenant(),
+                            taken,
+                            "took over the blocks of indexers that fell silent"
+                        ),
+                        Err(error) => {
+                            tracing::warn!(%error, "taking over silent indexers' blocks failed; retrying")
+                        }
+                    }
                 }
                 let retention_seconds = spec
                     .read()
@@ -281,6 +296,8 @@ fn spawn_background(
 
 const RETENTION_PERIOD: Duration = Duration::from_secs(60);
 const REOPEN_PERIOD: Duration = Duration::from_secs(30);
+/// How often a writer of a shared catalog looks for silent writers to take over.
+const ADOPT_PERIOD: Duration = Duration::from_secs(5);
 
 /// The sealer thread: seal rounds for ingests waiting to be visible (`LiveIndex::run_sealer`).
 /// A searcher's tenant, or a writer's of a shared catalog: reads the catalog again every

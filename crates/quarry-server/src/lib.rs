@@ -435,8 +435,10 @@ pub async fn serve(
             }
         })
     });
-    // A searcher follows the registry: tenants created and deleted on the indexers.
-    let follower = searcher.then(|| {
+    // Over a shared registry (PostgreSQL) every node follows it: tenants created, changed
+    // (keys, retention, quotas) and deleted on any other node.
+    let shared_registry = !config.ingest.metastore.is_local();
+    let follower = (searcher || shared_registry).then(|| {
         let state = state.clone();
         tokio::spawn(async move {
             loop {

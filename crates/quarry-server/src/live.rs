@@ -96,6 +96,9 @@ pub struct IngestConfig {
     /// before its bytes are deleted: searchers that have not read the catalog since, or are
     /// searching it, still read it. Local blocks go at once.
     pub retired_grace: Duration,
+    /// Over a shared metastore and object storage: how long another writer of a tenant must
+    /// have been silent before this one takes its blocks over (`adopt_silent_writers`).
+    pub adopt_after: Duration,
 }
 
 /// A node's part in a cluster (`quarry serve --role`).
@@ -131,6 +134,10 @@ pub const REFRESH_PERIOD: Duration = Duration::from_secs(1);
 /// a searcher's refresh and than a distributed search's fetch (its leaf keeps a snapshot 60 s).
 pub const RETIRED_GRACE: Duration = Duration::from_secs(90);
 
+/// How long a writer of a shared catalog is silent by default before another takes its blocks
+/// over: far longer than a restart, so an indexer restarted keeps its own.
+pub const ADOPT_AFTER: Duration = Duration::from_secs(120);
+
 impl Default for IngestConfig {
     fn default() -> Self {
         IngestConfig {
@@ -146,6 +153,7 @@ impl Default for IngestConfig {
             metastore: quarry_store::MetastoreConfig::Local,
             role: Role::All,
             retired_grace: RETIRED_GRACE,
+            adopt_after: ADOPT_AFTER,
         }
     }
 }
@@ -445,6 +453,15 @@ struct State {
 }
 
 impl State {
+    /// The published blocks it holds, searchable or damaged.
+    fn block_ids(&self) -> std::collections::HashSet<u64> {
+        self.disk
+            .iter()
+            .map(|(id, _)| *id)
+            .chain(self.damaged.iter().map(|(id, _)| *id))
+            .collect()
+    }
+
     fn memory_block_bytes(&self) -> usize {
         self.memory.iter().map(|b| b.bytes.len()).sum::<usize>()
     }
@@ -469,6 +486,10 @@ pub struct LiveIndex {
     /// Blocks that left the catalog lately, still searchable for plans made before
     /// (`keep_gone`).
     gone: Mutex<Vec<(u64, Arc<BlockReader>, Instant)>>,
+    /// Held through a refresh or a takeover, from reading the catalog to the searchable
+    /// blocks following it: a refresh asked while another is opening blocks waits for it,
+    /// else it would find the catalog read already and answer before the blocks are in.
+    following: Mutex<()>,
     /// The writer this node commits the tenant's blocks as, over a shared metastore.
     writer: Option<String>,
     /// The tenant's analyzers and mapping; replaced when the mapping grows.
@@ -662,6 +683,7 @@ impl LiveIndex {
             .then(|| Arc::new(ChunkCache::new(config.chunk_cache_bytes)));
         let live = LiveIndex {
             gone: Mutex::default(),
+            following: Mutex::default(),
             chunk_cache,
             writer: catalog.writer().map(str::to_owned),
             wal_dir: wal_dir.to_path_buf(),
@@ -1126,10 +1148,24 @@ impl LiveIndex {
     /// and searchable, retired ones (merged, expired) leave, and a grown mapping is taken. Returns how many blocks came and went. New blocks are sent to
     /// live tails as a seal's are.
     pub fn refresh(&self) -> Result<(usize, usize)> {
+        let _following = lock(&self.following);
         let listing = {
             let mut catalog = self.catalog();
             let settings_before = catalog.settings().clone();
-            if !catalog.refresh()? {
+            let changed = match catalog.refresh() {
+                Ok(changed) => changed,
+                // Another writer took this one's blocks over while it was silent: it opens
+                // the catalog again (the blocks it flushes from now on are its own).
+                Err(quarry_store::CatalogError::Fenced { .. })
+                    if catalog.reopen_if_adopted()? =>
+                {
+                    tracing::warn!(tenant = %self.tenant, "another indexer took over this \
+                        node's blocks while it was silent; the catalog is open again");
+                    true
+                }
+                Err(error) => return Err(error.into()),
+            };
+            if !changed {
                 return Ok((0, 0));
             }
             if catalog.settings() != &settings_before {
@@ -1140,17 +1176,12 @@ impl LiveIndex {
                     lock(active).segment.set_schema(schema.clone());
                 }
             }
-            foreign_listing(&**catalog, &self.config)
+            let own: std::collections::HashSet<u64> =
+                catalog.blocks().iter().map(|b| b.id).collect();
+            (foreign_listing(&**catalog, &self.config), own)
         };
-        let known: std::collections::HashSet<u64> = {
-            let state = self.state();
-            state
-                .disk
-                .iter()
-                .map(|(id, _)| *id)
-                .chain(state.damaged.iter().map(|(id, _)| *id))
-                .collect()
-        };
+        let (listing, own) = listing;
+        let known = self.state().block_ids();
         let new: Vec<BlockEntry> = listing
             .iter()
             .filter(|(entry, _)| !known.contains(&entry.id))
@@ -1163,10 +1194,11 @@ impl LiveIndex {
             .map(|(entry, writer)| (entry.id, writer))
             .collect();
         let mut state = self.state();
+        // Not listed any more, unless this writer took them over (`adopt_silent_writers`).
         let gone: std::collections::HashSet<u64> = state
             .foreign
             .keys()
-            .filter(|id| !listed.contains_key(id))
+            .filter(|id| !listed.contains_key(id) && !own.contains(id))
             .copied()
             .collect();
         let gone_ids: Vec<u64> = gone.iter().copied().collect();
@@ -1174,26 +1206,77 @@ impl LiveIndex {
         state.damaged.retain(|(id, _)| !gone.contains(id));
         state.foreign = listed;
         for (entry, opened) in new.iter().zip(opened) {
-            match opened {
-                Ok(reader) => {
-                    let reader = Arc::new(reader);
-                    // No tail listening is no error.
-                    let _ = self.sealed.send(reader.clone());
-                    state.disk.push((entry.id, reader));
-                }
-                Err(error) => {
-                    let path = self.store.location(entry.id);
-                    tracing::warn!(block = %path.display(), %error, "damaged block left out");
-                    state
-                        .damaged
-                        .push((entry.id, DamagedBlock::of(Some(entry.id), path, &error)));
-                }
+            if let Some(reader) = self.place_opened(&mut state, entry, opened) {
+                // No tail listening is no error.
+                let _ = self.sealed.send(reader);
             }
         }
         state.snapshot = None;
         drop(state);
         self.keep_gone(retired);
         Ok((new.len(), gone.len()))
+    }
+
+    /// Over a shared metastore and object storage: takes over the blocks of the tenant's
+    /// writers silent for `adopt_after` (`Metastore::adopt_silent`), so that this writer
+    /// merges and expires them with its own. Returns how many it took.
+    pub fn adopt_silent_writers(&self) -> Result<usize> {
+        if self.config.storage.is_local() || self.writer.is_none() {
+            return Ok(0);
+        }
+        let _following = lock(&self.following);
+        let ids = self.catalog().adopt_silent(self.config.adopt_after)?;
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let known = {
+            let mut state = self.state();
+            for id in &ids {
+                state.foreign.remove(id);
+            }
+            state.snapshot = None;
+            state.block_ids()
+        };
+        // Blocks published just before their writer fell silent, not read here yet.
+        let unseen: Vec<BlockEntry> = self
+            .catalog()
+            .blocks()
+            .iter()
+            .filter(|entry| ids.contains(&entry.id) && !known.contains(&entry.id))
+            .cloned()
+            .collect();
+        let opened = quarry_store::block_store::open_all(&*self.store, &unseen);
+        let mut state = self.state();
+        for (entry, opened) in unseen.iter().zip(opened) {
+            self.place_opened(&mut state, entry, opened);
+        }
+        state.snapshot = None;
+        Ok(ids.len())
+    }
+
+    /// A block of the catalog just opened joins the searchable ones (returned), or the
+    /// damaged ones when it could not be opened.
+    fn place_opened(
+        &self,
+        state: &mut State,
+        entry: &BlockEntry,
+        opened: std::result::Result<BlockReader, quarry_format::FormatError>,
+    ) -> Option<Arc<BlockReader>> {
+        match opened {
+            Ok(reader) => {
+                let reader = Arc::new(reader);
+                state.disk.push((entry.id, reader.clone()));
+                Some(reader)
+            }
+            Err(error) => {
+                let path = self.store.location(entry.id);
+                tracing::warn!(block = %path.display(), %error, "damaged block left out");
+                state
+                    .damaged
+                    .push((entry.id, DamagedBlock::of(Some(entry.id), path, &error)));
+                None
+            }
+        }
     }
 
     /// Keeps the readers of blocks that just left the catalog (merged, expired, retired by

@@ -61,6 +61,19 @@ pub trait Metastore: Send {
         let _ = id;
         None
     }
+    /// Where several nodes write one catalog: takes over the blocks of the writers silent for
+    /// `silent` or more (an indexer gone for good), which become this writer's (merged and
+    /// expired with its own); those writers are fenced off. Returns the ids taken over.
+    fn adopt_silent(&mut self, silent: std::time::Duration) -> Result<Vec<u64>> {
+        let _ = silent;
+        Ok(Vec::new())
+    }
+    /// After `CatalogError::Fenced`: whether the fence was another writer taking this one's
+    /// blocks over (it then opened the catalog again, with none of its own, and commits
+    /// again), not another process of the same writer (then it stays fenced off).
+    fn reopen_if_adopted(&mut self) -> Result<bool> {
+        Ok(false)
+    }
 }
 
 impl Metastore for Catalog {

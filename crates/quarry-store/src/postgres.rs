@@ -13,7 +13,13 @@
 //!   [`CatalogError::Fenced`] and commits nothing more. Other writers are not disturbed.
 //! - **A writer's blocks are its own.** Each block names its writer; a writer lists, merges
 //!   and expires only its own, so its view of them is exact without reading the others' and
-//!   two writers never retire the same block. Readers ([`PgReplica`]) see every writer's.
+//!   two writers never retire the same block (a commit that would retire a block that is not
+//!   the writer's is refused whole). Readers ([`PgReplica`]) see every writer's.
+//! - **A silent writer's blocks are taken over.** Writers beat (`quarry_writers.seen`) each
+//!   time they read the catalog again; a live writer takes over the blocks of one silent for
+//!   long enough ([`Metastore::adopt_silent`]), deleting its row, which fences it off: should
+//!   it be alive after all, it opens the catalog again with no blocks of its own
+//!   ([`Metastore::reopen_if_adopted`]) before committing anything more.
 //! - **Block ids are taken in the database** (`next_block_id`, one statement per block), so an
 //!   id is never handed out twice, not even to a writer fenced off after taking it: a block
 //!   object written under an id can only ever be that block.
@@ -42,7 +48,12 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_metastore.sql"),
     include_str!("../migrations/0002_nodes.sql"),
     include_str!("../migrations/0003_writers.sql"),
+    include_str!("../migrations/0004_writer_beats.sql"),
 ];
+
+/// How long a session may sit in a transaction without sending anything before the database
+/// ends it (every transaction of Quarry's runs its statements back to back).
+const IDLE_IN_TRANSACTION: Duration = Duration::from_secs(15);
 
 /// Key of the advisory lock held while migrating (any constant; "QRRY").
 const MIGRATION_LOCK: i64 = 0x5152_5259;
@@ -75,6 +86,15 @@ impl Postgres {
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(Duration::from_secs(10));
         }
+        // A node that stops in the middle of a transaction (paused, cut off) would hold its
+        // row locks, and with them the other writers' takeover of its blocks, for as long as
+        // its session lasts: the database ends such a session after a while.
+        let options = format!(
+            "{} -c idle_in_transaction_session_timeout={}",
+            config.get_options().unwrap_or_default(),
+            IDLE_IN_TRANSACTION.as_millis()
+        );
+        config.options(options.trim_start());
         let (sender, jobs) = mpsc::channel::<Job>();
         std::thread::Builder::new()
             .name("quarry-postgres".into())
@@ -361,6 +381,17 @@ fn load(tx: &mut Transaction<'_>, catalog: &str, settings: &str) -> Result<Loade
     })
 }
 
+/// `load` of a catalog the transaction knows exists.
+fn load_existing(tx: &mut Transaction<'_>, catalog: &str) -> Result<Loaded, PgFailure> {
+    let settings: String = tx
+        .query_one(
+            "SELECT settings FROM quarry_catalogs WHERE name = $1",
+            &[&catalog],
+        )?
+        .get(0);
+    load(tx, catalog, &settings)
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -443,18 +474,12 @@ impl PgMetastore {
                 .query_one(
                     "INSERT INTO quarry_writers (catalog, writer, epoch) VALUES ($1, $2, 1)
                      ON CONFLICT (catalog, writer)
-                     DO UPDATE SET epoch = quarry_writers.epoch + 1
+                     DO UPDATE SET epoch = quarry_writers.epoch + 1, seen = now()
                      RETURNING epoch",
                     &[&catalog, &me],
                 )?
                 .get(0);
-            let settings: String = tx
-                .query_one(
-                    "SELECT settings FROM quarry_catalogs WHERE name = $1",
-                    &[&catalog],
-                )?
-                .get(0);
-            let loaded = load(&mut tx, &catalog, &settings)?;
+            let loaded = load_existing(&mut tx, &catalog)?;
             tx.commit()?;
             Ok((epoch, loaded))
         })?;
@@ -537,6 +562,25 @@ impl PgMetastore {
         self.blocks = own;
         self.others = others;
         self.settings = loaded.settings;
+    }
+
+    /// Says this writer is alive (`quarry_writers.seen`); `Fenced` when its row is gone (its
+    /// blocks were taken over) or holds another epoch (another process of it).
+    fn beat(&self) -> Result<()> {
+        let (catalog, writer, epoch) = (self.name.clone(), self.writer.clone(), self.epoch);
+        self.postgres.run_idempotent(move |client| {
+            let beaten = client.execute(
+                "UPDATE quarry_writers SET seen = now()
+                 WHERE catalog = $1 AND writer = $2 AND epoch = $3",
+                &[&catalog, &writer, &epoch],
+            )?;
+            match beaten {
+                1 => Ok(()),
+                _ => Err(PgFailure::Fenced {
+                    catalog: catalog.clone(),
+                }),
+            }
+        })
     }
 
     /// Keeps `lock` (a local directory's) for as long as this catalog is open.
@@ -725,11 +769,21 @@ impl Metastore for PgMetastore {
             move |client| {
                 let mut tx = client.transaction()?;
                 fence(&mut tx, &catalog, &writer, epoch)?;
-                // Only this writer's own blocks: never one another writer lists.
-                tx.execute(
+                // Only this writer's own blocks: never one another writer lists. A block
+                // this writer thinks its own and is not would be listed twice (its merge
+                // output beside it): refused whole.
+                let retired = tx.execute(
                     "DELETE FROM quarry_blocks WHERE catalog = $1 AND writer = $3 AND id = ANY($2)",
                     &[&catalog, &gone, &writer],
                 )?;
+                if retired != gone.len() as u64 {
+                    return Err(PgFailure::Other(format!(
+                        "catalog {catalog:?}: {} of the {} blocks to retire are not writer \
+                         {writer:?}'s; nothing committed",
+                        gone.len() as u64 - retired,
+                        gone.len()
+                    )));
+                }
                 insert_blocks(&mut tx, &catalog, &writer, &new)?;
                 tx.commit()?;
                 Ok(())
@@ -767,9 +821,117 @@ impl Metastore for PgMetastore {
         }
     }
 
+    /// In one transaction: the writers of this catalog silent for `silent` or more lose
+    /// their rows (fencing them off) and their blocks become this writer's; so do blocks of
+    /// no writer (committed before writers were recorded). This writer must be live itself.
+    fn adopt_silent(&mut self, silent: std::time::Duration) -> Result<Vec<u64>> {
+        let (catalog, writer, epoch) = (self.name.clone(), self.writer.clone(), self.epoch);
+        let seconds = silent.as_secs_f64();
+        let adopted = Arc::new(Mutex::new(Vec::new()));
+        let taken = adopted.clone();
+        // Adopting twice is harmless (the second finds nothing left to take).
+        self.postgres.run_idempotent(move |client| {
+            let mut tx = client.transaction()?;
+            fence(&mut tx, &catalog, &writer, epoch)?;
+            let silent: Vec<String> = tx
+                .query(
+                    // A writer whose row is locked is in a commit: not silent.
+                    "DELETE FROM quarry_writers
+                     WHERE catalog = $1 AND writer IN (
+                         SELECT writer FROM quarry_writers
+                         WHERE catalog = $1 AND writer <> $2
+                           AND seen < now() - make_interval(secs => $3)
+                         FOR UPDATE SKIP LOCKED)
+                     RETURNING writer",
+                    &[&catalog, &writer, &seconds],
+                )?
+                .iter()
+                .map(|row| row.get(0))
+                .collect();
+            let mut blocks = Vec::new();
+            for row in tx.query(
+                "UPDATE quarry_blocks b SET writer = $2
+                 WHERE b.catalog = $1 AND b.writer <> $2
+                   AND (b.writer = ANY($3) OR NOT EXISTS (
+                       SELECT 1 FROM quarry_writers w
+                       WHERE w.catalog = b.catalog AND w.writer = b.writer))
+                 RETURNING id, docs, time_min, time_max, bytes, open_from, seq",
+                &[&catalog, &writer, &silent],
+            )? {
+                blocks.push((
+                    row.get::<_, i64>(6),
+                    BlockEntry {
+                        id: from_db(row.get(0), "block id")?,
+                        docs: from_db(row.get(1), "docs")?,
+                        time_min: row.get(2),
+                        time_max: row.get(3),
+                        bytes: from_db(row.get(4), "bytes")?,
+                        open_from: from_db(row.get(5), "open_from")?,
+                    },
+                ));
+            }
+            tx.commit()?;
+            if !silent.is_empty() || !blocks.is_empty() {
+                tracing::info!(catalog = %catalog, writers = ?silent, blocks = blocks.len(),
+                    "took over the blocks of writers that fell silent");
+            }
+            // In the order they were committed, as a catalog lists them.
+            blocks.sort_by_key(|(seq, _)| *seq);
+            *lock(&taken) = blocks.into_iter().map(|(_, entry)| entry).collect();
+            Ok(())
+        })?;
+        let adopted: Vec<BlockEntry> = std::mem::take(&mut *lock(&adopted));
+        let ids: Vec<u64> = adopted.iter().map(|b| b.id).collect();
+        self.others.retain(|b| !ids.contains(&b.id));
+        for id in &ids {
+            self.writers.remove(id);
+        }
+        self.blocks.extend(adopted);
+        Ok(ids)
+    }
+
+    /// After `Fenced`: when this writer's row is gone (another writer took its blocks over),
+    /// opens the catalog again as this writer, with no blocks of its own but what it commits
+    /// from now on; its WAL checkpoint is kept. A row of another epoch (another process of
+    /// this writer) leaves it fenced off.
+    fn reopen_if_adopted(&mut self) -> Result<bool> {
+        let (catalog, writer) = (self.name.clone(), self.writer.clone());
+        let reopened = self.postgres.run(move |client| {
+            let mut tx = client.transaction()?;
+            let exists = tx
+                .query_opt(
+                    "SELECT 1 FROM quarry_writers WHERE catalog = $1 AND writer = $2 FOR UPDATE",
+                    &[&catalog, &writer],
+                )?
+                .is_some();
+            if exists {
+                return Ok(None);
+            }
+            let epoch: i64 = tx
+                .query_one(
+                    "INSERT INTO quarry_writers (catalog, writer, epoch) VALUES ($1, $2, 1)
+                     RETURNING epoch",
+                    &[&catalog, &writer],
+                )?
+                .get(0);
+            let loaded = load_existing(&mut tx, &catalog)?;
+            tx.commit()?;
+            Ok(Some((epoch, loaded)))
+        })?;
+        let Some((epoch, loaded)) = reopened else {
+            return Ok(false);
+        };
+        self.epoch = epoch;
+        self.wal = loaded.wal.clone();
+        self.poisoned = None;
+        self.take_view(loaded);
+        Ok(true)
+    }
+
     /// Reads the other writers' blocks and the settings again (this writer's own blocks are
     /// what it committed; a read cannot know them better).
     fn refresh(&mut self) -> Result<bool> {
+        self.beat()?;
         let Some(state) = PgMetastore::read_state(&self.postgres, &self.name)? else {
             return Ok(false);
         };

@@ -332,15 +332,21 @@ fn writers_of_one_catalog_work_side_by_side() {
             model[w].push(entry(id, step));
             checkpoints[w] = seq;
         } else {
-            // A merge of this writer's two oldest blocks; asking to remove the other's
-            // newest too must leave it alone.
-            let gone: Vec<u64> = model[w].drain(..2).map(|b| b.id).collect();
-            let mut asked = gone.clone();
-            asked.extend(model[1 - w].last().map(|b| b.id));
+            // A merge of this writer's two oldest blocks; asking to retire the other's
+            // newest too is refused whole (the writer's view of its own blocks is wrong: its
+            // merge output would list that block's events twice).
+            let gone: Vec<u64> = model[w][..2].iter().map(|b| b.id).collect();
             let id = writers[w].allocate_block_id().unwrap();
+            if let Some(other) = model[1 - w].last() {
+                let asked = [gone.clone(), vec![other.id]].concat();
+                let refused = writers[w].replace_blocks(&asked, vec![entry(id, step)]);
+                assert!(refused.is_err(), "{refused:?}");
+                assert_eq!(writers[w].blocks(), &model[w][..]);
+            }
             writers[w]
-                .replace_blocks(&asked, vec![entry(id, step)])
+                .replace_blocks(&gone, vec![entry(id, step)])
                 .unwrap();
+            model[w].drain(..2);
             model[w].push(entry(id, step));
         }
         for (i, writer) in writers.iter().enumerate() {
@@ -401,6 +407,106 @@ fn writers_of_one_catalog_work_side_by_side() {
     writers[0]
         .commit_flush(vec![entry(id, 99)], "team-a", checkpoints[0] + 1)
         .unwrap();
+}
+
+/// A writer silent for long enough has its blocks taken over by a live one, which then merges
+/// them as its own; the silent one, alive after all, is fenced off, opens the catalog again
+/// with none of its own and its WAL checkpoint, and commits again. Another process of the
+/// same writer stays fenced off. Every block is listed once, by one writer, throughout.
+#[test]
+fn a_silent_writers_blocks_are_taken_over() {
+    use quarry_store::postgres::PgReplica;
+    use std::time::Duration;
+    let Some(cluster) = postgresql::PostgreSql::start() else {
+        return;
+    };
+    let pg = Postgres::connect(&cluster.database("adoption")).unwrap();
+    let open = |writer: &str| PgMetastore::open_or_create(pg.clone(), "team-a", writer, settings());
+    let (mut a, mut b) = (open("node-a").unwrap(), open("node-b").unwrap());
+    let commit = |writer: &mut PgMetastore, seed: u64, seq: u64| {
+        let id = writer.allocate_block_id().unwrap();
+        writer
+            .commit_flush(vec![entry(id, seed)], "team-a", seq)
+            .unwrap();
+        entry(id, seed)
+    };
+    let a_blocks = vec![commit(&mut a, 1, 10), commit(&mut a, 2, 20)];
+    let b_blocks = vec![commit(&mut b, 3, 5)];
+    let listed_once = || {
+        let replica = PgReplica::open(pg.clone(), "team-a").unwrap();
+        let mut ids: Vec<u64> = replica.blocks().iter().map(|b| b.id).collect();
+        let n = ids.len();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), n, "a block listed twice");
+        replica
+    };
+
+    // Both beat: nothing is taken while a has been heard from within the hour.
+    a.refresh().unwrap();
+    assert_eq!(
+        b.adopt_silent(Duration::from_secs(3600)).unwrap(),
+        Vec::<u64>::new()
+    );
+    assert_eq!(b.blocks(), &b_blocks[..]);
+
+    // a silent (any silence counts with 0): b takes its blocks, in the order committed.
+    std::thread::sleep(Duration::from_millis(20));
+    let taken = b.adopt_silent(Duration::ZERO).unwrap();
+    assert_eq!(taken, a_blocks.iter().map(|e| e.id).collect::<Vec<_>>());
+    assert_eq!(
+        b.blocks(),
+        &[b_blocks.clone(), a_blocks.clone()].concat()[..]
+    );
+    assert!(b.others().is_empty());
+    let replica = listed_once();
+    for block in &a_blocks {
+        assert_eq!(replica.writer_of(block.id), Some("node-b"));
+    }
+    // Taking again finds nothing.
+    assert!(b.adopt_silent(Duration::ZERO).unwrap().is_empty());
+    // b merges them with its own.
+    let merged_id = b.allocate_block_id().unwrap();
+    let all: Vec<u64> = b.blocks().iter().map(|e| e.id).collect();
+    b.replace_blocks(&all, vec![entry(merged_id, 9)]).unwrap();
+    assert_eq!(b.blocks(), &[entry(merged_id, 9)][..]);
+
+    // a was alive after all: fenced off, whatever it tries; its stale merge is refused.
+    let id = a.allocate_block_id();
+    assert!(matches!(id, Err(CatalogError::Fenced { .. })), "{id:?}");
+    let stale = a.commit_flush(vec![entry(777_777, 4)], "team-a", 30);
+    assert!(
+        matches!(stale, Err(CatalogError::Fenced { .. })),
+        "{stale:?}"
+    );
+    assert!(matches!(a.refresh(), Err(CatalogError::Fenced { .. })));
+    // It opens the catalog again: no blocks of its own, its checkpoint kept.
+    assert!(a.reopen_if_adopted().unwrap());
+    assert!(a.blocks().is_empty());
+    assert_eq!(a.wal_committed("team-a"), 20);
+    assert_eq!(a.others(), &[entry(merged_id, 9)][..]);
+    let stale = a.replace_blocks(&[a_blocks[0].id], Vec::new());
+    assert!(stale.is_err(), "{stale:?}");
+    let again = commit(&mut a, 5, 30);
+    assert_eq!(a.blocks(), &[again.clone()][..]);
+    assert_eq!(a.wal_committed("team-a"), 30);
+    b.refresh().unwrap();
+    assert_eq!(b.others(), &[again.clone()][..]);
+    let replica = listed_once();
+    assert_eq!(replica.blocks().len(), 2);
+    assert_eq!(replica.writer_of(again.id), Some("node-a"));
+
+    // A second process of b fences the first, which stays fenced off: it was not taken over.
+    let mut b2 = open("node-b").unwrap();
+    assert!(matches!(b.refresh(), Err(CatalogError::Fenced { .. })));
+    assert!(!b.reopen_if_adopted().unwrap());
+    assert!(matches!(
+        b.allocate_block_id(),
+        Err(CatalogError::Fenced { .. })
+    ));
+    assert_eq!(b2.blocks(), &[entry(merged_id, 9)][..]);
+    commit(&mut b2, 6, 40);
+    listed_once();
 }
 
 fn spec(name: &str, seed: u64) -> TenantSpec {
@@ -505,7 +611,16 @@ fn postgres_errors_name_the_database_and_migrations_run_once() {
                 .collect::<Vec<i32>>())
         })
         .unwrap();
-    assert_eq!(versions, [1, 2, 3]);
+    assert_eq!(versions, [1, 2, 3, 4]);
+    // A session stopped in a transaction does not hold its locks for ever.
+    let idle: String = second
+        .run(|client| {
+            Ok(client
+                .query_one("SHOW idle_in_transaction_session_timeout", &[])?
+                .get(0))
+        })
+        .unwrap();
+    assert_eq!(idle, "15s");
     // Both connections see one catalog.
     let mut writer = PgMetastore::open_or_create(first, "team-a", WRITER, settings()).unwrap();
     let id = writer.allocate_block_id().unwrap();

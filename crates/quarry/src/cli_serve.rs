@@ -63,6 +63,12 @@ pub struct ServeArgs {
     /// it (any node forwards ingest to the indexers the routes name) [default: 16MB]
     #[arg(long, env = "QUARRY_INGEST_CAPACITY", value_name = "SIZE", value_parser = parse_size)]
     ingest_capacity: Option<usize>,
+    /// Over a postgres:// metastore and s3:// storage: an indexer takes over the blocks of
+    /// another that wrote a tenant and has been silent this many seconds (gone for good, or
+    /// not serving the tenant any more), so that they are merged and expired with its own
+    /// [default: 120]
+    #[arg(long, env = "QUARRY_ADOPT_AFTER", value_name = "SECONDS")]
+    adopt_after: Option<f64>,
     /// What this node does: `all` (ingest and search, one machine's node), `indexer` (the same,
     /// in a cluster: owns a WAL, publishes blocks), or `searcher` (searches what indexers
     /// published, refreshing every second; writes are refused; needs a postgres:// metastore
@@ -77,8 +83,9 @@ pub struct ServeArgs {
     /// Answer native searches (`/api/v1/{tenant}/search`) over these nodes' leaf APIs, this
     /// node's own among them: `http://HOST:PORT` of each --leaf-listen, comma-separated. Every
     /// node searched as a leaf and the answers merged (hits, counts, histograms, field sorts,
-    /// aggregations); the reads the leaf API does not carry yet (Elasticsearch's `_search`,
-    /// export, tail) are refused by name. `metastore` instead: the nodes the PostgreSQL
+    /// aggregations, the live tail, Elasticsearch's `_search`, `_msearch` and `_count`); the
+    /// reads the leaf API does not carry yet (scrolls, points in time, top_hits, export,
+    /// fields) are refused by name. `metastore` instead: the nodes the PostgreSQL
     /// metastore lists as alive (every node with --leaf-listen and a postgres:// metastore
     /// registers there and beats every second). Needs --cluster-token
     #[arg(
@@ -181,6 +188,8 @@ struct ConfigFile {
     peers: Option<Vec<String>>,
     role: Option<String>,
     leaf_advertise: Option<String>,
+    ingest_capacity: Option<String>,
+    adopt_after: Option<f64>,
 }
 
 /// The leaf API's address and token, if it is served (a token is required).
@@ -269,8 +278,18 @@ fn settings(args: ServeArgs) -> Result<ServerConfig> {
     config.leaf = leaf;
     config.peers = peers;
     config.leaf_advertise = args.leaf_advertise.or(file.leaf_advertise);
-    if let Some(capacity) = args.ingest_capacity {
+    if let Some(capacity) = args
+        .ingest_capacity
+        .or(file_size("ingest_capacity", &file.ingest_capacity)?)
+    {
         config.ingest_capacity = capacity as u64;
+    }
+    if let Some(seconds) = args.adopt_after.or(file.adopt_after) {
+        anyhow::ensure!(
+            seconds.is_finite() && seconds >= 0.0,
+            "--adopt-after must be a number of seconds, not {seconds}"
+        );
+        config.ingest.adopt_after = Duration::from_secs_f64(seconds);
     }
     config.ingest.role = match (args.role, file.role) {
         (quarry_server::live::Role::All, Some(role)) => role

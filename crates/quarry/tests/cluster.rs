@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{free_port, Server};
+use common::{free_port, url_encode, Server};
 use quarry_cluster::{Root, RootAnswer};
 use quarry_query::leaf::{LeafQuery, LeafRequest, QuerySource};
 use quarry_query::SortOrder;
@@ -64,18 +64,6 @@ fn ingest(server: &Server, events: &[serde_json::Value]) {
         "{}",
         String::from_utf8_lossy(&answer.body)
     );
-}
-
-/// `text` as a query-string value.
-fn url_encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 fn runtime() -> tokio::runtime::Runtime {

@@ -4,63 +4,22 @@
 //! storage (a throwaway SeaweedFS), a restart on an empty data directory.
 
 mod common;
+#[path = "support/members.rs"]
+mod members;
 #[path = "../../quarry-store/tests/support/postgresql.rs"]
 mod postgresql;
 #[path = "../../quarry-store/tests/support/seaweedfs.rs"]
 mod seaweedfs;
 
 use common::{call, free_port, quarry, tenant_count as count, word_events as events, Server};
+use members::{
+    committed_docs, committed_docs_by, count_and_sum, eventually, ingest_here, start, sum_below,
+    wait_for_blocks, Members, ADMIN,
+};
 use quarry_store::postgres::Postgres;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::{Duration, Instant};
-
-const ADMIN: &str = "pg-admin-token";
-
-/// A server over `data` with `extra` flags (flushing every 50 ms unless they say otherwise).
-fn start(data: &Path, extra: &[&str], env: &[(&str, String)]) -> Server {
-    let mut args = vec!["--data", data.to_str().unwrap(), "--listen", "127.0.0.1:0"];
-    if !extra.contains(&"--flush-interval") {
-        args.extend(["--flush-interval", "0.05"]);
-    }
-    args.extend_from_slice(extra);
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let mut server = Server::spawn(&args, &env, Path::new("."));
-    server.token = Some(ADMIN.to_owned());
-    server
-}
-
-/// Events per catalog that PostgreSQL lists in committed blocks.
-fn committed_docs(pg: &Postgres) -> BTreeMap<String, i64> {
-    pg.run_idempotent(|client| {
-        let mut docs = BTreeMap::new();
-        for row in client.query(
-            "SELECT catalog, sum(docs)::BIGINT FROM quarry_blocks GROUP BY catalog",
-            &[],
-        )? {
-            docs.insert(row.get::<_, String>(0), row.get::<_, i64>(1));
-        }
-        Ok(docs)
-    })
-    .unwrap()
-}
-
-/// Waits until PostgreSQL's blocks hold `expected` events per catalog.
-fn wait_for_blocks(pg: &Postgres, expected: &BTreeMap<String, i64>) {
-    let started = Instant::now();
-    loop {
-        let docs = committed_docs(pg);
-        if &docs == expected {
-            return;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "blocks in PostgreSQL {docs:?}, expected {expected:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 #[test]
 fn catalogs_and_tenants_live_in_postgres_across_kill_and_delete() {
@@ -355,18 +314,6 @@ fn an_outage_of_postgres_delays_commits_and_loses_nothing() {
     assert!(server.terminate());
 }
 
-/// Waits until `check` holds, for at most 30 s (a searcher refreshes every second).
-fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let started = Instant::now();
-    while !check() {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "never happened: {what}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 /// `--role searcher`: a node that follows the catalogs and the registry an indexer writes
 /// in PostgreSQL and reads the blocks it publishes in object storage. It answers as the
 /// indexer does once the blocks are published, follows tenants created and deleted there
@@ -652,80 +599,6 @@ fn indexer_and_searchers_answer_every_acknowledged_event_once() {
     }
 }
 
-/// Members of a cluster over one PostgreSQL database and one object-store prefix: node `i`
-/// has role `roles[i]`, a leaf API on a port of its own (a restarted node is the same member),
-/// `--peers metastore`, a flush every second and `extra` flags.
-struct Members {
-    url: String,
-    storage: String,
-    env: Vec<(&'static str, String)>,
-    dir: tempfile::TempDir,
-    ports: Vec<u16>,
-    roles: Vec<&'static str>,
-    extra: Vec<&'static str>,
-}
-
-impl Members {
-    fn new(
-        cluster: &postgresql::PostgreSql,
-        weed: &seaweedfs::SeaweedFs,
-        name: &str,
-        roles: &[&'static str],
-        extra: &[&'static str],
-    ) -> Members {
-        let mut env = weed.env();
-        env.push(("QUARRY_CLUSTER_TOKEN", format!("{name}-token")));
-        Members {
-            url: cluster.database(name),
-            storage: weed.url(&name.replace('_', "-")),
-            env,
-            dir: tempfile::tempdir().unwrap(),
-            ports: roles.iter().map(|_| free_port()).collect(),
-            roles: roles.to_vec(),
-            extra: extra.to_vec(),
-        }
-    }
-
-    fn start(&self, i: usize) -> Server {
-        let leaf = format!("127.0.0.1:{}", self.ports[i]);
-        let mut flags = vec![
-            "--metastore",
-            self.url.as_str(),
-            "--storage",
-            self.storage.as_str(),
-            "--admin-token",
-            ADMIN,
-            "--leaf-listen",
-            leaf.as_str(),
-            "--peers",
-            "metastore",
-            "--role",
-            self.roles[i],
-            "--flush-interval",
-            "1",
-        ];
-        flags.extend_from_slice(&self.extra);
-        start(
-            &self.dir.path().join(format!("node-{i}")),
-            &flags,
-            &self.env,
-        )
-    }
-
-    /// Members that beat within 5 s.
-    fn live(&self, pg: &Postgres) -> i64 {
-        pg.run_idempotent(|client| {
-            Ok(client
-                .query_one(
-                    "SELECT count(*) FROM quarry_nodes WHERE heartbeat > now() - interval '5 seconds'",
-                    &[],
-                )?
-                .get(0))
-        })
-        .unwrap()
-    }
-}
-
 /// Two indexers write one tenant side by side (each its own writer of the catalog, its own
 /// WAL) and a searcher serves what they publish; every node is a root over the members the
 /// metastore lists. Every acknowledged event is counted once on every node whichever indexer
@@ -765,46 +638,9 @@ fn writers_side_by_side(roles: &[&'static str]) {
     // Every root lists the members again each second.
     std::thread::sleep(Duration::from_millis(1500));
 
-    let search = |node: &Server| -> (u64, f64, Value) {
-        let (status, answer) = call(
-            node,
-            "GET",
-            "/api/v1/default/search?query=*&limit=0&count=true&aggs=sum(n)",
-            Some(ADMIN),
-            "",
-        );
-        assert_eq!(status, 200, "{answer}");
-        let sum = answer["aggregations"]["sum(n)"].as_f64().unwrap_or(0.0);
-        (answer["count"].as_u64().unwrap(), sum, answer)
-    };
+    let search = count_and_sum;
     let mut sent = 0u64;
-    let ingest = |to: &Server, sent: &mut u64| {
-        let batch: String = (*sent..*sent + 29)
-            .map(|n| {
-                format!(
-                    "{}\n",
-                    json!({"message": format!("writer event {n}"), "n": n})
-                )
-            })
-            .collect();
-        // Taken by the node it is sent to, as a request traffic control forwarded is: both
-        // indexers write (left to the routes, the tenant's home indexer would take it all).
-        let authorization = format!("Bearer {ADMIN}");
-        let headers = [
-            ("Content-Type", "application/x-ndjson"),
-            ("Authorization", authorization.as_str()),
-            ("x-quarry-forwarded", "1"),
-        ];
-        let answer = to.send("POST", "/api/v1/default/ingest", &headers, batch.as_bytes());
-        assert_eq!(
-            answer.status,
-            200,
-            "{}",
-            String::from_utf8_lossy(&answer.body)
-        );
-        *sent += 29;
-    };
-    let sum_below = |sent: u64| (sent * (sent.max(1) - 1) / 2) as f64;
+    let ingest = |to: &Server, sent: &mut u64| ingest_here(to, sent, 29);
     let whole_everywhere = |nodes: &[Option<Server>], sent: u64, round: &str| {
         for node in nodes.iter().flatten() {
             let (count, sum, answer) = search(node);
@@ -873,6 +709,104 @@ fn writers_side_by_side(roles: &[&'static str]) {
     ingest(nodes[1].as_ref().unwrap(), &mut sent);
     ingest(nodes[0].as_ref().unwrap(), &mut sent);
     whole_everywhere(&nodes, sent, "ingest after the restart");
+}
+
+/// An indexer that falls silent has its published blocks taken over by the other, which then
+/// merges and expires them with its own (`--adopt-after`): first one stopped (SIGSTOP) long
+/// enough, then woken up with acknowledged events still in its memory: fenced off, it opens
+/// the catalog again and publishes them as its own; then one killed for good. Every
+/// acknowledged event is counted once throughout, and every block ends up with a live writer.
+#[test]
+fn a_silent_indexers_blocks_are_taken_over() {
+    let Some(cluster) = postgresql::PostgreSql::start() else {
+        return;
+    };
+    let Some(weed) = seaweedfs::SeaweedFs::start() else {
+        return;
+    };
+    let roles = ["indexer", "indexer"];
+    let members = Members::new(&cluster, &weed, "adoption", &roles, &["--adopt-after", "2"]);
+    let mut nodes: Vec<Option<Server>> = (0..2).map(|i| Some(members.start(i))).collect();
+    let pg = Postgres::connect(&members.url).unwrap();
+    eventually("every member", || members.live(&pg) == 2);
+    std::thread::sleep(Duration::from_millis(1500));
+    let writer_of = |i: usize| {
+        std::fs::read_to_string(members.dir.path().join(format!("node-{i}/writer")))
+            .unwrap()
+            .trim()
+            .to_owned()
+    };
+    let block_writers = || committed_docs_by(&pg, "writer");
+    let mut sent = 0u64;
+    let ingest = |to: &Server, sent: &mut u64| ingest_here(to, sent, 31);
+    let whole = |node: &Server, sent: u64, what: &str| {
+        let (count, sum, answer) = count_and_sum(node);
+        assert_eq!((count, sum), (sent, sum_below(sent)), "{what}: {answer}");
+    };
+    for round in 0..6 {
+        ingest(nodes[round % 2].as_ref().unwrap(), &mut sent);
+    }
+    wait_for_blocks(
+        &pg,
+        &[("default".to_owned(), sent as i64)].into_iter().collect(),
+    );
+    let (w0, w1) = (writer_of(0), writer_of(1));
+    assert_eq!(block_writers().keys().cloned().collect::<Vec<_>>().len(), 2);
+
+    // Indexer 1 stopped, just after acknowledging events it has not published.
+    ingest(nodes[1].as_ref().unwrap(), &mut sent);
+    let pid = nodes[1].as_ref().unwrap().child.id().to_string();
+    let signal = |name: &str| {
+        let status = std::process::Command::new("kill")
+            .args([name, &pid])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    signal("-STOP");
+    eventually("indexer 0 takes over indexer 1's blocks", || {
+        !block_writers().contains_key(&w1)
+    });
+    signal("-CONT");
+    // Woken up: it finds itself fenced off, opens the catalog again, publishes what it held
+    // (if it had not before it stopped), and what it takes from now on, as its own.
+    wait_for_blocks(
+        &pg,
+        &[("default".to_owned(), sent as i64)].into_iter().collect(),
+    );
+    ingest(nodes[1].as_ref().unwrap(), &mut sent);
+    wait_for_blocks(
+        &pg,
+        &[("default".to_owned(), sent as i64)].into_iter().collect(),
+    );
+    assert!(block_writers().contains_key(&w1), "{:?}", block_writers());
+    eventually("both members again", || members.live(&pg) == 2);
+    std::thread::sleep(Duration::from_millis(1500));
+    for node in nodes.iter().flatten() {
+        whole(node, sent, "after indexer 1 woke up");
+    }
+    ingest(nodes[1].as_ref().unwrap(), &mut sent);
+    ingest(nodes[0].as_ref().unwrap(), &mut sent);
+    for node in nodes.iter().flatten() {
+        whole(node, sent, "ingest after waking up");
+    }
+
+    // Indexer 1 killed for good: its blocks become indexer 0's, every event still once.
+    wait_for_blocks(
+        &pg,
+        &[("default".to_owned(), sent as i64)].into_iter().collect(),
+    );
+    drop(nodes[1].take());
+    eventually("indexer 0 owns every block", || {
+        block_writers().keys().cloned().collect::<Vec<_>>() == vec![w0.clone()]
+    });
+    whole(nodes[0].as_ref().unwrap(), sent, "after the takeover");
+    ingest(nodes[0].as_ref().unwrap(), &mut sent);
+    whole(
+        nodes[0].as_ref().unwrap(),
+        sent,
+        "ingest after the takeover",
+    );
 }
 
 /// Tenant traffic control: any node takes ingest and sends it to the indexers the routes name

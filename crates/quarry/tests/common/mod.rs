@@ -325,3 +325,15 @@ pub fn tenant_count(server: &Server, tenant: &str, key: &str, query: &str) -> u6
     assert_eq!(status, 200, "{answer}");
     answer["count"].as_u64().unwrap()
 }
+
+/// `text` as a query-string value.
+pub fn url_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

@@ -500,6 +500,7 @@ impl Leaves {
         let mut dealer = Dealer {
             searchers: searchers.clone(),
             endpoints: self.list.iter().map(|(e, _)| e.clone()).collect(),
+            bytes: Default::default(),
         };
         if searchers.is_empty() && !shared {
             return Ok(((0..self.list.len()).map(Part::whole).collect(), dealer));
@@ -536,6 +537,7 @@ impl Leaves {
                         }
                         _ => answering = None,
                     }
+                    dealer.sized(&plan.published, &plan.published_bytes);
                     published.extend(plan.published);
                     parts.push(Part {
                         leaf: indexer.leaf,
@@ -562,10 +564,11 @@ impl Leaves {
                 if dealer.searchers.is_empty() {
                     dealer.searchers = servers;
                 }
-                let blocks = self
+                let reply = self
                     .unanswered(tenant, &dealer, writers, failed, answer)
                     .await?;
-                published.extend(blocks);
+                dealer.sized(&reply.published, &reply.published_bytes);
+                published.extend(reply.published);
             }
             None if searchers.is_empty() => {
                 // Nodes with catalogs of their own: each searches all it holds.
@@ -590,7 +593,7 @@ impl Leaves {
         answering: Vec<String>,
         failed: bool,
         answer: &mut RootAnswer,
-    ) -> Result<Vec<u64>, ClusterError> {
+    ) -> Result<proto::PlanReply, ClusterError> {
         let mut last = None;
         for &searcher in &dealer.searchers {
             let asked = proto::PlanRequest {
@@ -601,15 +604,17 @@ impl Leaves {
             };
             let mut client = self.list[searcher].1.clone();
             match client.plan(asked).await {
-                Ok(reply) => return Ok(reply.into_inner().published),
-                Err(status) if status.code() == tonic::Code::NotFound => return Ok(Vec::new()),
+                Ok(reply) => return Ok(reply.into_inner()),
+                Err(status) if status.code() == tonic::Code::NotFound => {
+                    return Ok(proto::PlanReply::default())
+                }
                 Err(status) => last = Some((searcher, status)),
             }
         }
         if let Some((searcher, status)) = last {
             answer.fail(&self.list[searcher].0, status)?;
         }
-        Ok(Vec::new())
+        Ok(proto::PlanReply::default())
     }
 
     /// A part that failed: a searcher's share goes to the other searchers (returned, to be
@@ -729,25 +734,57 @@ impl Part {
     }
 }
 
-/// Deals published blocks to the searchers still answering, by rendezvous hashing: a block
-/// goes to the searcher whose hash of (block, endpoint) is highest, so each searcher keeps
-/// the same blocks (and its cache of them) while the others come and go, and a failed
-/// searcher's blocks spread over the rest.
+/// Deals published blocks to the searchers still answering, by rendezvous hashing with
+/// bounded loads: each block, largest first, goes to the searcher ranking highest by the hash
+/// of (block, endpoint) among those whose share stays within `LOAD_BOUND` times an even
+/// share of the bytes. So each searcher keeps the same blocks (and its cache of them) while
+/// the others come and go, a failed searcher's blocks spread over the rest, and no searcher
+/// is dealt far more bytes than the others (plain rendezvous hashing over a few blocks of
+/// very different sizes gave one searcher 71% of the bytes: BENCHMARKS.md).
 struct Dealer {
     searchers: Vec<usize>,
     endpoints: Vec<String>,
+    /// The bytes of each block the plan listed (a block not listed counts 1).
+    bytes: std::collections::HashMap<u64, u64>,
 }
 
+/// A share may exceed an even share of the bytes by a quarter (a block larger than that
+/// alone goes where it ranks highest among the least loaded).
+const LOAD_BOUND: f64 = 1.25;
+
 impl Dealer {
+    /// Notes the bytes of `blocks` (`bytes` in their order; none from an older leaf).
+    fn sized(&mut self, blocks: &[u64], bytes: &[u64]) {
+        for (&block, &size) in blocks.iter().zip(bytes) {
+            self.bytes.insert(block, size);
+        }
+    }
+
     fn deal(&self, blocks: &[u64]) -> Vec<Part> {
+        let size = |block: u64| self.bytes.get(&block).copied().unwrap_or(0).max(1);
+        let rank = |block: u64, leaf: usize| {
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            std::hash::Hash::hash(&(block, &self.endpoints[leaf]), &mut hasher);
+            std::hash::Hasher::finish(&hasher)
+        };
+        let total: u64 = blocks.iter().map(|&b| size(b)).sum();
+        let bound = total as f64 / self.searchers.len().max(1) as f64 * LOAD_BOUND;
+        let mut order: Vec<u64> = blocks.to_vec();
+        order.sort_unstable_by_key(|&b| (std::cmp::Reverse(size(b)), b));
+        let mut load: std::collections::HashMap<usize, u64> = Default::default();
         let mut shares: std::collections::BTreeMap<usize, Vec<u64>> = Default::default();
-        for &block in blocks {
-            let best = self.searchers.iter().copied().max_by_key(|&leaf| {
-                let mut hasher = std::collections::hash_map::DefaultHasher::new();
-                std::hash::Hash::hash(&(block, &self.endpoints[leaf]), &mut hasher);
-                std::hash::Hasher::finish(&hasher)
-            });
-            if let Some(leaf) = best {
+        for block in order {
+            let mut ranked = self.searchers.clone();
+            ranked.sort_unstable_by_key(|&leaf| std::cmp::Reverse(rank(block, leaf)));
+            let loaded = |leaf: &usize| load.get(leaf).copied().unwrap_or(0);
+            let within = ranked
+                .iter()
+                .copied()
+                .find(|leaf| (loaded(leaf) + size(block)) as f64 <= bound);
+            // None fits: the least loaded, the highest ranked among equals.
+            let chosen = within.or_else(|| ranked.iter().copied().min_by_key(loaded));
+            if let Some(leaf) = chosen {
+                *load.entry(leaf).or_default() += size(block);
                 shares.entry(leaf).or_default().push(block);
             }
         }
@@ -781,5 +818,91 @@ impl RootAnswer {
             format!("{}: {}", status.code(), status.message()),
         ));
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dealer(searchers: usize, sizes: &[(u64, u64)]) -> Dealer {
+        Dealer {
+            searchers: (0..searchers).collect(),
+            endpoints: (0..searchers)
+                .map(|i| format!("http://10.0.0.{i}:7480"))
+                .collect(),
+            bytes: sizes.iter().copied().collect(),
+        }
+    }
+
+    /// Each searcher's bytes, and every block dealt once.
+    fn loads(dealer: &Dealer, blocks: &[u64]) -> Vec<u64> {
+        let parts = dealer.deal(blocks);
+        let mut dealt: Vec<u64> = parts.iter().flat_map(|p| p.blocks.clone()).collect();
+        dealt.sort_unstable();
+        let mut want = blocks.to_vec();
+        want.sort_unstable();
+        assert_eq!(dealt, want, "every block dealt once");
+        let mut loads = vec![0; dealer.searchers.len()];
+        for part in &parts {
+            loads[part.leaf] = part.blocks.iter().map(|b| dealer.bytes[b]).sum();
+        }
+        loads
+    }
+
+    #[test]
+    fn shares_stay_within_the_bound_and_are_the_same_each_time() {
+        let mut seed = 11u64;
+        for round in 0..200 {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let searchers = 2 + (seed >> 60) as usize % 4;
+            let count = 3 + (seed >> 50) as usize % 40;
+            let sizes: Vec<(u64, u64)> = (0..count as u64)
+                .map(|i| {
+                    let skewed = (seed.rotate_left(i as u32 * 7) % 1000).pow(2) + 1;
+                    (1000 + i, skewed)
+                })
+                .collect();
+            let dealer = dealer(searchers, &sizes);
+            let blocks: Vec<u64> = sizes.iter().map(|(id, _)| *id).collect();
+            let got = loads(&dealer, &blocks);
+            assert_eq!(got, loads(&dealer, &blocks), "round {round}: the same deal");
+            let total: u64 = sizes.iter().map(|(_, s)| s).sum();
+            let largest = sizes.iter().map(|(_, s)| *s).max().unwrap();
+            let bound = total as f64 / searchers as f64 * LOAD_BOUND;
+            let most = *got.iter().max().unwrap() as f64;
+            assert!(
+                most <= bound.max(largest as f64) + largest as f64,
+                "round {round}: {got:?}, bound {bound}, largest {largest}"
+            );
+        }
+    }
+
+    #[test]
+    fn equal_blocks_are_spread_evenly_and_mostly_stay_put() {
+        let sizes: Vec<(u64, u64)> = (0..300).map(|id| (id, 1 << 20)).collect();
+        let blocks: Vec<u64> = (0..300).collect();
+        let three = dealer(3, &sizes);
+        for load in loads(&three, &blocks) {
+            assert!(load <= 125 << 20, "{load}");
+        }
+        // One block more moves few others (cache affinity).
+        let before = three.deal(&blocks);
+        let mut more = sizes.clone();
+        more.push((300, 1 << 20));
+        let after = dealer(3, &more).deal(&[blocks.clone(), vec![300]].concat());
+        let owner = |parts: &[Part], block: u64| {
+            parts
+                .iter()
+                .find(|p| p.blocks.contains(&block))
+                .map(|p| p.leaf)
+        };
+        let moved = blocks
+            .iter()
+            .filter(|&&b| owner(&before, b) != owner(&after, b))
+            .count();
+        assert!(moved <= 15, "{moved} of 300 blocks moved");
     }
 }

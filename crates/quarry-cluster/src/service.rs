@@ -60,9 +60,15 @@ pub trait Tenants: Send + Sync + 'static {
             .block_ids()
             .iter()
             .copied()
-            .chain(searcher.damaged().iter().filter_map(|d| d.block))
-            .filter(|&id| self.is_published(id))
-            .map(|id| (id, None))
+            .zip(searcher.blocks().iter().map(|block| block.file_len()))
+            .chain(
+                searcher
+                    .damaged()
+                    .iter()
+                    .filter_map(|d| Some((d.block?, 0))),
+            )
+            .filter(|&(id, _)| self.is_published(id))
+            .map(|(id, bytes)| (id, None, bytes))
             .collect();
         Ok(Some(Planned {
             searcher,
@@ -91,8 +97,8 @@ pub struct Planned {
     /// indexers share; None: a catalog of its own (or a searcher).
     pub writer: Option<String>,
     /// The published blocks of the snapshot, each with its writer (None: this node's own
-    /// catalog, or not known).
-    pub blocks: Vec<(u64, Option<String>)>,
+    /// catalog, or not known) and its bytes (what the root deals them by).
+    pub blocks: Vec<(u64, Option<String>, u64)>,
 }
 
 /// How long a searched snapshot is kept for the fetch that follows, and how many are.
@@ -289,24 +295,25 @@ impl<T: Tenants> Leaf for LeafService<T> {
             blocks,
         } = planned;
         if asked.unanswered {
-            let unanswered = blocks
+            let (published, published_bytes) = blocks
                 .into_iter()
-                .filter(|(_, w)| w.as_ref().is_some_and(|w| !asked.answering.contains(w)))
-                .map(|(id, _)| id)
-                .collect();
+                .filter(|(_, w, _)| w.as_ref().is_some_and(|w| !asked.answering.contains(w)))
+                .map(|(id, _, bytes)| (id, bytes))
+                .unzip();
             return Ok(Response::new(proto::PlanReply {
                 snapshot: 0,
-                published: unanswered,
+                published,
                 writer: String::new(),
+                published_bytes,
             }));
         }
         // An indexer of a shared catalog lists its own blocks only (it may search others'
         // too: their writers list them, or a searcher does).
-        let published = blocks
+        let (published, published_bytes) = blocks
             .into_iter()
-            .filter(|(_, w)| writer.is_none() || w == &writer)
-            .map(|(id, _)| id)
-            .collect();
+            .filter(|(_, w, _)| writer.is_none() || w == &writer)
+            .map(|(id, _, bytes)| (id, bytes))
+            .unzip();
         let snapshot = self
             .snapshots
             .lock()
@@ -316,6 +323,7 @@ impl<T: Tenants> Leaf for LeafService<T> {
             snapshot,
             published,
             writer: writer.unwrap_or_default(),
+            published_bytes,
         }))
     }
 

@@ -1129,15 +1129,22 @@ impl LiveIndex {
         self.seal_round()?;
         let mut state = self.state();
         let searcher = self.snapshot_of(&mut state);
-        let blocks = searcher
+        let sized = searcher
             .block_ids()
             .iter()
             .copied()
-            .chain(searcher.damaged().iter().filter_map(|d| d.block))
-            .filter(|&id| is_published_block(id))
-            .map(|id| {
+            .zip(searcher.blocks().iter().map(|block| block.file_len()))
+            .chain(
+                searcher
+                    .damaged()
+                    .iter()
+                    .filter_map(|d| Some((d.block?, 0))),
+            );
+        let blocks = sized
+            .filter(|&(id, _)| is_published_block(id))
+            .map(|(id, bytes)| {
                 let writer = state.foreign.get(&id).cloned();
-                (id, writer.or_else(|| self.writer.clone()))
+                (id, writer.or_else(|| self.writer.clone()), bytes)
             })
             .collect();
         Ok((searcher, blocks))
@@ -1923,8 +1930,9 @@ fn foreign_listing(catalog: &dyn Metastore, config: &IngestConfig) -> Vec<(Block
         .collect()
 }
 
-/// A published block of a snapshot and its writer (`LiveIndex::planned_snapshot`).
-pub type BlockWriter = (u64, Option<String>);
+/// A published block of a snapshot: its id, writer and bytes (`LiveIndex::planned_snapshot`;
+/// 0 bytes for a block that could not be opened).
+pub type BlockWriter = (u64, Option<String>, u64);
 
 /// How long blocks that left the catalog stay searchable for plans made before (at most the
 /// retired grace, after which a shared store's objects go).

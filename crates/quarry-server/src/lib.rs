@@ -835,12 +835,13 @@ async fn writes_refused_on_a_searcher(
         "_pit",
         "scroll",
     ];
-    // In a cluster, ingest sent to a searcher goes on to an indexer (traffic.rs).
-    if state.ingest_router.is_some()
-        && (last == "ingest" || last == "_bulk")
+    // In a cluster, ingest sent to a searcher goes on to an indexer (traffic.rs): the
+    // native API's and Elasticsearch's `_bulk`.
+    let native_ingest = (last == "ingest" || last == "_bulk")
         && segments.len() == 4
-        && segments[..2] == ["api", "v1"]
-    {
+        && segments[..2] == ["api", "v1"];
+    let es_bulk = last == "_bulk" && segments.len() <= 2;
+    if state.ingest_router.is_some() && (native_ingest || es_bulk) {
         return next.run(request).await;
     }
     let reading = reads.contains(&last)

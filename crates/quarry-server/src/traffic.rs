@@ -17,7 +17,12 @@
 //!   next (nothing was sent: no event can be taken twice). An indexer that took the request
 //!   and did not answer is a 502 naming it: the events may be in its WAL, and only the client
 //!   can tell whether to send them again. A forwarded request carries `x-quarry-forwarded` and
-//!   is taken where it lands.
+//!   is taken where it lands. Elasticsearch's `_bulk` is routed by the index its path names,
+//!   or (`/_bulk`) its first action names: any indexer takes any tenant's events, so the
+//!   routes only spread the load, and a bulk over several indices is taken whole by one.
+//! - **Idempotency keys.** A request with an `Idempotency-Key` goes to the routed indexer that
+//!   key ranks first (rendezvous hashing), not to a pick by shares: its retry reaches the
+//!   indexer that remembers the key for as long as the tenant's routes hold.
 
 use crate::ApiError;
 use axum::body::Body;
@@ -149,6 +154,13 @@ impl Router {
     /// Where ingest for `tenant` goes, in order of preference: a routed indexer picked by the
     /// shares, the other routed ones, then the tenant's home indexer; live indexers only.
     pub fn targets(&self, tenant: &str) -> Vec<String> {
+        self.targets_for(tenant, None)
+    }
+
+    /// `targets`; with an idempotency key, the routed indexers in an order that key alone
+    /// sets (rendezvous hashing of key and indexer), so a retry goes where the first try went
+    /// while the routes hold, and the indexer that remembers the key answers it.
+    pub fn targets_for(&self, tenant: &str, key: Option<&str>) -> Vec<String> {
         let view = self.view.read().unwrap_or_else(PoisonError::into_inner);
         let live = |url: &str| view.indexers.iter().any(|ix| ix.name == url);
         let mut routes: Vec<&Route> = view
@@ -159,7 +171,13 @@ impl Router {
             .filter(|route| live(&route.indexer))
             .collect();
         let total: u64 = routes.iter().map(|route| route.rate.max(1)).sum();
-        if total > 0 {
+        if let Some(key) = key {
+            routes.sort_by_key(|route| {
+                let mut hasher = std::collections::hash_map::DefaultHasher::new();
+                std::hash::Hash::hash(&(key, &route.indexer), &mut hasher);
+                std::cmp::Reverse(std::hash::Hasher::finish(&hasher))
+            });
+        } else if total > 0 {
             // Weighted: the n-th request's point in [0, total), spread by a fixed hash.
             let n = self.picks.fetch_add(1, Ordering::Relaxed);
             let mut point = n.wrapping_mul(0x9e37_79b9_7f4a_7c15) % total;
@@ -245,12 +263,27 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// The tenant an ingest path names: `/api/v1/{tenant}/ingest` or `/api/v1/{tenant}/_bulk`.
+/// The tenant an ingest path routes by: the native API's, or the index of Elasticsearch's
+/// `/{index}/_bulk`. `Some("")` for `/_bulk`, which names its indices in the body
+/// (`bulk_index`).
 fn ingest_tenant(path: &str) -> Option<&str> {
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     match segments.as_slice() {
-        ["api", "v1", tenant, "ingest" | "_bulk"] => Some(tenant),
+        ["api", "v1", tenant, "ingest" | "_bulk"] | [tenant, "_bulk"] => Some(tenant),
+        ["_bulk"] => Some(""),
         _ => None,
     }
+}
+
+/// The index a bulk body's first action names (`{"index": {"_index": "logs"}}`), which routes
+/// the whole body (any indexer takes any tenant's events: the routes only spread the load).
+fn bulk_index(body: &[u8]) -> Option<String> {
+    let first = body
+        .split(|&b| b == b'\n')
+        .find(|line| !line.trim_ascii().is_empty())?;
+    let action: serde_json::Value = serde_json::from_slice(first).ok()?;
+    let (_, meta) = action.as_object()?.iter().next()?;
+    Some(meta.get("_index")?.as_str()?.to_owned())
 }
 
 /// Routes an ingest request to an indexer of its tenant (module documentation). Without a
@@ -263,7 +296,7 @@ pub(crate) async fn route_ingest(
     let Some(router) = state.ingest_router.clone() else {
         return next.run(request).await;
     };
-    let Some(tenant) = ingest_tenant(request.uri().path()).map(str::to_owned) else {
+    let Some(mut tenant) = ingest_tenant(request.uri().path()).map(str::to_owned) else {
         return next.run(request).await;
     };
     let length = request
@@ -271,12 +304,21 @@ pub(crate) async fn route_ingest(
         .get(axum::http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
         .unwrap_or(0);
+    let forwarded = request.headers().contains_key(FORWARDED);
+    if forwarded && router.indexer {
+        router.count(&tenant, length);
+        return next.run(request).await;
+    }
+    let key = request
+        .headers()
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let me = router.me();
-    let targets = router.targets(&tenant);
+    let mut targets = router.targets_for(&tenant, key.as_deref());
     let here = router.indexer
-        && (request.headers().contains_key(FORWARDED)
-            || targets.is_empty()
-            || targets.first() == me.as_ref());
+        && !tenant.is_empty()
+        && (targets.is_empty() || targets.first() == me.as_ref());
     if here {
         router.count(&tenant, length);
         return next.run(request).await;
@@ -292,6 +334,12 @@ pub(crate) async fn route_ingest(
             .into_response()
         }
     };
+    if tenant.is_empty() {
+        // `/_bulk`: routed by the index its first action names (a body naming none is
+        // answered where it is, by the bulk handler's errors, or by an indexer).
+        tenant = bulk_index(&body).unwrap_or_default();
+        targets = router.targets_for(&tenant, key.as_deref());
+    }
     let mut refused = Vec::new();
     for target in &targets {
         if Some(target) == me.as_ref() && router.indexer {
@@ -553,7 +601,43 @@ mod tests {
     fn ingest_paths_name_their_tenant() {
         assert_eq!(ingest_tenant("/api/v1/team-a/ingest"), Some("team-a"));
         assert_eq!(ingest_tenant("/api/v1/team-a/_bulk"), Some("team-a"));
-        assert_eq!(ingest_tenant("/_bulk"), None);
+        assert_eq!(ingest_tenant("/logs/_bulk"), Some("logs"));
+        assert_eq!(ingest_tenant("/_bulk"), Some(""));
         assert_eq!(ingest_tenant("/api/v1/team-a/search"), None);
+        assert_eq!(ingest_tenant("/logs/_search"), None);
+        let body = b"\n{\"create\": {\"_index\": \"team-b\", \"_id\": \"1\"}}\n{\"a\": 1}\n";
+        assert_eq!(bulk_index(body).as_deref(), Some("team-b"));
+        assert_eq!(bulk_index(b"{\"index\": {}}\n{}\n"), None);
+        assert_eq!(bulk_index(b"not json\n"), None);
+    }
+
+    /// A request with an idempotency key goes to the same indexer every time while the
+    /// routes hold (the one that remembers the key), and keys spread over the routes.
+    #[test]
+    fn a_key_picks_the_same_indexer_each_time() {
+        let router = Router::new(false);
+        let mut table = RoutingTable::new();
+        let route = |indexer: &str| Route {
+            indexer: indexer.into(),
+            rate: 50,
+        };
+        table.insert("t", vec![route("http://a"), route("http://b")]);
+        router.set_view(
+            indexers(&["http://a", "http://b"]),
+            Some((1, table_to_json(&table))),
+        );
+        let mut firsts: HashMap<String, usize> = HashMap::new();
+        for k in 0..200 {
+            let key = format!("batch-{k}");
+            let first = router.targets_for("t", Some(&key));
+            for _ in 0..5 {
+                assert_eq!(router.targets_for("t", Some(&key)), first);
+            }
+            *firsts.entry(first[0].clone()).or_default() += 1;
+        }
+        assert!(
+            firsts.len() == 2 && firsts.values().all(|&n| n > 60),
+            "{firsts:?}"
+        );
     }
 }

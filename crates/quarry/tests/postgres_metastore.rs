@@ -923,4 +923,32 @@ fn ingest_is_routed_to_the_indexers_from_any_node() {
         assert_eq!(count, sent, "{answer}");
         assert_eq!(answer["partial"], false, "{answer}");
     }
+
+    // Elasticsearch's _bulk, sent to the searcher: forwarded to an indexer, by the index in
+    // the path or in the first action.
+    for (round, target) in ["/default/_bulk", "/_bulk"].iter().enumerate() {
+        let body: String = (sent..sent + 10)
+            .map(|n| {
+                format!(
+                    "{}\n{}\n",
+                    json!({"index": {"_index": "default"}}),
+                    json!({"message": format!("routed event {n}"), "n": n})
+                )
+            })
+            .collect();
+        let (status, answer) = call(
+            nodes[2].as_ref().unwrap(),
+            "POST",
+            target,
+            Some(ADMIN),
+            &body,
+        );
+        assert_eq!(status, 200, "round {round}: {answer}");
+        assert_eq!(answer["errors"], false, "{answer}");
+        sent += 10;
+    }
+    for node in nodes.iter().flatten() {
+        let (count, answer) = count_on(node);
+        assert_eq!(count, sent, "{answer}");
+    }
 }

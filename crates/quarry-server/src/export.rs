@@ -10,7 +10,7 @@
 //! stream began ends the stream without its final chunk, so the client sees an error, never a
 //! silently shorter export.
 
-use crate::{event_json, search_request, ApiError, AppState};
+use crate::{native_event_json, search_request, ApiError, AppState};
 use axum::body::{Body, Bytes};
 use axum::extract::{Path as UrlPath, RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderValue};
@@ -129,7 +129,7 @@ fn next_page(request: &SearchRequest, page: &SearchResponse) -> Option<SearchReq
 fn lines(page: &SearchResponse) -> Bytes {
     let mut out = Vec::with_capacity(page.hits.len() * 256);
     for hit in &page.hits {
-        let mut event = event_json(&hit.event);
+        let mut event = native_event_json(&hit.event);
         event.insert("_time".to_owned(), format_time(hit.time).into());
         // Writing a JSON value into a Vec cannot fail.
         let _ = serde_json::to_writer(&mut out, &event);

@@ -1496,6 +1496,19 @@ pub(crate) fn event_json(
         .collect()
 }
 
+/// An event as the native API shows it (search, export, tail): every field the user sent, not
+/// the hidden one that keeps how an Elasticsearch document gave its time
+/// (`live::TIME_AS_SENT_FIELD`, which only its `_source` reads).
+pub(crate) fn native_event_json(
+    fields: &[(String, quarry_format::Value)],
+) -> serde_json::Map<String, JsonValue> {
+    fields
+        .iter()
+        .filter(|(name, _)| name != live::TIME_AS_SENT_FIELD)
+        .map(|(name, value)| (name.clone(), value_to_json(value)))
+        .collect()
+}
+
 /// The response body: the fields the CLI prints as lines, in one object.
 pub fn response_json(response: &SearchResponse) -> JsonValue {
     let hits: Vec<JsonValue> = response
@@ -1505,7 +1518,7 @@ pub fn response_json(response: &SearchResponse) -> JsonValue {
             let mut json = json!({
                 "_time": format_time(hit.time),
                 "score": hit.score.map(f64::from),
-                "event": event_json(&hit.event),
+                "event": native_event_json(&hit.event),
             });
             if let Some(cursor) = hit.cursor {
                 json["_cursor"] = cursor.to_string().into();

@@ -261,8 +261,7 @@ async fn cluster_tail(
                             continue;
                         }
                     }
-                    let data =
-                        json!({"_time": format_time(time), "event": crate::event_json(&event)});
+                    let data = json!({"_time": format_time(time), "event": crate::native_event_json(&event)});
                     let event = Event::default()
                         .event("hit")
                         .id(ids.next(time))
@@ -448,10 +447,9 @@ impl EventIds {
 
 fn hit_event(ids: &mut EventIds, hit: &HitEvent) -> Event {
     let (time, fields) = (hit.time, &hit.event);
-    Event::default()
-        .event("hit")
-        .id(ids.next(time))
-        .data(json!({"_time": format_time(time), "event": crate::event_json(fields)}).to_string())
+    Event::default().event("hit").id(ids.next(time)).data(
+        json!({"_time": format_time(time), "event": crate::native_event_json(fields)}).to_string(),
+    )
 }
 
 #[cfg(test)]

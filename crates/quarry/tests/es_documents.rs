@@ -531,6 +531,20 @@ fn time_keys_stay_searchable_under_their_names() {
             let (_, answer) = server.get(&format!("/tk/_doc/{id}"));
             assert_eq!(answer["_source"], *doc, "{when}: {id}");
         }
+        // The native API shows what was sent, not the field that keeps how the time was
+        // given (which the `_source` above is made from).
+        let (status, native) = server.get("/api/v1/tk/search?query=*&limit=100");
+        assert_eq!(status, 200, "{native}");
+        let hits = native["hits"].as_array().unwrap();
+        assert_eq!(hits.len(), docs.len(), "{when}");
+        for hit in hits {
+            let event = hit["event"].as_object().unwrap();
+            assert!(
+                event.keys().all(|k| !k.starts_with("_time")),
+                "{when}: {hit}"
+            );
+            assert!(event["i"].is_u64(), "{when}: {hit}");
+        }
     };
     let server = start(&data);
     let (status, answer) = server.request("POST", "/_bulk", Some(&body));

@@ -57,16 +57,7 @@ pub trait Tenants: Send + Sync + 'static {
             return Ok(None);
         };
         let blocks = searcher
-            .block_ids()
-            .iter()
-            .copied()
-            .zip(searcher.blocks().iter().map(|block| block.file_len()))
-            .chain(
-                searcher
-                    .damaged()
-                    .iter()
-                    .filter_map(|d| Some((d.block?, 0))),
-            )
+            .block_sizes()
             .filter(|&(id, _)| self.is_published(id))
             .map(|(id, bytes)| (id, None, bytes))
             .collect();

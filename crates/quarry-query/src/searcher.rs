@@ -451,6 +451,16 @@ impl Searcher {
         &self.block_ids
     }
 
+    /// Every block of the snapshot with its bytes: the searchable ones, then the damaged ones
+    /// that have an id (0 bytes: they were not opened).
+    pub fn block_sizes(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.block_ids
+            .iter()
+            .copied()
+            .zip(self.blocks.iter().map(|block| block.file_len()))
+            .chain(self.damaged.iter().filter_map(|d| Some((d.block?, 0))))
+    }
+
     /// The same searcher seeing only the docs whose `_time` `keep` accepts; the others are
     /// left out as deleted docs are (a slice of a sliced scroll: quarry-server's es_scroll.rs).
     pub fn only_times(&self, keep: impl Fn(i64) -> bool) -> Result<Searcher> {

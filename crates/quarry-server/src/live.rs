@@ -1129,18 +1129,8 @@ impl LiveIndex {
         self.seal_round()?;
         let mut state = self.state();
         let searcher = self.snapshot_of(&mut state);
-        let sized = searcher
-            .block_ids()
-            .iter()
-            .copied()
-            .zip(searcher.blocks().iter().map(|block| block.file_len()))
-            .chain(
-                searcher
-                    .damaged()
-                    .iter()
-                    .filter_map(|d| Some((d.block?, 0))),
-            );
-        let blocks = sized
+        let blocks = searcher
+            .block_sizes()
             .filter(|&(id, _)| is_published_block(id))
             .map(|(id, bytes)| {
                 let writer = state.foreign.get(&id).cloned();
@@ -1156,7 +1146,7 @@ impl LiveIndex {
     /// live tails as a seal's are.
     pub fn refresh(&self) -> Result<(usize, usize)> {
         let _following = lock(&self.following);
-        let listing = {
+        let (listing, own) = {
             let mut catalog = self.catalog();
             let settings_before = catalog.settings().clone();
             let changed = match catalog.refresh() {
@@ -1187,7 +1177,6 @@ impl LiveIndex {
                 catalog.blocks().iter().map(|b| b.id).collect();
             (foreign_listing(&**catalog, &self.config), own)
         };
-        let (listing, own) = listing;
         let known = self.state().block_ids();
         let new: Vec<BlockEntry> = listing
             .iter()

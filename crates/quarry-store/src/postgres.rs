@@ -346,6 +346,18 @@ fn insert_blocks(
     Ok(())
 }
 
+/// The block a row lists, its first columns `id, docs, time_min, time_max, bytes, open_from`.
+fn block_of(row: &::postgres::Row) -> Result<BlockEntry, PgFailure> {
+    Ok(BlockEntry {
+        id: from_db(row.get(0), "block id")?,
+        docs: from_db(row.get(1), "docs")?,
+        time_min: row.get(2),
+        time_max: row.get(3),
+        bytes: from_db(row.get(4), "bytes")?,
+        open_from: from_db(row.get(5), "open_from")?,
+    })
+}
+
 /// The settings (as stored, `settings`), blocks and WAL checkpoints of catalog `catalog`.
 fn load(tx: &mut Transaction<'_>, catalog: &str, settings: &str) -> Result<Loaded, PgFailure> {
     let settings = parse_settings(catalog, settings)?;
@@ -357,14 +369,7 @@ fn load(tx: &mut Transaction<'_>, catalog: &str, settings: &str) -> Result<Loade
         &[&catalog],
     )? {
         writers.push(row.get::<_, String>(6));
-        blocks.push(BlockEntry {
-            id: from_db(row.get(0), "block id")?,
-            docs: from_db(row.get(1), "docs")?,
-            time_min: row.get(2),
-            time_max: row.get(3),
-            bytes: from_db(row.get(4), "bytes")?,
-            open_from: from_db(row.get(5), "open_from")?,
-        });
+        blocks.push(block_of(&row)?);
     }
     let mut wal = BTreeMap::new();
     for row in tx.query(
@@ -858,17 +863,7 @@ impl Metastore for PgMetastore {
                  RETURNING id, docs, time_min, time_max, bytes, open_from, seq",
                 &[&catalog, &writer, &silent],
             )? {
-                blocks.push((
-                    row.get::<_, i64>(6),
-                    BlockEntry {
-                        id: from_db(row.get(0), "block id")?,
-                        docs: from_db(row.get(1), "docs")?,
-                        time_min: row.get(2),
-                        time_max: row.get(3),
-                        bytes: from_db(row.get(4), "bytes")?,
-                        open_from: from_db(row.get(5), "open_from")?,
-                    },
-                ));
+                blocks.push((row.get::<_, i64>(6), block_of(&row)?));
             }
             tx.commit()?;
             if !silent.is_empty() || !blocks.is_empty() {

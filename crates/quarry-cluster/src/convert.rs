@@ -308,16 +308,7 @@ pub fn answer_to_proto(answer: &LeafAnswer, snapshot: u64) -> Result<proto::Sear
             .flatten()
             .map(|&(start, count)| proto::Bucket { start, count })
             .collect(),
-        failed: answer
-            .failed
-            .iter()
-            .map(|f| proto::FailedBlock {
-                block: f.block,
-                location: f.location.clone(),
-                error: f.error.clone(),
-                unreadable: f.unreadable,
-            })
-            .collect(),
+        failed: answer.failed.iter().map(failed_to_proto).collect(),
         snapshot,
         aggregations: answer.aggregations.as_ref().map(AggPartial::to_bytes),
         tree: answer
@@ -327,6 +318,42 @@ pub fn answer_to_proto(answer: &LeafAnswer, snapshot: u64) -> Result<proto::Sear
             .transpose()
             .map_err(|e| Status::invalid_argument(e.to_string()))?,
     })
+}
+
+pub fn failed_to_proto(failed: &FailedBlock) -> proto::FailedBlock {
+    proto::FailedBlock {
+        block: failed.block,
+        location: failed.location.clone(),
+        error: failed.error.clone(),
+        unreadable: failed.unreadable,
+    }
+}
+
+pub fn failed_from_proto(failed: &proto::FailedBlock) -> FailedBlock {
+    FailedBlock {
+        block: failed.block,
+        location: failed.location.clone(),
+        error: failed.error.clone(),
+        unreadable: failed.unreadable,
+    }
+}
+
+/// A leaf's field summary.
+pub fn fields_to_proto(
+    fields: &std::collections::BTreeMap<String, quarry_query::FieldSummary>,
+    failed: &[FailedBlock],
+) -> proto::FieldsReply {
+    proto::FieldsReply {
+        fields: fields
+            .iter()
+            .map(|(name, summary)| proto::FieldTypes {
+                name: name.clone(),
+                types: summary.types.clone().into_iter().collect(),
+                full_text: summary.full_text,
+            })
+            .collect(),
+        failed: failed.iter().map(failed_to_proto).collect(),
+    }
 }
 
 /// A leaf's answer to `request` (its aggregation states checked against the request's).
@@ -345,16 +372,7 @@ pub fn answer_from_proto(
         histogram: reply
             .has_histogram
             .then(|| reply.histogram.iter().map(|b| (b.start, b.count)).collect()),
-        failed: reply
-            .failed
-            .iter()
-            .map(|f| FailedBlock {
-                block: f.block,
-                location: f.location.clone(),
-                error: f.error.clone(),
-                unreadable: f.unreadable,
-            })
-            .collect(),
+        failed: reply.failed.iter().map(failed_from_proto).collect(),
         aggregations: match &reply.aggregations {
             Some(bytes) => Some(
                 AggPartial::from_bytes(bytes, &request.aggregations).map_err(|e| e.to_string())?,

@@ -12,13 +12,17 @@ use quarry_query::leaf::{
     TimeSpan,
 };
 use quarry_query::weight::GlobalStats;
-use quarry_query::SortOrder;
+use quarry_query::{FieldSummary, SortOrder};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 use tonic::metadata::MetadataValue;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Request, Status};
+
+/// Why an answer lacks an indexer that is down (`Root::set_absent`).
+const ABSENT_INDEXER: &str = "an indexer that stopped beating without leaving the cluster: \
+     events it acknowledged and had not published yet are missing until it is back";
 
 /// How long a leaf may take over one call before the root gives up on it.
 const LEAF_TIMEOUT: Duration = Duration::from_secs(30);
@@ -62,6 +66,39 @@ pub struct RootAnswer {
     /// Blocks leaves left out.
     pub failed_blocks: Vec<(String, FailedBlock)>,
     /// Leaves that did not answer, with why: the answer lacks their data.
+    pub failed_leaves: Vec<(String, String)>,
+    /// The snapshots the search read: later pages searched over them (`Root::search_pinned`)
+    /// see the cluster as this one did.
+    pub pin: Option<Pin>,
+}
+
+/// The snapshots one search read, leaf by leaf (each kept by its leaf for a while after its
+/// last use): an export's pages read one snapshot of the cluster, as on one node, so
+/// ingest, flushes and merges under way neither repeat nor skip an event.
+#[derive(Clone)]
+pub struct Pin {
+    leaves: Arc<Leaves>,
+    /// (leaf, snapshot) of each share that answered.
+    searched: Vec<(usize, u64)>,
+}
+
+impl std::fmt::Debug for Pin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let shares: Vec<String> = self
+            .searched
+            .iter()
+            .map(|&(leaf, snapshot)| format!("{}#{snapshot}", self.leaves.list[leaf].0))
+            .collect();
+        f.debug_tuple("Pin").field(&shares).finish()
+    }
+}
+
+/// The fields of a tenant over a cluster (`Root::fields`).
+#[derive(Debug, Default)]
+pub struct RootFields {
+    pub fields: std::collections::BTreeMap<String, FieldSummary>,
+    /// Blocks leaves left out, and leaves that did not answer: the summary lacks them.
+    pub failed_blocks: Vec<(String, FailedBlock)>,
     pub failed_leaves: Vec<(String, String)>,
 }
 
@@ -139,14 +176,95 @@ impl Root {
         query: &LeafQuery,
         request: &LeafRequest,
     ) -> Result<RootAnswer, ClusterError> {
-        let mut answer = self.leaves().search(tenant, query, request).await?;
+        let leaves = self.leaves();
+        let mut answer = RootAnswer::default();
+        let (parts, mut dealer) = leaves.plan(tenant, &mut answer).await?;
+        let searched = leaves
+            .search(tenant, query, request, parts, &mut dealer, &mut answer)
+            .await?;
+        answer.pin = Some(Pin { leaves, searched });
         for endpoint in self.absent() {
-            answer.failed_leaves.push((
-                endpoint,
-                "an indexer that stopped beating without leaving the cluster: events it \
-                 acknowledged and had not published yet are missing until it is back"
-                    .to_owned(),
-            ));
+            answer
+                .failed_leaves
+                .push((endpoint, ABSENT_INDEXER.to_owned()));
+        }
+        Ok(answer)
+    }
+
+    /// Answers `request` over the snapshots an earlier search read (`RootAnswer::pin`), not
+    /// planned afresh: what a leaf no longer keeps, or that does not answer, is a failed
+    /// leaf (a partial answer), never searched over newer data.
+    pub async fn search_pinned(
+        &self,
+        pin: &Pin,
+        tenant: &str,
+        query: &LeafQuery,
+        request: &LeafRequest,
+    ) -> Result<RootAnswer, ClusterError> {
+        let parts = pin
+            .searched
+            .iter()
+            .map(|&(leaf, snapshot)| Part {
+                leaf,
+                scope: Some(proto::Scope {
+                    kind: Some(proto::scope::Kind::Searched(snapshot)),
+                }),
+                blocks: Vec::new(),
+            })
+            .collect();
+        let mut dealer = Dealer {
+            searchers: Vec::new(),
+            endpoints: Vec::new(),
+            bytes: Default::default(),
+        };
+        let mut answer = RootAnswer::default();
+        let searched = pin
+            .leaves
+            .search(tenant, query, request, parts, &mut dealer, &mut answer)
+            .await?;
+        answer.pin = Some(Pin {
+            leaves: pin.leaves.clone(),
+            searched,
+        });
+        Ok(answer)
+    }
+
+    /// Every field of `tenant` over the cluster, planned as a search is (each block read by
+    /// one leaf, an indexer's events in memory by that indexer), with the events per value
+    /// type summed.
+    pub async fn fields(&self, tenant: &str) -> Result<RootFields, ClusterError> {
+        let leaves = self.leaves();
+        let mut failures = RootAnswer::default();
+        let (parts, mut dealer) = leaves.plan(tenant, &mut failures).await?;
+        let replies = leaves
+            .scatter(parts, &mut dealer, &mut failures, |mut client, scope| {
+                let asked = proto::FieldsRequest {
+                    tenant: tenant.to_owned(),
+                    scope,
+                };
+                async move { client.fields(asked).await }
+            })
+            .await?;
+        let mut answer = RootFields::default();
+        for (part, reply) in replies {
+            let endpoint = &leaves.list[part.leaf].0;
+            for field in reply.fields {
+                let summary = FieldSummary {
+                    types: field.types.into_iter().collect(),
+                    full_text: field.full_text,
+                };
+                answer.fields.entry(field.name).or_default().merge(&summary);
+            }
+            for failed in &reply.failed {
+                let failed = convert::failed_from_proto(failed);
+                answer.failed_blocks.push((endpoint.clone(), failed));
+            }
+        }
+        answer.failed_leaves = failures.failed_leaves;
+        for endpoint in self.absent() {
+            answer
+                .failed_leaves
+                .push((endpoint, ABSENT_INDEXER.to_owned()));
         }
         Ok(answer)
     }
@@ -300,75 +418,55 @@ impl Leaves {
         })
     }
 
+    /// Searches `parts` (planned by `plan`, or pinned) into `answer`; returns the (leaf,
+    /// snapshot) of each share that answered.
     async fn search(
         &self,
         tenant: &str,
         query: &LeafQuery,
         request: &LeafRequest,
-    ) -> Result<RootAnswer, ClusterError> {
-        let mut answer = RootAnswer::default();
-        let (mut parts, mut dealer) = self.plan(tenant, &mut answer).await?;
-
-        let stats = if request.sort == SortOrder::Relevance && request.limit > 0 {
+        parts: Vec<Part>,
+        dealer: &mut Dealer,
+        answer: &mut RootAnswer,
+    ) -> Result<Vec<(usize, u64)>, ClusterError> {
+        let (parts, stats) = if request.sort == SortOrder::Relevance && request.limit > 0 {
+            let replies = self
+                .scatter(parts, dealer, answer, |mut client, scope| {
+                    let asked = proto::StatsRequest {
+                        query: Some(convert::query_to_proto(tenant, query)),
+                        scope,
+                    };
+                    async move { client.stats(asked).await }
+                })
+                .await?;
             let mut total = GlobalStats::default();
-            let mut pending = parts.clone();
-            parts.clear();
-            while !pending.is_empty() {
-                let replies = self
-                    .each(&pending, |mut client, scope| {
-                        let asked = proto::StatsRequest {
-                            query: Some(convert::query_to_proto(tenant, query)),
-                            scope,
-                        };
-                        async move { client.stats(asked).await }
-                    })
-                    .await;
-                let mut retried = Vec::new();
-                for (part, reply) in pending.into_iter().zip(replies) {
-                    match reply {
-                        Ok(stats) => {
-                            total.merge(&convert::stats_from_proto(stats));
-                            parts.push(part);
-                        }
-                        Err(status) => {
-                            retried.extend(self.failed(&mut answer, &mut dealer, part, status)?)
-                        }
-                    }
-                }
-                pending = retried;
+            let mut parts = Vec::with_capacity(replies.len());
+            for (part, stats) in replies {
+                total.merge(&convert::stats_from_proto(stats));
+                parts.push(part);
             }
-            Some(total)
+            (parts, Some(total))
         } else {
-            None
+            (parts, None)
         };
 
         // Each part's answer, with the snapshot it searched (for the fetch).
-        let mut answers: Vec<(usize, u64, LeafAnswer)> = Vec::new();
-        let mut pending = parts;
         let asked = convert::request_to_proto(tenant, query, request, stats.as_ref())?;
-        while !pending.is_empty() {
-            let replies = self
-                .each(&pending, |mut client, scope| {
-                    let mut asked = asked.clone();
-                    asked.scope = scope;
-                    async move { client.search(asked).await }
-                })
-                .await;
-            let mut retried = Vec::new();
-            for (part, reply) in pending.into_iter().zip(replies) {
-                match reply.map(|r| (r.snapshot, convert::answer_from_proto(&r, request))) {
-                    Ok((snapshot, Ok(leaf_answer))) => {
-                        answers.push((part.leaf, snapshot, leaf_answer))
-                    }
-                    Ok((_, Err(message))) => answer
-                        .failed_leaves
-                        .push((self.list[part.leaf].0.clone(), message)),
-                    Err(status) => {
-                        retried.extend(self.failed(&mut answer, &mut dealer, part, status)?)
-                    }
-                }
+        let replies = self
+            .scatter(parts, dealer, answer, |mut client, scope| {
+                let mut asked = asked.clone();
+                asked.scope = scope;
+                async move { client.search(asked).await }
+            })
+            .await?;
+        let mut answers: Vec<(usize, u64, LeafAnswer)> = Vec::new();
+        for (part, reply) in replies {
+            match convert::answer_from_proto(&reply, request) {
+                Ok(leaf_answer) => answers.push((part.leaf, reply.snapshot, leaf_answer)),
+                Err(message) => answer
+                    .failed_leaves
+                    .push((self.list[part.leaf].0.clone(), message)),
             }
-            pending = retried;
         }
 
         // The best hits of all leaves, each with the leaf and snapshot it came from (block
@@ -396,7 +494,7 @@ impl Leaves {
         // Fetch: each leaf's kept hits from the snapshot it searched, all leaves at once.
         let mut events: Vec<Option<Vec<(String, Value)>>> = vec![None; tagged.len()];
         let mut fetching = tokio::task::JoinSet::new();
-        for (index, snapshot) in snapshots {
+        for &(index, snapshot) in &snapshots {
             let positions: Vec<usize> = (0..tagged.len())
                 .filter(|&p| (tagged[p].0, tagged[p].1) == (index, snapshot))
                 .collect();
@@ -450,7 +548,38 @@ impl Leaves {
                 event: event.unwrap_or_default(),
             })
             .collect();
-        Ok(answer)
+        Ok(snapshots)
+    }
+
+    /// Asks every part with `call`, all at once: a searcher's share that fails is dealt to
+    /// the other searchers and asked again (`failed`); any other failure is named in
+    /// `answer`. The replies with the parts that gave them.
+    async fn scatter<R, F, Fut>(
+        &self,
+        parts: Vec<Part>,
+        dealer: &mut Dealer,
+        answer: &mut RootAnswer,
+        call: F,
+    ) -> Result<Vec<(Part, R)>, ClusterError>
+    where
+        R: Send + 'static,
+        F: Fn(Client, Option<proto::Scope>) -> Fut,
+        Fut: std::future::Future<Output = Result<tonic::Response<R>, Status>> + Send + 'static,
+    {
+        let mut answered = Vec::with_capacity(parts.len());
+        let mut pending = parts;
+        while !pending.is_empty() {
+            let replies = self.each(&pending, &call).await;
+            let mut retried = Vec::new();
+            for (part, reply) in pending.into_iter().zip(replies) {
+                match reply {
+                    Ok(reply) => answered.push((part, reply)),
+                    Err(status) => retried.extend(self.failed(answer, dealer, part, status)?),
+                }
+            }
+            pending = retried;
+        }
+        Ok(answered)
     }
 
     /// The span over every leaf that answers (one that does not will fail the search that

@@ -121,11 +121,17 @@ impl Snapshots {
         self.next
     }
 
-    fn get(&self, tenant: &str, id: u64) -> Option<Arc<Searcher>> {
-        self.kept
+    /// Snapshot `id` of `tenant`, kept `SNAPSHOT_TTL` more from now (an export reads the same
+    /// snapshot page after page, for as long as it takes).
+    fn get(&mut self, tenant: &str, id: u64) -> Option<Arc<Searcher>> {
+        let position = self
+            .kept
             .iter()
-            .find(|(number, _, owner, _)| *number == id && owner == tenant)
-            .map(|(_, _, _, searcher)| searcher.clone())
+            .position(|(number, _, owner, _)| *number == id && owner == tenant)?;
+        let (number, _, owner, searcher) = self.kept.remove(position)?;
+        self.kept
+            .push_back((number, Instant::now(), owner, searcher.clone()));
+        Some(searcher)
     }
 }
 
@@ -159,16 +165,12 @@ impl<T: Tenants> LeafService<T> {
         match scope.and_then(|s| s.kind) {
             None => self.searcher(tenant),
             Some(Kind::UnpublishedOf(snapshot)) => {
-                let planned = self
-                    .snapshots
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .get(tenant, snapshot)
-                    .ok_or_else(|| gone(tenant, snapshot))?;
+                let planned = self.kept(tenant, snapshot)?;
                 Ok(Arc::new(
                     planned.only_blocks(|id| !self.tenants.is_published(id)),
                 ))
             }
+            Some(Kind::Searched(snapshot)) => self.kept(tenant, snapshot),
             Some(Kind::Blocks(asked)) => {
                 let wanted: std::collections::HashSet<u64> = asked.ids.iter().copied().collect();
                 let has_all = |searcher: &Searcher| {
@@ -226,6 +228,17 @@ impl<T: Tenants> LeafService<T> {
                 Ok(Arc::new(share))
             }
         }
+    }
+}
+
+impl<T: Tenants> LeafService<T> {
+    /// Snapshot `number` of `tenant`, kept by an earlier plan or search.
+    fn kept(&self, tenant: &str, number: u64) -> Result<Arc<Searcher>, Status> {
+        self.snapshots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(tenant, number)
+            .ok_or_else(|| gone(tenant, number))
     }
 }
 
@@ -355,6 +368,13 @@ impl<T: Tenants> Leaf for LeafService<T> {
         let leaf_request = convert::request_from_proto(&request)?;
         let (tenant, query) = convert::query_from_proto(request.query)?;
         let stats = request.stats.map(convert::stats_from_proto);
+        // A snapshot searched before is searched again under its own number.
+        let searched_before = match &request.scope {
+            Some(proto::Scope {
+                kind: Some(proto::scope::Kind::Searched(number)),
+            }) => Some(*number),
+            _ => None,
+        };
         let searcher = self.scoped(&tenant, request.scope)?;
         let searched = searcher.clone();
         let answer = blocking(move || {
@@ -364,11 +384,12 @@ impl<T: Tenants> Leaf for LeafService<T> {
                 .map_err(query_error)
         })
         .await?;
-        let snapshot = self
-            .snapshots
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .keep(&tenant, searcher);
+        let snapshot = searched_before.unwrap_or_else(|| {
+            self.snapshots
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .keep(&tenant, searcher)
+        });
         Ok(Response::new(convert::answer_to_proto(&answer, snapshot)?))
     }
 
@@ -377,12 +398,7 @@ impl<T: Tenants> Leaf for LeafService<T> {
         request: Request<proto::FetchRequest>,
     ) -> Result<Response<proto::FetchReply>, Status> {
         let request = request.into_inner();
-        let searcher = self
-            .snapshots
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&request.tenant, request.snapshot)
-            .ok_or_else(|| gone(&request.tenant, request.snapshot))?;
+        let searcher = self.kept(&request.tenant, request.snapshot)?;
         let hits: Vec<_> = request
             .hits
             .iter()
@@ -392,6 +408,21 @@ impl<T: Tenants> Leaf for LeafService<T> {
         Ok(Response::new(proto::FetchReply {
             events: events.iter().map(|e| convert::event_to_proto(e)).collect(),
         }))
+    }
+
+    async fn fields(
+        &self,
+        request: Request<proto::FieldsRequest>,
+    ) -> Result<Response<proto::FieldsReply>, Status> {
+        let request = request.into_inner();
+        let searcher = self.scoped(&request.tenant, request.scope)?;
+        let reply = blocking(move || {
+            let failed: Vec<quarry_query::leaf::FailedBlock> =
+                searcher.damaged().iter().map(Into::into).collect();
+            Ok(convert::fields_to_proto(&searcher.field_summary(), &failed))
+        })
+        .await?;
+        Ok(Response::new(reply))
     }
 
     type TailStream = std::pin::Pin<

@@ -32,7 +32,7 @@ use crate::cursor::Cursor;
 use crate::error::Result;
 use crate::field_sort::{FieldSort, SortCursor, SortValue};
 use crate::query::Query;
-use crate::searcher::{Hit, HitsRequest, Searcher, SortOrder};
+use crate::searcher::{DamagedBlock, Hit, HitsRequest, Searcher, SortOrder};
 use crate::weight::GlobalStats;
 use quarry_format::Value;
 use serde::{Deserialize, Serialize};
@@ -125,6 +125,17 @@ pub struct FailedBlock {
     pub unreadable: bool,
 }
 
+impl From<&DamagedBlock> for FailedBlock {
+    fn from(damaged: &DamagedBlock) -> FailedBlock {
+        FailedBlock {
+            block: damaged.block,
+            location: damaged.path.display().to_string(),
+            error: damaged.error.clone(),
+            unreadable: damaged.unreadable,
+        }
+    }
+}
+
 /// A leaf's partial answer, or the root's merge of several.
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct LeafAnswer {
@@ -206,16 +217,7 @@ impl Searcher {
         let mut snapshot = self.clone();
         let mut answer =
             snapshot.skip_damaged(|searcher| searcher.leaf_answer(query, request, stats))?;
-        answer.failed = snapshot
-            .damaged()
-            .iter()
-            .map(|damaged| FailedBlock {
-                block: damaged.block,
-                location: damaged.path.display().to_string(),
-                error: damaged.error.clone(),
-                unreadable: damaged.unreadable,
-            })
-            .collect();
+        answer.failed = snapshot.damaged().iter().map(FailedBlock::from).collect();
         Ok(answer)
     }
 

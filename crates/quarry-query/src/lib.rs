@@ -36,5 +36,6 @@ pub use error::QueryError;
 pub use query::Query;
 pub use request::{Bucket, HistogramInterval, HitEvent, SearchRequest, SearchResponse, Warning};
 pub use searcher::{
-    value_to_json, DamageReport, DamagedBlock, Hit, Hits, HitsRequest, Searcher, SortOrder,
+    value_to_json, DamageReport, DamagedBlock, FieldSummary, Hit, Hits, HitsRequest, Searcher,
+    SortOrder,
 };

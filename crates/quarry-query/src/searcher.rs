@@ -14,7 +14,7 @@ use quarry_format::column::ChunkCache;
 use quarry_format::{BlockReader, DecodeError, Value, TIME_FIELD};
 use quarry_index::{Analyzer, Schema};
 use quarry_store::{BlockStore, Catalog};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -27,6 +27,30 @@ pub enum SortOrder {
     TimeDesc,
     /// Oldest first (head).
     TimeAsc,
+}
+
+/// What a snapshot holds of one field (`Searcher::field_summary`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FieldSummary {
+    /// Events holding a value of each column type (`string`, `i64`, ...).
+    pub types: BTreeMap<String, u64>,
+    /// Some block tokenizes it: bare words search it.
+    pub full_text: bool,
+}
+
+impl FieldSummary {
+    /// Adds `other`'s events (another share of the same tenant's blocks).
+    pub fn merge(&mut self, other: &FieldSummary) {
+        for (ty, events) in &other.types {
+            *self.types.entry(ty.clone()).or_default() += events;
+        }
+        self.full_text |= other.full_text;
+    }
+
+    /// Events holding the field (a value of any type).
+    pub fn events(&self) -> u64 {
+        self.types.values().sum()
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -459,6 +483,25 @@ impl Searcher {
             .copied()
             .zip(self.blocks.iter().map(|block| block.file_len()))
             .chain(self.damaged.iter().filter_map(|d| Some((d.block?, 0))))
+    }
+
+    /// Every field of the snapshot: events per column type, and whether it is tokenized
+    /// (the UI's field list; a cluster's root merges its leaves' with `FieldSummary::merge`).
+    pub fn field_summary(&self) -> BTreeMap<String, FieldSummary> {
+        let mut fields: BTreeMap<String, FieldSummary> = BTreeMap::new();
+        for block in &self.blocks {
+            for field in &block.manifest().fields {
+                let summary = fields.entry(field.name.clone()).or_default();
+                for column in &field.columns {
+                    *summary
+                        .types
+                        .entry(column.ty.name().to_owned())
+                        .or_default() += column.present_count;
+                }
+                summary.full_text |= field.text.is_some();
+            }
+        }
+        fields
     }
 
     /// The same searcher seeing only the docs whose `_time` `keep` accepts; the others are

@@ -461,7 +461,7 @@ impl Level {
     /// Refuses number metrics over a field that holds strings (Elasticsearch refuses them on
     /// text and keyword fields).
     pub(crate) fn check_fields(&self, searcher: &Searcher) -> Result<(), ApiError> {
-        let summary = crate::field_summary(searcher);
+        let summary = searcher.field_summary();
         self.check_fields_in(&summary, searcher.schema())
     }
 
@@ -486,14 +486,18 @@ impl Level {
                 let date = schema.rules(field).is_some_and(|r| {
                     r.ty.date_unit_nanos().is_some() || r.ty == quarry_store::FieldType::Number
                 });
-                let holds = summary.get(field).filter(|_| !date).map(|(types, _)| {
-                    types
+                let holds = summary.get(field).filter(|_| !date).map(|summary| {
+                    summary
+                        .types
                         .iter()
                         .find(|(ty, count)| {
                             **count > 0
-                                && !matches!(**ty, "i64" | "u64" | "f64" | "bool" | "timestamp")
+                                && !matches!(
+                                    ty.as_str(),
+                                    "i64" | "u64" | "f64" | "bool" | "timestamp"
+                                )
                         })
-                        .map(|(ty, _)| *ty)
+                        .map(|(ty, _)| ty.as_str())
                 });
                 if let (true, Some(Some(ty))) = (kind.needs_numbers(), holds) {
                     let ty = if ty == "json" { "string" } else { ty };

@@ -356,7 +356,7 @@ pub(crate) fn mapping_of(live: &LiveIndex) -> JsonValue {
     let timed = searcher
         .count(&untimed)
         .map_or(true, |n| n < searcher.doc_count());
-    for (name, (types, _)) in crate::field_summary(&searcher) {
+    for (name, quarry_query::FieldSummary { types, .. }) in searcher.field_summary() {
         if name == quarry_format::TIME_FIELD && !timed {
             continue;
         }
@@ -1555,8 +1555,7 @@ fn insert_path(
     }
 }
 
-pub(crate) type FieldSummary =
-    std::collections::BTreeMap<String, (std::collections::BTreeMap<&'static str, u64>, bool)>;
+pub(crate) type FieldSummary = std::collections::BTreeMap<String, quarry_query::FieldSummary>;
 
 /// A search body's `pit`: `{"id": ..., "keep_alive": "1m"}`.
 fn point_in_time(value: &JsonValue) -> Result<(String, Option<std::time::Duration>), ApiError> {

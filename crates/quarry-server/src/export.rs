@@ -16,7 +16,7 @@ use axum::extract::{Path as UrlPath, RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use quarry_index::event::format_time;
-use quarry_query::{SearchRequest, SearchResponse, SortOrder, Warning};
+use quarry_query::{SearchRequest, SearchResponse, Searcher, SortOrder, Warning};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
@@ -54,16 +54,18 @@ pub(crate) async fn export(
         ));
     }
     request.limit = EXPORT_PAGE;
-    let snapshot = live.published_snapshot();
-    let first = {
-        let (snapshot, request) = (snapshot.clone(), request.clone());
-        state
-            .search(move || snapshot.execute(&request).map_err(ApiError::from_query))
-            .await?
+    let mut pages = match &state.root {
+        Some(root) => Pages::Cluster {
+            root: root.clone(),
+            tenant,
+            pin: None,
+        },
+        None => Pages::Local(live.published_snapshot()),
     };
-    let partial: Vec<String> = damaged_blocks(&first);
+    let first = pages.next(&state, request.clone()).await?;
+    let partial: Vec<String> = left_out(&first);
     let (sender, receiver) = mpsc::channel::<Result<Bytes, std::io::Error>>(2);
-    let known_damaged = partial.len();
+    let known: std::collections::HashSet<String> = partial.iter().cloned().collect();
     let state = state.clone();
     tokio::spawn(async move {
         let mut page = first;
@@ -74,16 +76,13 @@ pub(crate) async fn export(
                 return;
             }
             let Some(next) = next else { return };
-            let snapshot = snapshot.clone();
-            let answer =
-                state.search(move || snapshot.execute(&next).map_err(ApiError::from_query));
-            page = match answer.await {
-                Ok(page) if damaged_blocks(&page).len() > known_damaged => {
-                    let blocks = damaged_blocks(&page).join(", ");
-                    tracing::error!(%blocks, "export ended: a block was found damaged while it streamed");
+            page = match pages.next(&state, next).await {
+                Ok(page) if left_out(&page).iter().any(|part| !known.contains(part)) => {
+                    let parts = left_out(&page).join(", ");
+                    tracing::error!(%parts, "export ended: a part was found damaged or unavailable while it streamed");
                     let _ = sender
                         .send(Err(std::io::Error::other(format!(
-                            "damaged block: {blocks}"
+                            "left out while the export streamed: {parts}"
                         ))))
                         .await;
                     return;
@@ -113,6 +112,43 @@ pub(crate) async fn export(
     Ok(response)
 }
 
+/// Where an export's pages come from: one snapshot of this node's, or of the cluster's
+/// (`--peers`: the first page's snapshots, pinned, read by every later page).
+enum Pages {
+    Local(Arc<Searcher>),
+    Cluster {
+        root: Arc<quarry_cluster::Root>,
+        tenant: String,
+        pin: Option<quarry_cluster::root::Pin>,
+    },
+}
+
+impl Pages {
+    async fn next(
+        &mut self,
+        state: &AppState,
+        request: SearchRequest,
+    ) -> Result<SearchResponse, ApiError> {
+        match self {
+            Pages::Local(snapshot) => {
+                let snapshot = snapshot.clone();
+                state
+                    .search(move || snapshot.execute(&request).map_err(ApiError::from_query))
+                    .await
+            }
+            Pages::Cluster { root, tenant, pin } => {
+                let source = quarry_query::leaf::QuerySource::Text(request.query.clone());
+                let (page, searched) =
+                    crate::cluster_page(root, tenant, source, &request, pin.as_ref()).await?;
+                if pin.is_none() {
+                    *pin = searched;
+                }
+                Ok(page)
+            }
+        }
+    }
+}
+
 /// The same request after the last hit of `page` (None when it has none).
 fn next_page(request: &SearchRequest, page: &SearchResponse) -> Option<SearchRequest> {
     let last = page.hits.last()?;
@@ -138,13 +174,16 @@ fn lines(page: &SearchResponse) -> Bytes {
     Bytes::from(out)
 }
 
-fn damaged_blocks(page: &SearchResponse) -> Vec<String> {
+/// What `page` lacks: blocks left out (damaged, or unreadable now) and nodes that did not
+/// answer, each named.
+fn left_out(page: &SearchResponse) -> Vec<String> {
     page.warnings
         .iter()
         .filter_map(|warning| match warning {
             Warning::DamagedBlock { path, .. } | Warning::BlockUnavailable { path, .. } => {
                 Some(path.display().to_string())
             }
+            Warning::LeafUnavailable { leaf, .. } => Some(format!("node {leaf}")),
             _ => None,
         })
         .collect()

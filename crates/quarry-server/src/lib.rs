@@ -58,8 +58,7 @@ use quarry_query::cursor::Cursor;
 use quarry_query::field_sort::{SortCursor, SortSpec, SortValue};
 use quarry_query::time::{now_nanos, parse_interval, parse_time};
 use quarry_query::{
-    value_to_json, HistogramInterval, QueryError, SearchRequest, SearchResponse, Searcher,
-    SortOrder, Warning,
+    value_to_json, HistogramInterval, QueryError, SearchRequest, SearchResponse, SortOrder, Warning,
 };
 use serde_json::{json, Value as JsonValue};
 use std::collections::BTreeMap;
@@ -877,44 +876,37 @@ async fn local_reads_refused_in_a_cluster(
     }
     let path = request.uri().path();
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    // The native API is answered over the cluster throughout.
+    if segments.first() == Some(&"api") {
+        return next.run(request).await;
+    }
     let reading = |name: &str| segments.contains(&name);
-    let native = segments.first() == Some(&"api");
-    let refused = if native {
-        ["export", "fields"]
-            .into_iter()
-            .find(|name| segments.get(3) == Some(name) && segments.len() == 4)
-    } else {
-        [
-            "_pit",
-            "_mget",
-            "_source",
-            "_update",
-            "_create",
-            "_field_caps",
-            "_cat",
-        ]
-        .into_iter()
-        .find(|name| reading(name))
-        .or_else(|| {
-            // GET of one document by id.
-            (request.method() == axum::http::Method::GET
-                && segments.len() == 3
-                && segments[1] == "_doc")
-                .then_some("_doc")
-        })
-    };
+    let refused = [
+        "_pit",
+        "_mget",
+        "_source",
+        "_update",
+        "_create",
+        "_field_caps",
+        "_cat",
+    ]
+    .into_iter()
+    .find(|name| reading(name))
+    .or_else(|| {
+        // GET of one document by id.
+        (request.method() == axum::http::Method::GET
+            && segments.len() == 3
+            && segments[1] == "_doc")
+            .then_some("_doc")
+    });
     let Some(name) = refused else {
         return next.run(request).await;
     };
     let error = ApiError::bad_request(format!(
         "{name} is not answered across a cluster yet (this node searches with --peers, and \
-         its own data alone would be a partial answer): use /api/v1/{{tenant}}/search"
+         its own data alone would be a partial answer): use /{{index}}/_search"
     ));
-    if native {
-        error.into_response()
-    } else {
-        es_api::es_error(error).into_response()
-    }
+    es_api::es_error(error).into_response()
 }
 
 /// `/api/v1/{tenant}/_bulk` is `/{index}/_bulk` with the tenant as the default index, for a
@@ -1304,6 +1296,19 @@ pub(crate) async fn cluster_search_source(
     source: quarry_query::leaf::QuerySource,
     request: &SearchRequest,
 ) -> Result<SearchResponse, ApiError> {
+    let (response, _) = cluster_page(root, tenant, source, request, None).await?;
+    Ok(response)
+}
+
+/// `cluster_search_source` over the snapshots `pin` names (an earlier page's), or planned
+/// afresh without one; with the pin of the snapshots it read, for the next page.
+pub(crate) async fn cluster_page(
+    root: &quarry_cluster::Root,
+    tenant: &str,
+    source: quarry_query::leaf::QuerySource,
+    request: &SearchRequest,
+    pin: Option<&quarry_cluster::root::Pin>,
+) -> Result<(SearchResponse, Option<quarry_cluster::root::Pin>), ApiError> {
     use quarry_query::leaf::{LeafQuery, LeafRequest};
     if let Some(kind) = top_hits_in(&request.tree) {
         return Err(ApiError::bad_request(format!(
@@ -1340,10 +1345,11 @@ pub(crate) async fn cluster_search_source(
         aggregations: request.aggregations.clone(),
         tree: request.tree.clone(),
     };
-    let answer = root
-        .search(tenant, &query, &leaf_request)
-        .await
-        .map_err(leaf_error)?;
+    let answer = match pin {
+        Some(pin) => root.search_pinned(pin, tenant, &query, &leaf_request).await,
+        None => root.search(tenant, &query, &leaf_request).await,
+    }
+    .map_err(leaf_error)?;
     let (count, histogram, aggregations) = quarry_query::request::finish(
         &leaf_request,
         answer.count,
@@ -1368,21 +1374,29 @@ pub(crate) async fn cluster_search_source(
         .into_iter()
         .map(|found| quarry_query::request::hit_event(request.sort, found.hit, found.event))
         .collect();
-    for (leaf, failed) in answer.failed_blocks {
+    response.warnings = cluster_warnings(answer.failed_blocks, answer.failed_leaves);
+    Ok((response, answer.pin))
+}
+
+/// What a cluster's answer lacks, as warnings: blocks its leaves left out, named with the
+/// leaf, and leaves that did not answer.
+fn cluster_warnings(
+    failed_blocks: Vec<(String, quarry_query::leaf::FailedBlock)>,
+    failed_leaves: Vec<(String, String)>,
+) -> Vec<Warning> {
+    let blocks = failed_blocks.into_iter().map(|(leaf, failed)| {
         let path = format!("{leaf}: {}", failed.location).into();
         let error = failed.error;
-        response.warnings.push(if failed.unreadable {
+        if failed.unreadable {
             Warning::BlockUnavailable { path, error }
         } else {
             Warning::DamagedBlock { path, error }
-        });
-    }
-    for (leaf, error) in answer.failed_leaves {
-        response
-            .warnings
-            .push(Warning::LeafUnavailable { leaf, error });
-    }
-    Ok(response)
+        }
+    });
+    let leaves = failed_leaves
+        .into_iter()
+        .map(|(leaf, error)| Warning::LeafUnavailable { leaf, error });
+    blocks.chain(leaves).collect()
 }
 
 /// The name of a node of `tree` that keeps hits (`top_hits`, `top_metrics`), which a cluster
@@ -1553,8 +1567,14 @@ pub fn response_json(response: &SearchResponse) -> JsonValue {
     if let Some(aggregations) = &response.aggregations {
         body["aggregations"] = aggregations.clone().into();
     }
-    let warnings: Vec<JsonValue> = response
-        .warnings
+    body["warnings"] = warnings_json(&response.warnings);
+    body["partial"] = response.is_partial().into();
+    body
+}
+
+/// Warnings as the native API shows them: each with its kind, what it names, a message.
+fn warnings_json(warnings: &[Warning]) -> JsonValue {
+    let warnings: Vec<JsonValue> = warnings
         .iter()
         .map(|warning| match warning {
             Warning::UnknownFields { names } => {
@@ -1578,9 +1598,7 @@ pub fn response_json(response: &SearchResponse) -> JsonValue {
             other => json!({"message": other.to_string()}),
         })
         .collect();
-    body["warnings"] = warnings.into();
-    body["partial"] = response.is_partial().into();
-    body
+    warnings.into()
 }
 
 /// `GET /api/v1/{tenant}/fields`: every field with its value types and how many events hold
@@ -1591,36 +1609,38 @@ async fn fields(
     headers: HeaderMap,
 ) -> Result<Json<JsonValue>, ApiError> {
     let live = state.authorize(&tenant, &headers)?.live.clone();
-    let searcher = live.published_snapshot();
-    let fields: Vec<JsonValue> = field_summary(&searcher)
+    let (summary, warnings) = match &state.root {
+        // Over the cluster's leaves (`--peers`), as a search is planned.
+        Some(root) => {
+            let answer = root
+                .fields(&tenant)
+                .await
+                .map_err(|error| ApiError::bad_request(error.to_string()))?;
+            let warnings = cluster_warnings(answer.failed_blocks, answer.failed_leaves);
+            (answer.fields, warnings)
+        }
+        None => {
+            let searcher = live.published_snapshot();
+            let left_out = searcher.damaged().iter().cloned().map(Warning::left_out);
+            (searcher.field_summary(), left_out.collect())
+        }
+    };
+    let fields: Vec<JsonValue> = summary
         .into_iter()
-        .map(|(name, (types, text))| {
+        .map(|(name, summary)| {
             json!({
                 "name": name,
-                "types": types,
-                "events": types.values().sum::<u64>(),
-                "full_text": text,
+                "events": summary.events(),
+                "types": summary.types,
+                "full_text": summary.full_text,
             })
         })
         .collect();
-    Ok(Json(json!({ "fields": fields })))
-}
-
-/// Every field of a snapshot: its values per column type, and whether it is tokenized.
-pub(crate) fn field_summary(
-    searcher: &Searcher,
-) -> BTreeMap<String, (BTreeMap<&'static str, u64>, bool)> {
-    let mut fields: BTreeMap<String, (BTreeMap<&'static str, u64>, bool)> = BTreeMap::new();
-    for block in searcher.blocks() {
-        for field in &block.manifest().fields {
-            let entry = fields.entry(field.name.clone()).or_default();
-            for column in &field.columns {
-                *entry.0.entry(column.ty.name()).or_default() += column.present_count;
-            }
-            entry.1 |= field.text.is_some();
-        }
-    }
-    fields
+    Ok(Json(json!({
+        "fields": fields,
+        "partial": !warnings.is_empty(),
+        "warnings": warnings_json(&warnings),
+    })))
 }
 
 /// The API, as an OpenAPI 3 document (`openapi.json` beside this crate's manifest; a test

@@ -168,6 +168,21 @@ pub fn is_published_block(id: u64) -> bool {
     id < MEMORY_BLOCK_IDS
 }
 
+/// Where a live index's memory block ids start: at one of 65,279 random places 2^40 apart
+/// above `MEMORY_BLOCK_IDS` and below 2^56 (the searcher keeps the bits above for the union
+/// of several tenants), so that two indexers' memory blocks, searched side by side in a
+/// cluster where a cursor names a hit by (time, block, doc), almost never share ids: paging
+/// across a tie of two such hits would skip one.
+fn first_memory_id() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    const SPACING: u64 = 1 << 40;
+    let places = ((1 << 56) - MEMORY_BLOCK_IDS) / SPACING - 1;
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    MEMORY_BLOCK_IDS + random % places * SPACING
+}
+
 /// Version byte of a WAL record's payload: `[1][now: i64 LE][JSON lines joined by '\n']`. The
 /// lines are the events as sent (or, for plain text, as turned into JSON), and `now` is the
 /// ingest time the request gave events without a time: replay parses them again and gets the
@@ -662,7 +677,7 @@ impl LiveIndex {
                 .collect(),
             memory: Vec::new(),
             unflushed_since: None,
-            next_memory_id: MEMORY_BLOCK_IDS,
+            next_memory_id: first_memory_id(),
             snapshot: None,
             copies_dropped: Default::default(),
         };
@@ -1965,4 +1980,23 @@ fn open_entries(
         .zip(opened)
         .map(|(e, opened)| Ok((e.id, Arc::new(opened?))))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_block_ids_start_apart_and_leave_room_for_a_union_of_tenants() {
+        let starts: std::collections::BTreeSet<u64> = (0..200).map(|_| first_memory_id()).collect();
+        // Random places: 200 draws of 65,279 share a place with odds of about one in four,
+        // never more than a few.
+        assert!(starts.len() >= 195, "{}", starts.len());
+        for &start in &starts {
+            assert!(!is_published_block(start));
+            assert_eq!((start - MEMORY_BLOCK_IDS) % (1 << 40), 0);
+            // A node's next 2^40 memory blocks stay below the union's part bits (2^56).
+            assert!(start + (1 << 40) <= 1 << 56, "{start}");
+        }
+    }
 }

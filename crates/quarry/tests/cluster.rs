@@ -206,6 +206,80 @@ fn three_nodes_searched_by_a_root_answer_as_one_node() {
     assert!(refused.hits.is_empty());
 }
 
+/// Pages searched over the snapshots a first search read (`Root::search_pinned`, an export's
+/// pages) see the cluster as it was then: events ingested, flushed and merged since neither
+/// show up nor move, and the pages are one node's whole sort; a fresh search sees them.
+#[test]
+fn pages_pinned_to_the_first_search_see_one_snapshot_of_the_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    let events: Vec<serde_json::Value> = (0..1300).map(event).collect();
+    let mut nodes = Vec::new();
+    for part in 0..2 {
+        let (server, leaf) = node(&dir.path().join(format!("node-{part}")));
+        let mine: Vec<_> = events[..1200]
+            .iter()
+            .skip(part)
+            .step_by(2)
+            .cloned()
+            .collect();
+        for chunk in mine.chunks(100) {
+            ingest(&server, chunk);
+        }
+        nodes.push((server, leaf));
+    }
+    let runtime = runtime();
+    let _inside = runtime.enter();
+    let endpoints: Vec<String> = nodes.iter().map(|(_, leaf)| leaf.clone()).collect();
+    let root = Root::new(&endpoints, TOKEN).unwrap();
+    let query = LeafQuery {
+        source: QuerySource::Text("*".into()),
+        start: i64::MIN,
+        end: i64::MAX,
+    };
+    let mut request = LeafRequest {
+        limit: 500,
+        sort: SortOrder::TimeAsc,
+        count: true,
+        ..LeafRequest::default()
+    };
+    let first = runtime
+        .block_on(root.search("default", &query, &request))
+        .unwrap();
+    assert_eq!(ns(&first), (0..500).collect::<Vec<u64>>());
+    let pin = first.pin.clone().expect("a search pins what it read");
+    // Newer events on both nodes, and time for flushes and merges to replace blocks.
+    for (part, (server, _)) in nodes.iter().enumerate() {
+        let newer: Vec<_> = events[1200..]
+            .iter()
+            .skip(part)
+            .step_by(2)
+            .cloned()
+            .collect();
+        for chunk in newer.chunks(10) {
+            ingest(server, chunk);
+        }
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let last = &first.hits.last().unwrap().hit;
+    request.after = Some(quarry_query::Cursor {
+        time: last.time,
+        block_id: last.block,
+        doc: last.doc,
+    });
+    request.limit = 2000;
+    let pinned = runtime
+        .block_on(root.search_pinned(&pin, "default", &query, &request))
+        .unwrap();
+    assert!(!pinned.is_partial(), "{pinned:?}");
+    assert_eq!(pinned.count, Some(1200));
+    assert_eq!(ns(&pinned), (500..1200).collect::<Vec<u64>>());
+    let fresh = runtime
+        .block_on(root.search("default", &query, &request))
+        .unwrap();
+    assert_eq!(fresh.count, Some(1300));
+    assert_eq!(ns(&fresh), (500..1300).collect::<Vec<u64>>());
+}
+
 /// `--leaf-listen` without a token does not start: the leaf API reads every tenant.
 #[test]
 fn the_leaf_api_needs_a_token() {
@@ -530,12 +604,58 @@ fn a_search_on_any_node_with_peers_answers_for_the_cluster() {
             "{text}"
         );
     }
-    let (status, refused) = nodes[0].get("/api/v1/default/fields");
-    assert_eq!(status, 400, "{refused}");
+
+    // The UI's field list, and an export, over the cluster: one node's.
+    let (status, want) = whole.get("/api/v1/default/fields");
+    assert_eq!(status, 200, "{want}");
+    let names: Vec<&str> = want["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["_time", "message", "n"], "{want}");
+    let export = |server: &Server, target: &str| -> (Vec<serde_json::Value>, Option<String>) {
+        let answer = server.send("GET", target, &[], b"");
+        assert_eq!(answer.status, 200, "{target}");
+        let lines = String::from_utf8(answer.body.clone()).unwrap();
+        let events = lines
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        (events, answer.header("x-quarry-partial").map(str::to_owned))
+    };
+    for node in &nodes {
+        let (status, got) = node.get("/api/v1/default/fields");
+        assert_eq!(status, 200, "{got}");
+        assert_eq!(got, want);
+        for target in [
+            "/api/v1/default/export?query=*",
+            "/api/v1/default/export?query=alpha&sort=time_asc",
+            "/api/v1/default/export?query=beta&sort=n:desc",
+        ] {
+            let (got, partial) = export(node, target);
+            assert_eq!(partial, None, "{target}");
+            assert_eq!(got, export(&whole, target).0, "{target}");
+        }
+    }
+    let (all, _) = export(&nodes[2], "/api/v1/default/export?query=*");
+    assert_eq!(all.len(), 600);
 
     // A node gone: partial, named.
     let gone = nodes.remove(1);
     drop(gone);
+    let (status, fields) = nodes[0].get("/api/v1/default/fields");
+    assert_eq!(status, 200, "{fields}");
+    assert_eq!(fields["partial"], true, "{fields}");
+    assert_eq!(fields["fields"][0]["events"], 400, "{fields}");
+    let (events, partial) = export(&nodes[0], "/api/v1/default/export?query=*");
+    assert_eq!(events.len(), 400);
+    let partial = partial.expect("an export lacking a node says so");
+    assert!(
+        partial.contains(&format!("127.0.0.1:{}", ports[1])),
+        "{partial}"
+    );
     let (status, partial) = nodes[0].get("/api/v1/default/search?query=*&limit=0&count=true");
     assert_eq!(status, 200, "{partial}");
     assert_eq!(partial["partial"], true, "{partial}");

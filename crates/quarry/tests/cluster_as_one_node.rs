@@ -102,6 +102,19 @@ fn es_ns(answer: &Value) -> Vec<u64> {
         .collect()
 }
 
+/// Every event an export streams, whole (the `X-Quarry-Partial` header must be absent).
+fn export(node: &Server, target: &str) -> Vec<Value> {
+    let authorization = format!("Bearer {ADMIN}");
+    let answer = node.send("GET", target, &[("Authorization", &authorization)], b"");
+    assert_eq!(answer.status, 200, "{target}");
+    assert_eq!(answer.header("x-quarry-partial"), None, "{target}");
+    String::from_utf8(answer.body)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
 /// Every hit of a native field sort, page after page through `search_after`.
 fn native_pages(node: &Server, tenant: &str, params: &str) -> Vec<u64> {
     let mut all = Vec::new();
@@ -314,6 +327,22 @@ fn a_cluster_answers_every_query_as_one_node() {
                     assert_eq!(es_ns(&got), es_ns(&want), "{target} {body}");
                 }
                 assert_eq!(got["_shards"]["failed"], want["_shards"]["failed"]);
+            }
+        }
+        // The UI's field list and an export (pages of one snapshot of the cluster), on every
+        // node.
+        let fields = format!("/api/v1/{tenant}/fields");
+        let exports = [
+            format!("/api/v1/{tenant}/export?query=*"),
+            format!("/api/v1/{tenant}/export?query=error%20OR%20queue&sort=time_asc"),
+        ];
+        let want_fields = get(&whole, &fields);
+        let want_exports: Vec<Vec<Value>> = exports.iter().map(|e| export(&whole, e)).collect();
+        assert_eq!(want_exports[0].len() as u64, sent[t]);
+        for node in nodes.iter().flatten() {
+            assert_eq!(get(node, &fields), want_fields, "{fields}");
+            for (target, want) in exports.iter().zip(&want_exports) {
+                assert_eq!(&export(node, target), want, "{target} on {}", node.addr);
             }
         }
         // Paging through every event: natively and with Elasticsearch's search_after.

@@ -5,7 +5,7 @@ use crate::proto;
 use crate::proto::leaf_client::LeafClient;
 use crate::ClusterError;
 use quarry_format::Value;
-use quarry_query::agg_tree::TreePartial;
+use quarry_query::agg_tree::{TopHit, TreePartial};
 use quarry_query::aggregation::AggPartial;
 use quarry_query::leaf::{
     compare_hits, merge_answers, FailedBlock, LeafAnswer, LeafQuery, LeafRequest, PartialHit,
@@ -227,6 +227,28 @@ impl Root {
             searched,
         });
         Ok(answer)
+    }
+
+    /// The events of the top hits an answer's aggregations kept (`RootAnswer::tree`), from
+    /// the shares that found them (`pin`, the answer's), in the order of `hits`.
+    pub async fn fetch_top_hits(
+        &self,
+        pin: &Pin,
+        tenant: &str,
+        hits: &[TopHit],
+    ) -> Result<Vec<Vec<(String, Value)>>, ClusterError> {
+        let mut located = Vec::with_capacity(hits.len());
+        for hit in hits {
+            let share = pin.searched.get(hit.origin as usize).ok_or_else(|| {
+                ClusterError::Request(format!(
+                    "a top hit of share {} of a search of {} shares",
+                    hit.origin,
+                    pin.searched.len()
+                ))
+            })?;
+            located.push((*share, hit.partial()));
+        }
+        pin.leaves.fetch(tenant, &located).await
     }
 
     /// Every field of `tenant` over the cluster, planned as a search is (each block read by
@@ -470,44 +492,66 @@ impl Leaves {
         }
 
         // The best hits of all leaves, each with the leaf and snapshot it came from (block
-        // ids of independent nodes may collide).
-        let mut tagged: Vec<(usize, u64, PartialHit)> = Vec::new();
-        for (index, snapshot, leaf_answer) in &mut answers {
+        // ids of independent nodes may collide); the top hits of aggregations tagged with
+        // their share's place in `searched` (the pin's), which fetches them.
+        let mut tagged: Vec<((usize, u64), PartialHit)> = Vec::new();
+        for (origin, (index, snapshot, leaf_answer)) in answers.iter_mut().enumerate() {
             for hit in std::mem::take(&mut leaf_answer.hits) {
-                tagged.push((*index, *snapshot, hit));
+                tagged.push(((*index, *snapshot), hit));
             }
             for failed in &leaf_answer.failed {
                 answer
                     .failed_blocks
                     .push((self.list[*index].0.clone(), failed.clone()));
             }
+            if let Some(tree) = &mut leaf_answer.tree {
+                tree.found_by(origin as u32);
+            }
         }
-        tagged.sort_by(|a, b| compare_hits(request, &a.2, &b.2));
+        tagged.sort_by(|a, b| compare_hits(request, &a.1, &b.1));
         tagged.truncate(request.limit);
-        let snapshots: Vec<(usize, u64)> = answers.iter().map(|(i, s, _)| (*i, *s)).collect();
+        let searched: Vec<(usize, u64)> = answers.iter().map(|(i, s, _)| (*i, *s)).collect();
         let merged = merge_answers(request, answers.into_iter().map(|(_, _, a)| a));
         answer.count = merged.count;
         answer.histogram = merged.histogram;
         answer.aggregations = merged.aggregations;
         answer.tree = merged.tree;
 
-        // Fetch: each leaf's kept hits from the snapshot it searched, all leaves at once.
-        let mut events: Vec<Option<Vec<(String, Value)>>> = vec![None; tagged.len()];
+        let events = self.fetch(tenant, &tagged).await?;
+        answer.hits = tagged
+            .into_iter()
+            .zip(events)
+            .map(|(((index, _), hit), event)| RootHit {
+                leaf: self.list[index].0.clone(),
+                hit,
+                event,
+            })
+            .collect();
+        Ok(searched)
+    }
+
+    /// The events of `hits`, each from the (leaf, snapshot) that found it, all leaves at
+    /// once; in the order of `hits`. The search answered a moment ago: a fetch that fails
+    /// now fails the answer (its hits are already chosen), named.
+    async fn fetch(
+        &self,
+        tenant: &str,
+        hits: &[((usize, u64), PartialHit)],
+    ) -> Result<Vec<Vec<(String, Value)>>, ClusterError> {
+        let mut events: Vec<Vec<(String, Value)>> = vec![Vec::new(); hits.len()];
+        let mut shares: std::collections::BTreeMap<(usize, u64), Vec<usize>> = Default::default();
+        for (position, (share, _)) in hits.iter().enumerate() {
+            shares.entry(*share).or_default().push(position);
+        }
         let mut fetching = tokio::task::JoinSet::new();
-        for &(index, snapshot) in &snapshots {
-            let positions: Vec<usize> = (0..tagged.len())
-                .filter(|&p| (tagged[p].0, tagged[p].1) == (index, snapshot))
-                .collect();
-            if positions.is_empty() {
-                continue;
-            }
+        for ((index, snapshot), positions) in shares {
             let mut client = self.list[index].1.clone();
             let asked = proto::FetchRequest {
                 tenant: tenant.to_owned(),
                 snapshot,
                 hits: positions
                     .iter()
-                    .map(|&p| convert::hit_to_proto(&tagged[p].2))
+                    .map(|&p| convert::hit_to_proto(&hits[p].1))
                     .collect(),
             };
             fetching.spawn(async move { (index, positions, client.fetch(asked).await) });
@@ -522,8 +566,6 @@ impl Leaves {
                 endpoint: endpoint.clone(),
                 message,
             };
-            // The search answered a moment ago: a fetch that fails now fails the search
-            // (its hits are already chosen), named.
             let fetched = reply
                 .map_err(|status| leaf_error(status.message().to_owned()))?
                 .into_inner()
@@ -536,19 +578,10 @@ impl Leaves {
                 )));
             }
             for (&p, event) in positions.iter().zip(fetched) {
-                events[p] = Some(convert::event_from_proto(event).map_err(leaf_error)?);
+                events[p] = convert::event_from_proto(event).map_err(leaf_error)?;
             }
         }
-        answer.hits = tagged
-            .into_iter()
-            .zip(events)
-            .map(|((index, _, hit), event)| RootHit {
-                leaf: self.list[index].0.clone(),
-                hit,
-                event: event.unwrap_or_default(),
-            })
-            .collect();
-        Ok(snapshots)
+        Ok(events)
     }
 
     /// Asks every part with `call`, all at once: a searcher's share that fails is dealt to

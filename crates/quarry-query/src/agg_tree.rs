@@ -437,11 +437,39 @@ pub enum MetricResult {
     /// The metric has no answer over these values, and says why (HDR percentiles of a
     /// negative value).
     Invalid(String),
-    /// The first hits in the asked order (`Searcher::events` fetches them), of `total`.
+    /// The first hits in the asked order (`Searcher::events` fetches them, or in a cluster
+    /// the leaves that found them), of `total`.
     TopHits {
-        hits: Vec<crate::Hit>,
+        hits: Vec<TopHit>,
         total: u64,
     },
+}
+
+/// A hit a `top_hits` or `top_metrics` aggregation keeps: its time, where it is (the block
+/// id and doc a cursor names; ties in time are ordered by them, as a time sort orders them),
+/// and which share of a distributed search found it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TopHit {
+    pub time: i64,
+    pub block: u64,
+    pub doc: u32,
+    /// The share of a distributed search that found it (`TreePartial::found_by`); 0 on one
+    /// node.
+    pub origin: u32,
+}
+
+impl TopHit {
+    /// Where it is, as a leaf's fetch reads it (`Searcher::fetch_partial`).
+    pub fn partial(&self) -> crate::leaf::PartialHit {
+        crate::leaf::PartialHit {
+            time: self.time,
+            block: self.block,
+            doc: self.doc,
+            score: None,
+            block_start: 0,
+            sort_values: None,
+        }
+    }
 }
 
 /// The results of `nodes` over no docs (an empty bucket's sub-aggregations).
@@ -457,8 +485,8 @@ pub fn empty_results(nodes: &[AggNode]) -> Vec<AggResult> {
 /// bucket by bucket, as one searcher merges its blocks' parts. Terms keys are numbered per
 /// partial (`Terms`); a merge renumbers the other's. They travel as bytes
 /// ([`TreePartial::to_bytes`]): each bucket with its key as a value, metrics as their states
-/// (the percentile and cardinality sketches included); top hits, which name a leaf's blocks
-/// by position, do not travel.
+/// (the percentile and cardinality sketches included), top hits by block id and doc, tagged
+/// by the root with the share that found them (`found_by`).
 pub struct TreePartial {
     states: Vec<NodeState>,
     terms: Vec<Terms>,
@@ -494,6 +522,31 @@ impl TreePartial {
         }
     }
 
+    /// Tags every top hit kept as found by share `origin` of a distributed search (the root,
+    /// before it merges the shares' states, so that it fetches each hit from its share).
+    pub fn found_by(&mut self, origin: u32) {
+        self.each_top_hit(&mut |hit| hit.origin = origin);
+    }
+
+    fn each_top_hit(&mut self, visit: &mut impl FnMut(&mut TopHit)) {
+        fn walk(state: &mut NodeState, visit: &mut impl FnMut(&mut TopHit)) {
+            match state {
+                NodeState::Metric(MetricState::TopHits(hits, _)) => hits.iter_mut().for_each(visit),
+                NodeState::Metric(_) => {}
+                NodeState::Buckets(buckets) => {
+                    for (_, bucket) in &mut buckets.list {
+                        for child in &mut bucket.children {
+                            walk(child, visit);
+                        }
+                    }
+                }
+            }
+        }
+        for state in &mut self.states {
+            walk(state, visit);
+        }
+    }
+
     /// The results of `nodes` (the nodes these are the states of).
     pub fn results(self, nodes: &[AggNode]) -> Vec<AggResult> {
         self.states
@@ -504,7 +557,7 @@ impl TreePartial {
             .collect()
     }
 
-    /// The states as bytes, to send to the root; an error for top hits, which cannot travel.
+    /// The states as bytes, to send to the root.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         let wire = WireTree {
             shape: self.terms.iter().map(Terms::shape).collect(),
@@ -593,7 +646,7 @@ fn bad_states() -> QueryError {
     QueryError::Invalid("bad aggregation states: they do not fit the aggregations asked".to_owned())
 }
 
-/// As bytes (`to_bytes`; top hits cannot be serialized); deserialized states are not checked
+/// As bytes (`to_bytes`); deserialized states are not checked
 /// against their nodes (`TreePartial::check`).
 impl Serialize for TreePartial {
     fn serialize<S: serde::Serializer>(
@@ -665,6 +718,11 @@ enum WireMetric {
         sum: f64,
         weights: f64,
     },
+    /// (time, block id, doc) of each hit kept, and how many were seen.
+    TopHits {
+        hits: Vec<(i64, u64, u32)>,
+        total: u64,
+    },
 }
 
 impl Searcher {
@@ -710,7 +768,7 @@ impl Searcher {
             let mut states: Vec<NodeState> = nodes.iter().map(NodeState::new).collect();
             let mut walk = Walk {
                 buckets: &mut buckets,
-                block: index as u32,
+                block: self.block_ids[index],
             };
             let mut doc = scorer.doc();
             while doc != TERMINATED {
@@ -1308,8 +1366,8 @@ impl Terms {
 /// Counts the buckets made, against `MAX_TREE_BUCKETS`.
 struct Walk<'c> {
     buckets: &'c mut usize,
-    /// The block being read (its index in the searcher), for top hits.
-    block: u32,
+    /// The id of the block being read (as a cursor names it), for top hits.
+    block: u64,
 }
 
 impl Walk<'_> {
@@ -1386,11 +1444,11 @@ impl Walk<'_> {
                             (&mut *metric, value)
                         {
                             *total += 1;
-                            hits.push(crate::Hit {
+                            hits.push(TopHit {
+                                time: time as i64,
                                 block,
                                 doc,
-                                score: None,
-                                time: time as i64,
+                                origin: 0,
                             });
                         } else {
                             metric.add(value);
@@ -1766,7 +1824,7 @@ enum MetricState {
     Percentiles(Box<Percentiles>),
     Distinct(Box<Hll>),
     /// The best hits so far, and how many were seen.
-    TopHits(Vec<crate::Hit>, u64),
+    TopHits(Vec<TopHit>, u64),
     /// A weighted average's sums (`Walk::collect`).
     Weighted {
         sum: f64,
@@ -1776,14 +1834,14 @@ enum MetricState {
 
 /// Keeps the first `size` hits of `hits` in `kind`'s order: sorted and cut once they are
 /// twice as many (`done`: now, for the answer).
-fn trim_hits(hits: &mut Vec<crate::Hit>, kind: &Metric, done: bool) {
+fn trim_hits(hits: &mut Vec<TopHit>, kind: &Metric, done: bool) {
     let Metric::TopHits { size, oldest_first } = *kind else {
         return;
     };
     if !done && hits.len() < 2 * size.max(16) {
         return;
     }
-    let key = |h: &crate::Hit| (h.time, h.block, h.doc);
+    let key = |h: &TopHit| (h.time, h.block, h.doc, h.origin);
     if oldest_first {
         hits.sort_unstable_by_key(key);
     } else {
@@ -1884,11 +1942,10 @@ impl MetricState {
             }
             MetricState::Distinct(hll) => WireMetric::Distinct(hll.clone()),
             &MetricState::Weighted { sum, weights } => WireMetric::Weighted { sum, weights },
-            MetricState::TopHits(..) => {
-                return Err(QueryError::Invalid(
-                    "top hits are not sent from node to node".to_owned(),
-                ))
-            }
+            MetricState::TopHits(hits, total) => WireMetric::TopHits {
+                hits: hits.iter().map(|h| (h.time, h.block, h.doc)).collect(),
+                total: *total,
+            },
         })
     }
 
@@ -1913,6 +1970,17 @@ impl MetricState {
             }
             WireMetric::Distinct(hll) => MetricState::Distinct(hll),
             WireMetric::Weighted { sum, weights } => MetricState::Weighted { sum, weights },
+            WireMetric::TopHits { hits, total } => MetricState::TopHits(
+                hits.into_iter()
+                    .map(|(time, block, doc)| TopHit {
+                        time,
+                        block,
+                        doc,
+                        origin: 0,
+                    })
+                    .collect(),
+                total,
+            ),
         }
     }
 

@@ -9,7 +9,8 @@ use proptest::prelude::*;
 use quarry_format::BlockReader;
 use quarry_index::{Analyzer, SegmentBuilder};
 use quarry_query::agg_tree::{
-    AggNode, AggResult, FilterQuery, Metric, NodeKind, TimeBuckets, TreePartial,
+    AggNode, AggResult, FilterQuery, Metric, MetricResult, NodeKind, TimeBuckets, TopHit,
+    TreePartial,
 };
 use quarry_query::aggregation::AggSpec;
 use quarry_query::field_sort::FieldSort;
@@ -164,28 +165,34 @@ fn root_search(leaves: &[Searcher], source: QuerySource, request: &LeafRequest) 
         }
         total
     });
-    let answers = leaves.iter().zip(&queries).map(|(leaf, query)| {
-        let answer = leaf.leaf_search(query, request, stats.as_ref()).unwrap();
-        let sent: LeafAnswer =
-            serde_json::from_str(&serde_json::to_string(&answer).unwrap()).unwrap();
-        assert_eq!(
-            (&sent.hits, sent.count, &sent.histogram, &sent.failed),
-            (
-                &answer.hits,
-                answer.count,
-                &answer.histogram,
-                &answer.failed
-            ),
-            "a leaf answer survives JSON"
-        );
-        if let Some(states) = &sent.aggregations {
-            states.check(&request.aggregations).unwrap();
-        }
-        if let Some(states) = &sent.tree {
-            states.check(&request.tree).unwrap();
-        }
-        sent
-    });
+    let answers = leaves
+        .iter()
+        .zip(&queries)
+        .enumerate()
+        .map(|(origin, (leaf, query))| {
+            let answer = leaf.leaf_search(query, request, stats.as_ref()).unwrap();
+            let mut sent: LeafAnswer =
+                serde_json::from_str(&serde_json::to_string(&answer).unwrap()).unwrap();
+            assert_eq!(
+                (&sent.hits, sent.count, &sent.histogram, &sent.failed),
+                (
+                    &answer.hits,
+                    answer.count,
+                    &answer.histogram,
+                    &answer.failed
+                ),
+                "a leaf answer survives JSON"
+            );
+            if let Some(states) = &sent.aggregations {
+                states.check(&request.aggregations).unwrap();
+            }
+            if let Some(states) = &mut sent.tree {
+                states.check(&request.tree).unwrap();
+                // Each leaf's top hits fetched from it, as a cluster's root tags them.
+                states.found_by(origin as u32);
+            }
+            sent
+        });
     merge_answers(request, answers.collect::<Vec<_>>())
 }
 
@@ -295,6 +302,20 @@ fn tree() -> Vec<AggNode> {
             metric("message", Metric::Cardinality),
             metric("latency", Metric::ValueCount),
             metric("latency", Metric::MedianAbsoluteDeviation),
+            metric(
+                "_time",
+                Metric::TopHits {
+                    size: 2,
+                    oldest_first: false,
+                },
+            ),
+            metric(
+                "_time",
+                Metric::TopHits {
+                    size: 3,
+                    oldest_first: true,
+                },
+            ),
         ]
     };
     let filter = |query: serde_json::Value| FilterQuery::from_dsl(&query, "filter", 0).unwrap();
@@ -357,6 +378,26 @@ fn tree() -> Vec<AggNode> {
     ]
 }
 
+/// `results` with every top hit kept replaced by `map` of it.
+fn with_top_hits(mut results: Vec<AggResult>, map: &dyn Fn(&TopHit) -> TopHit) -> Vec<AggResult> {
+    for result in &mut results {
+        match result {
+            AggResult::Metric(MetricResult::TopHits { hits, .. }) => {
+                for hit in hits.iter_mut() {
+                    *hit = map(hit);
+                }
+            }
+            AggResult::Metric(_) => {}
+            AggResult::Buckets(buckets) => {
+                for bucket in buckets.iter_mut() {
+                    bucket.children = with_top_hits(std::mem::take(&mut bucket.children), map);
+                }
+            }
+        }
+    }
+    results
+}
+
 /// `results` with every node's buckets in key order (terms come in no particular order).
 fn in_key_order(mut results: Vec<AggResult>) -> Vec<AggResult> {
     for result in &mut results {
@@ -395,8 +436,21 @@ fn field_sorts_and_aggregations(single: &Searcher, leaves: &[Searcher], text: &s
         .results(&nodes);
     let context = format!("{text:?} nested aggregations");
     assert_eq!(merged.count, want.count, "{context}");
+    // Top hits: the same ones (ties in time ordered by block id and doc, as a time sort
+    // orders them), each fetched from the leaf that found it as one searcher reads it.
+    let located = |hit: &TopHit| -> TopHit {
+        let fetched = leaves[hit.origin as usize]
+            .fetch_partial(&[hit.partial()])
+            .unwrap();
+        assert_eq!(
+            fetched,
+            single.fetch_partial(&[hit.partial()]).unwrap(),
+            "{context}"
+        );
+        TopHit { origin: 0, ..*hit }
+    };
     assert_eq!(
-        in_key_order(got),
+        in_key_order(with_top_hits(got, &located)),
         in_key_order(want.tree.unwrap()),
         "{context}"
     );

@@ -1436,11 +1436,11 @@ fn model_node(node: &AggNode, events: &[&ModelEvent]) -> AggResult {
                     hits: times
                         .into_iter()
                         .take(*size)
-                        .map(|time| quarry_query::Hit {
+                        .map(|time| quarry_query::agg_tree::TopHit {
+                            time,
                             block: 0,
                             doc: 0,
-                            score: None,
-                            time,
+                            origin: 0,
                         })
                         .collect(),
                 }
@@ -1546,7 +1546,7 @@ fn same_tree(got: &[AggResult], want: &[AggResult], path: &str) -> Result<(), St
                     total: model_total,
                 }),
             ) => {
-                let times = |hits: &[quarry_query::Hit]| -> Vec<i64> {
+                let times = |hits: &[quarry_query::agg_tree::TopHit]| -> Vec<i64> {
                     hits.iter().map(|h| h.time).collect()
                 };
                 if total != model_total || times(hits) != times(model) {

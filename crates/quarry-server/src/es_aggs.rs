@@ -25,7 +25,7 @@ use crate::es_number_format::DecimalFormat;
 use crate::ApiError;
 use quarry_query::agg_tree::{
     AggNode, AggResult, BucketKey, BucketResult, CalendarUnit, FilterQuery, Metric, MetricResult,
-    NodeKind, TermKey, TimeBuckets,
+    NodeKind, TermKey, TimeBuckets, TopHit,
 };
 use quarry_query::dsl;
 use quarry_query::time::{parse_interval, parse_time_in, Rounding, Zone};
@@ -1349,9 +1349,61 @@ pub(crate) struct Ctx<'a> {
     pub(crate) typed: bool,
     pub(crate) searcher: &'a Searcher,
     pub(crate) indices: &'a [String],
+    /// In a cluster, the events of the top hits, fetched from the leaves that found them
+    /// (`top_hits_of`); else they are read from `searcher`.
+    pub(crate) fetched: Option<&'a TopHitEvents>,
+}
+
+/// The events of top hits fetched from a cluster's leaves.
+pub(crate) type TopHitEvents =
+    std::collections::HashMap<TopHit, Vec<(String, quarry_format::Value)>>;
+
+/// Every top hit kept in `results` (for a cluster's root to fetch).
+pub(crate) fn top_hits_of(results: &[AggResult]) -> Vec<TopHit> {
+    fn walk(result: &AggResult, found: &mut Vec<TopHit>) {
+        match result {
+            AggResult::Metric(MetricResult::TopHits { hits, .. }) => found.extend(hits),
+            AggResult::Metric(_) => {}
+            AggResult::Buckets(buckets) => {
+                for bucket in buckets {
+                    for child in &bucket.children {
+                        walk(child, found);
+                    }
+                }
+            }
+        }
+    }
+    let mut found = Vec::new();
+    for result in results {
+        walk(result, &mut found);
+    }
+    found
 }
 
 impl Ctx<'_> {
+    /// The events of `hits`, in their order.
+    fn events(
+        &self,
+        hits: &[TopHit],
+    ) -> Result<Vec<Vec<(String, quarry_format::Value)>>, ApiError> {
+        match self.fetched {
+            Some(fetched) => hits
+                .iter()
+                .map(|hit| {
+                    fetched.get(hit).cloned().ok_or_else(|| {
+                        ApiError::internal("a top hit's event was not fetched from its node")
+                    })
+                })
+                .collect(),
+            None => {
+                let located: Vec<_> = hits.iter().map(TopHit::partial).collect();
+                self.searcher
+                    .fetch_partial(&located)
+                    .map_err(ApiError::from_query)
+            }
+        }
+    }
+
     /// `@timestamp`, or a field mapped as a date: its values are times (ns in the tree).
     pub(crate) fn is_date(&self, field: &str) -> bool {
         field == quarry_format::TIME_FIELD
@@ -1375,11 +1427,11 @@ impl Ctx<'_> {
     }
 
     /// The index a hit of the searcher came from.
-    fn index_of(&self, hit: &quarry_query::Hit) -> &str {
+    fn index_of(&self, hit: &TopHit) -> &str {
         match self.indices {
             [one] => one,
             many => {
-                let part = Searcher::part_of(self.searcher.cursor_of(hit).block_id);
+                let part = Searcher::part_of(hit.block);
                 many.get(part).map_or("", String::as_str)
             }
         }
@@ -2847,7 +2899,7 @@ fn sort_order(a: &JsonValue, b: &JsonValue, descending: bool) -> std::cmp::Order
 /// sorted `by` a field, every hit of the bucket (up to `TOP_HITS_SORTED_MAX`), sorted here by
 /// the field's values (numbers before strings, a hit without one last, ties in time order).
 fn render_top_hits(
-    hits: &[quarry_query::Hit],
+    hits: &[TopHit],
     total: u64,
     from: usize,
     size: usize,
@@ -2856,7 +2908,7 @@ fn render_top_hits(
     ctx: Ctx<'_>,
 ) -> Result<JsonValue, ApiError> {
     let mut shown: Vec<(JsonValue, JsonValue)> = Vec::new();
-    let chosen: Vec<quarry_query::Hit> = match by {
+    let chosen: Vec<TopHit> = match by {
         None => hits[from.min(hits.len())..].to_vec(),
         Some((field, _)) if hits.len() > TOP_HITS_SORTED_MAX => {
             return Err(bad(format!(
@@ -2865,7 +2917,7 @@ fn render_top_hits(
         }
         Some(_) => hits.to_vec(),
     };
-    let events = ctx.searcher.events(&chosen).map_err(ApiError::from_query)?;
+    let events = ctx.events(&chosen)?;
     let words = crate::es_hits::QueryWords::default();
     for (hit, event) in chosen.iter().zip(events) {
         let flat = crate::event_json(&event);
@@ -2902,11 +2954,11 @@ fn render_top_hits(
 
 /// `top_metrics`' answer: per top hit, its time as the sort value and the fields' values.
 fn render_top_metrics(
-    hits: &[quarry_query::Hit],
+    hits: &[TopHit],
     fields: &[String],
     ctx: Ctx<'_>,
 ) -> Result<JsonValue, ApiError> {
-    let events = ctx.searcher.events(hits).map_err(ApiError::from_query)?;
+    let events = ctx.events(hits)?;
     let top: Vec<JsonValue> = hits
         .iter()
         .zip(events)

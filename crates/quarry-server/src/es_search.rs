@@ -479,14 +479,30 @@ pub(crate) async fn search_one(
                 let query = with_alias_filters(query_source(&object, params)?, filters.get(name))?;
                 let now = now_nanos();
                 let source = quarry_query::leaf::QuerySource::Dsl { query, now };
-                let response =
-                    crate::cluster_search_source(&root, &tenant.name(), source, &plan.request)
-                        .await?;
+                let tenant_name = tenant.name();
+                let (response, pin) =
+                    crate::cluster_page(&root, &tenant_name, source, &plan.request, None).await?;
+                // Top hits of aggregations: their events from the leaves that found them.
+                let top_hits = response
+                    .tree
+                    .as_deref()
+                    .map(es_aggs::top_hits_of)
+                    .unwrap_or_default();
+                let fetched = match (&pin, top_hits.is_empty()) {
+                    (Some(pin), false) => {
+                        let events = root
+                            .fetch_top_hits(pin, &tenant_name, &top_hits)
+                            .await
+                            .map_err(|error| ApiError::unavailable(error.to_string()))?;
+                        Some(top_hits.into_iter().zip(events).collect())
+                    }
+                    _ => None,
+                };
                 // This node's snapshot gives the mapping the answer is rendered with.
                 let snapshot = tenant.live.published_snapshot();
                 let (run, names) = (plan.clone(), indices.clone());
                 let (response, extras) = state
-                    .search(move || run.finish(&snapshot, &names, response))
+                    .search(move || run.finish(&snapshot, &names, response, fetched.as_ref()))
                     .await?;
                 return Ok(plan.answer(&indices, &response, extras, started));
             }
@@ -1205,17 +1221,18 @@ impl SearchPlan {
         let response = searcher
             .execute(&self.request)
             .map_err(ApiError::from_query)?;
-        self.finish(searcher, indices, response)
+        self.finish(searcher, indices, response, None)
     }
 
     /// What follows the search's `response`: collapsing, the highlights' bounds, the
     /// aggregations rendered and the suggestions, with `searcher` (over `indices`) for the
-    /// mapping.
+    /// mapping; in a cluster, the aggregations' top hits `fetched` from the leaves.
     pub(crate) fn finish(
         &self,
         searcher: &Searcher,
         indices: &[String],
         mut response: SearchResponse,
+        fetched: Option<&es_aggs::TopHitEvents>,
     ) -> Result<(SearchResponse, Extras), ApiError> {
         if !self.allow_partial && response.is_partial() {
             return Err(partial_refused(&response));
@@ -1239,6 +1256,7 @@ impl SearchPlan {
                     typed: self.typed_keys,
                     searcher,
                     indices,
+                    fetched,
                 };
                 self.aggs.render(results, ctx)?
             }

@@ -1310,12 +1310,6 @@ pub(crate) async fn cluster_page(
     pin: Option<&quarry_cluster::root::Pin>,
 ) -> Result<(SearchResponse, Option<quarry_cluster::root::Pin>), ApiError> {
     use quarry_query::leaf::{LeafQuery, LeafRequest};
-    if let Some(kind) = top_hits_in(&request.tree) {
-        return Err(ApiError::bad_request(format!(
-            "{kind} is not answered across a cluster yet (this node searches with --peers): \
-             ask without it"
-        )));
-    }
     let query = LeafQuery {
         source,
         start: request.start,
@@ -1397,19 +1391,6 @@ fn cluster_warnings(
         .into_iter()
         .map(|(leaf, error)| Warning::LeafUnavailable { leaf, error });
     blocks.chain(leaves).collect()
-}
-
-/// The name of a node of `tree` that keeps hits (`top_hits`, `top_metrics`), which a cluster
-/// does not answer yet: its hits name blocks of one leaf by position.
-fn top_hits_in(tree: &[quarry_query::agg_tree::AggNode]) -> Option<&'static str> {
-    use quarry_query::agg_tree::{Metric, NodeKind};
-    tree.iter().find_map(|node| match &node.kind {
-        NodeKind::Metric {
-            metric: Metric::TopHits { .. },
-            ..
-        } => Some("a top_hits or top_metrics aggregation"),
-        _ => top_hits_in(&node.children),
-    })
 }
 
 /// The most hits one search answers with (Elasticsearch's `index.max_result_window`): more

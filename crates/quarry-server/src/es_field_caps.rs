@@ -88,15 +88,13 @@ pub(crate) async fn field_caps(
             }
             indices = kept;
         }
-        let per_index: Vec<(String, BTreeMap<String, Capability>)> = indices
-            .iter()
-            .map(|(name, tenant)| {
-                let mapping = crate::es_search::mapping_of(&tenant.live);
-                let mut fields = BTreeMap::new();
-                flatten(&mapping["properties"], "", &mut fields);
-                (name.clone(), fields)
-            })
-            .collect();
+        let mut per_index: Vec<(String, BTreeMap<String, Capability>)> = Vec::new();
+        for (name, tenant) in &indices {
+            let mapping = crate::es_search::mapping_of(&state, tenant).await?;
+            let mut fields = BTreeMap::new();
+            flatten(&mapping["properties"], "", &mut fields);
+            per_index.push((name.clone(), fields));
+        }
         let names: Vec<String> = indices.iter().map(|(name, _)| name.clone()).collect();
         let fields = merge(&per_index, &patterns, include_unmapped);
         Ok(json!({"indices": names, "fields": fields}).to_string())

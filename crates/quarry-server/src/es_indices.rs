@@ -409,11 +409,12 @@ pub(crate) async fn get(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Response {
-    let answer = (|| {
+    let answer = async {
         let params = EsParams::parse(query.as_deref())?;
         params.check("get index")?;
         let mut out = Map::new();
         for (name, tenant) in resolve(&state, &index, &headers, missing_rule(&params)?)? {
+            let mapping = crate::es_search::mapping_of(&state, &tenant).await?;
             let spec = tenant.spec();
             let settings = index_settings(&name, &spec);
             out.insert(
@@ -424,13 +425,14 @@ pub(crate) async fn get(
                         .iter()
                         .map(|(name, options)| (name.clone(), options.to_es_json()))
                         .collect::<Map<String, JsonValue>>(),
-                    "mappings": crate::es_search::mapping_of(&tenant.live),
+                    "mappings": mapping,
                     "settings": {"index": settings},
                 }),
             );
         }
-        Ok(JsonValue::Object(out).to_string())
-    })();
+        Ok::<_, ApiError>(JsonValue::Object(out).to_string())
+    }
+    .await;
     es_response(answer)
 }
 

@@ -20,7 +20,6 @@ use crate::es_api::{body_object, es_error, es_response, EsParams};
 use crate::es_hits::{HitView, QueryWords};
 use crate::es_indices;
 use crate::es_scroll;
-use crate::live::LiveIndex;
 use crate::tenants::SearchLimits;
 use crate::{event_json, ApiError, AppState};
 use axum::body::Bytes;
@@ -299,29 +298,90 @@ pub(crate) async fn mapping(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Response {
-    let answer = (|| {
+    let answer = async {
         let params = EsParams::parse(query.as_deref())?;
         params.check("get mapping")?;
         state.require_some_key(&headers)?;
         let expression = crate::es_api::all_or(index);
         let missing = es_indices::missing_rule(&params)?;
-        let indices: Map<String, JsonValue> =
-            es_indices::resolve(&state, &expression, &headers, missing)?
-                .into_iter()
-                .map(|(name, tenant)| (name, json!({"mappings": mapping_of(&tenant.live)})))
-                .collect();
+        let mut indices = Map::new();
+        for (name, tenant) in es_indices::resolve(&state, &expression, &headers, missing)? {
+            let mapping = mapping_of(&state, &tenant).await?;
+            indices.insert(name, json!({ "mappings": mapping }));
+        }
         Ok::<_, ApiError>(JsonValue::Object(indices).to_string())
-    })();
+    }
+    .await;
     es_response(answer)
+}
+
+/// A tenant's mapping (`mapping_from`) over this node's snapshot, or with `--peers` over the
+/// cluster's (its fields summed over the leaves): a cluster that lacks a node answers an
+/// error naming it, never a mapping without the fields only that node holds.
+pub(crate) async fn mapping_of(
+    state: &AppState,
+    tenant: &crate::Tenant,
+) -> Result<JsonValue, ApiError> {
+    let schema = tenant.live.schema();
+    let Some(root) = &state.root else {
+        let searcher = tenant.live.published_snapshot();
+        let timed = searcher
+            .count(&untimed())
+            .map_or(true, |n| n < searcher.doc_count());
+        return Ok(mapping_from(&schema, searcher.field_summary(), timed));
+    };
+    let name = tenant.name();
+    let fields = root
+        .fields(&name)
+        .await
+        .map_err(|error| ApiError::bad_request(error.to_string()))?;
+    let mut missing = crate::cluster_warnings(fields.failed_blocks, fields.failed_leaves);
+    let count = |text: String| quarry_query::SearchRequest {
+        query: text,
+        limit: 0,
+        count: true,
+        ..quarry_query::SearchRequest::default()
+    };
+    let untimed = count(format!("{}:=\"{{}}\"", crate::live::TIME_AS_SENT_FIELD));
+    let untimed = crate::cluster_search(root, &name, &untimed).await?;
+    let all = crate::cluster_search(root, &name, &count("*".to_owned())).await?;
+    let timed = untimed.count < all.count;
+    missing.extend(untimed.warnings.into_iter().chain(all.warnings));
+    if let Some(lacking) = missing.iter().find(|w| {
+        matches!(
+            w,
+            Warning::DamagedBlock { .. }
+                | Warning::BlockUnavailable { .. }
+                | Warning::LeafUnavailable { .. }
+        )
+    }) {
+        return Err(ApiError::unavailable(format!(
+            "the mapping of [{}] would lack fields: {lacking}",
+            tenant.name()
+        )));
+    }
+    Ok(mapping_from(&schema, fields.fields, timed))
+}
+
+/// Events whose document sent no time (their time-as-sent mark is `{}`, live.rs).
+fn untimed() -> quarry_query::Query {
+    quarry_query::Query::Exact {
+        field: crate::live::TIME_AS_SENT_FIELD.to_owned(),
+        value: "{}".to_owned(),
+        tokens: Vec::new(),
+    }
 }
 
 /// A tenant's fields as an Elasticsearch mapping (`{"properties": ...}`): mapped fields as
 /// their mapping says, the others as Elasticsearch's dynamic mapping would type them (strings
 /// as `text` with a `keyword` sub-field, as Quarry indexes both), dotted names as nested
 /// `properties`, `_time` as `@timestamp`. Enough for clients and Grafana's field lists.
-pub(crate) fn mapping_of(live: &LiveIndex) -> JsonValue {
-    let searcher = live.published_snapshot();
-    let schema = live.schema();
+/// `timed`: some document sent a time. `fields`: the tenant's, with their value types.
+pub(crate) fn mapping_from(
+    schema: &quarry_index::Schema,
+    fields: std::collections::BTreeMap<String, quarry_query::FieldSummary>,
+    timed: bool,
+) -> JsonValue {
     let mut properties = Map::new();
     // Mapped objects (`nested`, or with rules of their own), then the mapped names (patterns
     // are not field names: the fields they map show below).
@@ -348,15 +408,7 @@ pub(crate) fn mapping_of(live: &LiveIndex) -> JsonValue {
     }
     // `@timestamp` is every event's time, shown unless no document sent one (each then
     // holds the time-as-sent mark `{}`, live.rs): Elasticsearch lists only fields sent.
-    let untimed = quarry_query::Query::Exact {
-        field: crate::live::TIME_AS_SENT_FIELD.to_owned(),
-        value: "{}".to_owned(),
-        tokens: Vec::new(),
-    };
-    let timed = searcher
-        .count(&untimed)
-        .map_or(true, |n| n < searcher.doc_count());
-    for (name, quarry_query::FieldSummary { types, .. }) in searcher.field_summary() {
+    for (name, quarry_query::FieldSummary { types, .. }) in fields {
         if name == quarry_format::TIME_FIELD && !timed {
             continue;
         }

@@ -649,6 +649,34 @@ fn a_search_on_any_node_with_peers_answers_for_the_cluster() {
     }
     let (all, _) = export(&nodes[2], "/api/v1/default/export?query=*");
     assert_eq!(all.len(), 600);
+    // Elasticsearch's mapping and field capabilities: from every node's fields, a field only
+    // one node holds included.
+    let rare = json!({"_time": "2026-11-20T05:00:00Z", "message": "rare", "n": 600, "rare": true});
+    ingest(&nodes[1], std::slice::from_ref(&rare));
+    ingest(&whole, &[rare]);
+    for target in [
+        "/default/_mapping",
+        "/default",
+        "/default/_field_caps?fields=*",
+        "/_field_caps?fields=m*,n,r*",
+    ] {
+        let (status, want) = whole.get(target);
+        assert_eq!(status, 200, "{target}: {want}");
+        assert!(want.to_string().contains("\"rare\""), "{target}: {want}");
+        for node in &nodes {
+            let (status, got) = node.get(target);
+            assert_eq!(status, 200, "{target}: {got}");
+            // The settings name when the index was made, on each node its own.
+            let settings = |mut answer: serde_json::Value| {
+                if let Some(index) = answer["default"]["settings"]["index"].as_object_mut() {
+                    index.remove("creation_date");
+                    index.remove("uuid");
+                }
+                answer
+            };
+            assert_eq!(settings(got), settings(want.clone()), "{target}");
+        }
+    }
 
     // A node gone: partial, named.
     let gone = nodes.remove(1);
@@ -657,6 +685,14 @@ fn a_search_on_any_node_with_peers_answers_for_the_cluster() {
     assert_eq!(status, 200, "{fields}");
     assert_eq!(fields["partial"], true, "{fields}");
     assert_eq!(fields["fields"][0]["events"], 400, "{fields}");
+    let (status, refused) = nodes[0].get("/default/_mapping");
+    assert_eq!(status, 503, "{refused}");
+    assert!(
+        refused
+            .to_string()
+            .contains(&format!("127.0.0.1:{}", ports[1])),
+        "{refused}"
+    );
     let (events, partial) = export(&nodes[0], "/api/v1/default/export?query=*");
     assert_eq!(events.len(), 400);
     let partial = partial.expect("an export lacking a node says so");

@@ -341,11 +341,14 @@ fn a_cluster_answers_every_query_as_one_node() {
             format!("/api/v1/{tenant}/export?query=*"),
             format!("/api/v1/{tenant}/export?query=error%20OR%20queue&sort=time_asc"),
         ];
+        let mapping = format!("/{tenant}/_mapping");
+        let want_mapping = get(&whole, &mapping);
         let want_fields = get(&whole, &fields);
         let want_exports: Vec<Vec<Value>> = exports.iter().map(|e| export(&whole, e)).collect();
         assert_eq!(want_exports[0].len() as u64, sent[t]);
         for node in nodes.iter().flatten() {
             assert_eq!(get(node, &fields), want_fields, "{fields}");
+            assert_eq!(get(node, &mapping), want_mapping, "{mapping}");
             for (target, want) in exports.iter().zip(&want_exports) {
                 assert_eq!(&export(node, target), want, "{target} on {}", node.addr);
             }

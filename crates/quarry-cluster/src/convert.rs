@@ -183,6 +183,7 @@ pub fn request_to_proto(
         }),
         scope: None,
         tree,
+        keep_ms: 0,
     })
 }
 

@@ -80,6 +80,8 @@ pub struct Pin {
     leaves: Arc<Leaves>,
     /// (leaf, snapshot) of each share that answered.
     searched: Vec<(usize, u64)>,
+    /// How long the leaves keep the snapshots after each use (zero: their own time).
+    keep: Duration,
 }
 
 impl std::fmt::Debug for Pin {
@@ -90,6 +92,14 @@ impl std::fmt::Debug for Pin {
             .map(|&(leaf, snapshot)| format!("{}#{snapshot}", self.leaves.list[leaf].0))
             .collect();
         f.debug_tuple("Pin").field(&shares).finish()
+    }
+}
+
+impl Pin {
+    /// From now on the leaves keep the snapshots at least `keep` after each use (a point in
+    /// time's or a scroll's keep-alive, renewed).
+    pub fn keep_for(&mut self, keep: Duration) {
+        self.keep = keep;
     }
 }
 
@@ -176,13 +186,38 @@ impl Root {
         query: &LeafQuery,
         request: &LeafRequest,
     ) -> Result<RootAnswer, ClusterError> {
+        self.search_kept(tenant, query, request, Duration::ZERO)
+            .await
+    }
+
+    /// `search`, with the snapshots it reads kept by the leaves at least `keep` after each
+    /// use (a scroll's or a point in time's keep-alive; `RootAnswer::pin` searches them again).
+    pub async fn search_kept(
+        &self,
+        tenant: &str,
+        query: &LeafQuery,
+        request: &LeafRequest,
+        keep: Duration,
+    ) -> Result<RootAnswer, ClusterError> {
         let leaves = self.leaves();
         let mut answer = RootAnswer::default();
         let (parts, mut dealer) = leaves.plan(tenant, &mut answer).await?;
         let searched = leaves
-            .search(tenant, query, request, parts, &mut dealer, &mut answer)
+            .search(
+                tenant,
+                query,
+                request,
+                parts,
+                &mut dealer,
+                &mut answer,
+                keep,
+            )
             .await?;
-        answer.pin = Some(Pin { leaves, searched });
+        answer.pin = Some(Pin {
+            leaves,
+            searched,
+            keep,
+        });
         for endpoint in self.absent() {
             answer
                 .failed_leaves
@@ -220,11 +255,20 @@ impl Root {
         let mut answer = RootAnswer::default();
         let searched = pin
             .leaves
-            .search(tenant, query, request, parts, &mut dealer, &mut answer)
+            .search(
+                tenant,
+                query,
+                request,
+                parts,
+                &mut dealer,
+                &mut answer,
+                pin.keep,
+            )
             .await?;
         answer.pin = Some(Pin {
             leaves: pin.leaves.clone(),
             searched,
+            keep: pin.keep,
         });
         Ok(answer)
     }
@@ -440,8 +484,10 @@ impl Leaves {
         })
     }
 
-    /// Searches `parts` (planned by `plan`, or pinned) into `answer`; returns the (leaf,
-    /// snapshot) of each share that answered.
+    /// Searches `parts` (planned by `plan`, or pinned) into `answer`, each leaf keeping what
+    /// it searched at least `keep` after each use; returns the (leaf, snapshot) of each share
+    /// that answered.
+    #[allow(clippy::too_many_arguments)]
     async fn search(
         &self,
         tenant: &str,
@@ -450,6 +496,7 @@ impl Leaves {
         parts: Vec<Part>,
         dealer: &mut Dealer,
         answer: &mut RootAnswer,
+        keep: Duration,
     ) -> Result<Vec<(usize, u64)>, ClusterError> {
         let (parts, stats) = if request.sort == SortOrder::Relevance && request.limit > 0 {
             let replies = self
@@ -473,7 +520,8 @@ impl Leaves {
         };
 
         // Each part's answer, with the snapshot it searched (for the fetch).
-        let asked = convert::request_to_proto(tenant, query, request, stats.as_ref())?;
+        let mut asked = convert::request_to_proto(tenant, query, request, stats.as_ref())?;
+        asked.keep_ms = u64::try_from(keep.as_millis()).unwrap_or(u64::MAX);
         let replies = self
             .scatter(parts, dealer, answer, |mut client, scope| {
                 let mut asked = asked.clone();

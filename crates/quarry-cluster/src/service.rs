@@ -97,40 +97,57 @@ const SNAPSHOT_TTL: Duration = Duration::from_secs(60);
 const SNAPSHOTS_KEPT: usize = 256;
 
 /// Snapshots searched recently, by number: a fetch reads the events from the blocks its
-/// search saw, even if a merge or retention has replaced them since.
+/// search saw, even if a merge or retention has replaced them since. Each is kept for its
+/// keep-alive after its last use (`SNAPSHOT_TTL`, or longer for a scroll or a point in time,
+/// which a root holds open); past `SNAPSHOTS_KEPT`, the least recently used of the ordinary
+/// ones goes first.
 #[derive(Default)]
 struct Snapshots {
     next: u64,
-    kept: VecDeque<(u64, Instant, String, Arc<Searcher>)>,
+    /// Least recently used first.
+    kept: VecDeque<Kept>,
+}
+
+struct Kept {
+    number: u64,
+    used: Instant,
+    keep: Duration,
+    tenant: String,
+    searcher: Arc<Searcher>,
 }
 
 impl Snapshots {
-    fn keep(&mut self, tenant: &str, searcher: Arc<Searcher>) -> u64 {
+    fn keep(&mut self, tenant: &str, searcher: Arc<Searcher>, keep: Duration) -> u64 {
         let now = Instant::now();
-        while self
-            .kept
-            .front()
-            .is_some_and(|(_, at, _, _)| now.duration_since(*at) > SNAPSHOT_TTL)
-            || self.kept.len() >= SNAPSHOTS_KEPT
-        {
-            self.kept.pop_front();
+        self.kept
+            .retain(|kept| now.duration_since(kept.used) <= kept.keep);
+        if self.kept.len() >= SNAPSHOTS_KEPT {
+            let ordinary = self.kept.iter().position(|k| k.keep <= SNAPSHOT_TTL);
+            self.kept.remove(ordinary.unwrap_or(0));
         }
         self.next += 1;
-        self.kept
-            .push_back((self.next, now, tenant.to_owned(), searcher));
+        self.kept.push_back(Kept {
+            number: self.next,
+            used: now,
+            keep: keep.max(SNAPSHOT_TTL),
+            tenant: tenant.to_owned(),
+            searcher,
+        });
         self.next
     }
 
-    /// Snapshot `id` of `tenant`, kept `SNAPSHOT_TTL` more from now (an export reads the same
-    /// snapshot page after page, for as long as it takes).
-    fn get(&mut self, tenant: &str, id: u64) -> Option<Arc<Searcher>> {
-        let position = self
-            .kept
-            .iter()
-            .position(|(number, _, owner, _)| *number == id && owner == tenant)?;
-        let (number, _, owner, searcher) = self.kept.remove(position)?;
-        self.kept
-            .push_back((number, Instant::now(), owner, searcher.clone()));
+    /// Snapshot `id` of `tenant`, kept its keep-alive (at least `keep`) more from now: an
+    /// export or a scroll reads the same snapshot page after page, for as long as it takes.
+    fn get(&mut self, tenant: &str, id: u64, keep: Duration) -> Option<Arc<Searcher>> {
+        let now = Instant::now();
+        let position = self.kept.iter().position(|kept| {
+            kept.number == id && kept.tenant == tenant && now.duration_since(kept.used) <= kept.keep
+        })?;
+        let mut kept = self.kept.remove(position)?;
+        kept.used = now;
+        kept.keep = kept.keep.max(keep);
+        let searcher = kept.searcher.clone();
+        self.kept.push_back(kept);
         Some(searcher)
     }
 }
@@ -160,17 +177,22 @@ impl<T: Tenants> LeafService<T> {
     /// The blocks of `tenant` that `scope` names (all of the current snapshot without one).
     /// Blocks asked for and not here, even after reading the catalog again, are left out and
     /// listed as damaged, so the answer says it lacks them.
-    fn scoped(&self, tenant: &str, scope: Option<proto::Scope>) -> Result<Arc<Searcher>, Status> {
+    fn scoped(
+        &self,
+        tenant: &str,
+        scope: Option<proto::Scope>,
+        keep: Duration,
+    ) -> Result<Arc<Searcher>, Status> {
         use proto::scope::Kind;
         match scope.and_then(|s| s.kind) {
             None => self.searcher(tenant),
             Some(Kind::UnpublishedOf(snapshot)) => {
-                let planned = self.kept(tenant, snapshot)?;
+                let planned = self.kept(tenant, snapshot, Duration::ZERO)?;
                 Ok(Arc::new(
                     planned.only_blocks(|id| !self.tenants.is_published(id)),
                 ))
             }
-            Some(Kind::Searched(snapshot)) => self.kept(tenant, snapshot),
+            Some(Kind::Searched(snapshot)) => self.kept(tenant, snapshot, keep),
             Some(Kind::Blocks(asked)) => {
                 let wanted: std::collections::HashSet<u64> = asked.ids.iter().copied().collect();
                 let has_all = |searcher: &Searcher| {
@@ -232,12 +254,13 @@ impl<T: Tenants> LeafService<T> {
 }
 
 impl<T: Tenants> LeafService<T> {
-    /// Snapshot `number` of `tenant`, kept by an earlier plan or search.
-    fn kept(&self, tenant: &str, number: u64) -> Result<Arc<Searcher>, Status> {
+    /// Snapshot `number` of `tenant`, kept by an earlier plan or search (from now on at
+    /// least `keep` after each use).
+    fn kept(&self, tenant: &str, number: u64, keep: Duration) -> Result<Arc<Searcher>, Status> {
         self.snapshots
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .get(tenant, number)
+            .get(tenant, number, keep)
             .ok_or_else(|| gone(tenant, number))
     }
 }
@@ -322,7 +345,7 @@ impl<T: Tenants> Leaf for LeafService<T> {
             .snapshots
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .keep(&tenant, searcher);
+            .keep(&tenant, searcher, SNAPSHOT_TTL);
         Ok(Response::new(proto::PlanReply {
             snapshot,
             published,
@@ -337,7 +360,7 @@ impl<T: Tenants> Leaf for LeafService<T> {
     ) -> Result<Response<proto::Stats>, Status> {
         let request = request.into_inner();
         let (tenant, query) = convert::query_from_proto(request.query)?;
-        let searcher = self.scoped(&tenant, request.scope)?;
+        let searcher = self.scoped(&tenant, request.scope, Duration::ZERO)?;
         let stats = blocking(move || {
             let planned = searcher.leaf_plan(&query).map_err(query_error)?;
             searcher.leaf_stats(&planned).map_err(query_error)
@@ -375,7 +398,8 @@ impl<T: Tenants> Leaf for LeafService<T> {
             }) => Some(*number),
             _ => None,
         };
-        let searcher = self.scoped(&tenant, request.scope)?;
+        let keep = Duration::from_millis(request.keep_ms);
+        let searcher = self.scoped(&tenant, request.scope, keep)?;
         let searched = searcher.clone();
         let answer = blocking(move || {
             let planned = searched.leaf_plan(&query).map_err(query_error)?;
@@ -388,7 +412,7 @@ impl<T: Tenants> Leaf for LeafService<T> {
             self.snapshots
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .keep(&tenant, searcher)
+                .keep(&tenant, searcher, keep)
         });
         Ok(Response::new(convert::answer_to_proto(&answer, snapshot)?))
     }
@@ -398,7 +422,7 @@ impl<T: Tenants> Leaf for LeafService<T> {
         request: Request<proto::FetchRequest>,
     ) -> Result<Response<proto::FetchReply>, Status> {
         let request = request.into_inner();
-        let searcher = self.kept(&request.tenant, request.snapshot)?;
+        let searcher = self.kept(&request.tenant, request.snapshot, Duration::ZERO)?;
         let hits: Vec<_> = request
             .hits
             .iter()
@@ -415,7 +439,7 @@ impl<T: Tenants> Leaf for LeafService<T> {
         request: Request<proto::FieldsRequest>,
     ) -> Result<Response<proto::FieldsReply>, Status> {
         let request = request.into_inner();
-        let searcher = self.scoped(&request.tenant, request.scope)?;
+        let searcher = self.scoped(&request.tenant, request.scope, Duration::ZERO)?;
         let reply = blocking(move || {
             let failed: Vec<quarry_query::leaf::FailedBlock> =
                 searcher.damaged().iter().map(Into::into).collect();
@@ -520,4 +544,42 @@ pub async fn serve_leaf<T: Tenants>(
             endpoint: addr.map_or_else(|| "?".to_owned(), |a| a.to_string()),
             message: e.to_string(),
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot() -> Arc<Searcher> {
+        Arc::new(Searcher::from_shared(Vec::new(), Default::default()))
+    }
+
+    #[test]
+    fn a_long_kept_snapshot_outlives_a_crowd_of_ordinary_ones() {
+        let mut snapshots = Snapshots::default();
+        let held = snapshots.keep("t", snapshot(), Duration::from_secs(600));
+        let first = snapshots.keep("t", snapshot(), Duration::ZERO);
+        for _ in 0..2 * SNAPSHOTS_KEPT {
+            snapshots.keep("t", snapshot(), Duration::ZERO);
+        }
+        assert_eq!(snapshots.kept.len(), SNAPSHOTS_KEPT);
+        // The scroll's snapshot stays; the oldest ordinary one went.
+        assert!(snapshots.get("t", held, Duration::ZERO).is_some());
+        assert!(snapshots.get("t", first, Duration::ZERO).is_none());
+        // Another tenant's number reads nothing.
+        assert!(snapshots.get("u", held, Duration::ZERO).is_none());
+    }
+
+    #[test]
+    fn a_snapshot_in_use_is_kept_from_its_last_use() {
+        let mut snapshots = Snapshots::default();
+        let number = snapshots.keep("t", snapshot(), Duration::ZERO);
+        // As if kept 50 s ago, then used: kept another SNAPSHOT_TTL from now.
+        snapshots.kept[0].used -= Duration::from_secs(50);
+        assert!(snapshots.get("t", number, Duration::ZERO).is_some());
+        assert!(snapshots.kept[0].used.elapsed() < Duration::from_secs(5));
+        // Past its keep-alive since its last use: gone.
+        snapshots.kept[0].used -= SNAPSHOT_TTL + Duration::from_secs(1);
+        assert!(snapshots.get("t", number, Duration::ZERO).is_none());
+    }
 }

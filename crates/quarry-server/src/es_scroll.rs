@@ -22,6 +22,7 @@ use axum::extract::{Path as UrlPath, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use quarry_query::field_sort::SortCursor;
+use quarry_query::leaf::QuerySource;
 use quarry_query::{Cursor, SearchResponse, Searcher, SortOrder};
 use serde_json::{json, Value as JsonValue};
 use std::collections::HashMap;
@@ -41,14 +42,24 @@ pub(crate) struct Contexts {
 
 struct Context {
     tenant: String,
-    snapshot: Arc<Searcher>,
+    held: Held,
     /// A scroll's search and position; `None` for a point in time.
     scroll: Option<Scroll>,
     expires: Instant,
 }
 
+/// What a context reads: a snapshot of this node's, or with `--peers` the snapshots the
+/// cluster's leaves keep for it (for its keep-alive after each use).
+#[derive(Clone)]
+pub(crate) enum Held {
+    Local(Arc<Searcher>),
+    Cluster(quarry_cluster::root::Pin),
+}
+
 struct Scroll {
     plan: SearchPlan,
+    /// In a cluster, the query as the leaves compile it.
+    source: Option<QuerySource>,
     /// Hits per page.
     size: usize,
     position: Position,
@@ -100,19 +111,23 @@ impl Contexts {
         open.insert(id, context);
     }
 
-    /// A point in time's tenant and snapshot, its keep-alive renewed.
+    /// A point in time's tenant and what it reads, its keep-alive renewed (on the leaves
+    /// too, from its next search on).
     pub(crate) fn point_in_time(
         &self,
         id: &str,
         keep_alive: Option<Duration>,
-    ) -> Result<(String, Arc<Searcher>), ApiError> {
+    ) -> Result<(String, Held), ApiError> {
         let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
         Self::purge_expired(&mut open);
         let context = open.get_mut(id).ok_or_else(|| missing(id))?;
         if let Some(keep_alive) = keep_alive {
             context.expires = Instant::now() + keep_alive;
+            if let Held::Cluster(pin) = &mut context.held {
+                pin.keep_for(keep_alive);
+            }
         }
-        Ok((context.tenant.clone(), context.snapshot.clone()))
+        Ok((context.tenant.clone(), context.held.clone()))
     }
 
     /// Closes the contexts named (of tenants `may_close` allows); returns how many were open.
@@ -210,9 +225,58 @@ pub(crate) async fn start(
     let mut answer = plan.answer(&[tenant.to_owned()], &response, extras, started);
     let context = Context {
         tenant: tenant.to_owned(),
-        snapshot,
+        held: Held::Local(snapshot),
         scroll: Some(Scroll {
             plan,
+            source: None,
+            size,
+            position,
+        }),
+        expires: Instant::now() + keep_alive,
+    };
+    answer["_scroll_id"] = state.contexts.insert(context)?.into();
+    Ok(answer)
+}
+
+/// The first page of a scroll over a cluster (`--peers`): `plan` over index `name` with the
+/// query `source`, every leaf keeping what it read for the keep-alive after each use; the
+/// pages that follow read the same snapshots.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn start_in_cluster(
+    state: &Arc<AppState>,
+    root: &quarry_cluster::Root,
+    tenant: &crate::Tenant,
+    name: &str,
+    plan: SearchPlan,
+    source: QuerySource,
+    keep_alive: Duration,
+    started: Instant,
+) -> Result<JsonValue, ApiError> {
+    if plan.from() > 0 {
+        return Err(ApiError::bad_request(
+            "unsupported: [from] in a scroll (each page starts where the last ended)",
+        ));
+    }
+    let size = plan.request.limit;
+    let (response, extras, pin) = crate::es_search::run_in_cluster(
+        state,
+        root,
+        tenant,
+        &plan,
+        source.clone(),
+        None,
+        keep_alive,
+    )
+    .await?;
+    let pin = pin.ok_or_else(|| ApiError::internal("a cluster search without its snapshots"))?;
+    let position = next_position(&plan, &response, size, 0);
+    let mut answer = plan.answer(&[name.to_owned()], &response, extras, started);
+    let context = Context {
+        tenant: name.to_owned(),
+        held: Held::Cluster(pin),
+        scroll: Some(Scroll {
+            plan,
+            source: Some(source),
             size,
             position,
         }),
@@ -288,10 +352,13 @@ pub(crate) async fn next(
             )));
         };
         let total_as_int = params.flag("rest_total_hits_as_int", false)?;
+        if let (Some(renew), Held::Cluster(pin)) = (renew, &mut context.held) {
+            pin.keep_for(renew);
+        }
         let page = page(
             &state,
             &context.tenant,
-            &context.snapshot,
+            &context.held,
             &scroll,
             total_as_int,
             started,
@@ -319,24 +386,59 @@ pub(crate) async fn next(
     es_response(answer.map(|body| body.to_string()))
 }
 
+/// `plan` over what a scroll reads (`source`: its query, for a cluster's leaves).
+async fn run_held(
+    state: &Arc<AppState>,
+    tenant: &str,
+    held: &Held,
+    plan: &SearchPlan,
+    source: Option<&QuerySource>,
+) -> Result<SearchResponse, ApiError> {
+    match (held, state.root.as_ref(), source) {
+        (Held::Local(snapshot), _, _) => {
+            let (snapshot, run) = (snapshot.clone(), plan.clone());
+            let (response, _) = state.search(move || run.execute(&snapshot, &[])).await?;
+            Ok(response)
+        }
+        (Held::Cluster(pin), Some(root), Some(source)) => {
+            let open = state
+                .open_tenant(tenant)
+                .ok_or_else(|| crate::es_indices::no_such_index(tenant))?;
+            let (response, _, _) = crate::es_search::run_in_cluster(
+                state,
+                root,
+                &open,
+                plan,
+                source.clone(),
+                Some(pin),
+                Duration::ZERO,
+            )
+            .await?;
+            Ok(response)
+        }
+        _ => Err(ApiError::internal(
+            "a cluster's scroll on a node without --peers",
+        )),
+    }
+}
+
 /// One page of a scroll after its position, and the position after it.
 async fn page(
     state: &Arc<AppState>,
     tenant: &str,
-    snapshot: &Arc<Searcher>,
+    held: &Held,
     scroll: &Scroll,
     total_as_int: bool,
     started: Instant,
 ) -> Result<(JsonValue, Position), ApiError> {
     let mut plan = scroll.plan.without_aggregations();
     plan.set_total_as_int(total_as_int);
+    let source = scroll.source.as_ref();
     let skipped = match &scroll.position {
         Position::Done => {
             let mut empty = plan.clone();
             empty.request.limit = 0;
-            let snapshot = snapshot.clone();
-            let run = empty.clone();
-            let (response, _) = state.search(move || run.execute(&snapshot, &[])).await?;
+            let response = run_held(state, tenant, held, &empty, source).await?;
             let answer = empty.answer(&[tenant.to_owned()], &response, Default::default(), started);
             return Ok((answer, Position::Done));
         }
@@ -361,9 +463,7 @@ async fn page(
             *skipped
         }
     };
-    let run = plan.clone();
-    let snapshot = snapshot.clone();
-    let (response, _) = state.search(move || run.execute(&snapshot, &[])).await?;
+    let response = run_held(state, tenant, held, &plan, source).await?;
     let position = next_position(&plan, &response, scroll.size, skipped);
     let answer = plan.answer(&[tenant.to_owned()], &response, Default::default(), started);
     Ok((answer, position))
@@ -424,7 +524,7 @@ pub(crate) async fn open_pit(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Response {
-    let answer = (|| {
+    let answer = async {
         let params = EsParams::parse(query.as_deref())?;
         params.check("open point in time")?;
         let keep_alive = keep_alive(
@@ -447,16 +547,46 @@ pub(crate) async fn open_pit(
                 )))
             }
         };
-        let live = tenant.live.clone();
+        let held = match &state.root {
+            None => Held::Local(tenant.live.published_snapshot()),
+            // Over a cluster: every leaf keeps the snapshot a search reads now.
+            Some(root) => {
+                let request = quarry_query::SearchRequest {
+                    query: "*".to_owned(),
+                    limit: 0,
+                    ..quarry_query::SearchRequest::default()
+                };
+                let source = QuerySource::Text(request.query.clone());
+                let (opened, pin) = crate::cluster_page(
+                    root,
+                    &tenant.name(),
+                    source,
+                    &request,
+                    None,
+                    keep_alive,
+                )
+                .await?;
+                if opened.is_partial() {
+                    return Err(ApiError::unavailable(format!(
+                        "a point in time over [{index}] would lack data: {}",
+                        opened.warnings[0]
+                    )));
+                }
+                Held::Cluster(pin.ok_or_else(|| {
+                    ApiError::internal("a cluster search without its snapshots")
+                })?)
+            }
+        };
         let context = Context {
             tenant: index.clone(),
-            snapshot: live.published_snapshot(),
+            held,
             scroll: None,
             expires: Instant::now() + keep_alive,
         };
         let id = state.contexts.insert(context)?;
-        Ok(json!({ "id": id }).to_string())
-    })();
+        Ok::<_, ApiError>(json!({ "id": id }).to_string())
+    }
+    .await;
     es_response(answer)
 }
 

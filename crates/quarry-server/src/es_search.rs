@@ -35,7 +35,7 @@ use quarry_query::{SearchRequest, SearchResponse, Searcher, SortOrder, Warning};
 use quarry_store::mapping::MultiField;
 use serde_json::{json, Map, Value as JsonValue};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Elasticsearch's `index.max_result_window`: the native API's bound too.
 const MAX_RESULT_WINDOW: usize = crate::MAX_SEARCH_LIMIT;
@@ -517,6 +517,36 @@ pub(crate) async fn search_one(
     };
     if let Some(root) = state.root.clone() {
         refused_in_a_cluster(&plan, params)?;
+        let now = now_nanos();
+        // A point in time: the snapshots its opening read on every node.
+        if let Some((id, keep_alive)) = plan.pit.clone() {
+            let (name, held) = state.contexts.point_in_time(&id, keep_alive)?;
+            let tenant = state.authorize(&name, headers)?;
+            let es_scroll::Held::Cluster(pin) = held else {
+                return Err(ApiError::internal("a point in time of this node alone"));
+            };
+            let indices = vec![name.clone()];
+            let limits = limits_of(&indices);
+            plan.check_limits(&limits, false)?;
+            prepare_view(state, &mut plan, &indices, &limits);
+            let source = quarry_query::leaf::QuerySource::Dsl {
+                query: query_source(&object, params)?,
+                now,
+            };
+            let (response, extras, _) = run_in_cluster(
+                state,
+                &root,
+                &tenant,
+                &plan,
+                source,
+                Some(&pin),
+                Duration::ZERO,
+            )
+            .await?;
+            let mut answer = plan.answer(&indices, &response, extras, started);
+            answer["pit_id"] = id.into();
+            return Ok(answer);
+        }
         let rules = es_indices::missing_rule(params)?.reading();
         let found = es_indices::resolve(state, index, headers, rules)?;
         match &found[..] {
@@ -525,37 +555,24 @@ pub(crate) async fn search_one(
             [(name, tenant)] => {
                 let indices = vec![name.clone()];
                 let limits = limits_of(&indices);
-                plan.check_limits(&limits, false)?;
+                let scroll = params
+                    .get("scroll")
+                    .map(|text| es_scroll::keep_alive(text, "scroll"));
+                let scroll = scroll.transpose()?;
+                plan.check_limits(&limits, scroll.is_some())?;
                 prepare_view(state, &mut plan, &indices, &limits);
                 let filters = crate::es_aliases::filters_of(state, index);
                 let query = with_alias_filters(query_source(&object, params)?, filters.get(name))?;
-                let now = now_nanos();
                 let source = quarry_query::leaf::QuerySource::Dsl { query, now };
-                let tenant_name = tenant.name();
-                let (response, pin) =
-                    crate::cluster_page(&root, &tenant_name, source, &plan.request, None).await?;
-                // Top hits of aggregations: their events from the leaves that found them.
-                let top_hits = response
-                    .tree
-                    .as_deref()
-                    .map(es_aggs::top_hits_of)
-                    .unwrap_or_default();
-                let fetched = match (&pin, top_hits.is_empty()) {
-                    (Some(pin), false) => {
-                        let events = root
-                            .fetch_top_hits(pin, &tenant_name, &top_hits)
-                            .await
-                            .map_err(|error| ApiError::unavailable(error.to_string()))?;
-                        Some(top_hits.into_iter().zip(events).collect())
-                    }
-                    _ => None,
-                };
-                // This node's snapshot gives the mapping the answer is rendered with.
-                let snapshot = tenant.live.published_snapshot();
-                let (run, names) = (plan.clone(), indices.clone());
-                let (response, extras) = state
-                    .search(move || run.finish(&snapshot, &names, response, fetched.as_ref()))
-                    .await?;
+                if let Some(keep_alive) = scroll {
+                    return es_scroll::start_in_cluster(
+                        state, &root, tenant, name, plan, source, keep_alive, started,
+                    )
+                    .await;
+                }
+                let (response, extras, _) =
+                    run_in_cluster(state, &root, tenant, &plan, source, None, Duration::ZERO)
+                        .await?;
                 return Ok(plan.answer(&indices, &response, extras, started));
             }
             many => {
@@ -576,8 +593,13 @@ pub(crate) async fn search_one(
     // path names (several: one searcher over all of them).
     let (indices, snapshots) = match &plan.pit {
         Some((id, keep_alive)) => {
-            let (tenant, snapshot) = state.contexts.point_in_time(id, *keep_alive)?;
+            let (tenant, held) = state.contexts.point_in_time(id, *keep_alive)?;
             state.authorize(&tenant, headers)?;
+            let es_scroll::Held::Local(snapshot) = held else {
+                return Err(ApiError::internal(
+                    "a cluster's point in time without --peers",
+                ));
+            };
             (vec![tenant], vec![snapshot])
         }
         None => snapshots_of(state, index, headers, params).await?,
@@ -652,8 +674,10 @@ fn refused_in_a_cluster(plan: &SearchPlan, params: &EsParams) -> Result<(), ApiE
         quarry_query::request::named_clauses(ast, &mut named);
     }
     let refused = [
-        (params.get("scroll").is_some(), "a scroll"),
-        (plan.pit.is_some(), "a point in time (pit)"),
+        (
+            params.get("scroll").is_some() && plan.slice.is_some(),
+            "a sliced scroll",
+        ),
         (!plan.suggest.is_empty(), "suggest"),
         (plan.collapse.is_some(), "collapse"),
         (!plan.indices_boost.is_empty(), "indices_boost"),
@@ -666,6 +690,46 @@ fn refused_in_a_cluster(plan: &SearchPlan, params: &EsParams) -> Result<(), ApiE
         ))),
         None => Ok(()),
     }
+}
+
+/// `plan`'s search of `tenant` over a cluster (`--peers`): over `pin`'s snapshots when given
+/// (a point in time's, a scroll's), else planned afresh with every leaf keeping what it read
+/// at least `keep` after each use; the top hits of its aggregations fetched from the leaves
+/// that found them, and rendered with this node's mapping. With the pin of what it read.
+pub(crate) async fn run_in_cluster(
+    state: &AppState,
+    root: &quarry_cluster::Root,
+    tenant: &crate::Tenant,
+    plan: &SearchPlan,
+    source: quarry_query::leaf::QuerySource,
+    pin: Option<&quarry_cluster::root::Pin>,
+    keep: Duration,
+) -> Result<(SearchResponse, Extras, Option<quarry_cluster::root::Pin>), ApiError> {
+    let name = tenant.name();
+    let (response, searched) =
+        crate::cluster_page(root, &name, source, &plan.request, pin, keep).await?;
+    let top_hits = response
+        .tree
+        .as_deref()
+        .map(es_aggs::top_hits_of)
+        .unwrap_or_default();
+    let fetched = match (&searched, top_hits.is_empty()) {
+        (Some(searched), false) => {
+            let events = root
+                .fetch_top_hits(searched, &name, &top_hits)
+                .await
+                .map_err(|error| ApiError::unavailable(error.to_string()))?;
+            Some(top_hits.into_iter().zip(events).collect())
+        }
+        _ => None,
+    };
+    // This node's snapshot gives the mapping the answer is rendered with.
+    let snapshot = tenant.live.published_snapshot();
+    let (run, names) = (plan.clone(), vec![name]);
+    let (response, extras) = state
+        .search(move || run.finish(&snapshot, &names, response, fetched.as_ref()))
+        .await?;
+    Ok((response, extras, searched))
 }
 
 /// The query a search body or the `q` parameter asks, as the DSL the leaves compile (every

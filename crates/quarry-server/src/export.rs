@@ -18,6 +18,7 @@ use axum::response::{IntoResponse, Response};
 use quarry_index::event::format_time;
 use quarry_query::{SearchRequest, SearchResponse, Searcher, SortOrder, Warning};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// Events per page of an export: large enough that a page's fixed cost (a tail's search of
@@ -138,8 +139,15 @@ impl Pages {
             }
             Pages::Cluster { root, tenant, pin } => {
                 let source = quarry_query::leaf::QuerySource::Text(request.query.clone());
-                let (page, searched) =
-                    crate::cluster_page(root, tenant, source, &request, pin.as_ref()).await?;
+                let (page, searched) = crate::cluster_page(
+                    root,
+                    tenant,
+                    source,
+                    &request,
+                    pin.as_ref(),
+                    Duration::ZERO,
+                )
+                .await?;
                 if pin.is_none() {
                     *pin = searched;
                 }

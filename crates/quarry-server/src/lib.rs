@@ -863,9 +863,9 @@ async fn writes_refused_on_a_searcher(
 
 /// With `--peers`, the reads that are not answered through the cluster's root yet are a 400
 /// naming them: answered from this node's data alone they would be silently partial. The
-/// native search, `_search`, `_msearch` and `_count` are answered over the cluster (what
-/// they do not answer there yet is refused by `es_search`); writes, administration and
-/// health are each node's own.
+/// native API, `_search` (scrolls and points in time too), `_msearch`, `_count`, mappings and
+/// field capabilities are answered over the cluster (what `_search` does not answer there yet
+/// is refused by `es_search`); writes, administration and health are each node's own.
 async fn local_reads_refused_in_a_cluster(
     State(state): State<Arc<AppState>>,
     request: axum::extract::Request,
@@ -881,7 +881,7 @@ async fn local_reads_refused_in_a_cluster(
         return next.run(request).await;
     }
     let reading = |name: &str| segments.contains(&name);
-    let refused = ["_pit", "_mget", "_source", "_update", "_create", "_cat"]
+    let refused = ["_mget", "_source", "_update", "_create", "_cat"]
         .into_iter()
         .find(|name| reading(name))
         .or_else(|| {
@@ -1288,18 +1288,20 @@ pub(crate) async fn cluster_search_source(
     source: quarry_query::leaf::QuerySource,
     request: &SearchRequest,
 ) -> Result<SearchResponse, ApiError> {
-    let (response, _) = cluster_page(root, tenant, source, request, None).await?;
+    let (response, _) = cluster_page(root, tenant, source, request, None, Duration::ZERO).await?;
     Ok(response)
 }
 
 /// `cluster_search_source` over the snapshots `pin` names (an earlier page's), or planned
-/// afresh without one; with the pin of the snapshots it read, for the next page.
+/// afresh without one, the leaves keeping what they read at least `keep` after each use;
+/// with the pin of the snapshots it read, for the next page.
 pub(crate) async fn cluster_page(
     root: &quarry_cluster::Root,
     tenant: &str,
     source: quarry_query::leaf::QuerySource,
     request: &SearchRequest,
     pin: Option<&quarry_cluster::root::Pin>,
+    keep: Duration,
 ) -> Result<(SearchResponse, Option<quarry_cluster::root::Pin>), ApiError> {
     use quarry_query::leaf::{LeafQuery, LeafRequest};
     let query = LeafQuery {
@@ -1333,7 +1335,7 @@ pub(crate) async fn cluster_page(
     };
     let answer = match pin {
         Some(pin) => root.search_pinned(pin, tenant, &query, &leaf_request).await,
-        None => root.search(tenant, &query, &leaf_request).await,
+        None => root.search_kept(tenant, &query, &leaf_request, keep).await,
     }
     .map_err(leaf_error)?;
     let (count, histogram, aggregations) = quarry_query::request::finish(

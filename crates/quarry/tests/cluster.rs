@@ -597,7 +597,6 @@ fn a_search_on_any_node_with_peers_answers_for_the_cluster() {
             json!({"collapse": {"field": "message"}}),
             "collapse",
         ),
-        ("/default/_search?scroll=1m", json!({"size": 10}), "scroll"),
         (
             "/default/_search",
             json!({"query": {"match": {"message": {"query": "alpha", "_name": "a"}}}}),
@@ -677,6 +676,53 @@ fn a_search_on_any_node_with_peers_answers_for_the_cluster() {
             assert_eq!(settings(got), settings(want.clone()), "{target}");
         }
     }
+
+    // A scroll and a point in time over the cluster: each reads the snapshots its first
+    // search read on every node, so an event ingested meanwhile is not seen; their pages are
+    // one node's whole sort.
+    let scroll_all = |server: &Server, add: Option<&Server>| -> Vec<serde_json::Value> {
+        let body = json!({"size": 70, "sort": [{"n": "asc"}]}).to_string();
+        let (status, mut page) = server.request("POST", "/default/_search?scroll=1m", Some(&body));
+        assert_eq!(status, 200, "{page}");
+        assert_eq!(page["_shards"]["failed"], 0, "{page}");
+        if let Some(add) = add {
+            let late = json!({"_time": "2026-11-20T06:00:00Z", "message": "late", "n": 700});
+            ingest(add, &[late]);
+        }
+        let mut all = Vec::new();
+        loop {
+            let hits = sources(&page);
+            if hits.is_empty() {
+                return all;
+            }
+            all.extend(hits);
+            let next = json!({"scroll": "1m", "scroll_id": page["_scroll_id"]}).to_string();
+            let (status, next) = server.request("POST", "/_search/scroll", Some(&next));
+            assert_eq!(status, 200, "{next}");
+            assert_eq!(next["_shards"]["failed"], 0, "{next}");
+            page = next;
+        }
+    };
+    let want = scroll_all(&whole, None);
+    assert_eq!(want.len(), 601);
+    assert_eq!(scroll_all(&nodes[0], Some(&nodes[1])), want);
+    let (status, opened) = nodes[2].request("POST", "/default/_pit?keep_alive=1m", None);
+    assert_eq!(status, 200, "{opened}");
+    let late = json!({"_time": "2026-11-20T06:00:01Z", "message": "late", "n": 701});
+    ingest(&nodes[1], &[late]);
+    let in_pit = json!({"pit": {"id": opened["id"], "keep_alive": "1m"}, "size": 3,
+                        "sort": [{"n": "desc"}], "track_total_hits": true,
+                        "query": {"range": {"n": {"gte": 500}}}})
+    .to_string();
+    let (status, pit) = nodes[2].request("POST", "/_search", Some(&in_pit));
+    assert_eq!(status, 200, "{pit}");
+    assert_eq!(pit["hits"]["total"]["value"], 102, "{pit}");
+    assert_eq!(sources(&pit), [json!(700), json!(600), json!(599)], "{pit}");
+    let now = json!({"size": 1, "sort": [{"n": "desc"}], "track_total_hits": true,
+                     "query": {"range": {"n": {"gte": 500}}}})
+    .to_string();
+    let (_, now) = nodes[2].request("POST", "/default/_search", Some(&now));
+    assert_eq!(now["hits"]["total"]["value"], 103, "{now}");
 
     // A node gone: partial, named.
     let gone = nodes.remove(1);

@@ -146,6 +146,26 @@ fn es_pages(node: &Server, tenant: &str, mut body: Value) -> Vec<u64> {
     }
 }
 
+/// Every hit of a scroll, page after page.
+fn es_scroll(node: &Server, tenant: &str, body: &Value) -> Vec<u64> {
+    let mut page = post(
+        node,
+        &format!("/{tenant}/_search?scroll=1m"),
+        &body.to_string(),
+    );
+    let mut all = Vec::new();
+    loop {
+        assert_eq!(page["_shards"]["failed"], 0, "{page}");
+        let hits = es_ns(&page);
+        if hits.is_empty() {
+            return all;
+        }
+        all.extend(hits);
+        let next = json!({"scroll": "1m", "scroll_id": page["_scroll_id"]});
+        page = post(node, "/_search/scroll", &next.to_string());
+    }
+}
+
 /// A live tail's matches (`n` of each `hit` event) until `expected` distinct ones were seen.
 fn tail_collect(addr: &str, tenant: &str, query: &str, expected: usize) -> BTreeMap<u64, usize> {
     let mut stream = TcpStream::connect(addr).unwrap();
@@ -363,6 +383,26 @@ fn a_cluster_answers_every_query_as_one_node() {
         let want = es_pages(&whole, tenant, body.clone());
         assert_eq!(want.len() as u64, sent[t]);
         assert_eq!(es_pages(node, tenant, body), want, "{tenant}");
+        // A scroll, and searches in a point in time: over the snapshots every node kept.
+        let body = json!({"size": 200, "sort": [{"latency": "asc"}, {"n": "asc"}]});
+        let want = es_scroll(&whole, tenant, &body);
+        assert_eq!(want.len() as u64, sent[t]);
+        assert_eq!(es_scroll(node, tenant, &body), want, "{tenant}");
+        let opened = post(node, &format!("/{tenant}/_pit?keep_alive=2m"), "");
+        let mut in_pit = json!({"pit": {"id": opened["id"]}, "size": 250, "sort": [{"n": "asc"}],
+                                "track_total_hits": true});
+        let want = es_pages(&whole, tenant, json!({"size": 250, "sort": [{"n": "asc"}]}));
+        let mut paged = Vec::new();
+        loop {
+            let page = post(node, "/_search", &in_pit.to_string());
+            assert_eq!(page["hits"]["total"]["value"], sent[t], "{page}");
+            let Some(last) = page["hits"]["hits"].as_array().unwrap().last() else {
+                break;
+            };
+            in_pit["search_after"] = last["sort"].clone();
+            paged.extend(es_ns(&page));
+        }
+        assert_eq!(paged, want, "{tenant}");
     }
     // _msearch over two tenants.
     let searches = format!(

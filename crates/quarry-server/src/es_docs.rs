@@ -350,10 +350,7 @@ async fn get_document(
 ) -> Result<(String, Option<JsonValue>), ApiError> {
     let concrete = crate::es_aliases::single_index(state, index)?;
     let live = state.authorize(&concrete, headers)?.live.clone();
-    let wanted = id.to_owned();
-    let found = state
-        .search(move || find(&live.published_snapshot(), &wanted))
-        .await?;
+    let found = find_document(state, &concrete, live, id).await?;
     Ok((
         concrete,
         found.map(|(time, fields)| {
@@ -509,11 +506,43 @@ type Document = (i64, Vec<(String, Value)>);
 
 /// The event with `id`: one whose client gave that `_id`, else one whose content id it is
 /// (`Query::ContentId` reads the events of that nanosecond).
-pub(crate) fn find(
-    searcher: &quarry_query::Searcher,
+/// Document `id` of `tenant` (`live` on this node): from this node's snapshot, or with
+/// `--peers` from every node's, where a node or a block that does not answer is an error
+/// naming it, never "not found".
+pub(crate) async fn find_document(
+    state: &AppState,
+    tenant: &str,
+    live: Arc<crate::live::LiveIndex>,
     id: &str,
 ) -> Result<Option<Document>, ApiError> {
-    let by_id = SearchRequest {
+    let Some(root) = &state.root else {
+        let wanted = id.to_owned();
+        return state
+            .search(move || find(&live.published_snapshot(), &wanted))
+            .await;
+    };
+    let source = quarry_query::leaf::QuerySource::Dsl {
+        query: json!({"ids": {"values": [id]}}),
+        now: quarry_query::time::now_nanos(),
+    };
+    let response = crate::cluster_search_source(root, tenant, source, &by_id(id)).await?;
+    if response.is_partial() {
+        let lacking: Vec<String> = response.warnings.iter().map(ToString::to_string).collect();
+        return Err(ApiError::unavailable(format!(
+            "document [{id}] of [{tenant}] cannot be read whole: {}",
+            lacking.join("; ")
+        )));
+    }
+    Ok(response
+        .hits
+        .into_iter()
+        .next()
+        .map(|hit| (hit.time, hit.event)))
+}
+
+/// The search that finds document `id`: its first event (by time) with that id.
+fn by_id(id: &str) -> SearchRequest {
+    SearchRequest {
         ast: Some(Ast::Exact {
             field: quarry_query::doc_id::ID_FIELD.into(),
             value: id.to_owned(),
@@ -521,8 +550,16 @@ pub(crate) fn find(
         sort: SortOrder::TimeAsc,
         limit: 1,
         ..SearchRequest::default()
-    };
-    let response = searcher.execute(&by_id).map_err(ApiError::from_query)?;
+    }
+}
+
+pub(crate) fn find(
+    searcher: &quarry_query::Searcher,
+    id: &str,
+) -> Result<Option<Document>, ApiError> {
+    let response = searcher
+        .execute(&by_id(id))
+        .map_err(ApiError::from_query)?;
     Ok(response
         .hits
         .into_iter()

@@ -795,9 +795,7 @@ async fn resolve_terms_lookups(
             return Err(es_indices::no_such_index(&index));
         }
         let live = state.authorize(&index, headers)?.live.clone();
-        let found = state
-            .search(move || crate::es_docs::find(&live.published_snapshot(), &id))
-            .await?;
+        let found = crate::es_docs::find_document(state, &index, live, &id).await?;
         let values = match found {
             None => Vec::new(),
             Some((_, fields)) => match crate::event_json(&fields).get(&path) {

@@ -881,16 +881,9 @@ async fn local_reads_refused_in_a_cluster(
         return next.run(request).await;
     }
     let reading = |name: &str| segments.contains(&name);
-    let refused = ["_mget", "_source", "_update", "_create", "_cat"]
+    let refused = ["_update", "_create", "_cat"]
         .into_iter()
-        .find(|name| reading(name))
-        .or_else(|| {
-            // GET of one document by id.
-            (request.method() == axum::http::Method::GET
-                && segments.len() == 3
-                && segments[1] == "_doc")
-                .then_some("_doc")
-        });
+        .find(|name| reading(name));
     let Some(name) = refused else {
         return next.run(request).await;
     };

@@ -677,6 +677,45 @@ fn a_search_on_any_node_with_peers_answers_for_the_cluster() {
         }
     }
 
+    // Documents by id over the cluster, whichever node holds them: get, _source, _mget, and
+    // a terms lookup reading one.
+    let body = json!({"size": 4, "sort": [{"n": "asc"}], "query": {"range": {"n": {"gte": 100}}}});
+    let (_, found) = whole.request("POST", "/default/_search", Some(&body.to_string()));
+    let ids: Vec<String> = found["hits"]["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|hit| hit["_id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids.len(), 4);
+    let lookup = json!({"size": 0, "track_total_hits": true, "query": {"terms": {
+        "n": {"index": "default", "id": ids[1], "path": "n"}}}})
+    .to_string();
+    let mget = json!({"ids": [ids[0], ids[3], "no-such-id"]}).to_string();
+    for node in &nodes {
+        for target in [
+            format!("/default/_doc/{}", ids[0]),
+            format!("/default/_source/{}", ids[1]),
+            format!("/default/_doc/{}", ids[2]),
+        ] {
+            let (status, want) = whole.get(&target);
+            assert_eq!(status, 200, "{target}: {want}");
+            let (status, got) = node.get(&target);
+            assert_eq!(status, 200, "{target}: {got}");
+            assert_eq!(got, want, "{target}");
+        }
+        let (status, missing) = node.get("/default/_doc/no-such-id");
+        assert_eq!(status, 404, "{missing}");
+        assert_eq!(missing["found"], false, "{missing}");
+        let (_, want) = whole.request("POST", "/default/_mget", Some(&mget));
+        let (status, got) = node.request("POST", "/default/_mget", Some(&mget));
+        assert_eq!(status, 200, "{got}");
+        assert_eq!(got, want);
+        let (status, got) = node.request("POST", "/default/_search", Some(&lookup));
+        assert_eq!(status, 200, "{got}");
+        assert_eq!(got["hits"]["total"]["value"], 1, "{got}");
+    }
+
     // A scroll and a point in time over the cluster: each reads the snapshots its first
     // search read on every node, so an event ingested meanwhile is not seen; their pages are
     // one node's whole sort.
@@ -732,6 +771,9 @@ fn a_search_on_any_node_with_peers_answers_for_the_cluster() {
     assert_eq!(fields["partial"], true, "{fields}");
     assert_eq!(fields["fields"][0]["events"], 400, "{fields}");
     let (status, refused) = nodes[0].get("/default/_mapping");
+    assert_eq!(status, 503, "{refused}");
+    // A document read with a node gone: unavailable, not "not found".
+    let (status, refused) = nodes[0].get(&format!("/default/_doc/{}", ids[0]));
     assert_eq!(status, 503, "{refused}");
     assert!(
         refused

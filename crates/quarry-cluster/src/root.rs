@@ -49,6 +49,8 @@ pub struct RootHit {
     pub leaf: String,
     pub hit: PartialHit,
     pub event: Vec<(String, Value)>,
+    /// The named clauses of the query (`_name` in the DSL) it matches.
+    pub matched: Vec<String>,
 }
 
 /// What a distributed search answers.
@@ -292,7 +294,8 @@ impl Root {
             })?;
             located.push((*share, hit.partial()));
         }
-        pin.leaves.fetch(tenant, &located).await
+        let fetched = pin.leaves.fetch(tenant, &located, None).await?;
+        Ok(fetched.into_iter().map(|(event, _)| event).collect())
     }
 
     /// Every field of `tenant` over the cluster, planned as a search is (each block read by
@@ -452,6 +455,9 @@ pub enum TailItem {
     Failed { leaf: String, message: String },
 }
 
+/// A fetched hit: its event, and the named clauses of the query it matches.
+type Fetched = (Vec<(String, Value)>, Vec<String>);
+
 /// One set of leaves and what the root knows of them.
 struct Leaves {
     list: Vec<(String, Client)>,
@@ -565,28 +571,34 @@ impl Leaves {
         answer.aggregations = merged.aggregations;
         answer.tree = merged.tree;
 
-        let events = self.fetch(tenant, &tagged).await?;
+        let fetched = self.fetch(tenant, &tagged, Some(query)).await?;
         answer.hits = tagged
             .into_iter()
-            .zip(events)
-            .map(|(((index, _), hit), event)| RootHit {
+            .zip(fetched)
+            .map(|(((index, _), hit), (event, matched))| RootHit {
                 leaf: self.list[index].0.clone(),
                 hit,
                 event,
+                matched,
             })
             .collect();
         Ok(searched)
     }
 
     /// The events of `hits`, each from the (leaf, snapshot) that found it, all leaves at
-    /// once; in the order of `hits`. The search answered a moment ago: a fetch that fails
-    /// now fails the answer (its hits are already chosen), named.
+    /// once, with the named clauses of `query` each matches (a DSL query's); in the order of
+    /// `hits`. The search answered a moment ago: a fetch that fails now fails the answer (its
+    /// hits are already chosen), named.
     async fn fetch(
         &self,
         tenant: &str,
         hits: &[((usize, u64), PartialHit)],
-    ) -> Result<Vec<Vec<(String, Value)>>, ClusterError> {
-        let mut events: Vec<Vec<(String, Value)>> = vec![Vec::new(); hits.len()];
+        query: Option<&LeafQuery>,
+    ) -> Result<Vec<Fetched>, ClusterError> {
+        let mut events: Vec<Fetched> = vec![Default::default(); hits.len()];
+        let query = query
+            .filter(|q| matches!(q.source, quarry_query::leaf::QuerySource::Dsl { .. }))
+            .map(|q| convert::query_to_proto(tenant, q));
         let mut shares: std::collections::BTreeMap<(usize, u64), Vec<usize>> = Default::default();
         for (position, (share, _)) in hits.iter().enumerate() {
             shares.entry(*share).or_default().push(position);
@@ -601,6 +613,7 @@ impl Leaves {
                     .iter()
                     .map(|&p| convert::hit_to_proto(&hits[p].1))
                     .collect(),
+                query: query.clone(),
             };
             fetching.spawn(async move { (index, positions, client.fetch(asked).await) });
         }
@@ -614,19 +627,21 @@ impl Leaves {
                 endpoint: endpoint.clone(),
                 message,
             };
-            let fetched = reply
+            let reply = reply
                 .map_err(|status| leaf_error(status.message().to_owned()))?
-                .into_inner()
-                .events;
-            if fetched.len() != positions.len() {
+                .into_inner();
+            if reply.events.len() != positions.len() {
                 return Err(leaf_error(format!(
                     "{} events for {} hits",
-                    fetched.len(),
+                    reply.events.len(),
                     positions.len()
                 )));
             }
-            for (&p, event) in positions.iter().zip(fetched) {
-                events[p] = convert::event_from_proto(event).map_err(leaf_error)?;
+            for (&p, event) in positions.iter().zip(reply.events) {
+                events[p].0 = convert::event_from_proto(event).map_err(leaf_error)?;
+            }
+            for (&p, names) in positions.iter().zip(reply.matched) {
+                events[p].1 = names.names;
             }
         }
         Ok(events)

@@ -428,9 +428,25 @@ impl<T: Tenants> Leaf for LeafService<T> {
             .iter()
             .map(|hit| convert::hit_from_proto(hit, false))
             .collect();
-        let events = blocking(move || searcher.fetch_partial(&hits).map_err(query_error)).await?;
+        let query = match request.query {
+            Some(query) => Some(convert::query_from_proto(Some(query))?.1),
+            None => None,
+        };
+        let (events, matched) = blocking(move || {
+            let events = searcher.fetch_partial(&hits).map_err(query_error)?;
+            let matched = match &query {
+                Some(query) => searcher.leaf_matched(query, &hits).map_err(query_error)?,
+                None => Vec::new(),
+            };
+            Ok((events, matched))
+        })
+        .await?;
         Ok(Response::new(proto::FetchReply {
             events: events.iter().map(|e| convert::event_to_proto(e)).collect(),
+            matched: matched
+                .into_iter()
+                .map(|names| proto::Names { names })
+                .collect(),
         }))
     }
 

@@ -199,6 +199,37 @@ impl Searcher {
         Ok(planned.within(query.start, query.end))
     }
 
+    /// The names of the named clauses (`_name` in the DSL) of `query` each of `hits` (this
+    /// leaf's, from an earlier search) matches, in the order of `hits`: Elasticsearch's
+    /// `matched_queries`, which the root asks with the fetch.
+    pub fn leaf_matched(&self, query: &LeafQuery, hits: &[PartialHit]) -> Result<Vec<Vec<String>>> {
+        let mut matched = vec![Vec::new(); hits.len()];
+        let QuerySource::Dsl { query, now } = &query.source else {
+            return Ok(matched);
+        };
+        let ast = crate::dsl::compile(query, "query", *now)
+            .map_err(|e| crate::error::QueryError::Invalid(e.to_string()))?;
+        let mut named = Vec::new();
+        crate::request::named_clauses(&ast, &mut named);
+        let at: Vec<Cursor> = hits
+            .iter()
+            .map(|hit| Cursor {
+                time: hit.time,
+                block_id: hit.block,
+                doc: hit.doc,
+            })
+            .collect();
+        for (name, clause) in named {
+            let clause = self.plan(clause)?;
+            for (names, matches) in matched.iter_mut().zip(self.which_match(&clause, &at)?) {
+                if matches && !names.contains(name) {
+                    names.push(name.clone());
+                }
+            }
+        }
+        Ok(matched)
+    }
+
     /// Phase 1: the statistics a ranked search of `query` needs, over this leaf's blocks.
     pub fn leaf_stats(&self, query: &Query) -> Result<GlobalStats> {
         let mut snapshot = self.clone();

@@ -557,9 +557,7 @@ pub(crate) fn find(
     searcher: &quarry_query::Searcher,
     id: &str,
 ) -> Result<Option<Document>, ApiError> {
-    let response = searcher
-        .execute(&by_id(id))
-        .map_err(ApiError::from_query)?;
+    let response = searcher.execute(&by_id(id)).map_err(ApiError::from_query)?;
     Ok(response
         .hits
         .into_iter()

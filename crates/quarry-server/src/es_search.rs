@@ -669,19 +669,13 @@ fn prepare_view(
 /// On a node with `--peers`: what a search across the cluster does not answer yet is a 400
 /// naming it, never an answer from this node's data alone.
 fn refused_in_a_cluster(plan: &SearchPlan, params: &EsParams) -> Result<(), ApiError> {
-    let mut named = Vec::new();
-    if let Some(ast) = &plan.request.ast {
-        quarry_query::request::named_clauses(ast, &mut named);
-    }
     let refused = [
         (
             params.get("scroll").is_some() && plan.slice.is_some(),
             "a sliced scroll",
         ),
         (!plan.suggest.is_empty(), "suggest"),
-        (plan.collapse.is_some(), "collapse"),
         (!plan.indices_boost.is_empty(), "indices_boost"),
-        (!named.is_empty(), "named queries (_name)"),
     ];
     match refused.into_iter().find(|(asked, _)| *asked) {
         Some((_, what)) => Err(ApiError::bad_request(format!(
@@ -706,8 +700,40 @@ pub(crate) async fn run_in_cluster(
     keep: Duration,
 ) -> Result<(SearchResponse, Extras, Option<quarry_cluster::root::Pin>), ApiError> {
     let name = tenant.name();
-    let (response, searched) =
-        crate::cluster_page(root, &name, source, &plan.request, pin, keep).await?;
+    let (mut response, searched) =
+        crate::cluster_page(root, &name, source.clone(), &plan.request, pin, keep).await?;
+    // `collapse`: searched again over the same snapshots for more hits while the first hold
+    // too few groups (`finish` then finds them collapsed).
+    if let Some(field) = &plan.collapse {
+        let mut limit = plan.request.limit;
+        let mut hits = std::mem::take(&mut response.hits);
+        loop {
+            match plan.collapse_step(field, hits, limit) {
+                Collapse::Done(kept) => {
+                    response.hits = kept;
+                    break;
+                }
+                Collapse::More(request) => {
+                    limit = request.limit;
+                    let (more, _) = crate::cluster_page(
+                        root,
+                        &name,
+                        source.clone(),
+                        &request,
+                        searched.as_ref(),
+                        keep,
+                    )
+                    .await?;
+                    for warning in more.warnings {
+                        if !response.warnings.contains(&warning) {
+                            response.warnings.push(warning);
+                        }
+                    }
+                    hits = more.hits;
+                }
+            }
+        }
+    }
     let top_hits = response
         .tree
         .as_deref()
@@ -1395,29 +1421,46 @@ impl SearchPlan {
         field: &str,
         mut hits: Vec<quarry_query::HitEvent>,
     ) -> Result<Vec<quarry_query::HitEvent>, ApiError> {
-        let want = self.request.limit;
         let mut limit = self.request.limit;
         loop {
-            let mut seen = std::collections::HashSet::new();
-            let fetched = hits.len();
-            let kept: Vec<quarry_query::HitEvent> = hits
-                .into_iter()
-                .filter(|hit| seen.insert(group_of(hit, field)))
-                .take(want)
-                .collect();
-            if kept.len() >= want || fetched < limit || limit >= crate::MAX_SEARCH_LIMIT {
-                return Ok(kept);
+            match self.collapse_step(field, hits, limit) {
+                Collapse::Done(kept) => return Ok(kept),
+                Collapse::More(request) => {
+                    limit = request.limit;
+                    hits = searcher
+                        .execute(&request)
+                        .map_err(ApiError::from_query)?
+                        .hits;
+                }
             }
-            limit = (limit * 4).clamp(64, crate::MAX_SEARCH_LIMIT);
-            let mut request = self.request.clone();
-            request.limit = limit;
-            request.tree.clear();
-            request.count = false;
-            hits = searcher
-                .execute(&request)
-                .map_err(ApiError::from_query)?
-                .hits;
         }
+    }
+
+    /// One step of `collapsed`: the best hit of each of the first groups among `hits` (the
+    /// search's first `limit`), or, while they hold too few groups, the search that asks for
+    /// four times as many. Hits collapsed already come back as they are.
+    pub(crate) fn collapse_step(
+        &self,
+        field: &str,
+        hits: Vec<quarry_query::HitEvent>,
+        limit: usize,
+    ) -> Collapse {
+        let want = self.request.limit;
+        let mut seen = std::collections::HashSet::new();
+        let fetched = hits.len();
+        let kept: Vec<quarry_query::HitEvent> = hits
+            .into_iter()
+            .filter(|hit| seen.insert(group_of(hit, field)))
+            .take(want)
+            .collect();
+        if kept.len() >= want || fetched < limit || limit >= crate::MAX_SEARCH_LIMIT {
+            return Collapse::Done(kept);
+        }
+        let mut request = self.request.clone();
+        request.limit = (limit * 4).clamp(64, crate::MAX_SEARCH_LIMIT);
+        request.tree.clear();
+        request.count = false;
+        Collapse::More(Box::new(request))
     }
 
     /// Refuses what passes Elasticsearch's defaults but not the searched indices' own
@@ -1779,6 +1822,12 @@ async fn cluster_count(
         ..SearchResponse::default()
     };
     Ok(json!({"count": total, "_shards": shards(&response, &indices)}).to_string())
+}
+
+/// A step of a collapse (`SearchPlan::collapse_step`): the hits shown, or the search for more.
+pub(crate) enum Collapse {
+    Done(Vec<quarry_query::HitEvent>),
+    More(Box<SearchRequest>),
 }
 
 /// The group of a hit under `collapse` on `field`: its value as JSON text (`null` when it

@@ -1353,7 +1353,11 @@ pub(crate) async fn cluster_page(
     response.hits = answer
         .hits
         .into_iter()
-        .map(|found| quarry_query::request::hit_event(request.sort, found.hit, found.event))
+        .map(|found| {
+            let mut hit = quarry_query::request::hit_event(request.sort, found.hit, found.event);
+            hit.matched = found.matched;
+            hit
+        })
         .collect();
     response.warnings = cluster_warnings(answer.failed_blocks, answer.failed_leaves);
     Ok((response, answer.pin))

@@ -503,6 +503,21 @@ fn a_search_on_any_node_with_peers_answers_for_the_cluster() {
             "/default/_search?q=message:delta&size=4&sort=n:asc",
             json!({}),
         ),
+        // Named queries: each hit's matched_queries, from the node that holds it.
+        (
+            "/default/_search",
+            json!({"size": 20, "sort": [{"n": "asc"}],
+                   "query": {"bool": {"should": [
+                       {"match": {"message": {"query": "alpha", "_name": "a"}}},
+                       {"range": {"n": {"lt": 10, "_name": "small"}}},
+                       {"term": {"message": {"value": "beta", "_name": "b"}}}]}}}),
+        ),
+        // Collapsed: more hits asked of the same snapshots while too few groups show.
+        (
+            "/default/_search",
+            json!({"collapse": {"field": "message"}, "size": 12, "sort": [{"n": "desc"}],
+                   "query": {"match": {"message": "alpha"}}}),
+        ),
         // Top hits: kept by each leaf by block id, merged, fetched from the leaf that holds
         // each one.
         (
@@ -521,6 +536,10 @@ fn a_search_on_any_node_with_peers_answers_for_the_cluster() {
         let body = body.to_string();
         let (status, want) = whole.request("POST", target, Some(&body));
         assert_eq!(status, 200, "{want}");
+        if body.contains("_name") {
+            let first = &want["hits"]["hits"][0]["matched_queries"];
+            assert_eq!(first, &json!(["a", "small"]), "{want}");
+        }
         if body.contains("\"words\"") {
             let words = want["aggregations"]["words"]["buckets"].as_array();
             assert!(words.is_some_and(|w| w.len() == 3), "{want}");
@@ -531,6 +550,15 @@ fn a_search_on_any_node_with_peers_answers_for_the_cluster() {
             assert_eq!(got["hits"]["total"], want["hits"]["total"], "{body}");
             assert_eq!(got["aggregations"], want["aggregations"], "{body}");
             assert_eq!(sources(&got), sources(&want), "{body}");
+            let matched = |answer: &serde_json::Value| -> Vec<serde_json::Value> {
+                answer["hits"]["hits"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|hit| hit["matched_queries"].clone())
+                    .collect()
+            };
+            assert_eq!(matched(&got), matched(&want), "{body}");
             assert_eq!(got["_shards"]["failed"], 0, "{got}");
         }
     }
@@ -594,13 +622,18 @@ fn a_search_on_any_node_with_peers_answers_for_the_cluster() {
     for (target, body, named) in [
         (
             "/default/_search",
-            json!({"collapse": {"field": "message"}}),
-            "collapse",
+            json!({"suggest": {"s": {"text": "alpah", "term": {"field": "message"}}}}),
+            "suggest",
         ),
         (
             "/default/_search",
-            json!({"query": {"match": {"message": {"query": "alpha", "_name": "a"}}}}),
-            "_name",
+            json!({"indices_boost": [{"default": 2.0}]}),
+            "indices_boost",
+        ),
+        (
+            "/default/_search?scroll=1m",
+            json!({"slice": {"id": 0, "max": 2}}),
+            "sliced scroll",
         ),
     ] {
         let (status, refused) = nodes[0].request("POST", target, Some(&body.to_string()));

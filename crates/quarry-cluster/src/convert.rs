@@ -354,6 +354,8 @@ pub fn fields_to_proto(
             })
             .collect(),
         failed: failed.iter().map(failed_to_proto).collect(),
+        docs: 0,
+        bytes: 0,
     }
 }
 

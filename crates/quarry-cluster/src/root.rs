@@ -109,6 +109,9 @@ impl Pin {
 #[derive(Debug, Default)]
 pub struct RootFields {
     pub fields: std::collections::BTreeMap<String, FieldSummary>,
+    /// The tenant's events (deleted ones left out), and the bytes of its blocks.
+    pub docs: u64,
+    pub bytes: u64,
     /// Blocks leaves left out, and leaves that did not answer: the summary lacks them.
     pub failed_blocks: Vec<(String, FailedBlock)>,
     pub failed_leaves: Vec<(String, String)>,
@@ -317,6 +320,8 @@ impl Root {
         let mut answer = RootFields::default();
         for (part, reply) in replies {
             let endpoint = &leaves.list[part.leaf].0;
+            answer.docs += reply.docs;
+            answer.bytes += reply.bytes;
             for field in reply.fields {
                 let summary = FieldSummary {
                     types: field.types.into_iter().collect(),

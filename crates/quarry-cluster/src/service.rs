@@ -459,7 +459,10 @@ impl<T: Tenants> Leaf for LeafService<T> {
         let reply = blocking(move || {
             let failed: Vec<quarry_query::leaf::FailedBlock> =
                 searcher.damaged().iter().map(Into::into).collect();
-            Ok(convert::fields_to_proto(&searcher.field_summary(), &failed))
+            let mut reply = convert::fields_to_proto(&searcher.field_summary(), &failed);
+            reply.docs = searcher.doc_count();
+            reply.bytes = searcher.blocks().iter().map(|block| block.file_len()).sum();
+            Ok(reply)
         })
         .await?;
         Ok(Response::new(reply))

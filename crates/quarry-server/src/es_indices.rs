@@ -652,7 +652,7 @@ pub(crate) async fn cat_indices(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Response {
-    let answer = (|| {
+    let answer = async {
         let params = EsParams::parse(query.as_deref())?;
         params.check("cat indices")?;
         state.require_some_key(&headers)?;
@@ -680,11 +680,10 @@ pub(crate) async fn cat_indices(
                 COLUMNS.join(", ")
             )));
         }
-        let rows: Vec<Vec<String>> = found
-            .iter()
-            .map(|(name, tenant)| {
-                let events = tenant.live.published_snapshot().doc_count();
-                let bytes = tenant.live.stored_bytes();
+        let mut rows: Vec<Vec<String>> = Vec::with_capacity(found.len());
+        for (name, tenant) in &found {
+            let (events, bytes) = docs_and_bytes(&state, tenant).await?;
+            rows.push(
                 columns
                     .iter()
                     .map(|column| match *column {
@@ -696,9 +695,9 @@ pub(crate) async fn cat_indices(
                         "docs.count" => events.to_string(),
                         _ => bytes.to_string(),
                     })
-                    .collect()
-            })
-            .collect();
+                    .collect(),
+            );
+        }
         match params.get("format") {
             Some("json") => Ok(JsonValue::Array(
                 rows.iter()
@@ -725,8 +724,30 @@ pub(crate) async fn cat_indices(
                 "unsupported: _cat format [{other}] (json or text)"
             ))),
         }
-    })();
+    }
+    .await;
     es_response(answer)
+}
+
+/// An index's events and the bytes of its blocks: this node's, or with `--peers` summed over
+/// every node's share (a node or block missing: a 503 naming it, never a smaller count).
+async fn docs_and_bytes(state: &AppState, tenant: &crate::Tenant) -> Result<(u64, u64), ApiError> {
+    let Some(root) = &state.root else {
+        let events = tenant.live.published_snapshot().doc_count();
+        return Ok((events, tenant.live.stored_bytes()));
+    };
+    let name = tenant.name();
+    let answer = root
+        .fields(&name)
+        .await
+        .map_err(|error| ApiError::bad_request(error.to_string()))?;
+    let missing = crate::cluster_warnings(answer.failed_blocks, answer.failed_leaves);
+    if let Some(lacking) = missing.first() {
+        return Err(ApiError::unavailable(format!(
+            "the size of [{name}] would lack a part: {lacking}"
+        )));
+    }
+    Ok((answer.docs, answer.bytes))
 }
 
 /// Rows as left-aligned columns separated by a space.

@@ -881,7 +881,7 @@ async fn local_reads_refused_in_a_cluster(
         return next.run(request).await;
     }
     let reading = |name: &str| segments.contains(&name);
-    let refused = ["_update", "_create", "_cat"]
+    let refused = ["_update", "_create"]
         .into_iter()
         .find(|name| reading(name));
     let Some(name) = refused else {

@@ -710,6 +710,18 @@ fn a_search_on_any_node_with_peers_answers_for_the_cluster() {
         }
     }
 
+    // _cat/indices: the events of every node, the bytes of every node's blocks.
+    let cat = "/_cat/indices/default?format=json&h=index,docs.count,store.size";
+    let (status, want) = whole.get(cat);
+    assert_eq!(status, 200, "{want}");
+    for node in &nodes {
+        let (status, got) = node.get(cat);
+        assert_eq!(status, 200, "{got}");
+        assert_eq!(got[0]["docs.count"], want[0]["docs.count"], "{got}");
+        let bytes: u64 = got[0]["store.size"].as_str().unwrap().parse().unwrap();
+        assert!(bytes > 1000, "{got}");
+    }
+
     // Documents by id over the cluster, whichever node holds them: get, _source, _mget, and
     // a terms lookup reading one.
     let body = json!({"size": 4, "sort": [{"n": "asc"}], "query": {"range": {"n": {"gte": 100}}}});
@@ -804,6 +816,8 @@ fn a_search_on_any_node_with_peers_answers_for_the_cluster() {
     assert_eq!(fields["partial"], true, "{fields}");
     assert_eq!(fields["fields"][0]["events"], 400, "{fields}");
     let (status, refused) = nodes[0].get("/default/_mapping");
+    assert_eq!(status, 503, "{refused}");
+    let (status, refused) = nodes[0].get("/_cat/indices?format=json");
     assert_eq!(status, 503, "{refused}");
     // A document read with a node gone: unavailable, not "not found".
     let (status, refused) = nodes[0].get(&format!("/default/_doc/{}", ids[0]));

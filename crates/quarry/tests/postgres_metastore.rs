@@ -672,7 +672,7 @@ fn writers_side_by_side(roles: &[&'static str]) {
     // Indexer 1 killed with everything published: its blocks come from the searcher, and
     // the answers say indexer 1 is missing (its memory could have held events).
     drop(nodes[1].take());
-    let endpoint = format!("http://127.0.0.1:{}", members.ports[1]);
+    let endpoint = format!("http://127.0.0.1:{}", members.port(1));
     for node in nodes.iter().flatten() {
         let (count, sum, answer) = search(node);
         assert_eq!((count, sum), (sent, sum_below(sent)), "{answer}");

@@ -116,16 +116,26 @@ impl Server {
         dir: &Path,
         log: Option<&Path>,
     ) -> Server {
-        let stderr = match log {
-            Some(path) => Stdio::from(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                    .unwrap(),
-            ),
-            None => Stdio::null(),
-        };
+        Server::try_spawn_logged(args, env, dir, log).unwrap_or_else(|why| panic!("{why}"))
+    }
+
+    /// As `spawn_logged`; a server that exits before it prints its address is an error with
+    /// its log (stderr, kept in a temporary file when `log` is not given).
+    pub fn try_spawn_logged(
+        args: &[&str],
+        env: &[(&str, &str)],
+        dir: &Path,
+        log: Option<&Path>,
+    ) -> Result<Server, String> {
+        let kept = tempfile::NamedTempFile::new().unwrap();
+        let log_path = log.unwrap_or(kept.path()).to_owned();
+        let stderr = Stdio::from(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&log_path)
+                .unwrap(),
+        );
         let mut child = Command::new(env!("CARGO_BIN_EXE_quarry"))
             .arg("serve")
             .args(args)
@@ -139,17 +149,26 @@ impl Server {
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
             .unwrap();
-        let addr = line
+        let Some(addr) = line
             .split("://")
             .nth(1)
             .and_then(|rest| rest.split_whitespace().next())
-            .unwrap_or_else(|| panic!("no address in {line:?}"))
-            .to_owned();
-        Server {
+        else {
+            let _ = child.kill();
+            let status = child.wait().ok();
+            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(20).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            return Err(format!(
+                "quarry serve {args:?} printed no address ({line:?}; exit {status:?}); its log ends:\n{}",
+                tail.join("\n")
+            ));
+        };
+        Ok(Server {
             child,
-            addr,
+            addr: addr.to_owned(),
             token: None,
-        }
+        })
     }
 
     /// One request with `headers` and a raw body.

@@ -14,15 +14,20 @@ pub const ADMIN: &str = "pg-admin-token";
 
 /// A server over `data` with `extra` flags (flushing every 50 ms unless they say otherwise).
 pub fn start(data: &Path, extra: &[&str], env: &[(&str, String)]) -> Server {
+    try_start(data, extra, env).unwrap_or_else(|why| panic!("{why}"))
+}
+
+/// As `start`; a node that exits before it listens is an error with its log.
+pub fn try_start(data: &Path, extra: &[&str], env: &[(&str, String)]) -> Result<Server, String> {
     let mut args = vec!["--data", data.to_str().unwrap(), "--listen", "127.0.0.1:0"];
     if !extra.contains(&"--flush-interval") {
         args.extend(["--flush-interval", "0.05"]);
     }
     args.extend_from_slice(extra);
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let mut server = Server::spawn(&args, &env, Path::new("."));
+    let mut server = Server::try_spawn_logged(&args, &env, Path::new("."), None)?;
     server.token = Some(ADMIN.to_owned());
-    server
+    Ok(server)
 }
 
 /// Events per catalog that PostgreSQL lists in committed blocks.
@@ -81,7 +86,7 @@ pub struct Members {
     pub storage: String,
     pub env: Vec<(&'static str, String)>,
     pub dir: tempfile::TempDir,
-    pub ports: Vec<u16>,
+    ports: std::sync::Mutex<Vec<u16>>,
     pub roles: Vec<&'static str>,
     pub extra: Vec<&'static str>,
 }
@@ -101,14 +106,38 @@ impl Members {
             storage: weed.url(&name.replace('_', "-")),
             env,
             dir: tempfile::tempdir().unwrap(),
-            ports: roles.iter().map(|_| free_port()).collect(),
+            ports: std::sync::Mutex::new(roles.iter().map(|_| free_port()).collect()),
             roles: roles.to_vec(),
             extra: extra.to_vec(),
         }
     }
 
+    /// Member `i`. Its leaf port was picked free when the members were made; another test
+    /// running beside may have taken it since (the node then exits at once): it starts again
+    /// on another free port, twice at most, and the last failure names the node's log.
     pub fn start(&self, i: usize) -> Server {
-        let leaf = format!("127.0.0.1:{}", self.ports[i]);
+        let mut last = String::new();
+        for _ in 0..3 {
+            let port = self.ports.lock().unwrap()[i];
+            match self.try_start_on(i, port) {
+                Ok(server) => return server,
+                Err(why) => {
+                    eprintln!("member {i} did not start on leaf port {port}: {why}");
+                    last = why;
+                    self.ports.lock().unwrap()[i] = free_port();
+                }
+            }
+        }
+        panic!("member {i} did not start: {last}")
+    }
+
+    /// The leaf port of member `i` now.
+    pub fn port(&self, i: usize) -> u16 {
+        self.ports.lock().unwrap()[i]
+    }
+
+    fn try_start_on(&self, i: usize, port: u16) -> Result<Server, String> {
+        let leaf = format!("127.0.0.1:{port}");
         let mut flags = vec![
             "--metastore",
             self.url.as_str(),
@@ -126,7 +155,7 @@ impl Members {
             "1",
         ];
         flags.extend_from_slice(&self.extra);
-        start(
+        try_start(
             &self.dir.path().join(format!("node-{i}")),
             &flags,
             &self.env,

@@ -401,6 +401,24 @@ pub(crate) async fn bulk_one(
     serde_json::from_str(&reply).map_err(ApiError::internal)
 }
 
+/// A write by `_id` on a node of a cluster (`--peers`, or a shared metastore), refused: its
+/// node would decide it from its own documents table and snapshot (documents.rs), blind to
+/// the document's events and deletes on the other nodes, so a replace could leave two live
+/// copies and a delete be answered 404 or not be seen by the searchers. Writes without an
+/// `_id` (each event its content's id) are taken.
+fn refused_by_id(action: &str, id: &str) -> ItemError {
+    (
+        400,
+        "illegal_argument_exception",
+        format!(
+            "[{action}] of document [{id}]: writes by _id (index or create with an _id, \
+             update, delete) are not taken in a cluster yet (this node has --peers or a \
+             shared metastore, and decides a document from its own data only); send the \
+             document without an _id"
+        ),
+    )
+}
+
 /// Whether a bulk request may write to an index: its tenant, or the error for its items.
 type TenantDecision = Result<Arc<Tenant>, ItemError>;
 
@@ -533,6 +551,10 @@ async fn bulk_inner(
                     continue;
                 }
             };
+            if let (Some(id), true) = (&item.id, work_state.clustered) {
+                item.error = Some(refused_by_id(item.action, id));
+                continue;
+            }
             let earlier = match &item.id {
                 Some(id) => !written_ids.insert((item.index.clone(), id.clone())),
                 None => false,

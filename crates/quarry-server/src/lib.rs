@@ -319,8 +319,11 @@ pub async fn serve(
             ))
         }
     };
+    // With `--peers` or over a shared metastore, writes by `_id` are refused (ingest.rs).
+    let clustered = root.is_some() || members.is_some();
     let state = Arc::new(AppState {
         root,
+        clustered,
         ingest_router: ingest_router.clone(),
         data: config.data.clone(),
         ingest_config: config.ingest.clone(),
@@ -780,10 +783,6 @@ fn router(state: Arc<AppState>, guard: guard::Guard, request_timeout: Duration) 
         ))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            local_reads_refused_in_a_cluster,
-        ))
-        .route_layer(axum::middleware::from_fn_with_state(
-            state.clone(),
             writes_refused_on_a_searcher,
         ))
         // `filter_path` on every Elasticsearch answer (es_filter_path.rs).
@@ -861,39 +860,6 @@ async fn writes_refused_on_a_searcher(
     }
 }
 
-/// With `--peers`, the reads that are not answered through the cluster's root yet are a 400
-/// naming them: answered from this node's data alone they would be silently partial. The
-/// native API, `_search` (scrolls and points in time too), `_msearch`, `_count`, mappings and
-/// field capabilities are answered over the cluster (what `_search` does not answer there yet
-/// is refused by `es_search`); writes, administration and health are each node's own.
-async fn local_reads_refused_in_a_cluster(
-    State(state): State<Arc<AppState>>,
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> Response {
-    if state.root.is_none() {
-        return next.run(request).await;
-    }
-    let path = request.uri().path();
-    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-    // The native API is answered over the cluster throughout.
-    if segments.first() == Some(&"api") {
-        return next.run(request).await;
-    }
-    let reading = |name: &str| segments.contains(&name);
-    let refused = ["_update", "_create"]
-        .into_iter()
-        .find(|name| reading(name));
-    let Some(name) = refused else {
-        return next.run(request).await;
-    };
-    let error = ApiError::bad_request(format!(
-        "{name} is not answered across a cluster yet (this node searches with --peers, and \
-         its own data alone would be a partial answer): use /{{index}}/_search"
-    ));
-    es_api::es_error(error).into_response()
-}
-
 /// `/api/v1/{tenant}/_bulk` is `/{index}/_bulk` with the tenant as the default index, for a
 /// key of that tenant (else 401 for the whole request; items naming another `_index` are
 /// still checked one by one).
@@ -913,6 +879,10 @@ async fn tenant_bulk(
 pub(crate) struct AppState {
     /// The root of distributed native searches, with `--peers`.
     root: Option<Arc<quarry_cluster::Root>>,
+    /// Whether the node is one of several (`--peers`, or a shared metastore): documents'
+    /// writes by `_id` are decided from one node's documents table (documents.rs), so they
+    /// are refused (`ingest::refused_by_id`).
+    clustered: bool,
     /// Where ingest goes in a cluster (traffic.rs); None: taken here.
     ingest_router: Option<Arc<traffic::Router>>,
     data: PathBuf,

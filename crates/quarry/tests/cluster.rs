@@ -808,6 +808,69 @@ fn a_search_on_any_node_with_peers_answers_for_the_cluster() {
     let (_, now) = nodes[2].request("POST", "/default/_search", Some(&now));
     assert_eq!(now["hits"]["total"]["value"], 103, "{now}");
 
+    // Writes by `_id` are refused on a node of a cluster (each node would decide them from its
+    // own documents only); the items without one in the same request are taken.
+    let bulk = [
+        json!({"index": {"_index": "default", "_id": "by-id"}}),
+        json!({"_time": "2026-11-20T05:00:00Z", "message": "with an id", "n": 900}),
+        json!({"index": {"_index": "default"}}),
+        json!({"_time": "2026-11-20T05:00:01Z", "message": "without an id", "n": 901}),
+        json!({"delete": {"_index": "default", "_id": ids[0]}}),
+        json!({"update": {"_index": "default", "_id": ids[1]}}),
+        json!({"doc": {"n": 5}}),
+    ]
+    .iter()
+    .map(|line| format!("{line}\n"))
+    .collect::<String>();
+    let (status, reply) = nodes[1].request("POST", "/_bulk", Some(&bulk));
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(reply["errors"], true, "{reply}");
+    let statuses: Vec<u64> = reply["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| {
+            item.as_object().unwrap().values().next().unwrap()["status"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(statuses, [400, 201, 400, 400], "{reply}");
+    assert!(
+        reply["items"][2]["delete"]["error"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("not taken in a cluster"),
+        "{reply}"
+    );
+    for (method, target, body) in [
+        ("PUT", "/default/_doc/one".to_owned(), Some("{\"n\": 1}")),
+        ("PUT", "/default/_create/one".to_owned(), Some("{\"n\": 1}")),
+        (
+            "POST",
+            format!("/default/_update/{}", ids[1]),
+            Some("{\"doc\": {\"n\": 1}}"),
+        ),
+        ("DELETE", format!("/default/_doc/{}", ids[0]), None),
+    ] {
+        let (status, refused) = nodes[0].request(method, &target, body);
+        assert_eq!(status, 400, "{method} {target}: {refused}");
+        assert_eq!(
+            refused["error"]["type"], "illegal_argument_exception",
+            "{refused}"
+        );
+    }
+    // Only the event without an id was written (on node 1, gone below); the documents named
+    // are as they were, on every node.
+    let count = json!({"query": {"range": {"n": {"gte": 900}}}}).to_string();
+    let (status, counted) = nodes[0].request("POST", "/default/_count", Some(&count));
+    assert_eq!(status, 200, "{counted}");
+    assert_eq!(counted["count"], 1, "{counted}");
+    for id in &ids[..2] {
+        let target = format!("/default/_doc/{id}");
+        assert_eq!(nodes[2].get(&target), whole.get(&target), "{target}");
+    }
+
     // A node gone: partial, named.
     let gone = nodes.remove(1);
     drop(gone);

@@ -280,6 +280,26 @@ fn a_cluster_answers_every_query_as_one_node() {
         .map(|(tenant, n)| (tenant.to_string(), n as i64))
         .collect();
     members::wait_for_blocks(&pg, &expected);
+
+    // Writes by `_id` are refused item by item, on a searcher (forwarded to an indexer) and on
+    // an indexer alike: each indexer would decide them from its own documents only.
+    let by_id = lines(&[
+        json!({"index": {"_index": "shop", "_id": "order-1"}}),
+        json!({"@timestamp": "2026-11-20T05:00:00Z", "message": "an order"}),
+        json!({"delete": {"_index": "shop", "_id": "order-2"}}),
+    ]);
+    for node in [nodes[0].as_ref().unwrap(), nodes[2].as_ref().unwrap()] {
+        let (status, reply) = call(node, "POST", "/_bulk", Some(ADMIN), &by_id);
+        assert_eq!(status, 200, "{reply}");
+        for item in reply["items"].as_array().unwrap() {
+            let (_, item) = item.as_object().unwrap().iter().next().unwrap();
+            assert_eq!(item["status"], 400, "{reply}");
+            assert_eq!(
+                item["error"]["type"], "illegal_argument_exception",
+                "{reply}"
+            );
+        }
+    }
     for (t, tenant) in TENANTS.iter().enumerate() {
         let native = [
             "query=error&sort=time-desc&limit=30&count=true&histogram=10m".to_owned(),

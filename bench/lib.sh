@@ -1,11 +1,15 @@
 # Shared by the bench scripts (sourced, not run): messages, building Quarry, building a Maven
-# project with a JDK 21+ for the Lucene side, and the search-benchmark-game corpus.
+# project with a JDK 21+ for the Lucene side, finding VictoriaLogs, a free port, and the
+# search-benchmark-game corpus.
 #
 # Before sourcing, set SCRIPT_NAME (prefix of warnings). build_quarry builds
 # target/release/quarry at REPO_DIR (unless QUARRY_BIN names a binary) and sets quarry_ok
 # (0 when it does not build or $QUARRY is not executable). build_lucene POM NAME sets
 # LUCENE_JAVA_HOME (when unset: Temurin 25 if present, else JAVA_HOME, else `java` on PATH),
 # JAVA, java_version and lucene_ok (0 when there is no JDK 21+, no mvn, or the build fails).
+# find_victorialogs sets VICTORIALOGS (VICTORIALOGS_BIN, else the binary bench/victorialogs.sh
+# builds once and caches) and victorialogs_ok (0 when VICTORIALOGS_BIN=none or there is no
+# binary). free_port prints a TCP port on 127.0.0.1 that nothing listens on.
 
 log() { printf '\n== %s\n' "$*" >&2; }
 warn() { printf '%s: %s\n' "$SCRIPT_NAME" "$*" >&2; }
@@ -65,6 +69,30 @@ build_lucene() {
             lucene_ok=0
         fi
     fi
+}
+
+find_victorialogs() {
+    victorialogs_ok=1
+    VICTORIALOGS=
+    if [[ ${VICTORIALOGS_BIN:-} == none ]]; then
+        log "VICTORIALOGS_BIN=none: VictoriaLogs left out"
+        victorialogs_ok=0
+        return 0
+    elif [[ -n ${VICTORIALOGS_BIN:-} ]]; then
+        VICTORIALOGS=$VICTORIALOGS_BIN
+        log "using victoria-logs from $VICTORIALOGS"
+    else
+        log "building VictoriaLogs (bench/victorialogs.sh; once, then cached)"
+        VICTORIALOGS=$("$BENCH_DIR/victorialogs.sh") || VICTORIALOGS=
+    fi
+    if [[ ! -x $VICTORIALOGS ]]; then
+        warn "no victoria-logs binary${VICTORIALOGS:+ at $VICTORIALOGS}: its figures will be missing"
+        victorialogs_ok=0
+    fi
+}
+
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
 # game_corpus: the search-benchmark-game corpus ({"id","text"}) at CORPUS, written from WIKI_FILE

@@ -2,12 +2,13 @@
 # Ingest benchmark: generated events (`quarry gen-logs`) pushed over loopback HTTP by concurrent
 # clients to Quarry (`quarry serve`), a Lucene peer run like an Elasticsearch shard
 # (bench/lucene-ingest) and a tantivy peer that commits before it answers
-# (bench/engines/tantivy-ingest), all speaking Elasticsearch's `_bulk`. For each engine:
-# MB/s and events/s, the same per CPU-second of the server, ack latency per request,
-# time to searchable, peak RSS, disk bytes per raw byte; and the machine's fsync/s and
+# (bench/engines/tantivy-ingest), all speaking Elasticsearch's `_bulk`, and to VictoriaLogs
+# (built by bench/victorialogs.sh) with its defaults, one event per line on /insert/jsonline.
+# For each engine: MB/s and events/s, the same per CPU-second of the server, ack latency per
+# request, time to searchable, peak RSS, disk bytes per raw byte; and the machine's fsync/s and
 # sequential write MB/s, with how close each engine comes. Prints the table with the
-# quarry/lucene and quarry/tantivy ratios and writes bench/results/ingest.json. See
-# bench/README.md, "The ingest benchmark".
+# quarry/lucene, quarry/tantivy and quarry/victorialogs ratios and writes
+# bench/results/ingest.json. See bench/README.md, "The ingest benchmark".
 #
 #   bench/run-ingest.sh
 #   EVENTS=100000 bench/run-ingest.sh        # a quick look
@@ -19,7 +20,7 @@
 #   SEED         generator seed (default: 42)
 #   WORK_DIR     events, data directories, records (default: /tmp/quarry-ingest-bench); the
 #                disk measurements run here too, so put it on the disk to measure
-#   ENGINES      engines to run, in order (default: "tantivy lucene quarry")
+#   ENGINES      engines to run, in order (default: "tantivy lucene victorialogs quarry")
 #   QUARRY_FORMATS  Quarry's request formats (default: "bulk ndjson"): bulk is
 #                POST /api/v1/default/_bulk, ndjson POST /api/v1/default/ingest
 #   MARKER_INTERVAL_MS  a time-to-searchable probe every this many ms (default: 200)
@@ -28,14 +29,25 @@
 #   RESULTS      metric list to write (default: bench/results/ingest.json)
 #   QUARRY_BIN   a quarry binary to use instead of building target/release/quarry
 #   QUARRY_SERVE_OPTS  more flags for `quarry serve` (default: none), e.g. "--flush-size 128MB"
+#   VICTORIALOGS_BIN  a victoria-logs binary to use instead of bench/victorialogs.sh's build
+#                ("none": leave VictoriaLogs out)
 #   LUCENE_JAVA_HOME  JDK 21+ that builds and runs lucene-ingest (default: Temurin 25 at
 #                /usr/lib/jvm/temurin-25-jdk-amd64 if present, else JAVA_HOME, else `java`)
 #   LUCENE_JVM_OPTS   JVM flags for lucene-ingest (default: "-Xms4g -Xmx4g
 #                --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED")
 #
-# Quarry and Lucene are optional: when quarry does not build, has no `serve`, or answers 404 on
-# its ingest endpoint (it has none yet), or lucene-ingest does not build (no JDK 21+, no Maven),
-# or an engine fails, its column is left out and the others still run.
+# VictoriaLogs runs as `victoria-logs -storageDataPath=DIR -httpListenAddr=127.0.0.1:PORT
+# -retentionPeriod=100y` (PORT a free one; the retention keeps the events, dated 2026-11-01,
+# from being dropped as too old), events POSTed to
+# /insert/jsonline?_stream_fields=service,host&_msg_field=message&_time_field=_time, markers
+# searched with `marker:mN | stats count() as count` on /select/logsql/query. Its answer to an
+# insert says nothing per event, so after the timed span the driver counts the stored events
+# (`* | stats count()`); any missing are its failed items.
+#
+# Quarry, Lucene and VictoriaLogs are optional: when quarry does not build, has no `serve`, or
+# answers 404 on its ingest endpoint (it has none yet), or lucene-ingest does not build (no JDK
+# 21+, no Maven), or there is no victoria-logs binary (no Go to build it), or an engine fails,
+# its column is left out and the others still run.
 set -euo pipefail
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -45,7 +57,7 @@ CLIENTS=${CLIENTS:-8}
 BATCH=${BATCH:-1000}
 SEED=${SEED:-42}
 WORK_DIR=${WORK_DIR:-/tmp/quarry-ingest-bench}
-ENGINES=${ENGINES:-"tantivy lucene quarry"}
+ENGINES=${ENGINES:-"tantivy lucene victorialogs quarry"}
 QUARRY_FORMATS=${QUARRY_FORMATS:-"bulk ndjson"}
 MARKER_INTERVAL_MS=${MARKER_INTERVAL_MS:-200}
 DISK_WRITE_BYTES=${DISK_WRITE_BYTES:-1073741824}
@@ -97,6 +109,9 @@ if wants lucene; then
     read -r -a lucene_java <<<"$LUCENE_JVM_OPTS"
     lucene_java=("$JAVA" "${lucene_java[@]}" -jar "$LUCENE_JAR")
 fi
+
+victorialogs_ok=0
+wants victorialogs && find_victorialogs
 
 # --- events and the machine's limits
 
@@ -166,6 +181,23 @@ for engine in $ENGINES; do
                 warn "lucene failed: its figures will be missing"
         fi
         ;;
+    victorialogs)
+        ((victorialogs_ok)) || continue
+        port=$(free_port)
+        # victoria-logs prints no `listening on http://ADDR` line on stdout: a shell prints it
+        # for the driver, then becomes the server (exec, same pid), and the driver waits for
+        # /health to answer 200.
+        # shellcheck disable=SC2016 # $1 and $@ are the inner shell's
+        run_engine victorialogs jsonline "$WORK_DIR/victorialogs-data" \
+            --ingest-path '/insert/jsonline?_stream_fields=service,host&_msg_field=message&_time_field=_time' \
+            --search-path '/select/logsql/query?query=marker:{marker}%20%7C%20stats%20count()%20as%20count' \
+            --count-path '/select/logsql/query?query=*%20%7C%20stats%20count()%20as%20count' \
+            --ready-path /health -- \
+            sh -c 'echo "victoria-logs listening on http://$1"; shift; exec "$@"' sh \
+            "127.0.0.1:$port" "$VICTORIALOGS" -storageDataPath="$WORK_DIR/victorialogs-data" \
+            -httpListenAddr="127.0.0.1:$port" -retentionPeriod=100y ||
+            warn "victorialogs failed: its figures will be missing"
+        ;;
     quarry)
         ((quarry_ok)) || continue
         for format in $QUARRY_FORMATS; do
@@ -190,7 +222,7 @@ for engine in $ENGINES; do
             fi
         done
         ;;
-    *) warn "unknown engine $engine in ENGINES (tantivy, lucene, quarry)" ;;
+    *) warn "unknown engine $engine in ENGINES (tantivy, lucene, victorialogs, quarry)" ;;
     esac
 done
 
@@ -199,7 +231,7 @@ if ((${#records[@]} == 0)); then
     exit 1
 fi
 log "results (MB = 10^6 bytes of event JSON; time to searchable from the start of the marker's send; ratio quarry/peer)"
-"$DRIVER" report --subject quarry --baseline lucene,tantivy "${disk_record[@]}" --out "$RESULTS" \
-    "${records[@]}"
+"$DRIVER" report --subject quarry --baseline lucene,tantivy,victorialogs "${disk_record[@]}" \
+    --out "$RESULTS" "${records[@]}"
 echo
 echo "wrote $RESULTS"

@@ -16,6 +16,10 @@ pub enum Format {
     Bulk,
     /// One event per line, nothing else (Quarry's `/ingest`).
     Ndjson,
+    /// One event per line, as `Ndjson`, to an endpoint whose answer says nothing per event
+    /// (VictoriaLogs' `/insert/jsonline`: an empty 200, a line it cannot parse skipped with a
+    /// logged warning): only the status is checked, and `--count-path` counts what was kept.
+    Jsonline,
 }
 
 /// The action line before every event of a bulk body.

@@ -50,6 +50,11 @@ enum Command {
         /// Wait for this path to answer 200 after the listening line
         #[arg(long)]
         ready_path: Option<String>,
+        /// After the timed span, count the events stored with this request target (answer
+        /// `{"count":N}`) until every event and marker sent is there, up to
+        /// --marker-timeout-s; those still missing are failed items
+        #[arg(long)]
+        count_path: Option<String>,
         /// Concurrent clients, one connection each
         #[arg(long, default_value_t = 8)]
         clients: usize,
@@ -131,6 +136,7 @@ fn main() -> anyhow::Result<()> {
             ingest_path,
             search_path,
             ready_path,
+            count_path,
             clients,
             batch,
             limit,
@@ -150,6 +156,7 @@ fn main() -> anyhow::Result<()> {
                 ingest_path,
                 search_path,
                 ready_path,
+                count_path,
                 clients,
                 batch,
                 limit,

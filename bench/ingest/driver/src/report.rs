@@ -148,10 +148,11 @@ const ROWS: &[Row] = &[
     },
 ];
 
-/// The column name of a record: its engine, with the format when not bulk.
+/// The column name of a record: its engine, with the format when ndjson (Quarry's second
+/// format; bulk and jsonline are each the only format of their engines).
 fn column(record: &RunRecord) -> String {
     match record.format {
-        crate::events::Format::Bulk => record.engine.clone(),
+        crate::events::Format::Bulk | crate::events::Format::Jsonline => record.engine.clone(),
         crate::events::Format::Ndjson => format!("{}-ndjson", record.engine),
     }
 }
@@ -184,19 +185,28 @@ pub fn build(
             first.batch
         );
     }
-    let _ = write!(table, "{:<32}", "");
-    for name in columns
+    // 16 characters a column, more for a longer name (`quarry/victorialogs`), so that names
+    // never run together.
+    let widths: Vec<usize> = columns
         .iter()
         .chain(ratio_columns.iter().map(|(name, _)| name))
+        .map(|name| (name.len() + 2).max(16))
+        .collect();
+    let (engine_widths, ratio_widths) = widths.split_at(columns.len());
+    let _ = write!(table, "{:<32}", "");
+    for (name, width) in columns
+        .iter()
+        .chain(ratio_columns.iter().map(|(name, _)| name))
+        .zip(&widths)
     {
-        let _ = write!(table, "{name:>16}");
+        let _ = write!(table, "{name:>width$}");
     }
     table.push('\n');
     let mut metrics = Vec::new();
     for row in ROWS {
         let _ = write!(table, "{:<32}", row.label);
         let values: Vec<Option<f64>> = records.iter().map(|r| (row.value)(r, disk)).collect();
-        for (record, value) in records.iter().zip(&values) {
+        for ((record, value), width) in records.iter().zip(&values).zip(engine_widths) {
             let cell = match value {
                 None => "-".to_owned(),
                 Some(v) if row.metric == "peak_rss_bytes" => group_thousands(v / 1e6, 1),
@@ -205,7 +215,7 @@ pub fn build(
                 }
                 Some(v) => group_thousands(*v, row.decimals),
             };
-            let _ = write!(table, "{cell:>16}");
+            let _ = write!(table, "{cell:>width$}");
             if let Some(value) = value {
                 metrics.push(Metric {
                     engine: record.engine.clone(),
@@ -223,7 +233,7 @@ pub fn build(
                 }
             }
         }
-        for (_, baseline) in &ratio_columns {
+        for ((_, baseline), width) in ratio_columns.iter().zip(ratio_widths) {
             let ratio = match (subject_record, baseline) {
                 (Some(s), Some(b)) if row.metric != "markers" => match (values[s], values[*b]) {
                     (Some(n), Some(d)) if d > 0.0 => format!("{:.2}", n / d),
@@ -231,7 +241,7 @@ pub fn build(
                 },
                 _ => "-".to_owned(),
             };
-            let _ = write!(table, "{ratio:>16}");
+            let _ = write!(table, "{ratio:>width$}");
         }
         table.push('\n');
     }
@@ -319,6 +329,7 @@ mod tests {
             disk_bytes: None,
             disk_per_raw_byte: None,
             failed_items: 0,
+            counted: None,
             throttled: 3,
         }
     }
@@ -330,6 +341,7 @@ mod tests {
             record("lucene", Format::Bulk, 20.0),
             record("quarry", Format::Bulk, 40.0),
             record("quarry", Format::Ndjson, 50.0),
+            record("victorialogs", Format::Jsonline, 80.0),
         ];
         let disk = DiskRecord {
             fsync_per_s: 1000.0,
@@ -339,7 +351,11 @@ mod tests {
             seq_write_bytes: 1 << 30,
             dir: "/tmp/x".to_owned(),
         };
-        let baselines = ["lucene".to_owned(), "tantivy".to_owned()];
+        let baselines = [
+            "lucene".to_owned(),
+            "tantivy".to_owned(),
+            "victorialogs".to_owned(),
+        ];
         let (table, metrics) = build(&records, Some(&disk), "quarry", &baselines);
         let line = |label: &str| {
             table
@@ -351,16 +367,27 @@ mod tests {
         };
         assert_eq!(
             line("MB/s"),
-            ["MB/s", "10.0", "20.0", "40.0", "50.0", "2.00", "4.00"]
+            ["MB/s", "10.0", "20.0", "40.0", "50.0", "80.0", "2.00", "4.00", "0.50"]
         );
         assert_eq!(line("events/s")[1], "36,360");
         assert_eq!(line("peak RSS MB")[3..5], ["1,234.0", "1,234.0"]);
-        assert_eq!(line("disk bytes")[5..], ["-", "-", "-", "-", "-", "-"]);
+        assert_eq!(line("disk bytes")[5..], ["-"; 8]);
         assert_eq!(
             line("% of seq. write")[5..9],
             ["2.5", "5.0", "10.0", "12.5"]
         );
         assert!(table.contains("quarry-ndjson"));
+        // A column name longer than 16 characters does not run into the one before it.
+        let header: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
+        assert_eq!(
+            header[4..],
+            [
+                "victorialogs",
+                "quarry/lucene",
+                "quarry/tantivy",
+                "quarry/victorialogs"
+            ]
+        );
         assert!(table.contains("1,000 fsync/s"));
         let value = |engine: &str, format: &str, metric: &str| {
             metrics
@@ -369,6 +396,7 @@ mod tests {
                 .map(|m| m.value)
         };
         assert_eq!(value("quarry", "ndjson", "mb_per_s"), Some(50.0));
+        assert_eq!(value("victorialogs", "jsonline", "mb_per_s"), Some(80.0));
         assert_eq!(value("lucene", "bulk", "markers_not_found"), Some(1.0));
         assert_eq!(value("tantivy", "bulk", "disk_per_raw_byte"), None);
         assert_eq!(value("machine", "-", "seq_write_mb_per_s"), Some(400.0));

@@ -15,8 +15,11 @@
 //!    the marker's send to the first search that finds it** (the time from its ack is recorded
 //!    too). The span ends with the last client's last ack; the engine's CPU time is read from
 //!    `/proc/PID/stat` at both ends.
-//! 4. Reads the engine's peak RSS (`VmHWM`), sends SIGTERM and waits for it to exit (a graceful
-//!    shutdown flushes what it holds), then measures its data directory (`du -sb`).
+//! 4. Reads the engine's peak RSS (`VmHWM`). With `--count-path` (an engine whose ingest answer
+//!    does not say what it kept, format `jsonline`), counts the stored events until every event
+//!    and marker sent is there or `--marker-timeout-s` has passed; those missing are failed
+//!    items. Then sends SIGTERM and waits for the engine to exit (a graceful shutdown flushes
+//!    what it holds), and measures its data directory (`du -sb`).
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
@@ -47,6 +50,8 @@ pub struct RunOptions {
     /// Search target with `{marker}` where the marker goes.
     pub search_path: String,
     pub ready_path: Option<String>,
+    /// Count target checked after the span (format `jsonline`).
+    pub count_path: Option<String>,
     pub clients: usize,
     pub batch: usize,
     pub limit: Option<u64>,
@@ -103,6 +108,9 @@ pub struct RunRecord {
     pub disk_bytes: Option<u64>,
     pub disk_per_raw_byte: Option<f64>,
     pub failed_items: u64,
+    /// Events and markers the count after the span found (`--count-path` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counted: Option<u64>,
     /// 429/503 answers retried (the ack latency of a request includes its retries).
     #[serde(default)]
     pub throttled: u64,
@@ -226,9 +234,25 @@ struct IngestReply {
     errors: Vec<serde_json::Value>,
 }
 
+/// A count answer: `{"count":N}`, N a number or, as VictoriaLogs' `stats count()` gives it, a
+/// string of digits.
 #[derive(Deserialize)]
 struct CountReply {
+    #[serde(deserialize_with = "number_or_string")]
     count: u64,
+}
+
+fn number_or_string<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Count {
+        Number(u64),
+        Text(String),
+    }
+    match Count::deserialize(deserializer)? {
+        Count::Number(n) => Ok(n),
+        Count::Text(text) => text.parse().map_err(serde::de::Error::custom),
+    }
 }
 
 /// What one ingest request came to.
@@ -302,6 +326,8 @@ fn failed_items(format: Format, response: &Response, events: u64) -> anyhow::Res
                 .count() as u64;
             Ok(failed)
         }
+        // The answer says nothing per event: `--count-path` checks what was kept.
+        Format::Jsonline => Ok(0),
         Format::Ndjson => {
             let reply: IngestReply = serde_json::from_slice(&response.body)
                 .with_context(|| format!("the ingest answer {}", preview(&response.body)))?;
@@ -393,6 +419,36 @@ fn probe_marker(
             });
         }
         std::thread::sleep(options.poll_interval);
+    }
+}
+
+/// Counts the stored events with `target` every 100 ms until the count is `expected` or
+/// `timeout` has passed; returns the last count.
+fn count_stored(
+    addr: SocketAddr,
+    target: &str,
+    expected: u64,
+    timeout: Duration,
+) -> anyhow::Result<u64> {
+    let started = Instant::now();
+    let mut connection = Connection::new(addr);
+    loop {
+        let response = connection
+            .get(target)
+            .with_context(|| format!("GET {target}"))?;
+        check_status(&response, "GET", target)?;
+        let reply: CountReply = serde_json::from_slice(&response.body)
+            .with_context(|| format!("the count answer {}", preview(&response.body)))?;
+        if reply.count > expected {
+            bail!(
+                "{target} counts {} events, more than the {expected} sent",
+                reply.count
+            );
+        }
+        if reply.count == expected || started.elapsed() > timeout {
+            return Ok(reply.count);
+        }
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
@@ -538,13 +594,28 @@ pub fn run(options: &RunOptions) -> anyhow::Result<RunRecord> {
         })?;
     let cpu_seconds = cpu_after - cpu_before;
     let peak_rss_bytes = process::peak_rss_bytes(engine.pid())?;
+    let totals = totals.into_inner().unwrap_or_else(|p| p.into_inner());
+    let mut failed_items = totals.failed;
+    let mut counted = None;
+    if let Some(target) = &options.count_path {
+        // Every event, marker m0 and the markers of the span.
+        let expected = events + 1 + markers.len() as u64;
+        let count = count_stored(addr, target, expected, options.marker_timeout)?;
+        if count < expected {
+            eprintln!(
+                "ingest-driver: {} stored {count} of the {expected} events and markers sent",
+                options.engine
+            );
+        }
+        failed_items += expected - count;
+        counted = Some(count);
+    }
     let shutdown_seconds = engine.terminate(options.shutdown_timeout)?;
     let disk_bytes = match &options.data {
         Some(dir) => Some(process::disk_bytes(dir)?),
         None => None,
     };
 
-    let totals = totals.into_inner().unwrap_or_else(|p| p.into_inner());
     let mut latencies = latencies;
     latencies.sort_unstable();
     let mut searchable: Vec<Duration> = markers.iter().filter_map(|m| m.found).collect();
@@ -599,7 +670,8 @@ pub fn run(options: &RunOptions) -> anyhow::Result<RunRecord> {
         shutdown_seconds,
         disk_bytes,
         disk_per_raw_byte: disk_bytes.map(|bytes| bytes as f64 / raw_bytes as f64),
-        failed_items: totals.failed,
+        failed_items,
+        counted,
         throttled: totals.throttled,
     })
 }
@@ -616,6 +688,20 @@ pub fn read_record(path: &std::path::Path) -> anyhow::Result<RunRecord> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_counts_as_numbers_or_strings() {
+        for (text, want) in [
+            (r#"{"count":12}"#, Some(12)),
+            ("{\"count\":\"12\"}\n", Some(12)),
+            (r#"{"count":"x"}"#, None),
+        ] {
+            let count = serde_json::from_str::<CountReply>(text)
+                .ok()
+                .map(|r| r.count);
+            assert_eq!(count, want, "{text}");
+        }
+    }
 
     #[test]
     fn finds_the_listening_address() {

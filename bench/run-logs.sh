@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
-# Side-by-side log benchmark: Quarry against tantivy and Apache Lucene on the same generated
-# events (`quarry gen-logs`), asked the same log queries (bench/logs/PROTOCOL.md) over a pipe,
-# one at a time. Prints a table per size with each engine's figures, the quarry/tantivy and
-# quarry/lucene ratios and how each engine's latency grows with the size, checks that the
-# engines' answers agree, and writes bench/results/logs.json. See bench/logs/README.md.
+# Side-by-side log benchmark: Quarry against tantivy, Apache Lucene and VictoriaLogs on the same
+# generated events (`quarry gen-logs`), asked the same log queries (bench/logs/PROTOCOL.md) over
+# a pipe, one at a time. Prints a table per size with each engine's figures, the quarry/tantivy,
+# quarry/lucene and quarry/victorialogs ratios and how each engine's latency grows with the
+# size, checks that the engines' answers agree, and writes bench/results/logs.json. See
+# bench/logs/README.md.
+#
+# VictoriaLogs is a server: `victorialogs-logs` (bench/engines/victorialogs-logs) runs a
+# victoria-logs binary on its data directory and translates each request into a LogsQL query
+# over HTTP. It is loaded in its natural configuration (stream fields service,host,
+# _msg_field=message), flushed and force-merged; requests LogsQL cannot express with the
+# protocol's meaning (regex and fuzzy patterns, phrases) are answered UNSUPPORTED.
 #
 #   bench/run-logs.sh
 #   SIZES=100000 bench/run-logs.sh          # a quick look
@@ -22,8 +29,8 @@
 #   QUERIES      space-separated query names to run (default: the whole set), e.g.
 #                QUERIES="tail100_failed tailev100_failed tailev1000_failed"
 #   SKIP_INDEX   1 to reuse the indexes and index records a previous run left in WORK_DIR, or
-#                a list of engines whose indexes to reuse (SKIP_INDEX="tantivy lucene" indexes
-#                only quarry again, after a change of its format)
+#                a list of engines whose indexes to reuse (SKIP_INDEX="tantivy lucene
+#                victorialogs" indexes only quarry again, after a change of its format)
 #   ABLATION     1 (default) also runs Quarry with its optimizations switched on one by one
 #                (O0..O3) at the largest size, written to RESULTS with -ablation before .json
 #   RESULTS      metric list to write (default: bench/results/logs.json)
@@ -34,12 +41,15 @@
 #                /usr/lib/jvm/temurin-25-jdk-amd64 if present, else JAVA_HOME, else `java`)
 #   LUCENE_JVM_OPTS   JVM flags for lucene-logs (default: "-Xms4g -Xmx4g
 #                --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED")
+#   VICTORIALOGS_BIN  a victoria-logs binary to use instead of bench/victorialogs.sh's build
+#                (v1.52.1, built once into ~/.cache/quarry); "none" leaves VictoriaLogs out
 #
 # Events are generated once per size into WORK_DIR/logs-N.json (kept for the next run: the
-# generator is deterministic for a seed). Quarry and Lucene are optional: when quarry does not
-# build or lacks a subcommand, or lucene-logs does not build (no JDK 21+, no Maven), or an
-# engine fails at some size, its figures are reported as missing and the others still run. A
-# request an engine answers UNSUPPORTED or ERROR has no figures either.
+# generator is deterministic for a seed). Quarry, Lucene and VictoriaLogs are optional: when
+# quarry does not build or lacks a subcommand, or lucene-logs does not build (no JDK 21+, no
+# Maven), or there is no victoria-logs binary (VICTORIALOGS_BIN=none, or bench/victorialogs.sh
+# cannot build one), or an engine fails at some size, its figures are reported as missing and
+# the others still run. A request an engine answers UNSUPPORTED or ERROR has no figures either.
 set -euo pipefail
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -67,6 +77,7 @@ RESULTS=${RESULTS:-$BENCH_DIR/results/logs.json}
 QUARRY=${QUARRY_BIN:-${CARGO_TARGET_DIR:-$REPO_DIR/target}/release/quarry}
 BENCH_BIN=${CARGO_TARGET_DIR:-$BENCH_DIR/target}/release
 TANTIVY=$BENCH_BIN/tantivy-logs
+VICTORIALOGS_ADAPTER=$BENCH_BIN/victorialogs-logs
 DRIVER=$BENCH_BIN/logs-driver
 
 LUCENE_POM=$BENCH_DIR/lucene-logs/pom.xml
@@ -112,6 +123,7 @@ log "building the bench workspace"
 cargo build --release --manifest-path "$BENCH_DIR/Cargo.toml"
 
 build_lucene "$LUCENE_POM" lucene-logs
+find_victorialogs
 # Word splitting of the options is wanted: one flag per word.
 read -r -a lucene_java <<<"$LUCENE_JVM_OPTS"
 lucene_java=("$JAVA" "${lucene_java[@]}" -jar "$LUCENE_JAR")
@@ -234,6 +246,7 @@ for size in $SIZES; do
     tantivy_index=$WORK_DIR/tantivy-index-$size
     quarry_data=$WORK_DIR/quarry-data-$size
     lucene_index=$WORK_DIR/lucene-index-$size
+    victorialogs_data=$WORK_DIR/victorialogs-data-$size
     if [[ $SKIP_INDEX == 1 ]]; then
         log "reusing the indexes of $size events in $WORK_DIR"
     else
@@ -289,8 +302,34 @@ for size in $SIZES; do
             fi
         fi
     fi
-    for engine in tantivy quarry lucene; do
+    if reindex victorialogs; then
+        rm -f "$WORK_DIR/victorialogs-index-$size.json"
+        if ((victorialogs_ok)); then
+            # A server with its defaults: ingestion and merges on every core.
+            log "indexing $size events with victorialogs (a server; its log: $victorialogs_data.log)"
+            rm -rf "$victorialogs_data" "$victorialogs_data.log"
+            if "$VICTORIALOGS_ADAPTER" index --bin "$VICTORIALOGS" --data "$victorialogs_data" \
+                "$events" >"$WORK_DIR/victorialogs-index-$size.json.tmp"; then
+                mv "$WORK_DIR/victorialogs-index-$size.json.tmp" "$WORK_DIR/victorialogs-index-$size.json"
+                cat "$WORK_DIR/victorialogs-index-$size.json" >&2
+            else
+                rm -rf "$victorialogs_data" "$WORK_DIR/victorialogs-index-$size.json.tmp"
+                warn "victorialogs indexing failed at $size events: its figures will be missing"
+            fi
+        fi
+    fi
+    # The index records of the engines that run (an optional engine left out or not built keeps
+    # its earlier record for a later SKIP_INDEX run, but it is not reported now).
+    running=(tantivy)
+    ((quarry_ok)) && running+=(quarry)
+    ((lucene_ok)) && running+=(lucene)
+    ((victorialogs_ok)) && running+=(victorialogs)
+    for engine in "${running[@]}"; do
         [[ -f $WORK_DIR/$engine-index-$size.json ]] && records+=("$WORK_DIR/$engine-index-$size.json")
+    done
+    # Answers an earlier run left are not compared with this run's.
+    for engine in tantivy quarry lucene victorialogs; do
+        rm -f "$WORK_DIR/$engine-$size.answers"
     done
 
     if [[ -f $tantivy_index/meta.json ]]; then
@@ -303,6 +342,10 @@ for size in $SIZES; do
     fi
     if ((lucene_ok)) && compgen -G "$lucene_index/segments_*" >/dev/null; then
         run_engine lucene "$size" "${lucene_java[@]}" serve --index "$lucene_index"
+    fi
+    if ((victorialogs_ok)) && [[ -d $victorialogs_data ]]; then
+        run_engine victorialogs "$size" "$VICTORIALOGS_ADAPTER" serve --bin "$VICTORIALOGS" \
+            --data "$victorialogs_data"
     fi
 
     # Ablation (seed 000, Table 2): Quarry with its optimizations switched on one by one, on
@@ -325,7 +368,8 @@ for size in $SIZES; do
     fi
 
     log "$size events: answers compared (PROTOCOL.md rules: exact, TERMS ties free, PERCENTILES within 2 %)"
-    for pair in "tantivy lucene" "quarry tantivy" "quarry lucene"; do
+    for pair in "tantivy lucene" "quarry tantivy" "quarry lucene" "quarry victorialogs" \
+        "tantivy victorialogs" "lucene victorialogs"; do
         read -r left right <<<"$pair"
         if [[ -f $WORK_DIR/$left-$size.answers && -f $WORK_DIR/$right-$size.answers ]]; then
             "$DRIVER" compare "$WORK_DIR/$left-$size.answers" "$WORK_DIR/$right-$size.answers" >&2 || true
@@ -342,7 +386,8 @@ for record in "${records[@]}"; do
     *) peer_records+=("$record") ;;
     esac
 done
-"$DRIVER" report --subject quarry --baseline tantivy,lucene --out "$RESULTS" "${peer_records[@]}"
+"$DRIVER" report --subject quarry --baseline tantivy,lucene,victorialogs --out "$RESULTS" \
+    "${peer_records[@]}"
 if ((${#ablation_records[@]})); then
     log "ablation (p50 µs): quarry with all optimizations against O0..O3"
     ablation_out=${RESULTS%.json}-ablation.json

@@ -9,7 +9,6 @@
 
 mod disk;
 mod events;
-mod http;
 mod process;
 mod report;
 mod run;

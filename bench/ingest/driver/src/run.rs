@@ -35,9 +35,9 @@ use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 
 use crate::events::{self, Format, Requests};
-use crate::http::{Connection, Response};
 use crate::process;
 use crate::stats::{millis, now_rfc3339, percentile};
+use logs_driver::http::{Connection, Response};
 
 /// Exit status when the engine answers 404 on an endpoint the run needs.
 pub const EXIT_NO_ENDPOINT: i32 = 4;

@@ -2,8 +2,8 @@
 //! times them.
 //!
 //! [`PROTOCOL.md`](../../PROTOCOL.md) is the contract; this crate is its one Rust reading, shared
-//! by `logs-driver` and by the tantivy peer (`tantivy-logs`) so both parse requests and format
-//! answers alike. The Lucene peer (`bench/lucene-logs`) has its own Java reading of the same
+//! by `logs-driver` and by the tantivy and VictoriaLogs peers (`tantivy-logs`,
+//! `victorialogs-logs`) so all parse requests and format answers alike. The Lucene peer (`bench/lucene-logs`) has its own Java reading of the same
 //! text, checked against this one by comparing answers.
 //!
 //! - [`schema`]: the generated events' fields and how the peers index each one;
@@ -13,9 +13,12 @@
 //! - [`input`]: reading JSON-lines event files, plain or zstd-compressed;
 //! - [`latency`], [`queries`], [`run`], [`report`]: the driver's pieces;
 //! - [`kinds`]: per-kind latency tables and count comparisons of several engines (the
-//!   multi-term benchmark, bench/multiterm).
+//!   multi-term benchmark, bench/multiterm);
+//! - [`http`]: a minimal blocking HTTP/1.1 client, shared with `ingest-driver` and used by the
+//!   VictoriaLogs peer (`victorialogs-logs`), which speaks to its server over HTTP.
 
 pub mod answer;
+pub mod http;
 pub mod input;
 pub mod kinds;
 pub mod latency;

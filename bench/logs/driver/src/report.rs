@@ -156,7 +156,7 @@ pub fn build(records: &[Record], subject: &str, baselines: &[String]) -> Report 
                     Some(v) if metric == "seconds" => format!("{v:.2}"),
                     Some(v) => group_thousands(*v, 0),
                 };
-                let _ = write!(table, "{text:>12}");
+                let _ = write!(table, "{text:>width$}", width = engine_width(engine));
                 if let Some(value) = value {
                     metrics.push(Metric {
                         engine: engine.clone(),
@@ -174,7 +174,8 @@ pub fn build(records: &[Record], subject: &str, baselines: &[String]) -> Report 
                         (Some(s), Some(b)) => ratio_text(values[s], values[b]),
                         _ => "-".into(),
                     };
-                    let _ = write!(table, "{ratio:>18}");
+                    let width = ratio_width(subject, baseline);
+                    let _ = write!(table, "{ratio:>width$}");
                 }
             }
             let _ = writeln!(table);
@@ -324,7 +325,7 @@ pub fn build(records: &[Record], subject: &str, baselines: &[String]) -> Report 
                     for engine in &engines {
                         let ratio =
                             ratio_text(p50(largest, engine, name), p50(smallest, engine, name));
-                        let _ = write!(table, "{ratio:>12}");
+                        let _ = write!(table, "{ratio:>width$}", width = engine_width(engine));
                     }
                     let _ = writeln!(table);
                 }
@@ -344,10 +345,11 @@ fn header(
 ) {
     let _ = write!(table, "{first:<34}");
     for engine in engines {
-        let _ = write!(table, "{engine:>12}");
+        let _ = write!(table, "{engine:>width$}", width = engine_width(engine));
     }
     for baseline in ratio_baselines {
-        let _ = write!(table, "{:>18}", format!("{subject}/{baseline}"));
+        let width = ratio_width(subject, baseline);
+        let _ = write!(table, "{:>width$}", format!("{subject}/{baseline}"));
     }
     let _ = writeln!(table);
 }
@@ -386,8 +388,8 @@ fn row(
     ratio_baselines: &[&String],
 ) {
     let _ = write!(table, "{name:<34}");
-    for (text, _) in cells {
-        let _ = write!(table, "{text:>12}");
+    for ((text, _), engine) in cells.iter().zip(engines) {
+        let _ = write!(table, "{text:>width$}", width = engine_width(engine));
     }
     let p50 = |engine: &str| {
         engines
@@ -396,9 +398,21 @@ fn row(
             .and_then(|index| cells[index].1)
     };
     for baseline in ratio_baselines {
-        let _ = write!(table, "{:>18}", ratio_text(p50(subject), p50(baseline)));
+        let width = ratio_width(subject, baseline);
+        let _ = write!(table, "{:>width$}", ratio_text(p50(subject), p50(baseline)));
     }
     let _ = writeln!(table);
+}
+
+/// The width of an engine's column: 12, or the name and two spaces when longer
+/// (`victorialogs`), so that no two names run together.
+fn engine_width(engine: &str) -> usize {
+    (engine.chars().count() + 2).max(12)
+}
+
+/// The width of a ratio column `subject/baseline`: 18, or the title and two spaces when longer.
+fn ratio_width(subject: &str, baseline: &str) -> usize {
+    (subject.chars().count() + 1 + baseline.chars().count() + 2).max(18)
 }
 
 fn query_metrics(metrics: &mut Vec<Metric>, engine: &str, size: u64, record: &QueryRecord) {
@@ -786,6 +800,57 @@ mod tests {
             .expect("both scaling tables");
         assert_eq!(cells(scaling, "count"), ["count", "1.07", "1.25", "-"]);
         assert_eq!(cells(engine_scaling, "count"), ["count", "-", "3.00", "-"]);
+    }
+
+    /// An engine name of 12 characters or more gets a wider column, so that the header's names
+    /// and the ratio titles stay apart.
+    #[test]
+    fn widens_columns_for_long_names() {
+        let records = vec![
+            run(
+                "quarry",
+                100,
+                vec![query("count", "COUNT\t*", "100", Some(100.0))],
+            ),
+            run(
+                "lucene",
+                100,
+                vec![query("count", "COUNT\t*", "100", Some(50.0))],
+            ),
+            run(
+                "victorialogs",
+                100,
+                vec![query("count", "COUNT\t*", "100", Some(400.0))],
+            ),
+        ];
+        let baselines = vec!["lucene".to_owned(), "victorialogs".to_owned()];
+        let report = build(&records, "quarry", &baselines);
+        let header = report
+            .table
+            .lines()
+            .find(|line| line.contains("victorialogs"))
+            .expect("a header line");
+        assert_eq!(
+            header.split_whitespace().collect::<Vec<_>>(),
+            [
+                "quarry",
+                "lucene",
+                "victorialogs",
+                "quarry/lucene",
+                "quarry/victorialogs"
+            ]
+        );
+        assert_eq!(
+            cells(&report.table, "count"),
+            ["count", "100", "50.0", "400", "2.00", "0.25"]
+        );
+        // Every row of the table is as wide as its header.
+        let count_row = report
+            .table
+            .lines()
+            .find(|line| line.starts_with("count "))
+            .expect("a count row");
+        assert_eq!(count_row.len(), header.len());
     }
 
     #[test]

@@ -1,12 +1,14 @@
 //! A minimal blocking HTTP/1.1 client: one keep-alive connection per thread, requests with a
-//! `Content-Length` body, responses with `Content-Length` or chunked bodies.
+//! `Content-Length` body (or a chunked one streamed from a reader), responses with
+//! `Content-Length` or chunked bodies. Used by `ingest-driver` (events to an engine over HTTP)
+//! and by `victorialogs-logs` (the log protocol translated into VictoriaLogs' HTTP API).
 //!
-//! Hand-written rather than a client library so that the driver, which shares the 2-core dev
-//! machine with the engine it measures, spends as little CPU per request as it can: a request
-//! is one header write and one body write on a socket with `TCP_NODELAY`, a response one
-//! buffered read of the header and the body.
+//! Hand-written rather than a client library so that a driver or adapter, which shares the
+//! 2-core dev machine with the engine it measures, spends as little CPU per request as it can:
+//! a request is one header write and one body write on a socket with `TCP_NODELAY`, a response
+//! one buffered read of the header and the body.
 
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
@@ -38,6 +40,50 @@ impl Connection {
 
     pub fn post(&mut self, target: &str, content_type: &str, body: &[u8]) -> io::Result<Response> {
         self.request("POST", target, Some(content_type), body)
+    }
+
+    /// POSTs the whole of `body` with `Transfer-Encoding: chunked`, in chunks of at most 1 MiB,
+    /// without holding it in memory: for bodies too large for that, or of unknown length. Not
+    /// retried on a stale connection (the reader cannot be rewound), so it always opens a fresh
+    /// one.
+    pub fn post_chunked(
+        &mut self,
+        target: &str,
+        content_type: &str,
+        body: &mut dyn Read,
+    ) -> io::Result<Response> {
+        self.stream = None;
+        let head = format!(
+            "POST {target} HTTP/1.1\r\nHost: {}\r\nContent-Type: {content_type}\r\nTransfer-Encoding: chunked\r\n\r\n",
+            self.addr
+        );
+        let stream = TcpStream::connect_timeout(&self.addr, Duration::from_secs(10))?;
+        stream.set_nodelay(true)?;
+        let mut reader = BufReader::with_capacity(64 << 10, stream);
+        let outcome = (|| {
+            let stream = reader.get_mut();
+            stream.write_all(head.as_bytes())?;
+            let mut chunk = vec![0u8; 1 << 20];
+            loop {
+                let read = match body.read(&mut chunk) {
+                    Ok(0) => break,
+                    Ok(read) => read,
+                    Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(error) => return Err(error),
+                };
+                stream.write_all(format!("{read:x}\r\n").as_bytes())?;
+                stream.write_all(&chunk[..read])?;
+                stream.write_all(b"\r\n")?;
+            }
+            stream.write_all(b"0\r\n\r\n")?;
+            read_response(&mut reader)
+        })();
+        let (response, keep_alive) = outcome?;
+        if keep_alive {
+            self.stream = Some(reader);
+            self.served = 1;
+        }
+        Ok(response)
     }
 
     fn request(
@@ -276,6 +322,60 @@ mod tests {
         let response = connection.get("/search?q=marker:m1").unwrap();
         assert_eq!(response.body, b"got 0");
         drop(connection);
+        server.join().unwrap();
+    }
+
+    /// A chunked POST streams a body larger than one chunk; the server reads it back whole.
+    #[test]
+    fn posts_chunked_bodies() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (stream, _) = listener.accept().unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut stream = stream;
+            let mut line = String::new();
+            let mut chunked = false;
+            loop {
+                line.clear();
+                reader.read_line(&mut line).unwrap();
+                if line == "\r\n" {
+                    break;
+                }
+                chunked |= line.eq_ignore_ascii_case("transfer-encoding: chunked\r\n");
+            }
+            assert!(chunked);
+            let mut body = Vec::new();
+            loop {
+                line.clear();
+                reader.read_line(&mut line).unwrap();
+                let size = usize::from_str_radix(line.trim_end(), 16).unwrap();
+                let mut chunk = vec![0; size + 2];
+                reader.read_exact(&mut chunk).unwrap();
+                if size == 0 {
+                    break;
+                }
+                body.extend_from_slice(&chunk[..size]);
+            }
+            let answer = format!(
+                "got {} {}",
+                body.len(),
+                body.iter().filter(|&&b| b == b'x').count()
+            );
+            write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{answer}",
+                answer.len()
+            )
+            .unwrap();
+        });
+        let body = vec![b'x'; (1 << 20) + 5];
+        let mut connection = Connection::new(addr);
+        let response = connection
+            .post_chunked("/insert", "application/stream+json", &mut &body[..])
+            .unwrap();
+        assert_eq!(response.status, 200);
+        assert_eq!(response.body, format!("got {0} {0}", body.len()).as_bytes());
         server.join().unwrap();
     }
 }

@@ -22,7 +22,6 @@
 use std::cell::RefCell;
 use std::io::{self, BufRead, Write};
 use std::path::Path;
-use std::time::Instant;
 
 use anyhow::{bail, Context};
 use logs_driver::answer::FieldValue;
@@ -91,22 +90,10 @@ impl Server {
 
     /// Answers every request line of `input` on `output`, each answer followed by its engine
     /// time (`ANSWER<TAB>NANOS`), flushing after each.
-    pub fn serve(&self, mut input: impl BufRead, mut output: impl Write) -> anyhow::Result<()> {
-        let mut bytes = Vec::new();
-        loop {
-            bytes.clear();
-            if input.read_until(b'\n', &mut bytes)? == 0 {
-                return Ok(());
-            }
-            let started = Instant::now();
-            // A stray non-UTF-8 byte becomes U+FFFD: the request is answered (ERROR, most
-            // likely), not fatal, as in the other engines.
-            let line = String::from_utf8_lossy(&bytes);
-            let answer = self.answer(line.trim_end_matches(['\n', '\r']));
-            let nanos = started.elapsed().as_nanos();
-            writeln!(output, "{answer}\t{nanos}")?;
-            output.flush()?;
-        }
+    pub fn serve(&self, input: impl BufRead, output: impl Write) -> anyhow::Result<()> {
+        Ok(logs_driver::protocol::serve_lines(input, output, |line| {
+            self.answer(line)
+        })?)
     }
 
     /// The answer to one request line (without the engine time).

@@ -518,6 +518,29 @@ fn integer(field: &str, text: &str) -> Result<i64, QueryError> {
     })
 }
 
+/// An engine's side of the pipe: answers every request line of `input` with `answer` on
+/// `output`, each answer followed by its time (`ANSWER<TAB>NANOS`), flushing after each. A
+/// stray non-UTF-8 byte becomes U+FFFD: the request is answered (ERROR, most likely), not fatal.
+pub fn serve_lines(
+    mut input: impl std::io::BufRead,
+    mut output: impl std::io::Write,
+    mut answer: impl FnMut(&str) -> String,
+) -> std::io::Result<()> {
+    let mut bytes = Vec::new();
+    loop {
+        bytes.clear();
+        if input.read_until(b'\n', &mut bytes)? == 0 {
+            return Ok(());
+        }
+        let started = std::time::Instant::now();
+        let line = String::from_utf8_lossy(&bytes);
+        let answer = answer(line.trim_end_matches(['\n', '\r']));
+        let nanos = started.elapsed().as_nanos();
+        writeln!(output, "{answer}\t{nanos}")?;
+        output.flush()?;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

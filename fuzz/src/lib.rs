@@ -44,7 +44,7 @@ pub struct Seed {
 pub fn seeds() -> &'static [Seed] {
     static SEEDS: OnceLock<Vec<Seed>> = OnceLock::new();
     SEEDS.get_or_init(|| {
-        let golden: [(&'static str, &'static [u8]); 3] = [
+        let golden: [(&'static str, &'static [u8]); 4] = [
             (
                 "golden v1",
                 include_bytes!("../../crates/quarry-query/tests/golden/v1/blocks/00000001.qblk"),
@@ -56,6 +56,11 @@ pub fn seeds() -> &'static [Seed] {
             (
                 "golden v3",
                 include_bytes!("../../crates/quarry-query/tests/golden/v3/blocks/00000001.qblk"),
+            ),
+            // Templated message chunks and their template dictionary.
+            (
+                "golden v7",
+                include_bytes!("../../crates/quarry-query/tests/golden/v7/blocks/00000001.qblk"),
             ),
         ];
         let mut blocks = vec![
@@ -346,6 +351,9 @@ fn section_refs(manifest: &[u8], base: usize, version: u32) -> Option<SectionRef
             columns.push((directory, data));
             if version >= 3 && w.flag()? {
                 w.section_ref(&mut all)?; // doc values
+            }
+            if version >= 7 && w.flag()? {
+                w.section_ref(&mut all)?; // templates
             }
         }
         if w.flag()? {

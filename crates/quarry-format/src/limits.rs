@@ -9,8 +9,8 @@ pub const BLOCK_MAGIC: &[u8; 8] = b"QRYBLOK1";
 /// The block format version this build writes (see FORMAT.md). Version 2 added the `_time`
 /// offsets section, 3 doc values, 4 page checksums of postings and positions, 5 term infos as
 /// grouped varints, 6 lone docs and constant positions in term infos, shared postings and
-/// packed norms; this build still reads versions 1 to 5.
-pub const FORMAT_VERSION: u32 = 6;
+/// packed norms, 7 templated string chunks; this build still reads versions 1 to 6.
+pub const FORMAT_VERSION: u32 = 7;
 /// The oldest block format version this build reads.
 pub const MIN_FORMAT_VERSION: u32 = 1;
 

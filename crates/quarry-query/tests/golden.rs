@@ -9,7 +9,8 @@
 //! and answers as version 3 does; version 5 stores term infos as grouped varints, and answers
 //! as version 4 does; version 6 stores less (lone docs and constant positions in term infos,
 //! shared postings, packed norms, no chunk data where doc values hold the column), and answers
-//! as version 5 does.
+//! as version 5 does; version 7 stores long strings as templates and variables and `_time` only
+//! in its time offsets, and answers as version 6 does.
 //!
 //! Write a new version's directory only when the format version changes:
 //! `QUARRY_WRITE_GOLDEN=v3 cargo test -p quarry-query --test golden`.
@@ -369,4 +370,31 @@ fn golden_v6_block_still_opens_and_answers() {
         .filter(|&ordinal| infos.get(ordinal).unwrap().inline_doc.is_some())
         .count();
     assert!(inline > 0);
+}
+
+#[test]
+fn golden_v7_block_still_opens_and_answers() {
+    let (searcher, expected) = golden("v7", true);
+    let mut answers = answers(&searcher);
+    answers["log queries"] = log_answers(&searcher);
+    assert_eq!(answers, expected);
+    // Templated string chunks change how messages are stored, not what is answered.
+    let v6: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(golden_dir().join("v6.expected.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(answers, v6);
+    let block = &searcher.blocks()[0];
+    assert_eq!(block.format_version(), 7);
+    // The block uses what version 7 adds: the messages' column has a template dictionary
+    // (five shapes, each with the event's number as its variable), and `_time` keeps no
+    // chunk data (its chunks come from the time offsets).
+    let message = block.field_ordinal("message").unwrap();
+    let column = &block.manifest().fields[message as usize].columns[0];
+    assert!(column.templates.is_some() && column.doc_values.is_none());
+    let time = block.field_ordinal("_time").unwrap();
+    assert_eq!(
+        block.manifest().fields[time as usize].columns[0].data.len,
+        0
+    );
 }

@@ -238,7 +238,8 @@ fn with_first_chunk_meta(
     use quarry_format::block::Manifest;
     let footer = bytes.len() - 32;
     let offset = u64::from_le_bytes(bytes[footer..footer + 8].try_into().unwrap()) as usize;
-    let mut manifest = Manifest::decode(&bytes[offset..footer], 4).unwrap();
+    let version = u32::from_le_bytes(bytes[footer + 16..footer + 20].try_into().unwrap());
+    let mut manifest = Manifest::decode(&bytes[offset..footer], version).unwrap();
     let column = manifest
         .fields
         .iter_mut()

@@ -38,6 +38,9 @@ pub struct ColumnMeta {
     pub data: SectionRef,
     /// The column's doc values (version 3 on; not every column has them).
     pub doc_values: Option<SectionRef>,
+    /// The column's template dictionary (version 7 on; string columns whose chunks hold
+    /// templated values).
+    pub templates: Option<SectionRef>,
 }
 
 /// Statistics of a tokenized field, for BM25.
@@ -101,13 +104,15 @@ impl Manifest {
                 }
                 column.directory.encode(out);
                 column.data.encode(out);
-                // Version 3.
-                match column.doc_values {
-                    Some(section) => {
-                        put_u8(out, 1);
-                        section.encode(out);
+                // Version 3 and version 7.
+                for section in [column.doc_values, column.templates] {
+                    match section {
+                        Some(section) => {
+                            put_u8(out, 1);
+                            section.encode(out);
+                        }
+                        None => put_u8(out, 0),
                     }
-                    None => put_u8(out, 0),
                 }
             }
             match &field.text {
@@ -131,7 +136,7 @@ impl Manifest {
         self.page_checksums.unwrap_or_default().encode(out);
     }
 
-    /// Decodes the manifest of a block of format `version` (1 to 4).
+    /// Decodes the manifest of a block of format `version` (1 to 7).
     pub fn decode(bytes: &[u8], version: u32) -> DecodeResult<Manifest> {
         let mut r = ByteReader::new(bytes);
         let doc_count = r.u32()?;
@@ -172,6 +177,18 @@ impl Manifest {
                 } else {
                     None
                 };
+                let templates = if version >= 7 {
+                    match r.u8()? {
+                        0 => None,
+                        1 => Some(SectionRef::decode(&mut r)?),
+                        _ => return Err(DecodeError::new("bad templates flag")),
+                    }
+                } else {
+                    None
+                };
+                if templates.is_some() && ty != ColumnType::Str {
+                    return Err(DecodeError::new("templates for a column of another type"));
+                }
                 columns.push(ColumnMeta {
                     ty,
                     present_count,
@@ -179,6 +196,7 @@ impl Manifest {
                     directory,
                     data,
                     doc_values,
+                    templates,
                 });
             }
             let text = match r.u8()? {
@@ -250,6 +268,9 @@ impl Manifest {
                 if let Some(doc_values) = column.doc_values {
                     all.push((format!("{name} doc values"), doc_values));
                 }
+                if let Some(templates) = column.templates {
+                    all.push((format!("{name} templates"), templates));
+                }
             }
             if let Some(text) = &field.text {
                 all.push((format!("norms of {}", field.name), text.norms));
@@ -267,14 +288,17 @@ impl Manifest {
     }
 
     /// What planning a query needs, read whenever the block opens: time index and offsets,
-    /// term dictionary and infos, page checksums, column directories. Writers put them
+    /// term dictionary and infos, page checksums, column directories and template
+    /// dictionaries (which decoding a templated chunk needs). Writers put them
     /// together just before the manifest, so that opening a remote block reads one stretch
     /// at its end ([`Manifest::planning_start`]).
     pub fn planning_sections(&self) -> impl Iterator<Item = SectionRef> + '_ {
-        let directories = self
-            .fields
-            .iter()
-            .flat_map(|field| field.columns.iter().map(|column| column.directory));
+        let directories = self.fields.iter().flat_map(|field| {
+            field
+                .columns
+                .iter()
+                .flat_map(|column| std::iter::once(column.directory).chain(column.templates))
+        });
         [self.time_index, self.term_fst, self.term_infos]
             .into_iter()
             .chain(self.time_offsets)

@@ -1,7 +1,7 @@
 use super::manifest::{ColumnMeta, FieldMeta, Manifest, SectionRef};
 use super::pages::{PageChecksums, PagedSection};
 use super::TIME_FIELD;
-use crate::column::{ChunkCache, ColumnReader, DecodedChunk};
+use crate::column::{ChunkCache, ColumnReader, DecodedChunk, Templates};
 use crate::docvalues::DocValues;
 use crate::error::{DecodeError, FormatError, Result};
 use crate::fieldnorm;
@@ -109,6 +109,9 @@ pub struct BlockReader {
     uid: u64,
     /// Each field's norms, unpacked on first use (format version 6 on).
     unpacked_norms: Box<[OnceLock<Box<[u8]>>]>,
+    /// Each column's template dictionary (format version 7), decoded at open, by field
+    /// ordinal then column index as in the manifest.
+    templates: Box<[Box<[Option<Templates>]>]>,
     /// A remote block's doc values and norms (`Manifest::on_demand_sections`), by (offset,
     /// length): fetched, copied and checked when a query first needs one. Empty for a
     /// local block, which holds them resident from the start.
@@ -287,6 +290,27 @@ impl BlockReader {
         for (name, section) in eager {
             resident.copy_checked(path, bytes, &name, section)?;
         }
+        // Template dictionaries are decoded now, checked: a templated chunk is rebuilt from
+        // them. The decoded form is what is kept.
+        let mut templates = Vec::with_capacity(manifest.fields.len());
+        for field in &manifest.fields {
+            let mut of_field = Vec::with_capacity(field.columns.len());
+            for column in &field.columns {
+                of_field.push(match column.templates {
+                    Some(section) => {
+                        let name = format!("column {}:{} templates", field.name, column.ty.name());
+                        let copy = resident.copy_checked(path, bytes, &name, section)?;
+                        let decoded =
+                            Templates::decode(copy).map_err(|e| e.in_file(path, name.as_str()))?;
+                        resident.take(section);
+                        resident.bytes += decoded.heap_bytes();
+                        Some(decoded)
+                    }
+                    None => None,
+                });
+            }
+            templates.push(of_field.into_boxed_slice());
+        }
         let expected_index_len = u64::from(manifest.doc_count.div_ceil(TIME_INDEX_INTERVAL)) * 8;
         if manifest.time_index.len != expected_index_len {
             return Err(corrupt("time index", "length does not match doc count"));
@@ -350,6 +374,7 @@ impl BlockReader {
             id: None,
             uid: NEXT_READER_UID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             unpacked_norms: (0..field_count).map(|_| OnceLock::new()).collect(),
+            templates: templates.into_boxed_slice(),
             on_demand: on_demand.into_boxed_slice(),
         };
         if reader.time_column().is_none() {
@@ -790,7 +815,12 @@ impl BlockReader {
 
     pub fn column(&self, field: u16, ty: ColumnType) -> Option<ColumnReader<'_>> {
         let meta = self.manifest.fields.get(field as usize)?;
-        let column = meta.columns.iter().find(|c| c.ty == ty)?;
+        let index = meta.columns.iter().position(|c| c.ty == ty)?;
+        let column = &meta.columns[index];
+        let templates = self
+            .templates
+            .get(field as usize)
+            .and_then(|of_field| of_field.get(index)?.as_ref());
         // A remote block's doc values not read yet are read when a chunk needs them (one
         // stored only as doc values): a column reader does not fetch them for chunks with
         // their own data. Their errors are the decoding's (`LazyDocValues::load`).
@@ -813,9 +843,13 @@ impl BlockReader {
         )
         .ok()
         .map(|reader| {
-            let reader = reader
+            let mut reader = reader
                 .with_doc_values(doc_values)
+                .with_templates(templates)
                 .with_source(&*self.bytes, column.data.offset);
+            if meta.name == TIME_FIELD && ty == ColumnType::Timestamp {
+                reader = reader.with_times(self);
+            }
             if lazy {
                 reader.with_lazy_doc_values(LazyDocValues {
                     block: self,

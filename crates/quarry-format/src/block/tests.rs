@@ -864,8 +864,9 @@ fn inconsistent_manifest_is_detected() {
         ("doc values of another column", &|m| {
             m.fields[HOST as usize].columns[0].doc_values = m.fields[1].columns[0].doc_values;
         }),
+        // Two columns that keep their chunk data: the directory's crcs are another data's.
         ("column directory of another column", &|m| {
-            m.fields[HOST as usize].columns[0].directory = m.fields[time].columns[0].directory;
+            m.fields[TAGS].columns[0].directory = m.fields[RATIO].columns[0].directory;
         }),
     ];
     let dir = tempfile::tempdir().unwrap();

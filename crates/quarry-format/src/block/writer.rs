@@ -132,6 +132,11 @@ pub fn encode_block(name: &Path, input: BlockInput, out: impl Write) -> Result<M
             )));
         }
     }
+    let mut input = input;
+    let time_offsets_bytes = time_offsets(&input.times);
+    if every_time_group_packed(&time_offsets_bytes, doc_count) {
+        drop_time_chunk_data(&mut input.fields, doc_count)?;
+    }
     let io = |source| FormatError::Io {
         path: path.to_path_buf(),
         source,
@@ -192,7 +197,7 @@ pub fn encode_block(name: &Path, input: BlockInput, out: impl Write) -> Result<M
         time_index.extend_from_slice(&time.to_le_bytes());
     }
     let time_index = sink.section(&time_index).map_err(io)?;
-    let time_offsets = Some(sink.section(&time_offsets(&input.times)).map_err(io)?);
+    let time_offsets = Some(sink.section(&time_offsets_bytes).map_err(io)?);
 
     let mut fields = Vec::with_capacity(input.fields.len());
     for ((field, data_refs), (doc_values, norms)) in
@@ -201,6 +206,11 @@ pub fn encode_block(name: &Path, input: BlockInput, out: impl Write) -> Result<M
         let mut columns = Vec::with_capacity(field.columns.len());
         for ((column, data), doc_values) in field.columns.into_iter().zip(data_refs).zip(doc_values)
         {
+            // Template dictionaries among the planning sections: opening a block reads them.
+            let templates = match &column.templates {
+                Some(bytes) => Some(sink.section(bytes).map_err(io)?),
+                None => None,
+            };
             columns.push(ColumnMeta {
                 ty: column.ty,
                 present_count: column.present_count,
@@ -208,6 +218,7 @@ pub fn encode_block(name: &Path, input: BlockInput, out: impl Write) -> Result<M
                 directory: sink.section(&column.directory).map_err(io)?,
                 data,
                 doc_values,
+                templates,
             });
         }
         let text = field.text.zip(norms).map(|(text, norms)| TextMeta {
@@ -267,6 +278,50 @@ pub fn encode_block(name: &Path, input: BlockInput, out: impl Write) -> Result<M
 /// The time offsets section: per 128-doc group, each doc's `_time` minus the group's first,
 /// divided by their greatest common divisor (millisecond data divides by 1,000,000), bit-packed
 /// so that any doc's time is one small unpack away (histogram endpoints, hit times).
+/// Whether every 128-doc group of the time offsets is packed (none too sparse for 32 bits), so
+/// that they hold every doc's `_time`.
+fn every_time_group_packed(offsets: &[u8], doc_count: u32) -> bool {
+    let groups = doc_count.div_ceil(TIME_INDEX_INTERVAL) as usize;
+    let entry_len = super::reader::TIME_GROUP_ENTRY_LEN;
+    (0..groups).all(|g| {
+        offsets
+            .get(g * entry_len + 4)
+            .is_some_and(|&bits| bits <= 32)
+    })
+}
+
+/// The `_time` column keeps no chunk data (format version 7): the time offsets hold the same
+/// values, and readers rebuild its chunks from them, as they rebuild other columns' from doc
+/// values. Its directory stays (doc ranges, counts, min/max: chunk skipping is unchanged).
+fn drop_time_chunk_data(fields: &mut [FieldInput], doc_count: u32) -> Result<()> {
+    let Some(column) = fields
+        .iter_mut()
+        .filter(|f| f.name == TIME_FIELD)
+        .flat_map(|f| f.columns.iter_mut())
+        .find(|c| c.ty == ColumnType::Timestamp)
+    else {
+        return Ok(());
+    };
+    if column.present_count != u64::from(doc_count) {
+        return Err(invalid("the _time column misses docs"));
+    }
+    let mut directory = Vec::with_capacity(column.directory.len());
+    for entry in column.directory.chunks(crate::column::CHUNK_META_LEN) {
+        let meta = crate::column::ChunkMeta::decode(entry)
+            .map_err(|_| invalid("the _time column's directory is ragged"))?;
+        crate::column::ChunkMeta {
+            offset: 0,
+            len: 0,
+            crc: 0,
+            ..meta
+        }
+        .encode(&mut directory);
+    }
+    column.directory = directory;
+    column.data.clear();
+    Ok(())
+}
+
 fn time_offsets(times: &[i64]) -> Vec<u8> {
     use bitpacking::{BitPacker, BitPacker4x};
     const GROUP: usize = TIME_INDEX_INTERVAL as usize;

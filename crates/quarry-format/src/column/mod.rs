@@ -9,14 +9,16 @@
 
 mod cache;
 mod reader;
+pub mod template;
 mod writer;
 
 pub use cache::ChunkCache;
 pub use reader::{ChunkCursor, ChunkValues, ColumnReader, DecodedChunk};
+pub use template::Templates;
 pub use writer::{ColumnData, ColumnWriter};
 
 /// Size of one chunk directory entry.
-pub(crate) const CHUNK_META_LEN: usize = 40;
+pub const CHUNK_META_LEN: usize = 40;
 
 /// One chunk directory entry (fixed width, little endian).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,9 +1,10 @@
+use super::template::{Templates, TEMPLATED};
 use super::{ChunkMeta, CHUNK_META_LEN, PRESENCE_ALL, PRESENCE_LIST};
 use crate::block::BlockSource;
 use crate::codec::{unzigzag, ByteReader};
 use crate::docvalues::DocValues;
 use crate::error::{DecodeError, DecodeResult};
-use crate::limits::MAX_CHUNK_RAW_BYTES;
+use crate::limits::{MAX_CHUNK_RAW_BYTES, TIME_INDEX_INTERVAL};
 use crate::value::{ColumnType, MinMax, Value};
 
 /// Reads one column of a block. Borrowed from the block's mmap; cheap to create.
@@ -20,6 +21,11 @@ pub struct ColumnReader<'a> {
     /// The block's source and where `data` starts in it: a chunk's bytes are fetched from it
     /// before they are read (a remote block's; `BlockSource`).
     source: Option<(&'a dyn BlockSource, u64)>,
+    /// The column's template dictionary (format version 7), for templated chunks.
+    templates: Option<&'a Templates>,
+    /// The `_time` column's block, whose time offsets rebuild its chunks stored without data
+    /// (format version 7).
+    times: Option<&'a crate::block::BlockReader>,
 }
 
 /// The values of one decoded chunk.
@@ -70,7 +76,22 @@ impl<'a> ColumnReader<'a> {
             doc_values: None,
             lazy_doc_values: None,
             source: None,
+            templates: None,
+            times: None,
         })
+    }
+
+    /// The `_time` column of `block`: chunks stored without data are rebuilt from the block's
+    /// time offsets (version 7).
+    pub(crate) fn with_times(mut self, block: &'a crate::block::BlockReader) -> Self {
+        self.times = Some(block);
+        self
+    }
+
+    /// The column's template dictionary, which its templated chunks need (version 7).
+    pub fn with_templates(mut self, templates: Option<&'a Templates>) -> Self {
+        self.templates = templates;
+        self
     }
 
     /// The column's doc values (the block reader gives them when the column has some): a
@@ -181,7 +202,10 @@ impl<'a> ColumnReader<'a> {
             return Err(DecodeError::new("chunk doc range inconsistent"));
         }
         if meta.len == 0 {
-            return self.chunk_from_doc_values(&meta, end_doc);
+            return match self.times {
+                Some(block) => chunk_from_times(block, &meta, end_doc),
+                None => self.chunk_from_doc_values(&meta, end_doc),
+            };
         }
         let start = usize::try_from(meta.offset).map_err(|_| DecodeError::new("chunk offset"))?;
         if let Some((source, data_offset)) = self.source {
@@ -224,7 +248,7 @@ impl<'a> ColumnReader<'a> {
         if raw.len() != raw_len {
             return Err(DecodeError::new("chunk shorter than its frame header says"));
         }
-        decode_chunk_payload(self.ty, meta.first_doc, end_doc, &raw)
+        decode_chunk_payload(self.ty, meta.first_doc, end_doc, &raw, self.templates)
     }
 
     /// A chunk stored without data: its docs and values from the doc values, which must hold
@@ -297,11 +321,49 @@ impl<'a> ColumnReader<'a> {
     }
 }
 
+/// A `_time` chunk stored without data: every doc of its range, its value from the block's
+/// time offsets, which must hold them all.
+fn chunk_from_times(
+    block: &crate::block::BlockReader,
+    meta: &ChunkMeta,
+    end_doc: u32,
+) -> DecodeResult<DecodedChunk> {
+    if meta.present_count != end_doc - meta.first_doc {
+        return Err(DecodeError::new("a _time chunk without data misses docs"));
+    }
+    let mut values = Vec::with_capacity(meta.present_count as usize);
+    let mut group_times = [0i64; TIME_INDEX_INTERVAL as usize];
+    let mut doc = meta.first_doc;
+    while doc < end_doc {
+        let group = (doc / TIME_INDEX_INTERVAL) as usize;
+        let len = block
+            .time_group(group, &mut group_times)
+            .ok_or(DecodeError::new(
+                "a _time chunk without data and no time offsets",
+            ))?;
+        let from = (doc % TIME_INDEX_INTERVAL) as usize;
+        let to = len.min(from + (end_doc - doc) as usize);
+        if to <= from {
+            return Err(DecodeError::new("time offsets shorter than the doc count"));
+        }
+        values.extend(group_times[from..to].iter().map(|&t| t as u64));
+        doc += (to - from) as u32;
+    }
+    Ok(DecodedChunk {
+        ty: ColumnType::Timestamp,
+        first_doc: meta.first_doc,
+        end_doc,
+        docs: None,
+        values: ChunkValues::Numbers(values),
+    })
+}
+
 fn decode_chunk_payload(
     ty: ColumnType,
     first_doc: u32,
     end_doc: u32,
     raw: &[u8],
+    templates: Option<&Templates>,
 ) -> DecodeResult<DecodedChunk> {
     let span = end_doc - first_doc;
     let mut r = ByteReader::new(raw);
@@ -309,7 +371,14 @@ fn decode_chunk_payload(
     if present > span {
         return Err(DecodeError::new("more values than docs in chunk"));
     }
-    let presence = r.u8()?;
+    let flags = r.u8()?;
+    let templated = flags & TEMPLATED != 0;
+    let presence = flags & !TEMPLATED;
+    let templates = match (templated, templates) {
+        (false, _) => None,
+        (true, Some(templates)) if ty == ColumnType::Str => Some(templates),
+        (true, _) => return Err(DecodeError::new("templated chunk without templates")),
+    };
     // Every value takes a byte at least (and a listed doc one more), so a count above the
     // bytes left is corrupt: checked before anything is sized by it (found by the
     // `column_decode` fuzz target: a few bytes claiming 2^32 values asked for 16 GiB).
@@ -344,55 +413,60 @@ fn decode_chunk_payload(
         _ => return Err(DecodeError::new("unknown presence flag")),
     };
     let n = present as usize;
-    let values = match ty {
-        ColumnType::Str | ColumnType::Json => {
-            let mut offsets = Vec::with_capacity(n + 1);
-            let mut total = 0u64;
-            offsets.push(0u32);
-            for _ in 0..n {
-                total = total
-                    .checked_add(r.varint()?)
-                    .filter(|&total| total <= r.remaining() as u64)
-                    .ok_or(DecodeError::new("string lengths exceed chunk"))?;
-                offsets.push(total as u32);
+    let values = if let Some(templates) = templates {
+        let mut offsets = Vec::with_capacity(n + 1);
+        let mut bytes = Vec::with_capacity(raw.len() * 2);
+        offsets.push(0u32);
+        for _ in 0..n {
+            templates.decode_value(&mut r, &mut bytes)?;
+            if bytes.len() > MAX_CHUNK_RAW_BYTES {
+                return Err(DecodeError::new("templated chunk larger than the limit"));
             }
-            let bytes = r.take(total as usize)?.to_vec();
-            // Every value is UTF-8 exactly when the whole is and every offset falls between
-            // two characters: one validation of the chunk instead of one call per value, which
-            // was a quarter of fetching 1,000 events (`from_utf8` on thousands of short keyword
-            // values per chunk, issue 10 item 7).
-            let text = std::str::from_utf8(&bytes)
-                .map_err(|_| DecodeError::new("string value is not utf-8"))?;
-            if !offsets.iter().all(|&o| text.is_char_boundary(o as usize)) {
-                return Err(DecodeError::new("string value is not utf-8"));
-            }
-            ChunkValues::Bytes { offsets, bytes }
+            offsets.push(bytes.len() as u32);
         }
-        ColumnType::F64 => {
-            let bytes = r.take(n.checked_mul(8).ok_or(DecodeError::new("overflow"))?)?;
-            ChunkValues::Numbers(
-                bytes
-                    .chunks_exact(8)
-                    // unwrap: chunks_exact(8) yields 8-byte slices.
-                    .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
-                    .collect(),
-            )
-        }
-        ColumnType::Bool => {
-            let bytes = r.take(n)?;
-            if bytes.iter().any(|&b| b > 1) {
-                return Err(DecodeError::new("bool value not 0 or 1"));
+        checked_strings(offsets, bytes)?
+    } else {
+        match ty {
+            ColumnType::Str | ColumnType::Json => {
+                let mut offsets = Vec::with_capacity(n + 1);
+                let mut total = 0u64;
+                offsets.push(0u32);
+                for _ in 0..n {
+                    total = total
+                        .checked_add(r.varint()?)
+                        .filter(|&total| total <= r.remaining() as u64)
+                        .ok_or(DecodeError::new("string lengths exceed chunk"))?;
+                    offsets.push(total as u32);
+                }
+                let bytes = r.take(total as usize)?.to_vec();
+                checked_strings(offsets, bytes)?
             }
-            ChunkValues::Numbers(bytes.iter().map(|&b| u64::from(b)).collect())
-        }
-        ColumnType::I64 | ColumnType::U64 | ColumnType::Timestamp => {
-            let mut values = Vec::with_capacity(n);
-            let mut prev = 0u64;
-            for _ in 0..n {
-                prev = prev.wrapping_add(unzigzag(r.varint()?) as u64);
-                values.push(prev);
+            ColumnType::F64 => {
+                let bytes = r.take(n.checked_mul(8).ok_or(DecodeError::new("overflow"))?)?;
+                ChunkValues::Numbers(
+                    bytes
+                        .chunks_exact(8)
+                        // unwrap: chunks_exact(8) yields 8-byte slices.
+                        .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
+                        .collect(),
+                )
             }
-            ChunkValues::Numbers(values)
+            ColumnType::Bool => {
+                let bytes = r.take(n)?;
+                if bytes.iter().any(|&b| b > 1) {
+                    return Err(DecodeError::new("bool value not 0 or 1"));
+                }
+                ChunkValues::Numbers(bytes.iter().map(|&b| u64::from(b)).collect())
+            }
+            ColumnType::I64 | ColumnType::U64 | ColumnType::Timestamp => {
+                let mut values = Vec::with_capacity(n);
+                let mut prev = 0u64;
+                for _ in 0..n {
+                    prev = prev.wrapping_add(unzigzag(r.varint()?) as u64);
+                    values.push(prev);
+                }
+                ChunkValues::Numbers(values)
+            }
         }
     };
     if !r.is_empty() {
@@ -405,6 +479,19 @@ fn decode_chunk_payload(
         docs,
         values,
     })
+}
+
+/// String values as decoded, checked to be UTF-8. Every value is UTF-8 exactly when the whole
+/// is and every offset falls between two characters: one validation of the chunk instead of one
+/// call per value, which was a quarter of fetching 1,000 events (`from_utf8` on thousands of
+/// short keyword values per chunk, issue 10 item 7).
+fn checked_strings(offsets: Vec<u32>, bytes: Vec<u8>) -> DecodeResult<ChunkValues> {
+    let text =
+        std::str::from_utf8(&bytes).map_err(|_| DecodeError::new("string value is not utf-8"))?;
+    if !offsets.iter().all(|&o| text.is_char_boundary(o as usize)) {
+        return Err(DecodeError::new("string value is not utf-8"));
+    }
+    Ok(ChunkValues::Bytes { offsets, bytes })
 }
 
 /// A column read one decoded chunk at a time, for callers that visit docs in increasing order

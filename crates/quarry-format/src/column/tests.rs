@@ -114,6 +114,8 @@ fn string_strategy() -> BoxedStrategy<String> {
         2 => Just(String::new()),
         6 => "[a-z0-9 ]{0,30}",
         6 => "\\PC{0,20}",
+        // Log lines: long enough that chunks are templated (version 7), with variables.
+        6 => "((GET|POST) /api/v[0-9]|blk_-?[0-9]{1,6}|from [0-9]{1,3}\\.[0-9]{1,3}|user [a-z]{1,4}|é[0-9] |[ :.-]){3,12}",
     ]
     .boxed()
 }
@@ -234,9 +236,14 @@ fn check_column(ty: ColumnType, model: &[Option<Value>]) -> Result<(), TestCaseE
         doc_values.is_some(),
         data.data.is_empty() && !present_none(model)
     );
+    let templates = data
+        .templates
+        .as_deref()
+        .map(|b| Templates::decode(b).unwrap());
     let reader = ColumnReader::new(ty, doc_count, &data.directory, &data.data)
         .unwrap()
-        .with_doc_values(doc_values);
+        .with_doc_values(doc_values)
+        .with_templates(templates.as_ref());
     let present: Vec<&Value> = model.iter().flatten().collect();
 
     prop_assert_eq!(data.ty, ty);
@@ -523,7 +530,14 @@ fn chunks_close_at_the_limits() {
             .doc_values
             .as_deref()
             .map(|b| DocValues::new(b).unwrap());
-        let reader = reader.unwrap().with_doc_values(doc_values);
+        let templates = data
+            .templates
+            .as_deref()
+            .map(|b| Templates::decode(b).unwrap());
+        let reader = reader
+            .unwrap()
+            .with_doc_values(doc_values)
+            .with_templates(templates.as_ref());
         (0..reader.chunk_count())
             .map(|i| reader.chunk_meta(i).unwrap().first_doc)
             .collect()

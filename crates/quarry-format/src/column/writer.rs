@@ -1,3 +1,4 @@
+use super::template::{TemplateBuilder, MIN_TEMPLATED_AVERAGE_LEN, TEMPLATED};
 use super::{ChunkMeta, PRESENCE_ALL, PRESENCE_LIST};
 use crate::codec::{put_varint, zigzag};
 use crate::docvalues::DocValuesBuilder;
@@ -31,7 +32,8 @@ pub struct ColumnWriter {
     data: Vec<u8>,
     /// Chunks compressed into `data`, then the chunks waiting (each with its raw payload).
     directory: Vec<ChunkMeta>,
-    pending: Vec<(ChunkMeta, Vec<u8>)>,
+    /// Each waiting chunk's payload, and whether it is templated.
+    pending: Vec<(ChunkMeta, Vec<u8>, bool)>,
     pending_bytes: usize,
     scratch: Vec<u8>,
     present_count: u64,
@@ -40,6 +42,10 @@ pub struct ColumnWriter {
     chunk_max_docs: u32,
     /// Strings and integers: the same values again, for random access (`docvalues`).
     doc_values: Option<DocValuesBuilder>,
+    /// Strings: the column's templates (format version 7), for chunks of long values.
+    templates: Option<TemplateBuilder>,
+    /// Whether a chunk stored with data is templated (then the dictionary is written).
+    stored_templated: bool,
 }
 
 /// A finished column: compressed chunk data and its directory, ready for the block writer.
@@ -52,6 +58,8 @@ pub struct ColumnData {
     pub min_max: Option<MinMax>,
     /// The encoded doc values section, when the column has one.
     pub doc_values: Option<Vec<u8>>,
+    /// The template dictionary section, when a stored chunk is templated (version 7).
+    pub templates: Option<Vec<u8>>,
 }
 
 impl ColumnWriter {
@@ -100,6 +108,8 @@ impl ColumnWriter {
                 ColumnType::U64 | ColumnType::Bool => Some(DocValuesBuilder::integers(false)),
                 ColumnType::F64 | ColumnType::Json => None,
             },
+            templates: (ty == ColumnType::Str).then(TemplateBuilder::new),
+            stored_templated: false,
         }
     }
 
@@ -160,13 +170,18 @@ impl ColumnWriter {
         let span = end_doc - self.chunk_first_doc;
         let present = self.chunk_docs.len() as u32;
         let is_bytes = self.is_bytes();
+        // Long strings (log messages) are stored as templates and variables; short ones
+        // (keywords) as they are.
+        let templated = self.templates.is_some()
+            && self.chunk_bytes.len() >= MIN_TEMPLATED_AVERAGE_LEN * present as usize;
+        let flag = if templated { TEMPLATED } else { 0 };
         let raw = &mut self.scratch;
         raw.clear();
         put_varint(raw, u64::from(present));
         if present == span {
-            raw.push(PRESENCE_ALL);
+            raw.push(PRESENCE_ALL | flag);
         } else {
-            raw.push(PRESENCE_LIST);
+            raw.push(PRESENCE_LIST | flag);
             let mut prev = self.chunk_first_doc;
             for &doc in &self.chunk_docs {
                 put_varint(raw, u64::from(doc - prev));
@@ -174,7 +189,14 @@ impl ColumnWriter {
             }
         }
         let mut min_max = None;
-        if is_bytes {
+        if let (true, Some(templates)) = (templated, &mut self.templates) {
+            let mut start = 0;
+            for &len in &self.chunk_lengths {
+                let end = start + len as usize;
+                templates.encode_value(&self.chunk_bytes[start..end], raw);
+                start = end;
+            }
+        } else if is_bytes {
             for &len in &self.chunk_lengths {
                 put_varint(raw, u64::from(len));
             }
@@ -212,11 +234,11 @@ impl ColumnWriter {
         let may_keep_doc_values = self.doc_values.as_ref().is_some_and(|d| !d.is_abandoned());
         if may_keep_doc_values && self.pending_bytes + raw.len() <= PENDING_CHUNK_BYTES {
             self.pending_bytes += raw.len();
-            self.pending.push((meta, raw.clone()));
+            self.pending.push((meta, raw.clone(), templated));
         } else {
             self.compress_pending()?;
             let raw = std::mem::take(&mut self.scratch);
-            self.compress(meta, &raw)?;
+            self.compress(meta, &raw, templated)?;
             self.scratch = raw;
         }
         self.chunk_first_doc = end_doc;
@@ -228,7 +250,8 @@ impl ColumnWriter {
     }
 
     /// Compresses chunk `meta`'s payload `raw` into the data and adds it to the directory.
-    fn compress(&mut self, mut meta: ChunkMeta, raw: &[u8]) -> Result<()> {
+    fn compress(&mut self, mut meta: ChunkMeta, raw: &[u8], templated: bool) -> Result<()> {
+        self.stored_templated |= templated;
         let compressed = zstd::bulk::compress(raw, COLUMN_ZSTD_LEVEL).map_err(|e| {
             FormatError::InvalidInput {
                 reason: format!("zstd compression failed: {e}"),
@@ -243,8 +266,8 @@ impl ColumnWriter {
     }
 
     fn compress_pending(&mut self) -> Result<()> {
-        for (meta, raw) in std::mem::take(&mut self.pending) {
-            self.compress(meta, &raw)?;
+        for (meta, raw, templated) in std::mem::take(&mut self.pending) {
+            self.compress(meta, &raw, templated)?;
         }
         self.pending_bytes = 0;
         Ok(())
@@ -268,7 +291,7 @@ impl ColumnWriter {
             // The waiting chunks keep no data: offset, length and crc 0.
             let pending = std::mem::take(&mut self.pending);
             self.directory
-                .extend(pending.into_iter().map(|(meta, _)| meta));
+                .extend(pending.into_iter().map(|(meta, _, _)| meta));
         } else {
             self.compress_pending()?;
         }
@@ -276,8 +299,17 @@ impl ColumnWriter {
         for meta in &self.directory {
             meta.encode(&mut directory);
         }
+        let templates = match (&self.templates, self.stored_templated) {
+            (Some(templates), true) => {
+                Some(templates.finish().map_err(|e| FormatError::InvalidInput {
+                    reason: format!("zstd compression failed: {e}"),
+                })?)
+            }
+            _ => None,
+        };
         Ok(ColumnData {
             ty: self.ty,
+            templates,
             data: self.data,
             directory,
             chunk_count: self.directory.len() as u32,

@@ -398,13 +398,60 @@ proptest! {
         payload in proptest::collection::vec(any::<u8>(), 0..64),
     ) {
         let (directory, data) = single_chunk(&payload, span);
-        let reader = ColumnReader::new(ty, span, &directory, &data).unwrap();
+        // With a template dictionary, so that payloads flagged as templated (0x80) reach the
+        // template decoder too.
+        let templates = sample_templates();
+        let reader = ColumnReader::new(ty, span, &directory, &data)
+            .unwrap()
+            .with_templates(Some(&templates));
         if let Ok(chunk) = reader.decode_chunk(0) {
             for doc in 0..=span {
                 let _ = chunk.get(doc);
             }
         }
     }
+}
+
+/// A small template dictionary: a template without slots, one with one, one with three.
+fn sample_templates() -> super::Templates {
+    let mut builder = super::template::TemplateBuilder::new();
+    let mut payload = Vec::new();
+    for value in ["no variables here", "id 7", "from 10.0.0.1 port 22 at 9ms"] {
+        builder.encode_value(value.as_bytes(), &mut payload);
+    }
+    super::Templates::decode(&builder.finish().unwrap()).unwrap()
+}
+
+#[test]
+fn a_templated_chunk_decodes_with_its_dictionary_only() {
+    // present 2, every doc, templated; template 2 ("id #") with "42", then template 0 (raw).
+    let payload = [
+        2,
+        PRESENCE_ALL | super::template::TEMPLATED,
+        2,
+        2,
+        b'4',
+        b'2',
+        0,
+        1,
+        b'x',
+    ];
+    let (directory, data) = single_chunk(&payload, 2);
+    let templates = sample_templates();
+    let reader = ColumnReader::new(ColumnType::Str, 2, &directory, &data).unwrap();
+    assert!(reader.decode_chunk(0).is_err(), "no dictionary: an error");
+    let chunk = reader
+        .with_templates(Some(&templates))
+        .decode_chunk(0)
+        .unwrap();
+    assert_eq!(chunk.get(0), Some(Value::Str("id 42".into())));
+    assert_eq!(chunk.get(1), Some(Value::Str("x".into())));
+    // A json column never takes templates.
+    let reader = ColumnReader::new(ColumnType::Json, 2, &directory, &data).unwrap();
+    assert!(reader
+        .with_templates(Some(&templates))
+        .decode_chunk(0)
+        .is_err());
 }
 
 /// A one-chunk column over `[0, span)` whose decompressed payload is `payload`, with a valid

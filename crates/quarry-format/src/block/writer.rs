@@ -95,7 +95,7 @@ fn invalid(reason: impl Into<String>) -> FormatError {
 /// name for a block kept in memory) is what errors name. Where the bytes go, and how they are
 /// made durable, is the caller's policy (quarry-store writes files: temporary name, fsync,
 /// rename); the format only knows bytes.
-pub fn encode_block(name: &Path, input: BlockInput, out: impl Write) -> Result<Manifest> {
+pub fn encode_block(name: &Path, mut input: BlockInput, out: impl Write) -> Result<Manifest> {
     let path = name;
     let doc_count = u32::try_from(input.times.len())
         .ok()
@@ -132,7 +132,6 @@ pub fn encode_block(name: &Path, input: BlockInput, out: impl Write) -> Result<M
             )));
         }
     }
-    let mut input = input;
     let time_offsets_bytes = time_offsets(&input.times);
     if every_time_group_packed(&time_offsets_bytes, doc_count) {
         drop_time_chunk_data(&mut input.fields, doc_count)?;
@@ -275,9 +274,6 @@ pub fn encode_block(name: &Path, input: BlockInput, out: impl Write) -> Result<M
     Ok(manifest)
 }
 
-/// The time offsets section: per 128-doc group, each doc's `_time` minus the group's first,
-/// divided by their greatest common divisor (millisecond data divides by 1,000,000), bit-packed
-/// so that any doc's time is one small unpack away (histogram endpoints, hit times).
 /// Whether every 128-doc group of the time offsets is packed (none too sparse for 32 bits), so
 /// that they hold every doc's `_time`.
 fn every_time_group_packed(offsets: &[u8], doc_count: u32) -> bool {
@@ -322,6 +318,9 @@ fn drop_time_chunk_data(fields: &mut [FieldInput], doc_count: u32) -> Result<()>
     Ok(())
 }
 
+/// The time offsets section: per 128-doc group, each doc's `_time` minus the group's first,
+/// divided by their greatest common divisor (millisecond data divides by 1,000,000), bit-packed
+/// so that any doc's time is one small unpack away (histogram endpoints, hit times).
 fn time_offsets(times: &[i64]) -> Vec<u8> {
     use bitpacking::{BitPacker, BitPacker4x};
     const GROUP: usize = TIME_INDEX_INTERVAL as usize;

@@ -413,61 +413,9 @@ fn decode_chunk_payload(
         _ => return Err(DecodeError::new("unknown presence flag")),
     };
     let n = present as usize;
-    let values = if let Some(templates) = templates {
-        let mut offsets = Vec::with_capacity(n + 1);
-        let mut bytes = Vec::with_capacity(raw.len() * 2);
-        offsets.push(0u32);
-        for _ in 0..n {
-            templates.decode_value(&mut r, &mut bytes)?;
-            if bytes.len() > MAX_CHUNK_RAW_BYTES {
-                return Err(DecodeError::new("templated chunk larger than the limit"));
-            }
-            offsets.push(bytes.len() as u32);
-        }
-        checked_strings(offsets, bytes)?
-    } else {
-        match ty {
-            ColumnType::Str | ColumnType::Json => {
-                let mut offsets = Vec::with_capacity(n + 1);
-                let mut total = 0u64;
-                offsets.push(0u32);
-                for _ in 0..n {
-                    total = total
-                        .checked_add(r.varint()?)
-                        .filter(|&total| total <= r.remaining() as u64)
-                        .ok_or(DecodeError::new("string lengths exceed chunk"))?;
-                    offsets.push(total as u32);
-                }
-                let bytes = r.take(total as usize)?.to_vec();
-                checked_strings(offsets, bytes)?
-            }
-            ColumnType::F64 => {
-                let bytes = r.take(n.checked_mul(8).ok_or(DecodeError::new("overflow"))?)?;
-                ChunkValues::Numbers(
-                    bytes
-                        .chunks_exact(8)
-                        // unwrap: chunks_exact(8) yields 8-byte slices.
-                        .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
-                        .collect(),
-                )
-            }
-            ColumnType::Bool => {
-                let bytes = r.take(n)?;
-                if bytes.iter().any(|&b| b > 1) {
-                    return Err(DecodeError::new("bool value not 0 or 1"));
-                }
-                ChunkValues::Numbers(bytes.iter().map(|&b| u64::from(b)).collect())
-            }
-            ColumnType::I64 | ColumnType::U64 | ColumnType::Timestamp => {
-                let mut values = Vec::with_capacity(n);
-                let mut prev = 0u64;
-                for _ in 0..n {
-                    prev = prev.wrapping_add(unzigzag(r.varint()?) as u64);
-                    values.push(prev);
-                }
-                ChunkValues::Numbers(values)
-            }
-        }
+    let values = match templates {
+        Some(templates) => templated_values(templates, &mut r, n, raw.len())?,
+        None => plain_values(ty, &mut r, n)?,
     };
     if !r.is_empty() {
         return Err(DecodeError::new("trailing bytes in chunk"));
@@ -478,6 +426,72 @@ fn decode_chunk_payload(
         end_doc,
         docs,
         values,
+    })
+}
+
+/// The values of a templated string chunk (version 7), `n` of them, from `r`.
+fn templated_values(
+    templates: &Templates,
+    r: &mut ByteReader,
+    n: usize,
+    raw_len: usize,
+) -> DecodeResult<ChunkValues> {
+    let mut offsets = Vec::with_capacity(n + 1);
+    let mut bytes = Vec::with_capacity(raw_len * 2);
+    offsets.push(0u32);
+    for _ in 0..n {
+        templates.decode_value(r, &mut bytes)?;
+        if bytes.len() > MAX_CHUNK_RAW_BYTES {
+            return Err(DecodeError::new("templated chunk larger than the limit"));
+        }
+        offsets.push(bytes.len() as u32);
+    }
+    checked_strings(offsets, bytes)
+}
+
+/// The values of a chunk stored as they are, `n` of them, from `r`.
+fn plain_values(ty: ColumnType, r: &mut ByteReader, n: usize) -> DecodeResult<ChunkValues> {
+    Ok(match ty {
+        ColumnType::Str | ColumnType::Json => {
+            let mut offsets = Vec::with_capacity(n + 1);
+            let mut total = 0u64;
+            offsets.push(0u32);
+            for _ in 0..n {
+                total = total
+                    .checked_add(r.varint()?)
+                    .filter(|&total| total <= r.remaining() as u64)
+                    .ok_or(DecodeError::new("string lengths exceed chunk"))?;
+                offsets.push(total as u32);
+            }
+            let bytes = r.take(total as usize)?.to_vec();
+            checked_strings(offsets, bytes)?
+        }
+        ColumnType::F64 => {
+            let bytes = r.take(n.checked_mul(8).ok_or(DecodeError::new("overflow"))?)?;
+            ChunkValues::Numbers(
+                bytes
+                    .chunks_exact(8)
+                    // unwrap: chunks_exact(8) yields 8-byte slices.
+                    .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
+                    .collect(),
+            )
+        }
+        ColumnType::Bool => {
+            let bytes = r.take(n)?;
+            if bytes.iter().any(|&b| b > 1) {
+                return Err(DecodeError::new("bool value not 0 or 1"));
+            }
+            ChunkValues::Numbers(bytes.iter().map(|&b| u64::from(b)).collect())
+        }
+        ColumnType::I64 | ColumnType::U64 | ColumnType::Timestamp => {
+            let mut values = Vec::with_capacity(n);
+            let mut prev = 0u64;
+            for _ in 0..n {
+                prev = prev.wrapping_add(unzigzag(r.varint()?) as u64);
+                values.push(prev);
+            }
+            ChunkValues::Numbers(values)
+        }
     })
 }
 

@@ -39,12 +39,13 @@ pub struct Seed {
     pub parts: Vec<Range<usize>>,
 }
 
-/// The seed blocks: two written by this build's `SegmentBuilder` (format v4) and the committed
-/// golden blocks of versions 1 to 3, so the readers of old versions are fuzzed too.
+/// The seed blocks: two written by this build's `SegmentBuilder` (the current format) and the
+/// committed golden blocks of versions 1 to 3, 7 and 8, so the readers of old versions are
+/// fuzzed too.
 pub fn seeds() -> &'static [Seed] {
     static SEEDS: OnceLock<Vec<Seed>> = OnceLock::new();
     SEEDS.get_or_init(|| {
-        let golden: [(&'static str, &'static [u8]); 4] = [
+        let golden: [(&'static str, &'static [u8]); 5] = [
             (
                 "golden v1",
                 include_bytes!("../../crates/quarry-query/tests/golden/v1/blocks/00000001.qblk"),
@@ -61,6 +62,11 @@ pub fn seeds() -> &'static [Seed] {
             (
                 "golden v7",
                 include_bytes!("../../crates/quarry-query/tests/golden/v7/blocks/00000001.qblk"),
+            ),
+            // Positions from values: phrases on `message` analyse its values again.
+            (
+                "golden v8",
+                include_bytes!("../../crates/quarry-query/tests/golden/v8/blocks/00000001.qblk"),
             ),
         ];
         let mut blocks = vec![
@@ -356,7 +362,14 @@ fn section_refs(manifest: &[u8], base: usize, version: u32) -> Option<SectionRef
                 w.section_ref(&mut all)?; // templates
             }
         }
-        if w.flag()? {
+        // Text flag: 2 (version 8 on) when the positions come from the values.
+        let text = match w.u8()? {
+            0 => false,
+            1 => true,
+            2 if version >= 8 => true,
+            _ => return None,
+        };
+        if text {
             w.skip(4 + 8)?; // docs with field, total tokens
             w.section_ref(&mut all)?; // norms
         }

@@ -132,6 +132,28 @@ impl Analyzer {
         position - first_position
     }
 
+    /// `tokenize_after` over the texts of one value: each text's positions `gap` after the
+    /// last position the one before used, so that a phrase does not run from one array item
+    /// into the next. Indexing and the positions a query finds in a stored value
+    /// (`value_positions`) both go through here, so they agree.
+    pub fn tokenize_texts<'t>(
+        &self,
+        texts: impl IntoIterator<Item = &'t str>,
+        gap: u32,
+        prefix: &[u8],
+        buffer: &mut Vec<u8>,
+        mut emit: impl FnMut(u32, &[u8]),
+    ) {
+        let mut next = 0u32;
+        for (i, text) in texts.into_iter().enumerate() {
+            if i > 0 {
+                next = next.saturating_add(gap);
+            }
+            let used = self.tokenize_after(text, next, prefix, buffer, &mut emit);
+            next = next.saturating_add(used);
+        }
+    }
+
     /// The tokens of `text`, in order (for query terms).
     pub fn tokens(&self, text: &str) -> Vec<(u32, String)> {
         let mut out = Vec::new();

@@ -240,7 +240,9 @@ pub fn commit_merge(
 /// events in `_time` order into blocks cut by `policy`, each handed to `emit`, which writes it
 /// and returns what it wrote. `sizes` are the inputs' (bytes, docs) the cut is computed from
 /// (module doc, 1). Blocks of format version 3 on are merged by copying their columns and
-/// postings (`merge_postings`); a merge with an older input re-indexes its events.
+/// postings (`merge_postings`); a merge with an older input, or with a field whose positions
+/// some inputs keep in their values and others cannot (a field mapped since), re-indexes
+/// its events.
 pub fn merge_readers<R: Borrow<BlockReader>, T>(
     readers: &[R],
     sizes: &[(u64, u64)],
@@ -250,10 +252,10 @@ pub fn merge_readers<R: Borrow<BlockReader>, T>(
     mut emit: impl FnMut(BlockInput) -> Result<T>,
 ) -> Result<Vec<T>> {
     let readers: Vec<&BlockReader> = readers.iter().map(|r| r.borrow()).collect();
-    if readers
+    let copyable = readers
         .iter()
-        .all(|r| r.format_version() >= merge_postings::MIN_COPY_VERSION)
-    {
+        .all(|r| r.format_version() >= merge_postings::MIN_COPY_VERSION);
+    if copyable && !merge_postings::mixed_positions(&readers, &schema) {
         merge_by_copying(&readers, sizes, &schema, policy, progress, emit)
     } else {
         merge_by_reindexing(&readers, sizes, schema, policy, progress, |segment| {

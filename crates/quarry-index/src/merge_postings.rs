@@ -131,11 +131,13 @@ pub(crate) fn build_output(
             }
             columns
         };
+        let positions_from_values = positions_from_values(readers, name, schema) == Some(true);
         let text = copy_norms(readers, &ordinals, order)?.map(|norms| TextInput {
             docs_with_field: norms.iter().filter(|&&n| n != 0).count() as u32,
             norms,
             // Summed from the token terms below.
             total_tokens: 0,
+            positions_from_values,
         });
         let text = text.filter(|t| t.docs_with_field > 0);
         // A field mapped `stored: false` has terms and no columns in the inputs that hold
@@ -256,6 +258,54 @@ fn copy_column(
     Ok(writer.finish(order.len() as u32)?)
 }
 
+/// Whether the output's field `name` keeps its positions in its values (FORMAT.md, "Positions
+/// from values"): when each input that indexes its tokens does, or held them before version 8
+/// (every token's positions stored) under a name the schema still leaves unmapped, which is
+/// indexed the way `segment::value_tokens` reads it back. `None`: some inputs' positions come
+/// from their values and others' cannot; such a merge re-indexes (`merge_readers`).
+pub(crate) fn positions_from_values(
+    readers: &[&BlockReader],
+    name: &str,
+    schema: &Schema,
+) -> Option<bool> {
+    let mut from_values = false;
+    let mut stored = false;
+    for reader in readers {
+        let Some(ordinal) = reader.field_ordinal(name) else {
+            continue;
+        };
+        let Some(text) = &reader.manifest().fields[ordinal as usize].text else {
+            continue;
+        };
+        if text.positions_from_values {
+            from_values = true;
+        } else if reader.format_version() >= POSITIONS_FROM_VALUES_VERSION
+            || !schema.positions_from_values(name)
+        {
+            stored = true;
+        }
+    }
+    match (from_values, stored) {
+        (true, true) => None,
+        (false, true) => Some(false),
+        (_, false) => Some(schema.positions_from_values(name) || from_values),
+    }
+}
+
+/// Whether some field's positions come from its values in some inputs and cannot in others
+/// (`positions_from_values`): such inputs are merged by re-indexing their events.
+pub(crate) fn mixed_positions(readers: &[&BlockReader], schema: &Schema) -> bool {
+    readers.iter().any(|reader| {
+        reader.manifest().fields.iter().any(|field| {
+            field.text.as_ref().is_some_and(|t| t.positions_from_values)
+                && positions_from_values(readers, &field.name, schema).is_none()
+        })
+    })
+}
+
+/// The first format version whose fields may keep their positions in their values.
+const POSITIONS_FROM_VALUES_VERSION: u32 = 8;
+
 /// The output's norms of a field: each doc's length id from its input (0 where the input has
 /// no tokens in the field), or `None` when no input has the field tokenized.
 fn copy_norms(
@@ -371,6 +421,10 @@ fn merge_terms(
 
         entries.clear();
         positions.clear();
+        let out_from_values = fields[out_field as usize]
+            .text
+            .as_ref()
+            .is_some_and(|t| t.positions_from_values);
         for &(input, ordinal, _) in &sources {
             let reader = readers[input];
             let Some(kind) = kind else {
@@ -379,11 +433,15 @@ fn merge_terms(
             };
             let run = &runs[input];
             let info = term_infos[input].get(ordinal)?;
-            let with_positions = kind.has_positions();
-            if with_positions && !info.has_positions {
+            let tokens = kind.has_positions();
+            if tokens && !info.has_positions && !out_from_values {
+                // Only a field whose positions come from its values has such terms, and
+                // then so does the output's (`positions_from_values`).
                 let error = DecodeError::new("token term without positions");
                 return Err(reader.corrupt("term infos", error).into());
             }
+            // The output keeps no positions of such a field: none are read.
+            let with_positions = tokens && info.has_positions && !out_from_values;
             let mut cursor = if with_positions {
                 reader.postings_with_positions(&info)?
             } else {
@@ -392,7 +450,9 @@ fn merge_terms(
             let mut doc = cursor.seek(run.first);
             while doc != TERMINATED && doc < run.end() {
                 let new = run.new_ids[(doc - run.first) as usize];
-                if with_positions {
+                if tokens && !with_positions {
+                    entries.push((new, cursor.term_freq(), 0));
+                } else if with_positions {
                     let tf = cursor.term_freq();
                     cursor
                         .positions(&mut doc_positions)
@@ -440,7 +500,7 @@ fn merge_terms(
         for &(doc, tf, start) in &entries {
             docs.push(doc);
             tfs.push(tf);
-            if kind.has_positions() {
+            if kind.has_positions() && !out_from_values {
                 sorted_positions
                     .extend_from_slice(&positions[start as usize..(start + tf) as usize]);
             }
@@ -456,7 +516,10 @@ fn merge_terms(
                 .copied()
                 .unwrap_or(0)
         };
-        let term_positions = kind.has_positions().then_some(sorted_positions.as_slice());
+        let term_positions = match kind {
+            TermKind::Token if !out_from_values => Some(sorted_positions.as_slice()),
+            _ => None,
+        };
         writer.add_term(
             out_field,
             kind,

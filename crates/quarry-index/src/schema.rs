@@ -103,6 +103,15 @@ impl Schema {
         }
     }
 
+    /// Whether a block's field `name` keeps its token positions in its values (FORMAT.md,
+    /// "Positions from values"): an unmapped field, tokenized by the standard analyzer, whose
+    /// every value is kept in its columns (`segment::value_tokens` reads them back).
+    pub fn positions_from_values(&self, name: &str) -> bool {
+        self.index_rules(name).is_none()
+            && self.mapping.flat_root(name).is_none()
+            && self.analyzer_for(name).tokenizer() == Tokenizer::Standard
+    }
+
     /// Whether field `name` is unmapped and kept without being indexed (`dynamic: false`):
     /// every query on it matches nothing, as in Elasticsearch.
     pub fn is_unindexed_unmapped(&self, name: &str) -> bool {

@@ -19,6 +19,7 @@ use quarry_format::{f64_term, i64_term, ColumnType, FormatError, TermKind, Value
 use quarry_store::mapping::{FieldMapping, FieldType, MAX_KEYWORD_LEN};
 use quarry_store::mapping::{IGNORED_FIELD, POSITION_INCREMENT_GAP};
 use smallvec::SmallVec;
+use std::borrow::Cow;
 use std::net::IpAddr;
 use std::path::Path;
 use std::sync::Arc;
@@ -97,6 +98,10 @@ struct FieldBuffer {
     /// The last doc that had this field, to catch a name repeated within one event: a block
     /// holds one value per field per doc (events gather repeated names first, see `event`).
     last_doc: Option<u32>,
+    /// Whether the field's token terms keep no positions, a query finding them by analysing
+    /// the stored value (`value_tokens`): an unmapped field with the standard tokenizer, whose
+    /// every value is kept in its columns (`Schema::positions_from_values`).
+    positions_from_values: bool,
 }
 
 /// One term's postings, appended token by token.
@@ -194,6 +199,44 @@ impl Vocabulary {
             .map(|(key, buffer)| (key.as_slice(), buffer));
         inline.chain(self.long.iter().map(|(key, buffer)| (&key[..], buffer)))
     }
+}
+
+/// The texts an unmapped field's value is tokenized from, and the positions between one text's
+/// and the next's: a string itself, a number or boolean its decimal text, a JSON array each
+/// item's text (`POSITION_INCREMENT_GAP` apart; `items` are its items), other JSON its text,
+/// a timestamp none. Blocks whose positions come from the values (FORMAT.md) are read back
+/// through this: it changes only with a format version.
+fn dynamic_texts<'v>(
+    value: &'v Value,
+    items: Option<&[Value]>,
+) -> (SmallVec<[Cow<'v, str>; 1]>, u32) {
+    let one = |text: Cow<'v, str>| (SmallVec::from_iter([text]), 0);
+    match (value, items) {
+        (Value::Str(text), _) => one(Cow::Borrowed(text)),
+        (Value::Json(_), Some(items)) => (
+            items
+                .iter()
+                .map(|item| Cow::Owned(crate::event::value_text(item)))
+                .collect(),
+            POSITION_INCREMENT_GAP,
+        ),
+        (Value::Json(text), None) => one(Cow::Borrowed(text)),
+        (Value::I64(_) | Value::U64(_) | Value::F64(_) | Value::Bool(_), _) => {
+            one(Cow::Owned(crate::event::value_text(value)))
+        }
+        (Value::Timestamp(_), _) => (SmallVec::new(), 0),
+    }
+}
+
+/// Calls `emit(position, token)` for each token an unmapped field's `value` is indexed by (the
+/// standard analyzer, stop words kept): the positions a block whose positions come from the
+/// values (FORMAT.md, "Positions from values") does not store.
+pub fn value_tokens(value: &Value, buffer: &mut Vec<u8>, emit: impl FnMut(u32, &[u8])) {
+    static STANDARD: std::sync::OnceLock<Analyzer> = std::sync::OnceLock::new();
+    let analyzer = STANDARD.get_or_init(Analyzer::default);
+    let items = array_items(value);
+    let (texts, gap) = dynamic_texts(value, items.as_deref());
+    analyzer.tokenize_texts(texts.iter().map(|t| t.as_ref()), gap, &[], buffer, emit);
 }
 
 /// The items of a JSON array value, `None` for any other value.
@@ -306,14 +349,18 @@ impl SegmentBuilder {
             "field {name:?} does not fit: the segment holds {MAX_SEGMENT_FIELDS} fields (call has_room_for first)"
         );
         let id = self.fields.len() as u16;
+        let rules = self.schema.index_rules(name);
+        let analyzer = self.schema.analyzer_for(name).clone();
+        let positions_from_values = self.schema.positions_from_values(name);
         self.fields.push(FieldBuffer {
             name: name.to_owned(),
-            rules: self.schema.index_rules(name),
-            analyzer: self.schema.analyzer_for(name).clone(),
+            rules,
+            analyzer,
             columns: Vec::new(),
             lengths: Vec::new(),
             total_tokens: 0,
             last_doc: None,
+            positions_from_values,
         });
         self.field_ids.insert(name.to_owned(), id);
         self.memory += name.len() + 128;
@@ -358,24 +405,16 @@ impl SegmentBuilder {
                 continue;
             }
             self.add_column_value(field, doc, value);
+            let items = array_items(value);
+            let (texts, gap) = dynamic_texts(value, items.as_deref());
+            self.index_texts(field, doc, texts.iter().map(|t| t.as_ref()), gap);
             match value {
-                Value::Str(text) => {
-                    self.index_text(field, doc, text);
-                    if text.len() <= EXACT_TERM_LEN {
-                        self.add_exact(field, doc, TermKind::Exact, text.as_bytes());
-                    }
+                Value::Str(text) if text.len() <= EXACT_TERM_LEN => {
+                    self.add_exact(field, doc, TermKind::Exact, text.as_bytes());
                 }
-                Value::Json(_) => {
-                    let items = array_items(value);
-                    self.index_value_text(field, doc, value, items.as_deref(), None);
-                    self.add_array_items(field, doc, items.as_deref());
-                }
-                Value::I64(_) | Value::U64(_) | Value::F64(_) => {
-                    self.index_text(field, doc, &crate::event::value_text(value));
-                    self.add_number(field, doc, value);
-                }
-                Value::Bool(v) => self.index_text(field, doc, if *v { "true" } else { "false" }),
-                Value::Timestamp(_) => {}
+                Value::Json(_) => self.add_array_items(field, doc, items.as_deref()),
+                Value::I64(_) | Value::U64(_) | Value::F64(_) => self.add_number(field, doc, value),
+                _ => {}
             }
         }
         // The names are also kept as a value, so that a hit shows its `_ignored` (unless the
@@ -658,37 +697,30 @@ impl SegmentBuilder {
         // The analyzer is shared (Arc) so the closure may borrow `self` mutably to intern.
         let analyzer = Arc::clone(&self.fields[field as usize].analyzer);
         let mut key = std::mem::take(&mut self.key);
-        let mut next = 0u32;
-        for (i, text) in texts.into_iter().enumerate() {
-            if i > 0 {
-                next = next.saturating_add(gap);
-            }
-            let used = analyzer.tokenize_after(
-                text,
-                next,
-                &key_prefix(field, TermKind::Token),
-                &mut key,
-                |position, key| {
-                    token_count += 1;
-                    let term = self.vocabulary.get_or_insert(key);
-                    let before = term.bytes.len();
-                    if term.doc_freq == 0 || term.last_doc != doc {
-                        if term.doc_freq > 0 {
-                            term.bytes.push(0);
-                        }
-                        push_varint(&mut term.bytes, doc - term.last_doc);
-                        push_varint(&mut term.bytes, position + 1);
-                        term.last_doc = doc;
-                        term.doc_freq += 1;
-                    } else {
-                        push_varint(&mut term.bytes, position - term.last_position);
+        analyzer.tokenize_texts(
+            texts,
+            gap,
+            &key_prefix(field, TermKind::Token),
+            &mut key,
+            |position, key| {
+                token_count += 1;
+                let term = self.vocabulary.get_or_insert(key);
+                let before = term.bytes.len();
+                if term.doc_freq == 0 || term.last_doc != doc {
+                    if term.doc_freq > 0 {
+                        term.bytes.push(0);
                     }
-                    term.last_position = position;
-                    self.memory += term.bytes.len() - before;
-                },
-            );
-            next = next.saturating_add(used);
-        }
+                    push_varint(&mut term.bytes, doc - term.last_doc);
+                    push_varint(&mut term.bytes, position + 1);
+                    term.last_doc = doc;
+                    term.doc_freq += 1;
+                } else {
+                    push_varint(&mut term.bytes, position - term.last_position);
+                }
+                term.last_position = position;
+                self.memory += term.bytes.len() - before;
+            },
+        );
         self.key = key;
         if token_count > 0 {
             let field_buffer = &mut self.fields[field as usize];
@@ -790,6 +822,7 @@ impl SegmentBuilder {
                         norms: std::mem::take(&mut norms[id as usize]),
                         docs_with_field: field.lengths.len() as u32,
                         total_tokens: field.total_tokens,
+                        positions_from_values: field.positions_from_values,
                     })
                 }
                 _ => None,
@@ -953,9 +986,15 @@ impl SegmentBuilder {
                 }
                 std::mem::swap(&mut positions, &mut sorted_positions);
             }
-            let field_norms = &norms[field_of_ordinal[ordinal as usize] as usize];
+            let field = field_of_ordinal[ordinal as usize] as usize;
+            let field_norms = &norms[field];
             let norm_of = |doc: u32| field_norms.get(doc as usize).copied().unwrap_or(0);
-            let positions = (kind == TermKind::Token).then_some(positions.as_slice());
+            let positions = match kind {
+                TermKind::Token if !self.fields[field].positions_from_values => {
+                    Some(positions.as_slice())
+                }
+                _ => None,
+            };
             writer.add_term(ordinal, kind, term, &docs, &tfs, norm_of, positions)?;
         }
         Ok(writer)

@@ -30,6 +30,8 @@
 
 use crate::pattern::Pattern;
 use crate::scorer::{inflate, BoxScorer, ConjunctionScorer, ConstScorer, Scorer, UnionScorer};
+use crate::value_positions::{PositionSource, SharedValuePositions};
+use crate::weight::{field_values, positioned_cursor};
 use quarry_format::{BlockReader, DecodeError, PostingsCursor, TermKind, TERMINATED};
 use quarry_store::mapping::AnalyzerName;
 use std::fmt;
@@ -388,8 +390,9 @@ pub fn filtered(spans: &[Span], relation: Relation, filter: &[Span]) -> Vec<Span
 
 /// A planned rule in one block: cursors with positions at its leaves.
 pub enum Node<'a> {
-    /// The positions of any of these terms (one term, or a pattern's expansion).
-    Positions(Vec<PostingsCursor<'a>>),
+    /// The positions of any of these terms (one term, or a pattern's expansion), each from
+    /// its source.
+    Positions(Vec<(PostingsCursor<'a>, PositionSource<'a>)>),
     All {
         mode: Mode,
         max_gaps: Option<u32>,
@@ -413,13 +416,20 @@ impl<'a> Node<'a> {
         block: &'a BlockReader,
         ordinal: u16,
         expand: &mut impl FnMut(&'a Arc<Pattern>) -> quarry_format::Result<Vec<quarry_format::TermInfo>>,
+        values: &mut Option<SharedValuePositions<'a>>,
     ) -> quarry_format::Result<Option<(Node<'a>, BoxScorer<'a>)>> {
         Ok(match rule {
             Rule::Leaf(term) => {
                 match block.term_info(ordinal, TermKind::Token, term.as_bytes())? {
                     None => None,
                     Some(info) => Some((
-                        Node::Positions(vec![block.postings_with_positions(&info)?]),
+                        Node::Positions(vec![positioned_cursor(
+                            block,
+                            ordinal,
+                            &info,
+                            term.as_bytes(),
+                            values,
+                        )?]),
                         Box::new(ConstScorer {
                             cursor: block.postings(&info)?,
                         }) as BoxScorer,
@@ -431,10 +441,29 @@ impl<'a> Node<'a> {
                 let Some(approximation) = crate::filter::postings_union(block, &infos)? else {
                     return Ok(None);
                 };
-                let cursors = infos
-                    .iter()
-                    .map(|info| block.postings_with_positions(info))
-                    .collect::<quarry_format::Result<Vec<_>>>()?;
+                // Terms without positions (their field keeps them in its values) read the
+                // positions of every token the pattern matches in the doc's value: the
+                // expansion's terms are those tokens.
+                let mut from_values: Option<(SharedValuePositions<'a>, usize)> = None;
+                let mut cursors = Vec::with_capacity(infos.len());
+                for info in &infos {
+                    if info.has_positions {
+                        cursors
+                            .push((block.postings_with_positions(info)?, PositionSource::Stored));
+                        continue;
+                    }
+                    let (shared, index) = match &from_values {
+                        Some((shared, index)) => (shared.clone(), *index),
+                        None => {
+                            let shared = field_values(block, ordinal, values)?;
+                            let index = shared.borrow_mut().want_pattern(pattern.clone());
+                            from_values = Some((shared.clone(), index));
+                            (shared, index)
+                        }
+                    };
+                    let source = PositionSource::Pattern(shared, index);
+                    cursors.push((block.postings(info)?, source));
+                }
                 Some((Node::Positions(cursors), approximation))
             }
             Rule::All {
@@ -445,7 +474,8 @@ impl<'a> Node<'a> {
                 let mut nodes = Vec::with_capacity(rules.len());
                 let mut approximations = Vec::with_capacity(rules.len());
                 for rule in rules {
-                    let Some((node, approximation)) = Node::build(rule, block, ordinal, expand)?
+                    let Some((node, approximation)) =
+                        Node::build(rule, block, ordinal, expand, values)?
                     else {
                         return Ok(None);
                     };
@@ -470,7 +500,8 @@ impl<'a> Node<'a> {
                 let mut nodes = Vec::with_capacity(rules.len());
                 let mut approximations = Vec::with_capacity(rules.len());
                 for rule in rules {
-                    if let Some((node, approximation)) = Node::build(rule, block, ordinal, expand)?
+                    if let Some((node, approximation)) =
+                        Node::build(rule, block, ordinal, expand, values)?
                     {
                         nodes.push(node);
                         approximations.push(approximation);
@@ -488,10 +519,12 @@ impl<'a> Node<'a> {
                 relation,
                 filter,
             } => {
-                let Some((node, approximation)) = Node::build(rule, block, ordinal, expand)? else {
+                let Some((node, approximation)) =
+                    Node::build(rule, block, ordinal, expand, values)?
+                else {
                     return Ok(None);
                 };
-                let filter = Node::build(filter, block, ordinal, expand)?;
+                let filter = Node::build(filter, block, ordinal, expand, values)?;
                 let (filter, approximation) = match filter {
                     None if relation.is_positive() => return Ok(None),
                     None => (None, approximation),
@@ -518,12 +551,12 @@ impl<'a> Node<'a> {
         Ok(match self {
             Node::Positions(cursors) => {
                 let mut spans = Vec::new();
-                for cursor in cursors.iter_mut() {
+                for (cursor, source) in cursors.iter_mut() {
                     if cursor.doc() < doc {
                         cursor.seek(doc);
                     }
                     if cursor.doc() == doc {
-                        cursor.positions(scratch)?;
+                        source.read(cursor, scratch)?;
                         spans.extend(scratch.iter().map(|&p| (p, p)));
                     }
                 }
@@ -577,7 +610,7 @@ impl<'a> Node<'a> {
 
     fn error(&self) -> Option<DecodeError> {
         match self {
-            Node::Positions(cursors) => cursors.iter().find_map(PostingsCursor::error),
+            Node::Positions(cursors) => cursors.iter().find_map(|(cursor, _)| cursor.error()),
             Node::All { nodes, .. } | Node::Any(nodes) => nodes.iter().find_map(Node::error),
             Node::Filtered { node, filter, .. } => node
                 .error()

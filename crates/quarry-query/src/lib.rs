@@ -29,6 +29,7 @@ pub mod suggest;
 pub mod time;
 pub mod timeline;
 mod typed;
+pub mod value_positions;
 pub mod weight;
 
 pub use cursor::Cursor;

@@ -1110,6 +1110,8 @@ pub struct PhraseTerm<'a> {
     /// sloppy phrase they must sit at different positions.
     pub group: u32,
     pub cursor: PostingsCursor<'a>,
+    /// Where its positions come from (`value_positions`).
+    pub source: crate::value_positions::PositionSource<'a>,
 }
 
 /// Docs where the terms occur at their relative positions, or within `slop` of them; BM25 with
@@ -1229,7 +1231,9 @@ impl<'a> PhraseScorer<'a> {
         // positions are decoded only while candidates remain, and filter them by a merge.
         let first = &mut self.terms[0];
         let first_offset = first.offset;
-        first.cursor.positions(&mut self.positions[0])?;
+        first
+            .source
+            .read(&mut first.cursor, &mut self.positions[0])?;
         let mut starts = std::mem::take(&mut self.starts);
         starts.clear();
         starts.extend(
@@ -1241,7 +1245,7 @@ impl<'a> PhraseScorer<'a> {
             if starts.is_empty() {
                 break;
             }
-            term.cursor.positions(&mut self.positions[i])?;
+            term.source.read(&mut term.cursor, &mut self.positions[i])?;
             let positions = &self.positions[i];
             let mut next = 0;
             starts.retain(|&start| {
@@ -1262,7 +1266,7 @@ impl<'a> PhraseScorer<'a> {
     /// The sloppy frequency of the current doc (see the type's doc).
     fn sloppy_freq(&mut self) -> Result<f32, DecodeError> {
         for (i, term) in self.terms.iter_mut().enumerate() {
-            term.cursor.positions(&mut self.positions[i])?;
+            term.source.read(&mut term.cursor, &mut self.positions[i])?;
         }
         let mut anchors = std::mem::take(&mut self.anchors);
         anchors.clear();

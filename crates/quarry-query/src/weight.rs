@@ -6,6 +6,7 @@ use crate::filter::{self, DocRangeScorer, Optimizations, TimeLookup};
 use crate::query::Query;
 use crate::range::NumericRange;
 use crate::scorer::*;
+use crate::value_positions::{PositionSource, SharedValuePositions, ValuePositions};
 use quarry_format::limits::EXACT_TERM_LEN;
 use quarry_format::{BlockReader, Result, TermInfo, TermKind};
 use std::collections::{BTreeMap, HashMap};
@@ -359,6 +360,49 @@ impl CollectionStats {
 }
 
 /// The docs of `block` whose `field` holds the whole value `value` (`Query::Exact`).
+/// A token term's postings with a source of its positions: the block's, or, for a term of a
+/// field that keeps its positions in its values (FORMAT.md), the doc's value, analysed once per
+/// doc for every such term of the query (`values`, made on first need).
+pub(crate) fn positioned_cursor<'a>(
+    block: &'a BlockReader,
+    ordinal: u16,
+    info: &TermInfo,
+    token: &[u8],
+    values: &mut Option<SharedValuePositions<'a>>,
+) -> Result<(quarry_format::PostingsCursor<'a>, PositionSource<'a>)> {
+    if info.has_positions {
+        return Ok((block.postings_with_positions(info)?, PositionSource::Stored));
+    }
+    let values = field_values(block, ordinal, values)?;
+    let index = values.borrow_mut().want_token(token);
+    Ok((block.postings(info)?, PositionSource::Token(values, index)))
+}
+
+/// The values of field `ordinal` as a source of positions (made once into `values`), for a
+/// token term without positions; an error when the field keeps its positions (the term info
+/// is then corrupt).
+pub(crate) fn field_values<'a>(
+    block: &'a BlockReader,
+    ordinal: u16,
+    values: &mut Option<SharedValuePositions<'a>>,
+) -> Result<SharedValuePositions<'a>> {
+    let from_values = block
+        .manifest()
+        .fields
+        .get(ordinal as usize)
+        .and_then(|field| field.text.as_ref())
+        .is_some_and(|text| text.positions_from_values);
+    if !from_values {
+        return Err(block.corrupt(
+            "term infos",
+            quarry_format::DecodeError::new("a token term without positions"),
+        ));
+    }
+    Ok(values
+        .get_or_insert_with(|| ValuePositions::new(block, ordinal).shared())
+        .clone())
+}
+
 fn exact_scorer<'a>(
     block: &'a BlockReader,
     field: &str,
@@ -753,6 +797,7 @@ impl Weight {
                 let mut max_tf = u32::MAX;
                 let mut sum_tf = 0u32;
                 let mut field_ordinal = None;
+                let mut values = None;
                 for (i, (offset, term, infos)) in terms.iter().enumerate() {
                     let Some((ordinal, info)) = infos.get(index, block, field, term)? else {
                         return Ok(None);
@@ -762,10 +807,13 @@ impl Weight {
                     sum_tf = sum_tf.saturating_add(info.max_tf);
                     // The same token twice in a phrase needs two positions (its first index).
                     let group = terms.iter().position(|(_, t, _)| t == term).unwrap_or(i);
+                    let (cursor, source) =
+                        positioned_cursor(block, ordinal, &info, term.as_bytes(), &mut values)?;
                     phrase_terms.push(PhraseTerm {
                         offset: *offset,
                         group: group as u32,
-                        cursor: block.postings_with_positions(&info)?,
+                        cursor,
+                        source,
                     });
                 }
                 let norms = match field_ordinal {
@@ -838,7 +886,8 @@ impl Weight {
                 let mut expand = |pattern: &Arc<crate::pattern::Pattern>| {
                     pattern.term_infos(block, field, TermKind::Token, optimizations)
                 };
-                crate::intervals::Node::build(rule, block, ordinal, &mut expand)?.map(
+                let mut values = None;
+                crate::intervals::Node::build(rule, block, ordinal, &mut expand, &mut values)?.map(
                     |(node, approximation)| {
                         Box::new(crate::intervals::IntervalsScorer::new(
                             node,

@@ -10,7 +10,8 @@
 //! as version 4 does; version 6 stores less (lone docs and constant positions in term infos,
 //! shared postings, packed norms, no chunk data where doc values hold the column), and answers
 //! as version 5 does; version 7 stores long strings as templates and variables and `_time` only
-//! in its time offsets, and answers as version 6 does.
+//! in its time offsets, and answers as version 6 does; version 8 keeps no positions of unmapped
+//! fields (phrases read them back from the values), and answers as version 7 does.
 //!
 //! Write a new version's directory only when the format version changes:
 //! `QUARRY_WRITE_GOLDEN=v3 cargo test -p quarry-query --test golden`.
@@ -397,4 +398,29 @@ fn golden_v7_block_still_opens_and_answers() {
         block.manifest().fields[time as usize].columns[0].data.len,
         0
     );
+}
+
+#[test]
+fn golden_v8_block_still_opens_and_answers() {
+    let (searcher, expected) = golden("v8", true);
+    let mut answers = answers(&searcher);
+    answers["log queries"] = log_answers(&searcher);
+    assert_eq!(answers, expected);
+    // Positions read back from the values change how phrases find them, not what they find.
+    let v7: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(golden_dir().join("v7.expected.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(answers, v7);
+    let block = &searcher.blocks()[0];
+    assert_eq!(block.format_version(), 8);
+    // The block uses what version 8 adds: the messages' token terms keep no positions (the
+    // phrase `"connection reset"` above found its docs by analysing their values).
+    let message = block.field_ordinal("message").unwrap();
+    let text = block.manifest().fields[message as usize]
+        .text
+        .as_ref()
+        .unwrap();
+    assert!(text.positions_from_values);
+    assert_eq!(block.manifest().positions.len, 0);
 }

@@ -19,6 +19,7 @@ const QUERIES: &[&str] = &[
     "error",
     "\"connection reset\"",
     "\"reset by peer\" OR timeout",
+    "note:\"connection reset\" OR note:\"in after\"~2",
     "service:api -level:info",
     "latency:[30 TO 90]",
     "status:>=500",
@@ -41,6 +42,11 @@ fn events() -> Vec<(i64, Vec<(String, Value)>)> {
                 (
                     "message".to_owned(),
                     Value::Str(messages[(i % 5) as usize].into()),
+                ),
+                // Mapped `text`: its positions are stored (the message's come from its values).
+                (
+                    "note".to_owned(),
+                    Value::Str(messages[(i % 3) as usize].into()),
                 ),
                 (
                     "service".to_owned(),
@@ -67,7 +73,11 @@ fn events() -> Vec<(i64, Vec<(String, Value)>)> {
 
 fn block_bytes(dir: &Path) -> Vec<u8> {
     let segment = || {
-        let mut segment = SegmentBuilder::new(Arc::new(Analyzer::default()));
+        let mapping =
+            quarry_store::Mapping::from_json(r#"{"properties": {"note": {"type": "text"}}}"#)
+                .unwrap();
+        let schema = Arc::new(quarry_index::Schema::new(Arc::default(), mapping));
+        let mut segment = SegmentBuilder::with_schema(schema);
         for (time, fields) in events() {
             segment.add_event(time, fields.iter().map(|(k, v)| (k.as_str(), v)));
         }

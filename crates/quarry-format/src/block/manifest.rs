@@ -52,6 +52,9 @@ pub struct TextMeta {
     pub total_tokens: u64,
     /// One length id per doc (see `fieldnorm`).
     pub norms: SectionRef,
+    /// Token terms may keep no positions: a doc's positions are those the analysis of its
+    /// value gives (version 8 on; FORMAT.md, "Positions from values").
+    pub positions_from_values: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -117,7 +120,8 @@ impl Manifest {
             }
             match &field.text {
                 Some(text) => {
-                    put_u8(out, 1);
+                    // Version 8: 2 when the positions come from the values.
+                    put_u8(out, if text.positions_from_values { 2 } else { 1 });
                     put_u32(out, text.docs_with_field);
                     put_u64(out, text.total_tokens);
                     text.norms.encode(out);
@@ -136,7 +140,7 @@ impl Manifest {
         self.page_checksums.unwrap_or_default().encode(out);
     }
 
-    /// Decodes the manifest of a block of format `version` (1 to 7).
+    /// Decodes the manifest of a block of format `version` (1 to 8).
     pub fn decode(bytes: &[u8], version: u32) -> DecodeResult<Manifest> {
         let mut r = ByteReader::new(bytes);
         let doc_count = r.u32()?;
@@ -201,10 +205,11 @@ impl Manifest {
             }
             let text = match r.u8()? {
                 0 => None,
-                1 => Some(TextMeta {
+                flag @ (1 | 2) if flag == 1 || version >= 8 => Some(TextMeta {
                     docs_with_field: r.u32()?,
                     total_tokens: r.u64()?,
                     norms: SectionRef::decode(&mut r)?,
+                    positions_from_values: flag == 2,
                 }),
                 _ => return Err(DecodeError::new("bad text flag")),
             };

@@ -183,6 +183,7 @@ impl Corpus {
                     norms: self.message_norms.clone(),
                     docs_with_field: self.message_docs,
                     total_tokens: self.message_tokens,
+                    positions_from_values: false,
                 }),
             })
             .collect();
@@ -430,6 +431,7 @@ fn encode_block_rejects_bad_input() {
                     norms: vec![1; 9],
                     docs_with_field: 9,
                     total_tokens: 9,
+                    positions_from_values: false,
                 }),
             });
         }),

@@ -16,6 +16,8 @@ pub struct TextInput {
     pub norms: Vec<u8>,
     pub docs_with_field: u32,
     pub total_tokens: u64,
+    /// The field's token terms may keep no positions (`TextMeta::positions_from_values`).
+    pub positions_from_values: bool,
 }
 
 pub struct FieldInput {
@@ -224,6 +226,7 @@ pub fn encode_block(name: &Path, mut input: BlockInput, out: impl Write) -> Resu
             docs_with_field: text.docs_with_field,
             total_tokens: text.total_tokens,
             norms,
+            positions_from_values: text.positions_from_values,
         });
         fields.push(FieldMeta {
             name: field.name,

@@ -9,7 +9,7 @@
 //! value is analysed once per candidate doc, whatever the number of terms.
 
 use crate::pattern::Pattern;
-use quarry_format::column::ChunkCursor;
+use quarry_format::column::{ChunkWalker, ColumnReader};
 use quarry_format::{BlockReader, DecodeError, TERMINATED};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -23,10 +23,11 @@ enum Wanted {
 }
 
 /// The positions of the wanted tokens in one doc's value of one field, the doc's value analysed
-/// once for all of them. Docs are asked for in increasing order (each column chunk is decoded
-/// once).
+/// once for all of them. Docs are asked for in increasing order: each column chunk is opened
+/// once, and a templated one rebuilds only the values asked for (`ChunkWalker`).
 pub struct ValuePositions<'a> {
-    columns: Vec<ChunkCursor<'a>>,
+    /// Each column of the field, with the chunk last opened (its index).
+    columns: Vec<(ColumnReader<'a>, Option<(usize, ChunkWalker<'a>)>)>,
     wanted: Vec<Wanted>,
     doc: u32,
     positions: Vec<Vec<u32>>,
@@ -48,7 +49,7 @@ impl<'a> ValuePositions<'a> {
                     .columns
                     .iter()
                     .filter_map(|column| block.column(ordinal, column.ty))
-                    .map(ChunkCursor::new)
+                    .map(|column| (column, None))
                     .collect()
             })
             .unwrap_or_default();
@@ -107,9 +108,22 @@ impl<'a> ValuePositions<'a> {
             positions.clear();
         }
         let mut value = None;
-        for column in &mut self.columns {
-            if let Some((chunk, position)) = column.find(doc)? {
-                value = chunk.value_at(position);
+        for (column, open) in &mut self.columns {
+            let Some(index) = column.chunk_of(doc)? else {
+                continue;
+            };
+            let walker = match open {
+                Some((open_index, walker)) if *open_index == index => walker,
+                _ => {
+                    let buffer = open
+                        .take()
+                        .map(|(_, w)| w.into_buffer())
+                        .unwrap_or_default();
+                    &mut open.insert((index, column.walk_chunk(index, buffer)?)).1
+                }
+            };
+            value = walker.value(doc)?;
+            if value.is_some() {
                 break;
             }
         }

@@ -13,7 +13,7 @@ pub mod template;
 mod writer;
 
 pub use cache::ChunkCache;
-pub use reader::{ChunkCursor, ChunkValues, ColumnReader, DecodedChunk};
+pub use reader::{ChunkCursor, ChunkValues, ChunkWalker, ColumnReader, DecodedChunk};
 pub use template::Templates;
 pub use writer::{ColumnData, ColumnWriter};
 

@@ -207,10 +207,25 @@ impl<'a> ColumnReader<'a> {
                 None => self.chunk_from_doc_values(&meta, end_doc),
             };
         }
+        let raw = self.decompress(&meta)?;
+        decode_chunk_payload(self.ty, meta.first_doc, end_doc, &raw, self.templates)
+    }
+
+    /// The chunk `meta` describes (which has data), checked against its crc and decompressed.
+    fn decompress(&self, meta: &ChunkMeta) -> DecodeResult<Vec<u8>> {
+        let mut raw = Vec::new();
+        self.decompress_into(meta, &mut raw)?;
+        Ok(raw)
+    }
+
+    /// `decompress` into `raw` (whatever it held is replaced), reusing its allocation: a walk
+    /// over many chunks that kept asking for fresh buffers spent a quarter of its time on the
+    /// kernel zeroing their pages.
+    fn decompress_into(&self, meta: &ChunkMeta, raw: &mut Vec<u8>) -> DecodeResult<()> {
         let start = usize::try_from(meta.offset).map_err(|_| DecodeError::new("chunk offset"))?;
         if let Some((source, data_offset)) = self.source {
             source
-                .fetch(std::slice::from_ref(&block_range(data_offset, &meta)))
+                .fetch(std::slice::from_ref(&block_range(data_offset, meta)))
                 .map_err(|_| DecodeError::UNREADABLE)?;
         }
         let compressed = self
@@ -233,22 +248,61 @@ impl<'a> ColumnReader<'a> {
             static DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
                 const { std::cell::RefCell::new(None) };
         }
-        let raw = DECOMPRESSOR
+        raw.clear();
+        raw.reserve(raw_len);
+        DECOMPRESSOR
             .with(|cell| {
                 let mut slot = cell.borrow_mut();
                 if slot.is_none() {
                     *slot = zstd::bulk::Decompressor::new().ok();
                 }
                 match slot.as_mut() {
-                    Some(decompressor) => decompressor.decompress(compressed, raw_len),
-                    None => zstd::bulk::decompress(compressed, raw_len),
+                    Some(decompressor) => decompressor.decompress_to_buffer(compressed, raw),
+                    None => zstd::bulk::Decompressor::new().and_then(|mut decompressor| {
+                        decompressor.decompress_to_buffer(compressed, raw)
+                    }),
                 }
             })
             .map_err(|_| DecodeError::new("chunk does not decompress"))?;
         if raw.len() != raw_len {
             return Err(DecodeError::new("chunk shorter than its frame header says"));
         }
-        decode_chunk_payload(self.ty, meta.first_doc, end_doc, &raw, self.templates)
+        Ok(())
+    }
+
+    /// Chunk `index` for reading a few of its docs' values in increasing doc order
+    /// ([`ChunkWalker`]): a templated chunk is decompressed (into `buffer`, whose allocation
+    /// it reuses: `ChunkWalker::into_buffer` gives it back) and its values rebuilt only as
+    /// they are asked for; any other chunk is decoded whole.
+    pub fn walk_chunk(&self, index: usize, buffer: Vec<u8>) -> DecodeResult<ChunkWalker<'a>> {
+        let meta = self.chunk_meta(index)?;
+        let end_doc = self.chunk_end(index)?;
+        let lazy = meta.len > 0 && self.ty == ColumnType::Str && self.templates.is_some();
+        if end_doc < meta.first_doc || !lazy {
+            return Ok(ChunkWalker::Decoded(self.decode_chunk(index)?));
+        }
+        let mut raw = buffer;
+        self.decompress_into(&meta, &mut raw)?;
+        let mut r = ByteReader::new(&raw);
+        let header = ChunkHeader::read(&mut r, meta.first_doc, end_doc)?;
+        if !header.templated {
+            return Ok(ChunkWalker::Decoded(decode_chunk_payload(
+                self.ty,
+                meta.first_doc,
+                end_doc,
+                &raw,
+                self.templates,
+            )?));
+        }
+        let at = header.values_start;
+        Ok(ChunkWalker::Templated {
+            // Checked just above (`lazy`).
+            templates: self.templates.expect("a templated column"),
+            header,
+            raw,
+            next: 0,
+            at,
+        })
     }
 
     /// A chunk stored without data: its docs and values from the doc values, which must hold
@@ -365,52 +419,17 @@ fn decode_chunk_payload(
     raw: &[u8],
     templates: Option<&Templates>,
 ) -> DecodeResult<DecodedChunk> {
-    let span = end_doc - first_doc;
     let mut r = ByteReader::new(raw);
-    let present = r.varint_u32()?;
-    if present > span {
-        return Err(DecodeError::new("more values than docs in chunk"));
-    }
-    let flags = r.u8()?;
-    let templated = flags & TEMPLATED != 0;
-    let presence = flags & !TEMPLATED;
+    let ChunkHeader {
+        present,
+        templated,
+        docs,
+        ..
+    } = ChunkHeader::read(&mut r, first_doc, end_doc)?;
     let templates = match (templated, templates) {
         (false, _) => None,
         (true, Some(templates)) if ty == ColumnType::Str => Some(templates),
         (true, _) => return Err(DecodeError::new("templated chunk without templates")),
-    };
-    // Every value takes a byte at least (and a listed doc one more), so a count above the
-    // bytes left is corrupt: checked before anything is sized by it (found by the
-    // `column_decode` fuzz target: a few bytes claiming 2^32 values asked for 16 GiB).
-    if present as usize > r.remaining() {
-        return Err(DecodeError::new("more values than bytes in chunk"));
-    }
-    let docs = match presence {
-        PRESENCE_ALL => {
-            if present != span {
-                return Err(DecodeError::new("chunk marked full but values missing"));
-            }
-            None
-        }
-        PRESENCE_LIST => {
-            let mut docs = Vec::with_capacity(present as usize);
-            let mut doc = first_doc;
-            for i in 0..present {
-                let delta = r.varint_u32()?;
-                if i > 0 && delta == 0 {
-                    return Err(DecodeError::new("presence list not increasing"));
-                }
-                doc = doc
-                    .checked_add(delta)
-                    .ok_or(DecodeError::new("doc overflow"))?;
-                if doc >= end_doc {
-                    return Err(DecodeError::new("present doc outside chunk"));
-                }
-                docs.push(doc);
-            }
-            Some(docs)
-        }
-        _ => return Err(DecodeError::new("unknown presence flag")),
     };
     let n = present as usize;
     let values = match templates {
@@ -427,6 +446,148 @@ fn decode_chunk_payload(
         docs,
         values,
     })
+}
+
+/// What a chunk's payload says before its values: how many there are, whether they are
+/// templated, and which docs hold them (`None`: every doc of the chunk).
+pub struct ChunkHeader {
+    first_doc: u32,
+    end_doc: u32,
+    present: u32,
+    templated: bool,
+    docs: Option<Vec<u32>>,
+    /// Where the values start in the payload.
+    values_start: usize,
+}
+
+impl ChunkHeader {
+    /// Reads the header of the payload of a chunk of docs `first_doc..end_doc` from `r`.
+    fn read(r: &mut ByteReader, first_doc: u32, end_doc: u32) -> DecodeResult<ChunkHeader> {
+        let start = r.remaining();
+        let span = end_doc - first_doc;
+        let present = r.varint_u32()?;
+        if present > span {
+            return Err(DecodeError::new("more values than docs in chunk"));
+        }
+        let flags = r.u8()?;
+        let templated = flags & TEMPLATED != 0;
+        let presence = flags & !TEMPLATED;
+        // Every value takes a byte at least (and a listed doc one more), so a count above the
+        // bytes left is corrupt: checked before anything is sized by it (found by the
+        // `column_decode` fuzz target: a few bytes claiming 2^32 values asked for 16 GiB).
+        if present as usize > r.remaining() {
+            return Err(DecodeError::new("more values than bytes in chunk"));
+        }
+        let docs = match presence {
+            PRESENCE_ALL => {
+                if present != span {
+                    return Err(DecodeError::new("chunk marked full but values missing"));
+                }
+                None
+            }
+            PRESENCE_LIST => {
+                let mut docs = Vec::with_capacity(present as usize);
+                let mut doc = first_doc;
+                for i in 0..present {
+                    let delta = r.varint_u32()?;
+                    if i > 0 && delta == 0 {
+                        return Err(DecodeError::new("presence list not increasing"));
+                    }
+                    doc = doc
+                        .checked_add(delta)
+                        .ok_or(DecodeError::new("doc overflow"))?;
+                    if doc >= end_doc {
+                        return Err(DecodeError::new("present doc outside chunk"));
+                    }
+                    docs.push(doc);
+                }
+                Some(docs)
+            }
+            _ => return Err(DecodeError::new("unknown presence flag")),
+        };
+        Ok(ChunkHeader {
+            first_doc,
+            end_doc,
+            present,
+            templated,
+            docs,
+            values_start: start - r.remaining(),
+        })
+    }
+}
+
+/// One chunk read for a few of its docs' values, asked for in increasing doc order
+/// ([`ColumnReader::walk_chunk`]). A phrase confirmed against a field's values reads a few
+/// docs of each chunk: rebuilding every value of a templated chunk for them was most of its
+/// time (BENCHMARKS.md, "Format v8"). Here a templated chunk's records are walked, those of the
+/// docs not asked for skipped by their lengths.
+pub enum ChunkWalker<'a> {
+    Decoded(DecodedChunk),
+    Templated {
+        templates: &'a Templates,
+        header: ChunkHeader,
+        raw: Vec<u8>,
+        /// The next record's index and its byte offset in `raw`.
+        next: u32,
+        at: usize,
+    },
+}
+
+impl ChunkWalker<'_> {
+    /// The walker's decompression buffer, for the next chunk's (`ColumnReader::walk_chunk`).
+    pub fn into_buffer(self) -> Vec<u8> {
+        match self {
+            ChunkWalker::Decoded(_) => Vec::new(),
+            ChunkWalker::Templated { raw, .. } => raw,
+        }
+    }
+
+    /// The first doc of the next chunk.
+    pub fn end_doc(&self) -> u32 {
+        match self {
+            ChunkWalker::Decoded(chunk) => chunk.end_doc,
+            ChunkWalker::Templated { header, .. } => header.end_doc,
+        }
+    }
+
+    /// `doc`'s value, if it has one. An earlier doc than the last one asked for reads the
+    /// chunk's records from the start again.
+    pub fn value(&mut self, doc: u32) -> DecodeResult<Option<Value>> {
+        match self {
+            ChunkWalker::Decoded(chunk) => Ok(chunk.get(doc)),
+            ChunkWalker::Templated {
+                templates,
+                header,
+                raw,
+                next,
+                at,
+            } => {
+                let position = match &header.docs {
+                    _ if doc < header.first_doc || doc >= header.end_doc => return Ok(None),
+                    None => doc - header.first_doc,
+                    Some(docs) => match docs.binary_search(&doc) {
+                        Ok(position) => position as u32,
+                        Err(_) => return Ok(None),
+                    },
+                };
+                if position < *next {
+                    (*next, *at) = (0, header.values_start);
+                }
+                let mut r = ByteReader::new(raw.get(*at..).unwrap_or_default());
+                while *next < position {
+                    templates.skip_value(&mut r)?;
+                    *next += 1;
+                }
+                let mut bytes = Vec::new();
+                templates.decode_value(&mut r, &mut bytes)?;
+                *next += 1;
+                *at = raw.len() - r.remaining();
+                let text = String::from_utf8(bytes)
+                    .map_err(|_| DecodeError::new("string value is not utf-8"))?;
+                Ok(Some(Value::Str(text)))
+            }
+        }
+    }
 }
 
 /// The values of a templated string chunk (version 7), `n` of them, from `r`.

@@ -236,6 +236,27 @@ impl Templates {
         self.bytes.capacity() + self.pieces.capacity() * 8 + self.templates.capacity() * 8
     }
 
+    /// Skips one templated value in `r` (its variables by their lengths).
+    pub(crate) fn skip_value(&self, r: &mut ByteReader) -> DecodeResult<()> {
+        let id = r.varint()?;
+        let slots = match id {
+            0 => 1,
+            id => {
+                usize::try_from(id - 1)
+                    .ok()
+                    .and_then(|i| self.templates.get(i))
+                    .ok_or(DecodeError::new("template id out of range"))?
+                    .slots as usize
+            }
+        };
+        for _ in 0..slots {
+            let len = r.varint()?;
+            let len = usize::try_from(len).map_err(|_| DecodeError::new("value length"))?;
+            r.take(len)?;
+        }
+        Ok(())
+    }
+
     /// Reads one templated value from `r` and appends its bytes to `out`.
     pub(crate) fn decode_value(&self, r: &mut ByteReader, out: &mut Vec<u8>) -> DecodeResult<()> {
         let id = r.varint()?;

@@ -310,6 +310,20 @@ fn check_column(ty: ColumnType, model: &[Option<Value>]) -> Result<(), TestCaseE
         }
         prop_assert_eq!(chunk.get(end), None);
 
+        // Walked for every third doc, then for all of them again from the start (an earlier
+        // doc rewinds): the values the decoded chunk holds.
+        let mut walker = reader.walk_chunk(index, Vec::new()).unwrap();
+        prop_assert_eq!(walker.end_doc(), end);
+        let every_third = range.clone().step_by(3);
+        for doc in every_third.chain(range.clone()).chain([end as usize]) {
+            prop_assert_eq!(
+                exact(&walker.value(doc as u32).unwrap()),
+                exact(&chunk.get(doc as u32)),
+                "walked doc {}",
+                doc
+            );
+        }
+
         // The writer closes a chunk before a value `COLUMN_CHUNK_MAX_DOCS` past its start; only
         // the chunk's first value, which opens it, may lie further.
         let docs_with_values: Vec<usize> = range.filter(|&doc| model[doc].is_some()).collect();
@@ -407,6 +421,12 @@ proptest! {
         if let Ok(chunk) = reader.decode_chunk(0) {
             for doc in 0..=span {
                 let _ = chunk.get(doc);
+            }
+        }
+        // Walked lazily, doc by doc, the same payload errors or gives values, never panics.
+        if let Ok(mut walker) = reader.walk_chunk(0, vec![7; 9]) {
+            for doc in (0..=span).chain([span / 2, 0]) {
+                let _ = walker.value(doc);
             }
         }
     }

@@ -302,6 +302,7 @@ impl<'a> ColumnReader<'a> {
             raw,
             next: 0,
             at,
+            scratch: Vec::new(),
         })
     }
 
@@ -530,6 +531,8 @@ pub enum ChunkWalker<'a> {
         /// The next record's index and its byte offset in `raw`.
         next: u32,
         at: usize,
+        /// The value being rebuilt.
+        scratch: Vec<u8>,
     },
 }
 
@@ -561,6 +564,7 @@ impl ChunkWalker<'_> {
                 raw,
                 next,
                 at,
+                scratch,
             } => {
                 let position = match &header.docs {
                     _ if doc < header.first_doc || doc >= header.end_doc => return Ok(None),
@@ -570,21 +574,26 @@ impl ChunkWalker<'_> {
                         Err(_) => return Ok(None),
                     },
                 };
-                if position < *next {
-                    (*next, *at) = (0, header.values_start);
-                }
-                let mut r = ByteReader::new(raw.get(*at..).unwrap_or_default());
-                while *next < position {
+                // Forward from the last value read, or from the start for an earlier doc; the
+                // walker's place moves only once the value is read.
+                let (mut index, from) = if position < *next {
+                    (0, header.values_start)
+                } else {
+                    (*next, *at)
+                };
+                let mut r = ByteReader::new(raw.get(from..).unwrap_or_default());
+                while index < position {
                     templates.skip_value(&mut r)?;
-                    *next += 1;
+                    index += 1;
                 }
-                let mut bytes = Vec::new();
-                templates.decode_value(&mut r, &mut bytes)?;
-                *next += 1;
-                *at = raw.len() - r.remaining();
-                let text = String::from_utf8(bytes)
+                // Rebuilt in a buffer kept across values, then copied out at its size: a fresh
+                // vector grown value by value reallocated several times for each of them.
+                scratch.clear();
+                templates.decode_value(&mut r, scratch)?;
+                (*next, *at) = (index + 1, raw.len() - r.remaining());
+                let text = std::str::from_utf8(scratch)
                     .map_err(|_| DecodeError::new("string value is not utf-8"))?;
-                Ok(Some(Value::Str(text)))
+                Ok(Some(Value::Str(text.to_owned())))
             }
         }
     }

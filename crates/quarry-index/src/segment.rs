@@ -349,18 +349,15 @@ impl SegmentBuilder {
             "field {name:?} does not fit: the segment holds {MAX_SEGMENT_FIELDS} fields (call has_room_for first)"
         );
         let id = self.fields.len() as u16;
-        let rules = self.schema.index_rules(name);
-        let analyzer = self.schema.analyzer_for(name).clone();
-        let positions_from_values = self.schema.positions_from_values(name);
         self.fields.push(FieldBuffer {
             name: name.to_owned(),
-            rules,
-            analyzer,
+            rules: self.schema.index_rules(name),
+            analyzer: self.schema.analyzer_for(name).clone(),
             columns: Vec::new(),
             lengths: Vec::new(),
             total_tokens: 0,
             last_doc: None,
-            positions_from_values,
+            positions_from_values: self.schema.positions_from_values(name),
         });
         self.field_ids.insert(name.to_owned(), id);
         self.memory += name.len() + 128;

@@ -359,7 +359,6 @@ impl CollectionStats {
     }
 }
 
-/// The docs of `block` whose `field` holds the whole value `value` (`Query::Exact`).
 /// A token term's postings with a source of its positions: the block's, or, for a term of a
 /// field that keeps its positions in its values (FORMAT.md), the doc's value, analysed once per
 /// doc for every such term of the query (`values`, made on first need).
@@ -403,6 +402,7 @@ pub(crate) fn field_values<'a>(
         .clone())
 }
 
+/// The docs of `block` whose `field` holds the whole value `value` (`Query::Exact`).
 fn exact_scorer<'a>(
     block: &'a BlockReader,
     field: &str,

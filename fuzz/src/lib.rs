@@ -40,12 +40,12 @@ pub struct Seed {
 }
 
 /// The seed blocks: two written by this build's `SegmentBuilder` (the current format) and the
-/// committed golden blocks of versions 1 to 3, 7 and 8, so the readers of old versions are
+/// committed golden blocks of versions 1 to 3 and 7 to 9, so the readers of old versions are
 /// fuzzed too.
 pub fn seeds() -> &'static [Seed] {
     static SEEDS: OnceLock<Vec<Seed>> = OnceLock::new();
     SEEDS.get_or_init(|| {
-        let golden: [(&'static str, &'static [u8]); 5] = [
+        let golden: [(&'static str, &'static [u8]); 6] = [
             (
                 "golden v1",
                 include_bytes!("../../crates/quarry-query/tests/golden/v1/blocks/00000001.qblk"),
@@ -67,6 +67,11 @@ pub fn seeds() -> &'static [Seed] {
             (
                 "golden v8",
                 include_bytes!("../../crates/quarry-query/tests/golden/v8/blocks/00000001.qblk"),
+            ),
+            // Resident sections stored compressed (the term FST and infos among them).
+            (
+                "golden v9",
+                include_bytes!("../../crates/quarry-query/tests/golden/v9/blocks/00000001.qblk"),
             ),
         ];
         let mut blocks = vec![
@@ -236,10 +241,7 @@ fn answer(ast: quarry_query::parser::Ast) {
     let sorts = [
         (SortOrder::Relevance, None),
         (SortOrder::TimeDesc, None),
-        (
-            SortOrder::Relevance,
-            Some(FieldSort::by("status", true)),
-        ),
+        (SortOrder::Relevance, Some(FieldSort::by("status", true))),
     ];
     for (sort, sort_field) in sorts {
         let request = SearchRequest {
@@ -396,6 +398,16 @@ fn section_refs(manifest: &[u8], base: usize, version: u32) -> Option<SectionRef
     })
 }
 
+/// The bytes of a resident section as readers expand them, when they lie in the file as they
+/// are: the whole section before version 9, after the codec byte of a section stored as it is
+/// from version 9 (`None` for a compressed one).
+fn stored_as_is(block: &[u8], section: Range<usize>, version: u32) -> Option<Range<usize>> {
+    if version < 9 {
+        return Some(section);
+    }
+    (block.get(section.start) == Some(&0)).then(|| section.start + 1..section.end)
+}
+
 /// The bytes a `section_ref` at `at` points to, if they lie below `limit`.
 fn referenced(block: &[u8], at: usize, limit: usize) -> Option<Range<usize>> {
     let offset = usize::try_from(u64_at(block, at)).ok()?;
@@ -433,6 +445,13 @@ pub fn reseal(block: &mut [u8]) {
             ) else {
                 continue;
             };
+            // From version 9 a directory is a stored section (FORMAT.md, "Stored sections"):
+            // its entries are patched where it is stored as it is, after the codec byte. A
+            // compressed one keeps its chunk crcs (a mutated chunk then fails its crc).
+            let directory = match stored_as_is(block, directory, version) {
+                Some(directory) => directory,
+                None => continue,
+            };
             let mut entry = directory.start;
             while entry + CHUNK_META_LEN <= directory.end {
                 let chunk = usize::try_from(u64_at(block, entry + 8))
@@ -451,7 +470,7 @@ pub fn reseal(block: &mut [u8]) {
         }
         if let Some(at) = refs.page_checksums {
             if let (Some(pages), Some(postings), Some(positions)) = (
-                referenced(block, at, limit),
+                referenced(block, at, limit).and_then(|pages| stored_as_is(block, pages, version)),
                 referenced(block, refs.postings, limit),
                 referenced(block, refs.positions, limit),
             ) {
@@ -790,7 +809,9 @@ mod tests {
     /// Every input of a committed corpus (`fuzz/corpus/TARGET`), through `check`: the short
     /// run of the query targets that CI makes on the stable toolchain.
     fn replay(target: &str, check: impl Fn(&[u8])) -> usize {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus").join(target);
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("corpus")
+            .join(target);
         let mut inputs = 0;
         for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{dir:?}: {e}")) {
             let path = entry.unwrap().path();
@@ -806,18 +827,57 @@ mod tests {
             check_query_text(&String::from_utf8_lossy(data))
         });
         let dsl = replay("dsl_compile", check_dsl);
-        assert!(texts >= 40 && dsl >= 20, "{texts} query and {dsl} DSL inputs");
+        assert!(
+            texts >= 40 && dsl >= 20,
+            "{texts} query and {dsl} DSL inputs"
+        );
     }
 
     /// Query-shaped text: the language's operators and words, glued at random.
     fn query_text() -> impl Strategy<Value = String> {
         let piece = prop_oneof![
-            prop::sample::select(&[
-                "a", "error", "msg:", "status:", "_time:", "_exists_:", "\\", "\"", "(", ")",
-                "[", "]", "{", "}", " TO ", "*", "?", "~", "~2", "^2", "/", "AND", " OR ", "NOT",
-                "+", "-", "!", ":=", ">=", "<", "now-1d/d", "||+1M", "2026-11-01T00:00:00", " ",
-                "1.5", "-0", "é", "\u{0}",
-            ][..])
+            prop::sample::select(
+                &[
+                    "a",
+                    "error",
+                    "msg:",
+                    "status:",
+                    "_time:",
+                    "_exists_:",
+                    "\\",
+                    "\"",
+                    "(",
+                    ")",
+                    "[",
+                    "]",
+                    "{",
+                    "}",
+                    " TO ",
+                    "*",
+                    "?",
+                    "~",
+                    "~2",
+                    "^2",
+                    "/",
+                    "AND",
+                    " OR ",
+                    "NOT",
+                    "+",
+                    "-",
+                    "!",
+                    ":=",
+                    ">=",
+                    "<",
+                    "now-1d/d",
+                    "||+1M",
+                    "2026-11-01T00:00:00",
+                    " ",
+                    "1.5",
+                    "-0",
+                    "é",
+                    "\u{0}",
+                ][..]
+            )
             .prop_map(str::to_owned),
             any::<char>().prop_map(String::from),
         ];
@@ -826,13 +886,43 @@ mod tests {
 
     /// DSL-shaped JSON: query-type keys and option names with random values, nested.
     fn dsl_json() -> impl Strategy<Value = serde_json::Value> {
-        let key = prop::sample::select(&[
-            "bool", "must", "should", "must_not", "filter", "match", "match_phrase", "term",
-            "terms", "range", "prefix", "wildcard", "regexp", "fuzzy", "exists", "query_string",
-            "multi_match", "match_all", "constant_score", "query", "field", "fields", "gte", "lt",
-            "slop", "fuzziness", "operator", "type", "value", "format", "message", "status",
-            "@timestamp",
-        ][..]);
+        let key = prop::sample::select(
+            &[
+                "bool",
+                "must",
+                "should",
+                "must_not",
+                "filter",
+                "match",
+                "match_phrase",
+                "term",
+                "terms",
+                "range",
+                "prefix",
+                "wildcard",
+                "regexp",
+                "fuzzy",
+                "exists",
+                "query_string",
+                "multi_match",
+                "match_all",
+                "constant_score",
+                "query",
+                "field",
+                "fields",
+                "gte",
+                "lt",
+                "slop",
+                "fuzziness",
+                "operator",
+                "type",
+                "value",
+                "format",
+                "message",
+                "status",
+                "@timestamp",
+            ][..],
+        );
         let leaf = prop_oneof![
             Just(serde_json::Value::Null),
             any::<bool>().prop_map(serde_json::Value::from),
@@ -993,7 +1083,15 @@ mod seed_corpus {
                     let name = format!("seed-{index}-{}-{}", field.name, column.ty.name());
                     if let Some(values) = column.doc_values {
                         let mut input = vec![0, 0, 200, 0];
-                        input.extend_from_slice(section(&seed.bytes, values));
+                        // The section as readers expand it (FORMAT.md, "Stored sections").
+                        let stored = section(&seed.bytes, values);
+                        if version >= 9 {
+                            input.extend_from_slice(
+                                &quarry_format::block::stored::decode(stored).unwrap(),
+                            );
+                        } else {
+                            input.extend_from_slice(stored);
+                        }
                         write("docvalues_decode", name.clone(), &input);
                     }
                     // Up to four chunks of the column, decompressed.

@@ -9,9 +9,9 @@ pub const BLOCK_MAGIC: &[u8; 8] = b"QRYBLOK1";
 /// The block format version this build writes (see FORMAT.md). Version 2 added the `_time`
 /// offsets section, 3 doc values, 4 page checksums of postings and positions, 5 term infos as
 /// grouped varints, 6 lone docs and constant positions in term infos, shared postings and
-/// packed norms, 7 templated string chunks, 8 positions from values; this build still reads
-/// versions 1 to 7.
-pub const FORMAT_VERSION: u32 = 8;
+/// packed norms, 7 templated string chunks, 8 positions from values, 9 resident sections stored
+/// compressed; this build still reads versions 1 to 8.
+pub const FORMAT_VERSION: u32 = 9;
 /// The oldest block format version this build reads.
 pub const MIN_FORMAT_VERSION: u32 = 1;
 

@@ -11,7 +11,8 @@
 //! shared postings, packed norms, no chunk data where doc values hold the column), and answers
 //! as version 5 does; version 7 stores long strings as templates and variables and `_time` only
 //! in its time offsets, and answers as version 6 does; version 8 keeps no positions of unmapped
-//! fields (phrases read them back from the values), and answers as version 7 does.
+//! fields (phrases read them back from the values), and answers as version 7 does; version 9
+//! stores the resident sections compressed, and answers as version 8 does.
 //!
 //! Write a new version's directory only when the format version changes:
 //! `QUARRY_WRITE_GOLDEN=v3 cargo test -p quarry-query --test golden`.
@@ -423,4 +424,33 @@ fn golden_v8_block_still_opens_and_answers() {
         .unwrap();
     assert!(text.positions_from_values);
     assert_eq!(block.manifest().positions.len, 0);
+}
+
+#[test]
+fn golden_v9_block_still_opens_and_answers() {
+    let (searcher, expected) = golden("v9", true);
+    let mut answers = answers(&searcher);
+    answers["log queries"] = log_answers(&searcher);
+    assert_eq!(answers, expected);
+    // Resident sections stored compressed change how they are stored, not what is answered.
+    let v8: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(golden_dir().join("v8.expected.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(answers, v8);
+    let block = &searcher.blocks()[0];
+    assert_eq!(block.format_version(), 9);
+    // The block uses what version 9 adds: resident sections in their stored form, the term
+    // FST and term infos zstd-compressed (codec 1, FORMAT.md "Stored sections"), the time
+    // index (8 bytes a 128 docs: too short to pay) as it is (codec 0).
+    let file = std::fs::read(block.path()).unwrap();
+    let manifest = block.manifest();
+    let stored = |section: quarry_format::block::SectionRef| {
+        &file[section.offset as usize..(section.offset + section.len) as usize]
+    };
+    assert_eq!(stored(manifest.term_fst)[0], 1);
+    assert_eq!(stored(manifest.term_infos)[0], 1);
+    assert_eq!(stored(manifest.time_index)[0], 0);
+    let expanded = quarry_format::block::stored::decode(stored(manifest.term_infos)).unwrap();
+    assert!(expanded.len() as u64 > manifest.term_infos.len);
 }

@@ -245,7 +245,7 @@ fn with_first_chunk_meta(
     ty: quarry_format::ColumnType,
     change: impl Fn(&mut [u8]),
 ) -> Vec<u8> {
-    use quarry_format::block::Manifest;
+    use quarry_format::block::{stored, Manifest};
     let footer = bytes.len() - 32;
     let offset = u64::from_le_bytes(bytes[footer..footer + 8].try_into().unwrap()) as usize;
     let version = u32::from_le_bytes(bytes[footer + 16..footer + 20].try_into().unwrap());
@@ -256,12 +256,21 @@ fn with_first_chunk_meta(
         .find(|f| f.name == field)
         .and_then(|f| f.columns.iter_mut().find(|c| c.ty == ty))
         .unwrap();
-    let start = column.directory.offset as usize;
-    let mut out = bytes[..offset].to_vec();
+    let stored_directory = &bytes[column.directory.offset as usize
+        ..(column.directory.offset + column.directory.len) as usize];
+    let mut directory = stored::decode(stored_directory).unwrap().into_vec();
     // chunk_meta := first_doc present_count offset len crc32 min max (FORMAT.md)
-    change(&mut out[start..start + 40]);
-    let directory = &out[start..(column.directory.offset + column.directory.len) as usize];
-    column.directory.crc = crc32fast::hash(directory);
+    change(&mut directory[..40]);
+    // The changed directory goes after the other sections, stored as it is (FORMAT.md,
+    // "Stored sections"); the old one stays where it was, unreferenced.
+    let mut out = bytes[..offset].to_vec();
+    let mut stored_form = vec![0u8];
+    stored_form.extend_from_slice(&directory);
+    column.directory.offset = out.len() as u64;
+    column.directory.len = stored_form.len() as u64;
+    column.directory.crc = crc32fast::hash(&stored_form);
+    out.extend_from_slice(&stored_form);
+    let offset = out.len();
     let mut encoded = Vec::new();
     manifest.encode(&mut encoded);
     out.extend_from_slice(&encoded);

@@ -56,7 +56,19 @@ pub fn print_sizes(blocks: &[BlockReader]) -> Result<()> {
             }
             bytes.norms += field.text.as_ref().map_or(0, |t| t.norms.len);
         }
-        add_terms(block, &mut fields)?;
+        // Term infos stored compressed (format version 9) are credited to the fields in
+        // proportion to their expanded bytes, so the fields add up to the section.
+        let mut block_terms: BTreeMap<String, FieldBytes> = BTreeMap::new();
+        add_terms(block, &mut block_terms)?;
+        let expanded: Vec<u64> = block_terms.values().map(|b| b.term_infos).collect();
+        let shares = split_in_proportion(block.manifest().term_infos.len, &expanded);
+        for ((name, terms), share) in block_terms.into_iter().zip(shares) {
+            let bytes = fields.entry(name).or_default();
+            bytes.terms += terms.terms;
+            bytes.term_infos += share;
+            bytes.postings += terms.postings;
+            bytes.positions += terms.positions;
+        }
     }
     for (kind, bytes) in &kinds {
         println!("{kind:>24}: {bytes:>12} bytes");
@@ -98,6 +110,30 @@ pub fn print_sizes(blocks: &[BlockReader]) -> Result<()> {
         100.0 * resident as f64 / files.max(1) as f64
     );
     Ok(())
+}
+
+/// `total` split in proportion to `weights`, in whole bytes that add up to it (the largest
+/// remainders get the bytes rounding left over).
+fn split_in_proportion(total: u64, weights: &[u64]) -> Vec<u64> {
+    let sum: u128 = weights.iter().map(|&w| u128::from(w)).sum();
+    if sum == 0 {
+        return vec![0; weights.len()];
+    }
+    let exact: Vec<(u64, u128)> = weights
+        .iter()
+        .map(|&w| {
+            let scaled = u128::from(w) * u128::from(total);
+            ((scaled / sum) as u64, scaled % sum)
+        })
+        .collect();
+    let mut shares: Vec<u64> = exact.iter().map(|&(share, _)| share).collect();
+    let left = total - shares.iter().sum::<u64>();
+    let mut by_remainder: Vec<usize> = (0..exact.len()).collect();
+    by_remainder.sort_by_key(|&i| std::cmp::Reverse(exact[i].1));
+    for &i in by_remainder.iter().take(left as usize) {
+        shares[i] += 1;
+    }
+    shares
 }
 
 /// Every term of the block, credited to its field.
@@ -145,4 +181,25 @@ fn add_terms(block: &BlockReader, fields: &mut BTreeMap<String, FieldBytes>) -> 
         bytes.positions += info.positions_len;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_in_proportion;
+
+    #[test]
+    fn a_split_adds_up_and_follows_the_weights() {
+        assert_eq!(split_in_proportion(10, &[1, 1, 1]), vec![4, 3, 3]);
+        assert_eq!(split_in_proportion(100, &[50, 25, 25]), vec![50, 25, 25]);
+        assert_eq!(split_in_proportion(7, &[0, 0]), vec![0, 0]);
+        assert_eq!(split_in_proportion(0, &[3, 4]), vec![0, 0]);
+        let weights = [2_080_797u64, 885_259, 898_608, 3_515, 12];
+        let shares = split_in_proportion(2_039_680, &weights);
+        assert_eq!(shares.iter().sum::<u64>(), 2_039_680);
+        let sum: u64 = weights.iter().sum();
+        for (&share, &weight) in shares.iter().zip(&weights) {
+            let exact = weight as f64 * 2_039_680.0 / sum as f64;
+            assert!((share as f64 - exact).abs() < 1.0, "{share} vs {exact}");
+        }
+    }
 }

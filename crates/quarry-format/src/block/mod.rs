@@ -23,6 +23,7 @@ pub mod fetch_counts;
 mod manifest;
 pub mod pages;
 mod reader;
+pub mod stored;
 mod writer;
 
 pub use fetch_counts::FetchCounts;

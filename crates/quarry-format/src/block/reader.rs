@@ -1,5 +1,6 @@
 use super::manifest::{ColumnMeta, FieldMeta, Manifest, SectionRef};
 use super::pages::{PageChecksums, PagedSection};
+use super::stored;
 use super::TIME_FIELD;
 use crate::column::{ChunkCache, ColumnReader, DecodedChunk, Templates};
 use crate::docvalues::DocValues;
@@ -19,6 +20,9 @@ use std::sync::{Arc, OnceLock};
 
 /// The first format version whose norms are packed (`fieldnorm::encode_packed`).
 pub const PACKED_NORMS_VERSION: u32 = 6;
+
+/// The first format version whose resident sections are stored compressed (`stored`).
+pub const STORED_SECTIONS_VERSION: u32 = 9;
 
 /// One group entry of the time offsets section (FORMAT.md): offset, bits, pad, divisor.
 pub const TIME_GROUP_ENTRY_LEN: usize = 16;
@@ -258,7 +262,10 @@ impl BlockReader {
         // Sections read at random are copied and checked now (doc values and norms in the loop
         // below, where their shapes are checked too; the others after it); the FST in
         // particular must not be walked if corrupt.
-        let mut resident = Resident::default();
+        let mut resident = Resident {
+            expand: version >= STORED_SECTIONS_VERSION,
+            ..Resident::default()
+        };
         let mut eager = vec![
             ("time index".to_owned(), manifest.time_index),
             ("term dictionary".to_owned(), manifest.term_fst),
@@ -266,10 +273,6 @@ impl BlockReader {
         ];
         if let Some(offsets) = manifest.time_offsets {
             eager.push(("time offsets".to_owned(), offsets));
-            let groups = u64::from(manifest.doc_count.div_ceil(TIME_INDEX_INTERVAL));
-            if offsets.len < groups * TIME_GROUP_ENTRY_LEN as u64 {
-                return Err(corrupt("time offsets", "shorter than its group entries"));
-            }
         }
         for field in &manifest.fields {
             for column in &field.columns {
@@ -289,6 +292,25 @@ impl BlockReader {
         }
         for (name, section) in eager {
             resident.copy_checked(path, bytes, &name, section)?;
+        }
+        // Lengths are those of the copies: a version 9 section is stored compressed.
+        let resident_len = |section| resident.get(section).map_or(0, |copy| copy.len() as u64);
+        if let Some(offsets) = manifest.time_offsets {
+            let groups = u64::from(manifest.doc_count.div_ceil(TIME_INDEX_INTERVAL));
+            if resident_len(offsets) < groups * TIME_GROUP_ENTRY_LEN as u64 {
+                return Err(corrupt("time offsets", "shorter than its group entries"));
+            }
+        }
+        let expected_index_len = u64::from(manifest.doc_count.div_ceil(TIME_INDEX_INTERVAL)) * 8;
+        if resident_len(manifest.time_index) != expected_index_len {
+            return Err(corrupt("time index", "length does not match doc count"));
+        }
+        if !term_infos_fit(
+            version,
+            resident_len(manifest.term_infos),
+            manifest.term_count,
+        ) {
+            return Err(corrupt("term infos", "length does not match term count"));
         }
         // Template dictionaries are decoded now, checked: a templated chunk is rebuilt from
         // them. The decoded form is what is kept.
@@ -310,13 +332,6 @@ impl BlockReader {
                 });
             }
             templates.push(of_field.into_boxed_slice());
-        }
-        let expected_index_len = u64::from(manifest.doc_count.div_ceil(TIME_INDEX_INTERVAL)) * 8;
-        if manifest.time_index.len != expected_index_len {
-            return Err(corrupt("time index", "length does not match doc count"));
-        }
-        if !term_infos_fit(version, manifest.term_infos.len, manifest.term_count) {
-            return Err(corrupt("term infos", "length does not match term count"));
         }
         let pages = match manifest.page_checksums {
             Some(section) => {
@@ -544,6 +559,11 @@ impl BlockReader {
             ..section
         };
         check_crc(&self.path, &copy, &name, whole)?;
+        let copy = if self.version >= STORED_SECTIONS_VERSION {
+            stored::decode(&copy).map_err(|e| e.in_file(&self.path, name.as_str()))?
+        } else {
+            copy
+        };
         check(&self.path, &name, &copy)?;
         // Another thread may have set it meanwhile, with the same bytes.
         let _ = slot.set(copy);
@@ -876,7 +896,7 @@ impl BlockReader {
     }
 
     pub fn sparse_time_len(&self) -> usize {
-        (self.manifest.time_index.len / 8) as usize
+        self.time_index.len() / 8
     }
 
     /// The `_time` of the docs of group `group` (docs `128 * group ..`), from the time
@@ -1342,6 +1362,8 @@ struct Resident {
     /// ((offset, length), copy).
     sections: Vec<(SectionKey, Box<[u8]>)>,
     bytes: usize,
+    /// Whether sections are stored (`stored`, format version 9) and their copies expanded.
+    expand: bool,
 }
 
 impl Resident {
@@ -1366,6 +1388,11 @@ impl Resident {
                     ..section
                 };
                 check_crc(path, &copy, name, whole)?;
+                let copy = if self.expand {
+                    stored::decode(&copy).map_err(|e| e.in_file(path, name))?
+                } else {
+                    copy
+                };
                 self.bytes += copy.len();
                 self.sections.insert(at, (key, copy));
                 at

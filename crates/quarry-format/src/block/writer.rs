@@ -72,6 +72,8 @@ impl InvertedIndexWriter {
 struct SectionSink<W: Write> {
     out: W,
     offset: u64,
+    /// A resident section's stored form, reused.
+    scratch: Vec<u8>,
 }
 
 impl<W: Write> SectionSink<W> {
@@ -84,6 +86,17 @@ impl<W: Write> SectionSink<W> {
         self.out.write_all(bytes)?;
         self.offset += bytes.len() as u64;
         Ok(section)
+    }
+
+    /// A section readers keep resident, stored compressed where that pays (`stored`, format
+    /// version 9).
+    fn resident(&mut self, bytes: &[u8]) -> std::io::Result<SectionRef> {
+        self.scratch.clear();
+        super::stored::encode(bytes, &mut self.scratch);
+        let stored = std::mem::take(&mut self.scratch);
+        let section = self.section(&stored);
+        self.scratch = stored;
+        section
     }
 }
 
@@ -142,7 +155,11 @@ pub fn encode_block(name: &Path, mut input: BlockInput, out: impl Write) -> Resu
         path: path.to_path_buf(),
         source,
     };
-    let mut sink = SectionSink { out, offset: 0 };
+    let mut sink = SectionSink {
+        out,
+        offset: 0,
+        scratch: Vec::new(),
+    };
     sink.section(BLOCK_MAGIC).map_err(io)?;
 
     // Section order: first what queries read piecemeal (column data, postings, positions),
@@ -178,7 +195,7 @@ pub fn encode_block(name: &Path, mut input: BlockInput, out: impl Write) -> Resu
         let mut doc_values = Vec::with_capacity(field.columns.len());
         for column in &field.columns {
             doc_values.push(match &column.doc_values {
-                Some(bytes) => Some(sink.section(bytes).map_err(io)?),
+                Some(bytes) => Some(sink.resident(bytes).map_err(io)?),
                 None => None,
             });
         }
@@ -186,7 +203,7 @@ pub fn encode_block(name: &Path, mut input: BlockInput, out: impl Write) -> Resu
             Some(text) => {
                 norms.clear();
                 crate::fieldnorm::encode_packed(&text.norms, &mut norms);
-                Some(sink.section(&norms).map_err(io)?)
+                Some(sink.resident(&norms).map_err(io)?)
             }
             None => None,
         };
@@ -197,8 +214,8 @@ pub fn encode_block(name: &Path, mut input: BlockInput, out: impl Write) -> Resu
     for time in input.times.iter().step_by(TIME_INDEX_INTERVAL as usize) {
         time_index.extend_from_slice(&time.to_le_bytes());
     }
-    let time_index = sink.section(&time_index).map_err(io)?;
-    let time_offsets = Some(sink.section(&time_offsets_bytes).map_err(io)?);
+    let time_index = sink.resident(&time_index).map_err(io)?;
+    let time_offsets = Some(sink.resident(&time_offsets_bytes).map_err(io)?);
 
     let mut fields = Vec::with_capacity(input.fields.len());
     for ((field, data_refs), (doc_values, norms)) in
@@ -209,14 +226,14 @@ pub fn encode_block(name: &Path, mut input: BlockInput, out: impl Write) -> Resu
         {
             // Template dictionaries among the planning sections: opening a block reads them.
             let templates = match &column.templates {
-                Some(bytes) => Some(sink.section(bytes).map_err(io)?),
+                Some(bytes) => Some(sink.resident(bytes).map_err(io)?),
                 None => None,
             };
             columns.push(ColumnMeta {
                 ty: column.ty,
                 present_count: column.present_count,
                 min_max: column.min_max,
-                directory: sink.section(&column.directory).map_err(io)?,
+                directory: sink.resident(&column.directory).map_err(io)?,
                 data,
                 doc_values,
                 templates,
@@ -238,8 +255,8 @@ pub fn encode_block(name: &Path, mut input: BlockInput, out: impl Write) -> Resu
     let (fst_bytes, infos, term_count) = dictionary
         .finish()
         .map_err(|e| invalid(format!("term dictionary: {e}")))?;
-    let term_fst = sink.section(&fst_bytes).map_err(io)?;
-    let term_infos = sink.section(&infos).map_err(io)?;
+    let term_fst = sink.resident(&fst_bytes).map_err(io)?;
+    let term_infos = sink.resident(&infos).map_err(io)?;
     let mut page_checksums = Vec::new();
     super::pages::encode_page_checksums(
         CHECKSUM_PAGE_LEN,
@@ -247,7 +264,7 @@ pub fn encode_block(name: &Path, mut input: BlockInput, out: impl Write) -> Resu
         &postings.positions,
         &mut page_checksums,
     );
-    let page_checksums = Some(sink.section(&page_checksums).map_err(io)?);
+    let page_checksums = Some(sink.resident(&page_checksums).map_err(io)?);
 
     let manifest = Manifest {
         doc_count,

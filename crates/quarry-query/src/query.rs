@@ -729,7 +729,7 @@ fn time_key_range(field: &str, range: NumericRange, otherwise: Query) -> Query {
         _ => i64::MAX,
     };
     // The documents whose time the key gave: their time as sent names it (a token of
-    // `{"timestamp":...}`; the value, a time, has no word of its own).
+    // `"timestamp"` or `{"timestamp":...}`; the value, a time, has no word of its own).
     let sent_here = Query::Term {
         field: TIME_AS_SENT_FIELD.to_owned(),
         term: field.to_owned(),

@@ -414,7 +414,7 @@ impl HitView {
             let sent = flat
                 .get(crate::live::TIME_AS_SENT_FIELD)
                 .and_then(JsonValue::as_str)
-                .and_then(|text| serde_json::from_str::<Map<String, JsonValue>>(text).ok());
+                .and_then(|text| crate::live::sent_time(text, time));
             match sent {
                 Some(sent) => {
                     for (key, value) in sent {

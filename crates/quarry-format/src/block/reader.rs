@@ -552,18 +552,8 @@ impl BlockReader {
             &(section.offset..section.offset + section.len),
         ))?;
         // In bounds: every section was checked against the file length at open.
-        let copy: Box<[u8]> =
-            self.file()[section.offset as usize..(section.offset + section.len) as usize].into();
-        let whole = SectionRef {
-            offset: 0,
-            ..section
-        };
-        check_crc(&self.path, &copy, &name, whole)?;
-        let copy = if self.version >= STORED_SECTIONS_VERSION {
-            stored::decode(&copy).map_err(|e| e.in_file(&self.path, name.as_str()))?
-        } else {
-            copy
-        };
+        let expand = self.version >= STORED_SECTIONS_VERSION;
+        let copy = checked_copy(&self.path, self.file(), &name, section, expand)?;
         check(&self.path, &name, &copy)?;
         // Another thread may have set it meanwhile, with the same bytes.
         let _ = slot.set(copy);
@@ -1357,6 +1347,30 @@ fn check_norms(
     }
 }
 
+/// A private copy of `section` of `file` (in bounds: checked by the caller) whose crc is
+/// checked, expanded when `expand` says the section is stored (`stored`, format version 9).
+/// The copy is what readers will read: it is what must match.
+fn checked_copy(
+    path: &Path,
+    file: &[u8],
+    name: &str,
+    section: SectionRef,
+    expand: bool,
+) -> Result<Box<[u8]>> {
+    let copy: Box<[u8]> =
+        file[section.offset as usize..(section.offset + section.len) as usize].into();
+    let whole = SectionRef {
+        offset: 0,
+        ..section
+    };
+    check_crc(path, &copy, name, whole)?;
+    if expand {
+        stored::decode(&copy).map_err(|e| e.in_file(path, name))
+    } else {
+        Ok(copy)
+    }
+}
+
 #[derive(Default)]
 struct Resident {
     /// ((offset, length), copy).
@@ -1380,19 +1394,7 @@ impl Resident {
         let at = match self.sections.binary_search_by_key(&key, |(key, _)| *key) {
             Ok(at) => at,
             Err(at) => {
-                let copy: Box<[u8]> =
-                    file[section.offset as usize..(section.offset + section.len) as usize].into();
-                // The copy is what readers will read: it is what must match.
-                let whole = SectionRef {
-                    offset: 0,
-                    ..section
-                };
-                check_crc(path, &copy, name, whole)?;
-                let copy = if self.expand {
-                    stored::decode(&copy).map_err(|e| e.in_file(path, name))?
-                } else {
-                    copy
-                };
+                let copy = checked_copy(path, file, name, section, self.expand)?;
                 self.bytes += copy.len();
                 self.sections.insert(at, (key, copy));
                 at

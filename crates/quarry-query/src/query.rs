@@ -375,7 +375,7 @@ pub fn plan(ast: &Ast, schema: &Schema, text_fields: &[String]) -> Result<Query>
                 *now,
             )?;
             let otherwise = plan(otherwise, schema, text_fields)?;
-            time_key_range(field, reader.range(field, lower, upper)?, otherwise)
+            time_key_range(field, reader.range(field, lower, upper)?, otherwise)?
         }
         Ast::TypedRange {
             field,
@@ -716,7 +716,7 @@ pub const TIME_KEYS: [&str; 2] = ["timestamp", "time"];
 
 /// A range of dates (in milliseconds) on the unmapped time key `field` (`TIME_KEYS`): the
 /// events whose time it gave, by their time; the others as `otherwise`, the field's own range.
-fn time_key_range(field: &str, range: NumericRange, otherwise: Query) -> Query {
+fn time_key_range(field: &str, range: NumericRange, otherwise: Query) -> Result<Query> {
     let nanos = |ms: i64| ms.saturating_mul(1_000_000);
     let start = match range.lower {
         Bound::Included(Number::Int(ms)) => nanos(ms),
@@ -728,13 +728,27 @@ fn time_key_range(field: &str, range: NumericRange, otherwise: Query) -> Query {
         Bound::Excluded(Number::Int(ms)) => nanos(ms),
         _ => i64::MAX,
     };
-    // The documents whose time the key gave: their time as sent names it (a token of
-    // `"timestamp"` or `{"timestamp":...}`; the value, a time, has no word of its own).
-    let sent_here = Query::Term {
-        field: TIME_AS_SENT_FIELD.to_owned(),
-        term: field.to_owned(),
-    };
-    Query::Any(vec![
+    // The documents whose time the key gave: their time as sent is the key's name alone
+    // (`"timestamp"`) or starts with it (`{"timestamp":...}`). Not the token `timestamp`:
+    // `{"@timestamp":...}` holds that token too, and `@timestamp` is no such key.
+    let key = serde_json::Value::from(field).to_string();
+    let sent_here = Query::Any(vec![
+        Query::Exact {
+            field: TIME_AS_SENT_FIELD.to_owned(),
+            value: key.clone(),
+            tokens: Vec::new(),
+        },
+        Query::WholeValues {
+            field: TIME_AS_SENT_FIELD.to_owned(),
+            pattern: whole_value_pattern(
+                TIME_AS_SENT_FIELD,
+                PatternKind::Prefix(format!("{{{key}:")),
+            )?,
+            max_chars: None,
+            long_values: true,
+        },
+    ]);
+    Ok(Query::Any(vec![
         Query::Bool {
             must: vec![Query::TimeRange { start, end }, sent_here.clone()],
             should: Vec::new(),
@@ -745,7 +759,7 @@ fn time_key_range(field: &str, range: NumericRange, otherwise: Query) -> Query {
             should: Vec::new(),
             must_not: vec![sent_here],
         },
-    ])
+    ]))
 }
 
 /// A clause on a `constant_keyword` field: every event or none, as the field's one value

@@ -484,8 +484,14 @@ fn time_keys_stay_searchable_under_their_names() {
     let docs: Vec<TimedDoc> = (0..40u32)
         .map(|i| {
             let day = 1 + i % 28;
-            let (doc, key) = match i % 5 {
+            let (doc, key) = match i % 7 {
                 0 => (json!({"timestamp": format!("2024-02-{day:02}T10:00:00Z"), "i": i}), Some(("timestamp", day))),
+                // The same instant in other text: kept as sent, a value longer than an exact
+                // term holds.
+                4 => (json!({"timestamp": format!("2024-02-{day:02}T11:00:00+01:00"), "i": i}), Some(("timestamp", day))),
+                // `@timestamp` in other text than Quarry writes: kept as sent too, under a
+                // name that tokenizes as `timestamp` does, yet in no range on `timestamp`.
+                5 => (json!({"@timestamp": format!("2024-02-{day:02}T10:00:00.000Z"), "i": i}), None),
                 1 => (json!({"time": format!("2024-02-{day:02}"), "i": i}), Some(("time", day))),
                 // Quarry's own time key, in the text Quarry writes times in (kept as the key's
                 // name alone, live.rs): its `_source` is as sent too.

@@ -7,11 +7,14 @@
 //! Input: `doc_freq:u32 split:u16 postings_offset:u8 positions_offset:u8 flags:u8 stride:u8`
 //! then bytes, cut at `split` into the postings and the positions section. The term's
 //! postings and positions run from their offset to the end of their section. Flags: 1 the
-//! term has positions, 2 open without positions, 4 lengths one byte past the section.
+//! term has positions, 2 open without positions, 4 lengths one byte past the section, 8 an
+//! inline doc, 16 a constant position, 32 the wide layout (versions 1 to 9; else the compact
+//! one), 64 a max tf of 2 (the compact layout's tails then hold frequencies).
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use quarry_format::postings::PostingsLayout;
 use quarry_format::{PostingsCursor, TermInfo, TERMINATED};
 
 fuzz_target!(|data: &[u8]| {
@@ -31,7 +34,7 @@ fuzz_target!(|data: &[u8]| {
         postings_len: (postings.len().saturating_sub(postings_offset) + slack) as u32,
         positions_offset: positions_offset as u64,
         positions_len: (positions.len().saturating_sub(positions_offset) + slack) as u64,
-        max_tf: 1,
+        max_tf: if flags & 64 != 0 { 2 } else { 1 },
         min_norm: 0,
         has_positions: flags & 1 != 0,
         inline_doc: (flags & 8 != 0).then_some(u32::from(header[9])),
@@ -41,7 +44,11 @@ fuzz_target!(|data: &[u8]| {
         if flags & 2 != 0 {
             PostingsCursor::try_new_without_positions(&info, postings)
         } else {
-            PostingsCursor::try_new(&info, postings, positions)
+            let layout = match flags & 32 {
+                0 => PostingsLayout::Compact,
+                _ => PostingsLayout::Wide,
+            };
+            PostingsCursor::try_new_in(&info, layout, postings, positions)
         }
     };
 

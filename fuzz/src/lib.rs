@@ -40,12 +40,12 @@ pub struct Seed {
 }
 
 /// The seed blocks: two written by this build's `SegmentBuilder` (the current format) and the
-/// committed golden blocks of versions 1 to 3 and 7 to 9, so the readers of old versions are
+/// committed golden blocks of versions 1 to 3 and 7 to 10, so the readers of old versions are
 /// fuzzed too.
 pub fn seeds() -> &'static [Seed] {
     static SEEDS: OnceLock<Vec<Seed>> = OnceLock::new();
     SEEDS.get_or_init(|| {
-        let golden: [(&'static str, &'static [u8]); 6] = [
+        let golden: [(&'static str, &'static [u8]); 7] = [
             (
                 "golden v1",
                 include_bytes!("../../crates/quarry-query/tests/golden/v1/blocks/00000001.qblk"),
@@ -72,6 +72,11 @@ pub fn seeds() -> &'static [Seed] {
             (
                 "golden v9",
                 include_bytes!("../../crates/quarry-query/tests/golden/v9/blocks/00000001.qblk"),
+            ),
+            // The compact postings layout: short skip entries, tails without unit tfs.
+            (
+                "golden v10",
+                include_bytes!("../../crates/quarry-query/tests/golden/v10/blocks/00000001.qblk"),
             ),
         ];
         let mut blocks = vec![
@@ -1020,6 +1025,7 @@ mod tests {
 mod seed_corpus {
     use super::*;
     use quarry_format::block::SectionRef;
+    use quarry_format::postings::COMPACT_POSTINGS_VERSION;
 
     fn section(bytes: &[u8], section: SectionRef) -> &[u8] {
         &bytes[section.offset as usize..(section.offset + section.len) as usize]
@@ -1072,7 +1078,13 @@ mod seed_corpus {
                     &positions[info.positions_offset as usize..][..info.positions_len as usize];
                 let mut input = info.doc_freq.to_le_bytes().to_vec();
                 input.extend_from_slice(&(term_postings.len() as u16).to_le_bytes());
-                input.extend_from_slice(&[0, 0, u8::from(info.has_positions), 7]);
+                // The flags of postings_decode.rs: positions, the block's layout, a max tf
+                // above 1 (the target's term info has 1 or 2).
+                let wide = reader.format_version() < COMPACT_POSTINGS_VERSION;
+                let flags = u8::from(info.has_positions)
+                    | if wide { 32 } else { 0 }
+                    | if info.max_tf > 1 { 64 } else { 0 };
+                input.extend_from_slice(&[0, 0, flags, 7]);
                 input.extend_from_slice(term_postings);
                 input.extend_from_slice(term_positions);
                 write("postings_decode", format!("seed-{index}-{n}"), &input);

@@ -10,8 +10,9 @@ pub const BLOCK_MAGIC: &[u8; 8] = b"QRYBLOK1";
 /// offsets section, 3 doc values, 4 page checksums of postings and positions, 5 term infos as
 /// grouped varints, 6 lone docs and constant positions in term infos, shared postings and
 /// packed norms, 7 templated string chunks, 8 positions from values, 9 resident sections stored
-/// compressed; this build still reads versions 1 to 8.
-pub const FORMAT_VERSION: u32 = 9;
+/// compressed, 10 compact skip entries, tails without unit frequencies and columns' zstd
+/// dictionaries; this build still reads versions 1 to 9.
+pub const FORMAT_VERSION: u32 = 10;
 /// The oldest block format version this build reads.
 pub const MIN_FORMAT_VERSION: u32 = 1;
 
@@ -64,6 +65,18 @@ pub const COLUMN_CHUNK_TARGET_BYTES: usize = 64 * 1024;
 /// Past it, chunks are compressed as they close, and kept as well if the doc values are: a
 /// bound on a merge's memory, at the cost of some compression that may be thrown away.
 pub const PENDING_CHUNK_BYTES: usize = 32 * 1024 * 1024;
+
+/// A string column's first chunks wait, uncompressed, until this many have closed: zstd then
+/// trains a dictionary of at most `COLUMN_DICTIONARY_LEN` bytes from them, and every chunk of
+/// the column is compressed with it when that pays (format version 10; a column with fewer
+/// chunks has none). A 64 KiB chunk compressed alone finds no match in the others; trained on
+/// the first 32 chunks (2 MiB, about 0.1 s), a dictionary gives each chunk the column's
+/// common text up front: 1M generated messages took 11.0 MB plain, 9.2 MB with one (a
+/// model over the chunks, BENCHMARKS.md "Format v10").
+pub const COLUMN_DICTIONARY_TRAINING_CHUNKS: usize = 32;
+pub const COLUMN_DICTIONARY_LEN: usize = 64 * 1024;
+/// A column's dictionary section may not claim more than this many bytes (readers).
+pub const MAX_COLUMN_DICTIONARY_LEN: usize = 1 << 20;
 
 /// `_time` chunks close after this many docs instead. Histograms and time bounds find the
 /// exact doc where a time starts by decoding the one chunk around it (the sparse time index

@@ -51,7 +51,11 @@ pub fn print_sizes(blocks: &[BlockReader]) -> Result<()> {
         for field in &block.manifest().fields {
             let bytes = fields.entry(field.name.clone()).or_default();
             for column in &field.columns {
-                bytes.columns += column.directory.len + column.data.len;
+                // With the dictionaries the column's chunks need (templates, zstd's).
+                let dictionaries = [column.templates, column.dictionary];
+                bytes.columns += column.directory.len
+                    + column.data.len
+                    + dictionaries.iter().flatten().map(|s| s.len).sum::<u64>();
                 bytes.doc_values += column.doc_values.map_or(0, |s| s.len);
             }
             bytes.norms += field.text.as_ref().map_or(0, |t| t.norms.len);

@@ -41,6 +41,9 @@ pub struct ColumnMeta {
     /// The column's template dictionary (version 7 on; string columns whose chunks hold
     /// templated values).
     pub templates: Option<SectionRef>,
+    /// The zstd dictionary the column's chunks with data are compressed with (version 10
+    /// on; string and JSON columns, when one paid).
+    pub dictionary: Option<SectionRef>,
 }
 
 /// Statistics of a tokenized field, for BM25.
@@ -107,8 +110,8 @@ impl Manifest {
                 }
                 column.directory.encode(out);
                 column.data.encode(out);
-                // Version 3 and version 7.
-                for section in [column.doc_values, column.templates] {
+                // Versions 3, 7 and 10.
+                for section in [column.doc_values, column.templates, column.dictionary] {
                     match section {
                         Some(section) => {
                             put_u8(out, 1);
@@ -172,26 +175,16 @@ impl Manifest {
                 };
                 let directory = SectionRef::decode(&mut r)?;
                 let data = SectionRef::decode(&mut r)?;
-                let doc_values = if version >= 3 {
-                    match r.u8()? {
-                        0 => None,
-                        1 => Some(SectionRef::decode(&mut r)?),
-                        _ => return Err(DecodeError::new("bad doc values flag")),
-                    }
-                } else {
-                    None
-                };
-                let templates = if version >= 7 {
-                    match r.u8()? {
-                        0 => None,
-                        1 => Some(SectionRef::decode(&mut r)?),
-                        _ => return Err(DecodeError::new("bad templates flag")),
-                    }
-                } else {
-                    None
-                };
+                let doc_values = optional_section(&mut r, version >= 3, "bad doc values flag")?;
+                let templates = optional_section(&mut r, version >= 7, "bad templates flag")?;
                 if templates.is_some() && ty != ColumnType::Str {
                     return Err(DecodeError::new("templates for a column of another type"));
+                }
+                let dictionary = optional_section(&mut r, version >= 10, "bad dictionary flag")?;
+                if dictionary.is_some() && !matches!(ty, ColumnType::Str | ColumnType::Json) {
+                    return Err(DecodeError::new(
+                        "a dictionary for a column of another type",
+                    ));
                 }
                 columns.push(ColumnMeta {
                     ty,
@@ -201,6 +194,7 @@ impl Manifest {
                     data,
                     doc_values,
                     templates,
+                    dictionary,
                 });
             }
             let text = match r.u8()? {
@@ -276,6 +270,9 @@ impl Manifest {
                 if let Some(templates) = column.templates {
                     all.push((format!("{name} templates"), templates));
                 }
+                if let Some(dictionary) = column.dictionary {
+                    all.push((format!("{name} dictionary"), dictionary));
+                }
             }
             if let Some(text) = &field.text {
                 all.push((format!("norms of {}", field.name), text.norms));
@@ -299,10 +296,11 @@ impl Manifest {
     /// at its end ([`Manifest::planning_start`]).
     pub fn planning_sections(&self) -> impl Iterator<Item = SectionRef> + '_ {
         let directories = self.fields.iter().flat_map(|field| {
-            field
-                .columns
-                .iter()
-                .flat_map(|column| std::iter::once(column.directory).chain(column.templates))
+            field.columns.iter().flat_map(|column| {
+                std::iter::once(column.directory)
+                    .chain(column.templates)
+                    .chain(column.dictionary)
+            })
         });
         [self.time_index, self.term_fst, self.term_infos]
             .into_iter()
@@ -330,5 +328,22 @@ impl Manifest {
             .map(|section| section.offset)
             .min()
             .unwrap_or(self.term_fst.offset)
+    }
+}
+
+/// A column's optional section: where the manifest's version has it (`present`), a flag byte
+/// (0 or 1) and, after a 1, the section's reference; `bad_flag` names any other flag.
+fn optional_section(
+    r: &mut ByteReader<'_>,
+    present: bool,
+    bad_flag: &'static str,
+) -> DecodeResult<Option<SectionRef>> {
+    if !present {
+        return Ok(None);
+    }
+    match r.u8()? {
+        0 => Ok(None),
+        1 => Ok(Some(SectionRef::decode(r)?)),
+        _ => Err(DecodeError::new(bad_flag)),
     }
 }

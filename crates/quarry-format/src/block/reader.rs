@@ -2,7 +2,7 @@ use super::manifest::{ColumnMeta, FieldMeta, Manifest, SectionRef};
 use super::pages::{PageChecksums, PagedSection};
 use super::stored;
 use super::TIME_FIELD;
-use crate::column::{ChunkCache, ColumnReader, DecodedChunk, Templates};
+use crate::column::{ChunkCache, ChunkDictionary, ColumnReader, DecodedChunk, Templates};
 use crate::docvalues::DocValues;
 use crate::error::{DecodeError, FormatError, Result};
 use crate::fieldnorm;
@@ -11,7 +11,7 @@ use crate::limits::{
     TIME_INDEX_INTERVAL,
 };
 use crate::packed::{packed4x_get, prefetch};
-use crate::postings::{CursorGuards, PostingsCursor, TermInfo};
+use crate::postings::{CursorGuards, PostingsCursor, PostingsLayout, TermInfo};
 use crate::termdict::{term_infos_fit, term_key, TermInfoCursor, TermKind};
 use crate::value::{ColumnType, Value};
 use std::ops::Range;
@@ -116,6 +116,8 @@ pub struct BlockReader {
     /// Each column's template dictionary (format version 7), decoded at open, by field
     /// ordinal then column index as in the manifest.
     templates: Box<[Box<[Option<Templates>]>]>,
+    /// Each column's chunk dictionary (format version 10), loaded at open, indexed alike.
+    dictionaries: Box<[Box<[Option<ChunkDictionary>]>]>,
     /// A remote block's doc values and norms (`Manifest::on_demand_sections`), by (offset,
     /// length): fetched, copied and checked when a query first needs one. Empty for a
     /// local block, which holds them resident from the start.
@@ -315,9 +317,24 @@ impl BlockReader {
         // Template dictionaries are decoded now, checked: a templated chunk is rebuilt from
         // them. The decoded form is what is kept.
         let mut templates = Vec::with_capacity(manifest.fields.len());
+        let mut dictionaries = Vec::with_capacity(manifest.fields.len());
         for field in &manifest.fields {
             let mut of_field = Vec::with_capacity(field.columns.len());
+            let mut dictionaries_of_field = Vec::with_capacity(field.columns.len());
             for column in &field.columns {
+                // So are the chunks' zstd dictionaries (version 10), loaded for zstd.
+                dictionaries_of_field.push(match column.dictionary {
+                    Some(section) => {
+                        let name = format!("column {}:{} dictionary", field.name, column.ty.name());
+                        let copy = resident.copy_checked(path, bytes, &name, section)?;
+                        let loaded = ChunkDictionary::decode(copy)
+                            .map_err(|e| e.in_file(path, name.as_str()))?;
+                        resident.take(section);
+                        resident.bytes += loaded.heap_bytes();
+                        Some(loaded)
+                    }
+                    None => None,
+                });
                 of_field.push(match column.templates {
                     Some(section) => {
                         let name = format!("column {}:{} templates", field.name, column.ty.name());
@@ -332,6 +349,7 @@ impl BlockReader {
                 });
             }
             templates.push(of_field.into_boxed_slice());
+            dictionaries.push(dictionaries_of_field.into_boxed_slice());
         }
         let pages = match manifest.page_checksums {
             Some(section) => {
@@ -390,6 +408,7 @@ impl BlockReader {
             uid: NEXT_READER_UID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             unpacked_norms: (0..field_count).map(|_| OnceLock::new()).collect(),
             templates: templates.into_boxed_slice(),
+            dictionaries: dictionaries.into_boxed_slice(),
             on_demand: on_demand.into_boxed_slice(),
         };
         if reader.time_column().is_none() {
@@ -487,13 +506,14 @@ impl BlockReader {
     /// cursor's first read of a page checks the page whole).
     fn term_ranges(&self, info: &TermInfo, positions: bool, out: &mut Vec<Range<u64>>) {
         if info.postings_len > 0 {
+            // Saturating: a damaged term info's range is refused by the cursor, not here.
             let start = info.postings_offset;
-            let end = start + u64::from(info.postings_len);
+            let end = start.saturating_add(u64::from(info.postings_len));
             out.push(self.pages.span(PagedSection::Postings, start..end));
         }
         if positions && info.positions_len > 0 {
             let start = info.positions_offset;
-            let end = start + info.positions_len;
+            let end = start.saturating_add(info.positions_len);
             out.push(self.pages.span(PagedSection::Positions, start..end));
         }
     }
@@ -732,6 +752,7 @@ impl BlockReader {
         };
         PostingsCursor::try_new_guarded(
             info,
+            PostingsLayout::of_version(self.version),
             self.mapped(self.manifest.postings),
             self.mapped(self.manifest.positions),
             guards,
@@ -831,6 +852,10 @@ impl BlockReader {
             .templates
             .get(field as usize)
             .and_then(|of_field| of_field.get(index)?.as_ref());
+        let dictionary = self
+            .dictionaries
+            .get(field as usize)
+            .and_then(|of_field| of_field.get(index)?.as_ref());
         // A remote block's doc values not read yet are read when a chunk needs them (one
         // stored only as doc values): a column reader does not fetch them for chunks with
         // their own data. Their errors are the decoding's (`LazyDocValues::load`).
@@ -856,6 +881,7 @@ impl BlockReader {
             let mut reader = reader
                 .with_doc_values(doc_values)
                 .with_templates(templates)
+                .with_dictionary(dictionary)
                 .with_source(&*self.bytes, column.data.offset);
             if meta.name == TIME_FIELD && ty == ColumnType::Timestamp {
                 reader = reader.with_times(self);

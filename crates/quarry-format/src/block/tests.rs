@@ -155,6 +155,12 @@ impl Corpus {
     fn column(&self, field: &str, ty: ColumnType) -> ColumnData {
         let mut writer = if field == TIME_FIELD {
             ColumnWriter::for_time()
+        } else if field == "message" && ty == ColumnType::Str {
+            // Chunks of 16 docs with their data, and a zstd dictionary trained from the first
+            // 8 (version 10): a block of more than 128 docs has one, under every test here.
+            ColumnWriter::with_chunk_max_docs(ty, 16)
+                .no_doc_values()
+                .with_training_chunks(8)
         } else {
             ColumnWriter::new(ty)
         };
@@ -1200,4 +1206,43 @@ fn doc_values_and_norms_of_a_remote_block_are_read_when_first_needed() {
         failures.iter().all(|e| *e != DecodeError::UNREADABLE),
         "{failures:?}"
     );
+}
+
+/// The large corpus's messages are compressed with their column's zstd dictionary (version
+/// 10): the manifest names it among the sections read at open, and every message reads back.
+#[test]
+fn a_column_dictionary_is_written_and_read_back() {
+    let (bytes, manifest) = large_block();
+    let ordinal = manifest
+        .fields
+        .iter()
+        .position(|field| field.name == "message")
+        .unwrap();
+    let column = manifest.fields[ordinal]
+        .columns
+        .iter()
+        .find(|column| column.ty == ColumnType::Str)
+        .unwrap();
+    let dictionary = column.dictionary.expect("a dictionary");
+    assert!(manifest
+        .planning_sections()
+        .any(|section| section == dictionary));
+    assert!(column.data.len > 0);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("large.block");
+    std::fs::write(&path, bytes).unwrap();
+    let reader = BlockReader::open(&path).unwrap();
+    let column = reader.column(ordinal as u16, ColumnType::Str).unwrap();
+    let mut messages = Vec::new();
+    for chunk in 0..column.chunk_count() {
+        let decoded = column.decode_chunk(chunk).unwrap();
+        messages.extend((0..decoded.len()).map(|i| decoded.str_at(i).unwrap().to_owned()));
+    }
+    let expected: Vec<String> = (0..DOC_COUNT)
+        .filter_map(|doc| match value_of(doc, "message", ColumnType::Str) {
+            Some(Value::Str(text)) => Some(text),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(messages, expected);
 }

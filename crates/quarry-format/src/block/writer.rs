@@ -229,6 +229,11 @@ pub fn encode_block(name: &Path, mut input: BlockInput, out: impl Write) -> Resu
                 Some(bytes) => Some(sink.resident(bytes).map_err(io)?),
                 None => None,
             };
+            // So is the chunks' zstd dictionary: decompressing any chunk needs it.
+            let dictionary = match &column.dictionary {
+                Some(bytes) => Some(sink.resident(bytes).map_err(io)?),
+                None => None,
+            };
             columns.push(ColumnMeta {
                 ty: column.ty,
                 present_count: column.present_count,
@@ -237,6 +242,7 @@ pub fn encode_block(name: &Path, mut input: BlockInput, out: impl Write) -> Resu
                 data,
                 doc_values,
                 templates,
+                dictionary,
             });
         }
         let text = field.text.zip(norms).map(|(text, norms)| TextMeta {

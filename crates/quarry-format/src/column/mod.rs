@@ -8,11 +8,13 @@
 //! by its min/max without decompressing it. Byte grammar: FORMAT.md, "Columns".
 
 mod cache;
+mod dictionary;
 mod reader;
 pub mod template;
 mod writer;
 
 pub use cache::ChunkCache;
+pub use dictionary::ChunkDictionary;
 pub use reader::{ChunkCursor, ChunkValues, ChunkWalker, ColumnReader, DecodedChunk};
 pub use template::Templates;
 pub use writer::{ColumnData, ColumnWriter};

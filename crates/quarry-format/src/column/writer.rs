@@ -4,8 +4,8 @@ use crate::codec::{put_varint, zigzag};
 use crate::docvalues::DocValuesBuilder;
 use crate::error::{FormatError, Result};
 use crate::limits::{
-    COLUMN_CHUNK_MAX_DOCS, COLUMN_CHUNK_TARGET_BYTES, COLUMN_ZSTD_LEVEL, PENDING_CHUNK_BYTES,
-    TIME_CHUNK_MAX_DOCS,
+    COLUMN_CHUNK_MAX_DOCS, COLUMN_CHUNK_TARGET_BYTES, COLUMN_DICTIONARY_LEN,
+    COLUMN_DICTIONARY_TRAINING_CHUNKS, COLUMN_ZSTD_LEVEL, PENDING_CHUNK_BYTES, TIME_CHUNK_MAX_DOCS,
 };
 use crate::value::{ColumnType, MinMax};
 
@@ -46,6 +46,25 @@ pub struct ColumnWriter {
     templates: Option<TemplateBuilder>,
     /// Whether a chunk stored with data is templated (then the dictionary is written).
     stored_templated: bool,
+    /// How chunks with data are compressed (string and JSON columns: with a trained zstd
+    /// dictionary when that pays, format version 10).
+    compression: Compression,
+    /// Chunks that wait for a dictionary before `compression` is decided
+    /// (`COLUMN_DICTIONARY_TRAINING_CHUNKS`).
+    training_chunks: usize,
+}
+
+/// How a column's chunks are compressed.
+enum Compression {
+    /// The first chunks wait (each with its payload and whether it is templated) until there
+    /// are enough to train a dictionary from.
+    Undecided(Vec<(ChunkMeta, Vec<u8>, bool)>),
+    Plain,
+    /// Every chunk with the column's trained dictionary, which the column stores.
+    Dictionary {
+        dictionary: Vec<u8>,
+        compressor: Box<zstd::bulk::Compressor<'static>>,
+    },
 }
 
 /// A finished column: compressed chunk data and its directory, ready for the block writer.
@@ -60,6 +79,8 @@ pub struct ColumnData {
     pub doc_values: Option<Vec<u8>>,
     /// The template dictionary section, when a stored chunk is templated (version 7).
     pub templates: Option<Vec<u8>>,
+    /// The zstd dictionary every chunk with data was compressed with (version 10).
+    pub dictionary: Option<Vec<u8>>,
 }
 
 impl ColumnWriter {
@@ -110,7 +131,26 @@ impl ColumnWriter {
             },
             templates: (ty == ColumnType::Str).then(TemplateBuilder::new),
             stored_templated: false,
+            compression: match ty {
+                ColumnType::Str | ColumnType::Json => Compression::Undecided(Vec::new()),
+                _ => Compression::Plain,
+            },
+            training_chunks: COLUMN_DICTIONARY_TRAINING_CHUNKS,
         }
+    }
+
+    /// This writer without doc values, so that its chunks keep their data (tests).
+    #[cfg(test)]
+    pub(crate) fn no_doc_values(mut self) -> Self {
+        self.doc_values = None;
+        self
+    }
+
+    /// A writer that trains its dictionary from its first `chunks` chunks instead (tests:
+    /// small columns with one).
+    pub fn with_training_chunks(mut self, chunks: usize) -> Self {
+        self.training_chunks = chunks.max(1);
+        self
     }
 
     pub fn column_type(&self) -> ColumnType {
@@ -249,20 +289,84 @@ impl ColumnWriter {
         Ok(())
     }
 
-    /// Compresses chunk `meta`'s payload `raw` into the data and adds it to the directory.
-    fn compress(&mut self, mut meta: ChunkMeta, raw: &[u8], templated: bool) -> Result<()> {
-        self.stored_templated |= templated;
-        let compressed = zstd::bulk::compress(raw, COLUMN_ZSTD_LEVEL).map_err(|e| {
-            FormatError::InvalidInput {
-                reason: format!("zstd compression failed: {e}"),
+    /// Compresses chunk `meta`'s payload `raw` into the data and adds it to the directory,
+    /// or keeps it waiting while the column's compression is undecided.
+    fn compress(&mut self, meta: ChunkMeta, raw: &[u8], templated: bool) -> Result<()> {
+        if let Compression::Undecided(waiting) = &mut self.compression {
+            waiting.push((meta, raw.to_vec(), templated));
+            if waiting.len() >= self.training_chunks {
+                self.decide_compression()?;
             }
-        })?;
+            return Ok(());
+        }
+        let compressed = match &mut self.compression {
+            Compression::Dictionary { compressor, .. } => compressor.compress(raw),
+            _ => zstd::bulk::compress(raw, COLUMN_ZSTD_LEVEL),
+        }
+        .map_err(zstd_failed)?;
+        self.store(meta, &compressed, templated);
+        Ok(())
+    }
+
+    /// Decides how the column's chunks are compressed, from the chunks waiting (all of them
+    /// at `finish`): with a dictionary trained from them if there are enough and it makes
+    /// them a sixteenth smaller, else plain. Then stores the waiting chunks. The dictionary's
+    /// own bytes are paid once for the column, whose later chunks are not known yet: at
+    /// worst (a column that ends here) they cost `COLUMN_DICTIONARY_LEN` over at least
+    /// `COLUMN_DICTIONARY_TRAINING_CHUNKS` chunks of 64 KiB, a few percent.
+    fn decide_compression(&mut self) -> Result<()> {
+        let waiting = match &mut self.compression {
+            Compression::Undecided(waiting) => std::mem::take(waiting),
+            _ => return Ok(()),
+        };
+        self.compression = Compression::Plain;
+        let plain = waiting
+            .iter()
+            .map(|(_, raw, _)| zstd::bulk::compress(raw, COLUMN_ZSTD_LEVEL))
+            .collect::<std::io::Result<Vec<_>>>()
+            .map_err(zstd_failed)?;
+        let mut chosen = plain;
+        if waiting.len() >= self.training_chunks {
+            let samples: Vec<u8> = waiting.iter().flat_map(|(_, raw, _)| raw.clone()).collect();
+            let sizes: Vec<usize> = waiting.iter().map(|(_, raw, _)| raw.len()).collect();
+            // Training fails on samples too few (zstd wants 7 or more) or too alike: the
+            // chunks go plain then.
+            if let Ok(dictionary) =
+                zstd::dict::from_continuous(&samples, &sizes, COLUMN_DICTIONARY_LEN)
+            {
+                let mut compressor =
+                    zstd::bulk::Compressor::with_dictionary(COLUMN_ZSTD_LEVEL, &dictionary)
+                        .map_err(zstd_failed)?;
+                let with = waiting
+                    .iter()
+                    .map(|(_, raw, _)| compressor.compress(raw))
+                    .collect::<std::io::Result<Vec<_>>>()
+                    .map_err(zstd_failed)?;
+                let total = |frames: &[Vec<u8>]| frames.iter().map(Vec::len).sum::<usize>();
+                let plain_len = total(&chosen);
+                if total(&with) + plain_len / 16 < plain_len {
+                    chosen = with;
+                    self.compression = Compression::Dictionary {
+                        dictionary,
+                        compressor: Box::new(compressor),
+                    };
+                }
+            }
+        }
+        for ((meta, _, templated), compressed) in waiting.into_iter().zip(chosen) {
+            self.store(meta, &compressed, templated);
+        }
+        Ok(())
+    }
+
+    /// Appends chunk `meta`'s compressed bytes to the data and the chunk to the directory.
+    fn store(&mut self, mut meta: ChunkMeta, compressed: &[u8], templated: bool) {
+        self.stored_templated |= templated;
         meta.offset = self.data.len() as u64;
         meta.len = compressed.len() as u32;
-        meta.crc = crc32fast::hash(&compressed);
-        self.data.extend_from_slice(&compressed);
+        meta.crc = crc32fast::hash(compressed);
+        self.data.extend_from_slice(compressed);
         self.directory.push(meta);
-        Ok(())
     }
 
     fn compress_pending(&mut self) -> Result<()> {
@@ -287,6 +391,9 @@ impl ColumnWriter {
             self.close_chunk(doc_count)?;
         }
         let doc_values = self.doc_values.take().and_then(|d| d.finish(doc_count));
+        // The chunks waiting for a dictionary come before the pending ones, in doc order:
+        // stored first. The pending ones are then compressed as decided, or keep no data.
+        self.decide_compression()?;
         if doc_values.is_some() {
             // The waiting chunks keep no data: offset, length and crc 0.
             let pending = std::mem::take(&mut self.pending);
@@ -307,9 +414,14 @@ impl ColumnWriter {
             }
             _ => None,
         };
+        let dictionary = match self.compression {
+            Compression::Dictionary { dictionary, .. } => Some(dictionary),
+            _ => None,
+        };
         Ok(ColumnData {
             ty: self.ty,
             templates,
+            dictionary,
             data: self.data,
             directory,
             chunk_count: self.directory.len() as u32,
@@ -317,5 +429,11 @@ impl ColumnWriter {
             min_max: self.min_max,
             doc_values,
         })
+    }
+}
+
+fn zstd_failed(e: std::io::Error) -> FormatError {
+    FormatError::InvalidInput {
+        reason: format!("zstd compression failed: {e}"),
     }
 }

@@ -21,6 +21,7 @@ use crate::error::{DecodeError, DecodeResult};
 /// End-of-postings marker returned by `doc()` once a cursor is exhausted.
 pub const TERMINATED: u32 = u32::MAX;
 
+/// A skip entry's length in the wide layout (format versions 1 to 9).
 pub(crate) const SKIP_ENTRY_LEN: usize = 20;
 pub const TERM_INFO_LEN: usize = 40;
 
@@ -314,6 +315,48 @@ fn one_byte_varints(bytes: [u8; 6]) -> bool {
     u64::from_le_bytes([a, b, c, d, e, f, 0, 0]) & 0x0000_8080_8080_8080 == 0
 }
 
+/// How a block lays out its postings (FORMAT.md, "Postings"), by its format version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PostingsLayout {
+    /// Versions 1 to 9: 20-byte skip entries; every tail doc with its term frequency.
+    Wide,
+    /// Version 10 on: skip entries of 12 bytes, 16 for a term with stored positions, the
+    /// block's max tf saturating at 255; a term whose every frequency is 1 (`max_tf` 1) has
+    /// tails of doc deltas alone. On 1M generated events the wide skip entries and the tails'
+    /// frequencies of 1 took several MB (BENCHMARKS.md, "Format v10").
+    Compact,
+}
+
+impl PostingsLayout {
+    /// The layout this build writes.
+    pub const LATEST: PostingsLayout = PostingsLayout::Compact;
+
+    pub fn of_version(version: u32) -> PostingsLayout {
+        if version >= COMPACT_POSTINGS_VERSION {
+            PostingsLayout::Compact
+        } else {
+            PostingsLayout::Wide
+        }
+    }
+
+    /// The length of each skip entry of a term (`stored_positions`: the term keeps positions
+    /// bytes, so each entry says where its block's start).
+    pub(crate) fn skip_entry_len(self, stored_positions: bool) -> usize {
+        match (self, stored_positions) {
+            (PostingsLayout::Wide, _) => SKIP_ENTRY_LEN,
+            (PostingsLayout::Compact, false) => 12,
+            (PostingsLayout::Compact, true) => 16,
+        }
+    }
+}
+
+/// The first format version with [`PostingsLayout::Compact`].
+pub const COMPACT_POSTINGS_VERSION: u32 = 10;
+
+/// A compact skip entry's max tf from this value on means "this or more" (a score bound
+/// then takes the frequency as unbounded).
+const SATURATED_TF: u8 = u8::MAX;
+
 /// One skip entry: what a cursor needs to jump to a block and to bound its scores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SkipEntry {
@@ -327,26 +370,64 @@ pub struct SkipEntry {
 }
 
 impl SkipEntry {
-    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+    /// Writes the entry in `layout` (`stored_positions` as for `skip_entry_len`). A compact
+    /// entry's max tf above 254 reads back as `u32::MAX`, still a bound.
+    pub(crate) fn encode(&self, layout: PostingsLayout, stored_positions: bool, out: &mut Vec<u8>) {
         put_u32(out, self.last_doc);
         put_u32(out, self.doc_offset);
-        put_u32(out, self.positions_offset);
-        put_u32(out, self.max_tf);
-        out.extend_from_slice(&[self.min_norm, self.doc_bits, self.tf_bits, 0]);
+        match layout {
+            PostingsLayout::Wide => {
+                put_u32(out, self.positions_offset);
+                put_u32(out, self.max_tf);
+                out.extend_from_slice(&[self.min_norm, self.doc_bits, self.tf_bits, 0]);
+            }
+            PostingsLayout::Compact => {
+                if stored_positions {
+                    put_u32(out, self.positions_offset);
+                }
+                let max_tf = self.max_tf.min(u32::from(SATURATED_TF)) as u8;
+                out.extend_from_slice(&[max_tf, self.min_norm, self.doc_bits, self.tf_bits]);
+            }
+        }
     }
 
-    /// Rejects bit widths above 32 here, for every user: `bitpacking` panics on them.
+    /// Reads an entry `encode` wrote with the same layout and flag. Rejects bit widths above
+    /// 32 here, for every user: `bitpacking` panics on them.
     #[inline]
-    pub(crate) fn decode(bytes: &[u8]) -> DecodeResult<SkipEntry> {
+    pub(crate) fn decode(
+        bytes: &[u8],
+        layout: PostingsLayout,
+        stored_positions: bool,
+    ) -> DecodeResult<SkipEntry> {
         let mut r = ByteReader::new(bytes);
-        let entry = SkipEntry {
-            last_doc: r.u32()?,
-            doc_offset: r.u32()?,
-            positions_offset: r.u32()?,
-            max_tf: r.u32()?,
-            min_norm: r.u8()?,
-            doc_bits: r.u8()?,
-            tf_bits: r.u8()?,
+        let entry = match layout {
+            PostingsLayout::Wide => SkipEntry {
+                last_doc: r.u32()?,
+                doc_offset: r.u32()?,
+                positions_offset: r.u32()?,
+                max_tf: r.u32()?,
+                min_norm: r.u8()?,
+                doc_bits: r.u8()?,
+                tf_bits: r.u8()?,
+            },
+            PostingsLayout::Compact => {
+                let last_doc = r.u32()?;
+                let doc_offset = r.u32()?;
+                let positions_offset = if stored_positions { r.u32()? } else { 0 };
+                let [max_tf, min_norm, doc_bits, tf_bits] = [r.u8()?, r.u8()?, r.u8()?, r.u8()?];
+                SkipEntry {
+                    last_doc,
+                    doc_offset,
+                    positions_offset,
+                    max_tf: match max_tf {
+                        SATURATED_TF => u32::MAX,
+                        tf => u32::from(tf),
+                    },
+                    min_norm,
+                    doc_bits,
+                    tf_bits,
+                }
+            }
         };
         if entry.doc_bits > 32 || entry.tf_bits > 32 {
             return Err(DecodeError::new("bit width above 32"));

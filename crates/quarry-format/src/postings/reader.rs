@@ -1,4 +1,4 @@
-use super::{SkipEntry, TermInfo, SKIP_ENTRY_LEN, TERMINATED};
+use super::{PostingsLayout, SkipEntry, TermInfo, TERMINATED};
 use crate::block::pages::{PageGuard, PageMismatch};
 use crate::codec::ByteReader;
 use crate::error::{DecodeError, DecodeResult};
@@ -18,6 +18,12 @@ const SEEK_WINDOW: usize = 8;
 pub struct PostingsCursor<'a> {
     packer: BitPacker4x,
     skips: &'a [u8],
+    /// How the skip entries and the tail are laid out: the block's layout, and for this
+    /// term whether its skip entries say where positions start and its tail holds tfs.
+    layout: PostingsLayout,
+    stored_positions: bool,
+    skip_entry_len: usize,
+    tail_tfs: bool,
     blocks: &'a [u8],
     positions: &'a [u8],
     full_blocks: usize,
@@ -59,31 +65,50 @@ pub struct CursorGuards<'a> {
 }
 
 impl<'a> PostingsCursor<'a> {
-    /// `postings` and `positions` are the block's whole sections; `info` locates the term.
+    /// `postings` and `positions` are the block's whole sections, laid out as this build
+    /// writes them; `info` locates the term.
     pub fn try_new(info: &TermInfo, postings: &'a [u8], positions: &'a [u8]) -> DecodeResult<Self> {
-        Self::new_inner(info, postings, Some(positions), None)
+        Self::new_inner(
+            info,
+            PostingsLayout::LATEST,
+            postings,
+            Some(positions),
+            None,
+        )
+    }
+
+    /// As `try_new`, for sections laid out as `layout` says.
+    pub fn try_new_in(
+        info: &TermInfo,
+        layout: PostingsLayout,
+        postings: &'a [u8],
+        positions: &'a [u8],
+    ) -> DecodeResult<Self> {
+        Self::new_inner(info, layout, postings, Some(positions), None)
     }
 
     /// A cursor that checks the page checksums of every byte before decoding it (what a block
     /// reader hands out): positions are read only when `guards` has a positions guard.
     pub fn try_new_guarded(
         info: &TermInfo,
+        layout: PostingsLayout,
         postings: &'a [u8],
         positions: &'a [u8],
         guards: CursorGuards<'a>,
     ) -> DecodeResult<Self> {
         let positions = guards.positions.is_some().then_some(positions);
-        Self::new_inner(info, postings, positions, Some(guards))
+        Self::new_inner(info, layout, postings, positions, Some(guards))
     }
 
     /// A cursor that reads no positions (`positions` then fails for a doc with tf > 0): the
     /// caller need not have checked the positions' bytes.
     pub fn try_new_without_positions(info: &TermInfo, postings: &'a [u8]) -> DecodeResult<Self> {
-        Self::new_inner(info, postings, None, None)
+        Self::new_inner(info, PostingsLayout::LATEST, postings, None, None)
     }
 
     fn new_inner(
         info: &TermInfo,
+        layout: PostingsLayout,
         postings: &'a [u8],
         positions: Option<&'a [u8]>,
         guards: Option<CursorGuards<'a>>,
@@ -100,7 +125,9 @@ impl<'a> PostingsCursor<'a> {
                 .ok_or(DecodeError::new("postings outside section"))?,
         };
         let full_blocks = info.doc_freq as usize / BLOCK;
-        let skip_len = full_blocks * SKIP_ENTRY_LEN;
+        let stored_positions = info.has_positions && info.constant_position.is_none();
+        let skip_entry_len = layout.skip_entry_len(stored_positions);
+        let skip_len = full_blocks * skip_entry_len;
         if bytes.len() < skip_len {
             return Err(DecodeError::new("skip data truncated"));
         }
@@ -124,6 +151,10 @@ impl<'a> PostingsCursor<'a> {
         let mut cursor = PostingsCursor {
             packer: BitPacker4x::new(),
             skips: &bytes[..skip_len],
+            layout,
+            stored_positions,
+            skip_entry_len,
+            tail_tfs: layout == PostingsLayout::Wide || info.max_tf != 1,
             blocks: &bytes[skip_len..],
             positions,
             full_blocks,
@@ -203,11 +234,13 @@ impl<'a> PostingsCursor<'a> {
     }
 
     fn skip_entry(&self, block: usize) -> DecodeResult<SkipEntry> {
-        let start = block * SKIP_ENTRY_LEN;
+        let start = block * self.skip_entry_len;
         SkipEntry::decode(
             self.skips
-                .get(start..start + SKIP_ENTRY_LEN)
+                .get(start..start + self.skip_entry_len)
                 .ok_or(DecodeError::new("skip entry out of range"))?,
+            self.layout,
+            self.stored_positions,
         )
     }
 
@@ -270,10 +303,13 @@ impl<'a> PostingsCursor<'a> {
                     .checked_add(delta)
                     .ok_or(DecodeError::new("doc id overflow"))?;
                 self.docs[i] = doc;
-                self.tfs[i] = r
-                    .varint_u32()?
-                    .checked_add(1)
-                    .ok_or(DecodeError::new("tf"))?;
+                self.tfs[i] = match self.tail_tfs {
+                    true => r
+                        .varint_u32()?
+                        .checked_add(1)
+                        .ok_or(DecodeError::new("tf"))?,
+                    false => 1,
+                };
             }
             // Checked after decoding (where the varints end is known) and before the docs are
             // used: every byte read lies in the range checked.

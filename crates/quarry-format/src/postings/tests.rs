@@ -50,6 +50,8 @@ impl TermModel {
             .map(|&d| self.norm_of(d))
             .min()
             .unwrap();
+        // The compact layout keeps a block's max tf up to 254; above, it is unbounded.
+        let max_tf = if max_tf >= 255 { u32::MAX } else { max_tf };
         (self.docs[range.end - 1], max_tf, min_norm)
     }
 
@@ -439,8 +441,10 @@ fn two_blocks_and_tail() -> (TermModel, PostingsWriter, TermInfo) {
 #[test]
 fn bad_bit_width_in_skipped_block_is_an_error() {
     let (term, mut writer, info) = two_blocks_and_tail();
-    let last_skip = info.postings_offset as usize + SKIP_ENTRY_LEN;
-    let (doc_bits, tf_bits) = (last_skip + 17, last_skip + 18);
+    // The term keeps positions bytes: compact entries of 16 bytes, the widths last.
+    let entry_len = PostingsLayout::Compact.skip_entry_len(true);
+    let last_skip = info.postings_offset as usize + entry_len;
+    let (doc_bits, tf_bits) = (last_skip + entry_len - 2, last_skip + entry_len - 1);
     let width_sum = writer.postings[doc_bits] + writer.postings[tf_bits];
     assert!(width_sum >= 33, "widths {width_sum}");
     writer.postings[doc_bits] = width_sum - 33;
@@ -493,10 +497,39 @@ fn term_info_and_skip_entry_encode_round_trip() {
         doc_bits: 9,
         tf_bits: 10,
     };
-    let mut bytes = Vec::new();
-    entry.encode(&mut bytes);
-    assert_eq!(bytes.len(), SKIP_ENTRY_LEN);
-    assert_eq!(SkipEntry::decode(&bytes).unwrap(), entry);
+    for (layout, stored_positions, len) in [
+        (PostingsLayout::Wide, false, SKIP_ENTRY_LEN),
+        (PostingsLayout::Wide, true, SKIP_ENTRY_LEN),
+        (PostingsLayout::Compact, false, 12),
+        (PostingsLayout::Compact, true, 16),
+    ] {
+        let mut bytes = Vec::new();
+        entry.encode(layout, stored_positions, &mut bytes);
+        assert_eq!(bytes.len(), len);
+        assert_eq!(layout.skip_entry_len(stored_positions), len);
+        let back = SkipEntry::decode(&bytes, layout, stored_positions).unwrap();
+        // A compact entry without positions bytes has no positions offset to give back.
+        let positions_offset = match (layout, stored_positions) {
+            (PostingsLayout::Compact, false) => 0,
+            _ => entry.positions_offset,
+        };
+        assert_eq!(
+            back,
+            SkipEntry {
+                positions_offset,
+                ..entry
+            }
+        );
+        // (A wide entry's last byte is padding, never read.)
+        assert!(SkipEntry::decode(&bytes[..len - 2], layout, stored_positions).is_err());
+    }
+    // A compact entry's max tf saturates: read back, it is still a bound (the largest).
+    for (max_tf, back) in [(254, 254), (255, u32::MAX), (70_000, u32::MAX)] {
+        let mut bytes = Vec::new();
+        SkipEntry { max_tf, ..entry }.encode(PostingsLayout::Compact, false, &mut bytes);
+        let entry = SkipEntry::decode(&bytes, PostingsLayout::Compact, false).unwrap();
+        assert_eq!(entry.max_tf, back);
+    }
 }
 
 /// Sections too short for what a term info claims are errors at `try_new`.
@@ -554,5 +587,48 @@ fn term_outside_sections_is_an_error() {
             PostingsCursor::try_new(bad, postings, positions).is_err(),
             "{why}: accepted"
         );
+    }
+}
+
+/// The compact layout's bytes, counted: a term whose every tf is 1 and that keeps no
+/// positions has 12-byte skip entries and a tail of doc deltas alone; one tf of 2 in its tail
+/// puts every tail doc's tf back. Both read back doc for doc.
+#[test]
+fn compact_layout_leaves_out_unit_tfs_and_positions_offsets() {
+    let count = 2 * BLOCK as u32 + 44;
+    for twice in [None, Some(2 * BLOCK + 7)] {
+        let mut tfs = vec![1; count as usize];
+        if let Some(at) = twice {
+            tfs[at] = 2;
+        }
+        let term = TermModel {
+            docs: (0..count).map(|i| i * 3).collect(),
+            tfs,
+            positions: Vec::new(),
+            with_positions: false,
+            norm_seed: 3,
+        };
+        let (writer, infos) = write_terms(std::slice::from_ref(&term));
+        let info = infos[0];
+        // Deltas of 3 pack in 2 bits; the tf of 1 in 0 bits (a full block's are all 1).
+        let blocks = 2 * (12 + 2 * BLOCK / 8);
+        let tail = match twice {
+            None => 44,
+            Some(_) => 2 * 44,
+        };
+        assert_eq!(info.postings_len as usize, blocks + tail, "{twice:?}");
+        assert_eq!(info.max_tf, if twice.is_some() { 2 } else { 1 });
+        check_iteration(&term, &info, &writer).unwrap();
+        // The wide layout reads the same bytes otherwise: not the same docs.
+        let mut wide =
+            PostingsCursor::try_new_in(&info, PostingsLayout::Wide, &writer.postings, &[]);
+        let same = wide.as_mut().is_ok_and(|cursor| {
+            term.docs.iter().all(|&doc| {
+                let here = cursor.doc() == doc;
+                cursor.advance();
+                here
+            })
+        });
+        assert!(!same, "{twice:?}");
     }
 }

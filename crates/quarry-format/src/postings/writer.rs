@@ -1,4 +1,4 @@
-use super::{SkipEntry, TermInfo};
+use super::{PostingsLayout, SkipEntry, TermInfo};
 use crate::codec::put_varint;
 use crate::limits::{POSTINGS_BLOCK_LEN, SHARED_POSTINGS_MIN_LEN};
 use bitpacking::{BitPacker, BitPacker4x};
@@ -85,6 +85,10 @@ impl PostingsWriter {
         let mut prev_last = 0u32;
         let mut position_cursor = 0usize;
         let full_blocks = docs.len() / POSTINGS_BLOCK_LEN;
+        // What the compact layout leaves out: where positions start when there are none,
+        // and the tails' frequencies when every one is 1 (the term's max tf says so).
+        let stored_positions = positions.is_some();
+        let tail_tfs = tfs.iter().any(|&tf| tf != 1);
         for block in 0..full_blocks {
             let range = block * POSTINGS_BLOCK_LEN..(block + 1) * POSTINGS_BLOCK_LEN;
             let block_docs = &docs[range.clone()];
@@ -112,7 +116,7 @@ impl PostingsWriter {
                 doc_bits,
                 tf_bits,
             };
-            entry.encode(&mut self.skips);
+            entry.encode(PostingsLayout::LATEST, stored_positions, &mut self.skips);
             let start = self.blocks.len();
             let packed_len = (doc_bits as usize + tf_bits as usize) * POSTINGS_BLOCK_LEN / 8;
             self.blocks.resize(start + packed_len, 0);
@@ -131,12 +135,14 @@ impl PostingsWriter {
                 position_cursor += count as usize;
             }
         }
-        // Tail: fewer than a block, varint (doc delta, tf - 1) pairs.
+        // Tail: fewer than a block, varint (doc delta, tf - 1) pairs, or doc deltas alone.
         let tail_start = full_blocks * POSTINGS_BLOCK_LEN;
         let mut prev = prev_last;
         for (&doc, &tf) in docs[tail_start..].iter().zip(&tfs[tail_start..]) {
             put_varint(&mut self.blocks, u64::from(doc - prev));
-            put_varint(&mut self.blocks, u64::from(tf - 1));
+            if tail_tfs {
+                put_varint(&mut self.blocks, u64::from(tf - 1));
+            }
             prev = doc;
             term_max_tf = term_max_tf.max(tf);
             term_min_norm = term_min_norm.min(norm_of(doc));

@@ -113,11 +113,9 @@ pub struct BlockReader {
     uid: u64,
     /// Each field's norms, unpacked on first use (format version 6 on).
     unpacked_norms: Box<[OnceLock<Box<[u8]>>]>,
-    /// Each column's template dictionary (format version 7), decoded at open, by field
-    /// ordinal then column index as in the manifest.
-    templates: Box<[Box<[Option<Templates>]>]>,
-    /// Each column's chunk dictionary (format version 10), loaded at open, indexed alike.
-    dictionaries: Box<[Box<[Option<ChunkDictionary>]>]>,
+    /// Each column's dictionaries, decoded at open, by field ordinal then column index as in
+    /// the manifest.
+    dictionaries: Box<[Box<[ColumnDictionaries]>]>,
     /// A remote block's doc values and norms (`Manifest::on_demand_sections`), by (offset,
     /// length): fetched, copied and checked when a query first needs one. Empty for a
     /// local block, which holds them resident from the start.
@@ -314,42 +312,35 @@ impl BlockReader {
         ) {
             return Err(corrupt("term infos", "length does not match term count"));
         }
-        // Template dictionaries are decoded now, checked: a templated chunk is rebuilt from
-        // them. The decoded form is what is kept.
-        let mut templates = Vec::with_capacity(manifest.fields.len());
+        // A column's dictionaries are decoded now, checked: a templated chunk is rebuilt
+        // from its templates, a chunk of a column with a zstd dictionary (version 10) is
+        // decompressed with it. The decoded forms are what is kept.
         let mut dictionaries = Vec::with_capacity(manifest.fields.len());
         for field in &manifest.fields {
             let mut of_field = Vec::with_capacity(field.columns.len());
-            let mut dictionaries_of_field = Vec::with_capacity(field.columns.len());
             for column in &field.columns {
-                // So are the chunks' zstd dictionaries (version 10), loaded for zstd.
-                dictionaries_of_field.push(match column.dictionary {
-                    Some(section) => {
-                        let name = format!("column {}:{} dictionary", field.name, column.ty.name());
-                        let copy = resident.copy_checked(path, bytes, &name, section)?;
-                        let loaded = ChunkDictionary::decode(copy)
-                            .map_err(|e| e.in_file(path, name.as_str()))?;
-                        resident.take(section);
-                        resident.bytes += loaded.heap_bytes();
-                        Some(loaded)
-                    }
-                    None => None,
-                });
-                of_field.push(match column.templates {
-                    Some(section) => {
-                        let name = format!("column {}:{} templates", field.name, column.ty.name());
-                        let copy = resident.copy_checked(path, bytes, &name, section)?;
-                        let decoded =
-                            Templates::decode(copy).map_err(|e| e.in_file(path, name.as_str()))?;
-                        resident.take(section);
-                        resident.bytes += decoded.heap_bytes();
-                        Some(decoded)
-                    }
-                    None => None,
-                });
+                let mut decoded = ColumnDictionaries::default();
+                if let Some(section) = column.templates {
+                    let name = format!("column {}:{} templates", field.name, column.ty.name());
+                    let copy = resident.copy_checked(path, bytes, &name, section)?;
+                    let templates =
+                        Templates::decode(copy).map_err(|e| e.in_file(path, name.as_str()))?;
+                    resident.take(section);
+                    resident.bytes += templates.heap_bytes();
+                    decoded.templates = Some(templates);
+                }
+                if let Some(section) = column.dictionary {
+                    let name = format!("column {}:{} dictionary", field.name, column.ty.name());
+                    let copy = resident.copy_checked(path, bytes, &name, section)?;
+                    let chunks = ChunkDictionary::decode(copy)
+                        .map_err(|e| e.in_file(path, name.as_str()))?;
+                    resident.take(section);
+                    resident.bytes += chunks.heap_bytes();
+                    decoded.chunks = Some(chunks);
+                }
+                of_field.push(decoded);
             }
-            templates.push(of_field.into_boxed_slice());
-            dictionaries.push(dictionaries_of_field.into_boxed_slice());
+            dictionaries.push(of_field.into_boxed_slice());
         }
         let pages = match manifest.page_checksums {
             Some(section) => {
@@ -407,7 +398,6 @@ impl BlockReader {
             id: None,
             uid: NEXT_READER_UID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             unpacked_norms: (0..field_count).map(|_| OnceLock::new()).collect(),
-            templates: templates.into_boxed_slice(),
             dictionaries: dictionaries.into_boxed_slice(),
             on_demand: on_demand.into_boxed_slice(),
         };
@@ -848,14 +838,10 @@ impl BlockReader {
         let meta = self.manifest.fields.get(field as usize)?;
         let index = meta.columns.iter().position(|c| c.ty == ty)?;
         let column = &meta.columns[index];
-        let templates = self
-            .templates
-            .get(field as usize)
-            .and_then(|of_field| of_field.get(index)?.as_ref());
-        let dictionary = self
+        let dictionaries = self
             .dictionaries
             .get(field as usize)
-            .and_then(|of_field| of_field.get(index)?.as_ref());
+            .and_then(|of_field| of_field.get(index));
         // A remote block's doc values not read yet are read when a chunk needs them (one
         // stored only as doc values): a column reader does not fetch them for chunks with
         // their own data. Their errors are the decoding's (`LazyDocValues::load`).
@@ -880,8 +866,8 @@ impl BlockReader {
         .map(|reader| {
             let mut reader = reader
                 .with_doc_values(doc_values)
-                .with_templates(templates)
-                .with_dictionary(dictionary)
+                .with_templates(dictionaries.and_then(|d| d.templates.as_ref()))
+                .with_dictionary(dictionaries.and_then(|d| d.chunks.as_ref()))
                 .with_source(&*self.bytes, column.data.offset);
             if meta.name == TIME_FIELD && ty == ColumnType::Timestamp {
                 reader = reader.with_times(self);
@@ -1371,6 +1357,14 @@ fn check_norms(
             reason: "norms length is not the doc count",
         })
     }
+}
+
+/// A column's dictionaries, decoded when its block opens: its templates (format version 7)
+/// and the zstd dictionary its chunks are compressed with (version 10).
+#[derive(Default)]
+struct ColumnDictionaries {
+    templates: Option<Templates>,
+    chunks: Option<ChunkDictionary>,
 }
 
 /// A private copy of `section` of `file` (in bounds: checked by the caller) whose crc is

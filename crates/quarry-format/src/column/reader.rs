@@ -255,48 +255,27 @@ impl<'a> ColumnReader<'a> {
         raw.clear();
         raw.reserve(raw_len);
         // One decompression context per thread: creating one per chunk was 5% of an
-        // aggregation over every value of a column (`ZSTD_createDCtx` in the profile).
-        if let Some(dictionary) = self.dictionary {
-            thread_local! {
-                static CONTEXT: std::cell::RefCell<Option<zstd::zstd_safe::DCtx<'static>>> =
-                    const { std::cell::RefCell::new(None) };
-            }
-            CONTEXT
-                .with(|cell| {
-                    let mut slot = cell.borrow_mut();
-                    let context = slot.get_or_insert_with(zstd::zstd_safe::DCtx::create);
-                    context.decompress_using_ddict(raw, compressed, dictionary.loaded())
-                })
-                .map_err(|_| DecodeError::new("chunk does not decompress"))?;
-        } else {
-            self.decompress_plain(compressed, raw)?;
-        }
-        if raw.len() != raw_len {
-            return Err(DecodeError::new("chunk shorter than its frame header says"));
-        }
-        Ok(())
-    }
-
-    /// Decompresses a chunk stored without a dictionary into `raw` (reserved for it).
-    fn decompress_plain(&self, compressed: &[u8], raw: &mut Vec<u8>) -> DecodeResult<()> {
+        // aggregation over every value of a column (`ZSTD_createDCtx` in the profile). A
+        // chunk of a column with a dictionary (format version 10) is decompressed with it.
         thread_local! {
-            static DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+            static CONTEXT: std::cell::RefCell<Option<zstd::zstd_safe::DCtx<'static>>> =
                 const { std::cell::RefCell::new(None) };
         }
-        DECOMPRESSOR
+        CONTEXT
             .with(|cell| {
                 let mut slot = cell.borrow_mut();
-                if slot.is_none() {
-                    *slot = zstd::bulk::Decompressor::new().ok();
-                }
-                match slot.as_mut() {
-                    Some(decompressor) => decompressor.decompress_to_buffer(compressed, raw),
-                    None => zstd::bulk::Decompressor::new().and_then(|mut decompressor| {
-                        decompressor.decompress_to_buffer(compressed, raw)
-                    }),
+                let context = slot.get_or_insert_with(zstd::zstd_safe::DCtx::create);
+                match self.dictionary {
+                    Some(dictionary) => {
+                        context.decompress_using_ddict(raw, compressed, dictionary.loaded())
+                    }
+                    None => context.decompress(raw, compressed),
                 }
             })
             .map_err(|_| DecodeError::new("chunk does not decompress"))?;
+        if raw.len() != raw_len {
+            return Err(DecodeError::new("chunk shorter than its frame header says"));
+        }
         Ok(())
     }
 

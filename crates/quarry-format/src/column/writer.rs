@@ -327,13 +327,10 @@ impl ColumnWriter {
             .map_err(zstd_failed)?;
         let mut chosen = plain;
         if waiting.len() >= self.training_chunks {
-            let samples: Vec<u8> = waiting.iter().flat_map(|(_, raw, _)| raw.clone()).collect();
-            let sizes: Vec<usize> = waiting.iter().map(|(_, raw, _)| raw.len()).collect();
+            let samples: Vec<&[u8]> = waiting.iter().map(|(_, raw, _)| &raw[..]).collect();
             // Training fails on samples too few (zstd wants 7 or more) or too alike: the
             // chunks go plain then.
-            if let Ok(dictionary) =
-                zstd::dict::from_continuous(&samples, &sizes, COLUMN_DICTIONARY_LEN)
-            {
+            if let Ok(dictionary) = zstd::dict::from_samples(&samples, COLUMN_DICTIONARY_LEN) {
                 let mut compressor =
                     zstd::bulk::Compressor::with_dictionary(COLUMN_ZSTD_LEVEL, &dictionary)
                         .map_err(zstd_failed)?;

@@ -368,6 +368,9 @@ fn section_refs(manifest: &[u8], base: usize, version: u32) -> Option<SectionRef
             if version >= 7 && w.flag()? {
                 w.section_ref(&mut all)?; // templates
             }
+            if version >= 10 && w.flag()? {
+                w.section_ref(&mut all)?; // the chunks' zstd dictionary
+            }
         }
         // Text flag: 2 (version 8 on) when the positions come from the values.
         let text = match w.u8()? {

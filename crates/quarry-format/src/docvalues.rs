@@ -416,12 +416,15 @@ impl<'a> DocValues<'a> {
 
     /// Calls `f(doc, slot value)` for every doc of `[lo, hi)` with a value, unpacking whole
     /// groups (the value is the ordinal, or the raw integer).
-    pub fn for_each_in_range(&self, lo: u32, hi: u32, f: &mut dyn FnMut(u32, u64)) {
+    pub fn for_each_in_range(&self, lo: u32, hi: u32, mut f: impl FnMut(u32, u64)) {
         let hi = hi.min(self.doc_count);
         if lo >= hi {
             return;
         }
         let mut slots = [0u32; GROUP];
+        // Generic over `f` so that an aggregation's per-value work inlines into this loop
+        // (through `&mut dyn FnMut` a stats aggregation spent 17 ns a doc in calls).
+        let strings = self.dictionary_len > 0;
         for group in lo as usize / GROUP..=(hi as usize - 1) / GROUP {
             let entry = self.entry(group);
             unpack4x(self.packed(entry), entry.bits, &mut slots);
@@ -430,7 +433,7 @@ impl<'a> DocValues<'a> {
             let to = ((hi - first) as usize).min(GROUP);
             for (i, &slot) in slots.iter().enumerate().take(to).skip(from) {
                 if slot != 0 {
-                    let value = if self.dictionary_len > 0 {
+                    let value = if strings {
                         u64::from(slot - 1)
                     } else {
                         entry.integer(slot)
@@ -438,6 +441,33 @@ impl<'a> DocValues<'a> {
                     f(first + i as u32, value);
                 }
             }
+        }
+    }
+
+    /// The slots of `[lo, hi)` a 128-doc group at a time, for loops without a branch per
+    /// doc: `f(base, divisor, slots)`, where a slot of 0 is a doc without a value and a slot
+    /// `s > 0` is the value `base + (s - 1) * divisor` (wrapping; for strings, base 0 and
+    /// divisor 1 make it the ordinal). Within a group, a larger slot is a larger value in the
+    /// column's order.
+    pub fn for_each_group_in_range(&self, lo: u32, hi: u32, mut f: impl FnMut(u64, u64, &[u32])) {
+        let hi = hi.min(self.doc_count);
+        if lo >= hi {
+            return;
+        }
+        let strings = self.dictionary_len > 0;
+        let mut slots = [0u32; GROUP];
+        for group in lo as usize / GROUP..=(hi as usize - 1) / GROUP {
+            let entry = self.entry(group);
+            unpack4x(self.packed(entry), entry.bits, &mut slots);
+            let first = group * GROUP;
+            let from = (lo as usize).saturating_sub(first);
+            let to = (hi as usize - first).min(GROUP);
+            let (base, divisor) = if strings {
+                (0, 1)
+            } else {
+                (entry.base, entry.divisor)
+            };
+            f(base, divisor, &slots[from..to]);
         }
     }
 
@@ -581,7 +611,7 @@ mod tests {
             }
             let hi = lo.saturating_add(len);
             let mut seen = Vec::new();
-            values.for_each_in_range(lo, hi, &mut |doc, ordinal| {
+            values.for_each_in_range(lo, hi, |doc, ordinal| {
                 seen.push((doc, values.string(ordinal as u32).unwrap().to_vec()));
             });
             let expected: Vec<(u32, Vec<u8>)> = model
@@ -619,14 +649,22 @@ mod tests {
             }
             let hi = lo.saturating_add(len);
             let mut seen = Vec::new();
-            values.for_each_in_range(lo, hi, &mut |doc, raw| seen.push((doc, raw)));
+            values.for_each_in_range(lo, hi, |doc, raw| seen.push((doc, raw)));
             let expected: Vec<(u32, u64)> = model
                 .iter()
                 .enumerate()
                 .filter(|(doc, v)| (lo..hi).contains(&(*doc as u32)) && v.is_some())
                 .map(|(doc, v)| (doc as u32, v.unwrap()))
                 .collect();
-            prop_assert_eq!(seen, expected);
+            prop_assert_eq!(&seen, &expected);
+            // The group walk gives the same values, in order.
+            let mut grouped = Vec::new();
+            values.for_each_group_in_range(lo, hi, |base, divisor, slots| {
+                grouped.extend(slots.iter().filter(|&&s| s != 0).map(|&s| {
+                    base.wrapping_add(u64::from(s - 1).wrapping_mul(divisor))
+                }));
+            });
+            prop_assert_eq!(grouped, expected.iter().map(|&(_, v)| v).collect::<Vec<_>>());
         }
     }
 
@@ -660,7 +698,7 @@ mod tests {
                         let _ = values.string(ordinal);
                     }
                 }
-                values.for_each_in_range(0, end, &mut |_, _| {});
+                values.for_each_in_range(0, end, |_, _| {});
             }
         }
     }

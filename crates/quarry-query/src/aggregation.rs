@@ -149,7 +149,53 @@ impl BuildHasher for FixedSipHash {
 /// values come from another block (or at the end).
 struct OrdinalCounts<'a> {
     dictionary: DocValues<'a>,
-    counts: HashMap<u32, u64>,
+    counts: OrdinalTally,
+}
+
+/// Counts by ordinal: a vector for a small dictionary (no hashing per value), a map for a
+/// large one (per-bucket states would each hold the whole vector).
+enum OrdinalTally {
+    Dense(Vec<u64>),
+    Sparse(HashMap<u32, u64>),
+}
+
+/// The largest dictionary counted in a vector.
+const DENSE_ORDINALS_MAX: usize = 4096;
+
+impl OrdinalTally {
+    fn for_dictionary(len: usize) -> OrdinalTally {
+        if len <= DENSE_ORDINALS_MAX {
+            OrdinalTally::Dense(vec![0; len])
+        } else {
+            OrdinalTally::Sparse(HashMap::new())
+        }
+    }
+
+    fn add(&mut self, ordinal: u32) {
+        match self {
+            OrdinalTally::Dense(counts) => {
+                // An ordinal past the dictionary names no string (doc values checked at open
+                // hold none); `fold_ordinals` would skip it from the map too.
+                if let Some(n) = counts.get_mut(ordinal as usize) {
+                    *n += 1;
+                }
+            }
+            OrdinalTally::Sparse(counts) => *counts.entry(ordinal).or_default() += 1,
+        }
+    }
+
+    /// The non-zero counts.
+    fn into_counts(self) -> Vec<(u32, u64)> {
+        match self {
+            OrdinalTally::Dense(counts) => counts
+                .into_iter()
+                .enumerate()
+                .filter(|&(_, n)| n > 0)
+                .map(|(ordinal, n)| (ordinal as u32, n))
+                .collect(),
+            OrdinalTally::Sparse(counts) => counts.into_iter().collect(),
+        }
+    }
 }
 
 /// The running state of one aggregation.
@@ -207,11 +253,11 @@ impl<'a> AggState<'a> {
                             fold_ordinals(counts, ordinals.take());
                             *ordinals = Some(OrdinalCounts {
                                 dictionary,
-                                counts: HashMap::new(),
+                                counts: OrdinalTally::for_dictionary(dictionary.dictionary_len()),
                             });
                         }
                         if let Some(o) = ordinals {
-                            *o.counts.entry(ordinal).or_default() += 1;
+                            o.counts.add(ordinal);
                         }
                         return;
                     }
@@ -746,7 +792,7 @@ fn fold_ordinals(counts: &mut HashMap<String, u64>, ordinals: Option<OrdinalCoun
     let Some(ordinals) = ordinals else {
         return;
     };
-    for (ordinal, n) in ordinals.counts {
+    for (ordinal, n) in ordinals.counts.into_counts() {
         let Some(bytes) = ordinals.dictionary.string(ordinal) else {
             continue;
         };
@@ -1015,18 +1061,80 @@ impl<'a> FieldCursor<'a> {
         Ok(())
     }
 
+    /// Whether the field is read from doc values that are all integers (no string column).
+    fn reads_integer_doc_values(&self) -> bool {
+        self.doc_values.as_ref().is_some_and(|columns| {
+            columns
+                .iter()
+                .all(|(ty, values)| *ty != ColumnType::Str && values.values().dictionary_len() == 0)
+        })
+    }
+
+    /// Adds the count, min, max and sum of the field's values in `[lo, hi)` (integer doc
+    /// values: `reads_integer_doc_values`) a 128-doc group at a time, with no branch per doc:
+    /// a stats aggregation over every event took 17 ns a doc through `for_each_in_range`,
+    /// most of it a mispredicted "has a value" branch (perf, 1M generated events). A group's
+    /// sum is exact (i128) before it is added as f64, so it equals the per-value sum wherever
+    /// that is exact (below 2^53).
+    fn integer_stats_in_range(
+        &self,
+        lo: u32,
+        hi: u32,
+        count: &mut u64,
+        min: &mut f64,
+        max: &mut f64,
+        sum: &mut f64,
+    ) {
+        let Some(columns) = &self.doc_values else {
+            return;
+        };
+        for (ty, values) in columns {
+            let ty = *ty;
+            let signed = matches!(ty, ColumnType::I64 | ColumnType::Timestamp);
+            values
+                .values()
+                .for_each_group_in_range(lo, hi, |base, divisor, slots| {
+                    let (mut present, mut least, mut most, mut total) =
+                        (0u64, u32::MAX, 0u32, 0u64);
+                    for &slot in slots {
+                        present += u64::from(slot != 0);
+                        // Slot 0 (no value) wraps to the largest: never the least.
+                        least = least.min(slot.wrapping_sub(1));
+                        most = most.max(slot);
+                        total += u64::from(slot);
+                    }
+                    if present == 0 {
+                        return;
+                    }
+                    let value =
+                        |v: u32| number(ty, base.wrapping_add(u64::from(v).wrapping_mul(divisor)));
+                    *count += present;
+                    *min = min.min(value(least));
+                    *max = max.max(value(most - 1));
+                    // Every value is base + (slot - 1) * divisor, the product below 2^64.
+                    let base = if signed {
+                        i128::from(base as i64)
+                    } else {
+                        i128::from(base)
+                    };
+                    let offsets = i128::from(total - present) * i128::from(divisor);
+                    *sum += (base * i128::from(present) + offsets) as f64;
+                });
+        }
+    }
+
     /// Calls `f` with the value of every doc in `[lo, hi)` that has one, walking the chunks
     /// (a query that matches a whole doc range needs no per-doc look-up).
     fn for_each_in_range(
         &mut self,
         lo: u32,
         hi: u32,
-        f: &mut dyn FnMut(FieldValue<'_, 'a>),
+        mut f: impl FnMut(FieldValue<'_, 'a>),
     ) -> Result<()> {
         if let Some(doc_values) = &self.doc_values {
             for (ty, values) in doc_values {
                 let (ty, values) = (*ty, values.values());
-                values.for_each_in_range(lo, hi, &mut |_, value| {
+                values.for_each_in_range(lo, hi, |_, value| {
                     f(if ty == ColumnType::Str {
                         FieldValue::Ordinal(value as u32, values)
                     } else {
@@ -1125,7 +1233,18 @@ impl<'a> Group<'a> {
             match (cursor, state) {
                 (_, AggState::Count(n)) => *n += u64::from(hi - lo),
                 (None, _) => {}
-                (Some(cursor), state) => cursor.for_each_in_range(lo, hi, &mut |v| state.add(v))?,
+                (
+                    Some(cursor),
+                    AggState::Numbers {
+                        count,
+                        min,
+                        max,
+                        sum,
+                    },
+                ) if cursor.reads_integer_doc_values() => {
+                    cursor.integer_stats_in_range(lo, hi, count, min, max, sum)
+                }
+                (Some(cursor), state) => cursor.for_each_in_range(lo, hi, |v| state.add(v))?,
             }
         }
         Ok(())

@@ -1091,7 +1091,7 @@ pub fn long_values_scorer<'a>(
                 })
                 .collect();
             if matched.contains(&true) {
-                values.for_each_in_range(0, block.doc_count(), &mut |doc, ordinal| {
+                values.for_each_in_range(0, block.doc_count(), |doc, ordinal| {
                     if matched.get(ordinal as usize) == Some(&true) {
                         bit_set(&mut words, doc);
                         found = true;

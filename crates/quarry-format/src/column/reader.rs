@@ -328,7 +328,7 @@ impl<'a> ColumnReader<'a> {
         }
         let mut docs = Vec::with_capacity(meta.present_count as usize);
         let mut raws = Vec::with_capacity(meta.present_count as usize);
-        values.for_each_in_range(meta.first_doc, end_doc, &mut |doc, raw| {
+        values.for_each_in_range(meta.first_doc, end_doc, |doc, raw| {
             docs.push(doc);
             raws.push(raw);
         });

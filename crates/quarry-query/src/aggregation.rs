@@ -234,6 +234,52 @@ impl<'a> AggState<'a> {
         }
     }
 
+    /// Counts the ordinals of `values` (a string column's doc values) over `[lo, hi)` a
+    /// 128-doc group at a time, when this is a terms state and the dictionary is small
+    /// enough to count densely; false (nothing done) otherwise. A terms aggregation over
+    /// every event took 22 ms on 1M generated events through `add`, a call and a branch per
+    /// doc.
+    fn add_ordinals_in_range(&mut self, values: DocValues<'a>, lo: u32, hi: u32) -> bool {
+        let AggState::Terms(counts, ordinals) = self else {
+            return false;
+        };
+        let len = values.dictionary_len();
+        if len > DENSE_ORDINALS_MAX {
+            return false;
+        }
+        if !ordinals
+            .as_ref()
+            .is_some_and(|o| o.dictionary.same_as(&values))
+        {
+            fold_ordinals(counts, ordinals.take());
+            *ordinals = Some(OrdinalCounts {
+                dictionary: values,
+                counts: OrdinalTally::for_dictionary(len),
+            });
+        }
+        let Some(OrdinalCounts {
+            counts: OrdinalTally::Dense(tally),
+            ..
+        }) = ordinals
+        else {
+            return false; // (for_dictionary gave a dense tally for this length)
+        };
+        // Counted by slot (0: no value), then moved to the ordinals' tally.
+        let mut by_slot = vec![0u64; len + 1];
+        values.for_each_group_in_range(lo, hi, |_, _, slots| {
+            for &slot in slots {
+                // A slot past the dictionary names no string (see `OrdinalTally::add`).
+                if let Some(n) = by_slot.get_mut(slot as usize) {
+                    *n += 1;
+                }
+            }
+        });
+        for (total, n) in tally.iter_mut().zip(&by_slot[1..]) {
+            *total += n;
+        }
+        true
+    }
+
     fn add(&mut self, value: FieldValue<'_, 'a>) {
         match self {
             AggState::Count(n) => *n += 1,
@@ -1061,6 +1107,16 @@ impl<'a> FieldCursor<'a> {
         Ok(())
     }
 
+    /// The field's doc values when they are its only column and hold strings (ordinals).
+    fn string_doc_values(&self) -> Option<DocValues<'a>> {
+        match self.doc_values.as_deref() {
+            Some([(ColumnType::Str, values)]) if values.values().dictionary_len() > 0 => {
+                Some(values.values())
+            }
+            _ => None,
+        }
+    }
+
     /// Whether the field is read from doc values that are all integers (no string column).
     fn reads_integer_doc_values(&self) -> bool {
         self.doc_values.as_ref().is_some_and(|columns| {
@@ -1244,7 +1300,14 @@ impl<'a> Group<'a> {
                 ) if cursor.reads_integer_doc_values() => {
                     cursor.integer_stats_in_range(lo, hi, count, min, max, sum)
                 }
-                (Some(cursor), state) => cursor.for_each_in_range(lo, hi, |v| state.add(v))?,
+                (Some(cursor), state) => {
+                    let counted = cursor
+                        .string_doc_values()
+                        .is_some_and(|values| state.add_ordinals_in_range(values, lo, hi));
+                    if !counted {
+                        cursor.for_each_in_range(lo, hi, |v| state.add(v))?;
+                    }
+                }
             }
         }
         Ok(())

@@ -158,6 +158,8 @@ tail100_nginx_slow	TAIL	100	service:nginx AND latency_ms:[1000 TO 30000]
 count_failed_last_hour	COUNT	failed AND _time:[$hour_ago TO $max]
 hist60_last_hour	HISTOGRAM	60	_time:[$hour_ago TO $max]
 terms_client_ip_login	TERMS	client_ip	10	path:login
+terms_host	TERMS	host	10	*
+terms_level_nginx	TERMS	level	5	service:nginx
 percentiles_latency_nginx	PERCENTILES	latency_ms	service:nginx
 stats_latency	STATS	latency_ms	*
 EOF

@@ -159,6 +159,9 @@ enum OrdinalTally {
     Sparse(HashMap<u32, u64>),
 }
 
+/// The most matches an aggregation buffers before adding them to their group.
+const PENDING_DOCS: usize = 1024;
+
 /// The largest dictionary counted in a vector.
 const DENSE_ORDINALS_MAX: usize = 4096;
 
@@ -240,32 +243,11 @@ impl<'a> AggState<'a> {
     /// every event took 22 ms on 1M generated events through `add`, a call and a branch per
     /// doc.
     fn add_ordinals_in_range(&mut self, values: DocValues<'a>, lo: u32, hi: u32) -> bool {
-        let AggState::Terms(counts, ordinals) = self else {
+        let Some(tally) = self.dense_tally(values) else {
             return false;
-        };
-        let len = values.dictionary_len();
-        if len > DENSE_ORDINALS_MAX {
-            return false;
-        }
-        if !ordinals
-            .as_ref()
-            .is_some_and(|o| o.dictionary.same_as(&values))
-        {
-            fold_ordinals(counts, ordinals.take());
-            *ordinals = Some(OrdinalCounts {
-                dictionary: values,
-                counts: OrdinalTally::for_dictionary(len),
-            });
-        }
-        let Some(OrdinalCounts {
-            counts: OrdinalTally::Dense(tally),
-            ..
-        }) = ordinals
-        else {
-            return false; // (for_dictionary gave a dense tally for this length)
         };
         // Counted by slot (0: no value), then moved to the ordinals' tally.
-        let mut by_slot = vec![0u64; len + 1];
+        let mut by_slot = vec![0u64; values.dictionary_len() + 1];
         values.for_each_group_in_range(lo, hi, |_, _, slots| {
             for &slot in slots {
                 // A slot past the dictionary names no string (see `OrdinalTally::add`).
@@ -278,6 +260,90 @@ impl<'a> AggState<'a> {
             *total += n;
         }
         true
+    }
+
+    /// `add_ordinals_in_range` for the matching `docs` (increasing) of `cursor`'s field.
+    fn add_ordinals_of_docs(&mut self, cursor: &mut FieldCursor<'a>, docs: &[u32]) -> bool {
+        let Some(values) = cursor.string_doc_values_cursor() else {
+            return false;
+        };
+        let Some(tally) = self.dense_tally(values.values()) else {
+            return false;
+        };
+        for &doc in docs {
+            // An ordinal past the dictionary names no string (see `OrdinalTally::add`).
+            if let Some(n) = values.ordinal(doc).and_then(|o| tally.get_mut(o as usize)) {
+                *n += 1;
+            }
+        }
+        true
+    }
+
+    /// Adds the values of the matching `docs` (increasing) of `cursor`'s field when it is
+    /// read from integer doc values and this is a numbers or percentiles state; false
+    /// (nothing done) otherwise.
+    fn add_integers_of_docs(&mut self, cursor: &mut FieldCursor<'a>, docs: &[u32]) -> bool {
+        let Some(columns) = cursor.integer_doc_values_cursors() else {
+            return false;
+        };
+        // A doc's value is in the first column that has one (as in `with_typed_value`).
+        let mut value = |doc: u32| {
+            columns
+                .iter_mut()
+                .find_map(|(ty, values)| values.raw(doc).map(|raw| number(*ty, raw)))
+        };
+        match self {
+            AggState::Numbers {
+                count,
+                min,
+                max,
+                sum,
+            } => {
+                for v in docs.iter().filter_map(|&doc| value(doc)) {
+                    *count += 1;
+                    *min = min.min(v);
+                    *max = max.max(v);
+                    *sum += v;
+                }
+            }
+            AggState::Percentiles(percentiles) => {
+                for v in docs.iter().filter_map(|&doc| value(doc)) {
+                    percentiles.add(v);
+                }
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// A terms state's dense tally for the ordinals of `values` (switching to its
+    /// dictionary, as `add` does); `None` if this is not a terms state or the dictionary is
+    /// too large to count densely.
+    fn dense_tally(&mut self, values: DocValues<'a>) -> Option<&mut Vec<u64>> {
+        let AggState::Terms(counts, ordinals) = self else {
+            return None;
+        };
+        let len = values.dictionary_len();
+        if len > DENSE_ORDINALS_MAX {
+            return None;
+        }
+        if !ordinals
+            .as_ref()
+            .is_some_and(|o| o.dictionary.same_as(&values))
+        {
+            fold_ordinals(counts, ordinals.take());
+            *ordinals = Some(OrdinalCounts {
+                dictionary: values,
+                counts: OrdinalTally::for_dictionary(len),
+            });
+        }
+        match ordinals {
+            Some(OrdinalCounts {
+                counts: OrdinalTally::Dense(tally),
+                ..
+            }) => Some(tally),
+            _ => None, // (for_dictionary gives a dense tally for this length)
+        }
     }
 
     fn add(&mut self, value: FieldValue<'_, 'a>) {
@@ -1068,7 +1134,7 @@ impl<'a> FieldCursor<'a> {
     pub(crate) fn with_value(
         &mut self,
         doc: u32,
-        f: &mut dyn FnMut(FieldValue<'_, 'a>),
+        f: &mut impl FnMut(FieldValue<'_, 'a>),
     ) -> Result<()> {
         self.with_typed_value(doc, &mut |value| f(value.untyped()))
     }
@@ -1105,6 +1171,24 @@ impl<'a> FieldCursor<'a> {
             }
         }
         Ok(())
+    }
+
+    /// The field's doc values when every column of it has integer ones.
+    fn integer_doc_values_cursors(&mut self) -> Option<&mut [(ColumnType, DocValuesCursor<'a>)]> {
+        if !self.reads_integer_doc_values() {
+            return None;
+        }
+        self.doc_values.as_deref_mut()
+    }
+
+    /// `string_doc_values`' cursor.
+    fn string_doc_values_cursor(&mut self) -> Option<&mut DocValuesCursor<'a>> {
+        match self.doc_values.as_deref_mut() {
+            Some([(ColumnType::Str, values)]) if values.values().dictionary_len() > 0 => {
+                Some(values)
+            }
+            _ => None,
+        }
     }
 
     /// The field's doc values when they are its only column and hold strings (ordinals).
@@ -1266,12 +1350,27 @@ impl<'a> Group<'a> {
         }
     }
 
-    fn collect(&mut self, doc: u32, cursors: &mut [Option<FieldCursor<'a>>]) -> Result<()> {
-        self.count += 1;
+    /// Adds the matching `docs` (increasing), a field at a time: a terms count over a small
+    /// dictionary then costs a slot read and an increment per doc (per doc and per field
+    /// through `with_value`, a terms aggregation over 500k matches took 20 ms).
+    fn collect_docs(
+        &mut self,
+        docs: &[u32],
+        cursors: &mut [Option<FieldCursor<'a>>],
+    ) -> Result<()> {
+        self.count += docs.len() as u64;
         for (state, cursor) in self.states.iter_mut().zip(cursors.iter_mut()) {
             match cursor {
-                None => state.add(FieldValue::Number(0.0)),
-                Some(cursor) => cursor.with_value(doc, &mut |value| state.add(value))?,
+                None => docs.iter().for_each(|_| state.add(FieldValue::Number(0.0))),
+                Some(cursor) => {
+                    if !state.add_ordinals_of_docs(cursor, docs)
+                        && !state.add_integers_of_docs(cursor, docs)
+                    {
+                        for &doc in docs {
+                            cursor.with_value(doc, &mut |value| state.add(value))?;
+                        }
+                    }
+                }
             }
         }
         Ok(())
@@ -1722,23 +1821,34 @@ impl Searcher {
             }
             let mut k = 0usize;
             let mut doc = scorer.doc();
-            // The group changes only at bucket ends: look it up then, not per doc (and only
+            // Matches are added a run at a time (`Group::collect_docs`), a run ending at a
+            // bucket end or at `PENDING_DOCS`; the group is looked up once per run (and only
             // for buckets with a match).
-            let mut current: Option<(usize, &mut Group)> = None;
+            let mut pending: Vec<u32> = Vec::with_capacity(PENDING_DOCS);
+            let mut pending_bucket = 0usize;
+            let mut flush = |bucket: usize, pending: &mut Vec<u32>, cursors: &mut [_]| {
+                if pending.is_empty() {
+                    return Ok(());
+                }
+                groups
+                    .entry(buckets[bucket])
+                    .or_insert_with(|| Group::new(specs, interval.is_none()))
+                    .collect_docs(pending, cursors)?;
+                pending.clear();
+                Ok::<(), QueryError>(())
+            };
             while doc != quarry_format::TERMINATED {
                 while k + 2 < ends.len() && doc >= ends[k + 1] {
                     k += 1;
                 }
-                let group = match current {
-                    Some((bucket, group)) if bucket == k => group,
-                    _ => groups
-                        .entry(buckets[k])
-                        .or_insert_with(|| Group::new(specs, interval.is_none())),
-                };
-                group.collect(doc, &mut cursors)?;
-                current = Some((k, group));
+                if k != pending_bucket || pending.len() == PENDING_DOCS {
+                    flush(pending_bucket, &mut pending, &mut cursors)?;
+                    pending_bucket = k;
+                }
+                pending.push(doc);
                 doc = scorer.advance();
             }
+            flush(pending_bucket, &mut pending, &mut cursors)?;
             self.check_scorer(index, scorer.as_ref())?;
             merge_groups(&mut total, groups);
         }

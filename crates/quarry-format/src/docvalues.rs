@@ -445,11 +445,16 @@ impl<'a> DocValues<'a> {
     }
 
     /// The slots of `[lo, hi)` a 128-doc group at a time, for loops without a branch per
-    /// doc: `f(base, divisor, slots)`, where a slot of 0 is a doc without a value and a slot
-    /// `s > 0` is the value `base + (s - 1) * divisor` (wrapping; for strings, base 0 and
-    /// divisor 1 make it the ordinal). Within a group, a larger slot is a larger value in the
-    /// column's order.
-    pub fn for_each_group_in_range(&self, lo: u32, hi: u32, mut f: impl FnMut(u64, u64, &[u32])) {
+    /// doc: `f(first, base, divisor, slots)`, where `slots[i]` is doc `first + i`'s, a slot of
+    /// 0 is a doc without a value and a slot `s > 0` is the value `base + (s - 1) * divisor`
+    /// (wrapping; for strings, base 0 and divisor 1 make it the ordinal). Within a group, a
+    /// larger slot is a larger value in the column's order.
+    pub fn for_each_group_in_range(
+        &self,
+        lo: u32,
+        hi: u32,
+        mut f: impl FnMut(u32, u64, u64, &[u32]),
+    ) {
         let hi = hi.min(self.doc_count);
         if lo >= hi {
             return;
@@ -467,7 +472,7 @@ impl<'a> DocValues<'a> {
             } else {
                 (entry.base, entry.divisor)
             };
-            f(base, divisor, &slots[from..to]);
+            f((first + from) as u32, base, divisor, &slots[from..to]);
         }
     }
 
@@ -659,12 +664,12 @@ mod tests {
             prop_assert_eq!(&seen, &expected);
             // The group walk gives the same values, in order.
             let mut grouped = Vec::new();
-            values.for_each_group_in_range(lo, hi, |base, divisor, slots| {
-                grouped.extend(slots.iter().filter(|&&s| s != 0).map(|&s| {
-                    base.wrapping_add(u64::from(s - 1).wrapping_mul(divisor))
+            values.for_each_group_in_range(lo, hi, |first, base, divisor, slots| {
+                grouped.extend(slots.iter().enumerate().filter(|(_, &s)| s != 0).map(|(i, &s)| {
+                    (first + i as u32, base.wrapping_add(u64::from(s - 1).wrapping_mul(divisor)))
                 }));
             });
-            prop_assert_eq!(grouped, expected.iter().map(|&(_, v)| v).collect::<Vec<_>>());
+            prop_assert_eq!(grouped, expected);
         }
     }
 

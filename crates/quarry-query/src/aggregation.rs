@@ -248,7 +248,7 @@ impl<'a> AggState<'a> {
         };
         // Counted by slot (0: no value), then moved to the ordinals' tally.
         let mut by_slot = vec![0u64; values.dictionary_len() + 1];
-        values.for_each_group_in_range(lo, hi, |_, _, slots| {
+        values.for_each_group_in_range(lo, hi, |_, _, _, slots| {
             for &slot in slots {
                 // A slot past the dictionary names no string (see `OrdinalTally::add`).
                 if let Some(n) = by_slot.get_mut(slot as usize) {
@@ -1233,7 +1233,7 @@ impl<'a> FieldCursor<'a> {
             let signed = matches!(ty, ColumnType::I64 | ColumnType::Timestamp);
             values
                 .values()
-                .for_each_group_in_range(lo, hi, |base, divisor, slots| {
+                .for_each_group_in_range(lo, hi, |_, base, divisor, slots| {
                     let (mut present, mut least, mut most, mut total) =
                         (0u64, u32::MAX, 0u32, 0u64);
                     for &slot in slots {

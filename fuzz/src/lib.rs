@@ -647,12 +647,23 @@ pub fn exercise_block(reader: &BlockReader, area: Area) {
                         let _ = values.string(ordinal as u32);
                     }
                     let mut sum = 0u64;
-                    values.for_each_in_range(0, docs, &mut |doc, value| {
+                    values.for_each_in_range(0, docs, |doc, value| {
                         sum = sum.wrapping_add(u64::from(doc) ^ value);
                     });
-                    values.for_each_in_range(docs / 3, u32::MAX, &mut |doc, value| {
+                    values.for_each_in_range(docs / 3, u32::MAX, |doc, value| {
                         sum = sum.wrapping_add(u64::from(doc) ^ value);
                     });
+                    values.for_each_group_in_range(
+                        docs / 5,
+                        u32::MAX,
+                        |first, base, divisor, slots| {
+                            for (doc, &slot) in (first..).zip(slots) {
+                                let value =
+                                    base.wrapping_add(u64::from(slot).wrapping_mul(divisor));
+                                sum = sum.wrapping_add(u64::from(doc) ^ value);
+                            }
+                        },
+                    );
                     let mut cursor = values.cursor();
                     for doc in (0..docs).chain(edge_docs) {
                         let _ = cursor.ordinal(doc);

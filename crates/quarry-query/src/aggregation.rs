@@ -300,10 +300,7 @@ impl<'a> AggState<'a> {
                 sum,
             } => {
                 for v in docs.iter().filter_map(|&doc| value(doc)) {
-                    *count += 1;
-                    *min = min.min(v);
-                    *max = max.max(v);
-                    *sum += v;
+                    add_number((count, min, max, sum), v);
                 }
             }
             AggState::Percentiles(percentiles) => {
@@ -323,26 +320,12 @@ impl<'a> AggState<'a> {
         let AggState::Terms(counts, ordinals) = self else {
             return None;
         };
-        let len = values.dictionary_len();
-        if len > DENSE_ORDINALS_MAX {
+        if values.dictionary_len() > DENSE_ORDINALS_MAX {
             return None;
         }
-        if !ordinals
-            .as_ref()
-            .is_some_and(|o| o.dictionary.same_as(&values))
-        {
-            fold_ordinals(counts, ordinals.take());
-            *ordinals = Some(OrdinalCounts {
-                dictionary: values,
-                counts: OrdinalTally::for_dictionary(len),
-            });
-        }
-        match ordinals {
-            Some(OrdinalCounts {
-                counts: OrdinalTally::Dense(tally),
-                ..
-            }) => Some(tally),
-            _ => None, // (for_dictionary gives a dense tally for this length)
+        match &mut ordinal_counts(counts, ordinals, values).counts {
+            OrdinalTally::Dense(tally) => Some(tally),
+            OrdinalTally::Sparse(_) => None, // (for_dictionary gives a dense tally for this length)
         }
     }
 
@@ -358,19 +341,9 @@ impl<'a> AggState<'a> {
                         &buffer
                     }
                     FieldValue::Ordinal(ordinal, dictionary) => {
-                        let same = ordinals
-                            .as_ref()
-                            .is_some_and(|o| o.dictionary.same_as(&dictionary));
-                        if !same {
-                            fold_ordinals(counts, ordinals.take());
-                            *ordinals = Some(OrdinalCounts {
-                                dictionary,
-                                counts: OrdinalTally::for_dictionary(dictionary.dictionary_len()),
-                            });
-                        }
-                        if let Some(o) = ordinals {
-                            o.counts.add(ordinal);
-                        }
+                        ordinal_counts(counts, ordinals, dictionary)
+                            .counts
+                            .add(ordinal);
                         return;
                     }
                 };
@@ -385,10 +358,7 @@ impl<'a> AggState<'a> {
             } => {
                 if let FieldValue::Number(v) = value {
                     if !v.is_nan() {
-                        *count += 1;
-                        *min = min.min(v);
-                        *max = max.max(v);
-                        *sum += v;
+                        add_number((count, min, max, sum), v);
                     }
                 }
             }
@@ -900,6 +870,33 @@ fn at_rank(counted: &[(f64, u64)], rank: u64) -> f64 {
 }
 
 /// Adds one block's ordinal counts to the counts by string.
+/// Adds `v` to a numbers state's count, min, max and sum.
+fn add_number((count, min, max, sum): (&mut u64, &mut f64, &mut f64, &mut f64), v: f64) {
+    *count += 1;
+    *min = min.min(v);
+    *max = max.max(v);
+    *sum += v;
+}
+
+/// A terms state's ordinal counts for `dictionary`: the current ones if they count its
+/// ordinals, else new ones, the old ones first folded into `counts` by string.
+fn ordinal_counts<'o, 'a>(
+    counts: &mut HashMap<String, u64>,
+    ordinals: &'o mut Option<OrdinalCounts<'a>>,
+    dictionary: DocValues<'a>,
+) -> &'o mut OrdinalCounts<'a> {
+    if !ordinals
+        .as_ref()
+        .is_some_and(|o| o.dictionary.same_as(&dictionary))
+    {
+        fold_ordinals(counts, ordinals.take());
+    }
+    ordinals.get_or_insert_with(|| OrdinalCounts {
+        dictionary,
+        counts: OrdinalTally::for_dictionary(dictionary.dictionary_len()),
+    })
+}
+
 fn fold_ordinals(counts: &mut HashMap<String, u64>, ordinals: Option<OrdinalCounts<'_>>) {
     let Some(ordinals) = ordinals else {
         return;
@@ -1181,21 +1178,11 @@ impl<'a> FieldCursor<'a> {
         self.doc_values.as_deref_mut()
     }
 
-    /// `string_doc_values`' cursor.
+    /// The field's doc values when they are its only column and hold strings (ordinals).
     fn string_doc_values_cursor(&mut self) -> Option<&mut DocValuesCursor<'a>> {
         match self.doc_values.as_deref_mut() {
             Some([(ColumnType::Str, values)]) if values.values().dictionary_len() > 0 => {
                 Some(values)
-            }
-            _ => None,
-        }
-    }
-
-    /// The field's doc values when they are its only column and hold strings (ordinals).
-    fn string_doc_values(&self) -> Option<DocValues<'a>> {
-        match self.doc_values.as_deref() {
-            Some([(ColumnType::Str, values)]) if values.values().dictionary_len() > 0 => {
-                Some(values.values())
             }
             _ => None,
         }
@@ -1401,8 +1388,8 @@ impl<'a> Group<'a> {
                 }
                 (Some(cursor), state) => {
                     let counted = cursor
-                        .string_doc_values()
-                        .is_some_and(|values| state.add_ordinals_in_range(values, lo, hi));
+                        .string_doc_values_cursor()
+                        .is_some_and(|values| state.add_ordinals_in_range(values.values(), lo, hi));
                     if !counted {
                         cursor.for_each_in_range(lo, hi, |v| state.add(v))?;
                     }

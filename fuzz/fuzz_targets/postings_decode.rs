@@ -9,7 +9,8 @@
 //! postings and positions run from their offset to the end of their section. Flags: 1 the
 //! term has positions, 2 open without positions, 4 lengths one byte past the section, 8 an
 //! inline doc, 16 a constant position, 32 the wide layout (versions 1 to 9; else the compact
-//! one), 64 a max tf of 2 (the compact layout's tails then hold frequencies).
+//! one), 64 a max tf of 2 (the compact layout's tails then hold frequencies), 128 a union of
+//! templates (refused; the postings bytes are also read as a union's list).
 
 #![no_main]
 
@@ -39,7 +40,11 @@ fuzz_target!(|data: &[u8]| {
         has_positions: flags & 1 != 0,
         inline_doc: (flags & 8 != 0).then_some(u32::from(header[9])),
         constant_position: (flags & 16 != 0).then_some(u32::from(header[7])),
+        // A union's bytes are a template list, which a cursor refuses to read as postings.
+        template_union: flags & 128 != 0,
     };
+    // The same bytes as a union's template list (format version 11).
+    let _ = quarry_format::postings::unions::decode_union(postings);
     let open = || {
         if flags & 2 != 0 {
             PostingsCursor::try_new_without_positions(&info, postings)

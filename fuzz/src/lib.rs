@@ -40,12 +40,12 @@ pub struct Seed {
 }
 
 /// The seed blocks: two written by this build's `SegmentBuilder` (the current format) and the
-/// committed golden blocks of versions 1 to 3 and 7 to 10, so the readers of old versions are
+/// committed golden blocks of versions 1 to 3 and 7 to 11, so the readers of old versions are
 /// fuzzed too.
 pub fn seeds() -> &'static [Seed] {
     static SEEDS: OnceLock<Vec<Seed>> = OnceLock::new();
     SEEDS.get_or_init(|| {
-        let golden: [(&'static str, &'static [u8]); 7] = [
+        let golden: [(&'static str, &'static [u8]); 8] = [
             (
                 "golden v1",
                 include_bytes!("../../crates/quarry-query/tests/golden/v1/blocks/00000001.qblk"),
@@ -77,6 +77,11 @@ pub fn seeds() -> &'static [Seed] {
             (
                 "golden v10",
                 include_bytes!("../../crates/quarry-query/tests/golden/v10/blocks/00000001.qblk"),
+            ),
+            // Token terms as unions of templates, and the template terms they list.
+            (
+                "golden v11",
+                include_bytes!("../../crates/quarry-query/tests/golden/v11/blocks/00000001.qblk"),
             ),
         ];
         let mut blocks = vec![

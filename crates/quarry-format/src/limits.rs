@@ -11,8 +11,9 @@ pub const BLOCK_MAGIC: &[u8; 8] = b"QRYBLOK1";
 /// grouped varints, 6 lone docs and constant positions in term infos, shared postings and
 /// packed norms, 7 templated string chunks, 8 positions from values, 9 resident sections stored
 /// compressed, 10 compact skip entries, tails without unit frequencies and columns' zstd
-/// dictionaries; this build still reads versions 1 to 9.
-pub const FORMAT_VERSION: u32 = 10;
+/// dictionaries, 11 token terms as unions of templates; this build still reads versions 1 to
+/// 10.
+pub const FORMAT_VERSION: u32 = 11;
 /// The oldest block format version this build reads.
 pub const MIN_FORMAT_VERSION: u32 = 1;
 

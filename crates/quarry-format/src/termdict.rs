@@ -22,6 +22,10 @@ pub const PACKED_TERM_INFOS_VERSION: u32 = 5;
 /// of postings and positions (`TermInfo::encode_v6`).
 pub const INLINE_TERM_INFOS_VERSION: u32 = 6;
 
+/// The first format version whose token terms may be unions of templates
+/// (`postings::unions`), with template terms (`TermKind::Template`) beside them.
+pub const TEMPLATE_UNIONS_VERSION: u32 = 11;
+
 /// What kind of term a key holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[repr(u8)]
@@ -35,6 +39,10 @@ pub enum TermKind {
     I64 = 2,
     /// A float value (not NaN, and u64 values above `i64::MAX`) as the 8 bytes of `f64_term`.
     F64 = 3,
+    /// The docs of one of the field's templates, keyed by its number as a big-endian u32
+    /// (format version 11): listed by the token terms that are unions of templates
+    /// (`postings::unions`), never searched by itself. Tf 1, no positions.
+    Template = 4,
 }
 
 impl TermKind {
@@ -44,6 +52,7 @@ impl TermKind {
             1 => TermKind::Exact,
             2 => TermKind::I64,
             3 => TermKind::F64,
+            4 => TermKind::Template,
             _ => return None,
         })
     }
@@ -183,7 +192,11 @@ impl<'a> TermInfoCursor<'a> {
         while self.next <= ordinal {
             let prev = self.prev.as_ref();
             self.prev = Some(if self.version >= INLINE_TERM_INFOS_VERSION {
-                TermInfo::decode_v6(&mut self.reader, prev)?
+                let info = TermInfo::decode_v6(&mut self.reader, prev)?;
+                if info.template_union && self.version < TEMPLATE_UNIONS_VERSION {
+                    return Err(DecodeError::new("a union of templates before version 11"));
+                }
+                info
             } else {
                 TermInfo::decode_packed(&mut self.reader, prev)?
             });
@@ -281,6 +294,7 @@ mod tests {
                         has_positions: p,
                         inline_doc: Some(doc),
                         constant_position: position,
+                        template_union: false,
                     }
                 },
             )
@@ -433,6 +447,7 @@ mod tests {
                 has_positions: true,
                 inline_doc: Some(i as u32 * 7),
                 constant_position: Some(0),
+                template_union: false,
                 ..TermInfo::default()
             })
             .collect();

@@ -26,6 +26,7 @@ use crate::error::Result;
 use crate::schema::Schema;
 use quarry_format::block::{BlockInput, FieldInput, InvertedIndexWriter, TextInput};
 use quarry_format::column::{ChunkCursor, ColumnWriter};
+use quarry_format::postings::unions::{DocTemplates, TemplateGroups};
 use quarry_format::{BlockReader, ColumnType, DecodeError, TermKind, TERMINATED, TIME_FIELD};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -94,6 +95,8 @@ pub(crate) fn build_output(
     names.dedup();
 
     let mut fields: Vec<FieldInput> = Vec::with_capacity(names.len());
+    // (output field, its docs by template) for the fields whose terms may be unions.
+    let mut templates: Vec<(usize, TemplateGroups)> = Vec::new();
     for name in names {
         // The field's ordinal in each input that has docs here.
         let ordinals: Vec<Option<u16>> = readers
@@ -101,6 +104,8 @@ pub(crate) fn build_output(
             .enumerate()
             .map(|(input, reader)| present(input).then(|| reader.field_ordinal(name)).flatten())
             .collect();
+        let positions_from_values = positions_from_values(readers, name, schema) == Some(true);
+        let from_values = positions_from_values;
         let columns = if name == TIME_FIELD {
             let mut writer = ColumnWriter::for_time();
             for (doc, &time) in times.iter().enumerate() {
@@ -123,15 +128,27 @@ pub(crate) fn build_output(
             types.dedup();
             let mut columns = Vec::with_capacity(types.len());
             let doc_values = schema.rules(name).is_none_or(|rules| rules.doc_values);
+            // The docs by template, for a field whose token terms may be unions of them.
+            let mut field_templates = (from_values && types.contains(&ColumnType::Str))
+                .then(|| DocTemplates::new(doc_count));
             for ty in types {
-                let column = copy_column(readers, &ordinals, order, name, ty, doc_values)?;
+                let column = copy_column(
+                    readers,
+                    &ordinals,
+                    order,
+                    (name, ty),
+                    doc_values,
+                    field_templates.as_mut(),
+                )?;
                 if column.present_count > 0 {
                     columns.push(column);
                 }
             }
+            if let Some(found) = field_templates {
+                templates.push((fields.len(), found.finish()));
+            }
             columns
         };
-        let positions_from_values = positions_from_values(readers, name, schema) == Some(true);
         let text = copy_norms(readers, &ordinals, order)?.map(|norms| TextInput {
             docs_with_field: norms.iter().filter(|&&n| n != 0).count() as u32,
             norms,
@@ -151,6 +168,9 @@ pub(crate) fn build_output(
             })
         });
         if columns.is_empty() && text.is_none() && !terms_only {
+            if templates.last().is_some_and(|(at, _)| *at == fields.len()) {
+                templates.pop();
+            }
             continue;
         }
         fields.push(FieldInput {
@@ -183,7 +203,13 @@ pub(crate) fn build_output(
         })
         .collect();
     let mut total_tokens = vec![0u64; fields.len()];
-    let inverted = merge_terms(readers, &runs, &ordinal_maps, &fields, &mut total_tokens)?;
+    let inverted = merge_terms(
+        readers,
+        &runs,
+        &ordinal_maps,
+        (&fields, templates),
+        &mut total_tokens,
+    )?;
     for (field, tokens) in fields.iter_mut().zip(total_tokens) {
         let Some(text) = &mut field.text else {
             continue;
@@ -212,13 +238,14 @@ pub(crate) fn build_output(
 }
 
 /// The column (`name`, `ty`) of the output, copied from the inputs that have it.
+/// Each value is also given to `templates`, when some.
 fn copy_column(
     readers: &[&BlockReader],
     ordinals: &[Option<u16>],
     order: &[(u32, u32)],
-    name: &str,
-    ty: ColumnType,
+    (name, ty): (&str, ColumnType),
     doc_values: bool,
+    mut templates: Option<&mut DocTemplates>,
 ) -> Result<quarry_format::column::ColumnData> {
     let mut cursors: Vec<Option<ChunkCursor>> = readers
         .iter()
@@ -248,11 +275,21 @@ fn copy_column(
                 .str_at(position)
                 .ok_or_else(|| corrupt(DecodeError::new("value outside its chunk")))?;
             writer.push_str(new as u32, value)?;
+            if let Some(templates) = templates.as_deref_mut() {
+                if ty == ColumnType::Str {
+                    templates.add_str(new as u32, value.as_bytes());
+                } else {
+                    templates.add_other(new as u32);
+                }
+            }
         } else {
             let raw = chunk
                 .raw(position)
                 .ok_or_else(|| corrupt(DecodeError::new("value outside its chunk")))?;
             writer.push_raw(new as u32, raw)?;
+            if let Some(templates) = templates.as_deref_mut() {
+                templates.add_other(new as u32);
+            }
         }
     }
     Ok(writer.finish(order.len() as u32)?)
@@ -368,13 +405,16 @@ fn push_next(
 
 /// The output's term dictionary and postings: every term of the inputs that has a doc here,
 /// its docs remapped. Adds each token term's frequencies to its field's `total_tokens`.
+/// `templates`: the docs by template of the output fields that have them (by output field,
+/// increasing), for their token terms to become unions where they can.
 fn merge_terms(
     readers: &[&BlockReader],
     runs: &[InputRun],
     ordinal_maps: &[Vec<Option<u16>>],
-    fields: &[FieldInput],
+    (fields, templates): (&[FieldInput], Vec<(usize, TemplateGroups)>),
     total_tokens: &mut [u64],
 ) -> Result<InvertedIndexWriter> {
+    let mut templates = templates.into_iter().peekable();
     let mut streams: Vec<Option<fst::map::Stream>> = readers
         .iter()
         .zip(runs)
@@ -418,6 +458,19 @@ fn merge_terms(
         }
         let out_field = u16::from_be_bytes([key[0], key[1]]);
         let kind = TermKind::from_u8(key[2]);
+        // The output's templates of this field (and of any before it with no terms here),
+        // before its first term.
+        while let Some((field, groups)) =
+            templates.next_if(|(field, _)| *field <= out_field as usize)
+        {
+            let norms = fields[field]
+                .text
+                .as_ref()
+                .map_or(&[][..], |t| &t.norms[..]);
+            writer.set_templates(field as u16, groups, norms)?;
+        }
+        // An input's templates are its own: the output writes those its unions list.
+        let template = kind == Some(TermKind::Template);
 
         entries.clear();
         positions.clear();
@@ -425,7 +478,7 @@ fn merge_terms(
             .text
             .as_ref()
             .is_some_and(|t| t.positions_from_values);
-        for &(input, ordinal, _) in &sources {
+        for &(input, ordinal, _) in sources.iter().filter(|_| !template) {
             let reader = readers[input];
             let Some(kind) = kind else {
                 let error = DecodeError::new("unknown term kind");
@@ -485,7 +538,9 @@ fn merge_terms(
                 )?;
             }
         }
-        let Some(kind) = kind else { continue };
+        let Some(kind) = kind.filter(|_| !template) else {
+            continue;
+        };
         if entries.is_empty() {
             continue;
         }

@@ -15,6 +15,7 @@ use quarry_format::codec::ByteReader;
 use quarry_format::column::{ColumnData, ColumnWriter};
 use quarry_format::fieldnorm::length_to_id;
 use quarry_format::limits::{EXACT_TERM_LEN, MAX_DOCS_PER_BLOCK, MAX_FIELDS};
+use quarry_format::postings::unions::{DocTemplates, TemplateGroups};
 use quarry_format::{f64_term, i64_term, ColumnType, FormatError, TermKind, Value, TIME_FIELD};
 use quarry_store::mapping::{FieldMapping, FieldType, MAX_KEYWORD_LEN};
 use quarry_store::mapping::{IGNORED_FIELD, POSITION_INCREMENT_GAP};
@@ -890,6 +891,33 @@ impl SegmentBuilder {
         Ok(all)
     }
 
+    /// The docs of builder field `field` by the template of their value (`norms`: the
+    /// field's, one per doc), for a field whose token terms keep no positions and that has
+    /// strings: some of its terms may then be unions of templates (format version 11).
+    fn doc_templates(
+        &self,
+        field: usize,
+        norms: &[u8],
+        remap: impl Fn(u32) -> u32,
+    ) -> Option<TemplateGroups> {
+        let buffer = &self.fields[field];
+        let has_strings = buffer.columns.iter().any(|c| c.ty == ColumnType::Str);
+        if !buffer.positions_from_values || !has_strings || norms.is_empty() {
+            return None;
+        }
+        let mut templates = DocTemplates::new(norms.len() as u32);
+        for column in &buffer.columns {
+            for (i, &doc) in column.docs.iter().enumerate() {
+                if column.ty == ColumnType::Str {
+                    templates.add_str(remap(doc), column.str_at(i).as_bytes());
+                } else {
+                    templates.add_other(remap(doc));
+                }
+            }
+        }
+        Some(templates.finish())
+    }
+
     fn write_terms(
         &self,
         ordinal_of: &[u16],
@@ -931,7 +959,15 @@ impl SegmentBuilder {
         let mut positions = Vec::new();
         let mut entries: Vec<(u32, u32, u32)> = Vec::new();
         let mut sorted_positions = Vec::new();
+        let mut templates_of = None;
         for (ordinal, kind, _, term, index) in keys {
+            if templates_of != Some(ordinal) {
+                templates_of = Some(ordinal);
+                let field = field_of_ordinal[ordinal as usize] as usize;
+                if let Some(groups) = self.doc_templates(field, &norms[field], remap) {
+                    writer.set_templates(ordinal, groups, &norms[field])?;
+                }
+            }
             // The builder only writes the kinds it knows.
             let kind = TermKind::from_u8(kind).unwrap_or(TermKind::Token);
             let buffer = terms[index as usize].1;

@@ -12,7 +12,9 @@
 //! as version 5 does; version 7 stores long strings as templates and variables and `_time` only
 //! in its time offsets, and answers as version 6 does; version 8 keeps no positions of unmapped
 //! fields (phrases read them back from the values), and answers as version 7 does; version 9
-//! stores the resident sections compressed, and answers as version 8 does.
+//! stores the resident sections compressed, and answers as version 8 does; version 10 lays
+//! postings out compactly, and version 11 stores the fixed words of message templates as
+//! unions of templates; each answers as version 9 does.
 //!
 //! Write a new version's directory only when the format version changes:
 //! `QUARRY_WRITE_GOLDEN=v3 cargo test -p quarry-query --test golden`.
@@ -479,4 +481,29 @@ fn golden_v10_block_still_opens_and_answers() {
         postings < postings_v9,
         "postings {postings} bytes, {postings_v9} in version 9"
     );
+}
+
+#[test]
+fn golden_v11_block_still_opens_and_answers() {
+    let (searcher, expected) = golden("v11", true);
+    let mut answers = answers(&searcher);
+    answers["log queries"] = log_answers(&searcher);
+    assert_eq!(answers, expected);
+    // Unions of templates change how a term's docs are stored, not which they are.
+    let v10: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(golden_dir().join("v10.expected.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(answers, v10);
+    let block = &searcher.blocks()[0];
+    assert_eq!(block.format_version(), 11);
+    // The block uses what version 11 adds: some token terms are unions, and the template
+    // terms they list are in the dictionary.
+    let mut infos = block.term_infos();
+    let unions = (0..block.manifest().term_count)
+        .filter(|&ordinal| infos.get(ordinal).unwrap().template_union)
+        .count();
+    assert!(unions > 0, "no term is a union of templates");
+    let message = block.field_ordinal("message").unwrap();
+    assert!(block.has_terms_of_kind(message, quarry_format::TermKind::Template));
 }

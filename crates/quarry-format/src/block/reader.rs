@@ -1,5 +1,5 @@
 use super::manifest::{ColumnMeta, FieldMeta, Manifest, SectionRef};
-use super::pages::{PageChecksums, PagedSection};
+use super::pages::{PageChecksums, PageMismatch, PagedSection};
 use super::stored;
 use super::TIME_FIELD;
 use crate::column::{ChunkCache, ChunkDictionary, ColumnReader, DecodedChunk, Templates};
@@ -11,7 +11,9 @@ use crate::limits::{
     TIME_INDEX_INTERVAL,
 };
 use crate::packed::{packed4x_get, prefetch};
-use crate::postings::{CursorGuards, PostingsCursor, PostingsLayout, TermInfo};
+use crate::postings::{
+    unions, CursorGuards, PostingsCursor, PostingsLayout, PostingsWriter, TermInfo, TERMINATED,
+};
 use crate::termdict::{term_infos_fit, term_key, TermInfoCursor, TermKind};
 use crate::value::{ColumnType, Value};
 use std::ops::Range;
@@ -120,6 +122,16 @@ pub struct BlockReader {
     /// length): fetched, copied and checked when a query first needs one. Empty for a
     /// local block, which holds them resident from the start.
     on_demand: Box<[(SectionKey, OnDemand)]>,
+    /// The postings of terms that are unions of templates (version 11), rebuilt when a query
+    /// first reads each and kept while the reader lives, by the union's offset.
+    unions: elsa::sync::FrozenMap<u64, Box<UnionPostings>>,
+}
+
+/// A union of templates' postings, rebuilt (`BlockReader::union_postings`): the term's
+/// info and postings as `PostingsWriter` lays them out.
+struct UnionPostings {
+    info: TermInfo,
+    postings: Box<[u8]>,
 }
 
 /// A section a remote block reads on first use: its checked copy once read.
@@ -400,6 +412,7 @@ impl BlockReader {
             unpacked_norms: (0..field_count).map(|_| OnceLock::new()).collect(),
             dictionaries: dictionaries.into_boxed_slice(),
             on_demand: on_demand.into_boxed_slice(),
+            unions: elsa::sync::FrozenMap::new(),
         };
         if reader.time_column().is_none() {
             return Err(corrupt("manifest", "no _time column"));
@@ -730,6 +743,12 @@ impl BlockReader {
     }
 
     fn cursor(&self, info: &TermInfo, with_positions: bool) -> Result<PostingsCursor<'_>> {
+        if info.template_union {
+            // No positions: a union's term has none.
+            let union = self.union_postings(info)?;
+            return PostingsCursor::try_new_without_positions(&union.info, &union.postings)
+                .map_err(|e| self.corrupt("postings", e));
+        }
         let mut ranges = Vec::new();
         self.term_ranges(info, with_positions, &mut ranges);
         if !ranges.is_empty() {
@@ -748,6 +767,92 @@ impl BlockReader {
             guards,
         )
         .map_err(|e| self.corrupt("postings", e))
+    }
+
+    /// The postings of `info`, a union of templates: rebuilt from the templates' docs the
+    /// first time, then kept. They take the bytes the term would have had without the union,
+    /// so all of a block's unions together take at most what its postings would.
+    fn union_postings(&self, info: &TermInfo) -> Result<&UnionPostings> {
+        if let Some(union) = self.unions.get(&info.postings_offset) {
+            return Ok(union);
+        }
+        let union = self.rebuild_union(info)?;
+        Ok(self.unions.insert(info.postings_offset, Box::new(union)))
+    }
+
+    /// Reads the union's list (checked page by page), each listed template's docs, and
+    /// writes the term's postings as a block without the union would hold them. The
+    /// templates' docs must add up to exactly the term's: a damaged list or template is an
+    /// error, never other docs.
+    fn rebuild_union(&self, info: &TermInfo) -> Result<UnionPostings> {
+        let corrupt = |reason| self.corrupt("postings", DecodeError::new(reason));
+        let (start, end) = (
+            info.postings_offset,
+            info.postings_offset
+                .saturating_add(u64::from(info.postings_len)),
+        );
+        self.fetch(&[self.pages.span(PagedSection::Postings, start..end)])?;
+        let bytes = usize::try_from(start)
+            .ok()
+            .zip(usize::try_from(end).ok())
+            .and_then(|(start, end)| self.mapped(self.manifest.postings).get(start..end))
+            .ok_or_else(|| corrupt("union outside the postings"))?;
+        self.pages
+            .guard(self.file(), PagedSection::Postings)
+            .check(start, end)
+            .map_err(|_| self.corrupt("postings", PageMismatch::DECODE_ERROR))?;
+        let (field, list) = unions::decode_union(bytes).map_err(|e| self.corrupt("postings", e))?;
+        let mut templates = Vec::with_capacity(list.len());
+        for &(template, tf) in &list {
+            let template_info = self
+                .term_info(field, TermKind::Template, &template.to_be_bytes())?
+                .filter(|t| !t.template_union)
+                .ok_or_else(|| corrupt("a union lists a template the block lacks"))?;
+            templates.push((template_info, tf));
+        }
+        let ranges = self.terms_ranges(templates.iter().map(|(info, _)| (info, false)));
+        if !ranges.is_empty() {
+            self.fetch(&ranges)?;
+        }
+        let mut entries: Vec<(u32, u32)> = Vec::with_capacity(info.doc_freq as usize);
+        for (template_info, tf) in &templates {
+            let mut cursor = self.cursor(template_info, false)?;
+            let mut doc = cursor.doc();
+            while doc != TERMINATED {
+                if entries.len() == info.doc_freq as usize {
+                    return Err(corrupt("a union's templates hold more docs than its term"));
+                }
+                entries.push((doc, *tf));
+                doc = cursor.advance();
+            }
+            if let Some(error) = cursor.error() {
+                return Err(self.corrupt("postings", error));
+            }
+        }
+        if templates.len() > 1 {
+            entries.sort_unstable();
+        }
+        let max_tf = entries.iter().map(|&(_, tf)| tf).max();
+        if entries.len() != info.doc_freq as usize
+            || entries.windows(2).any(|w| w[0].0 == w[1].0)
+            || max_tf != Some(info.max_tf)
+        {
+            return Err(corrupt("a union's templates do not add up to its term"));
+        }
+        let (docs, tfs): (Vec<u32>, Vec<u32>) = entries.into_iter().unzip();
+        let norms = self.norms(field)?;
+        let norm_of = |doc: u32| {
+            norms
+                .and_then(|n| n.get(doc as usize))
+                .copied()
+                .unwrap_or(0)
+        };
+        let mut writer = PostingsWriter::default();
+        let rebuilt = writer.write_term(&docs, &tfs, norm_of, None);
+        Ok(UnionPostings {
+            info: rebuilt,
+            postings: std::mem::take(&mut writer.postings).into_boxed_slice(),
+        })
     }
 
     /// Field-length ids of a tokenized field, one per doc (`None`: not a tokenized field).

@@ -6,6 +6,7 @@ use super::*;
 use crate::column::{ColumnData, ColumnWriter};
 use crate::fieldnorm::length_to_id;
 use crate::limits::{FOOTER_LEN, POSTINGS_BLOCK_LEN, TIME_INDEX_INTERVAL};
+use crate::postings::unions::DocTemplates;
 use crate::postings::TERMINATED;
 use crate::termdict::TermKind;
 use crate::value::{ColumnType, Value};
@@ -69,7 +70,8 @@ fn value_of(doc: u32, field: &str, ty: ColumnType) -> Option<Value> {
     match (field, ty) {
         (TIME_FIELD, _) => Some(Value::Timestamp(time_of(doc))),
         ("bytes", _) => (d % 3 != 0).then(|| Value::U64(d * 37 + u64::MAX / 2)),
-        ("host", _) => Some(Value::Str(format!("host-{}", d % 4))),
+        ("host", _) if d % 8 < 4 => Some(Value::Str(format!("host-{}", d % 4))),
+        ("host", _) => Some(Value::Str(format!("edge host-{}", d % 4))),
         ("message", _) => (d % 5 != 4).then(|| Value::Str(message_of(doc))),
         ("ok", _) => (d % 2 == 0).then_some(Value::Bool(d % 4 == 0)),
         ("ratio", _) => (d % 7 != 0).then(|| Value::F64(d as f64 / 3.0 - 50.0)),
@@ -119,6 +121,15 @@ impl Corpus {
             corpus.documents.push(document);
 
             if let Some(Value::Str(host)) = value_of(doc, "host", ColumnType::Str) {
+                // Its tokens keep no positions: `host` is in every doc, of the field's two
+                // templates (`host-#`, `edge host-#`), so it is written as a union of them.
+                for token in host.split([' ', '-']) {
+                    let key = (HOST, TermKind::Token, token.as_bytes().to_vec());
+                    let postings = corpus.terms.entry(key).or_default();
+                    postings.docs.push(doc);
+                    postings.tfs.push(1);
+                    postings.positions.push(Vec::new());
+                }
                 let key = (HOST, TermKind::Exact, host.into_bytes());
                 let postings = corpus.terms.entry(key).or_default();
                 postings.docs.push(doc);
@@ -194,6 +205,17 @@ impl Corpus {
             })
             .collect();
         let mut inverted = InvertedIndexWriter::default();
+        let mut host_templates = DocTemplates::new(self.times.len() as u32);
+        for (doc, document) in self.documents.iter().enumerate() {
+            for (field, value) in document {
+                if let ("host", Value::Str(host)) = (field.as_str(), value) {
+                    host_templates.add_str(doc as u32, host.as_bytes());
+                }
+            }
+        }
+        inverted
+            .set_templates(HOST, host_templates.finish(), &[])
+            .unwrap();
         for ((field, kind, term), postings) in &self.terms {
             let positions: Vec<u32> = postings.positions.iter().flatten().copied().collect();
             let norms = &self.message_norms;
@@ -211,7 +233,7 @@ impl Corpus {
                             0
                         }
                     },
-                    (*kind == TermKind::Token).then_some(&positions[..]),
+                    (*kind == TermKind::Token && *field == MESSAGE).then_some(&positions[..]),
                 )
                 .unwrap();
         }
@@ -275,7 +297,8 @@ fn block_round_trip() {
         reader.time_group(corpus.times.len().div_ceil(128), &mut group),
         None
     );
-    assert_eq!(manifest.term_count, corpus.terms.len() as u64);
+    // The corpus' terms and the templates `host` lists.
+    assert_eq!(manifest.term_count, corpus.terms.len() as u64 + 2);
     assert!(
         !dir.path().join("a.tmp").exists(),
         "temporary file left behind"
@@ -306,7 +329,13 @@ fn block_round_trip() {
     }
 
     // Terms and postings.
-    assert_eq!(reader.term_dictionary().len(), corpus.terms.len());
+    // And the two templates `host` lists.
+    assert_eq!(reader.term_dictionary().len(), corpus.terms.len() + 2);
+    let host = reader
+        .term_info(HOST, TermKind::Token, b"host")
+        .unwrap()
+        .unwrap();
+    assert!(host.template_union);
     let the = &corpus.terms[&(MESSAGE, TermKind::Token, b"the".to_vec())];
     assert!(
         the.docs.len() > 2 * POSTINGS_BLOCK_LEN,
@@ -316,7 +345,10 @@ fn block_round_trip() {
     for ((field, kind, term), expected) in &corpus.terms {
         let info = reader.term_info(*field, *kind, term).unwrap().unwrap();
         assert_eq!(info.doc_freq as usize, expected.docs.len());
-        assert_eq!(info.has_positions, *kind == TermKind::Token);
+        assert_eq!(
+            info.has_positions,
+            *kind == TermKind::Token && *field == MESSAGE
+        );
         assert_eq!(info.max_tf, *expected.tfs.iter().max().unwrap());
         let mut cursor = reader.postings_with_positions(&info).unwrap();
         for (i, &doc) in expected.docs.iter().enumerate() {
@@ -344,7 +376,7 @@ fn block_round_trip() {
         assert_eq!(reader.term_info(field, kind, term).unwrap(), None);
     }
     assert!(reader
-        .term_info_by_ordinal(corpus.terms.len() as u64)
+        .term_info_by_ordinal(corpus.terms.len() as u64 + 2)
         .is_err());
     for ordinal in [u64::MAX, u64::MAX / 40, u64::MAX / 40 - 1] {
         assert!(reader.term_info_by_ordinal(ordinal).is_err(), "{ordinal}");

@@ -5,7 +5,8 @@ use crate::error::{FormatError, Result};
 use crate::limits::{
     BLOCK_MAGIC, CHECKSUM_PAGE_LEN, FORMAT_VERSION, MAX_DOCS_PER_BLOCK, TIME_INDEX_INTERVAL,
 };
-use crate::postings::PostingsWriter;
+use crate::postings::unions::{TemplateGroups, UnionFinder};
+use crate::postings::{PostingsWriter, TermInfo};
 use crate::termdict::{term_key, TermDictWriter, TermKind};
 use crate::value::ColumnType;
 use std::io::Write;
@@ -42,9 +43,28 @@ pub struct InvertedIndexWriter {
     postings: PostingsWriter,
     dictionary: TermDictWriter,
     key: Vec<u8>,
+    /// The templates of the field whose terms come now, if it has them (`set_templates`).
+    unions: Option<UnionFinder>,
+    ones: Vec<u32>,
 }
 
 impl InvertedIndexWriter {
+    /// The docs of `field` by template, given before the field's first term: its token terms
+    /// without positions whose docs are whole templates are then written as unions of them
+    /// (format version 11; `postings::unions`), and the templates they list as terms of kind
+    /// `TermKind::Template` after the field's other terms.
+    /// `norms`: the field's length ids, one per doc (empty: none).
+    pub fn set_templates(
+        &mut self,
+        field: u16,
+        groups: TemplateGroups,
+        norms: &[u8],
+    ) -> Result<()> {
+        self.write_templates()?;
+        self.unions = Some(UnionFinder::new(field, groups, norms.to_vec()));
+        Ok(())
+    }
+
     /// See `PostingsWriter::write_term` for the arguments' contract.
     // The key's three parts plus `write_term`'s four: a struct would be built per term only
     // to be taken apart again.
@@ -59,13 +79,56 @@ impl InvertedIndexWriter {
         norm_of: impl Fn(u32) -> u8,
         positions: Option<&[u32]>,
     ) -> Result<()> {
+        if self.unions.as_ref().is_some_and(|u| u.field < field) {
+            self.write_templates()?;
+        }
+        let is_union = match &mut self.unions {
+            Some(unions)
+                if unions.field == field
+                    && kind == TermKind::Token
+                    && positions.is_none()
+                    && docs.len() > 1 =>
+            {
+                unions.union_of(docs, tfs)
+            }
+            _ => false,
+        };
+        let info = match &self.unions {
+            Some(unions) if is_union => {
+                let max_tf = tfs.iter().copied().max().unwrap_or(1);
+                let min_norm = docs.iter().map(|&doc| norm_of(doc)).min().unwrap_or(0);
+                self.postings
+                    .write_union(field, &unions.list, docs.len() as u32, max_tf, min_norm)
+            }
+            _ => self.postings.write_term(docs, tfs, norm_of, positions),
+        };
+        self.insert(field, kind, term, &info)
+    }
+
+    fn insert(&mut self, field: u16, kind: TermKind, term: &[u8], info: &TermInfo) -> Result<()> {
         term_key(&mut self.key, field, kind, term);
-        let info = self.postings.write_term(docs, tfs, norm_of, positions);
         self.dictionary
-            .insert(&self.key, &info)
+            .insert(&self.key, info)
             .map_err(|e| FormatError::InvalidInput {
                 reason: format!("term dictionary: {e}"),
             })
+    }
+
+    /// Writes the templates some union listed, as `TermKind::Template` terms of their field
+    /// (after its other terms, as key order wants), and forgets the field's templates.
+    fn write_templates(&mut self) -> Result<()> {
+        let Some(unions) = self.unions.take() else {
+            return Ok(());
+        };
+        for (template, _) in unions.listed.iter().enumerate().filter(|(_, &l)| l) {
+            let docs = unions.groups.docs_of(template as u32);
+            self.ones.resize(docs.len(), 1);
+            let norm_of = |doc: u32| unions.norms.get(doc as usize).copied().unwrap_or(0);
+            let info = self.postings.write_term(docs, &self.ones, norm_of, None);
+            let number = (template as u32).to_be_bytes();
+            self.insert(unions.field, TermKind::Template, &number, &info)?;
+        }
+        Ok(())
     }
 }
 
@@ -167,6 +230,7 @@ pub fn encode_block(name: &Path, mut input: BlockInput, out: impl Write) -> Resu
     // block reads each on first use), then what planning needs (`planning_sections`), then the
     // manifest: opening a remote block reads one stretch at its end, which over object
     // storage is one ranged request (issue 28).
+    input.inverted.write_templates()?;
     let InvertedIndexWriter {
         postings,
         dictionary,

@@ -75,6 +75,30 @@ pub fn variables(value: &[u8], out: &mut Vec<(usize, usize)>) {
     }
 }
 
+/// Puts the key of `value`'s template in `key` (its pieces, each `len:varint bytes`) and its
+/// variables in `vars`; false when it has none (longer than `MAX_TEMPLATED_VALUE_LEN`, or more
+/// than `MAX_TEMPLATE_SLOTS` variables). Values with the same key differ in their variables
+/// only.
+pub fn template_key(value: &[u8], vars: &mut Vec<(usize, usize)>, key: &mut Vec<u8>) -> bool {
+    if value.len() > MAX_TEMPLATED_VALUE_LEN {
+        return false;
+    }
+    variables(value, vars);
+    if vars.len() > MAX_TEMPLATE_SLOTS {
+        return false;
+    }
+    key.clear();
+    let mut last = 0;
+    for &(start, end) in vars.iter() {
+        put_varint(key, (start - last) as u64);
+        key.extend_from_slice(&value[last..start]);
+        last = end;
+    }
+    put_varint(key, (value.len() - last) as u64);
+    key.extend_from_slice(&value[last..]);
+    true
+}
+
 /// Assigns template ids to values as a column is written, and encodes them.
 #[derive(Default)]
 pub struct TemplateBuilder {
@@ -114,22 +138,9 @@ impl TemplateBuilder {
 
     /// The id of `value`'s template (0: none), its variables left in `self.vars`.
     fn template_of(&mut self, value: &[u8]) -> u32 {
-        if value.len() > MAX_TEMPLATED_VALUE_LEN {
+        if !template_key(value, &mut self.vars, &mut self.key) {
             return 0;
         }
-        variables(value, &mut self.vars);
-        if self.vars.len() > MAX_TEMPLATE_SLOTS {
-            return 0;
-        }
-        self.key.clear();
-        let mut last = 0;
-        for &(start, end) in &self.vars {
-            put_varint(&mut self.key, (start - last) as u64);
-            self.key.extend_from_slice(&value[last..start]);
-            last = end;
-        }
-        put_varint(&mut self.key, (value.len() - last) as u64);
-        self.key.extend_from_slice(&value[last..]);
         if let Some(&id) = self.ids.get(self.key.as_slice()) {
             return id;
         }

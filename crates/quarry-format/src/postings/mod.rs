@@ -10,6 +10,7 @@
 //! Byte grammar: FORMAT.md, "Postings".
 
 mod reader;
+pub mod unions;
 mod writer;
 
 pub use reader::{CursorGuards, PostingsCursor};
@@ -45,12 +46,17 @@ pub struct TermInfo {
     /// true): `positions_len` is 0. Single-token values and the fixed words of a message
     /// template are such terms.
     pub constant_position: Option<u32>,
+    /// The postings bytes list templates whose docs are the term's (version 11; `unions`):
+    /// `BlockReader` rebuilds the postings from them. Such a term has no positions.
+    pub template_union: bool,
 }
 
 /// How a version-6 term info says where the term's positions are.
 const POSITIONS_NONE: u8 = 0;
 const POSITIONS_STORED: u8 = 1;
 const POSITIONS_CONSTANT: u8 = 2;
+/// No positions, and the postings bytes are a union of templates (version 11).
+const POSITIONS_NONE_UNION: u8 = 3;
 
 impl TermInfo {
     /// The fixed-width entry of format versions 1 to 4 (this build only reads them; tests
@@ -119,6 +125,7 @@ impl TermInfo {
 
     fn positions_kind(&self) -> u8 {
         match (self.has_positions, self.constant_position) {
+            (false, _) if self.template_union => POSITIONS_NONE_UNION,
             (false, _) => POSITIONS_NONE,
             (true, None) => POSITIONS_STORED,
             (true, Some(_)) => POSITIONS_CONSTANT,
@@ -160,6 +167,7 @@ impl TermInfo {
                     has_positions: true,
                     inline_doc: None,
                     constant_position: None,
+                    template_union: false,
                 });
             }
         }
@@ -175,9 +183,10 @@ impl TermInfo {
             positions_len: 0,
             max_tf,
             min_norm,
-            has_positions: kind != POSITIONS_NONE,
+            has_positions: !matches!(kind, POSITIONS_NONE | POSITIONS_NONE_UNION),
             inline_doc: None,
             constant_position: None,
+            template_union: kind == POSITIONS_NONE_UNION,
         };
         if doc_freq == 1 {
             info.inline_doc = Some(r.varint_u32()?);
@@ -187,6 +196,10 @@ impl TermInfo {
         }
         match kind {
             POSITIONS_NONE => {}
+            POSITIONS_NONE_UNION if doc_freq == 1 => {
+                return Err(DecodeError::new("a union of one doc"));
+            }
+            POSITIONS_NONE_UNION => {}
             POSITIONS_STORED => {
                 info.positions_offset = positions_base.wrapping_add(unzigzag(r.varint()?) as u64);
                 info.positions_len = r.varint()?;
@@ -261,6 +274,7 @@ impl TermInfo {
                     has_positions: flag == 1,
                     inline_doc: None,
                     constant_position: None,
+                    template_union: false,
                 });
             }
         }
@@ -279,6 +293,7 @@ impl TermInfo {
             },
             inline_doc: None,
             constant_position: None,
+            template_union: false,
         })
     }
 
@@ -304,6 +319,7 @@ impl TermInfo {
             has_positions: r.u8()? != 0,
             inline_doc: None,
             constant_position: None,
+            template_union: false,
         })
     }
 }

@@ -113,6 +113,10 @@ impl<'a> PostingsCursor<'a> {
         positions: Option<&'a [u8]>,
         guards: Option<CursorGuards<'a>>,
     ) -> DecodeResult<Self> {
+        if info.template_union {
+            // Its bytes list templates: `BlockReader` rebuilds its postings from them.
+            return Err(DecodeError::new("a union of templates read as postings"));
+        }
         let start = usize::try_from(info.postings_offset)
             .map_err(|_| DecodeError::new("postings offset"))?;
         let bytes = match info.inline_doc {

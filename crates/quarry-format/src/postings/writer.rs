@@ -74,6 +74,7 @@ impl PostingsWriter {
                 has_positions,
                 inline_doc: Some(doc),
                 constant_position,
+                template_union: false,
             };
         }
         let postings_offset = self.postings.len() as u64;
@@ -168,6 +169,36 @@ impl PostingsWriter {
             has_positions,
             inline_doc: None,
             constant_position,
+            template_union: false,
+        }
+    }
+
+    /// Writes a term whose docs are those of the templates `list` names ((template, tf), by
+    /// template; `unions::UnionFinder` found it so) as that list: `doc_freq` docs in all,
+    /// `max_tf` and `min_norm` their bounds.
+    pub fn write_union(
+        &mut self,
+        field: u16,
+        list: &[(u32, u32)],
+        doc_freq: u32,
+        max_tf: u32,
+        min_norm: u8,
+    ) -> TermInfo {
+        let postings_offset = self.postings.len() as u64;
+        super::unions::encode_union(field, list, &mut self.postings);
+        let postings_len = (self.postings.len() as u64 - postings_offset) as u32;
+        TermInfo {
+            doc_freq,
+            postings_offset: self.share(postings_offset),
+            postings_len,
+            positions_offset: self.positions.len() as u64,
+            positions_len: 0,
+            max_tf,
+            min_norm,
+            has_positions: false,
+            inline_doc: None,
+            constant_position: None,
+            template_union: true,
         }
     }
 

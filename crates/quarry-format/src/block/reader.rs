@@ -12,7 +12,7 @@ use crate::limits::{
 };
 use crate::packed::{packed4x_get, prefetch};
 use crate::postings::{
-    unions, CursorGuards, PostingsCursor, PostingsLayout, PostingsWriter, TermInfo, TERMINATED,
+    unions, CursorGuards, PostingsCursor, PostingsLayout, PostingsWriter, TermInfo,
 };
 use crate::termdict::{term_infos_fit, term_key, TermInfoCursor, TermKind};
 use crate::value::{ColumnType, Value};
@@ -125,6 +125,44 @@ pub struct BlockReader {
     /// The postings of terms that are unions of templates (version 11), rebuilt when a query
     /// first reads each and kept while the reader lives, by the union's offset.
     unions: elsa::sync::FrozenMap<u64, Box<UnionPostings>>,
+}
+
+/// Sorts (doc, tf) pairs of docs below `doc_count` by doc: through a bitset when the
+/// frequencies are all one value and the pairs many (a union of many templates: thousands of
+/// docs, sorted in a pass over `doc_count / 64` words), else by comparison. A doc given twice
+/// is kept twice (the caller's check finds it).
+pub(super) fn sort_docs(entries: &mut [(u32, u32)], doc_count: u32) {
+    let tf = entries.first().map_or(1, |&(_, tf)| tf);
+    let one_tf = entries.iter().all(|&(_, t)| t == tf);
+    if !one_tf || entries.len() < (doc_count / 64) as usize {
+        entries.sort_unstable();
+        return;
+    }
+    let mut words = vec![0u64; doc_count.div_ceil(64) as usize];
+    let mut repeated = false;
+    for &(doc, _) in entries.iter() {
+        let (word, bit) = ((doc / 64) as usize, doc % 64);
+        match words.get_mut(word) {
+            Some(w) => {
+                repeated |= *w & (1 << bit) != 0;
+                *w |= 1 << bit;
+            }
+            None => repeated = true,
+        }
+    }
+    if repeated {
+        entries.sort_unstable();
+        return;
+    }
+    let mut at = 0;
+    for (w, &word) in words.iter().enumerate() {
+        let mut bits = word;
+        while bits != 0 {
+            entries[at] = ((w as u32) * 64 + bits.trailing_zeros(), tf);
+            at += 1;
+            bits &= bits - 1;
+        }
+    }
 }
 
 /// A union of templates' postings, rebuilt (`BlockReader::union_postings`): the term's
@@ -802,12 +840,23 @@ impl BlockReader {
             .check(start, end)
             .map_err(|_| self.corrupt("postings", PageMismatch::DECODE_ERROR))?;
         let (field, list) = unions::decode_union(bytes).map_err(|e| self.corrupt("postings", e))?;
+        if usize::from(field) >= self.manifest.fields.len() {
+            return Err(corrupt("a union of a field the block lacks"));
+        }
+        // Templates increase, and so do their keys and ordinals: one term-info cursor reads
+        // each group of entries once.
         let mut templates = Vec::with_capacity(list.len());
+        let mut term_infos = self.term_infos();
+        let mut key = Vec::new();
         for &(template, tf) in &list {
-            let template_info = self
-                .term_info(field, TermKind::Template, &template.to_be_bytes())?
-                .filter(|t| !t.template_union)
-                .ok_or_else(|| corrupt("a union lists a template the block lacks"))?;
+            term_key(&mut key, field, TermKind::Template, &template.to_be_bytes());
+            let template_info = match self.terms.get(&key) {
+                Some(ordinal) => term_infos.get(ordinal)?,
+                None => return Err(corrupt("a union lists a template the block lacks")),
+            };
+            if template_info.template_union {
+                return Err(corrupt("a template is a union"));
+            }
             templates.push((template_info, tf));
         }
         let ranges = self.terms_ranges(templates.iter().map(|(info, _)| (info, false)));
@@ -817,38 +866,38 @@ impl BlockReader {
         let mut entries: Vec<(u32, u32)> = Vec::with_capacity(info.doc_freq as usize);
         for (template_info, tf) in &templates {
             let mut cursor = self.cursor(template_info, false)?;
-            let mut doc = cursor.doc();
-            while doc != TERMINATED {
-                if entries.len() == info.doc_freq as usize {
-                    return Err(corrupt("a union's templates hold more docs than its term"));
-                }
-                entries.push((doc, *tf));
-                doc = cursor.advance();
+            let room = info.doc_freq as usize - entries.len();
+            if template_info.doc_freq as usize > room {
+                return Err(corrupt("a union's templates hold more docs than its term"));
             }
+            cursor.for_each_remaining(|doc| entries.push((doc, *tf)));
             if let Some(error) = cursor.error() {
                 return Err(self.corrupt("postings", error));
             }
+            if entries.len() - (info.doc_freq as usize - room) != template_info.doc_freq as usize {
+                return Err(corrupt("a template's postings disagree with its doc count"));
+            }
         }
         if templates.len() > 1 {
-            entries.sort_unstable();
+            sort_docs(&mut entries, self.manifest.doc_count);
         }
         let max_tf = entries.iter().map(|&(_, tf)| tf).max();
         if entries.len() != info.doc_freq as usize
             || entries.windows(2).any(|w| w[0].0 == w[1].0)
+            || entries
+                .last()
+                .is_some_and(|&(doc, _)| doc >= self.manifest.doc_count)
             || max_tf != Some(info.max_tf)
         {
             return Err(corrupt("a union's templates do not add up to its term"));
         }
         let (docs, tfs): (Vec<u32>, Vec<u32>) = entries.into_iter().unzip();
-        let norms = self.norms(field)?;
-        let norm_of = |doc: u32| {
-            norms
-                .and_then(|n| n.get(doc as usize))
-                .copied()
-                .unwrap_or(0)
-        };
+        // Each block's score bound takes the term's least length id, a bound for every block
+        // of it: unpacking the field's norms would cost a block's first union about 10 ms (1M
+        // events), which tails and counts never needed (ranked queries then prune a union's
+        // blocks less finely).
         let mut writer = PostingsWriter::default();
-        let rebuilt = writer.write_term(&docs, &tfs, norm_of, None);
+        let rebuilt = writer.write_term(&docs, &tfs, |_| info.min_norm, None);
         Ok(UnionPostings {
             info: rebuilt,
             postings: std::mem::take(&mut writer.postings).into_boxed_slice(),

@@ -1278,3 +1278,24 @@ fn a_column_dictionary_is_written_and_read_back() {
         .collect();
     assert_eq!(messages, expected);
 }
+
+proptest! {
+    /// A union's docs sorted through a bitset come out as a comparison sort gives them,
+    /// repeated and out-of-range docs included.
+    #[test]
+    fn union_docs_sort_as_a_comparison_sort_does(
+        docs in proptest::collection::vec(0u32..700, 0..400),
+        tfs in proptest::collection::vec(1u32..3, 1..3),
+        doc_count in 600u32..800,
+    ) {
+        let mut entries: Vec<(u32, u32)> = docs
+            .iter()
+            .enumerate()
+            .map(|(i, &doc)| (doc, tfs[i % tfs.len()]))
+            .collect();
+        let mut expected = entries.clone();
+        expected.sort_unstable();
+        super::reader::sort_docs(&mut entries, doc_count);
+        prop_assert_eq!(entries, expected);
+    }
+}

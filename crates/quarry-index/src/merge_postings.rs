@@ -105,7 +105,6 @@ pub(crate) fn build_output(
             .map(|(input, reader)| present(input).then(|| reader.field_ordinal(name)).flatten())
             .collect();
         let positions_from_values = positions_from_values(readers, name, schema) == Some(true);
-        let from_values = positions_from_values;
         let columns = if name == TIME_FIELD {
             let mut writer = ColumnWriter::for_time();
             for (doc, &time) in times.iter().enumerate() {
@@ -129,7 +128,7 @@ pub(crate) fn build_output(
             let mut columns = Vec::with_capacity(types.len());
             let doc_values = schema.rules(name).is_none_or(|rules| rules.doc_values);
             // The docs by template, for a field whose token terms may be unions of them.
-            let mut field_templates = (from_values && types.contains(&ColumnType::Str))
+            let mut field_templates = (positions_from_values && types.contains(&ColumnType::Str))
                 .then(|| DocTemplates::new(doc_count));
             for ty in types {
                 let column = copy_column(

@@ -866,15 +866,15 @@ impl BlockReader {
         let mut entries: Vec<(u32, u32)> = Vec::with_capacity(info.doc_freq as usize);
         for (template_info, tf) in &templates {
             let mut cursor = self.cursor(template_info, false)?;
-            let room = info.doc_freq as usize - entries.len();
-            if template_info.doc_freq as usize > room {
+            let before = entries.len();
+            if before + template_info.doc_freq as usize > info.doc_freq as usize {
                 return Err(corrupt("a union's templates hold more docs than its term"));
             }
             cursor.for_each_remaining(|doc| entries.push((doc, *tf)));
             if let Some(error) = cursor.error() {
                 return Err(self.corrupt("postings", error));
             }
-            if entries.len() - (info.doc_freq as usize - room) != template_info.doc_freq as usize {
+            if entries.len() - before != template_info.doc_freq as usize {
                 return Err(corrupt("a template's postings disagree with its doc count"));
             }
         }
